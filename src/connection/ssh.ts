@@ -1,0 +1,135 @@
+import net from 'node:net';
+import { readFileSync } from 'node:fs';
+import { NodeSSH } from 'node-ssh';
+import type { Duplex } from 'node:stream';
+import { ConnectError, type Connection, type ExecResult } from './types.ts';
+import { KnownHosts } from './known-hosts.ts';
+import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
+import { shq } from '../shell/quote.ts';
+
+export interface SshOptions {
+  /** Inventory name, used in messages. */
+  name: string;
+  address: string;
+  port: number;
+  user: string;
+  privateKeyFile?: string;
+  /** ssh-agent socket; defaults to $SSH_AUTH_SOCK. */
+  agent?: string;
+  connectTimeoutMs: number;
+  knownHostsFile: string;
+  /** Record unknown host keys instead of refusing them. A changed key is refused regardless. */
+  acceptNewHostKeys: boolean;
+  /** Reach the host through this one first (like ProxyJump). */
+  jump?: Omit<SshOptions, 'jump' | 'name'> & { name?: string };
+}
+
+const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+
+function tcpConnect(address: string, port: number, timeoutMs: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: address, port });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(Object.assign(new Error(`connect timeout after ${timeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    }, timeoutMs);
+    sock.once('connect', () => {
+      clearTimeout(timer);
+      // Without this every exec waits ~40 ms on Nagle + delayed ACK (measured: 47 ms vs 3.5 ms).
+      sock.setNoDelay(true);
+      resolve(sock);
+    });
+    sock.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+  });
+}
+
+/** An SSH session through node-ssh, with OpenSSH-style host key checking. */
+export class SshConnection implements Connection {
+  execCount = 0;
+  private constructor(
+    readonly host: string,
+    private readonly ssh: NodeSSH,
+    private readonly via?: SshConnection,
+  ) {}
+
+  static async open(opts: SshOptions): Promise<SshConnection> {
+    let via: SshConnection | undefined;
+    let sock: Duplex;
+    try {
+      if (opts.jump) {
+        via = await SshConnection.open({ ...opts.jump, name: opts.jump.name ?? opts.jump.address });
+        sock = await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port);
+      } else {
+        sock = await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs);
+      }
+    } catch (e) {
+      await via?.close();
+      if (e instanceof ConnectError) throw e;
+      const code = (e as NodeJS.ErrnoException).code ?? '';
+      throw new ConnectError(`${opts.name}: cannot connect to ${opts.address}:${opts.port}: ${(e as Error).message}`, TRANSIENT.has(code) || code === '');
+    }
+
+    const knownHosts = new KnownHosts(opts.knownHostsFile);
+    let keyProblem: string | undefined;
+    const ssh = new NodeSSH();
+    try {
+      await ssh.connect({
+        sock,
+        host: opts.address,
+        port: opts.port,
+        username: opts.user,
+        privateKey: opts.privateKeyFile ? readFileSync(opts.privateKeyFile, 'utf8') : undefined,
+        agent: opts.agent ?? process.env.SSH_AUTH_SOCK,
+        readyTimeout: opts.connectTimeoutMs,
+        hostVerifier: (key: Buffer) => {
+          const v = knownHosts.verify(opts.address, opts.port, key);
+          if (v.status === 'match') return true;
+          if (v.status === 'unknown' && opts.acceptNewHostKeys) {
+            knownHosts.add(opts.address, opts.port, key);
+            return true;
+          }
+          keyProblem =
+            v.status === 'changed'
+              ? `host key for ${opts.address}:${opts.port} has CHANGED (${v.keyType} ${v.fingerprint}); refusing to connect. If the host was reinstalled, remove its old key from ${opts.knownHostsFile}`
+              : `host key for ${opts.address}:${opts.port} is unknown (${v.keyType} ${v.fingerprint}); not in ${opts.knownHostsFile}. Verify it, then add it or run with --ssh-accept-new`;
+          return false;
+        },
+      });
+    } catch (e) {
+      sock.destroy();
+      await via?.close();
+      if (keyProblem) throw new ConnectError(`${opts.name}: ${keyProblem}`, false);
+      const msg = (e as Error).message;
+      const level = (e as { level?: string }).level;
+      const auth = level === 'client-authentication' || /authentication/i.test(msg);
+      throw new ConnectError(`${opts.name}: ssh ${opts.user}@${opts.address}:${opts.port}: ${msg}`, !auth);
+    }
+    return new SshConnection(opts.name, ssh, via);
+  }
+
+  async exec(script: string, stdin?: string): Promise<ExecResult> {
+    this.execCount++;
+    try {
+      const r =
+        stdin === undefined
+          ? await this.ssh.execCommand(REMOTE_SHELL, { stdin: scriptAsStdin(script), noTrim: true })
+          : await this.ssh.execCommand(`exec /bin/sh -c ${shq(inlineScript(script))}`, { stdin, noTrim: true });
+      return { stdout: r.stdout, stderr: r.stderr, code: r.code };
+    } catch (e) {
+      throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.ssh.dispose();
+    await this.via?.close();
+  }
+}
+
+function inlineScript(script: string): string {
+  if (script.length > MAX_INLINE_SCRIPT) throw new Error(`script of ${script.length} bytes is too long to pass with separate stdin`);
+  return script;
+}

@@ -1,0 +1,30 @@
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  /** Exit status; null when the remote process was killed by a signal or the channel dropped. */
+  code: number | null;
+}
+
+/**
+ * A live session to one host. The engine opens one per host per run and sends whole scripts:
+ * `exec` is the only way to run anything, so counting its calls counts round trips.
+ */
+export interface Connection {
+  readonly host: string;
+  /** Round trips made so far on this connection. */
+  readonly execCount: number;
+  exec(script: string, stdin?: string): Promise<ExecResult>;
+  close(): Promise<void>;
+}
+
+/** A host could not be reached or authenticated: the host is "unreachable", not "failed". */
+export class ConnectError extends Error {
+  constructor(
+    message: string,
+    /** auth and host-key problems are never retried; refused/reset/timeout are transient. */
+    readonly transient: boolean,
+  ) {
+    super(message);
+    this.name = 'ConnectError';
+  }
+}

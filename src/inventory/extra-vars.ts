@@ -1,0 +1,73 @@
+import { InputError, type SourcePos } from '../util/errors.ts';
+import { validateOrThrow } from '../util/validate.ts';
+import { validateVars } from './schema.ts';
+import type { Vars } from './model.ts';
+import { YamlSource } from './yaml-source.ts';
+
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * `-e` values as ansible-playbook takes them: `@file.yaml`, a YAML/JSON mapping, or
+ * `key=value` pairs (values stay strings). Later `-e` win over earlier ones.
+ */
+export function parseExtraVars(args: string[]): { vars: Vars; sources: Record<string, SourcePos> } {
+  const vars: Vars = {};
+  const sources: Record<string, SourcePos> = {};
+  args.forEach((arg, i) => {
+    const label = `-e #${i + 1}`;
+    if (arg.startsWith('@')) {
+      const src = YamlSource.read(arg.slice(1));
+      if (src.value === null || typeof src.value !== 'object' || Array.isArray(src.value)) {
+        throw new InputError('extra-vars file must hold a mapping of variables', src.pos([]));
+      }
+      validateOrThrow(validateVars, src.value, src);
+      for (const [k, v] of Object.entries(src.value as Vars)) {
+        vars[k] = v;
+        sources[k] = src.pos([k]);
+      }
+      return;
+    }
+    const trimmed = arg.trim();
+    if (trimmed.startsWith('{')) {
+      const src = YamlSource.parse(label, trimmed);
+      validateOrThrow(validateVars, src.value, src);
+      for (const [k, v] of Object.entries(src.value as Vars)) {
+        vars[k] = v;
+        sources[k] = { file: label };
+      }
+      return;
+    }
+    for (const pair of splitPairs(trimmed)) {
+      const eq = pair.indexOf('=');
+      const key = eq < 0 ? pair : pair.slice(0, eq);
+      if (eq < 0 || !VAR_NAME.test(key)) throw new InputError(`${label}: expected key=value, @file.yaml or a mapping, got '${pair}'`);
+      vars[key] = pair.slice(eq + 1);
+      sources[key] = { file: label };
+    }
+  });
+  return { vars, sources };
+}
+
+/** Split `a=1 b='two words'` on unquoted whitespace, removing the quotes. */
+function splitPairs(s: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quote: string | null = null;
+  let any = false;
+  for (const c of s) {
+    if (quote) {
+      if (c === quote) quote = null;
+      else cur += c;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      any = true;
+    } else if (/\s/.test(c)) {
+      if (cur || any) out.push(cur);
+      cur = '';
+      any = false;
+    } else cur += c;
+  }
+  if (quote) throw new InputError(`-e: unterminated quote in '${s}'`);
+  if (cur || any) out.push(cur);
+  return out;
+}

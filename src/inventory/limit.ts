@@ -1,0 +1,68 @@
+import { InputError } from '../util/errors.ts';
+import type { Inventory } from './model.ts';
+
+/**
+ * Ansible host patterns: terms separated by `:` or `,`; a term is a host, a group, `all`/`*`,
+ * a glob (`rack1*`) or `~regex`. `&term` intersects, `!term` excludes. Result keeps inventory order.
+ */
+export function selectHosts(inv: Inventory, pattern: string, what = 'pattern'): string[] {
+  const terms = splitTerms(pattern);
+  if (terms.length === 0) throw new InputError(`empty host ${what}`);
+  const union = new Set<string>();
+  const intersections: Set<string>[] = [];
+  const exclusions = new Set<string>();
+  for (const raw of terms) {
+    const op = raw[0] === '&' || raw[0] === '!' ? raw[0] : '';
+    const term = op ? raw.slice(1) : raw;
+    const matched = matchTerm(inv, term);
+    if (matched.size === 0 && !op) throw new InputError(`host ${what} '${term}' matches no host or group in ${inv.file}`);
+    if (op === '&') intersections.push(matched);
+    else if (op === '!') for (const h of matched) exclusions.add(h);
+    else for (const h of matched) union.add(h);
+  }
+  // A pattern made only of exclusions/intersections starts from all hosts, as in Ansible.
+  const base = terms.every((t) => t[0] === '&' || t[0] === '!') ? new Set(inv.hosts.map((h) => h.name)) : union;
+  return inv.hosts
+    .map((h) => h.name)
+    .filter((h) => base.has(h) && !exclusions.has(h) && intersections.every((s) => s.has(h)));
+}
+
+function splitTerms(pattern: string): string[] {
+  // `:` separates terms except inside IPv6 addresses or regexes; commas are the safer separator.
+  const parts = pattern.includes(',') || pattern.includes('~') ? pattern.split(',') : pattern.split(':');
+  return parts.map((t) => t.trim()).filter(Boolean);
+}
+
+function matchTerm(inv: Inventory, term: string): Set<string> {
+  if (term === 'all' || term === '*') return new Set(inv.hosts.map((h) => h.name));
+  const group = inv.groups.get(term);
+  if (group) return new Set(inv.hosts.filter((h) => h.groups.includes(term)).map((h) => h.name));
+  let re: RegExp;
+  if (term.startsWith('~')) {
+    try {
+      re = new RegExp(term.slice(1));
+    } catch (e) {
+      throw new InputError(`invalid regular expression in host pattern '${term}': ${(e as Error).message}`);
+    }
+  } else if (/[*?[]/.test(term)) {
+    re = globToRegExp(term);
+  } else {
+    return new Set(inv.hosts.some((h) => h.name === term) ? [term] : []);
+  }
+  const out = new Set<string>();
+  for (const h of inv.hosts) if (re.test(h.name)) out.add(h.name);
+  for (const g of inv.groups.values()) {
+    if (re.test(g.name)) for (const h of inv.hosts) if (h.groups.includes(g.name)) out.add(h.name);
+  }
+  return out;
+}
+
+function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (const c of glob) {
+    if (c === '*') re += '.*';
+    else if (c === '?') re += '.';
+    else re += c.replace(/[.+^${}()|\\\]\[]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}

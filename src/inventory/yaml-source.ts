@@ -1,0 +1,83 @@
+import { readFileSync, statSync } from 'node:fs';
+import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node, type ScalarTag } from 'yaml';
+import { InputError, type SourcePos } from '../util/errors.ts';
+import { Secret } from '../util/secret.ts';
+
+/** Inventories are small; anything bigger is a mistake or an attack, refused before parsing. */
+export const MAX_YAML_BYTES = 4 * 1024 * 1024;
+/** Alias expansions allowed per document: stops "billion laughs" bombs. */
+const MAX_ALIAS_COUNT = 200;
+
+const secretTag: ScalarTag = {
+  tag: '!secret',
+  resolve: (str: string) => new Secret(str),
+};
+
+/** A parsed YAML file that can still say where each value was written. */
+export class YamlSource {
+  private constructor(
+    readonly file: string,
+    readonly doc: Document.Parsed,
+    private readonly lines: LineCounter,
+    readonly value: unknown,
+  ) {}
+
+  static read(file: string): YamlSource {
+    let size: number;
+    try {
+      size = statSync(file).size;
+    } catch (e) {
+      throw new InputError(`cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { file });
+    }
+    if (size > MAX_YAML_BYTES) throw new InputError(`file is ${size} bytes; the limit is ${MAX_YAML_BYTES}`, { file });
+    return YamlSource.parse(file, readFileSync(file, 'utf8'));
+  }
+
+  static parse(file: string, text: string): YamlSource {
+    if (text.length > MAX_YAML_BYTES) throw new InputError(`text is ${text.length} bytes; the limit is ${MAX_YAML_BYTES}`, { file });
+    const lines = new LineCounter();
+    const doc = parseDocument(text, { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: true });
+    const first = doc.errors[0];
+    if (first) {
+      const lp = first.linePos?.[0];
+      throw new InputError(`YAML: ${first.message.split('\n')[0]}`, { file, line: lp?.line, col: lp?.col });
+    }
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    } catch (e) {
+      throw new InputError(`YAML: ${(e as Error).message}`, { file, line: 1, col: 1 });
+    }
+    return new YamlSource(file, doc, lines, value);
+  }
+
+  /**
+   * Position of the value at `path`, or of its key when `key` is set (errors about a key name
+   * should point at the key). Falls back to the nearest existing ancestor.
+   */
+  pos(path: ReadonlyArray<string | number>, key = false): SourcePos {
+    let node: unknown = this.doc.contents;
+    let best: Node | null = (this.doc.contents as Node | null) ?? null;
+    for (let i = 0; i < path.length; i++) {
+      const seg = path[i];
+      const last = i === path.length - 1;
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+        if (!pair) break;
+        if (last && key && pair.key) {
+          best = pair.key as Node;
+          break;
+        }
+        node = pair.value;
+        best = (pair.value as Node | null) ?? (pair.key as Node);
+      } else if (isSeq(node)) {
+        node = node.items[Number(seg)];
+        if (!node) break;
+        best = node as Node;
+      } else break;
+    }
+    const offset = best?.range?.[0] ?? 0;
+    const lp = this.lines.linePos(offset);
+    return { file: this.file, line: lp.line, col: lp.col };
+  }
+}
