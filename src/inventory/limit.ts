@@ -5,7 +5,7 @@ import type { Inventory } from './model.ts';
  * Ansible host patterns: terms separated by `:` or `,`; a term is a host, a group, `all`/`*`,
  * a glob (`rack1*`) or `~regex`. `&term` intersects, `!term` excludes. Result keeps inventory order.
  */
-export function selectHosts(inv: Inventory, pattern: string, what = 'pattern'): string[] {
+export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', allowEmpty = false): string[] {
   const terms = splitTerms(pattern);
   if (terms.length === 0) throw new InputError(`empty host ${what}`);
   const union = new Set<string>();
@@ -15,7 +15,7 @@ export function selectHosts(inv: Inventory, pattern: string, what = 'pattern'): 
     const op = raw[0] === '&' || raw[0] === '!' ? raw[0] : '';
     const term = op ? raw.slice(1) : raw;
     const matched = matchTerm(inv, term);
-    if (matched.size === 0 && !op) throw new InputError(`host ${what} '${term}' matches no host or group in ${inv.file}`);
+    if (matched.size === 0 && !op && !allowEmpty) throw new InputError(`host ${what} '${term}' matches no host or group in ${inv.file}`);
     if (op === '&') intersections.push(matched);
     else if (op === '!') for (const h of matched) exclusions.add(h);
     else for (const h of matched) union.add(h);
@@ -34,6 +34,15 @@ function splitTerms(pattern: string): string[] {
 }
 
 function matchTerm(inv: Inventory, term: string): Set<string> {
+  const sub = /^(.+)\[(-?\d+)(?::(-?\d*))?\]$/.exec(term);
+  if (sub) {
+    // `group[0]`, `group[1:3]` (inclusive, as in Ansible): hosts by position in the group.
+    const members = [...matchTerm(inv, sub[1])];
+    const at = (i: number) => (i < 0 ? members.length + i : i);
+    const from = at(Number(sub[2]));
+    const to = sub[3] === undefined ? from : sub[3] === '' ? members.length - 1 : at(Number(sub[3]));
+    return new Set(members.slice(from, to + 1));
+  }
   if (term === 'all' || term === '*') return new Set(inv.hosts.map((h) => h.name));
   const group = inv.groups.get(term);
   if (group) return new Set(inv.hosts.filter((h) => h.groups.includes(term)).map((h) => h.name));

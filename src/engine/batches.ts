@@ -1,0 +1,33 @@
+import { InputError } from '../util/errors.ts';
+
+/**
+ * Batch sizes for `serial: [1, '10%', '25%']` over `total` hosts, as Ansible computes them:
+ * each entry is a count or a percentage of the play's hosts (rounded down, at least 1), the
+ * last entry repeats until every host is in a batch. No serial: one batch with every host.
+ */
+export function batchSizes(total: number, serial?: Array<number | string>): number[] {
+  if (total === 0) return [];
+  if (!serial || serial.length === 0) return [total];
+  const sizes: number[] = [];
+  let left = total;
+  let i = 0;
+  while (left > 0) {
+    const spec = serial[Math.min(i, serial.length - 1)];
+    const size = Math.min(left, Math.max(1, toCount(spec, total)));
+    sizes.push(size);
+    left -= size;
+    i++;
+  }
+  return sizes;
+}
+
+function toCount(spec: number | string, total: number): number {
+  if (typeof spec === 'number') {
+    if (!Number.isInteger(spec) || spec < 1) throw new InputError(`serial: ${spec} is not a positive whole number`);
+    return spec;
+  }
+  const m = /^(\d+(?:\.\d+)?)%$/.exec(spec.trim());
+  if (m) return Math.floor((Number(m[1]) / 100) * total);
+  if (/^\d+$/.test(spec.trim())) return toCount(Number(spec), total);
+  throw new InputError(`serial: '${spec}' is neither a count nor a percentage`);
+}

@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto';
+import type { Connection } from '../connection/types.ts';
+import { Refusal, type Change, type Resource, type Step } from '../resources/types.ts';
+import type { ResourceResult } from './events.ts';
+import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
+
+export interface HostRunOptions {
+  host: string;
+  play: string;
+  check: boolean;
+  /** Called as soon as a resource's outcome is known. */
+  onResult: (r: ResourceResult) => void;
+  /**
+   * Saved-plan mode: only these resource ids may change, and their facts must still hash to
+   * the planned value; anything else that moved is drift. Absent in normal runs.
+   */
+  planned?: Map<string, string>;
+}
+
+export interface HostRunResult {
+  results: ResourceResult[];
+  /** sha256 of each resource's probe output, for saved plans. */
+  factHashes: Map<string, string>;
+  /** Set when the connection broke mid-run: the host counts as unreachable. */
+  lostConnection?: string;
+}
+
+interface State {
+  r: Resource;
+  facts?: unknown;
+  factHash?: string;
+  changes?: Change[];
+  /** Facts expected after this resource (and those it stacks on) apply; set only when they differ from the probe. */
+  predicted?: unknown;
+  steps?: Step[];
+  result?: ResourceResult;
+}
+
+/**
+ * Converge one host: one exec probes everything; each wave of changes is one exec that applies
+ * and re-probes (verify + facts for the next wave). A converged host costs exactly one exec.
+ */
+export async function runHost(conn: Connection, resources: Resource[], o: HostRunOptions): Promise<HostRunResult> {
+  const states = new Map<string, State>(resources.map((r) => [r.id, { r }]));
+  const factHashes = new Map<string, string>();
+  const finish = (s: State, res: Omit<ResourceResult, 'host' | 'play' | 'id' | 'kind'>) => {
+    s.result = { host: o.host, play: o.play, id: s.r.id, kind: s.r.kind, ...res };
+    o.onResult(s.result);
+  };
+
+  const ingest = (s: State, out: SectionOutput): boolean => {
+    if (out.code === null) {
+      finish(s, { status: 'failed', changes: [], error: 'probe did not run to completion' });
+      return false;
+    }
+    try {
+      s.facts = s.r.parse(out.stdout, out.code, out.stderr);
+      s.factHash = createHash('sha256').update(out.stdout).digest('hex');
+      factHashes.set(s.r.id, s.factHash);
+      return true;
+    } catch (e) {
+      finish(s, { status: 'failed', changes: [], error: `probe: ${(e as Error).message}` });
+      return false;
+    }
+  };
+
+  const exec = async (sections: Section[]): Promise<SectionOutput[] | string> => {
+    const { script, marker } = buildScript(sections);
+    try {
+      const res = await conn.exec(script);
+      if (res.code !== 0 && res.code !== null) {
+        // The wrapper itself failed (e.g. no mktemp): every section lacks output.
+        if (!res.stdout.includes(marker)) return `remote shell failed (exit ${res.code}): ${res.stderr.trim()}`;
+      }
+      return splitOutput(res.stdout, marker, sections.length);
+    } catch (e) {
+      return (e as Error).message;
+    }
+  };
+
+  const failRemaining = (msg: string) => {
+    for (const s of states.values()) if (!s.result) finish(s, { status: 'failed', changes: [], error: msg });
+  };
+
+  // Wave 0: probe all.
+  const all = [...states.values()];
+  const first = await exec(all.map((s) => ({ kind: 'probe', body: s.r.probe() })));
+  if (typeof first === 'string') {
+    failRemaining(first);
+    return { results: collect(states), factHashes, lostConnection: first };
+  }
+  all.forEach((s, i) => ingest(s, first[i]));
+
+  for (let wave = 0; wave <= resources.length; wave++) {
+    const toApply: State[] = [];
+    const deferred: State[] = [];
+    for (const s of states.values()) {
+      if (s.result) continue;
+      const deps = s.r.dependsOn.map((d) => states.get(d)!);
+      const blocker = [...deps, ...(s.r.after ?? []).map((d) => states.get(d)!)].find((d) => d.result?.status === 'failed' || d.result?.status === 'skipped');
+      if (blocker) {
+        finish(s, { status: 'skipped', changes: [], error: `dependency ${blocker.r.id} did not converge` });
+        continue;
+      }
+      // A dependency that writes the same file and predicted its result does not make us wait.
+      const stacked = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
+      const stackable = (d: State) => d === stacked && d.predicted !== undefined;
+      if (deps.some((d) => !d.result && !stackable(d))) {
+        deferred.push(s); // decided once its dependencies are
+        continue;
+      }
+      const pendingDep = o.check ? deps.find((d) => d.result?.status === 'changed' && !stackable(d)) : undefined;
+      if (pendingDep) {
+        // Its facts would only be known after the dependency's change: report, never guess.
+        finish(s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
+        continue;
+      }
+      if (stacked?.predicted !== undefined) s.facts = stacked.predicted;
+      try {
+        s.changes = s.r.diff(s.facts);
+      } catch (e) {
+        finish(s, { status: 'failed', changes: [], error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
+        continue;
+      }
+      if (s.changes.length && s.r.predict) s.predicted = s.r.predict(s.facts, s.changes);
+      else if (stacked?.predicted !== undefined) s.predicted = s.facts;
+      if (o.planned && !o.planned.has(s.r.id) && s.changes.length) {
+        finish(s, { status: 'failed', changes: s.changes, error: 'drift: this resource was converged when the plan was made and has changed since' });
+        continue;
+      }
+      if (s.changes.length === 0) {
+        finish(s, { status: 'ok', changes: [] });
+      } else if (o.check) {
+        finish(s, { status: 'changed', changes: s.changes, alwaysRuns: !s.r.verifiable || undefined });
+      } else {
+        toApply.push(s);
+      }
+    }
+    if (toApply.length === 0) {
+      if (deferred.length === 0) break;
+      continue; // nothing applied, so the deferred resources' facts are still current
+    }
+
+    const sections: Section[] = [];
+    for (const s of toApply) {
+      s.steps = s.r.apply(s.facts, s.changes!);
+      for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
+    }
+    const stepCount = sections.length;
+    const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
+    for (const s of reprobe) sections.push({ kind: 'probe', body: s.r.probe() });
+    const out = await exec(sections);
+    if (typeof out === 'string') {
+      failRemaining(out);
+      return { results: collect(states), factHashes, lostConnection: out };
+    }
+    // Attribute step outcomes to their resources.
+    let k = 0;
+    for (const s of toApply) {
+      const under = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
+      if (under?.result?.status === 'failed') {
+        k += s.steps!.length;
+        finish(s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
+        continue;
+      }
+      for (const step of s.steps!) {
+        const so = out[k++];
+        if (s.result) continue;
+        if (so.code !== 0) {
+          const why = so.code === null ? 'did not run (connection lost or earlier failure)' : `exit ${so.code}`;
+          const detail = (so.stderr || so.stdout).trim().split('\n').slice(-5).join('\n');
+          finish(s, { status: 'failed', changes: s.changes!, error: `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}` });
+        }
+      }
+    }
+    reprobe.forEach((s, i) => {
+      const po = out[stepCount + i];
+      if (s.result) return;
+      if (!ingest(s, po)) return;
+      if (!toApply.includes(s)) return; // deferred: diffed in the next wave
+      let still: Change[];
+      try {
+        still = s.r.diff(s.facts);
+      } catch (e) {
+        finish(s, { status: 'failed', changes: s.changes!, error: `after apply: ${(e as Error).message}` });
+        return;
+      }
+      if (still.length) {
+        finish(s, { status: 'failed', changes: s.changes!, error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}` });
+      } else {
+        finish(s, { status: 'changed', changes: s.changes! });
+      }
+    });
+    for (const s of toApply) if (!s.result) finish(s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
+    for (const s of states.values()) s.predicted = undefined; // the re-probe superseded every prediction
+  }
+  failRemaining('not converged: dependency cycle');
+  return { results: collect(states), factHashes };
+}
+
+function collect(states: Map<string, State>): ResourceResult[] {
+  return [...states.values()].map((s) => s.result!).filter(Boolean);
+}

@@ -1,0 +1,3 @@
+export * from './events.ts';
+export * from './playbook.ts';
+export * from './run.ts';

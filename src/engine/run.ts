@@ -1,0 +1,216 @@
+import type { Connection } from '../connection/types.ts';
+import { ConnectError } from '../connection/types.ts';
+import type { Host, Inventory } from '../inventory/model.ts';
+import { selectHosts } from '../inventory/limit.ts';
+import type { Resource } from '../resources/types.ts';
+import { InputError } from '../util/errors.ts';
+import { connect, type ConnectOptions } from './connect.ts';
+import type { EventSink, HostRecap, Recap, ResourceResult } from './events.ts';
+import { runHost } from './host-run.ts';
+import { HostContext, type Play, type Playbook } from './playbook.ts';
+import { batchSizes } from './batches.ts';
+import { withRetry } from './retry.ts';
+
+export interface RunSelection {
+  limit?: string;
+  tags?: string[];
+  skipTags?: string[];
+}
+
+/** A play with each selected host's resources already built and checked. */
+export interface PreparedPlay {
+  play: Play;
+  hosts: Array<{ host: Host; resources: Resource[] }>;
+}
+
+/**
+ * Build every resource of every play for every selected host before anything connects: bad
+ * input (a wrong variable, an invalid path, a duplicate id) is found while nothing has run.
+ */
+export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
+  const limited = sel.limit ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
+  const byName = new Map(inv.hosts.map((h) => [h.name, h]));
+  const out: PreparedPlay[] = [];
+  for (const pb of playbooks) {
+    for (const play of pb.plays) {
+      const names = selectHosts(inv, play.hosts, `pattern of play '${play.name}'`, true).filter((n) => !limited || limited.has(n));
+      const hosts = names.map((n) => {
+        const host = byName.get(n)!;
+        const all = orderWriters(play.resources(new HostContext(host, inv.hosts)).map((r) => withPlayTags(r, play.tags ?? [])));
+        const ids = new Set<string>();
+        for (const r of all) {
+          if (ids.has(r.id)) throw new InputError(`play '${play.name}' declares ${r.id} twice for host ${n}`);
+          ids.add(r.id);
+        }
+        const declared = new Set<string>();
+        for (const r of all) {
+          for (const d of r.dependsOn) if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`);
+          for (const d of r.after ?? []) if (!declared.has(d)) throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
+          declared.add(r.id);
+        }
+        const kept = all.filter((r) => tagSelected(r.tags, sel));
+        const keptIds = new Set(kept.map((r) => r.id));
+        // A dependency left out by --tags is treated as satisfied, as Ansible does.
+        const resources = kept.map((r) =>
+          [...r.dependsOn, ...(r.after ?? [])].every((d) => keptIds.has(d))
+            ? r
+            : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
+        );
+        return { host, resources };
+      });
+      out.push({ play, hosts });
+    }
+  }
+  return out;
+}
+
+/** Resources that rewrite the same path run one after the other, in declaration order. */
+function orderWriters(resources: Resource[]): Resource[] {
+  const lastWriter = new Map<string, string>();
+  return resources.map((r) => {
+    const earlier = [...new Set((r.writes ?? []).map((p) => lastWriter.get(p)).filter((d): d is string => !!d))];
+    for (const p of r.writes ?? []) lastWriter.set(p, r.id);
+    if (earlier.length === 0) return r;
+    const dependsOn = [...new Set([...r.dependsOn, ...earlier])];
+    // Stacking needs a single predecessor that can predict its result.
+    return { ...r, dependsOn, stacksOn: earlier.length === 1 ? earlier[0] : undefined };
+  });
+}
+
+function withPlayTags(r: Resource, playTags: string[]): Resource {
+  if (playTags.length === 0) return r;
+  return { ...r, tags: [...new Set([...r.tags, ...playTags])] };
+}
+
+function tagSelected(tags: readonly string[], sel: RunSelection): boolean {
+  if (sel.skipTags?.some((t) => tags.includes(t))) return false;
+  if (!sel.tags || sel.tags.length === 0 || sel.tags.includes('all')) return true;
+  return tags.includes('always') || sel.tags.some((t) => tags.includes(t));
+}
+
+export interface ExecuteOptions extends ConnectOptions {
+  check: boolean;
+  forks: number;
+  /** Overrides each play's own `serial` / `maxFailPercent`. */
+  serial?: Array<number | string>;
+  maxFailPercent?: number;
+  /** Attempts for transient connection errors (refused, reset, timeout). */
+  connectAttempts: number;
+  /** Saved-plan mode: per host, the resource ids and fact hashes that were reviewed. */
+  planned?: Map<string, Map<string, string>>;
+  /** Stop starting new hosts (Ctrl-C); hosts in flight finish. */
+  signal?: AbortSignal;
+  /** Connection factory, replaceable in tests. */
+  connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
+}
+
+export interface RunOutcome extends Recap {
+  results: ResourceResult[];
+  /** Per host, sha256 of each resource's facts (for --plan-out). */
+  factHashes: Map<string, Map<string, string>>;
+}
+
+/** Run prepared plays: plays in order, hosts concurrently up to `forks`, in batches if asked. */
+export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: EventSink): Promise<RunOutcome> {
+  const t0 = Date.now();
+  const recaps = new Map<string, HostRecap>();
+  const conns = new Map<string, Promise<Connection>>();
+  const results: ResourceResult[] = [];
+  const factHashes = new Map<string, Map<string, string>>();
+  const connector = o.connector ?? connect;
+  const recapOf = (host: string) => {
+    let r = recaps.get(host);
+    if (!r) {
+      r = { host, ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 0 };
+      recaps.set(host, r);
+    }
+    return r;
+  };
+
+  const runOne = async (pp: PreparedPlay, host: Host, resources: Resource[]): Promise<boolean> => {
+    const recap = recapOf(host.name);
+    if (recap.unreachable) return false;
+    emit({ type: 'host_start', host: host.name, play: pp.play.name });
+    let conn: Connection;
+    try {
+      let p = conns.get(host.name);
+      if (!p) {
+        p = withRetry(() => connector(host, o), o.connectAttempts, (e) => e instanceof ConnectError && e.transient);
+        conns.set(host.name, p);
+      }
+      conn = await p;
+    } catch (e) {
+      recap.unreachable = true;
+      recap.error = (e as Error).message;
+      return false;
+    }
+    const res = await runHost(conn, resources, {
+      host: host.name,
+      play: pp.play.name,
+      check: o.check,
+      planned: o.planned?.get(host.name),
+      onResult: (r) => {
+        results.push(r);
+        recap[r.status]++;
+        emit({ type: 'resource', ...r });
+      },
+    });
+    const hashes = factHashes.get(host.name) ?? new Map<string, string>();
+    for (const [id, h] of res.factHashes) hashes.set(id, h);
+    factHashes.set(host.name, hashes);
+    recap.execs = conn.execCount;
+    if (res.lostConnection) {
+      recap.unreachable = true;
+      recap.error = res.lostConnection;
+      return false;
+    }
+    return !res.results.some((r) => r.status === 'failed');
+  };
+
+  try {
+    for (const pp of plays) {
+      const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable);
+      emit({ type: 'play_start', play: pp.play.name, hosts: hosts.map((h) => h.host.name) });
+      const sizes = batchSizes(hosts.length, o.serial ?? pp.play.serial);
+      const maxFail = o.maxFailPercent ?? pp.play.maxFailPercent;
+      let start = 0;
+      let failedInPlay = 0;
+      for (const size of sizes) {
+        if (o.signal?.aborted) break;
+        const batch = hosts.slice(start, start + size);
+        start += size;
+        const ok = await mapLimit(batch, o.forks, (h) => (o.signal?.aborted ? Promise.resolve(true) : runOne(pp, h.host, h.resources)));
+        failedInPlay += ok.filter((x) => !x).length;
+        if (maxFail !== undefined && (failedInPlay / hosts.length) * 100 > maxFail) {
+          for (const h of hosts.slice(start)) recapOf(h.host.name).error ??= `not run: play '${pp.play.name}' stopped, ${failedInPlay} of ${hosts.length} hosts failed (max ${maxFail}%)`;
+          break;
+        }
+      }
+    }
+  } finally {
+    await Promise.all([...conns.values()].map((p) => p.then((c) => c.close(), () => undefined)));
+  }
+
+  const hostRecaps = [...new Set(plays.flatMap((p) => p.hosts.map((h) => h.host.name)))].map(recapOf);
+  for (const r of hostRecaps) emit({ type: 'host_recap', ...r });
+  const bad = hostRecaps.some((r) => r.failed > 0 || r.unreachable);
+  const changed = hostRecaps.some((r) => r.changed > 0);
+  const exitCode = bad ? 1 : o.check && changed ? 2 : 0;
+  const recap: Recap = { hosts: hostRecaps, exitCode, check: o.check, elapsedMs: Date.now() - t0 };
+  emit({ type: 'recap', ...recap });
+  return { ...recap, results, factHashes };
+}
+
+/** Run `fn` over items with at most `limit` in flight; one slow item never blocks the others. */
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, worker));
+  return out;
+}

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+
+/** One part of a remote script: a probe (read-only) or an apply step. */
+export interface Section {
+  kind: 'probe' | 'step';
+  /** Apply steps of one resource share a group: after a failed step the group's later steps are skipped. */
+  group?: string;
+  body: string;
+}
+
+export interface SectionOutput {
+  stdout: string;
+  stderr: string;
+  /** null when the section did not run (an earlier step of its group failed, or the script died). */
+  code: number | null;
+}
+
+/**
+ * Join sections into ONE script for one round trip. Each section runs in a subshell with its
+ * stdout between markers and its stderr captured separately; a random marker per script keeps
+ * host output from faking a boundary.
+ */
+export function buildScript(sections: Section[]): { script: string; marker: string } {
+  const marker = `@@RS-${randomBytes(8).toString('hex')}@@`;
+  const lines = [
+    `rs_m='${marker}'`,
+    `rs_t=$(mktemp -d 2>/dev/null || mktemp -d -t rs.XXXXXX) || { echo 'racksmith: mktemp failed' >&2; exit 97; }`,
+    `trap 'rm -rf "$rs_t"' EXIT`,
+    'rs_failed=',
+  ];
+  // Group names become shell tokens g0, g1...: only safe characters reach the script.
+  const groupTokens = new Map<string, string>();
+  const token = (group: string) => {
+    if (!groupTokens.has(group)) groupTokens.set(group, `g${groupTokens.size}`);
+    return groupTokens.get(group)!;
+  };
+  sections.forEach((s, i) => {
+    const run = [
+      `printf '\\n%s B ${i}\\n' "$rs_m"`,
+      s.kind === 'step' ? `( set -e\n${s.body}\n) 2>"$rs_t/e" </dev/null` : `(\n${s.body}\n) 2>"$rs_t/e" </dev/null`,
+      'rs_rc=$?',
+      `printf '\\n%s E ${i} %s\\n' "$rs_m" "$rs_rc"`,
+      `cat "$rs_t/e"`,
+      `printf '\\n%s X ${i}\\n' "$rs_m"`,
+    ];
+    if (s.kind === 'step' && s.group) {
+      const t = token(s.group);
+      lines.push(`case " $rs_failed " in *' ${t} '*) ;; *)`);
+      lines.push(...run);
+      lines.push(`[ "$rs_rc" = 0 ] || rs_failed="$rs_failed ${t}"`, ';; esac');
+    } else {
+      lines.push(...run);
+    }
+  });
+  return { script: lines.join('\n'), marker };
+}
+
+/** Split the output of a script made by `buildScript` back into its sections. */
+export function splitOutput(stdout: string, marker: string, count: number): SectionOutput[] {
+  const out: SectionOutput[] = Array.from({ length: count }, () => ({ stdout: '', stderr: '', code: null }));
+  for (let i = 0; i < count; i++) {
+    const b = `\n${marker} B ${i}\n`;
+    const bi = stdout.indexOf(b);
+    if (bi < 0) continue;
+    const start = bi + b.length;
+    const eRe = new RegExp(`\\n${escape(marker)} E ${i} (\\d+)\\n`, 'g');
+    eRe.lastIndex = start;
+    const em = eRe.exec(stdout);
+    if (!em) {
+      out[i].stdout = stdout.slice(start);
+      continue;
+    }
+    out[i].stdout = stdout.slice(start, em.index);
+    out[i].code = Number(em[1]);
+    const x = `\n${marker} X ${i}\n`;
+    const errStart = em.index + em[0].length;
+    const xi = stdout.indexOf(x, errStart);
+    out[i].stderr = xi < 0 ? stdout.slice(errStart) : stdout.slice(errStart, xi);
+  }
+  return out;
+}
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,0 +1,81 @@
+/** One difference between desired and actual state, as shown to the user. */
+export interface Change {
+  /** One line: "net.core.somaxconn: 4096 → 65535", "create /etc/x (12 bytes)". */
+  summary: string;
+  /** Unified diff, for file-like resources. */
+  diff?: string;
+}
+
+/** A named piece of shell that converges part of a resource. */
+export interface Step {
+  name: string;
+  script: string;
+}
+
+/**
+ * The unit of desired state: probe (shell that prints facts) -> diff (pure) -> apply (shell).
+ * `F` is the parsed facts type. Resources never open connections themselves. They are plain
+ * objects (no classes): the engine copies them with spread to add play tags.
+ */
+export interface Resource<F = unknown> {
+  /** Unique on a host, e.g. `file:/etc/sysctl.d/90-net.conf`. */
+  readonly id: string;
+  readonly kind: string;
+  readonly tags: readonly string[];
+  /** Ids of resources whose changes must be applied (and verified) before this one is diffed. */
+  readonly dependsOn: readonly string[];
+  /**
+   * Ids of resources that must be applied first, without this one's facts depending on them
+   * (a file after its directory). They share a wave; steps run in declaration order.
+   */
+  readonly after?: readonly string[];
+  /**
+   * false for things that cannot be checked afterwards (an unguarded command): they are
+   * reported as "always runs" and not re-probed after applying.
+   */
+  readonly verifiable: boolean;
+  /**
+   * Paths this resource rewrites. Two resources that write the same path are ordered (the later
+   * one depends on the earlier), so neither overwrites the other's edit.
+   */
+  readonly writes?: readonly string[];
+  /**
+   * Set by the engine: the earlier resource that writes the same path. This one is diffed
+   * against that one's predicted result, so both apply in one wave and show exact diffs in
+   * check mode.
+   */
+  readonly stacksOn?: string;
+  /** The facts a probe would return after applying `changes` (for resources that write paths). */
+  predict?(facts: F, changes: Change[]): F;
+  /** POSIX sh snippet; its stdout is handed to `parse`. Must not change anything. */
+  probe(): string;
+  /** Turn probe output into facts. Throws ProbeError when the host cannot answer. */
+  parse(stdout: string, exitCode: number, stderr: string): F;
+  /** Pure: what differs. Throws Refusal when converging would be unsafe. */
+  diff(facts: F): Change[];
+  /** Shell steps that converge the host, given the facts and changes from `diff`. */
+  apply(facts: F, changes: Change[]): Step[];
+}
+
+/** The host's state makes this resource unsafe or impossible to converge (e.g. a disk with data). */
+export class Refusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'Refusal';
+  }
+}
+
+/** The probe could not produce facts (missing tool, unreadable file...). */
+export class ProbeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProbeError';
+  }
+}
+
+/** Options every resource takes. */
+export interface CommonOptions {
+  tags?: string[];
+  dependsOn?: string[];
+  after?: string[];
+}

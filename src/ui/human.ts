@@ -1,0 +1,101 @@
+import { Listr, ListrLogger, ProcessOutput } from 'listr2';
+import type { RunEvent, RunOutcome } from '../engine/index.ts';
+import { groupChanges, hostList } from './group-changes.ts';
+import { recapTable } from './recap.ts';
+
+export interface HumanOptions {
+  diff: boolean;
+  verbose: number;
+  out?: NodeJS.WriteStream;
+}
+
+interface HostProgress {
+  ok: number;
+  changed: number;
+  failed: number;
+  skipped: number;
+  title: (s: string) => void;
+  done: () => void;
+}
+
+/**
+ * The operator's view, on stderr: live per-host progress (listr2), then diffs folded across
+ * hosts, failures, and the recap table.
+ */
+export class HumanReporter {
+  private readonly out: NodeJS.WriteStream;
+  private readonly progress = new Map<string, HostProgress>();
+  private list?: Promise<unknown>;
+
+  constructor(private readonly o: HumanOptions) {
+    this.out = o.out ?? process.stderr;
+  }
+
+  onEvent = (e: RunEvent): void => {
+    if (e.type === 'run_start') this.startProgress(e.hosts, e.check);
+    else if (e.type === 'resource') {
+      const p = this.progress.get(e.host);
+      if (!p) return;
+      p[e.status]++;
+      p.title(`${e.host}: ${p.ok} ok, ${p.changed} ${'changed'}, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}`);
+    } else if (e.type === 'host_recap') {
+      const p = this.progress.get(e.host);
+      if (e.unreachable) p?.title(`${e.host}: UNREACHABLE`);
+      p?.done();
+    }
+  };
+
+  private startProgress(hosts: string[], check: boolean): void {
+    const logger = new ListrLogger({ processOutput: new ProcessOutput(this.out, this.out) });
+    const tasks = hosts.map((host) => ({
+      title: `${host}: ${check ? 'checking' : 'converging'}`,
+      task: (_: unknown, task: { title: string }) =>
+        new Promise<void>((done) => {
+          this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (task.title = s), done });
+        }),
+    }));
+    const list = new Listr(tasks, {
+      concurrent: true,
+      exitOnError: false,
+      registerSignalListeners: false,
+      rendererOptions: { logger, collapseSubtasks: false },
+      fallbackRendererOptions: { logger },
+      fallbackRendererCondition: () => !this.out.isTTY,
+    });
+    this.list = list.run();
+  }
+
+  async finish(outcome: RunOutcome): Promise<void> {
+    await this.list;
+    const w = (s = '') => this.out.write(s + '\n');
+    const groups = groupChanges(outcome.results);
+    if (groups.length && (this.o.diff || this.o.verbose > 0)) {
+      w();
+      w(outcome.check ? 'Changes that would be made (check mode: nothing was changed):' : 'Changes made:');
+      for (const g of groups) {
+        w(`\n● ${g.id}  [${hostList(g.hosts)}]`);
+        for (const s of g.summaries) w(`    ${s}`);
+        if (this.o.diff) for (const d of g.diffs) w(indent(d));
+      }
+    }
+    const failures = outcome.results.filter((r) => r.status === 'failed' || (r.status === 'skipped' && this.o.verbose > 0));
+    const unreachable = outcome.hosts.filter((h) => h.unreachable || h.error);
+    if (failures.length || unreachable.length) {
+      w();
+      w('Problems:');
+      for (const h of unreachable) w(`  ${h.host}: ${h.unreachable ? 'UNREACHABLE: ' : ''}${h.error}`);
+      for (const r of failures) w(`  ${r.host}: ${r.id}: ${r.status.toUpperCase()}: ${r.error}`);
+    }
+    if (this.o.verbose > 1) for (const r of outcome.results) w(`  ${r.host}: ${r.id}: ${r.status}`);
+    w();
+    w(recapTable(outcome));
+  }
+}
+
+function indent(text: string): string {
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
+}
