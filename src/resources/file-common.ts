@@ -104,6 +104,10 @@ export interface WriteSpec {
   group?: string | number;
   /** Compare-and-swap: refuse to replace the file when it no longer has this hash ('absent' = must not exist). */
   expectSha256?: string | 'absent';
+  /** Keep a timestamped copy of the old file beside it (`PATH.racksmith-YYYYmmddTHHMMSS.bak`). */
+  backup?: boolean;
+  /** Shell run with the new content in "$t" before it replaces the file; non-zero aborts. */
+  check?: string;
 }
 
 /**
@@ -129,6 +133,8 @@ export function atomicWriteScript(w: WriteSpec): string {
   lines.push(`if [ -e "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t"; chown "$(stat -c %u:%g -- "$p")" "$t"; else chmod 644 "$t"; fi`);
   if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);
   if (w.owner !== undefined || w.group !== undefined) lines.push(`chown ${shq(`${w.owner ?? ''}${w.group !== undefined ? ':' + w.group : ''}`)} "$t"`);
+  if (w.check) lines.push(w.check);
+  if (w.backup) lines.push(`if [ -f "$p" ]; then cp -p -- "$p" "$p.racksmith-$(date +%Y%m%dT%H%M%S).bak"; fi`);
   lines.push(`sync -- "$t" 2>/dev/null || sync`, `mv -f -- "$t" "$p"`, `trap - EXIT`);
   return lines.join('\n');
 }

@@ -52,7 +52,8 @@ export function file(o: FileOptions): Resource<FileFacts> {
       if (f.type === 'file') changes.push(...metadataChanges(path, f, mode, o.owner, o.group));
       return changes;
     },
-    predict: (f) => (state === 'absent' ? { type: 'absent' } : predictWrite(f, want, mode, o.owner, o.group)),
+    predictFiles: (f) => ({ [path]: state === 'absent' ? { type: 'absent' } : predictWrite(f, want, mode, o.owner, o.group) }),
+    useFiles: (f, files) => (files[path] as FileFacts | undefined) ?? f,
     apply(f) {
       if (state === 'absent') return [{ name: `remove ${path}`, script: `rm -f -- ${shq(path)}` }];
       if (f.type === 'file' && f.sha256 === wantHash) {

@@ -50,7 +50,8 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
       if (f.type === 'file') changes.push(...metadataChanges(path, f, mode, o.owner, o.group));
       return changes;
     },
-    predict: (f) => predictWrite(f, Buffer.from(next(f)), mode, o.owner, o.group),
+    predictFiles: (f) => ({ [path]: predictWrite(f, Buffer.from(next(f)), mode, o.owner, o.group) }),
+    useFiles: (f, files) => (files[path] as FileFacts | undefined) ?? f,
     apply(f) {
       const after = next(f);
       if (f.type === 'file' && after === f.content!.toString('utf8')) {

@@ -41,12 +41,14 @@ export interface Resource<F = unknown> {
   readonly writes?: readonly string[];
   /**
    * Set by the engine: the earlier resource that writes the same path. This one is diffed
-   * against that one's predicted result, so both apply in one wave and show exact diffs in
-   * check mode.
+   * against that one's predicted files, so both apply in one wave and check mode shows exact
+   * diffs for the second edit too.
    */
   readonly stacksOn?: string;
-  /** The facts a probe would return after applying `changes` (for resources that write paths). */
-  predict?(facts: F, changes: Change[]): F;
+  /** The facts of each path in `writes` after applying `changes` (opaque to the engine). */
+  predictFiles?(facts: F, changes: Change[]): Record<string, unknown>;
+  /** These facts with the given paths' facts replaced by predicted ones. */
+  useFiles?(facts: F, files: Record<string, unknown>): F;
   /** POSIX sh snippet; its stdout is handed to `parse`. Must not change anything. */
   probe(): string;
   /** Turn probe output into facts. Throws ProbeError when the host cannot answer. */

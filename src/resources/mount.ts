@@ -1,0 +1,220 @@
+import { shq } from '../shell/quote.ts';
+import { InputError } from '../util/errors.ts';
+import {
+  atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
+} from './file-common.ts';
+import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
+import { ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+
+export interface MountOptions extends CommonOptions {
+  /** Mountpoint. */
+  path: string;
+  fstype: string;
+  /** What to mount: a device path, `UUID=...`, a directory (bind), `server:/export`, `tmpfs`... */
+  source?: string;
+  /** A block device mounted by its filesystem UUID (probed): fstab says `UUID=...`. */
+  device?: string;
+  /** fstab options. `bind` / `rbind` make a bind mount. */
+  options?: string[];
+  dump?: number;
+  pass?: number;
+  /** Write the fstab entry (default true). */
+  persist?: boolean;
+  /** Create the mountpoint directory when missing (default true; false for file binds). */
+  mkdir?: boolean;
+  /** Mode of the mounted root as seen through the mountpoint, e.g. '0750'. */
+  mode?: string | number;
+  /** Allow mounting over a non-empty directory (its content is hidden while mounted). */
+  overNonEmpty?: boolean;
+  fstabFile?: string;
+}
+
+interface Live {
+  source: string;
+  fstype: string;
+  options: string[];
+  majmin: string;
+}
+
+export interface MountFacts {
+  fstab: FileFacts;
+  live?: Live;
+  target: { kind: 'absent' | 'dir' | 'file' | 'other'; devIno?: string; mode?: string; empty?: boolean };
+  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string };
+}
+
+/** Options the kernel shows per mount and that a remount can change. */
+const VFS_FLAGS = ['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime'];
+/** Options only mount(8)/systemd read; never passed to the kernel or compared live. */
+const USERSPACE = /^(defaults|nofail|auto|noauto|user|users|owner|group|_netdev|bind|rbind|x-.*|comment=.*)$/;
+
+const hexMajMin = (hex: string) => hex.split(':').map((h) => parseInt(h, 16)).join(':');
+
+/** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
+export function mount(o: MountOptions): Resource<MountFacts> {
+  const path = checkAbsolutePath(o.path, 'mount path');
+  if (!o.fstype || /\s/.test(o.fstype)) throw new InputError(`mount ${path}: fstype is required and has no spaces`);
+  if ((o.source === undefined) === (o.device === undefined)) throw new InputError(`mount ${path}: give exactly one of source or device`);
+  const device = o.device !== undefined ? checkAbsolutePath(o.device, 'device') : undefined;
+  const options = o.options?.length ? o.options : ['defaults'];
+  for (const opt of options) if (!opt || /[\s,]/.test(opt)) throw new InputError(`mount ${path}: invalid option ${JSON.stringify(opt)}`);
+  const bindKind = options.includes('rbind') ? 'rbind' : options.includes('bind') ? 'bind' : undefined;
+  const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
+  const persist = o.persist ?? true;
+  const mkdir = o.mkdir ?? true;
+  const mode = normMode(o.mode);
+  const wantFlags = options.filter((x) => VFS_FLAGS.includes(x));
+  const kernelOpts = options.filter((x) => !USERSPACE.test(x));
+
+  const entryFor = (f: MountFacts): FstabEntry => ({
+    source: device ? `UUID=${f.source.uuid}` : o.source!,
+    target: path,
+    fstype: o.fstype,
+    options: options.join(','),
+    dump: o.dump ?? 0,
+    pass: o.pass ?? 0,
+  });
+  const newFstab = (f: MountFacts) => setEntry(f.fstab.content?.toString('utf8') ?? '', entryFor(f));
+
+  /** Is what is mounted at `path` the thing we want? */
+  const liveMatches = (f: MountFacts): boolean => {
+    const live = f.live!;
+    if (device) return f.source.majmin !== undefined && live.majmin === hexMajMin(f.source.majmin);
+    if (bindKind) return f.source.devIno !== undefined && f.target.devIno === f.source.devIno;
+    return live.fstype === o.fstype && (live.source === o.source || ['tmpfs', 'proc', 'sysfs', 'devpts', 'mqueue'].includes(o.fstype));
+  };
+  const flagDiff = (live: Live): string[] => {
+    const d: string[] = [];
+    for (const flag of wantFlags) if (!live.options.includes(flag)) d.push(`+${flag}`);
+    if (!wantFlags.includes('ro') && live.options.includes('ro')) d.push('-ro');
+    return d;
+  };
+
+  const mountCommand = (): string => {
+    const p = shq(path);
+    if (bindKind) {
+      const cmds = [`mount --${bindKind} -- ${shq(o.source!)} ${p}`];
+      // Bind mounts take per-mount flags (ro, nosuid...) only through a remount.
+      if (wantFlags.length) cmds.push(`mount -o ${shq(['remount', 'bind', ...wantFlags].join(','))} ${p}`);
+      return cmds.join('\n');
+    }
+    const src = device ?? o.source!;
+    const opts = kernelOpts.length ? ` -o ${shq(kernelOpts.join(','))}` : '';
+    return `mount -t ${shq(o.fstype)}${opts} -- ${shq(src)} ${p}`;
+  };
+
+  return {
+    id: `mount:${path}`,
+    kind: 'mount',
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    writes: persist ? [fstabFile] : [],
+    probe() {
+      const src = device
+        ? `d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`
+        : bindKind
+          ? `s=${shq(o.source!)}; if [ -e "$s" ]; then echo "devino=$(stat -L -c '%d:%i' -- "$s")"; else echo source=absent; fi`
+          : 'echo source=other';
+      return `t=${shq(path)}
+m=$(findmnt -rn -o SOURCE,FSTYPE,OPTIONS,MAJ:MIN --mountpoint "$t" 2>/dev/null | tail -n 1)
+[ -n "$m" ] && echo "live=$m"
+if [ -d "$t" ]; then echo "target=dir $(stat -c '%d:%i %a' -- "$t") $([ -z "$(ls -A -- "$t" 2>/dev/null | head -c 1)" ] && echo empty || echo nonempty)"
+elif [ -f "$t" ]; then echo "target=file $(stat -c '%d:%i %a' -- "$t") $([ -s "$t" ] && echo nonempty || echo empty)"
+elif [ -e "$t" ]; then echo target=other
+else echo target=absent; fi
+${src}
+echo '== fstab'
+${fileProbe(fstabFile)}`;
+    },
+    parse(out): MountFacts {
+      const cut = out.indexOf('== fstab\n');
+      if (cut < 0) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      const kv = new Map<string, string>();
+      for (const l of out.slice(0, cut).split('\n')) {
+        const eq = l.indexOf('=');
+        if (eq > 0) kv.set(l.slice(0, eq), l.slice(eq + 1));
+      }
+      const liveText = kv.get('live');
+      const [lsrc, lfs, lopts, lmm] = liveText ? liveText.split(' ') : [];
+      const [tkind, tdevino, tmode, tempty] = (kv.get('target') ?? 'absent').split(' ');
+      return {
+        fstab: parseFileFacts(out.slice(cut + '== fstab\n'.length)),
+        live: liveText ? { source: lsrc.replace(/\\x20/g, ' '), fstype: lfs, options: (lopts ?? '').split(','), majmin: lmm } : undefined,
+        target: { kind: tkind as MountFacts['target']['kind'], devIno: tdevino, mode: tmode, empty: tempty === 'empty' },
+        source: {
+          exists: kv.get('source') !== 'absent',
+          devIno: kv.get('devino'),
+          majmin: kv.get('majmin'),
+          uuid: kv.get('uuid') || undefined,
+        },
+      };
+    },
+    diff(f): Change[] {
+      const changes: Change[] = [];
+      if (f.live && !liveMatches(f)) {
+        throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${device ?? o.source}; unmount it first`);
+      }
+      if ((device || bindKind) && !f.source.exists) throw new Refusal(`mount source ${device ?? o.source} does not exist`);
+      if (device && !f.source.uuid) throw new Refusal(`${device} has no filesystem UUID (not formatted?)`);
+      if (f.target.kind === 'absent') {
+        if (!mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
+        changes.push({ summary: `create mountpoint ${path}` });
+      } else if (!f.live && f.target.kind === 'dir' && !f.target.empty && !o.overNonEmpty) {
+        throw new Refusal(`${path} is a non-empty directory; mounting would hide its content (set overNonEmpty to allow)`);
+      } else if (f.target.kind === 'other') {
+        throw new Refusal(`mountpoint ${path} is neither a directory nor a file`);
+      }
+      if (persist) {
+        const want = entryFor(f);
+        const have = f.fstab.content !== undefined ? findEntry(f.fstab.content.toString('utf8'), path) : undefined;
+        if (!have || !sameEntry(have, want)) {
+          const after = Buffer.from(newFstab(f));
+          changes.push({
+            summary: have ? `${fstabFile}: update ${path} entry` : `${fstabFile}: add ${formatEntry(want)}`,
+            diff: contentDiff(fstabFile, f.fstab.content, after, f.fstab.type === 'file'),
+          });
+        }
+      }
+      if (!f.live) changes.push({ summary: `mount ${device ?? o.source} on ${path} (${o.fstype}, ${options.join(',')})` });
+      else {
+        const d = flagDiff(f.live);
+        if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}` });
+      }
+      if (mode && (f.live ? f.target.mode !== mode : true)) {
+        changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${mode}` });
+      }
+      return changes;
+    },
+    predictFiles: (f) => (persist ? { [fstabFile]: predictWrite(f.fstab, Buffer.from(newFstab(f))) } : {}),
+    useFiles: (f, files) => ({ ...f, fstab: (files[fstabFile] as FileFacts | undefined) ?? f.fstab }),
+    apply(f): Step[] {
+      const steps: Step[] = [];
+      const p = shq(path);
+      if (f.target.kind === 'absent') steps.push({ name: `create mountpoint ${path}`, script: `mkdir -p -- ${p}` });
+      if (persist) {
+        const have = f.fstab.content !== undefined ? findEntry(f.fstab.content.toString('utf8'), path) : undefined;
+        if (!have || !sameEntry(have, entryFor(f))) {
+          steps.push({
+            name: `fstab entry for ${path}`,
+            script: atomicWriteScript({
+              path: fstabFile,
+              content: Buffer.from(newFstab(f)),
+              expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
+              backup: true,
+              // Only syntax is fatal: findmnt also flags sources that are not reachable yet.
+              check: `findmnt --verify --tab-file "$t" >"$t.verify" 2>&1 || true; if ! grep -q '^0 parse errors' "$t.verify"; then cat "$t.verify" >&2; rm -f "$t.verify"; exit 4; fi; rm -f "$t.verify"`,
+            }),
+          });
+        }
+      }
+      if (!f.live) steps.push({ name: `mount ${path}`, script: mountCommand() });
+      else if (flagDiff(f.live).length) {
+        steps.push({ name: `remount ${path}`, script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(wantFlags.includes('ro') ? [] : ['rw']), ...wantFlags].join(','))} ${p}` });
+      }
+      if (mode) steps.push({ name: `mode of ${path}`, script: `chmod ${shq(mode)} -- ${p}` });
+      return steps;
+    },
+  };
+}
