@@ -30,8 +30,8 @@ interface State {
   facts?: unknown;
   factHash?: string;
   changes?: Change[];
-  /** Facts expected after this resource (and those it stacks on) apply; set only when they differ from the probe. */
-  predicted?: unknown;
+  /** Files expected after this resource (and those it stacks on) apply; set only when some differ from the probe. */
+  predictedFiles?: Record<string, unknown>;
   steps?: Step[];
   result?: ResourceResult;
 }
@@ -104,7 +104,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
       // A dependency that writes the same file and predicted its result does not make us wait.
       const stacked = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
-      const stackable = (d: State) => d === stacked && d.predicted !== undefined;
+      const stackable = (d: State) => d === stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
       if (deps.some((d) => !d.result && !stackable(d))) {
         deferred.push(s); // decided once its dependencies are
         continue;
@@ -115,15 +115,16 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
         finish(s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
         continue;
       }
-      if (stacked?.predicted !== undefined) s.facts = stacked.predicted;
+      const inherited = stacked && stackable(stacked) ? stacked.predictedFiles : undefined;
+      if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
       try {
         s.changes = s.r.diff(s.facts);
       } catch (e) {
         finish(s, { status: 'failed', changes: [], error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
         continue;
       }
-      if (s.changes.length && s.r.predict) s.predicted = s.r.predict(s.facts, s.changes);
-      else if (stacked?.predicted !== undefined) s.predicted = s.facts;
+      const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
+      if (own || inherited) s.predictedFiles = { ...inherited, ...own };
       if (o.planned && !o.planned.has(s.r.id) && s.changes.length) {
         finish(s, { status: 'failed', changes: s.changes, error: 'drift: this resource was converged when the plan was made and has changed since' });
         continue;
@@ -192,7 +193,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
     });
     for (const s of toApply) if (!s.result) finish(s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
-    for (const s of states.values()) s.predicted = undefined; // the re-probe superseded every prediction
+    for (const s of states.values()) s.predictedFiles = undefined; // the re-probe superseded every prediction
   }
   failRemaining('not converged: dependency cycle');
   return { results: collect(states), factHashes };

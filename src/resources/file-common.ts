@@ -87,7 +87,7 @@ export function contentDiff(path: string, before: Buffer | undefined, after: Buf
   if ((existed && !before) || (before && !printable(before)) || !printable(after)) return undefined;
   const patch = createTwoFilesPatch(existed ? path : '/dev/null', path, before ? before.toString('utf8') : '', after.toString('utf8'), '', '', { context: 3 });
   // Drop the "Index:" / "====" preamble: operators expect `diff -u` output.
-  return patch.replace(/^Index: .*\n=+\n/, '').replace(/\t\n/g, '\n');
+  return patch.replace(/^(Index: .*\n)?=+\n/, '').replace(/\t\n/g, '\n');
 }
 
 /** Does `owner` (name or numeric id) match what the probe saw? */

@@ -1,0 +1,77 @@
+import { shq } from '../shell/quote.ts';
+import { InputError } from '../util/errors.ts';
+import { checkAbsolutePath, type FileFacts } from './file-common.ts';
+import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
+import type { Change, CommonOptions, Resource, Step } from './types.ts';
+
+export interface KmodOptions extends CommonOptions {
+  modules: string[];
+  /** modules-load.d file that loads them at boot. */
+  file?: string;
+}
+
+export interface KmodFacts {
+  file: FileFacts;
+  loaded: Record<string, boolean>;
+}
+
+const MODULE = /^[A-Za-z0-9_-]+$/;
+
+export function renderModulesFile(modules: string[]): string {
+  return ['# Managed by racksmith. Loaded at boot by systemd-modules-load.', ...modules].join('\n') + '\n';
+}
+
+/**
+ * Kernel modules loaded now (modprobe) and at boot (modules-load.d). A module counts as loaded
+ * when /sys/module has it, /proc/modules lists it, or the kernel has it built in.
+ */
+export function kmod(o: KmodOptions): Resource<KmodFacts> {
+  if (!o.modules.length) throw new InputError('kmod: no modules');
+  for (const m of o.modules) if (!MODULE.test(m)) throw new InputError(`kmod: invalid module name ${JSON.stringify(m)}`);
+  const path = checkAbsolutePath(o.file ?? '/etc/modules-load.d/racksmith.conf', 'kmod file');
+  const content = renderModulesFile(o.modules);
+  return {
+    id: `kmod:${path}`,
+    kind: 'kmod',
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    writes: [path],
+    probe() {
+      // `-` and `_` are the same in module names; modules.builtin paths use either.
+      const checks = o.modules
+        .map((m) => {
+          const u = m.replace(/-/g, '_');
+          return `if [ -d /sys/module/${u} ] || grep -q '^${u} ' /proc/modules 2>/dev/null || grep -Eq '/(${u}|${m.replace(/_/g, '-')})\\.ko' "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null; then echo ${shq(m)} yes; else echo ${shq(m)} no; fi`;
+        })
+        .join('\n');
+      return probeWithFile(checks, path);
+    },
+    parse(out) {
+      const { live, file } = splitWithFile(out);
+      const loaded: Record<string, boolean> = {};
+      for (const l of live.split('\n')) {
+        const [m, v] = l.split(' ');
+        if (m && v) loaded[m] = v === 'yes';
+      }
+      return { file, loaded };
+    },
+    diff(f): Change[] {
+      const changes: Change[] = [];
+      const fc = fileChange(path, f.file, content);
+      if (fc) changes.push(fc);
+      for (const m of o.modules) if (!f.loaded[m]) changes.push({ summary: `load module ${m}` });
+      return changes;
+    },
+    predictFiles: (f) => ({ [path]: predictFile(f.file, content) }),
+    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
+    apply(f): Step[] {
+      const steps: Step[] = [];
+      const w = writeStep(path, f.file, content);
+      if (w) steps.push(w);
+      for (const m of o.modules) if (!f.loaded[m]) steps.push({ name: `modprobe ${m}`, script: `modprobe -- ${shq(m)}` });
+      return steps;
+    },
+  };
+}

@@ -1,0 +1,111 @@
+import { shq } from '../shell/quote.ts';
+import { InputError } from '../util/errors.ts';
+import { checkAbsolutePath, type FileFacts } from './file-common.ts';
+import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
+import type { Change, CommonOptions, Resource, Step } from './types.ts';
+
+export interface NofileLimits {
+  soft: number;
+  hard: number;
+}
+
+export interface LimitsOptions extends CommonOptions {
+  nofile: NofileLimits | number;
+  /** pam_limits drop-in (never limits.conf itself). */
+  file?: string;
+  /** Domains the limits.d lines apply to. `*` does not cover root in pam_limits, so root is listed too. */
+  domains?: string[];
+}
+
+export function renderLimitsFile(n: NofileLimits, domains: string[]): string {
+  const lines = ['# Managed by racksmith. Applies to new login sessions (pam_limits).'];
+  for (const d of domains) lines.push(`${d} soft nofile ${n.soft}`, `${d} hard nofile ${n.hard}`);
+  return lines.join('\n') + '\n';
+}
+
+export function renderSystemdManager(n: NofileLimits): string {
+  return `# Managed by racksmith: default open-file limit of services started by systemd.\n[Manager]\nDefaultLimitNOFILE=${n.soft}:${n.hard}\n`;
+}
+
+export function renderContainerdDropin(n: NofileLimits): string {
+  return `# Managed by racksmith: the open-file limit that containers (and pods) inherit.\n[Service]\nLimitNOFILE=${n.hard}\n`;
+}
+
+function checkNofile(v: NofileLimits | number): NofileLimits {
+  const n = typeof v === 'number' ? { soft: v, hard: v } : v;
+  for (const x of [n.soft, n.hard]) if (!Number.isInteger(x) || x < 1024 || x > 1073741816) throw new InputError(`limits: nofile must be a whole number from 1024 to 1073741816, got ${x}`);
+  if (n.soft > n.hard) throw new InputError(`limits: soft nofile ${n.soft} exceeds hard ${n.hard}`);
+  return n;
+}
+
+interface DropinSpec {
+  path: string;
+  content: string;
+  /** Only where one of these exists (e.g. containerd installed). */
+  onlyIf?: string[];
+}
+
+export interface DropinFacts {
+  file: FileFacts;
+  applicable: boolean;
+}
+
+/** A config drop-in that only applies where a program is installed. */
+function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string): Resource<DropinFacts> {
+  const path = checkAbsolutePath(spec.path);
+  const cond = spec.onlyIf?.length ? spec.onlyIf.map((p) => `[ -e ${shq(p)} ]`).join(' || ') : 'true';
+  return {
+    id: `${kind}:${path}`,
+    kind,
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    writes: [path],
+    probe: () => probeWithFile(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`, path),
+    parse(out) {
+      const { live, file } = splitWithFile(out);
+      return { file, applicable: live.includes('applicable=yes') };
+    },
+    diff(f): Change[] {
+      if (!f.applicable) return [];
+      const c = fileChange(path, f.file, spec.content);
+      return c ? [c] : [];
+    },
+    predictFiles: (f) => (f.applicable ? { [path]: predictFile(f.file, spec.content) } : {}),
+    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
+    apply(f): Step[] {
+      const w = writeStep(path, f.file, spec.content);
+      return w ? [{ name: w.name, script: `${w.script}\n${reload}` }] : [];
+    },
+  };
+}
+
+/** Only where systemd is PID 1: elsewhere (containers, test hosts) there is nothing to reload. */
+const DAEMON_RELOAD = 'if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi';
+
+/**
+ * nofile limits at every level a process can get them from: PAM logins (limits.d), services
+ * (systemd DefaultLimitNOFILE) and containers (containerd's LimitNOFILE, where containerd is
+ * installed). containerd only picks the new limit up when it restarts: that is left to the
+ * operator's maintenance window.
+ */
+export function limits(o: LimitsOptions): Resource[] {
+  const n = checkNofile(o.nofile);
+  const domains = o.domains ?? ['*', 'root'];
+  for (const d of domains) if (!/^[*@%A-Za-z0-9_.:-]+$/.test(d)) throw new InputError(`limits: invalid domain ${JSON.stringify(d)}`);
+  return [
+    dropin('limits', { path: o.file ?? '/etc/security/limits.d/90-racksmith.conf', content: renderLimitsFile(n, domains) }, o, ''),
+    dropin('limits', { path: '/etc/systemd/system.conf.d/90-racksmith-nofile.conf', content: renderSystemdManager(n) }, o, DAEMON_RELOAD),
+    dropin(
+      'limits',
+      {
+        path: '/etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf',
+        content: renderContainerdDropin(n),
+        onlyIf: ['/usr/bin/containerd', '/usr/local/bin/containerd', '/lib/systemd/system/containerd.service', '/etc/systemd/system/containerd.service'],
+      },
+      o,
+      DAEMON_RELOAD,
+    ),
+  ];
+}
