@@ -1,0 +1,117 @@
+// Issue "Network tuning" acceptance on the test bed. Each host is its own network namespace, so
+// net.* values are real per-host kernel state; vm.* and net.core.[rw]mem_max are per-host fakes
+// (see shared/reference/testbed.md §3). Two keys do not exist in a child netns at all
+// (net.core.netdev_max_backlog, net.ipv4.tcp_mem): the inventory drops them, and a separate test
+// shows that a missing key is reported as a failure of that host.
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import { changedResources, provision, recaps, writeInventory } from './helpers.ts';
+
+const HOSTS = ['tb7', 'tb8', 'tb9'];
+const PB = 'playbooks/network.ts';
+const NOT_IN_NETNS = { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null };
+
+const inventory = (extra: Record<string, unknown> = {}) =>
+  writeInventory({
+    hosts: HOSTS,
+    vars: { sysctl_overrides: NOT_IN_NETNS, kernel_modules: ['br_netfilter', 'overlay'], nofile: 65536, ...extra },
+    groups: { rack_a: { hosts: ['tb7'], vars: { sysctl_overrides: { ...NOT_IN_NETNS, 'net.core.somaxconn': 32768 } } } },
+  });
+
+const live = async (host: string, key: string) => (await tb.hostExec(host, `cat /proc/sys/${key.replace(/\./g, '/')}`)).stdout.trim().replace(/\s+/g, ' ');
+
+beforeAll(async () => {
+  await tb.reset(HOSTS);
+});
+
+describe('network tuning', () => {
+  it('--check on fresh hosts shows key: old → new per host, changes nothing, exit 2', async () => {
+    const before = await Promise.all(HOSTS.map((h) => live(h, 'net.core.somaxconn')));
+    const run = await provision([PB, '-i', inventory(), '--check', '--diff']);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain(`net.core.somaxconn: ${before[1]} → 65535`);
+    expect(run.stderr).toContain(`net.core.somaxconn: ${before[0]} → 32768`);
+    expect(run.stderr).toContain('+net.ipv4.tcp_tw_reuse = 1');
+    expect(await Promise.all(HOSTS.map((h) => live(h, 'net.core.somaxconn')))).toEqual(before);
+    expect((await tb.hostExec('tb8', 'ls /etc/sysctl.d/ /etc/security/limits.d/ /etc/modules-load.d/')).stdout).not.toMatch(/racksmith/);
+  });
+
+  it('first run sets files and live values in every host, second run changes nothing', async () => {
+    const first = await provision([PB, '-i', inventory(), '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    for (const h of HOSTS) {
+      expect(await live(h, 'net.ipv4.ip_local_port_range')).toBe('2048 65535');
+      expect(await live(h, 'net.ipv4.tcp_tw_reuse')).toBe('1');
+      expect(await live(h, 'net.ipv4.tcp_max_tw_buckets')).toBe('1440000');
+      expect(await live(h, 'net.ipv4.tcp_slow_start_after_idle')).toBe('0');
+      expect(await live(h, 'net.core.rmem_max')).toBe('134217728');
+      expect(await live(h, 'vm.swappiness')).toBe('10');
+      const files = await tb.hostExec(h, 'cat /etc/sysctl.d/90-racksmith-required.conf /etc/security/limits.d/90-racksmith.conf /etc/modules-load.d/racksmith.conf');
+      expect(files.stdout).toContain('net.ipv4.ip_local_port_range = 2048 65535');
+      expect(files.stdout).toContain('* soft nofile 65536');
+      expect(files.stdout).toContain('br_netfilter\noverlay\n');
+      expect((await tb.hostExec(h, 'cat /etc/systemd/system.conf.d/90-racksmith-nofile.conf')).stdout).toContain('DefaultLimitNOFILE=65536:65536');
+    }
+    // the group override landed on rack_a's host only
+    expect(await live('tb7', 'net.core.somaxconn')).toBe('32768');
+    expect(await live('tb8', 'net.core.somaxconn')).toBe('65535');
+    expect(await live('tb9', 'net.core.somaxconn')).toBe('65535');
+    // min_free_kbytes is computed from each host's RAM, not copied
+    const memKb = Number((await tb.hostExec('tb8', "awk '/MemTotal/{print $2}' /proc/meminfo")).stdout);
+    expect(Number(await live('tb8', 'vm.min_free_kbytes'))).toBe(Math.min(Math.max(65536, Math.floor(memKb / 100)), Math.floor(memKb / 20)));
+    // a new login session gets the raised nofile (capped by the test bed's hard ceiling)
+    const ulimit = await tb.sshExec('tb8', 'ulimit -Sn');
+    expect(Number(ulimit.stdout)).toBeGreaterThan(1024);
+
+    const second = await provision([PB, '-i', inventory(), '--json']);
+    expect(second.code, second.stderr).toBe(0);
+    for (const h of HOSTS) expect(recaps(second)[h]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
+  it('a value changed by hand on one host: the next run changes exactly that key there', async () => {
+    await tb.hostExec('tb9', 'echo 0 > /proc/sys/net/ipv4/tcp_tw_reuse');
+    const check = await provision([PB, '-i', inventory(), '--check', '--json']);
+    expect(check.code).toBe(2);
+    const changed = check.events.filter((e) => e.type === 'resource' && e.status === 'changed');
+    expect(changed.map((e) => [e.host, e.id])).toEqual([['tb9', 'sysctl:/etc/sysctl.d/90-racksmith-required.conf']]);
+    expect(changed[0].changes.map((c: { summary: string }) => c.summary)).toEqual(['net.ipv4.tcp_tw_reuse: 0 → 1']);
+    const fix = await provision([PB, '-i', inventory(), '--json']);
+    expect(fix.code).toBe(0);
+    expect(changedResources(fix)).toEqual([{ host: 'tb9', id: 'sysctl:/etc/sysctl.d/90-racksmith-required.conf' }]);
+    expect(await live('tb9', 'net.ipv4.tcp_tw_reuse')).toBe('1');
+  });
+
+  it('a key the host does not have is reported as a failure of that host, the rest still applies', async () => {
+    await tb.reset(['tb9']);
+    const run = await provision([PB, '-i', inventory({ sysctl_overrides: {} }), '-l', 'tb9', '--json']);
+    expect(run.code).toBe(1);
+    const failed = run.events.filter((e) => e.type === 'resource' && e.status === 'failed');
+    expect(failed.map((e) => e.id)).toEqual(['sysctl:/etc/sysctl.d/90-racksmith-network.conf']);
+    expect(failed[0].error).toMatch(/netdev_max_backlog/);
+    expect(await live('tb9', 'net.ipv4.tcp_mtu_probing')).toBe('2');
+    expect(await live('tb9', 'net.core.somaxconn')).toBe('65535');
+  });
+
+  it('a module that cannot load is a clear failure', async () => {
+    const run = await provision([PB, '-i', inventory({ kernel_modules: ['racksmith_no_such_module'] }), '-l', 'tb8', '--json']);
+    expect(run.code).toBe(1);
+    const failed = run.events.find((e) => e.type === 'resource' && e.status === 'failed');
+    expect(failed?.id).toBe('kmod:/etc/modules-load.d/racksmith.conf');
+    expect(failed?.error).toMatch(/modprobe racksmith_no_such_module.*not found/s);
+  });
+
+  it.each([
+    ['a non-integer value', { sysctl_overrides: { 'net.core.somaxconn': 'lots' } }, /sysctl_overrides/],
+    ['a key outside the profiles', { sysctl_overrides: { 'net.core.somaxcon': 1 } }, /somaxcon' is not in the enabled profiles/],
+    ['a malformed extra key', { sysctl_extra: { 'net core': 1 } }, /invalid name 'net core'/],
+    ['an unknown profile', { sysctl_profiles: ['required', 'turbo'] }, /sysctl_profiles/],
+  ])('%s in the inventory → exit 3 naming file:line, before any host is touched', async (_, vars, msg) => {
+    await tb.reset(['tb9']);
+    const inv = inventory(vars);
+    const run = await provision([PB, '-i', inv, '-l', 'tb9']);
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(msg);
+    expect(run.stderr).toContain(`${inv}:`);
+    expect((await tb.hostExec('tb9', 'ls /etc/sysctl.d/')).stdout).not.toMatch(/racksmith/);
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
+import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath } from '../../src/resources/sysctl.ts';
+import { kmod } from '../../src/resources/kmod.ts';
+import { limits } from '../../src/resources/limits.ts';
+import type { FileFacts } from '../../src/resources/file-common.ts';
+import { createHash } from 'node:crypto';
+
+const GiB = 1024 * 1024; // in KiB
+const absent: FileFacts = { type: 'absent' };
+const fileWith = (text: string): FileFacts => ({
+  type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root', size: text.length,
+  sha256: createHash('sha256').update(text).digest('hex'), content: Buffer.from(text),
+});
+
+describe('sysctl value normalisation', () => {
+  it.each([
+    ['2048\t65535', '2048 65535'],
+    ['  4096   16384\t134217728\n', '4096 16384 134217728'],
+    [65535, '65535'],
+    ['1', '1'],
+    ['reno cubic', 'reno cubic'],
+  ])('%j → %j', (input, want) => expect(normaliseSysctl(input as string)).toBe(want));
+
+  it('maps keys to /proc/sys paths', () => {
+    expect(sysctlPath('net.ipv4.ip_local_port_range')).toBe('/proc/sys/net/ipv4/ip_local_port_range');
+  });
+});
+
+describe('RAM-scaled values', () => {
+  it.each([
+    // RAM KiB, page size, tcp_mem (min pressure max) in pages
+    [16 * GiB, 4096, '196608 262144 393216'],
+    [1536 * GiB, 4096, '18874368 25165824 37748736'],
+    [64 * GiB, 65536, '49152 65536 98304'],
+  ])('tcp_mem for %i KiB with %i-byte pages', (kb, ps, want) => expect(tcpMem({ memTotalKb: kb, pageSize: ps })).toBe(want));
+
+  it.each([
+    [2 * GiB, 65536], // floor of 64 MiB
+    [24 * GiB, Math.floor((24 * GiB) / 100)],
+    [1536 * GiB, Math.floor((1536 * GiB) / 100)],
+    [1 * GiB, Math.floor(GiB / 20)], // never more than 5 %
+  ])('min_free_kbytes for %i KiB', (kb, want) => expect(minFreeKbytes({ memTotalKb: kb, pageSize: 4096 })).toBe(want));
+});
+
+describe('sysctl diff compares the file AND the live kernel value', () => {
+  const r = sysctl({ file: '/etc/sysctl.d/90-t.conf', profile: 't', values: { 'net.core.somaxconn': 65535, 'net.ipv4.ip_local_port_range': '2048 65535', 'vm.min_free_kbytes': minFreeKbytes } });
+  const mem = { memTotalKb: 24 * GiB, pageSize: 4096 };
+  const good = { 'net.core.somaxconn': '65535', 'net.ipv4.ip_local_port_range': '2048 65535', 'vm.min_free_kbytes': String(minFreeKbytes(mem)) };
+  const content = renderSysctlFile('t', good);
+  it.each([
+    ['converged', fileWith(content), good, []],
+    ['file matches, kernel differs', fileWith(content), { ...good, 'net.core.somaxconn': '4096' }, ['net.core.somaxconn: 4096 → 65535']],
+    ['kernel matches, file missing', absent, good, ['create /etc/sysctl.d/90-t.conf']],
+    ['file edited by hand', fileWith(content.replace('65535\n', '1\n')), good, ['update /etc/sysctl.d/90-t.conf']],
+    ['key missing on the host', fileWith(content), { ...good, 'net.core.somaxconn': null }, ['net.core.somaxconn: unknown on this host (/proc/sys/net/core/somaxconn missing)']],
+  ])('%s', (_, file, live, want) => {
+    expect(r.diff({ file, live, memory: mem }).map((c) => c.summary)).toEqual(want);
+  });
+
+  it('parses live values as the kernel prints them (tabs) and missing keys', () => {
+    const out = `mem=${24 * GiB} 4096\nnet.core.somaxconn\t4096 \nnet.ipv4.ip_local_port_range\t32768 60999 \nvm.min_free_kbytes\t!missing\n== file\ntype=absent\n`;
+    const f = r.parse(out, 0, '');
+    expect(f.live).toEqual({ 'net.core.somaxconn': '4096', 'net.ipv4.ip_local_port_range': '32768 60999', 'vm.min_free_kbytes': null });
+    expect(f.memory).toEqual({ memTotalKb: 24 * GiB, pageSize: 4096 });
+  });
+
+  it.each([
+    [{ 'net core': 1 }],
+    [{ 'net.core.somaxconn': '1; reboot' }],
+    [{}],
+  ])('refuses bad input %j', (values) => {
+    expect(() => sysctl({ file: '/etc/sysctl.d/x.conf', values })).toThrow();
+  });
+});
+
+describe('kmod and limits', () => {
+  it('kmod: file and load state are separate changes', () => {
+    const r = kmod({ modules: ['overlay', 'br_netfilter'] });
+    const content = '# Managed by racksmith. Loaded at boot by systemd-modules-load.\noverlay\nbr_netfilter\n';
+    expect(r.diff({ file: fileWith(content), loaded: { overlay: true, br_netfilter: true } })).toEqual([]);
+    expect(r.diff({ file: fileWith(content), loaded: { overlay: true, br_netfilter: false } }).map((c) => c.summary)).toEqual(['load module br_netfilter']);
+    expect(r.diff({ file: absent, loaded: { overlay: true, br_netfilter: true } }).map((c) => c.summary)).toEqual(['create /etc/modules-load.d/racksmith.conf']);
+    expect(() => kmod({ modules: ['x; rm -rf /'] })).toThrow(/invalid module name/);
+  });
+
+  it('limits: containerd drop-in only where containerd is installed; bad values refused', () => {
+    const [pam, systemd, containerd] = limits({ nofile: { soft: 65536, hard: 1048576 } });
+    expect(pam.id).toBe('limits:/etc/security/limits.d/90-racksmith.conf');
+    expect(systemd.id).toBe('limits:/etc/systemd/system.conf.d/90-racksmith-nofile.conf');
+    expect(containerd.diff({ file: absent, applicable: false })).toEqual([]);
+    expect(containerd.diff({ file: absent, applicable: true }).map((c) => c.summary)).toEqual(['create /etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf']);
+    expect(() => limits({ nofile: { soft: 2_000_000, hard: 1_000_000 } })).toThrow(/exceeds hard/);
+    expect(() => limits({ nofile: 100 })).toThrow(/from 1024/);
+  });
+});
