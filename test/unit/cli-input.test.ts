@@ -1,0 +1,190 @@
+import { existsSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join, relative } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseCli, run } from '../../src/cli.ts';
+import { InputError } from '../../src/util/errors.ts';
+
+/**
+ * Bad command-line input: exit code 3, a message naming the problem, nothing run on any host.
+ * The inventory has a local host and `far`, an SSH host on a port where nothing listens: had the
+ * CLI gone ahead, the demo playbook would have probed `loc` and failed to reach `far` (exit 1).
+ */
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const FIX = join(HERE, 'fixtures', 'cli');
+const INV = join(FIX, 'hosts.yml');
+const PLAYBOOK = 'test/fixtures/playbooks/demo.ts';
+const DEMO_DIR = '/tmp/rsdemo';
+const fix = (name: string) => relative(process.cwd(), join(FIX, name));
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
+    this.text += chunk.toString();
+    done();
+  }
+}
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await run(args, { stdout: stdout as unknown as NodeJS.WriteStream, stderr: stderr as unknown as NodeJS.WriteStream });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+let PORT = 0;
+beforeAll(async () => {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  PORT = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+});
+beforeEach(() => rmSync(DEMO_DIR, { recursive: true, force: true }));
+
+/** argv for the demo playbook against the fixture inventory, plus `extra`. */
+const argv = (...extra: string[]) => [PLAYBOOK, '-i', INV, '--check', '-e', `ansible_port=${PORT}`, ...extra];
+
+describe('run(): bad input is exit 3, before anything runs', () => {
+  it.each<[string, () => string[], string[]]>([
+    // name, argv, texts stderr must contain
+    ['-e with a bad variable name', () => argv('-e', 'my-var=1'), [`error: -e #2: expected key=value, @file.yaml or a mapping, got 'my-var=1'`]],
+    ['-e without =', () => argv('-e', 'debug'), [`got 'debug'`]],
+    ['-e with an unterminated quote', () => argv('-e', "motd='hello"), ['unterminated quote']],
+    ['-e mapping with a bad port', () => argv('-e', '{ansible_port: 0}'), ['error: -e #2:1:16: ansible_port has an invalid value']],
+    ['-e mapping with a bad connection', () => argv('-e', '{ansible_connection: telnet}'), ['error: -e #2:1:22: ansible_connection must be one of']],
+    ['-e @file with a bad name', () => argv('-e', `@${fix('bad-extra.yml')}`), [`error: ${fix('bad-extra.yml')}:2:1: invalid name 'bad-name' in document`]],
+    ['-e @missing file', () => argv('-e', `@${fix('missing.yml')}`), [`error: ${fix('missing.yml')}: cannot read: ENOENT`]],
+    ['--limit matching nothing', () => argv('--limit', 'nosuch'), [`error: host --limit 'nosuch' matches no host or group in ${INV}`]],
+    ['--limit group matching nothing', () => argv('-l', 'far:web'), [`host --limit 'web' matches no host`]],
+    ['--limit with a bad regex', () => argv('-l', '~('), ['invalid regular expression']],
+    ['--limit excluding every host', () => argv('-l', '!loc:!far'), ['no hosts matched: nothing to do']],
+    ['--limit empty', () => argv('--limit', ''), ['--limit']],
+    ['--forks abc', () => argv('--forks', 'abc'), [`error: --forks must be a positive whole number, got 'abc'`]],
+    ['--forks 0', () => argv('-f', '0'), [`--forks must be a positive whole number, got '0'`]],
+    ['--forks 1.5', () => argv('--forks=1.5'), [`got '1.5'`]],
+    ['--timeout 0', () => argv('--timeout', '0'), [`--timeout must be a positive whole number, got '0'`]],
+    ['--timeout 10s', () => argv('--timeout', '10s'), [`got '10s'`]],
+    ['--max-fail-percent 101', () => argv('--max-fail-percent', '101'), [`--max-fail-percent must be a number from 0 to 100, got '101'`]],
+    ['--max-fail-percent -1', () => argv('--max-fail-percent=-1'), [`got '-1'`]],
+    ['--serial abc', () => argv('--serial', 'abc'), ['serial']],
+    ['--serial 0', () => argv('--serial', '0'), ['serial']],
+    ['an unknown option', () => argv('--bogus'), ['--bogus', 'usage: provision']],
+    ['a missing option value', () => [PLAYBOOK, '--check', '-i'], ['-i']],
+    ['no inventory', () => [PLAYBOOK, '--check'], ['-i/--inventory is required', 'usage: provision']],
+    ['a missing inventory file', () => [PLAYBOOK, '-i', 'no/such/inventory.yml', '--check'], ['error: no/such/inventory.yml: cannot read: ENOENT']],
+    ['a missing playbook', () => [fix('no-such-playbook.ts'), '-i', INV, '--check'], [`playbook not found: ${fix('no-such-playbook.ts')}`]],
+    ['a module that is not a playbook', () => [fix('not-a-playbook.ts'), '-i', INV, '--check'], ['playbook must `export default playbook({...})`']],
+    ['a playbook with an invalid resource', () => [fix('bad-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`], ['path must be an absolute path']],
+    ['a playbook declaring a resource twice', () => [fix('duplicate-ids.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`], ['declares directory:/tmp/rsdemo twice']],
+    [
+      'a playbook refusing a host variable points at the inventory line',
+      () => [fix('bad-var.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
+      [`error: ${INV}:6:18: loc: demo_mode must be an octal string`],
+    ],
+  ])('%s', async (_, args, says) => {
+    const r = await cli(args());
+    expect(r.code, r.stderr).toBe(3);
+    for (const s of says) expect(r.stderr).toContain(s);
+    expect(r.stdout).toBe('');
+    expect(existsSync(DEMO_DIR)).toBe(false);
+  }, 30_000);
+
+  it('control: the same argv without the mistake reaches the hosts (exit 1: far is unreachable)', async () => {
+    const r = await cli(argv());
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toContain('far: UNREACHABLE');
+    expect(existsSync(DEMO_DIR)).toBe(false);
+  }, 60_000);
+
+  it('control: --limit loc runs the check locally (exit 2: changes pending)', async () => {
+    const r = await cli(argv('--limit', 'loc'));
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).not.toContain('far');
+  }, 60_000);
+
+  it('--help prints the usage on stdout and exits 0', async () => {
+    for (const h of ['--help', '-h']) {
+      const r = await cli([h]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^usage: provision /);
+      expect(r.stderr).toBe('');
+    }
+  });
+});
+
+describe('parseCli', () => {
+  it('defaults', () => {
+    expect(parseCli(['-i', 'inv.yml'])).toEqual({
+      inventory: 'inv.yml',
+      playbooks: ['playbooks/site.ts'],
+      check: false,
+      diff: false,
+      limit: undefined,
+      tags: undefined,
+      skipTags: undefined,
+      forks: 50,
+      extraVars: [],
+      serial: undefined,
+      maxFailPercent: undefined,
+      knownHosts: undefined,
+      acceptNew: false,
+      timeoutMs: 10_000,
+      json: false,
+      verbose: 0,
+    });
+  });
+
+  it('every option', () => {
+    const o = parseCli([
+      'a.ts', 'b.ts', '-i', 'inv.yml', '-C', '-D', '-l', 'web:!db', '-t', 'net, disk,,', '--skip-tags', 'slow',
+      '-f', '5', '-e', 'a=1', '-e', '@vars.yml', '--serial', '1, 10%,25%', '--max-fail-percent', '12.5',
+      '--known-hosts', 'kh', '--ssh-accept-new', '--timeout', '3', '--json', '-v', '-v',
+    ]);
+    expect(o).toEqual({
+      inventory: 'inv.yml',
+      playbooks: ['a.ts', 'b.ts'],
+      check: true,
+      diff: true,
+      limit: 'web:!db',
+      tags: ['net', 'disk'],
+      skipTags: ['slow'],
+      forks: 5,
+      extraVars: ['a=1', '@vars.yml'],
+      serial: [1, '10%', '25%'],
+      maxFailPercent: 12.5,
+      knownHosts: 'kh',
+      acceptNew: true,
+      timeoutMs: 3000,
+      json: true,
+      verbose: 2,
+    });
+  });
+
+  it('long forms', () => {
+    const o = parseCli(['--inventory=i', '--check', '--diff', '--limit=x', '--tags=t', '--forks=1', '--extra-vars=k=v', '--verbose']);
+    expect(o).toMatchObject({ inventory: 'i', check: true, diff: true, limit: 'x', tags: ['t'], forks: 1, extraVars: ['k=v'], verbose: 1 });
+  });
+
+  it('--help wins', () => {
+    expect(parseCli(['--help'])).toBe('help');
+    expect(parseCli(['-i', 'x', '-h'])).toBe('help');
+  });
+
+  it.each<[string[]]>([
+    [[]],
+    [['-i', 'x', '--forks', 'abc']],
+    [['-i', 'x', '--forks', '0']],
+    [['-i', 'x', '--forks', '']],
+    [['-i', 'x', '--timeout', '-5']],
+    [['-i', 'x', '--max-fail-percent', '100.5']],
+    [['-i', 'x', '--max-fail-percent', 'ten']],
+    [['-i', 'x', '--nope']],
+    [['-i', 'x', '--check=yes']],
+    [['-i']],
+  ])('%j is an InputError', (args) => {
+    expect(() => parseCli(args)).toThrow(InputError);
+  });
+});

@@ -1,0 +1,378 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { expandHostRange } from '../../src/inventory/host-range.ts';
+import { loadInventory } from '../../src/inventory/load.ts';
+import type { Host, Inventory } from '../../src/inventory/model.ts';
+import { InputError, InputErrors } from '../../src/util/errors.ts';
+import { Secret, isSecret, maskSecret } from '../../src/util/secret.ts';
+
+const DIR = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'inventory');
+const FILE = join(DIR, 'hosts.yml');
+const at = (rel: string) => join(DIR, rel);
+
+function host(inv: Inventory, name: string): Host {
+  const h = inv.hosts.find((x) => x.name === name);
+  if (!h) throw new Error(`no host ${name} in ${inv.hosts.map((x) => x.name).join(',')}`);
+  return h;
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'rs-inv-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+let n = 0;
+/** Write an inventory (and optional files beside it) into a fresh directory; returns its path. */
+function inventory(text: string, files: Record<string, string> = {}): string {
+  const dir = join(tmp, `inv${n++}`);
+  for (const [rel, content] of Object.entries({ 'hosts.yml': text, ...files })) {
+    const p = join(dir, rel);
+    mkdirp(dirname(p));
+    writeFileSync(p, content);
+  }
+  return join(dir, 'hosts.yml');
+}
+const mkdirp = (d: string) => mkdirSync(d, { recursive: true });
+
+describe('loadInventory: the fixture inventory', () => {
+  const inv = loadInventory(FILE);
+
+  it('lists every host once, in the order the inventory first names it, ranges expanded', () => {
+    expect(inv.hosts.map((h) => h.name)).toEqual(['ctl', 'node01', 'node02', 'node03', 'shared', 'sta', 'stb']);
+  });
+
+  it('records nested groups (children of children) with parents and children', () => {
+    expect([...inv.groups.keys()].sort()).toEqual(['all', 'db', 'gpu', 'rack1', 'storage']);
+    expect(inv.groups.get('all')!.children.sort()).toEqual(['db', 'rack1']);
+    expect(inv.groups.get('rack1')!.children).toEqual(['gpu', 'storage']);
+    expect(inv.groups.get('rack1')!.parents).toEqual(['all']);
+    expect(inv.groups.get('gpu')!.parents).toEqual(['rack1']);
+    expect(inv.groups.get('gpu')!.hosts).toEqual(['node01', 'node02', 'node03', 'shared']);
+    expect(inv.groups.get('storage')!.hosts).toEqual(['shared', 'sta', 'stb']);
+    expect(inv.groups.get('db')!.hosts).toEqual(['shared']);
+  });
+
+  it('gives each host its groups with ancestors, shallow first, `all` first', () => {
+    expect(host(inv, 'ctl').groups).toEqual(['all']);
+    expect(host(inv, 'node01').groups).toEqual(['all', 'rack1', 'gpu']);
+    expect(host(inv, 'sta').groups).toEqual(['all', 'rack1', 'storage']);
+    // In several groups: every group and every ancestor, ordered by depth then name.
+    expect(host(inv, 'shared').groups).toEqual(['all', 'db', 'rack1', 'gpu', 'storage']);
+  });
+
+  it.each([
+    // host, variable, value: all < parent group < child group < host
+    ['ctl', 'level', 'host-ctl'], // host beats all
+    ['node01', 'level', 'gpu'], // child group beats parent group beats all
+    ['node03', 'only_all', 'from-all'],
+    ['node03', 'only_rack1', 'from-rack1'], // inherited through a child group
+    ['sta', 'level', 'storage'],
+    ['sta', 'only_rack1', 'from-rack1'],
+    ['shared', 'level', 'storage'], // same depth: the later group by name (storage > gpu) wins over db, rack1
+    ['shared', 'ansible_port', 2222],
+    ['node01', 'role', 'compute'],
+    ['ctl', 'ansible_connection', 'local'],
+    ['node01', 'ansible_user', 'ops'],
+  ])('inline vars precedence: %s.%s = %j', (h, k, v) => {
+    expect(host(inv, h).vars[k]).toEqual(v);
+  });
+
+  it('ansible_connection: local stays on the host that set it only', () => {
+    expect(host(inv, 'ctl').vars.ansible_connection).toBe('local');
+    expect(host(inv, 'node01').vars).not.toHaveProperty('ansible_connection');
+  });
+
+  it.each([
+    ['ctl', 'ntp_server', 'ntp.all.example'], // group_vars/all.yml
+    ['ctl', 'dns', '10.0.0.53'],
+    ['node01', 'ntp_server', 'ntp.rack1.example'], // group_vars/rack1.yaml beats group_vars/all.yml
+    ['node01', 'gpu_driver', '535'], // group_vars/gpu/ directory
+    ['node01', 'mtu', 9000], // later file of the directory wins; group_vars beat inline group vars (1400)
+    ['shared', 'mtu', 9000],
+    ['node02', 'role', 'storage-compute'], // host_vars/node02.yml beats the inline host var
+    ['node02', 'level', 'host-node02'],
+    ['node03', 'role', 'compute'],
+    ['shared', 'disk', 'sda'], // host_vars/shared/ directory beats the inline host var
+    ['shared', 'rack_unit', 12], // .json files in the directory are read too
+  ])('group_vars/ and host_vars/: %s.%s = %j', (h, k, v) => {
+    expect(host(inv, h).vars[k]).toEqual(v);
+  });
+
+  it('ignores non-YAML files in a vars directory and vars files of unknown groups', () => {
+    for (const h of inv.hosts) {
+      expect(h.vars).not.toHaveProperty('not_a_var');
+      expect(h.vars.level).not.toBe('unused');
+    }
+  });
+
+  it('does not leak group vars to hosts outside the group', () => {
+    expect(host(inv, 'ctl').vars).not.toHaveProperty('mtu');
+    expect(host(inv, 'ctl').vars).not.toHaveProperty('only_rack1');
+    expect(host(inv, 'sta').vars).not.toHaveProperty('gpu_driver');
+    expect(host(inv, 'node01').vars).not.toHaveProperty('db_password');
+  });
+
+  it('keeps a !secret value as a Secret: revealed on demand, masked in JSON and strings', () => {
+    const v = host(inv, 'shared').vars.db_password;
+    expect(isSecret(v)).toBe(true);
+    expect(v).toBeInstanceOf(Secret);
+    const s = v as Secret;
+    expect(s.reveal()).toBe('hunter2');
+    const hash = createHash('sha256').update('hunter2').digest('hex').slice(0, 12);
+    expect(JSON.stringify({ p: s })).toBe(`{"p":"<secret sha256:${hash}…>"}`);
+    expect(String(s)).toBe(`<secret sha256:${hash}…>`);
+    expect(maskSecret('hunter2')).toBe(s.masked);
+    const dump = JSON.stringify(inv.hosts);
+    expect(dump).not.toContain('hunter2');
+    expect(dump).toContain(`<secret sha256:${hash}…>`);
+  });
+
+  it.each([
+    // host, variable, file, line, col
+    ['node01', 'level', 'hosts.yml', 19, 20],
+    ['node01', 'role', 'hosts.yml', 23, 21],
+    ['node02', 'role', 'host_vars/node02.yml', 1, 7],
+    ['node01', 'mtu', 'group_vars/gpu/20-tuning.yml', 2, 6],
+    ['node01', 'gpu_driver', 'group_vars/gpu/10-base.yml', 1, 13],
+    ['node01', 'ntp_server', 'group_vars/rack1.yaml', 2, 13],
+    ['ctl', 'ntp_server', 'group_vars/all.yml', 1, 13],
+    ['ctl', 'ansible_connection', 'hosts.yml', 9, 27],
+    ['ctl', 'only_all', 'hosts.yml', 5, 15],
+    ['sta', 'only_rack1', 'hosts.yml', 15, 21],
+    ['shared', 'level', 'hosts.yml', 27, 20],
+    ['shared', 'disk', 'host_vars/shared/a.yml', 1, 7],
+    ['shared', 'rack_unit', 'host_vars/shared/b.json', 2, 16],
+    ['shared', 'ansible_port', 'hosts.yml', 38, 25],
+  ])('varSources: %s.%s was set at %s:%i:%i', (h, k, file, line, col) => {
+    expect(host(inv, h).varSources[k]).toEqual({ file: at(file), line, col });
+  });
+
+  it('varSources of a !secret points at its line', () => {
+    const p = host(inv, 'shared').varSources.db_password;
+    expect(p.file).toBe(FILE);
+    expect(p.line).toBe(37);
+  });
+
+  it('has a source for every merged variable', () => {
+    for (const h of inv.hosts) expect(Object.keys(h.varSources).sort()).toEqual(Object.keys(h.vars).sort());
+  });
+
+  it('positions hosts at their key (range hosts share the range key)', () => {
+    expect(host(inv, 'ctl').pos).toEqual({ file: FILE, line: 8, col: 5 });
+    expect(host(inv, 'node02').pos).toEqual({ file: FILE, line: 22, col: 13 });
+    expect(host(inv, 'shared').pos).toEqual({ file: FILE, line: 24, col: 13 });
+    expect(host(inv, 'stb').pos).toEqual({ file: FILE, line: 31, col: 13 });
+    expect(inv.groups.get('gpu')!.pos).toEqual({ file: FILE, line: 17, col: 9 });
+  });
+});
+
+describe('loadInventory: extra vars win over everything', () => {
+  const inv = loadInventory(FILE, { level: 'extra', role: 'x', new_var: [1, 2] }, { level: { file: '-e #1' }, role: { file: '-e #2' }, new_var: { file: '-e #2' } });
+
+  it.each(['ctl', 'node01', 'node02', 'shared', 'sta'])('%s gets the -e values and their sources', (h) => {
+    const v = host(inv, h);
+    expect(v.vars.level).toBe('extra'); // beats host_vars/node02.yml and inline host vars
+    expect(v.vars.role).toBe('x');
+    expect(v.vars.new_var).toEqual([1, 2]);
+    expect(v.varSources.level).toEqual({ file: '-e #1' });
+    expect(v.varSources.role).toEqual({ file: '-e #2' });
+  });
+
+  it('leaves other variables alone', () => {
+    expect(host(inv, 'node01').vars.mtu).toBe(9000);
+    expect(host(inv, 'shared').vars.disk).toBe('sda');
+  });
+});
+
+describe('loadInventory: smaller inventories', () => {
+  it('merges a host listed in several groups, later listing of the same variable wins', () => {
+    const f = inventory(`all:
+  children:
+    a:
+      hosts:
+        h1:
+          x: 1
+          only_a: true
+    b:
+      hosts:
+        h1:
+          x: 2
+`);
+    const inv = loadInventory(f);
+    expect(inv.hosts.map((h) => h.name)).toEqual(['h1']);
+    expect(inv.hosts[0].vars).toEqual({ x: 2, only_a: true });
+    expect(inv.hosts[0].groups).toEqual(['all', 'a', 'b']);
+    expect(inv.hosts[0].varSources.x).toEqual({ file: f, line: 11, col: 14 });
+  });
+
+  it('a deeper group wins over a shallower one whatever the names (depth before name)', () => {
+    const f = inventory(`all:
+  children:
+    zz_parent:
+      vars: { v: parent }
+      children:
+        aa_child:
+          vars: { v: child }
+          hosts: { h: }
+`);
+    expect(loadInventory(f).hosts[0].vars.v).toBe('child');
+  });
+
+  it('a group declared twice (under two parents) gets the depth of its deepest path and both parents', () => {
+    const f = inventory(`all:
+  vars: { v: all }
+  children:
+    top:
+      vars: { v: top }
+      children:
+        mid:
+          vars: { v: mid }
+          children:
+            leaf:
+              hosts: { h: }
+    leaf:
+      vars: { v: leaf }
+    other:
+      vars: { v: other }
+      hosts: { h: }
+`);
+    const inv = loadInventory(f);
+    expect(inv.groups.get('leaf')!.parents.sort()).toEqual(['all', 'mid']);
+    // leaf is at depth 3, deeper than other (1), top (1), mid (2).
+    expect(inv.hosts[0].groups).toEqual(['all', 'other', 'top', 'mid', 'leaf']);
+    expect(inv.hosts[0].vars.v).toBe('leaf');
+  });
+
+  it('a top-level group besides `all` is a child of all', () => {
+    const f = inventory(`all:
+  vars: { v: 1 }
+web:
+  hosts:
+    w1:
+`);
+    const inv = loadInventory(f);
+    expect(inv.groups.get('web')!.parents).toEqual(['all']);
+    expect(inv.hosts[0]).toMatchObject({ name: 'w1', groups: ['all', 'web'], vars: { v: 1 } });
+  });
+
+  it('accepts empty groups and hosts without vars', () => {
+    const f = inventory(`all:
+  hosts:
+    h1:
+  children:
+    empty:
+    nohosts:
+      hosts:
+`);
+    const inv = loadInventory(f);
+    expect(inv.hosts.map((h) => h.name)).toEqual(['h1']);
+    expect(inv.groups.has('empty')).toBe(true);
+    expect(inv.hosts[0].vars).toEqual({});
+  });
+
+  it('a `!secret` inside group_vars is a Secret too', () => {
+    const f = inventory(`all:\n  hosts:\n    h1:\n`, { 'group_vars/all.yml': 'token: !secret s3cr3t\n' });
+    const v = loadInventory(f).hosts[0].vars.token;
+    expect(isSecret(v)).toBe(true);
+    expect((v as Secret).reveal()).toBe('s3cr3t');
+    expect(JSON.stringify(v)).not.toContain('s3cr3t');
+  });
+
+  it('ignores a group_vars file without extension (only .yml, .yaml, .json and directories)', () => {
+    const f = inventory(`all:\n  hosts:\n    h1:\n`, { 'group_vars/all': 'x: 1\n', 'group_vars/all.json': '{"y": 2}' });
+    expect(loadInventory(f).hosts[0].vars).toEqual({ y: 2 });
+  });
+
+  it('reports a children loop as an InputError at the group', () => {
+    const f = inventory(`all:
+  children:
+    a:
+      children:
+        b:
+          children:
+            a:
+`);
+    const e = catchErr(() => loadInventory(f));
+    expect(e).toBeInstanceOf(InputError);
+    expect(e.message).toMatch(/children loop/);
+    expect((e as InputError).pos).toMatchObject({ file: f, line: 3 });
+  });
+
+  it('reports every bad host range at once (InputErrors)', () => {
+    const f = inventory(`all:
+  hosts:
+    n[3:1]:
+    m[a:09]:
+`);
+    const e = catchErr(() => loadInventory(f));
+    expect(e).toBeInstanceOf(InputErrors);
+    const errs = (e as InputErrors).errors;
+    expect(errs.map((x) => x.pos?.line)).toEqual([3, 4]);
+    expect(e.message).toContain(`${f}:3:5: host range 'n[3:1]' ends before it starts`);
+    expect(e.message).toContain(`${f}:4:5:`);
+  });
+
+  it('refuses a host that is also a group', () => {
+    const f = inventory(`all:
+  children:
+    web:
+      hosts:
+        w1:
+    other:
+      hosts:
+        web:
+`);
+    const e = catchErr(() => loadInventory(f));
+    expect(e).toBeInstanceOf(InputError);
+    expect(e.message).toBe(`${f}:8:9: 'web' is both a host and a group`);
+  });
+
+  it('reports a missing inventory file as an InputError naming it', () => {
+    const f = join(tmp, 'nope.yml');
+    const e = catchErr(() => loadInventory(f));
+    expect(e).toBeInstanceOf(InputError);
+    expect(e.message).toBe(`${f}: cannot read: ENOENT`);
+  });
+});
+
+describe('expandHostRange', () => {
+  it.each([
+    ['node1', ['node1']],
+    ['node[01:03]', ['node01', 'node02', 'node03']],
+    ['node[1:3]', ['node1', 'node2', 'node3']],
+    ['node[8:11]', ['node8', 'node9', 'node10', 'node11']],
+    ['node[08:10]', ['node08', 'node09', 'node10']],
+    ['n[001:002].rack1', ['n001.rack1', 'n002.rack1']],
+    ['db-[a:c]', ['db-a', 'db-b', 'db-c']],
+    ['n[0:10:5]', ['n0', 'n5', 'n10']],
+    ['r[1:2]n[1:2]', ['r1n1', 'r1n2', 'r2n1', 'r2n2']],
+    ['10.0.0.[1:2]', ['10.0.0.1', '10.0.0.2']],
+  ])('%s -> %j', (key, want) => {
+    expect(expandHostRange(key)).toEqual(want);
+  });
+
+  it.each([
+    ['n[3:1]', /ends before it starts/],
+    ['n[a:09]', /invalid host range/],
+    ['n[A:C]', /invalid/],
+    ['n[1:3:0]', /invalid step/],
+    ['n[1:20000]', /more than 10000/],
+    ['h;rm', /invalid host name/],
+    ['-oProxyCommand', /invalid host name/],
+    ['host.', /invalid host name/],
+    ['', /invalid host name/],
+    ['n[1:2]$(id)', /invalid host name/],
+  ])('%j is refused', (key, re) => {
+    expect(() => expandHostRange(key)).toThrow(re);
+  });
+});
+
+function catchErr(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected an error');
+}

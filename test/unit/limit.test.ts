@@ -1,0 +1,105 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { selectHosts } from '../../src/inventory/limit.ts';
+import { loadInventory } from '../../src/inventory/load.ts';
+import { InputError } from '../../src/util/errors.ts';
+
+const FILE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'limit', 'hosts.yml');
+const inv = loadInventory(FILE);
+const ALL = ['tb1', 'tb2', 'web01', 'web02', 'web03', 'db1', 'db2', 'ctl'];
+
+describe('selectHosts', () => {
+  it('the fixture has the expected hosts in inventory order', () => {
+    expect(inv.hosts.map((h) => h.name)).toEqual(ALL);
+  });
+
+  it.each<[string, string[]]>([
+    // plain host and group names
+    ['tb1', ['tb1']],
+    ['ctl', ['ctl']],
+    ['web', ['web01', 'web02', 'web03']],
+    ['db', ['web02', 'db1', 'db2']], // inventory order, not listing order
+    ['infra', ['web02', 'db1', 'db2', 'ctl']], // nested: children's hosts
+    ['mgmt', ['ctl']],
+    ['all', ALL],
+    ['*', ALL],
+    // unions, with both separators
+    ['web:db', ['web01', 'web02', 'web03', 'db1', 'db2']],
+    ['db:web', ['web01', 'web02', 'web03', 'db1', 'db2']],
+    ['web,db', ['web01', 'web02', 'web03', 'db1', 'db2']],
+    [' web , db ', ['web01', 'web02', 'web03', 'db1', 'db2']],
+    ['tb1:ctl', ['tb1', 'ctl']],
+    ['tb1,tb1', ['tb1']],
+    // exclusion and intersection
+    ['web:!db', ['web01', 'web03']],
+    ['web,!db', ['web01', 'web03']],
+    ['web:&db', ['web02']],
+    ['web,&db', ['web02']],
+    ['infra:!db', ['ctl']],
+    ['!db', ['tb1', 'tb2', 'web01', 'web03', 'ctl']],
+    ['&web', ['web01', 'web02', 'web03']],
+    ['all:!web:!db', ['tb1', 'tb2', 'ctl']],
+    ['!web02:web', ['web01', 'web03']], // the position of an exclusion does not matter
+    ['web:&db:!web02', []],
+    ['web:!nosuch', ['web01', 'web02', 'web03']], // excluding nothing is fine
+    ['!nosuch', ALL],
+    // globs match host names and group names
+    ['tb*', ['tb1', 'tb2', 'db2']], // db2 through group tbgroup
+    ['web0?', ['web01', 'web02', 'web03']],
+    ['*1', ['tb1', 'web01', 'db1']],
+    ['we*:&d*', ['web02']],
+    // regexes
+    ['~web0[13]', ['web01', 'web03']], // a regex ending in [..] is a character class, not a subscript
+    ['~^(tb|db)\\d$', ['tb1', 'tb2', 'db1', 'db2']],
+    ['~^db', ['web02', 'db1', 'db2']], // group db matches too
+    ['~^web0[13]$', ['web01', 'web03']],
+    ['~web0[13],db1', ['web01', 'web03', 'db1']],
+    ['~web,!~3$', ['web01', 'web02']],
+    // subscripts (inclusive ranges, as in Ansible)
+    ['web[0]', ['web01']],
+    ['web[2]', ['web03']],
+    ['web[-1]', ['web03']],
+    ['web[1:]', ['web02', 'web03']],
+    ['web[0:1]', ['web01', 'web02']], // the ':' inside [..] is not a term separator
+    ['web[0:1],db', ['web01', 'web02', 'db1', 'db2']],
+    ['web[1:]:ctl', ['web02', 'web03', 'ctl']],
+    ['db[1]', ['db1']],
+    ['all[0]', ['tb1']],
+    ['web[0]:db[0]', ['web01', 'web02']],
+    ['web[0],db[-1]', ['web01', 'db2']],
+  ])('%j -> %j', (pattern, want) => {
+    expect(selectHosts(inv, pattern)).toEqual(want);
+  });
+
+  it.each<[string, RegExp]>([
+    ['nosuch', /host pattern 'nosuch' matches no host or group in /],
+    ['web:nosuch', /'nosuch' matches no host/],
+    ['nosuch,web', /'nosuch' matches no host/],
+    ['web[7]', /'web\[7\]' matches no host/],
+    ['zz*', /'zz\*' matches no host/],
+    ['~^zzz', /'~\^zzz' matches no host/],
+    ['Web', /'Web' matches no host/], // names are case-sensitive
+    ['', /empty host pattern/],
+    [' , ', /empty host pattern/],
+    ['~[', /invalid regular expression in host pattern '~\['/],
+  ])('%j is an InputError', (pattern, re) => {
+    let err: unknown;
+    try {
+      selectHosts(inv, pattern);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as Error).message).toMatch(re);
+  });
+
+  it('names what the pattern is for, and the inventory file, when it matches nothing', () => {
+    expect(() => selectHosts(inv, 'nosuch', '--limit')).toThrow(`host --limit 'nosuch' matches no host or group in ${FILE}`);
+  });
+
+  it('allowEmpty turns "matches nothing" into an empty selection', () => {
+    expect(selectHosts(inv, 'nosuch', 'pattern', true)).toEqual([]);
+    expect(selectHosts(inv, 'web:nosuch', 'pattern', true)).toEqual(['web01', 'web02', 'web03']);
+  });
+});

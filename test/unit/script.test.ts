@@ -1,0 +1,166 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { scriptAsStdin } from '../../src/connection/transport.ts';
+import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
+
+/** Build, run through `/bin/sh -s` exactly as the connections do (script on stdin), split. */
+function roundTrip(sections: Section[]): { out: SectionOutput[]; raw: string; status: number | null; marker: string } {
+  const { script, marker } = buildScript(sections);
+  const r = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(script), encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  return { out: splitOutput(r.stdout, marker, sections.length), raw: r.stdout, status: r.status, marker };
+}
+const probe = (body: string): Section => ({ kind: 'probe', body });
+const step = (body: string, group?: string): Section => ({ kind: 'step', body, group });
+
+describe('buildScript + splitOutput round trip through /bin/sh', () => {
+  it.each<[string, string, SectionOutput]>([
+    ['plain output', 'echo hello', { stdout: 'hello\n', stderr: '', code: 0 }],
+    ['no output', ':', { stdout: '', stderr: '', code: 0 }],
+    ['no trailing newline', 'printf hi', { stdout: 'hi', stderr: '', code: 0 }],
+    ['only newlines', "printf '\\n\\n'", { stdout: '\n\n', stderr: '', code: 0 }],
+    ['leading newline', "printf '\\nx'", { stdout: '\nx', stderr: '', code: 0 }],
+    ['stderr separately', 'echo out; echo err >&2', { stdout: 'out\n', stderr: 'err\n', code: 0 }],
+    ['stderr without newline', 'printf e >&2', { stdout: '', stderr: 'e', code: 0 }],
+    ['exit code', 'echo x; exit 7', { stdout: 'x\n', stderr: '', code: 7 }],
+    ['exit 255', 'exit 255', { stdout: '', stderr: '', code: 255 }],
+    ['a failing command in a probe does not stop it', 'false; echo after', { stdout: 'after\n', stderr: '', code: 0 }],
+    ['trailing comment', 'echo hi # a comment )', { stdout: 'hi\n', stderr: '', code: 0 }],
+    ['stdin is empty (cat returns at once)', 'cat; echo done', { stdout: 'done\n', stderr: '', code: 0 }],
+    ['read gets EOF', 'read x || echo eof', { stdout: 'eof\n', stderr: '', code: 0 }],
+    ['unicode and tabs', "printf 'ünï\\tcode ✓\\n'", { stdout: 'ünï\tcode ✓\n', stderr: '', code: 0 }],
+    ['output that looks like a marker', "printf '\\n@@RS-0000000000000000@@ E 0 0\\n@@RS-0000000000000000@@ X 0\\n'", {
+      stdout: '\n@@RS-0000000000000000@@ E 0 0\n@@RS-0000000000000000@@ X 0\n', stderr: '', code: 0,
+    }],
+    ['stderr that looks like a marker', "printf '\\n@@RS-ffff@@ X 0\\n' >&2; echo ok", { stdout: 'ok\n', stderr: '\n@@RS-ffff@@ X 0\n', code: 0 }],
+    ['overwrites the script variables (in a subshell)', 'rs_m=fake; rs_rc=9; rs_failed=" g0 "; echo x', { stdout: 'x\n', stderr: '', code: 0 }],
+  ])('one probe: %s', (_, body, want) => {
+    // Surround it with other sections: boundaries must hold on both sides.
+    const { out } = roundTrip([probe('echo before'), probe(body), probe('echo after; echo e2 >&2')]);
+    expect(out[0]).toEqual({ stdout: 'before\n', stderr: '', code: 0 });
+    expect(out[1]).toEqual(want);
+    expect(out[2]).toEqual({ stdout: 'after\n', stderr: 'e2\n', code: 0 });
+  });
+
+  it('a section printing the real marker of a previous section cannot fake a boundary of a later one', () => {
+    // The marker is random per script: output of section 0 mentions "B 1"/"E 1" lines with a fake marker.
+    const { out, marker } = roundTrip([probe("printf '\\n@@RS-x@@ B 1\\nfake\\n@@RS-x@@ E 1 0\\n'"), probe('echo real')]);
+    expect(marker).toMatch(/^@@RS-[0-9a-f]{16}@@$/);
+    expect(out[1]).toEqual({ stdout: 'real\n', stderr: '', code: 0 });
+  });
+
+  it('uses a different marker for every script', () => {
+    const markers = new Set(Array.from({ length: 20 }, () => buildScript([probe(':')]).marker));
+    expect(markers.size).toBe(20);
+  });
+
+  it('steps run with set -e: the first failing command ends the step', () => {
+    const { out } = roundTrip([step('echo one; false; echo two'), probe('false; echo probe-continues')]);
+    expect(out[0]).toEqual({ stdout: 'one\n', stderr: '', code: 1 });
+    expect(out[1]).toEqual({ stdout: 'probe-continues\n', stderr: '', code: 0 });
+  });
+
+  it('an empty step succeeds', () => {
+    expect(roundTrip([step(''), step('echo x')]).out).toEqual([
+      { stdout: '', stderr: '', code: 0 },
+      { stdout: 'x\n', stderr: '', code: 0 },
+    ]);
+  });
+
+  it("a failed step skips its group's later steps, not other groups, probes or ungrouped steps", () => {
+    const { out } = roundTrip([
+      step('echo a1', 'A'),
+      step('echo a2; echo bad >&2; exit 3', 'A'),
+      step('echo b1', 'B'),
+      step('echo a3', 'A'), // skipped
+      probe('echo p'),
+      step('echo free'), // no group: never skipped
+      step('echo a4', 'A'), // skipped
+      step('exit 1', 'B'),
+      step('echo b3', 'B'), // skipped
+      step('echo c1', 'C'),
+    ]);
+    expect(out).toEqual([
+      { stdout: 'a1\n', stderr: '', code: 0 },
+      { stdout: 'a2\n', stderr: 'bad\n', code: 3 },
+      { stdout: 'b1\n', stderr: '', code: 0 },
+      { stdout: '', stderr: '', code: null },
+      { stdout: 'p\n', stderr: '', code: 0 },
+      { stdout: 'free\n', stderr: '', code: 0 },
+      { stdout: '', stderr: '', code: null },
+      { stdout: '', stderr: '', code: 1 },
+      { stdout: '', stderr: '', code: null },
+      { stdout: 'c1\n', stderr: '', code: 0 },
+    ]);
+  });
+
+  it('group names with shell metacharacters are safe (they never reach the script)', () => {
+    const g1 = `file:/etc/x'; touch /tmp/rs-pwned-group; '`;
+    const g2 = 'g0'; // looks like the generated token of the first group
+    const { script } = buildScript([step('exit 1', g1), step('echo skipped', g1), step('echo runs', g2)]);
+    expect(script).not.toContain('rs-pwned-group');
+    const { out } = roundTrip([step('exit 1', g1), step('echo skipped', g1), step('echo runs', g2)]);
+    expect(out.map((o) => o.code)).toEqual([1, null, 0]);
+    expect(out[2].stdout).toBe('runs\n');
+  });
+
+  it('many sections, large output', () => {
+    const big = 'x'.repeat(300_000);
+    const sections = [probe(`printf '%s' '${big}'`), ...Array.from({ length: 50 }, (_, i) => probe(`echo ${i}; echo err${i} >&2; exit ${i % 3}`))];
+    const { out } = roundTrip(sections);
+    expect(out[0].stdout).toBe(big);
+    for (let i = 0; i < 50; i++) expect(out[i + 1]).toEqual({ stdout: `${i}\n`, stderr: `err${i}\n`, code: i % 3 });
+  });
+
+  it('a script killed midway: later sections did not run (code null), the cut section keeps its output', () => {
+    const { out } = roundTrip([probe('echo ok'), probe('echo partial; kill -9 $$'), probe('echo never')]);
+    expect(out[0]).toEqual({ stdout: 'ok\n', stderr: '', code: 0 });
+    expect(out[1].code).toBeNull();
+    expect(out[1].stdout).toContain('partial\n');
+    expect(out[2]).toEqual({ stdout: '', stderr: '', code: null });
+  });
+
+  it('an exit in a section only ends that section (subshell)', () => {
+    const { out, status } = roundTrip([probe('exit 4'), step('exit 5'), probe('echo still')]);
+    expect(out.map((o) => o.code)).toEqual([4, 5, 0]);
+    expect(out[2].stdout).toBe('still\n');
+    expect(status).toBe(0);
+  });
+
+  it('removes its temporary directory', () => {
+    const { out } = roundTrip([probe('echo "$rs_t"'), probe('echo x >&2')]);
+    const dir = out[0].stdout.trim();
+    expect(dir).not.toBe('');
+    expect(out[1].stderr).toBe('x\n');
+    expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('splitOutput on hand-made output', () => {
+  const m = '@@RS-abc@@';
+  it('parses sections, tolerates missing ones and truncation', () => {
+    const raw = `\n${m} B 0\nout0\n${m} E 0 0\nerr0\n\n${m} X 0\n` + `\n${m} B 2\nout2 cut`;
+    expect(splitOutput(raw, m, 3)).toEqual([
+      { stdout: 'out0', stderr: 'err0\n', code: 0 },
+      { stdout: '', stderr: '', code: null },
+      { stdout: 'out2 cut', stderr: '', code: null },
+    ]);
+  });
+
+  it('stderr without its X marker runs to the end', () => {
+    expect(splitOutput(`\n${m} B 0\n\n${m} E 0 2\nerr`, m, 1)).toEqual([{ stdout: '', stderr: 'err', code: 2 }]);
+  });
+
+  it('empty output: every section did not run', () => {
+    expect(splitOutput('', m, 2)).toEqual([
+      { stdout: '', stderr: '', code: null },
+      { stdout: '', stderr: '', code: null },
+    ]);
+  });
+
+  it('a marker with regex characters is matched literally', () => {
+    const m2 = '@@RS-a.b+c@@';
+    const raw = `\n${m2} B 0\nx\n${m2} E 0 1\n\n${m2} X 0\n`;
+    expect(splitOutput(raw, m2, 1)).toEqual([{ stdout: 'x', stderr: '', code: 1 }]);
+  });
+});
