@@ -19,6 +19,7 @@ TB_SHARED=$TB_STATE/shared
 TB_ROOTFS=${TB_ROOTFS:-$TB_REPO/.cache/testbed-rootfs}      # read-only lower layer
 TB_ROOTFS_TARBALL=${TB_ROOTFS_TARBALL:-}      # optional cache: unpacked if present, written after a debootstrap
 TB_OWNER_FILE=/run/racksmith-testbed.owner    # which .testbed owns the global names below
+TB_LOCK=/run/racksmith-testbed.lock          # serialises up/down/reset/reboot (global names)
 TB_BRIDGE=${TB_BRIDGE:-rsbr0}
 TB_NET=${TB_NET:-10.77.0}                     # /24; runner .1, host tbI = .(10+I)
 TB_NS_PREFIX=${TB_NS_PREFIX:-rs-tb}           # netns name = rs-tbI
@@ -43,6 +44,7 @@ TB_FAKE_SYSCTL_DIRS=${TB_FAKE_SYSCTL_DIRS-fs vm}
 TB_FAKE_SYSCTLS=${TB_FAKE_SYSCTLS-kernel.pid_max kernel.threads-max kernel.core_pattern kernel.core_uses_pid kernel.panic kernel.panic_on_oops kernel.kptr_restrict kernel.dmesg_restrict kernel.perf_event_paranoid kernel.randomize_va_space kernel.numa_balancing kernel.printk kernel.hung_task_timeout_secs kernel.keys.maxkeys kernel.keys.maxbytes kernel.unprivileged_bpf_disabled net.core.rmem_max net.core.wmem_max net.core.rmem_default net.core.wmem_default net.core.optmem_max net.netfilter.nf_conntrack_max}
 TB_PROC_SYS_RO=${TB_PROC_SYS_RO:-1}
 TB_SYS_RO=${TB_SYS_RO:-1}                     # /sys read-only except the host's own block devices
+TB_TRACE=${TB_TRACE:-}                        # 1: host-init.sh traces (timestamps) into hosts/tbI/console.log
 
 tb_ip()     { echo "$TB_NET.$((10 + $1))"; }
 tb_ns()     { echo "$TB_NS_PREFIX$1"; }
@@ -61,4 +63,4 @@ tb_secs()   { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 # exported so that host-init.sh (run via ip netns exec + unshare) sees the same settings
 export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_BRIDGE TB_NET TB_NS_PREFIX \
        TB_DISK_SIZE TB_DISKS_PER_HOST TB_BOOT_EMULATION TB_SHARED_FS TB_SHARED_MOUNT TB_SHARED_SIZE \
-       TB_KUBECTL TB_SUITE TB_MIRROR TB_INCLUDE TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO
+       TB_KUBECTL TB_SUITE TB_MIRROR TB_INCLUDE TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO TB_TRACE

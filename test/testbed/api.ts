@@ -1,0 +1,298 @@
+// Test-bed API for tests and benchmarks: N fake hosts (tb1..tbN) on this machine, each with its own
+// network/mount/pid/uts/ipc namespaces, overlay root over a cached Debian rootfs, loop disks and sshd.
+// The work is done by the shell scripts in ./sh (root only); this module runs them and reads their
+// state files in <repo>/.testbed/. See test/testbed/README.md.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const shDir = join(here, 'sh');
+
+/** Repository root (the bed's state lives in <repoRoot>/.testbed). */
+export const repoRoot = resolve(here, '..', '..');
+export const stateDir = join(repoRoot, '.testbed');
+/** Ansible YAML inventory of the bed (groups testbed, storage, jail, kube_control_plane). */
+export const inventoryPath = join(stateDir, 'inventory.yaml');
+/** Ansible INI inventory (for the ansible-core baseline). */
+export const inventoryIniPath = join(stateDir, 'inventory.ini');
+/** known_hosts with every host's ed25519 key, under its IP and its name. */
+export const knownHostsPath = join(stateDir, 'known_hosts');
+/** Private key accepted by root on every host. */
+export const keyPath = join(stateDir, 'id_ed25519');
+/** `ssh -F sshConfigPath tb1` works (key, known_hosts, curve25519 KEX). */
+export const sshConfigPath = join(stateDir, 'ssh_config');
+export const hostsJsonPath = join(stateDir, 'hosts.json');
+/** Runner-side path of the shared directory that every host sees at `sharedMount`. */
+export const sharedDir = join(stateDir, 'shared');
+export const sharedMount = '/srv/shared';
+/** Address of the runner on the bed's bridge (hosts reach test doubles listening here). */
+export const runnerIp = '10.77.0.1';
+
+export interface TestbedDisk {
+  /** Kernel device inside the host, e.g. /dev/loop3 (the host sees only its own disks). */
+  dev: string;
+  /** true: stands in for an HDD (disk 1, 3, ...); false: SSD/NVMe (disk 2, 4, ...). */
+  rotational: boolean;
+  /** Stable made-up serial such as RSTB1D2 (loop devices have none; recorded only). */
+  serial: string;
+  /** Runner-side path of the sparse image file. */
+  image: string;
+}
+
+export interface TestbedHost {
+  name: string; // tb1..tbN
+  ip: string; // 10.77.0.(10+I)
+  port: number;
+  user: string;
+  netns: string; // rs-tbI
+  disks: TestbedDisk[];
+  /** Runner-side overlay upper dir: every file the host wrote since up/reset is here. */
+  upper: string;
+  /** Runner-side per-host directory (disk images, console.log). */
+  dir: string;
+  /** PID (in the runner's pid namespace) of the host's PID 1 (tb-init). */
+  initPid: number;
+}
+
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  code: number;
+}
+
+export interface UpOptions {
+  hosts: number;
+  disks?: number;
+  /** Do not echo the scripts' progress lines to stderr. */
+  quiet?: boolean;
+}
+
+interface RunOptions {
+  quiet?: boolean;
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+  input?: string;
+}
+
+function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<ExecResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(cmd, args, {
+      env: opts.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    let timer: NodeJS.Timeout | undefined;
+    if (opts.timeoutMs) {
+      timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    }
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      if (opts.quiet === false) process.stderr.write(d);
+    });
+    child.stdin.on('error', () => {});
+    child.stdin.end(opts.input ?? '');
+    child.on('error', (err) => {
+      if (timer) clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      resolvePromise({ stdout, stderr, code: code ?? (signal === 'SIGKILL' ? 124 : 128) });
+    });
+  });
+}
+
+async function script(name: string, args: string[], opts: RunOptions = {}): Promise<ExecResult> {
+  if (process.getuid?.() !== 0) throw new Error(`testbed: ${name} needs root (namespaces, loop devices, mounts)`);
+  const res = await run('bash', [join(shDir, name), ...args], opts);
+  if (res.code !== 0) {
+    throw new Error(`testbed: ${name} ${args.join(' ')} failed (exit ${res.code})\n${res.stdout}${res.stderr}`);
+  }
+  return res;
+}
+
+function names(list: string | string[]): string[] {
+  const arr = Array.isArray(list) ? list : [list];
+  if (arr.length === 0) throw new Error('testbed: no host names given');
+  return arr;
+}
+
+/**
+ * Bring up a fresh bed of `hosts` hosts with `disks` loop disks each (default 1). Any previous
+ * bed (or crash leftovers) is torn down first. Debootstraps the rootfs once (~60 s), then ~1 s for
+ * 3 hosts. Returns the hosts.
+ */
+export async function up(opts: UpOptions): Promise<TestbedHost[]> {
+  const args = ['--hosts', String(opts.hosts), '--disks', String(opts.disks ?? 1)];
+  await script('up.sh', args, { quiet: opts.quiet ?? false });
+  return hosts();
+}
+
+/** Remove every namespace, mount, loop device, process and file of the bed. Safe to run twice. */
+export async function down(opts: { purge?: boolean; quiet?: boolean } = {}): Promise<void> {
+  await script('down.sh', opts.purge ? ['--purge'] : [], { quiet: opts.quiet ?? false });
+}
+
+/**
+ * Make hosts fresh as after `up`: stop them, wipe their upper dirs, zero their disks (same loop
+ * devices), start them again and wait for sshd. IPs, disk names and host keys do not change.
+ */
+export async function reset(list: string | string[], opts: { quiet?: boolean } = {}): Promise<TestbedHost[]> {
+  await script('reset.sh', names(list), { quiet: opts.quiet ?? true });
+  return hosts();
+}
+
+/**
+ * "Reboot" hosts: processes, mounts and per-netns sysctls are gone, the upper dir and disk
+ * contents persist; boot emulation re-applies modules-load.d, sysctl.d, fstab and udev rules.
+ */
+export async function reboot(list: string | string[], opts: { quiet?: boolean } = {}): Promise<TestbedHost[]> {
+  await script('reboot.sh', names(list), { quiet: opts.quiet ?? true });
+  return hosts();
+}
+
+/** The running bed's hosts (parsed .testbed/hosts.json); throws when no bed is up. */
+export function hosts(): TestbedHost[] {
+  if (!existsSync(hostsJsonPath)) throw new Error(`testbed: no bed is up (${hostsJsonPath} missing)`);
+  return JSON.parse(readFileSync(hostsJsonPath, 'utf8')) as TestbedHost[];
+}
+
+export function host(name: string): TestbedHost {
+  const h = hosts().find((x) => x.name === name);
+  if (!h) throw new Error(`testbed: no host ${name}`);
+  return h;
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** true when the host's PID 1 is running. */
+export function isRunning(name: string): boolean {
+  const h = hosts().find((x) => x.name === name);
+  return !!h && h.initPid > 0 && cmdline(h.initPid).includes('tb-init');
+}
+
+const hostEnv = {
+  PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  HOME: '/root',
+  LANG: 'C.UTF-8',
+  TERM: 'dumb',
+};
+
+/**
+ * Run `sh -c shellCmd` INSIDE a host without SSH (nsenter into all of its namespaces and root),
+ * as root. Never throws for a non-zero exit; check `code`.
+ */
+export async function hostExec(
+  name: string,
+  shellCmd: string,
+  opts: { input?: string; timeoutMs?: number } = {},
+): Promise<ExecResult> {
+  const h = host(name);
+  // the PID must still be this host's init: never nsenter into whatever reused the number
+  if (!cmdline(h.initPid).includes('tb-init')) throw new Error(`testbed: host ${name} is not running`);
+  return run('nsenter', ['-t', String(h.initPid), '-a', '-r', '-w', 'sh', '-c', shellCmd], {
+    env: hostEnv,
+    input: opts.input,
+    timeoutMs: opts.timeoutMs ?? 120_000,
+  });
+}
+
+/** Run a command on a host through the system ssh client (key + known_hosts, curve25519 KEX). */
+export async function sshExec(
+  name: string,
+  shellCmd: string,
+  opts: { input?: string; timeoutMs?: number } = {},
+): Promise<ExecResult> {
+  const h = host(name);
+  return run('ssh', [...sshArgs(), '-p', String(h.port), `${h.user}@${h.ip}`, shellCmd], {
+    input: opts.input,
+    timeoutMs: opts.timeoutMs ?? 120_000,
+  });
+}
+
+/** Options for the system `ssh` client to reach bed hosts with strict host key checking. */
+export function sshArgs(): string[] {
+  return [
+    '-i', keyPath,
+    '-o', 'IdentitiesOnly=yes',
+    '-o', 'StrictHostKeyChecking=yes',
+    '-o', `UserKnownHostsFile=${knownHostsPath}`,
+    '-o', 'GlobalKnownHostsFile=/dev/null',
+    '-o', 'KexAlgorithms=curve25519-sha256',
+    '-o', 'BatchMode=yes',
+    '-o', 'ConnectTimeout=5',
+    '-o', 'LogLevel=ERROR',
+  ];
+}
+
+/** Resolves true if a TCP connection to ip:port succeeds within timeoutMs. */
+export function portOpen(ip: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((res) => {
+    const sock = connect({ host: ip, port });
+    const done = (ok: boolean) => {
+      sock.destroy();
+      res(ok);
+    };
+    sock.setTimeout(timeoutMs, () => done(false));
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+async function waitPort(h: TestbedHost, open: boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if ((await portOpen(h.ip, h.port, 300)) === open) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`testbed: ${h.name} port ${h.port} did not become ${open ? 'open' : 'closed'}`);
+}
+
+/**
+ * Simulate an unreachable host: kill its sshd (the listener and, unless keepSessions, every open
+ * session). The host keeps running (PID 1 stays); new connections are refused.
+ */
+export async function stopSshd(name: string, opts: { keepSessions?: boolean } = {}): Promise<void> {
+  // runs inside the host's pid namespace: only that host's sshd processes are visible
+  const cmd = opts.keepSessions
+    ? 'p=$(cat /run/sshd.pid 2>/dev/null) && kill "$p"; rm -f /run/sshd.pid'
+    : 'pkill -KILL -x sshd; rm -f /run/sshd.pid; true';
+  const r = await hostExec(name, cmd);
+  if (r.code !== 0) throw new Error(`testbed: stopSshd ${name}: ${r.stderr}`);
+  await waitPort(host(name), false);
+}
+
+/** Start sshd again on a host after stopSshd (waits until it accepts connections). */
+export async function startSshd(name: string): Promise<void> {
+  const r = await hostExec(name, '[ -s /run/sshd.pid ] && kill -0 "$(cat /run/sshd.pid)" 2>/dev/null || /usr/sbin/sshd -E /var/log/sshd.log');
+  if (r.code !== 0) throw new Error(`testbed: startSshd ${name}: ${r.stderr}`);
+  await waitPort(host(name), true);
+}
+
+/**
+ * Does a running bed match `hosts` x `disks`? (hosts.json present, every host's PID 1 alive and
+ * its sshd port open.)
+ */
+export async function matches(want: { hosts: number; disks: number }): Promise<boolean> {
+  let hs: TestbedHost[];
+  try {
+    hs = hosts();
+  } catch {
+    return false;
+  }
+  if (hs.length !== want.hosts || hs.some((h) => h.disks.length !== want.disks)) return false;
+  if (!hs.every((h) => cmdline(h.initPid).includes('tb-init'))) return false;
+  const open = await Promise.all(hs.map((h) => portOpen(h.ip, h.port, 1000)));
+  return open.every(Boolean);
+}
