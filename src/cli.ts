@@ -8,6 +8,7 @@ import { execute, prepare, type Playbook, type RunEvent } from './engine/index.t
 import { HumanReporter } from './ui/human.ts';
 import { jsonSink } from './ui/json.ts';
 import { InputError } from './util/errors.ts';
+import { batchSizes } from './engine/batches.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -96,6 +97,8 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (maxFail !== undefined && !(/^\d+(\.\d+)?$/.test(maxFail) && Number(maxFail) <= 100)) {
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${maxFail}'`);
   }
+  const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
     inventory: v.inventory,
     playbooks: parsed.positionals.length ? parsed.positionals : ['playbooks/site.ts'],
@@ -106,7 +109,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     skipTags: list(v['skip-tags']),
     forks: positiveInt('--forks', v.forks, 50),
     extraVars: v['extra-vars'] ?? [],
-    serial: list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s)),
+    serial,
     maxFailPercent: maxFail === undefined ? undefined : Number(maxFail),
     knownHosts: v['known-hosts'],
     acceptNew: !!v['ssh-accept-new'],

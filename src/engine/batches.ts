@@ -6,8 +6,9 @@ import { InputError } from '../util/errors.ts';
  * last entry repeats until every host is in a batch. No serial: one batch with every host.
  */
 export function batchSizes(total: number, serial?: Array<number | string>): number[] {
+  if (!serial || serial.length === 0) return total === 0 ? [] : [total];
+  for (const spec of serial) toCount(spec, Math.max(total, 1)); // every entry is checked, used or not
   if (total === 0) return [];
-  if (!serial || serial.length === 0) return [total];
   const sizes: number[] = [];
   let left = total;
   let i = 0;

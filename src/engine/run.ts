@@ -28,12 +28,13 @@ export interface PreparedPlay {
  * input (a wrong variable, an invalid path, a duplicate id) is found while nothing has run.
  */
 export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
-  const limited = sel.limit ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
+  const limited = sel.limit !== undefined ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
   const out: PreparedPlay[] = [];
   for (const pb of playbooks) {
     for (const play of pb.plays) {
       const names = selectHosts(inv, play.hosts, `pattern of play '${play.name}'`, true).filter((n) => !limited || limited.has(n));
+      batchSizes(names.length, play.serial); // a bad `serial` is bad input, found before anything runs
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
         const all = orderWriters(play.resources(new HostContext(host, inv.hosts)).map((r) => withPlayTags(r, play.tags ?? [])));

@@ -28,13 +28,26 @@ export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', a
 }
 
 function splitTerms(pattern: string): string[] {
-  // `:` separates terms except inside IPv6 addresses or regexes; commas are the safer separator.
-  const parts = pattern.includes(',') || pattern.includes('~') ? pattern.split(',') : pattern.split(':');
+  // Commas always separate. `:` separates too, except inside a `[a:b]` subscript, and not at
+  // all once a `~regex` term appears (regexes may contain `:`; use commas with them).
+  if (pattern.includes(',') || pattern.includes('~')) return pattern.split(',').map((t) => t.trim()).filter(Boolean);
+  const parts: string[] = [];
+  let cur = '';
+  let depth = 0;
+  for (const c of pattern) {
+    if (c === '[') depth++;
+    else if (c === ']') depth = Math.max(0, depth - 1);
+    if (c === ':' && depth === 0) {
+      parts.push(cur);
+      cur = '';
+    } else cur += c;
+  }
+  parts.push(cur);
   return parts.map((t) => t.trim()).filter(Boolean);
 }
 
 function matchTerm(inv: Inventory, term: string): Set<string> {
-  const sub = /^(.+)\[(-?\d+)(?::(-?\d*))?\]$/.exec(term);
+  const sub = term.startsWith('~') ? null : /^(.+)\[(-?\d+)(?::(-?\d*))?\]$/.exec(term);
   if (sub) {
     // `group[0]`, `group[1:3]` (inclusive, as in Ansible): hosts by position in the group.
     const members = [...matchTerm(inv, sub[1])];

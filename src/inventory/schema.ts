@@ -42,13 +42,13 @@ export const inventorySchema = {
         ansible_port: {
           anyOf: [
             { type: 'integer', minimum: 1, maximum: 65535 },
-            { type: 'string', pattern: '^[0-9]{1,5}$' },
+            { type: 'string', pattern: '^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$' },
           ],
         },
         ansible_user: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_.-]*\\$?$', maxLength: 64 },
         ansible_connection: { enum: ['ssh', 'smart', 'local', 'paramiko'] },
         ansible_ssh_private_key_file: { type: 'string', minLength: 1 },
-        ansible_ssh_timeout: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[0-9]+$' }] },
+        ansible_ssh_timeout: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[1-9][0-9]*$' }] },
       },
     },
     hostVars: { $ref: '#/definitions/vars' },

@@ -39,8 +39,9 @@ export class YamlSource {
     const doc = parseDocument(text, { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: true });
     const first = doc.errors[0];
     if (first) {
-      const lp = first.linePos?.[0];
-      throw new InputError(`YAML: ${first.message.split('\n')[0]}`, { file, line: lp?.line, col: lp?.col });
+      const lp = lines.linePos(first.pos[0]);
+      const near = text.slice(first.pos[0]).split('\n')[0].trim().slice(0, 60);
+      throw new InputError(`YAML: ${first.message.split('\n')[0]}${near ? ` (at '${near}')` : ''}`, { file, line: lp.line, col: lp.col });
     }
     let value: unknown;
     try {
@@ -48,6 +49,7 @@ export class YamlSource {
     } catch (e) {
       throw new InputError(`YAML: ${(e as Error).message}`, { file, line: 1, col: 1 });
     }
+    if (isCyclic(value)) throw new InputError('YAML: an alias refers to the mapping that contains it (recursive structure)', { file, line: 1, col: 1 });
     return new YamlSource(file, doc, lines, value);
   }
 
@@ -80,4 +82,14 @@ export class YamlSource {
     const lp = this.lines.linePos(offset);
     return { file: this.file, line: lp.line, col: lp.col };
   }
+}
+
+/** Aliases can make a value contain itself; nothing downstream can walk that. */
+function isCyclic(value: unknown, path = new Set<object>()): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (path.has(value)) return true;
+  path.add(value);
+  for (const v of Object.values(value)) if (isCyclic(v, path)) return true;
+  path.delete(value);
+  return false;
 }

@@ -20,8 +20,20 @@ export interface MountOptions extends CommonOptions {
   pass?: number;
   /** Write the fstab entry (default true). */
   persist?: boolean;
-  /** Create the mountpoint directory when missing (default true; false for file binds). */
-  mkdir?: boolean;
+  /**
+   * Create the mountpoint when missing: a directory (true, the default), an empty file ('file',
+   * for binding a file onto it), or never (false).
+   */
+  mkdir?: boolean | 'file';
+  /** The mountpoint must resolve (symlinks followed) to a path under this directory. */
+  within?: string;
+  /**
+   * A file that must exist in the mounted filesystem (relative to its root), e.g. a "populated"
+   * marker. Missing: refused when it can be seen beforehand, else the fresh mount is undone.
+   */
+  requireMarker?: string;
+  /** Bind only where the source exists (e.g. /etc/resolv.conf); elsewhere nothing to do. */
+  optional?: boolean;
   /** Mode of the mounted root as seen through the mountpoint, e.g. '0750'. */
   mode?: string | number;
   /** Allow mounting over a non-empty directory (its content is hidden while mounted). */
@@ -39,8 +51,10 @@ interface Live {
 export interface MountFacts {
   fstab: FileFacts;
   live?: Live;
-  target: { kind: 'absent' | 'dir' | 'file' | 'other'; devIno?: string; mode?: string; empty?: boolean };
+  target: { kind: 'absent' | 'dir' | 'file' | 'link' | 'other'; devIno?: string; mode?: string; empty?: boolean; real?: string };
   source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string };
+  /** Whether requireMarker exists: seen through the mountpoint or a local bind source; undefined = cannot tell yet. */
+  marker?: boolean;
 }
 
 /** Options the kernel shows per mount and that a remount can change. */
@@ -62,6 +76,10 @@ export function mount(o: MountOptions): Resource<MountFacts> {
   const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
   const persist = o.persist ?? true;
   const mkdir = o.mkdir ?? true;
+  const within = o.within !== undefined ? checkAbsolutePath(o.within, 'within') : undefined;
+  if (o.requireMarker !== undefined && (o.requireMarker.startsWith('/') || o.requireMarker.split('/').includes('..'))) {
+    throw new InputError(`mount ${path}: requireMarker must be a path relative to the mounted root, got ${o.requireMarker}`);
+  }
   const mode = normMode(o.mode);
   const wantFlags = options.filter((x) => VFS_FLAGS.includes(x));
   const kernelOpts = options.filter((x) => !USERSPACE.test(x));
@@ -112,6 +130,11 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     verifiable: true,
     writes: persist ? [fstabFile] : [],
     probe() {
+      const mk = o.requireMarker;
+      // Seen through the mountpoint once mounted, or on a local bind source before that.
+      const markerProbe = mk === undefined ? '' : `if [ -n "$m" ]; then [ -e "$t"/${shq(mk)} ] && echo marker=yes || echo marker=no; ${
+        bindKind ? `elif [ -d ${shq(o.source!)} ]; then [ -e ${shq(o.source!)}/${shq(mk)} ] && echo marker=yes || echo marker=no; ` : ''
+      }fi`;
       const src = device
         ? `d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`
         : bindKind
@@ -120,11 +143,14 @@ export function mount(o: MountOptions): Resource<MountFacts> {
       return `t=${shq(path)}
 m=$(findmnt -rn -o SOURCE,FSTYPE,OPTIONS,MAJ:MIN --mountpoint "$t" 2>/dev/null | tail -n 1)
 [ -n "$m" ] && echo "live=$m"
-if [ -d "$t" ]; then echo "target=dir $(stat -c '%d:%i %a' -- "$t") $([ -z "$(ls -A -- "$t" 2>/dev/null | head -c 1)" ] && echo empty || echo nonempty)"
+echo "real=$(realpath -m -- "$t")"
+if [ -L "$t" ]; then echo target=link
+elif [ -d "$t" ]; then echo "target=dir $(stat -c '%d:%i %a' -- "$t") $([ -z "$(ls -A -- "$t" 2>/dev/null | head -c 1)" ] && echo empty || echo nonempty)"
 elif [ -f "$t" ]; then echo "target=file $(stat -c '%d:%i %a' -- "$t") $([ -s "$t" ] && echo nonempty || echo empty)"
 elif [ -e "$t" ]; then echo target=other
 else echo target=absent; fi
 ${src}
+${markerProbe}
 echo '== fstab'
 ${fileProbe(fstabFile)}`;
     },
@@ -139,10 +165,12 @@ ${fileProbe(fstabFile)}`;
       const liveText = kv.get('live');
       const [lsrc, lfs, lopts, lmm] = liveText ? liveText.split(' ') : [];
       const [tkind, tdevino, tmode, tempty] = (kv.get('target') ?? 'absent').split(' ');
+      const marker = kv.get('marker');
       return {
+        marker: marker === undefined ? undefined : marker === 'yes',
         fstab: parseFileFacts(out.slice(cut + '== fstab\n'.length)),
         live: liveText ? { source: lsrc.replace(/\\x20/g, ' '), fstype: lfs, options: (lopts ?? '').split(','), majmin: lmm } : undefined,
-        target: { kind: tkind as MountFacts['target']['kind'], devIno: tdevino, mode: tmode, empty: tempty === 'empty' },
+        target: { kind: tkind as MountFacts['target']['kind'], devIno: tdevino, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
         source: {
           exists: kv.get('source') !== 'absent',
           devIno: kv.get('devino'),
@@ -156,11 +184,21 @@ ${fileProbe(fstabFile)}`;
       if (f.live && !liveMatches(f)) {
         throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${device ?? o.source}; unmount it first`);
       }
-      if ((device || bindKind) && !f.source.exists) throw new Refusal(`mount source ${device ?? o.source} does not exist`);
+      if ((device || bindKind) && !f.source.exists) {
+        if (o.optional && !f.live) return [];
+        throw new Refusal(`mount source ${device ?? o.source} does not exist`);
+      }
       if (device && !f.source.uuid) throw new Refusal(`${device} has no filesystem UUID (not formatted?)`);
+      if (f.target.kind === 'link') throw new Refusal(`mountpoint ${path} is a symlink; refusing to mount through it`);
+      if (within && f.target.real !== undefined && f.target.real !== within && !f.target.real.startsWith(within + '/')) {
+        throw new Refusal(`mountpoint ${path} resolves to ${f.target.real}, outside ${within}`);
+      }
+      if (o.requireMarker !== undefined && f.marker === false) {
+        throw new Refusal(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; nothing mounted`);
+      }
       if (f.target.kind === 'absent') {
         if (!mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
-        changes.push({ summary: `create mountpoint ${path}` });
+        changes.push({ summary: `create mountpoint ${path}${mkdir === 'file' ? ' (empty file)' : ''}` });
       } else if (!f.live && f.target.kind === 'dir' && !f.target.empty && !o.overNonEmpty) {
         throw new Refusal(`${path} is a non-empty directory; mounting would hide its content (set overNonEmpty to allow)`);
       } else if (f.target.kind === 'other') {
@@ -192,7 +230,22 @@ ${fileProbe(fstabFile)}`;
     apply(f): Step[] {
       const steps: Step[] = [];
       const p = shq(path);
-      if (f.target.kind === 'absent') steps.push({ name: `create mountpoint ${path}`, script: `mkdir -p -- ${p}` });
+      if (f.target.kind === 'absent') {
+        steps.push({
+          name: `create mountpoint ${path}`,
+          script: mkdir === 'file' ? `mkdir -p -- ${shq(path.replace(/\/[^/]*$/, '') || '/')}\n: >> ${p}` : `mkdir -p -- ${p}`,
+        });
+      }
+      if (!f.live) {
+        const check =
+          o.requireMarker === undefined
+            ? ''
+            : `\nif [ ! -e ${p}/${shq(o.requireMarker)} ]; then umount ${p}; echo ${shq(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
+        steps.push({ name: `mount ${path}`, script: mountCommand() + check });
+      } else if (flagDiff(f.live).length) {
+        steps.push({ name: `remount ${path}`, script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(wantFlags.includes('ro') ? [] : ['rw']), ...wantFlags].join(','))} ${p}` });
+      }
+      // fstab only after the mount worked: a broken entry never outlives a failed mount.
       if (persist) {
         const have = f.fstab.content !== undefined ? findEntry(f.fstab.content.toString('utf8'), path) : undefined;
         if (!have || !sameEntry(have, entryFor(f))) {
@@ -208,10 +261,6 @@ ${fileProbe(fstabFile)}`;
             }),
           });
         }
-      }
-      if (!f.live) steps.push({ name: `mount ${path}`, script: mountCommand() });
-      else if (flagDiff(f.live).length) {
-        steps.push({ name: `remount ${path}`, script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(wantFlags.includes('ro') ? [] : ['rw']), ...wantFlags].join(','))} ${p}` });
       }
       if (mode) steps.push({ name: `mode of ${path}`, script: `chmod ${shq(mode)} -- ${p}` });
       return steps;

@@ -19,7 +19,7 @@ export interface TextEditOptions extends CommonOptions {
  * The write is compare-and-swap on the probed hash: an edit made by someone else between probe
  * and apply is never overwritten.
  */
-export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit: (old: string) => string, what: string): Resource<FileFacts> {
+export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit: (old: string) => string, what: string, removing = false): Resource<FileFacts> {
   const path = checkAbsolutePath(o.path);
   const mode = normMode(o.mode);
   const next = (f: FileFacts): string => {
@@ -42,6 +42,7 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
     probe: () => fileProbe(path),
     parse: (out) => parseFileFacts(out),
     diff(f): Change[] {
+      if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
       const after = next(f);
       const before = f.content?.toString('utf8');
       const changes: Change[] = [];
@@ -82,7 +83,7 @@ export function line(o: LineOptions): Resource<FileFacts> {
     throw new InputError(`line for ${o.path}: invalid regexp: ${(e as Error).message}`);
   }
   const state = o.state ?? 'present';
-  return textEdit('line', o.regexp ?? o.line, o, (old) => editLine(old, o.line, re, state), state === 'present' ? `line "${o.line}"` : `remove line "${o.line}"`);
+  return textEdit('line', o.regexp ?? o.line, o, (old) => editLine(old, o.line, re, state), state === 'present' ? `line "${o.line}"` : `remove line "${o.line}"`, state === 'absent');
 }
 
 export function editLine(old: string, wanted: string, re: RegExp | undefined, state: 'present' | 'absent'): string {
@@ -116,14 +117,15 @@ export function block(o: BlockOptions): Resource<FileFacts> {
   const marker = o.marker ?? '# {mark} RACKSMITH MANAGED BLOCK';
   if (!marker.includes('{mark}') || marker.includes('\n')) throw new InputError(`block marker for ${o.path} must be one line containing {mark}`);
   const state = o.state ?? 'present';
-  return textEdit('block', marker, o, (old) => editBlock(old, o.block, marker, state), state === 'present' ? 'managed block' : 'remove managed block');
+  return textEdit('block', marker, o, (old) => editBlock(old, o.block, marker, state), state === 'present' ? 'managed block' : 'remove managed block', state === 'absent');
 }
 
 export function editBlock(old: string, body: string, marker: string, state: 'present' | 'absent'): string {
   const begin = marker.replace('{mark}', 'BEGIN');
   const end = marker.replace('{mark}', 'END');
   const lines = old === '' ? [] : old.replace(/\n$/, '').split('\n');
-  const b = lines.indexOf(begin);
+  // The last BEGIN, as Ansible: a stray BEGIN without END above never swallows real lines.
+  const b = lines.lastIndexOf(begin);
   const e = b >= 0 ? lines.indexOf(end, b + 1) : -1;
   const blockLines = state === 'present' ? [begin, ...body.replace(/\n$/, '').split('\n'), end] : [];
   let out: string[];

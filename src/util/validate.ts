@@ -2,7 +2,8 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { InputError, InputErrors, type SourcePos } from './errors.ts';
 
 /** One ajv instance for the whole program: schemas compile once. */
-export const ajv = new Ajv({ allErrors: true, strict: false, allowUnionTypes: true });
+// verbose: errors carry their parentSchema, so "unknown key" can list the allowed ones.
+export const ajv = new Ajv({ allErrors: true, strict: false, allowUnionTypes: true, verbose: true });
 
 /** Something that can say where a path inside the validated value was written. */
 export interface Locator {

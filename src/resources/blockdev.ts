@@ -1,0 +1,308 @@
+/**
+ * Block-device resources of the storage playbook:
+ *  - xfsFormat: mkfs.xfs on a blank whole disk; keeps an XFS disk; refuses anything else unless
+ *    format_allow names it (and never a disk in use);
+ *  - ioTuning: scheduler and queue values in sysfs, each clamped to what the device accepts;
+ *  - xattrCheck: set, read back and remove a user xattr on a mounted data filesystem;
+ *  - diskMount: mount.ts for a disk given by path or by serial.
+ * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
+ */
+import { shq } from '../shell/quote.ts';
+import { InputError } from '../util/errors.ts';
+import {
+  ioChanges, ioDiffKeys, ioTarget, mergeProfiles, parseDiskFacts, parseXattrFacts, planFormat, profileFor, xattrDiff,
+  XATTR_NAME, type DiskFacts, type IoProfile, type ProfileName, type XattrFacts,
+} from './blockdev-logic.ts';
+import { checkAbsolutePath } from './file-common.ts';
+import { mount, type MountFacts, type MountOptions } from './mount.ts';
+import { Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+
+/** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
+export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
+
+export function specText(s: DiskSpec): string {
+  return s.device ?? `serial ${s.serial}`;
+}
+
+export interface ProbeOptions {
+  /** Prefix for /sys, /dev, /proc and /run (tests run the probe over a fake tree). */
+  root?: string;
+}
+
+/** Shell that prints the udev properties racksmith uses, for the device with decimal maj:min $1. */
+const UDEV_FN = `rs_udev() {
+  db="$R/run/udev/data/b$1"
+  [ -r "$db" ] && grep -E '^E:(ID_SERIAL|ID_SERIAL_SHORT|ID_WWN|ID_WWN_WITH_EXTENSION|ID_MODEL|ID_BUS|ID_PATH)=' "$db" | sed 's/^E:/udev./'
+  return 0
+}`;
+
+/** Shell that sets $mm (decimal maj:min) for the disk with serial/WWN $want, or prints error=. */
+const SERIAL_FN = `rs_by_serial() {
+  rs_n=0; rs_found=; mm=
+  for s in "$R"/sys/block/*; do
+    [ -r "$s/dev" ] || continue
+    m=$(cat "$s/dev")
+    if { rs_udev "$m" | sed 's/^[^=]*=//'; for x in device/serial serial device/wwid wwid; do [ -r "$s/$x" ] && cat "$s/$x"; done; } 2>/dev/null \\
+        | sed 's/^[[:space:]]*//;s/[[:space:]]*$//' | grep -qxF -- "$1"; then
+      rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m
+    fi
+  done
+  if [ "$rs_n" = 0 ]; then echo "error=no disk has serial or WWN $1"; mm=; return 1; fi
+  if [ "$rs_n" -gt 1 ]; then echo "error=serial $1 matches several disks:$rs_found"; mm=; return 1; fi
+  return 0
+}`;
+
+/** The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of the disk. */
+const FP_FN = `rs_fp() {
+  rs_b=$(blkid -p -o export -- "$1" 2>&1); rs_brc=$?
+  rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1); rs_wrc=$?
+  rs_fpv=$(printf '%s\\n%s\\n' "$rs_b" "$rs_w" | sha256sum | cut -c1-64)
+}`;
+
+/** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts). */
+export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
+  const resolve = spec.device !== undefined
+    ? `p=${shq(spec.device)}
+if [ ! -e "$R$p" ]; then echo "error=$p does not exist"; exit 0; fi
+if [ ! -b "$R$p" ]; then echo "error=$p is not a block device"; exit 0; fi
+mm=$(stat -L -c '%t:%T' -- "$R$p"); mm=$(printf '%d:%d' "0x\${mm%:*}" "0x\${mm#*:}")`
+    : `rs_by_serial ${shq(spec.serial)} || exit 0`;
+  return `R=${shq(o.root ?? '')}
+echo spec=${shq(specText(spec))}
+${UDEV_FN}
+${SERIAL_FN}
+${FP_FN}
+${resolve}
+sys=$(readlink -f -- "$R/sys/dev/block/$mm")
+if [ -z "$sys" ] || [ ! -d "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' ${shq(specText(spec))} "$mm"; exit 0; fi
+k=\${sys##*/}
+echo "kname=$k"
+echo "majmin=$mm"
+[ -e "$sys/partition" ] && echo partition=1
+echo "size=$(cat "$sys/size" 2>/dev/null)"
+echo "rotational=$(cat "$sys/queue/rotational" 2>/dev/null)"
+echo "ro=$(cat "$sys/ro" 2>/dev/null)"
+rs_udev "$mm"
+for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && echo "sys.$x=$(tr -d '\\n' < "$sys/$x" 2>/dev/null)"; done
+dev=$(readlink -f -- "$R/dev/$k")
+for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$(readlink -f -- "$l")" = "$dev" ] && echo "byid=\${l#"$R"}"; done
+pairs="$mm=$k"
+for s2 in "$sys/$k"*; do
+  [ -r "$s2/partition" ] || continue
+  pm=$(cat "$s2/dev"); echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
+  for h in "$s2"/holders/*; do [ -e "$h" ] && echo "holder=\${s2##*/} \${h##*/}"; done
+done
+for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
+awk -v pairs="$pairs" 'BEGIN { n = split(pairs, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, "="); nm[b[1]] = b[2] } }
+  ($3 in nm) { print "mount=" $3 " " nm[$3] " " $5 }' "$R/proc/self/mountinfo" 2>/dev/null
+if [ -r "$R/proc/swaps" ]; then
+  tail -n +2 "$R/proc/swaps" | while read -r f rest; do
+    [ -b "$f" ] || continue
+    m=$(stat -L -c '%t:%T' -- "$f"); m=$(printf '%d:%d' "0x\${m%:*}" "0x\${m#*:}")
+    case " $pairs " in *" $m="*) echo "swap=$f";; esac
+  done
+fi
+rs_fp "$R/dev/$k"
+printf '%s\\n' "$rs_b" | grep '=' | grep -v '^DEVNAME=' | sed 's/^/blkid./'
+echo "blkid_rc=$rs_brc"
+if [ "$rs_wrc" = 0 ]; then printf '%s\\n' "$rs_w" | grep . | sed 's/^/sig=/'; else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
+echo "fp=$rs_fpv"
+q="$sys/queue"
+for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && echo "q.$x=$(cat "$q/$x" 2>/dev/null)"; done
+t=$(cat "$sys"/mq/*/nr_tags 2>/dev/null | sort -n | head -n 1); [ -n "$t" ] && echo "q.nr_tags=$t"
+for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && echo "cap.\${c##*.}=$(cat "$c")"; done
+echo end=1`;
+}
+
+/** Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk: same maj:min, same content fingerprint, not mounted, no holders. */
+function guardScript(f: DiskFacts): string {
+  const k = f.kname;
+  return `${FP_FN}
+d=${shq(`/dev/${k}`)}
+[ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
+[ "$(cat ${shq(`/sys/class/block/${k}/dev`)})" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}" >&2; exit 3; }
+rs_fp "$d"
+[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures differ); not formatting" >&2; exit 3; }
+mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
+if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is mounted now; not formatting" >&2; exit 3; fi
+if [ -n "$(ls -A ${shq(`/sys/class/block/${k}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device now; not formatting" >&2; exit 3; fi`;
+}
+
+export interface XfsFormatOptions extends CommonOptions {
+  spec: DiskSpec;
+  /** Name of the disk (ids: `disk:NAME`). */
+  name: string;
+  /** The mountpoint the disk is for: an XFS disk mounted there is converged. */
+  mountpoint: string;
+  /** format_allow: by-id paths or serials of disks that may be erased although not blank. */
+  allow?: readonly string[];
+}
+
+/** A whole disk carrying XFS: formats a blank disk, keeps an XFS one, refuses the rest (see planFormat). */
+export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
+  const allow = o.allow ?? [];
+  return {
+    id: `disk:${o.name}`,
+    kind: 'xfs-format',
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    probe: () => diskProbe(o.spec),
+    parse: (out) => parseDiskFacts(out),
+    diff(f): Change[] {
+      const plan = planFormat(f, { allow, mountpoint: o.mountpoint });
+      return plan.action === 'keep' ? [] : [{ summary: plan.summary }];
+    },
+    apply(f): Step[] {
+      const plan = planFormat(f, { allow, mountpoint: o.mountpoint });
+      if (plan.action === 'keep') return [];
+      const d = shq(`/dev/${f.kname}`);
+      if (plan.blank) {
+        // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
+        return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\nmkfs.xfs -q ${d}` }];
+      }
+      const wipeParts = f.partitions.map((p) => `wipefs -a -q -- ${shq(`/dev/${p.name}`)} 2>/dev/null || true`).join('\n');
+      return [{
+        name: `erase and mkfs.xfs /dev/${f.kname} (format_allow: ${plan.allowedBy})`,
+        script: `${guardScript(f)}
+${wipeParts}
+wipefs -a -q -- ${d} 2>/dev/null || true
+blockdev --rereadpt ${d} 2>/dev/null || true
+mkfs.xfs -f -q ${d}`,
+      }];
+    },
+  };
+}
+
+export interface IoTuningOptions extends CommonOptions {
+  spec: DiskSpec;
+  name: string;
+  /** Effective profiles (mergeProfiles); the disk's rotational flag picks one unless `profile` says. */
+  profiles?: Record<ProfileName, IoProfile>;
+  profile?: ProfileName;
+}
+
+/** Scheduler and queue values of a disk, written to sysfs now (the udev rule persists them). */
+export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
+  const profiles = o.profiles ?? mergeProfiles();
+  const target = (f: DiskFacts) => {
+    if (f.error) throw new Refusal(f.error);
+    if (f.isPartition) throw new Refusal(`${f.spec} is a partition (${f.kname}); I/O tuning applies to whole disks`);
+    return ioTarget(profiles[profileFor(f, o.profile)], f.queue);
+  };
+  return {
+    id: `io:${o.name}`,
+    kind: 'io-tuning',
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    probe: () => diskProbe(o.spec),
+    parse: (out) => parseDiskFacts(out),
+    diff: (f) => ioChanges(f.kname, target(f), f.queue),
+    apply(f): Step[] {
+      const t = target(f);
+      const differ = new Set(ioDiffKeys(t, f.queue));
+      // Switching the scheduler resets nr_requests: then every value is written again, after it.
+      const all = differ.has('scheduler');
+      const writes = t.values.filter(([k]) => all || differ.has(k)).map(([k, v]) => `rs_set ${k} ${shq(v)}`);
+      const k = f.kname;
+      return [{
+        name: `I/O tuning of /dev/${k} (${profileFor(f, o.profile)} profile)`,
+        script: `k=${shq(k)}; q="/sys/block/$k/queue"
+[ "$(cat "/sys/block/$k/dev" 2>/dev/null)" = ${shq(f.majmin)} ] || { echo "/sys/block/$k is no longer the probed disk ${f.majmin}" >&2; exit 3; }
+rs_set() {
+  f="$q/$1"
+  if { printf '%s\\n' "$2" > "$f"; } 2>/dev/null; then :
+  elif [ "$1" = scheduler ]; then echo "$f: the kernel refused $2" >&2; return 1
+  else
+    # The driver caps it: find the largest value it takes between the current one and ours.
+    lo=$(cat "$f"); hi=$2
+    while [ $((hi - lo)) -gt 1 ]; do
+      mid=$(( (lo + hi) / 2 ))
+      if { printf '%s\\n' "$mid" > "$f"; } 2>/dev/null; then lo=$mid; else hi=$mid; fi
+    done
+    { printf '%s\\n' "$lo" > "$f"; } 2>/dev/null || :
+  fi
+  if [ "$1" != scheduler ]; then
+    got=$(cat "$f")
+    if [ "$got" -lt "$2" ]; then
+      mkdir -p /run/racksmith/io-caps && printf '%s\\n' "$got" > "/run/racksmith/io-caps/$k.$1"
+      echo "$f: the kernel accepted at most $got (wanted $2)" >&2
+    fi
+  fi
+  return 0
+}
+${writes.join('\n')}`,
+      }];
+    },
+  };
+}
+
+export interface XattrCheckOptions extends CommonOptions {
+  /** A mounted filesystem (the mountpoint). */
+  path: string;
+}
+
+/** The mounted filesystem at `path` takes user xattrs: set, read back and remove user.racksmith.probe. */
+export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
+  const path = checkAbsolutePath(o.path, 'xattr check path');
+  const n = shq(XATTR_NAME);
+  return {
+    id: `xattr:${path}`,
+    kind: 'xattr-check',
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
+    probe: () => `t=${shq(path)}
+if [ -n "$(findmnt -rn -o TARGET --mountpoint "$t" 2>/dev/null)" ]; then
+  echo mounted=1
+  v="racksmith-$$-$(date +%s)"
+  echo "want=$v"
+  if e=$(setfattr -n ${n} -v "$v" -- "$t" 2>&1); then echo set=ok; else echo "set=$(printf '%s' "$e" | tr '\\n' ' ')"; fi
+  echo "got=$(getfattr --absolute-names --only-values -n ${n} -- "$t" 2>/dev/null)"
+  if e=$(setfattr -x ${n} -- "$t" 2>&1); then echo removed=ok; else echo "removed=$(printf '%s' "$e" | tr '\\n' ' ')"; fi
+else
+  echo mounted=0
+fi`,
+    parse: (out) => parseXattrFacts(out),
+    diff: (f) => xattrDiff(path, f),
+    apply: () => [],
+  };
+}
+
+export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'> {
+  spec: DiskSpec;
+}
+
+/** Resolve a serial to /dev/KNAME in shell (prints nothing when it is not exactly one disk). */
+function serialResolver(serial: string): string {
+  return `$(R=; ${UDEV_FN}
+${SERIAL_FN}
+rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && echo "/dev/\${k##*/}")`;
+}
+
+/**
+ * mount.ts for a disk given by path, or by serial: the mount resource takes a device path, so a
+ * serial is given to it as the placeholder /dev/disk/by-serial/SERIAL, which its probe and steps
+ * resolve on the host (no such path exists, so anything left unresolved fails safe).
+ */
+export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
+  const { spec, ...rest } = o;
+  if (spec.device !== undefined) return mount({ ...rest, device: spec.device });
+  if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
+  const placeholder = `/dev/disk/by-serial/${spec.serial}`;
+  const inner = mount({ ...rest, device: placeholder });
+  const quoted = shq(placeholder);
+  const resolved = `"${serialResolver(spec.serial)}"`;
+  const sub = (script: string) => script.split(quoted).join(resolved);
+  return {
+    ...inner,
+    probe: () => sub(inner.probe()),
+    apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
+  };
+}
+

@@ -1,0 +1,103 @@
+/**
+ * The udev rule file that persists the data disks' I/O tuning across reboots and disk
+ * re-plugs: one line per disk, matched by WWN/serial (or an explicit match), with the same
+ * clamped values the ioTuning resource writes to sysfs. Rules are reloaded where udevd runs.
+ */
+import { shq } from '../shell/quote.ts';
+import {
+  ioTarget, mergeProfiles, parseDiskFacts, profileFor, udevMatch, udevRuleLine, udevRulesFile,
+  type DiskFacts, type IoProfile, type ProfileName, type UdevEntry,
+} from './blockdev-logic.ts';
+import { diskProbe, type DiskSpec } from './blockdev.ts';
+import {
+  atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, sha256, type FileFacts,
+} from './file-common.ts';
+import { ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+
+export const IO_RULES_FILE = '/etc/udev/rules.d/60-racksmith-io.rules';
+
+export interface UdevDisk {
+  name: string;
+  spec: DiskSpec;
+  /** Explicit udev match, e.g. { KERNEL: 'loop3' } or { 'ENV{ID_SERIAL_SHORT}': 'S' }. */
+  match?: Record<string, string>;
+  profile?: ProfileName;
+}
+
+export interface IoUdevRulesOptions extends CommonOptions {
+  path?: string;
+  disks: UdevDisk[];
+  profiles?: Record<ProfileName, IoProfile>;
+}
+
+export interface IoUdevFacts {
+  file: FileFacts;
+  disks: DiskFacts[];
+}
+
+/** Rule file content for these disk facts (pure). Throws Refusal when a disk cannot be matched. */
+export function ioRulesContent(disks: UdevDisk[], facts: DiskFacts[], profiles: Record<ProfileName, IoProfile>): string {
+  const entries: UdevEntry[] = disks.map((d, i) => {
+    const f = facts[i];
+    if (f.error) throw new Refusal(`${d.name}: ${f.error}`);
+    if (f.isPartition) throw new Refusal(`${d.name}: ${f.spec} is a partition (${f.kname})`);
+    const profile = profileFor(f, d.profile);
+    try {
+      // Persist only what is deterministic: runtime caps reset at boot, the kernel re-applies them.
+      const target = ioTarget(profiles[profile], f.queue, false);
+      return { name: d.name, profile, line: target.values.length ? udevRuleLine(udevMatch(f, d.match), target) : undefined };
+    } catch (e) {
+      if (e instanceof Refusal) throw new Refusal(`${d.name} (/dev/${f.kname}): ${e.message}`);
+      throw e;
+    }
+  });
+  return udevRulesFile(entries);
+}
+
+export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
+  const path = checkAbsolutePath(o.path ?? IO_RULES_FILE, 'udev rules path');
+  const profiles = o.profiles ?? mergeProfiles();
+  const content = (f: IoUdevFacts) => Buffer.from(ioRulesContent(o.disks, f.disks, profiles));
+  return {
+    id: `udev-rules:${path}`,
+    kind: 'udev-rules',
+    tags: o.tags ?? [],
+    dependsOn: o.dependsOn ?? [],
+    after: o.after,
+    verifiable: true,
+    writes: [path],
+    probe: () => [fileProbe(path), ...o.disks.map((d, i) => `echo '== disk ${i}'\n(\n${diskProbe(d.spec)}\n)`)].join('\n'),
+    parse(out): IoUdevFacts {
+      const parts = out.split(/^== disk \d+\n/m);
+      if (parts.length !== o.disks.length + 1) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      return { file: parseFileFacts(parts[0]), disks: parts.slice(1).map((p) => parseDiskFacts(p)) };
+    },
+    diff(f): Change[] {
+      if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
+      const want = content(f);
+      if (f.file.type === 'file' && f.file.sha256 === sha256(want) && f.file.mode === '644') return [];
+      if (f.file.type === 'file' && f.file.sha256 === sha256(want)) return [{ summary: `${path}: mode ${f.file.mode} → 644` }];
+      return [{
+        summary: f.file.type === 'absent' ? `create ${path} (${o.disks.length} disk${o.disks.length === 1 ? '' : 's'})` : `update ${path}`,
+        diff: contentDiff(path, f.file.content, want, f.file.type === 'file'),
+      }];
+    },
+    predictFiles: (f) => ({ [path]: predictWrite(f.file, content(f), '644', 0, 0) }),
+    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
+    apply(f): Step[] {
+      return [{
+        name: `write ${path}`,
+        script: `${atomicWriteScript({
+          path,
+          content: content(f),
+          mode: '644',
+          owner: 0,
+          group: 0,
+          expectSha256: f.file.type === 'absent' ? 'absent' : f.file.sha256,
+        })}
+# No udevd (containers, early boot): the rule applies when udevd starts; sysfs is already set.
+udevadm control --reload-rules >/dev/null 2>&1 || echo ${shq(`udevd is not running: ${path} not reloaded (it applies when udevd starts)`)} >&2`,
+      }];
+    },
+  };
+}
