@@ -1,0 +1,10 @@
+// Everything, in the order a new rack needs it: host tuning first, then storage, the jail, and
+// the Kubernetes network (whose cluster step runs once, on the first control-plane host).
+import { playbook } from '../src/engine/playbook.ts';
+import network from './network.ts';
+import jail from './jail.ts';
+
+export default playbook({
+  name: 'site',
+  plays: [...network.plays, ...jail.plays],
+});
