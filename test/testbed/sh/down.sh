@@ -13,11 +13,19 @@ for a in "$@"; do case "$a" in --purge) PURGE=1 ;; *) echo "usage: down.sh [--pu
 if [ -z "${TB_LOCK_HELD:-}" ]; then exec 9>"$TB_LOCK"; flock 9; export TB_LOCK_HELD=1; fi
 T0=$EPOCHREALTIME
 
-# 0. the global names (bridge, netns) belong to another checkout's bed? tear that one down first
+# 0. the global names (bridge, netns) belong to another checkout's bed? up.sh (TB_DOWN_FOREIGN=1)
+#    needs them and tears that bed down first; a plain down leaves it alone and cleans only its own
+#    processes, loop devices, mounts and files
 owner=$(cat "$TB_OWNER_FILE" 2>/dev/null || true)
-if [ -n "$owner" ] && [ "$owner" != "$TB_REPO" ] && [ -z "${TB_DOWN_NESTED:-}" ]; then
-  tb_log "the bed of $owner holds $TB_BRIDGE/${TB_NS_PREFIX}N: tearing it down"
-  TB_DOWN_NESTED=1 TB_REPO=$owner bash "$TB_SH/down.sh"
+ours_global=1
+if [ -n "$owner" ] && [ "$owner" != "$TB_REPO" ]; then
+  if [ -n "${TB_DOWN_FOREIGN:-}" ]; then
+    tb_log "the bed of $owner holds $TB_BRIDGE/${TB_NS_PREFIX}N: tearing it down"
+    TB_DOWN_FOREIGN= TB_REPO=$owner bash "$TB_SH/down.sh"
+  else
+    ours_global=0
+    tb_log "$TB_BRIDGE/${TB_NS_PREFIX}N belong to the bed of $owner: left alone"
+  fi
 fi
 
 N=0
@@ -33,7 +41,7 @@ for H in "$TB_HOSTS"/tb*; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 # ... and any host init left in one of our namespaces whose pid file is gone
-for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${TB_NS_PREFIX}[0-9]+$"); do
+[ "$ours_global" = 1 ] && for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${TB_NS_PREFIX}[0-9]+$"); do
   for p in $(ip netns pids "$ns" 2>/dev/null); do
     c=$(cmdline_of "$p")
     [[ "$c" == *tb-init* || "$c" == *host-init.sh* ]] && kill -KILL "$p" 2>/dev/null && wait_gone "$p"
@@ -69,14 +77,16 @@ PY
 fi
 
 # 4. network namespaces (veth peers go with them) and the bridge
-for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${TB_NS_PREFIX}[0-9]+$"); do
-  ip netns del "$ns"
-done
-ip link show "$TB_BRIDGE" >/dev/null 2>&1 && ip link del "$TB_BRIDGE"
-# /run/netns is (re)created by `ip netns add`; drop it again when no namespace is left in it
-if [ -d /run/netns ] && [ -z "$(ls -A /run/netns)" ]; then
-  mountpoint -q /run/netns && umount /run/netns
-  rmdir /run/netns 2>/dev/null || true
+if [ "$ours_global" = 1 ]; then
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${TB_NS_PREFIX}[0-9]+$"); do
+    ip netns del "$ns"
+  done
+  ip link show "$TB_BRIDGE" >/dev/null 2>&1 && ip link del "$TB_BRIDGE"
+  # /run/netns is (re)created by `ip netns add`; drop it again when no namespace is left in it
+  if [ -d /run/netns ] && [ -z "$(ls -A /run/netns)" ]; then
+    mountpoint -q /run/netns && umount /run/netns
+    rmdir /run/netns 2>/dev/null || true
+  fi
 fi
 
 # 5. files

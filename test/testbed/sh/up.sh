@@ -42,7 +42,7 @@ T0=$EPOCHREALTIME
 if [ -e "$TB_HOSTS" ] || [ -e "$TB_OWNER_FILE" ] || ip link show "$TB_BRIDGE" >/dev/null 2>&1 ||
    ip netns list 2>/dev/null | grep -qE "^${TB_NS_PREFIX}[0-9]+( |$)"; then
   tb_log "a previous bed is still (partly) there: tearing it down first"
-  bash "$TB_SH/down.sh"
+  TB_DOWN_FOREIGN=1 bash "$TB_SH/down.sh"
 fi
 T0a=$EPOCHREALTIME
 
