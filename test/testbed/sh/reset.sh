@@ -5,10 +5,10 @@
 # Usage: reset.sh tb2 tb3   (or: reset.sh 2 3)
 set -euo pipefail
 . "$(dirname "$(readlink -f "$0")")/lib/common.sh"
+exec 9>"$TB_LOCK"; flock 9      # first: a concurrent down must not pull the bed away under us
 [ -f "$TB_STATE/config.env" ] || { echo "testbed: no bed is up" >&2; exit 1; }
 . "$TB_STATE/config.env"
 . "$TB_LIB/hostctl.sh"
-exec 9>"$TB_LOCK"; flock 9
 idx=(); for h in "$@"; do x=$(tb_index "$h"); [ "$x" -ge 1 ] && [ "$x" -le "$N" ] || { echo "testbed: no host $h" >&2; exit 1; }; idx+=("$x"); done
 [ ${#idx[@]} -gt 0 ] || { echo "usage: reset.sh tbI..." >&2; exit 2; }
 T0=$EPOCHREALTIME
