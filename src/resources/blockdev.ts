@@ -54,8 +54,9 @@ const SERIAL_FN = `rs_by_serial() {
 
 /** The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of the disk. */
 const FP_FN = `rs_fp() {
-  rs_b=$(blkid -p -o export -- "$1" 2>&1); rs_brc=$?
-  rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1); rs_wrc=$?
+  # (exit codes kept with || so that apply steps, which run under set -e, go on)
+  rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
+  rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
   rs_fpv=$(printf '%s\\n%s\\n' "$rs_b" "$rs_w" | sha256sum | cut -c1-64)
 }`;
 

@@ -93,7 +93,7 @@ for d in ${dirs.map(shq).join(' ')}; do [ -d "$d" ] && find "$d" -maxdepth 2 -ty
   case "$b" in lib*.so*)
     c=no
     for s in $(find "$J$L" -maxdepth 1 -type l -lname "$b" 2>/dev/null); do
-      printf '%s\\n' "$cache" | grep -qF "=> $L/\${s##*/}" && c=yes
+      printf '%s\\n' "$cache" | grep -q " => .*/\${s##*/}\$" && c=yes
     done ;;
   esac
   printf 'gpu\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "$f" "$t" "$(stat -c %d:%i -- "$f")" "$(stat -c %a -- "$f")" "$tk" "$td" "\${mo:--}" "$c"

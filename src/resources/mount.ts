@@ -104,7 +104,8 @@ export function mount(o: MountOptions): Resource<MountFacts> {
   const flagDiff = (live: Live): string[] => {
     const d: string[] = [];
     for (const flag of wantFlags) if (!live.options.includes(flag)) d.push(`+${flag}`);
-    if (!wantFlags.includes('ro') && live.options.includes('ro')) d.push('-ro');
+    // rw is only enforced when asked for: a bind of a read-only tree (/sys) stays read-only.
+    if (options.includes('rw') && live.options.includes('ro')) d.push('-ro');
     return d;
   };
 
@@ -243,7 +244,7 @@ ${fileProbe(fstabFile)}`;
             : `\nif [ ! -e ${p}/${shq(o.requireMarker)} ]; then umount ${p}; echo ${shq(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
         steps.push({ name: `mount ${path}`, script: mountCommand() + check });
       } else if (flagDiff(f.live).length) {
-        steps.push({ name: `remount ${path}`, script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(wantFlags.includes('ro') ? [] : ['rw']), ...wantFlags].join(','))} ${p}` });
+        steps.push({ name: `remount ${path}`, script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(options.includes('rw') ? ['rw'] : []), ...wantFlags].join(','))} ${p}` });
       }
       // fstab only after the mount worked: a broken entry never outlives a failed mount.
       if (persist) {
@@ -257,7 +258,7 @@ ${fileProbe(fstabFile)}`;
               expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
               backup: true,
               // Only syntax is fatal: findmnt also flags sources that are not reachable yet.
-              check: `findmnt --verify --tab-file "$t" >"$t.verify" 2>&1 || true; if ! grep -q '^0 parse errors' "$t.verify"; then cat "$t.verify" >&2; rm -f "$t.verify"; exit 4; fi; rm -f "$t.verify"`,
+              check: `findmnt --verify --tab-file "$t" >"$t.verify" 2>&1 || true; if grep -Eq '(^|[^0-9])[1-9][0-9]* parse error' "$t.verify"; then cat "$t.verify" >&2; rm -f "$t.verify"; exit 4; fi; rm -f "$t.verify"`,
             }),
           });
         }
