@@ -74,13 +74,37 @@ export function mergeApplied(live: Json | undefined, applied: Json): Json {
     return out;
   }
   if (isAssociativeList(applied) && (isAssociativeList(live) || (Array.isArray(live) && live.length === 0))) {
-    const byName = new Map((live as JsonObject[]).map((e) => [e.name as string, e]));
-    const names = new Set(applied.map((e) => e.name as string));
-    const out: Json[] = applied.map((e) => mergeApplied(byName.get(e.name as string), e));
-    for (const e of live as JsonObject[]) if (!names.has(e.name as string)) out.push(e);
-    return out;
+    return mergeNamedLists(live as JsonObject[], applied);
   }
   return clone(applied);
+}
+
+/**
+ * Merges two associative lists the way structured-merge-diff orders them: live-only elements keep
+ * their place, applied elements come in the applied order, shared ones merged.
+ */
+function mergeNamedLists(live: JsonObject[], applied: JsonObject[]): Json[] {
+  const name = (e: JsonObject) => e.name as string;
+  const liveByName = new Map(live.map((e) => [name(e), e]));
+  const appliedNames = new Set(applied.map(name));
+  const emitted = new Set<string>();
+  const out: Json[] = [];
+  let li = 0;
+  let ri = 0;
+  while (li < live.length || ri < applied.length) {
+    if (li < live.length && emitted.has(name(live[li]))) {
+      li++;
+    } else if (li < live.length && !appliedNames.has(name(live[li]))) {
+      out.push(live[li++]);
+    } else if (ri < applied.length) {
+      const r = applied[ri++];
+      out.push(mergeApplied(liveByName.get(name(r)), r));
+      emitted.add(name(r));
+    } else {
+      li++;
+    }
+  }
+  return out;
 }
 
 function conflictError(ctx: WriteContext, conflicts: Array<{ manager: string; apiVersion: string; path: FieldPath }>): ApiError {

@@ -10,7 +10,7 @@ import { clone, deepEqual, isPlainObject, nowRfc3339 } from './json.ts';
 import { ResourceRegistry } from './discovery.ts';
 import { ObjectStore } from './store.ts';
 import { type WriteContext, jsonMergePatch, jsonPatch, prepareBody, recordUpdate, serverSideApply, strategicMergePatch } from './apply.ts';
-import { applyDefaults, endpointsFor, reconcileStatus, shortHash } from './controllers.ts';
+import { applyDefaults, applySchemaDefaults, crdSchema, endpointsFor, reconcileStatus, shortHash } from './controllers.ts';
 import {
   METALLB_CERT_SECRET,
   METALLB_NAMESPACE,
@@ -165,6 +165,12 @@ export class Cluster {
       if (o.metadata.name !== name) throw errors.badRequest(`the name of the object (${String(o.metadata.name)}) does not match the name on the URL (${name})`);
       this.placeIn(type, o, namespace);
       if (!existing && ctx.section === 'status') throw errors.notFound(gr(type), name);
+      // a resourceVersion in an applied configuration is a precondition
+      const rv = o.metadata.resourceVersion;
+      if (rv && (!existing || existing.metadata.resourceVersion !== rv)) {
+        if (!existing) throw errors.notFound(gr(type), name);
+        throw errors.conflict(gr(type), name);
+      }
       const next = serverSideApply(existing, o, ctx, opts.force);
       return { object: this.commit(type, existing, next, ctx, opts.dryRun, existing ? 'UPDATE' : 'CREATE'), created: !existing };
     }
@@ -254,6 +260,10 @@ export class Cluster {
       delete next.metadata.resourceVersion;
     }
     applyDefaults(type, next, { nodes: () => this.nodes(), allocateClusterIP: () => this.allocateClusterIP() });
+    if (type.crd) {
+      const crd = this.store.get({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions' }, undefined, type.crd);
+      applySchemaDefaults(next as unknown as Json, crdSchema(crd, splitApiVersion(ctx.apiVersion).version));
+    }
     if (existing) {
       const gen = existing.metadata.generation ?? 1;
       next.metadata.generation = deepEqual(specPart(existing), specPart(next)) ? gen : gen + 1;

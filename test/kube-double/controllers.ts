@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Json, JsonObject, KubeObject, ResourceType } from './types.ts';
-import { isPlainObject } from './json.ts';
+import { clone, isPlainObject } from './json.ts';
 
 export interface ControlPlaneView {
   nodes(): KubeObject[];
@@ -80,6 +80,31 @@ export function applyDefaults(type: ResourceType, o: KubeObject, view: ControlPl
       o.spec = spec;
       break;
   }
+}
+
+/** Structural-schema defaults of a custom resource (`default:` in its CRD's openAPIV3Schema). */
+export function applySchemaDefaults(value: Json | undefined, schema: Json | undefined): void {
+  if (!isPlainObject(schema)) return;
+  if (isPlainObject(value)) {
+    if (isPlainObject(schema.properties)) {
+      for (const [k, s] of Object.entries(schema.properties)) {
+        if (!isPlainObject(s) || k === 'metadata') continue;
+        if (value[k] === undefined && s.default !== undefined) value[k] = clone(s.default);
+        applySchemaDefaults(value[k], s);
+      }
+    }
+    if (isPlainObject(schema.additionalProperties)) for (const v of Object.values(value)) applySchemaDefaults(v, schema.additionalProperties);
+  } else if (Array.isArray(value) && isPlainObject(schema.items)) {
+    for (const e of value) applySchemaDefaults(e, schema.items);
+  }
+}
+
+/** The openAPIV3Schema of one version of a CRD. */
+export function crdSchema(crd: KubeObject | undefined, version: string): Json | undefined {
+  const spec = crd?.spec;
+  const versions = isPlainObject(spec) && Array.isArray(spec.versions) ? spec.versions.filter(isPlainObject) : [];
+  const v = versions.find((x) => x.name === version);
+  return v && isPlainObject(v.schema) ? v.schema.openAPIV3Schema : undefined;
 }
 
 function matchingNodes(ds: KubeObject, nodes: KubeObject[]): number {

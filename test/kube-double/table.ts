@@ -7,6 +7,7 @@ export interface PrinterColumn {
   type: string;
   jsonPath: string;
   description?: string;
+  priority?: number;
 }
 
 export function wantsTable(accept: string | undefined): boolean {
@@ -19,7 +20,7 @@ export function printerColumns(crd: KubeObject | undefined, version: string): Pr
   const versions = isPlainObject(spec) && Array.isArray(spec.versions) ? spec.versions.filter(isPlainObject) : [];
   const cols = versions.find((v) => v.name === version)?.additionalPrinterColumns;
   return Array.isArray(cols)
-    ? cols.filter(isPlainObject).map((c) => ({ name: String(c.name), type: String(c.type ?? 'string'), jsonPath: String(c.jsonPath ?? ''), description: typeof c.description === 'string' ? c.description : undefined }))
+    ? cols.filter(isPlainObject).map((c) => ({ name: String(c.name), type: String(c.type ?? 'string'), jsonPath: String(c.jsonPath ?? ''), description: typeof c.description === 'string' ? c.description : undefined, priority: typeof c.priority === 'number' ? c.priority : 0 }))
     : [];
 }
 
@@ -39,7 +40,7 @@ export function tableFor(items: KubeObject[], resourceVersion: string, includeOb
     type: c.type,
     format: i === 0 ? 'name' : '',
     description: c.description ?? '',
-    priority: 0,
+    priority: c.priority ?? 0,
   }));
   const rows = items.map((o) => {
     const row: JsonObject = { cells: cols.map((c) => cell(o, c.jsonPath)) };

@@ -6,6 +6,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type KubeApiDouble, startKubeApiDouble } from '../kube-double/server.ts';
 import { KUBECTL, type Kubectl, kubectlFor } from '../kube-double/kubectl.ts';
 import { manifest } from '../kube-double/fixtures.ts';
+import { jsonPatch, serverSideApply, strategicMergePatch } from '../kube-double/apply.ts';
+import { ResourceRegistry } from '../kube-double/discovery.ts';
+import type { Json, KubeObject } from '../kube-double/types.ts';
 
 const SSA = ['apply', '--server-side', '--field-manager=racksmith', '--force-conflicts'];
 const METALLB = manifest('metallb-v0.16.1/metallb-native.yaml');
@@ -308,5 +311,56 @@ describe('kube API double over plain HTTP', () => {
     expect(event.type).toBe('ADDED');
     expect(event.object.metadata.name).toBe('w');
     ac.abort();
+  });
+});
+
+describe('kube API double merge semantics', () => {
+  const deploymentType = new ResourceRegistry().lookup('apps', 'v1', 'deployments')!;
+  const ctx = (manager: string) => ({ type: deploymentType, manager, apiVersion: 'apps/v1', now: '2026-01-01T00:00:00Z', section: 'main' as const });
+  const deployment = (containers: Json[]): KubeObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: 'default' },
+    spec: { template: { spec: { containers } } },
+  });
+
+  it('strategic merge patch: merge keys, $patch: delete, $setElementOrder, $deleteFromPrimitiveList, null', () => {
+    const live: Json = { spec: { containers: [{ name: 'a', image: 'a:1', args: ['x'] }, { name: 'b', image: 'b:1' }], finalizers: ['f1', 'f2'], drop: 1 } };
+    const patched = strategicMergePatch(live, {
+      spec: {
+        '$setElementOrder/containers': [{ name: 'c' }, { name: 'a' }],
+        containers: [{ name: 'a', image: 'a:2' }, { name: 'b', $patch: 'delete' }, { name: 'c', image: 'c:1' }],
+        '$deleteFromPrimitiveList/finalizers': ['f1'],
+        drop: null,
+      },
+    });
+    expect(patched).toEqual({ spec: { containers: [{ name: 'c', image: 'c:1' }, { name: 'a', image: 'a:2', args: ['x'] }], finalizers: ['f2'] } });
+  });
+
+  it('JSON patch: add, replace, remove, test', () => {
+    const doc = { metadata: { labels: { a: '1' } }, list: [1, 2] };
+    expect(
+      jsonPatch(doc, [
+        { op: 'add', path: '/metadata/labels/b~1c', value: '2' },
+        { op: 'replace', path: '/metadata/labels/a', value: '3' },
+        { op: 'add', path: '/list/-', value: 3 },
+        { op: 'remove', path: '/list/0' },
+        { op: 'test', path: '/list', value: [2, 3] },
+      ]),
+    ).toEqual({ metadata: { labels: { a: '3', 'b/c': '2' } }, list: [2, 3] });
+    expect(() => jsonPatch(doc, [{ op: 'test', path: '/list', value: [] }])).toThrow(/testing value/);
+  });
+
+  it('server-side apply merges named list elements and keeps what other managers own', () => {
+    const first = serverSideApply(undefined, deployment([{ name: 'web', image: 'nginx:1' }]), ctx('racksmith'), false);
+    // another applier adds a sidecar container
+    const second = serverSideApply(first, deployment([{ name: 'side', image: 'busybox' }]), ctx('other'), false);
+    expect((second.spec as any).template.spec.containers.map((c: any) => c.name)).toEqual(['web', 'side']);
+    // racksmith re-applies without the sidecar: it stays (owned by "other"); racksmith's own change lands
+    const third = serverSideApply(second, deployment([{ name: 'web', image: 'nginx:2' }]), ctx('racksmith'), false);
+    expect((third.spec as any).template.spec.containers).toEqual([{ name: 'web', image: 'nginx:2' }, { name: 'side', image: 'busybox' }]);
+    expect(third.metadata.managedFields?.map((m) => m.manager)).toEqual(['racksmith', 'other']);
+    // "other" changing racksmith's image conflicts unless forced
+    expect(() => serverSideApply(third, deployment([{ name: 'web', image: 'nginx:3' }]), ctx('other'), false)).toThrow(/conflict with "racksmith"/);
   });
 });
