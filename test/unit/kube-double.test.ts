@@ -220,7 +220,8 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect((await k.run(['apply', '--server-side', '--field-manager=racksmith', '--dry-run=server', '-f', pool])).code).toBe(0);
       expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')).toBeUndefined();
       expect(await ok(k, [...SSA, '-f', pool])).toContain('ipaddresspool.metallb.io/rack-a serverside-applied');
-      expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')?.spec).toEqual({ addresses: ['10.20.30.200-10.20.30.250', '10.20.31.0/27'] });
+      // with the CRD schema's defaults filled in, like a real server
+      expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')?.spec).toEqual({ addresses: ['10.20.30.200-10.20.30.250', '10.20.31.0/27'], autoAssign: true, avoidBuggyIPs: false });
 
       // re-applying the manifest keeps the injected caBundles: nothing changes
       const rv = d.store.resourceVersion;
