@@ -278,7 +278,7 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
 // ---------------------------------------------------------------------------------------------
 // I/O profiles
 
-export const IO_KEYS = ['scheduler', 'nr_requests', 'read_ahead_kb', 'rq_affinity', 'max_sectors_kb'] as const;
+export const IO_KEYS = ['scheduler', 'nr_requests', 'max_sectors_kb', 'read_ahead_kb', 'rq_affinity'] as const;
 export type IoKey = (typeof IO_KEYS)[number];
 export interface IoProfile {
   scheduler?: string;
@@ -330,7 +330,10 @@ export function profileFor(f: Pick<DiskFacts, 'kname' | 'rotational'>, override?
 }
 
 export interface IoTarget {
-  /** Values to write, in write order (scheduler first: switching it resets nr_requests). */
+  /**
+   * Values to write, in write order: scheduler first (switching it resets nr_requests), and
+   * max_sectors_kb before read_ahead_kb (writing max_sectors_kb raises read_ahead_kb to twice it).
+   */
   values: Array<[IoKey, string]>;
   /** Why a value differs from the profile: "16383 clamped to max_hw_sectors_kb 1280". */
   notes: Partial<Record<IoKey, string>>;
@@ -379,8 +382,7 @@ export function ioTarget(profile: IoProfile, q: QueueFacts, runtimeCaps = true):
     }
     values.push(['nr_requests', String(v)]);
   }
-  if (profile.read_ahead_kb !== undefined) values.push(['read_ahead_kb', String(cap('read_ahead_kb', profile.read_ahead_kb, []))]);
-  if (profile.rq_affinity !== undefined) values.push(['rq_affinity', String(Math.min(Math.max(profile.rq_affinity, 0), 2))]);
+  // max_sectors_kb before read_ahead_kb: writing it makes the kernel raise read_ahead_kb.
   if (profile.max_sectors_kb !== undefined) {
     let v = cap('max_sectors_kb', profile.max_sectors_kb, [[q.max_hw_sectors_kb, `max_hw_sectors_kb ${q.max_hw_sectors_kb}`]]);
     if (v < 4) {
@@ -389,6 +391,8 @@ export function ioTarget(profile: IoProfile, q: QueueFacts, runtimeCaps = true):
     }
     values.push(['max_sectors_kb', String(v)]);
   }
+  if (profile.read_ahead_kb !== undefined) values.push(['read_ahead_kb', String(cap('read_ahead_kb', profile.read_ahead_kb, []))]);
+  if (profile.rq_affinity !== undefined) values.push(['rq_affinity', String(Math.min(Math.max(profile.rq_affinity, 0), 2))]);
   return { values, notes };
 }
 

@@ -206,7 +206,9 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
       const t = target(f);
       const differ = new Set(ioDiffKeys(t, f.queue));
       // Switching the scheduler resets nr_requests: then every value is written again, after it.
+      // Writing max_sectors_kb can raise read_ahead_kb: then read_ahead_kb is written after it.
       const all = differ.has('scheduler');
+      if (differ.has('max_sectors_kb')) differ.add('read_ahead_kb');
       const writes = t.values.filter(([k]) => all || differ.has(k)).map(([k, v]) => `rs_set ${k} ${shq(v)}`);
       const k = f.kname;
       return [{

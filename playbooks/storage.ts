@@ -1,0 +1,171 @@
+import { posix } from 'node:path';
+import { playbook, varsSchema, type HostContext } from '../src/engine/playbook.ts';
+import { mergeProfiles, UDEV_MATCH_KEY, type IoProfile, type IoProfileOverride, type ProfileName } from '../src/resources/blockdev-logic.ts';
+import { diskMount, ioTuning, specText, xattrCheck, xfsFormat, type DiskSpec } from '../src/resources/blockdev.ts';
+import { checkAbsolutePath } from '../src/resources/file-common.ts';
+import type { Resource } from '../src/resources/types.ts';
+import { IO_RULES_FILE, ioUdevRules } from '../src/resources/udev.ts';
+import { InputError } from '../src/util/errors.ts';
+
+/**
+ * Data disks of AIStore storage targets: XFS on whole disks, mounted by UUID under /ais, xattrs
+ * checked, I/O scheduler and queue tuned (sysfs now, a udev rule for boots).
+ *
+ * Inventory variables (group_vars / host_vars / -e):
+ *   storage_disks:          the disks, explicitly (racksmith never picks "all disks"):
+ *     - device: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4   # or a kernel name: /dev/sdb
+ *       name: d1                                         # mountpoint /ais/d1 (default: from the device / serial)
+ *     - serial: ZL2ABC12
+ *       match: { KERNEL: loop3 }                         # udev match for disks without serial/WWN
+ *       profile: hdd                                     # force a profile (default: rotational → hdd, nvme* → nvme, else ssd)
+ *   storage_mount_prefix:   /ais
+ *   storage_mount_options:  [noatime, nodiratime, logbufs=8, logbsize=256k, largeio, inode64, swalloc, allocsize=131072k, nofail]
+ *   format_allow:           [/dev/disk/by-id/..., SERIAL]   disks that may be erased although not blank
+ *                           (a kernel path only counts for disks with no serial and no WWN, e.g. loop devices)
+ *   io_profiles:            { hdd: {scheduler, nr_requests, read_ahead_kb, rq_affinity, max_sectors_kb}, nvme: {...}, ssd: {...} }
+ *                           key-by-key over the defaults; null leaves a key alone
+ *   storage_udev_rules_file: /etc/udev/rules.d/60-racksmith-io.rules
+ */
+
+export const AIS_MOUNT_OPTIONS = ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k', 'nofail'];
+
+const DEVICE = '^/dev/[A-Za-z0-9._:+@/-]+$';
+const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
+const profileSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    scheduler: nullable({ type: 'string', pattern: '^[a-z0-9_-]+$' }),
+    nr_requests: nullable({ type: 'integer', minimum: 1, maximum: 1048576 }),
+    read_ahead_kb: nullable({ type: 'integer', minimum: 0, maximum: 1048576 }),
+    rq_affinity: nullable({ type: 'integer', minimum: 0, maximum: 2 }),
+    max_sectors_kb: nullable({ type: 'integer', minimum: 4, maximum: 1048576 }),
+  },
+};
+
+export const validateStorageVars = varsSchema({
+  properties: {
+    storage_disks: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          device: { type: 'string', pattern: DEVICE },
+          serial: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:+-]*$', maxLength: 128 },
+          name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 64 },
+          match: {
+            type: 'object',
+            minProperties: 1,
+            propertyNames: { pattern: UDEV_MATCH_KEY.source },
+            additionalProperties: { type: 'string', pattern: '^[^"\\\\\\n]+$' },
+          },
+          profile: { enum: ['hdd', 'nvme', 'ssd'] },
+        },
+      },
+    },
+    storage_mount_prefix: { type: 'string', pattern: '^/' },
+    storage_mount_options: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^[^\\s,]+$' } },
+    format_allow: { type: 'array', items: { type: 'string', minLength: 1 } },
+    io_profiles: { type: 'object', additionalProperties: false, properties: { hdd: profileSchema, nvme: profileSchema, ssd: profileSchema } },
+    storage_udev_rules_file: { type: 'string', pattern: '^/etc/udev/rules\\.d/[^/]+\\.rules$' },
+  },
+});
+
+export interface StorageDisk {
+  spec: DiskSpec;
+  name: string;
+  mountpoint: string;
+  match?: Record<string, string>;
+  profile?: ProfileName;
+}
+
+export interface StorageConfig {
+  disks: StorageDisk[];
+  prefix: string;
+  options: string[];
+  allow: string[];
+  profiles: Record<ProfileName, IoProfile>;
+  rulesFile: string;
+}
+
+interface DiskVar {
+  device?: string;
+  serial?: string;
+  name?: string;
+  match?: Record<string, string>;
+  profile?: ProfileName;
+}
+
+/** The default disk name: the kernel name for /dev/sdb, the link name for by-id paths, the serial. */
+export function defaultDiskName(d: { device?: string; serial?: string }): string {
+  const raw = d.device !== undefined ? posix.basename(d.device) : d.serial!;
+  return raw.replace(/[^A-Za-z0-9._-]/g, '_');
+}
+
+/** Validate and normalise the storage variables of a host (InputError at the variable's file:line). */
+export function storageConfig(host: HostContext): StorageConfig {
+  host.validate(validateStorageVars);
+  const raw = host.var<DiskVar[] | undefined>('storage_disks', undefined);
+  if (raw === undefined) {
+    throw host.error('storage_disks', 'storage_disks is not set: list the data disks explicitly (by /dev/disk/by-id path, kernel name or serial); racksmith never picks "all disks"');
+  }
+  let prefix: string;
+  try {
+    prefix = checkAbsolutePath(host.var('storage_mount_prefix', '/ais'), 'storage_mount_prefix');
+  } catch (e) {
+    throw host.error('storage_mount_prefix', (e as InputError).detail ?? (e as Error).message);
+  }
+  if (prefix === '/') throw host.error('storage_mount_prefix', 'storage_mount_prefix must not be /');
+  const disks: StorageDisk[] = [];
+  const names = new Map<string, number>();
+  const specs = new Map<string, number>();
+  raw.forEach((d, i) => {
+    const where = `storage_disks[${i}]`;
+    if ((d.device === undefined) === (d.serial === undefined)) throw host.error('storage_disks', `${where}: give exactly one of device or serial`);
+    if (d.device !== undefined) {
+      try {
+        checkAbsolutePath(d.device, `${where}.device`);
+      } catch (e) {
+        throw host.error('storage_disks', (e as InputError).detail);
+      }
+    }
+    const spec: DiskSpec = d.device !== undefined ? { device: d.device } : { serial: d.serial! };
+    const name = d.name ?? defaultDiskName(d);
+    const prevName = names.get(name);
+    if (prevName !== undefined) throw host.error('storage_disks', `${where}: name '${name}' is already used by storage_disks[${prevName}] (mountpoints must differ)`);
+    const prevSpec = specs.get(specText(spec));
+    if (prevSpec !== undefined) throw host.error('storage_disks', `${where}: ${specText(spec)} is already listed as storage_disks[${prevSpec}]`);
+    names.set(name, i);
+    specs.set(specText(spec), i);
+    disks.push({ spec, name, mountpoint: `${prefix}/${name}`, match: d.match, profile: d.profile });
+  });
+  return {
+    disks,
+    prefix,
+    options: host.var('storage_mount_options', AIS_MOUNT_OPTIONS),
+    allow: host.var<string[]>('format_allow', []),
+    profiles: mergeProfiles(host.var<Partial<Record<ProfileName, IoProfileOverride>>>('io_profiles', {})),
+    rulesFile: host.var('storage_udev_rules_file', IO_RULES_FILE),
+  };
+}
+
+export function storageResources(host: HostContext): Resource[] {
+  const c = storageConfig(host);
+  const out: Resource[] = [];
+  for (const d of c.disks) {
+    const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, tags: ['mkfs'] });
+    const mnt = diskMount({ spec: d.spec, path: d.mountpoint, fstype: 'xfs', options: c.options, mode: '0750', dependsOn: [fmt.id], tags: ['mount'] });
+    out.push(fmt, mnt, xattrCheck({ path: d.mountpoint, dependsOn: [mnt.id], tags: ['xattr'] }));
+  }
+  for (const d of c.disks) out.push(ioTuning({ spec: d.spec, name: d.name, profiles: c.profiles, profile: d.profile, tags: ['io'] }));
+  out.push(ioUdevRules({ path: c.rulesFile, disks: c.disks.map((d) => ({ name: d.name, spec: d.spec, match: d.match, profile: d.profile })), profiles: c.profiles, tags: ['io'] }));
+  return out;
+}
+
+export default playbook({
+  name: 'storage',
+  hosts: 'storage',
+  tags: ['storage'],
+  resources: storageResources,
+});

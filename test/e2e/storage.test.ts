@@ -1,0 +1,345 @@
+// Issue "Storage playbook" acceptance on the test bed: 2 hosts x 2 loop disks (disk 1
+// rotational = HDD profile, disk 2 non-rotational = SSD/NVMe profile).
+//
+// Test-bed specifics, and how the tests deal with them (shared/reference/testbed.md §2, §6):
+//  - loop devices have no serial and no WWN and there is no udevd (no /dev/disk/by-id), so
+//    the udev rule matches them by kernel name (storage_disks[].match: {KERNEL: loopN}) and
+//    format_allow names them by kernel path, which racksmith accepts only for disks that have
+//    no serial and no WWN (a real disk must be named by by-id path or serial);
+//  - without udevd, rules are verified with `udevadm test --action=change /sys/block/loopN`,
+//    which applies ATTR{queue/...}; `udevadm control --reload-rules` fails and is tolerated;
+//  - the kernel has no device-mapper, so the LVM/dm holder refusal is covered by the unit
+//    tests (test/unit/storage-logic.test.ts, from facts and from a fake /sys holders/ tree);
+//  - sfdisk is not in the rootfs: the partition-table case writes an MBR with dd.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+
+// tb6 and tb7: the other e2e files that use them (foundation, network) are done with them by the time
+// this file runs, and the jail tests (tb8-tb10) run concurrently during development.
+const HOSTS = ['tb6', 'tb7'];
+const [A, B] = HOSTS;
+const PB = 'playbooks/storage.ts';
+const OPTIONS = 'noatime,nodiratime,logbufs=8,logbsize=256k,largeio,inode64,swalloc,allocsize=131072k,nofail';
+
+const disks = (h: string) => tb.host(h).disks;
+const kname = (dev: string) => dev.replace('/dev/', '');
+
+/** Inventory: each host's two loop disks as d1 (HDD) and d2 (SSD), matched by kernel name in udev. */
+function inventory(vars: Record<string, unknown> = {}, hostVars: Record<string, Record<string, unknown>> = {}): string {
+  const hv: Record<string, Record<string, unknown>> = {};
+  for (const h of HOSTS) {
+    hv[h] = { storage_disks: disks(h).map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: kname(d.dev) } })), ...hostVars[h] };
+  }
+  return writeInventory({ hosts: HOSTS, vars, hostVars: hv, groups: { storage: { hosts: HOSTS } } });
+}
+
+const sh = async (h: string, cmd: string): Promise<string> => {
+  const r = await tb.hostExec(h, cmd);
+  if (r.code !== 0) throw new Error(`${h}: ${cmd}: exit ${r.code}: ${r.stderr}`);
+  return r.stdout;
+};
+const blkid = async (h: string, dev: string) => (await tb.hostExec(h, `blkid -p -o export ${dev}`));
+const queue = async (h: string, dev: string, key: string) => (await sh(h, `cat /sys/block/${kname(dev)}/queue/${key}`)).trim();
+const resources = (run: CliRun, host: string) => new Map(run.events.filter((e) => e.type === 'resource' && e.host === host).map((e) => [e.id as string, e]));
+const why = (run: CliRun) => `exit ${run.code}\n${run.stderr}`;
+
+/**
+ * `reset` keeps the same loop devices, and with them the queue settings earlier runs left (only
+ * the scheduler goes back to none): put every tuned value back to an untuned one.
+ */
+async function untune(hosts: string[]): Promise<void> {
+  for (const h of hosts) {
+    const [d1, d2] = disks(h).map((d) => `/sys/block/${kname(d.dev)}/queue`);
+    await sh(h, `echo none > ${d1}/scheduler; echo 512 > ${d1}/max_sectors_kb; echo 512 > ${d1}/read_ahead_kb; echo 1 > ${d1}/rq_affinity; echo none > ${d2}/scheduler; echo 512 > ${d2}/read_ahead_kb`);
+  }
+}
+
+beforeAll(async () => {
+  await tb.reset(HOSTS);
+  await untune(HOSTS);
+});
+
+describe('storage playbook on fresh hosts', () => {
+  it('--check: exit 2, shows format / sysfs before → after / udev rule diff; disks stay blank, fstab unchanged', async () => {
+    const fstabBefore = await Promise.all(HOSTS.map((h) => sh(h, 'sha256sum /etc/fstab 2>/dev/null || echo none')));
+    const run = await provision([PB, '-i', inventory(), '--check', '--diff', '--json']);
+    expect(run.code, why(run)).toBe(2);
+    for (const h of HOSTS) {
+      const [d1, d2] = disks(h);
+      const rs = resources(run, h);
+      expect(rs.get('disk:d1')!.changes[0].summary).toBe(`format ${d1.dev} (blank, 1 GiB, no serial) as XFS`);
+      expect(rs.get('disk:d2')!.changes[0].summary).toBe(`format ${d2.dev} (blank, 1 GiB, no serial) as XFS`);
+      // the mount needs the UUID mkfs will create: reported as pending, never guessed
+      expect(rs.get('mount:/ais/d1')!.pending).toBe('disk:d1');
+      expect(rs.get('xattr:/ais/d1')!.pending).toBe('mount:/ais/d1');
+      const io1 = rs.get('io:d1')!.changes.map((c: { summary: string }) => c.summary);
+      expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/scheduler: none → mq-deadline`);
+      expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/nr_requests: 128 → 2048`);
+      expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/read_ahead_kb: 512 → 4096`);
+      const hw = Number(await queue(h, d1.dev, 'max_hw_sectors_kb'));
+      expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/max_sectors_kb: 512 → ${Math.min(hw, 16383)}${hw < 16383 ? ` (16383 clamped to max_hw_sectors_kb ${hw})` : ''}`);
+      expect(rs.get('io:d2')!.changes.map((c: { summary: string }) => c.summary)).toEqual([`/sys/block/${kname(d2.dev)}/queue/read_ahead_kb: 512 → 128`]);
+      const udev = rs.get('udev-rules:/etc/udev/rules.d/60-racksmith-io.rules')!.changes[0];
+      expect(udev.diff).toContain(`+ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="${kname(d1.dev)}", ATTR{queue/scheduler}="mq-deadline"`);
+    }
+    expect(run.stderr).toContain('Changes that would be made');
+    expect(run.stderr).toMatch(/format \/dev\/loop\d+ \(blank, 1 GiB, no serial\) as XFS/);
+    // nothing happened
+    for (const [i, h] of HOSTS.entries()) {
+      for (const d of disks(h)) {
+        const b = await blkid(h, d.dev);
+        expect(b.code, `${h} ${d.dev}: ${b.stdout}`).toBe(2);
+        expect(b.stdout).toBe('');
+        expect(await queue(h, d.dev, 'scheduler')).toBe('[none] mq-deadline kyber bfq');
+      }
+      expect(await sh(h, 'sha256sum /etc/fstab 2>/dev/null || echo none')).toBe(fstabBefore[i]);
+      expect((await tb.hostExec(h, 'ls /ais /etc/udev/rules.d/60-racksmith-io.rules')).code).not.toBe(0);
+    }
+  });
+
+  it('first run formats, mounts by UUID with the AIStore options, tunes sysfs, writes the udev rule', async () => {
+    const run = await provision([PB, '-i', inventory(), '--json']);
+    expect(run.code, why(run)).toBe(0);
+    for (const h of HOSTS) {
+      // changed: 2 disks, 2 mounts, 2 io, the udev rule; ok: the 2 xattr checks
+      expect(recaps(run)[h]).toMatchObject({ failed: 0, changed: 7, ok: 2, unreachable: false });
+      const rs = resources(run, h);
+      expect(rs.get('xattr:/ais/d1')!.status).toBe('ok');
+      expect(rs.get('xattr:/ais/d2')!.status).toBe('ok');
+      const fstab = await sh(h, 'cat /etc/fstab');
+      for (const [i, d] of disks(h).entries()) {
+        const b = (await blkid(h, d.dev)).stdout;
+        expect(b).toContain('TYPE=xfs');
+        const uuid = /^UUID=(.+)$/m.exec(b)![1];
+        expect(fstab).toContain(`UUID=${uuid} /ais/d${i + 1} xfs ${OPTIONS} 0 0\n`);
+        const live = (await sh(h, `findmnt -rn -o SOURCE,FSTYPE,OPTIONS --mountpoint /ais/d${i + 1}`)).trim().split(' ');
+        expect(live[0]).toBe(d.dev);
+        expect(live[1]).toBe('xfs');
+        for (const opt of ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k']) expect(live[2].split(',')).toContain(opt);
+        expect((await sh(h, `stat -c '%a %U %G' /ais/d${i + 1}`)).trim()).toBe('750 root root');
+      }
+    }
+  });
+
+  it('xattrs work on each mount (set, read back, remove)', async () => {
+    for (const h of HOSTS) {
+      for (const m of ['/ais/d1', '/ais/d2']) {
+        const out = await sh(h, `f=${m}/xattr-test; touch $f && setfattr -n user.ais.test -v ttt $f && getfattr --only-values -n user.ais.test $f && rm $f`);
+        expect(out).toBe('ttt');
+        // the playbook's own probe attribute is gone again
+        expect((await tb.hostExec(h, `getfattr -n user.racksmith.probe ${m}`)).code).not.toBe(0);
+      }
+    }
+  });
+
+  it('scheduler and queue values read back from sysfs: HDD profile on the rotational disk, NVMe/SSD profile on the other', async () => {
+    for (const h of HOSTS) {
+      const [d1, d2] = disks(h);
+      expect(await queue(h, d1.dev, 'rotational')).toBe('1');
+      expect(await queue(h, d1.dev, 'scheduler')).toBe('none [mq-deadline] kyber bfq');
+      expect(await queue(h, d1.dev, 'nr_requests')).toBe('2048');
+      expect(await queue(h, d1.dev, 'read_ahead_kb')).toBe('4096');
+      expect(await queue(h, d1.dev, 'rq_affinity')).toBe('2');
+      // 16383 clamped to what the loop device takes
+      const hw = Number(await queue(h, d1.dev, 'max_hw_sectors_kb'));
+      expect(Number(await queue(h, d1.dev, 'max_sectors_kb'))).toBe(Math.min(16383, hw));
+      expect(await queue(h, d2.dev, 'rotational')).toBe('0');
+      expect(await queue(h, d2.dev, 'scheduler')).toBe('[none] mq-deadline kyber bfq');
+      expect(await queue(h, d2.dev, 'read_ahead_kb')).toBe('128');
+    }
+  });
+
+  it('the udev rule exists, matches each disk, and `udevadm test` re-applies the values', async () => {
+    for (const h of HOSTS) {
+      const [d1, d2] = disks(h);
+      const rules = await sh(h, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
+      expect(rules).toContain(`KERNEL=="${kname(d1.dev)}", ATTR{queue/scheduler}="mq-deadline", ATTR{queue/nr_requests}="2048", ATTR{queue/max_sectors_kb}=`);
+      expect(rules).toContain(`ATTR{queue/read_ahead_kb}="4096", ATTR{queue/rq_affinity}="2"\n`);
+      expect(rules).toContain(`KERNEL=="${kname(d2.dev)}", ATTR{queue/scheduler}="none", ATTR{queue/read_ahead_kb}="128"`);
+      // undo the tuning by hand, then let udev apply the rule
+      await sh(h, `q=/sys/block/${kname(d1.dev)}/queue; echo none > $q/scheduler; echo 512 > $q/read_ahead_kb; echo 1 > $q/rq_affinity; echo 512 > /sys/block/${kname(d2.dev)}/queue/read_ahead_kb`);
+      expect(await queue(h, d1.dev, 'scheduler')).toBe('[none] mq-deadline kyber bfq');
+      for (const d of [d1, d2]) {
+        const t = await tb.hostExec(h, `udevadm test --action=change /sys/block/${kname(d.dev)} 2>&1`);
+        expect(t.stdout).toContain(`60-racksmith-io.rules`);
+      }
+      expect(await queue(h, d1.dev, 'scheduler')).toBe('none [mq-deadline] kyber bfq');
+      expect(await queue(h, d1.dev, 'nr_requests')).toBe('2048');
+      expect(await queue(h, d1.dev, 'read_ahead_kb')).toBe('4096');
+      expect(await queue(h, d1.dev, 'rq_affinity')).toBe('2');
+      expect(await queue(h, d2.dev, 'read_ahead_kb')).toBe('128');
+    }
+  });
+
+  it('second run: 0 changes, one round trip per host', async () => {
+    const run = await provision([PB, '-i', inventory(), '--json']);
+    expect(run.code, why(run)).toBe(0);
+    for (const h of HOSTS) expect(recaps(run)[h]).toMatchObject({ ok: 9, changed: 0, failed: 0, execs: 1 });
+  });
+
+  it('a data disk unmounted by hand is mounted again, and nothing else changes', async () => {
+    const [d1] = disks(A);
+    await sh(A, 'umount /ais/d1');
+    const run = await provision([PB, '-i', inventory(), '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(changedResources(run)).toEqual([{ host: A, id: 'mount:/ais/d1' }]);
+    expect((await sh(A, 'findmnt -rn -o SOURCE --mountpoint /ais/d1')).trim()).toBe(d1.dev);
+    expect(resources(run, A).get('xattr:/ais/d1')!.status).toBe('ok');
+  });
+
+  it('after a reboot, fstab and the udev rule restore mounts and tuning: the next run changes nothing', async () => {
+    await tb.reboot([B]);
+    const [d1] = disks(B);
+    expect(await queue(B, d1.dev, 'scheduler')).toBe('none [mq-deadline] kyber bfq');
+    expect((await sh(B, 'findmnt -rn -o TARGET | grep ^/ais/ | sort')).trim()).toBe('/ais/d1\n/ais/d2');
+    const run = await provision([PB, '-i', inventory(), '-l', B, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(changedResources(run)).toEqual([]);
+  });
+});
+
+/** A DOS partition table with one Linux partition (sfdisk is not in the test bed's rootfs). */
+function mbr(): Buffer {
+  const b = Buffer.alloc(512);
+  b.writeUInt32LE(0x12345678, 440); // disk signature
+  Buffer.from([0x00, 0x00, 0x02, 0x00, 0x83, 0xfe, 0xff, 0xff]).copy(b, 446);
+  b.writeUInt32LE(2048, 454); // first LBA
+  b.writeUInt32LE(204800, 458); // sectors
+  b[510] = 0x55;
+  b[511] = 0xaa;
+  return b;
+}
+
+describe('storage playbook refuses disks that are not blank', () => {
+  const sums = new Map<string, string>();
+  const devSum = async (h: string, dev: string) => (await sh(h, `sha256sum < ${dev}`)).split(' ')[0];
+  let ext4A = '';
+  let ptA = '';
+  let mountedB = '';
+  let blankB = '';
+
+  beforeAll(async () => {
+    await tb.reset(HOSTS);
+    await untune(HOSTS);
+    [ext4A, ptA] = disks(A).map((d) => d.dev);
+    [mountedB, blankB] = disks(B).map((d) => d.dev);
+    // A d1: ext4 with a file; A d2: a partition table; B d1: ext4 mounted at /mnt/data; B d2: blank
+    await sh(A, `mkfs.ext4 -q ${ext4A} && mkdir -p /mnt/x && mount ${ext4A} /mnt/x && head -c 1M /dev/urandom > /mnt/x/data && umount /mnt/x`);
+    await tb.hostExec(A, `base64 -d | dd of=${ptA} bs=512 count=1 conv=notrunc,fsync status=none`, { input: mbr().toString('base64') });
+    expect((await blkid(A, ptA)).stdout).toContain('PTTYPE=dos');
+    await sh(B, `mkfs.ext4 -q ${mountedB} && mkdir -p /mnt/data && mount ${mountedB} /mnt/data && head -c 1M /dev/urandom > /mnt/data/data && sync`);
+    sums.set(ext4A, await devSum(A, ext4A));
+    sums.set(ptA, await devSum(A, ptA));
+    sums.set(mountedB, (await sh(B, 'sha256sum < /mnt/data/data')) + (await blkid(B, mountedB)).stdout);
+  });
+
+  const intact = async () => {
+    expect(await devSum(A, ext4A)).toBe(sums.get(ext4A));
+    expect(await devSum(A, ptA)).toBe(sums.get(ptA));
+    expect((await sh(B, 'sha256sum < /mnt/data/data')) + (await blkid(B, mountedB)).stdout).toBe(sums.get(mountedB));
+    expect((await sh(B, 'findmnt -rn -o SOURCE --mountpoint /mnt/data')).trim()).toBe(mountedB);
+  };
+
+  it('ext4, a partition table and a mounted disk are each refused naming the reason; data intact; exit 1', async () => {
+    const run = await provision([PB, '-i', inventory(), '--json']);
+    expect(run.code, why(run)).toBe(1);
+    const a = resources(run, A);
+    const b = resources(run, B);
+    expect(a.get('disk:d1')).toMatchObject({ status: 'failed', error: expect.stringMatching(new RegExp(`^refused: not formatting ${ext4A} \\(1 GiB, no serial\\): it is not blank: ext4 signature \\(UUID [0-9a-f-]+\\)\\. To erase it, list its by-id path or serial in format_allow`)) });
+    expect(a.get('disk:d2')).toMatchObject({ status: 'failed', error: expect.stringMatching(/^refused: not formatting .*: it is not blank: dos partition table/) });
+    expect(b.get('disk:d1')).toMatchObject({ status: 'failed', error: expect.stringMatching(new RegExp(`^refused: not formatting ${mountedB}: it is mounted at /mnt/data; ext4 signature`)) });
+    // what depends on a refused disk does not run; the blank disk is formatted and mounted
+    expect(a.get('mount:/ais/d1')!.status).toBe('skipped');
+    expect(b.get('mount:/ais/d1')!.status).toBe('skipped');
+    expect(b.get('disk:d2')!.status).toBe('changed');
+    // (mount:/ais/d2 is not asserted: the engine orders fstab writers, so it waits on the skipped
+    // mount:/ais/d1 and is skipped too; see the report about same-file ordering)
+    expect(recaps(run)[A]).toMatchObject({ failed: 2 });
+    expect(recaps(run)[B]).toMatchObject({ failed: 1 });
+    expect((await blkid(B, blankB)).stdout).toContain('TYPE=xfs');
+    expect(run.stderr).toContain('not blank: ext4 signature');
+    await intact();
+    expect(await sh(A, 'cat /etc/fstab 2>/dev/null || true')).not.toContain('/ais/');
+  });
+
+  it('--check reports the same refusals and changes nothing', async () => {
+    const run = await provision([PB, '-i', inventory(), '--check', '--json']);
+    expect(run.code).toBe(1);
+    expect(resources(run, A).get('disk:d1')!.error).toMatch(/not blank: ext4/);
+    await intact();
+  });
+
+  it('format_allow naming the disks: ext4 and the partition table are erased and formatted, the mounted disk never is', async () => {
+    const allow = { [A]: { format_allow: [ext4A, ptA] }, [B]: { format_allow: [mountedB] } };
+    const check = await provision([PB, '-i', inventory({}, allow), '--check', '--json']);
+    expect(check.code).toBe(1);
+    expect(resources(check, A).get('disk:d1')!.changes[0].summary).toMatch(new RegExp(`^format ${ext4A} \\(1 GiB, no serial\\) as XFS, erasing ext4 signature \\(UUID [0-9a-f-]+\\) \\(format_allow: ${ext4A}\\)$`));
+    expect(resources(check, A).get('disk:d2')!.changes[0].summary).toMatch(/erasing dos partition table \(format_allow: /);
+    await intact(); // check mode: still nothing done
+
+    const run = await provision([PB, '-i', inventory({}, allow), '--json']);
+    expect(run.code, why(run)).toBe(1);
+    expect(recaps(run)[A]).toMatchObject({ failed: 0 });
+    for (const d of [ext4A, ptA]) {
+      const b = (await blkid(A, d)).stdout;
+      expect(b).toContain('TYPE=xfs');
+      expect(b).not.toContain('PTTYPE');
+    }
+    expect((await sh(A, 'findmnt -rn -o TARGET | grep ^/ais/ | sort')).trim()).toBe('/ais/d1\n/ais/d2');
+    expect(resources(run, B).get('disk:d1')).toMatchObject({ status: 'failed', error: expect.stringMatching(/it is mounted at \/mnt\/data.*never formatted, even when format_allow names it/) });
+    expect((await sh(B, 'sha256sum < /mnt/data/data')) + (await blkid(B, mountedB)).stdout).toBe(sums.get(mountedB));
+
+    // converged A: a second run with the allow-list still set formats nothing again
+    const again = await provision([PB, '-i', inventory({}, allow), '-l', A, '--json']);
+    expect(again.code, why(again)).toBe(0);
+    expect(changedResources(again)).toEqual([]);
+  });
+});
+
+describe('storage playbook keeps an XFS disk and checks its input', () => {
+  beforeAll(async () => {
+    await tb.reset([A]);
+  });
+
+  it('a disk that already carries XFS is kept (same UUID); check mode shows the fstab diff', async () => {
+    const [d1] = disks(A);
+    await sh(A, `mkfs.xfs -q ${d1.dev}`);
+    const uuid = /^UUID=(.+)$/m.exec((await blkid(A, d1.dev)).stdout)![1];
+    const check = await provision([PB, '-i', inventory(), '-l', A, '--check', '--diff', '--json']);
+    expect(check.code).toBe(2);
+    const rs = resources(check, A);
+    expect(rs.get('disk:d1')!.status).toBe('ok');
+    const fstab = rs.get('mount:/ais/d1')!.changes.find((c: { diff?: string }) => c.diff);
+    expect(fstab.diff).toContain(`+UUID=${uuid} /ais/d1 xfs ${OPTIONS} 0 0`);
+    expect(check.stderr).toContain(`+UUID=${uuid} /ais/d1 xfs ${OPTIONS} 0 0`);
+    const run = await provision([PB, '-i', inventory(), '-l', A, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(resources(run, A).get('disk:d1')!.status).toBe('ok');
+    expect((await blkid(A, d1.dev)).stdout).toContain(`UUID=${uuid}`);
+  });
+
+  it.each([
+    ['no storage_disks at all', { [A]: { storage_disks: null } }, /storage_disks is not set/],
+    ['device and serial on one disk', { [A]: { storage_disks: [{ device: '/dev/loop0', serial: 'X' }] } }, /exactly one of device or serial/],
+    ['an unknown profile key', { [A]: { io_profiles: { hdd: { scheduler: 'mq-deadline', elevator: 'x' } } } }, /unknown key 'elevator'/],
+  ])('%s → exit 3 naming the inventory file:line, before any host is touched', async (_, hostVars: Record<string, Record<string, unknown>>, msg) => {
+    let inv = inventory({}, hostVars);
+    if (hostVars[A].storage_disks === null) {
+      // drop the key entirely: missing, not null
+      const text = readFileSync(inv, 'utf8');
+      expect(text).toMatch(/storage_disks: null\n/);
+      inv = inv.replace(/inventory\.yaml$/, 'inventory-missing.yaml');
+      writeFileSync(inv, text.replace(/\s*storage_disks: null\n/, '\n'));
+    }
+    const before = await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/');
+    const run = await provision([PB, '-i', inv]);
+    expect(run.code, why(run)).toBe(3);
+    expect(run.stderr).toMatch(msg);
+    // a variable that is set is located at its file:line; a missing one can only be named
+    if (hostVars[A].storage_disks === null) expect(run.stderr).toContain(`${A}: storage_disks is not set`);
+    else expect(run.stderr).toContain(`${inv}:`);
+    expect(await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/')).toBe(before);
+  });
+});
