@@ -1,7 +1,7 @@
 /**
  * What the control plane would do, done instantly and deterministically:
  * - server-side defaults the product relies on (Deployment replicas/strategy, DaemonSet
- *   updateStrategy, Service clusterIP, Namespace label and phase);
+ *   updateStrategy, Service clusterIP, Secret type, Namespace label and phase);
  * - status: CRDs Established/NamesAccepted, Deployments and DaemonSets fully rolled out on every
  *   (matching) node;
  * - the endpoints controller: Endpoints + EndpointSlice for Services with a selector.
@@ -67,6 +67,9 @@ export function applyDefaults(type: ResourceType, o: KubeObject, view: ControlPl
       o.spec = spec;
       break;
     }
+    case '/Secret':
+      if (o.type === undefined) o.type = 'Opaque';
+      break;
     case 'apps/Deployment':
       setDefault(spec, 'replicas', 1);
       setDefault(spec, 'strategy', { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } });

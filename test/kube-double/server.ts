@@ -15,6 +15,7 @@ import type { ObjectStore, StoreEvent } from './store.ts';
 import { type SeedOptions, seedCluster } from './seed.ts';
 import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import { printerColumns, tableFor, wantsTable } from './table.ts';
+import { decodeKubeProtobuf } from './protobuf.ts';
 import { OPENAPI_V2_PROTOBUF, openApiV3Document, openApiV3Root } from './openapi.ts';
 
 export type { KubeObject } from './types.ts';
@@ -86,16 +87,15 @@ function sendError(res: http.ServerResponse, e: ApiError): void {
   send(res, e.code, e.status());
 }
 
-async function readBody(req: http.IncomingMessage): Promise<string> {
+async function readBody(req: http.IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
-function parseBody(text: string, mediaType: string): Json {
-  if (mediaType.includes('protobuf')) {
-    throw new ApiError(415, 'UnsupportedMediaType', `the kube API double does not decode protobuf (${mediaType}); send JSON (kubectl apply, kubectl create -f)`);
-  }
+function parseBody(body: Buffer, mediaType: string): Json {
+  if (mediaType === 'application/vnd.kubernetes.protobuf') return decodeKubeProtobuf(body) as unknown as Json;
+  const text = body.toString('utf8');
   if (text.trim() === '') throw errors.badRequest('the request body is empty');
   try {
     return JSON.parse(text) as Json;
@@ -199,7 +199,7 @@ class Server {
     }
     const route = this.route(segs);
     if (!route) return sendError(res, errors.noResource());
-    const body = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : '';
+    const body = ['POST', 'PUT', 'PATCH'].includes(method) ? await readBody(req) : Buffer.alloc(0);
     return this.serveResource(req, res, route, url.searchParams, method, body);
   }
 
@@ -266,7 +266,7 @@ class Server {
     route: ResourceRoute,
     q: URLSearchParams,
     method: string,
-    body: string,
+    body: Buffer,
   ): Promise<void> {
     const { type, version, namespace, name, subresource } = route;
     if (subresource !== undefined && subresource !== 'status') return sendError(res, errors.noResource());

@@ -159,6 +159,19 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect(await ok(k, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-proxy', '--timeout=20s'])).toContain('successfully rolled out');
     });
 
+    it('takes the protobuf bodies of kubectl create namespace/configmap/secret', async () => {
+      await start();
+      await ok(k, ['create', 'namespace', 'racks']);
+      await ok(k, ['create', 'configmap', 'cfg', '-n', 'racks', '--from-literal=k=v']);
+      await ok(k, ['create', 'secret', 'generic', 'sec', '-n', 'racks', '--from-literal=s=x']);
+      expect(d.get('Namespace', 'racks')?.status).toEqual({ phase: 'Active' });
+      expect(d.get('ConfigMap', 'cfg', 'racks')?.data).toEqual({ k: 'v' });
+      const secret = d.get('Secret', 'sec', 'racks');
+      expect([secret?.type, secret?.data]).toEqual(['Opaque', { s: Buffer.from('x').toString('base64') }]);
+      const refused = await k.run(['create', 'deployment', 'web', '--image=nginx']);
+      expect(refused.stderr).toContain('decodes protobuf only for');
+    });
+
     it('answers 404 for unknown kinds, like a real server', async () => {
       await start();
       const raw = await k.run(['get', '--raw', '/apis/example.com/v1/widgets']);
