@@ -2,6 +2,9 @@ import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` (pure logic, no root needed) and `e2e` (real hosts from the test bed).
 // e2e files run one at a time: they share the test bed's hosts and reset the ones they use.
+// Run journals of the CLI under test go to a scratch state dir, not the user's home.
+process.env.XDG_STATE_HOME ??= '/tmp/racksmith-test-state';
+
 export default defineConfig({
   test: {
     projects: [

@@ -1,10 +1,14 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseExtraVars } from './inventory/extra-vars.ts';
 import { loadInventory } from './inventory/load.ts';
-import { execute, prepare, type Playbook, type RunEvent } from './engine/index.ts';
+import { execute, prepare, type Playbook, type PreparedPlay, type RunEvent } from './engine/index.ts';
+import { checkPlan, makePlan, parseDuration, plannedFrom, playbookFingerprint, readPlan, writePlan, type PlanFile } from './engine/plan.ts';
+import { defaultJournalPath, hostsToResume, journalSink } from './engine/journal.ts';
+import { selectHosts } from './inventory/limit.ts';
+import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './ui/human.ts';
 import { jsonSink } from './ui/json.ts';
 import { InputError } from './util/errors.ts';
@@ -14,6 +18,7 @@ export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
+       provision apply PLAN [--max-plan-age 24h] [options]
 
   -i, --inventory FILE     Ansible YAML inventory (group_vars/ and host_vars/ beside it)
   -C, --check              dry run: probe and diff, change nothing (exit 2 if changes are pending)
@@ -28,6 +33,11 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
       --timeout SECONDS    SSH connect timeout (default 10)
+      --host-timeout SECS  give up on a host that takes longer than this (it counts as unreachable)
+      --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
+      --max-plan-age DUR   apply: refuse plans older than this (default 24h)
+      --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
+      --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
       --json               NDJSON events on stdout (the human view stays on stderr)
   -v, --verbose            more detail (repeat for more)
   -h, --help
@@ -50,6 +60,11 @@ export interface CliOptions {
   knownHosts?: string;
   acceptNew: boolean;
   timeoutMs: number;
+  hostTimeoutMs?: number;
+  planOut?: string;
+  maxPlanAgeMs: number;
+  journal?: string;
+  resume?: string;
   json: boolean;
   verbose: number;
 }
@@ -82,6 +97,11 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
         'known-hosts': { type: 'string' },
         'ssh-accept-new': { type: 'boolean' },
         timeout: { type: 'string' },
+        'host-timeout': { type: 'string' },
+        'plan-out': { type: 'string' },
+        'max-plan-age': { type: 'string' },
+        journal: { type: 'string' },
+        resume: { type: 'string' },
         json: { type: 'boolean' },
         verbose: { type: 'boolean', short: 'v', multiple: true },
         help: { type: 'boolean', short: 'h' },
@@ -97,6 +117,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (maxFail !== undefined && !(/^\d+(\.\d+)?$/.test(maxFail) && Number(maxFail) <= 100)) {
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${maxFail}'`);
   }
+  if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
   const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
   if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
@@ -114,22 +135,26 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     knownHosts: v['known-hosts'],
     acceptNew: !!v['ssh-accept-new'],
     timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
+    hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
+    planOut: v['plan-out'],
+    maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
+    journal: v.journal,
+    resume: v.resume,
     json: !!v.json,
     verbose: v.verbose?.length ?? 0,
   };
 }
 
 /** Find a playbook: as given (relative to the working directory), else inside racksmith itself. */
-function resolvePlaybook(p: string): string {
-  const here = resolve(p);
+function resolvePlaybook(p: string, baseDir: string): string {
+  const here = resolve(baseDir, p);
   if (existsSync(here)) return here;
   const bundled = resolve(PACKAGE_ROOT, p);
   if (existsSync(bundled)) return bundled;
   throw new InputError(`playbook not found: ${p}`);
 }
 
-export async function loadPlaybook(path: string): Promise<Playbook> {
-  const file = resolvePlaybook(path);
+export async function loadPlaybook(file: string): Promise<Playbook> {
   let mod: { default?: unknown };
   try {
     mod = await import(pathToFileURL(file).href);
@@ -142,22 +167,76 @@ export async function loadPlaybook(path: string): Promise<Playbook> {
   return pb;
 }
 
+interface Loaded {
+  opts: CliOptions;
+  inventory: Inventory;
+  prepared: PreparedPlay[];
+  playbookFingerprint: string;
+}
+
+/** Everything up to the first connection: parse, load, validate, build every resource. */
+async function load(argv: string[], extraLimit?: string[], baseDir?: string): Promise<Loaded | 'help'> {
+  const opts = parseCli(argv);
+  if (opts === 'help') return 'help';
+  // A plan's paths are relative to where it was made.
+  if (baseDir) opts.inventory = resolve(baseDir, opts.inventory);
+  const extra = parseExtraVars(opts.extraVars);
+  const inventory = loadInventory(opts.inventory, extra.vars, extra.sources);
+  const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd()));
+  const playbooks = [];
+  for (const f of files) playbooks.push(await loadPlaybook(f));
+  let limit = opts.limit;
+  const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
+  if (opts.resume || extraLimit) {
+    if (only.length === 0) throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
+    const names = new Set(only);
+    const within = new Set(limit !== undefined ? selectHosts(inventory, limit, '--limit') : inventory.hosts.map((h) => h.name));
+    const chosen = inventory.hosts.map((h) => h.name).filter((h) => names.has(h) && within.has(h));
+    if (chosen.length === 0) throw new InputError('none of the hosts to run again is in this inventory and --limit');
+    limit = chosen.join(',');
+  }
+  const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
+  if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
+  return { opts, inventory, prepared, playbookFingerprint: playbookFingerprint(files, VERSION) };
+}
+
+/** The arguments a plan records: the same selection, minus the dry-run switches. */
+function planArgv(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '-C' || a === '--check') continue;
+    if (a === '--plan-out' || a === '--journal' || a === '--resume') {
+      i++;
+      continue;
+    }
+    if (/^--(plan-out|journal|resume)=/.test(a)) continue;
+    out.push(a);
+  }
+  return out;
+}
+
+const VERSION = JSON.parse(readFileSync(resolve(PACKAGE_ROOT, 'package.json'), 'utf8')).version as string;
+
 /** Parse, load, prepare, run. Returns the exit code; never calls process.exit itself. */
 export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream } = process): Promise<number> {
-  let opts: CliOptions | 'help';
-  let prepared;
+  let loaded: Loaded | 'help';
+  let planned: ReturnType<typeof plannedFrom> | undefined;
   try {
-    opts = parseCli(argv);
-    if (opts === 'help') {
+    if (argv[0] === 'apply') {
+      const { plan, file, rest } = parseApply(argv.slice(1));
+      const l = await load([...plan.argv, ...rest], Object.keys(plan.hosts), plan.cwd);
+      if (l === 'help') throw new InputError('apply takes a plan file, not --help');
+      checkPlan(plan, file, { inventory: l.inventory, playbookFingerprint: l.playbookFingerprint, maxAgeMs: l.opts.maxPlanAgeMs });
+      planned = plannedFrom(plan);
+      loaded = l;
+    } else {
+      loaded = await load(argv);
+    }
+    if (loaded === 'help') {
       out.stdout.write(USAGE + '\n');
       return EXIT.OK;
     }
-    const extra = parseExtraVars(opts.extraVars);
-    const inventory = loadInventory(opts.inventory, extra.vars, extra.sources);
-    const playbooks = [];
-    for (const p of opts.playbooks) playbooks.push(await loadPlaybook(p));
-    prepared = prepare(inventory, playbooks, { limit: opts.limit, tags: opts.tags, skipTags: opts.skipTags });
-    if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
   } catch (e) {
     if (e instanceof InputError) {
       out.stderr.write(`error: ${e.message}\n`);
@@ -165,18 +244,28 @@ export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; std
     }
     throw e;
   }
+  const { opts, prepared } = loaded;
 
+  const journalFile = opts.journal ?? defaultJournalPath();
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
+  const journal = journalSink(journalFile);
   const emit = (e: RunEvent) => {
     human.onEvent(e);
     json?.(e);
+    journal(e);
   };
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
   emit({ type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check });
+  // Ctrl-C: finish what is in flight, write the journal, exit cleanly. A second one is final.
   const abort = new AbortController();
-  const onSignal = () => abort.abort();
-  process.once('SIGINT', onSignal);
+  const onSignal = () => {
+    if (abort.signal.aborted) process.exit(130);
+    out.stderr.write('\ninterrupted: finishing the steps in flight (Ctrl-C again to quit now)\n');
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     const outcome = await execute(
       prepared,
@@ -185,20 +274,41 @@ export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; std
         knownHostsFile: opts.knownHosts,
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
+        hostTimeoutMs: opts.hostTimeoutMs,
         check: opts.check,
         forks: opts.forks,
         serial: opts.serial,
         maxFailPercent: opts.maxFailPercent,
         connectAttempts: 3,
+        planned,
         signal: abort.signal,
       },
       emit,
     );
     await human.finish(outcome);
-    return outcome.exitCode;
+    if (opts.planOut) {
+      writePlan(opts.planOut, makePlan({ argv: planArgv(argv), cwd: process.cwd(), inventory: loaded.inventory, playbookFingerprint: loaded.playbookFingerprint, outcome }));
+      out.stderr.write(`plan written to ${opts.planOut}: review it, then \`provision apply ${opts.planOut}\`\n`);
+    }
+    out.stderr.write(`journal: ${journalFile}\n`);
+    return abort.signal.aborted ? EXIT.FAILED : outcome.exitCode;
   } finally {
     process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
+}
+
+/** `apply PLAN [options]`: the plan file, plus options allowed to differ from the reviewed run. */
+function parseApply(args: string[]): { plan: PlanFile; file: string; rest: string[] } {
+  const file = args[0];
+  if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
+  const rest = args.slice(1);
+  const allowed = /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|-D|--diff)(=.*)?$/;
+  for (let i = 0; i < rest.length; i++) {
+    if (!allowed.test(rest[i])) throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
+    if (/^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout)$/.test(rest[i])) i++;
+  }
+  return { plan: readPlan(file), file, rest };
 }
 
 export async function main(argv: string[]): Promise<void> {

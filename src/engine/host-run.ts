@@ -11,10 +11,18 @@ export interface HostRunOptions {
   /** Called as soon as a resource's outcome is known. */
   onResult: (r: ResourceResult) => void;
   /**
-   * Saved-plan mode: only these resource ids may change, and their facts must still hash to
-   * the planned value; anything else that moved is drift. Absent in normal runs.
+   * Saved-plan mode: every resource's facts must still hash to the reviewed value (else the host
+   * is refused with a drift report), and each resource may make exactly its reviewed changes.
    */
-  planned?: Map<string, string>;
+  planned?: Map<string, PlannedResource>;
+  /** Ctrl-C: apply no further waves (the exec in flight finishes). */
+  signal?: AbortSignal;
+}
+
+export interface PlannedResource {
+  factHash: string;
+  /** Change summaries that were reviewed (empty: the resource was converged). */
+  changes: string[];
 }
 
 export interface HostRunResult {
@@ -23,6 +31,8 @@ export interface HostRunResult {
   factHashes: Map<string, string>;
   /** Set when the connection broke mid-run: the host counts as unreachable. */
   lostConnection?: string;
+  /** Saved-plan mode: resources whose facts moved since the plan (the host was refused). */
+  drift?: Array<{ id: string; now: string[]; planned: string[] }>;
 }
 
 interface State {
@@ -91,6 +101,15 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   }
   all.forEach((s, i) => ingest(s, first[i]));
 
+  if (o.planned) {
+    const drift = findDrift(all, o.planned);
+    if (drift.length) {
+      const what = drift.map((d) => `${d.id} (now: ${d.now.join('; ') || 'no change'}; planned: ${d.planned.join('; ') || 'no change'})`).join(', ');
+      failRemaining(`refused: facts changed since the plan: ${what}`);
+      return { results: collect(states), factHashes, drift };
+    }
+  }
+
   for (let wave = 0; wave <= resources.length; wave++) {
     const toApply: State[] = [];
     const deferred: State[] = [];
@@ -125,8 +144,9 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
       const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
       if (own || inherited) s.predictedFiles = { ...inherited, ...own };
-      if (o.planned && !o.planned.has(s.r.id) && s.changes.length) {
-        finish(s, { status: 'failed', changes: s.changes, error: 'drift: this resource was converged when the plan was made and has changed since' });
+      const reviewed = o.planned?.get(s.r.id);
+      if (reviewed && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
+        finish(s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
         continue;
       }
       if (s.changes.length === 0) {
@@ -140,6 +160,10 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     if (toApply.length === 0) {
       if (deferred.length === 0) break;
       continue; // nothing applied, so the deferred resources' facts are still current
+    }
+    if (o.signal?.aborted) {
+      failRemaining('interrupted before this change was applied');
+      break;
     }
 
     const sections: Section[] = [];
@@ -201,4 +225,22 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
 
 function collect(states: Map<string, State>): ResourceResult[] {
   return [...states.values()].map((s) => s.result!).filter(Boolean);
+}
+
+/** Resources whose facts no longer hash to the reviewed value, with what they would change now. */
+function findDrift(states: State[], planned: Map<string, PlannedResource>): NonNullable<HostRunResult['drift']> {
+  const drift: NonNullable<HostRunResult['drift']> = [];
+  for (const s of states) {
+    const p = planned.get(s.r.id);
+    if (p && p.factHash === s.factHash) continue;
+    let now: string[] = [];
+    try {
+      now = s.facts === undefined ? ['(probe failed)'] : s.r.diff(s.facts).map((c) => c.summary);
+    } catch (e) {
+      now = [(e as Error).message];
+    }
+    drift.push({ id: s.r.id, now, planned: p ? p.changes : ['(not in the plan)'] });
+  }
+  for (const id of planned.keys()) if (!states.some((s) => s.r.id === id)) drift.push({ id, now: ['(no longer declared)'], planned: planned.get(id)!.changes });
+  return drift;
 }

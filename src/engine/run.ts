@@ -6,7 +6,7 @@ import type { Resource } from '../resources/types.ts';
 import { InputError } from '../util/errors.ts';
 import { connect, type ConnectOptions } from './connect.ts';
 import type { EventSink, HostRecap, Recap, ResourceResult } from './events.ts';
-import { runHost } from './host-run.ts';
+import { runHost, type PlannedResource } from './host-run.ts';
 import { HostContext, type Play, type Playbook } from './playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withRetry } from './retry.ts';
@@ -97,18 +97,20 @@ export interface ExecuteOptions extends ConnectOptions {
   maxFailPercent?: number;
   /** Attempts for transient connection errors (refused, reset, timeout). */
   connectAttempts: number;
-  /** Saved-plan mode: per host, the resource ids and fact hashes that were reviewed. */
-  planned?: Map<string, Map<string, string>>;
-  /** Stop starting new hosts (Ctrl-C); hosts in flight finish. */
+  /** Saved-plan mode: per host and play, what was reviewed for each resource. */
+  planned?: Map<string, Map<string, Map<string, PlannedResource>>>;
+  /** Stop starting new hosts (Ctrl-C); hosts in flight finish the exec they are in. */
   signal?: AbortSignal;
+  /** Give up on a host after this long (its connection is closed; it counts as unreachable). */
+  hostTimeoutMs?: number;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
 }
 
 export interface RunOutcome extends Recap {
   results: ResourceResult[];
-  /** Per host, sha256 of each resource's facts (for --plan-out). */
-  factHashes: Map<string, Map<string, string>>;
+  /** Per host and play, sha256 of each resource's facts (for --plan-out). */
+  factHashes: Map<string, Map<string, Map<string, string>>>;
 }
 
 /** Run prepared plays: plays in order, hosts concurrently up to `forks`, in batches if asked. */
@@ -117,7 +119,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const recaps = new Map<string, HostRecap>();
   const conns = new Map<string, Promise<Connection>>();
   const results: ResourceResult[] = [];
-  const factHashes = new Map<string, Map<string, string>>();
+  const factHashes = new Map<string, Map<string, Map<string, string>>>();
   const connector = o.connector ?? connect;
   const recapOf = (host: string) => {
     let r = recaps.get(host);
@@ -145,24 +147,33 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       recap.error = (e as Error).message;
       return false;
     }
+    let timedOut = false;
+    const timer = o.hostTimeoutMs
+      ? setTimeout(() => {
+          timedOut = true;
+          void conn.close(); // the exec in flight fails: the host ends as unreachable
+        }, o.hostTimeoutMs)
+      : undefined;
     const res = await runHost(conn, resources, {
       host: host.name,
       play: pp.play.name,
       check: o.check,
-      planned: o.planned?.get(host.name),
+      planned: o.planned ? (o.planned.get(host.name)?.get(pp.play.name) ?? new Map()) : undefined,
+      signal: o.signal,
       onResult: (r) => {
         results.push(r);
         recap[r.status]++;
         emit({ type: 'resource', ...r });
       },
-    });
-    const hashes = factHashes.get(host.name) ?? new Map<string, string>();
-    for (const [id, h] of res.factHashes) hashes.set(id, h);
-    factHashes.set(host.name, hashes);
+    }).finally(() => clearTimeout(timer));
+    const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
+    byPlay.set(pp.play.name, res.factHashes);
+    factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
-    if (res.lostConnection) {
+    if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
+    if (res.lostConnection || timedOut) {
       recap.unreachable = true;
-      recap.error = res.lostConnection;
+      recap.error = timedOut ? `timed out after ${o.hostTimeoutMs! / 1000}s` : res.lostConnection;
       return false;
     }
     return !res.results.some((r) => r.status === 'failed');
@@ -177,10 +188,17 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       let start = 0;
       let failedInPlay = 0;
       for (const size of sizes) {
-        if (o.signal?.aborted) break;
+        if (o.signal?.aborted) {
+          for (const h of hosts.slice(start)) recapOf(h.host.name).error ??= 'not run: interrupted';
+          break;
+        }
         const batch = hosts.slice(start, start + size);
         start += size;
-        const ok = await mapLimit(batch, o.forks, (h) => (o.signal?.aborted ? Promise.resolve(true) : runOne(pp, h.host, h.resources)));
+        const ok = await mapLimit(batch, o.forks, (h) => {
+          if (!o.signal?.aborted) return runOne(pp, h.host, h.resources);
+          recapOf(h.host.name).error ??= 'not run: interrupted';
+          return Promise.resolve(false);
+        });
         failedInPlay += ok.filter((x) => !x).length;
         if (maxFail !== undefined && (failedInPlay / hosts.length) * 100 > maxFail) {
           for (const h of hosts.slice(start)) recapOf(h.host.name).error ??= `not run: play '${pp.play.name}' stopped, ${failedInPlay} of ${hosts.length} hosts failed (max ${maxFail}%)`;
@@ -194,7 +212,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
 
   const hostRecaps = [...new Set(plays.flatMap((p) => p.hosts.map((h) => h.host.name)))].map(recapOf);
   for (const r of hostRecaps) emit({ type: 'host_recap', ...r });
-  const bad = hostRecaps.some((r) => r.failed > 0 || r.unreachable);
+  const bad = hostRecaps.some((r) => r.failed > 0 || r.unreachable || r.error !== undefined);
   const changed = hostRecaps.some((r) => r.changed > 0);
   const exitCode = bad ? 1 : o.check && changed ? 2 : 0;
   const recap: Recap = { hosts: hostRecaps, exitCode, check: o.check, elapsedMs: Date.now() - t0 };

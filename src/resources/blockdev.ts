@@ -27,6 +27,8 @@ export function specText(s: DiskSpec): string {
 export interface ProbeOptions {
   /** Prefix for /sys, /dev, /proc and /run (tests run the probe over a fake tree). */
   root?: string;
+  /** Probe content too (blkid, wipefs, mounts, holders, swap): default true; I/O tuning does without. */
+  content?: boolean;
 }
 
 /** Shell that prints the udev properties racksmith uses, for the device with decimal maj:min $1. */
@@ -87,7 +89,7 @@ rs_udev "$mm"
 for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && echo "sys.$x=$(tr -d '\\n' < "$sys/$x" 2>/dev/null)"; done
 dev=$(readlink -f -- "$R/dev/$k")
 for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$(readlink -f -- "$l")" = "$dev" ] && echo "byid=\${l#"$R"}"; done
-pairs="$mm=$k"
+${o.content === false ? '' : `pairs="$mm=$k"
 for s2 in "$sys/$k"*; do
   [ -r "$s2/partition" ] || continue
   pm=$(cat "$s2/dev"); echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
@@ -108,7 +110,7 @@ printf '%s\\n' "$rs_b" | grep '=' | grep -v '^DEVNAME=' | sed 's/^/blkid./'
 echo "blkid_rc=$rs_brc"
 if [ "$rs_wrc" = 0 ]; then printf '%s\\n' "$rs_w" | grep . | sed 's/^/sig=/'; else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
 echo "fp=$rs_fpv"
-q="$sys/queue"
+`}q="$sys/queue"
 for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && echo "q.$x=$(cat "$q/$x" 2>/dev/null)"; done
 t=$(cat "$sys"/mq/*/nr_tags 2>/dev/null | sort -n | head -n 1); [ -n "$t" ] && echo "q.nr_tags=$t"
 for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && echo "cap.\${c##*.}=$(cat "$c")"; done
@@ -199,7 +201,7 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
     dependsOn: o.dependsOn ?? [],
     after: o.after,
     verifiable: true,
-    probe: () => diskProbe(o.spec),
+    probe: () => diskProbe(o.spec, { content: false }),
     parse: (out) => parseDiskFacts(out),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
     apply(f): Step[] {

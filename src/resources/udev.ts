@@ -66,7 +66,7 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
     after: o.after,
     verifiable: true,
     writes: [path],
-    probe: () => [fileProbe(path), ...o.disks.map((d, i) => `echo '== disk ${i}'\n(\n${diskProbe(d.spec)}\n)`)].join('\n'),
+    probe: () => [fileProbe(path), ...o.disks.map((d, i) => `echo '== disk ${i}'\n(\n${diskProbe(d.spec, { content: false })}\n)`)].join('\n'),
     parse(out): IoUdevFacts {
       const parts = out.split(/^== disk \d+\n/m);
       if (parts.length !== o.disks.length + 1) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);

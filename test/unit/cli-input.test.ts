@@ -132,6 +132,11 @@ describe('parseCli', () => {
       knownHosts: undefined,
       acceptNew: false,
       timeoutMs: 10_000,
+      hostTimeoutMs: undefined,
+      planOut: undefined,
+      maxPlanAgeMs: 24 * 3600_000,
+      journal: undefined,
+      resume: undefined,
       json: false,
       verbose: 0,
     });
@@ -142,6 +147,7 @@ describe('parseCli', () => {
       'a.ts', 'b.ts', '-i', 'inv.yml', '-C', '-D', '-l', 'web:!db', '-t', 'net, disk,,', '--skip-tags', 'slow',
       '-f', '5', '-e', 'a=1', '-e', '@vars.yml', '--serial', '1, 10%,25%', '--max-fail-percent', '12.5',
       '--known-hosts', 'kh', '--ssh-accept-new', '--timeout', '3', '--json', '-v', '-v',
+      '--host-timeout', '60', '--plan-out', 'w.plan', '--max-plan-age', '90m', '--journal', 'j.ndjson', '--resume', 'old.ndjson',
     ]);
     expect(o).toEqual({
       inventory: 'inv.yml',
@@ -158,6 +164,11 @@ describe('parseCli', () => {
       knownHosts: 'kh',
       acceptNew: true,
       timeoutMs: 3000,
+      hostTimeoutMs: 60_000,
+      planOut: 'w.plan',
+      maxPlanAgeMs: 90 * 60_000,
+      journal: 'j.ndjson',
+      resume: 'old.ndjson',
       json: true,
       verbose: 2,
     });

@@ -159,6 +159,19 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect(await ok(k, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-proxy', '--timeout=20s'])).toContain('successfully rolled out');
     });
 
+    it('listens on the given host; kubeconfig() can name another address of it', async () => {
+      await start({ host: '127.0.0.2' });
+      expect(d.url).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
+      expect(await ok(k, ['get', 'namespace', 'kube-system', '-o', 'name'])).toBe('namespace/kube-system\n');
+      const viaLocalhost = kubectlFor(d.kubeconfig(d.url.replace('127.0.0.2', '127.0.0.2')));
+      try {
+        expect(d.kubeconfig('http://192.0.2.1:6443')).toContain('server: http://192.0.2.1:6443');
+        expect((await viaLocalhost.run(['version'])).stdout).toContain('Server Version: v1.32.4');
+      } finally {
+        viaLocalhost.cleanup();
+      }
+    });
+
     it('takes the protobuf bodies of kubectl create namespace/configmap/secret', async () => {
       await start();
       await ok(k, ['create', 'namespace', 'racks']);

@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import type { Inventory } from '../inventory/model.ts';
+import { InputError } from '../util/errors.ts';
+import { ajv, validateOrThrow } from '../util/validate.ts';
+import type { RunOutcome } from './run.ts';
+import type { PlannedResource } from './host-run.ts';
+
+export const PLAN_FORMAT = 'racksmith-plan';
+export const PLAN_VERSION = 1;
+
+/**
+ * A reviewed dry run, for a change window: per host and play, the hash of every resource's facts
+ * and the change summaries that were shown. `provision apply` re-probes and refuses any host
+ * whose facts moved. Secrets never appear: values serialise masked, facts only as hashes.
+ */
+export interface PlanFile {
+  format: typeof PLAN_FORMAT;
+  version: number;
+  createdAt: string;
+  /** The provision arguments of the reviewed run (without --check/--plan-out). */
+  argv: string[];
+  cwd: string;
+  inventoryFingerprint: string;
+  playbookFingerprint: string;
+  hosts: Record<string, Record<string, Record<string, PlannedResource>>>;
+}
+
+const planSchema = {
+  type: 'object',
+  required: ['format', 'version', 'createdAt', 'argv', 'cwd', 'inventoryFingerprint', 'playbookFingerprint', 'hosts'],
+  properties: {
+    format: { const: PLAN_FORMAT },
+    version: { type: 'integer' },
+    createdAt: { type: 'string' },
+    argv: { type: 'array', items: { type: 'string' } },
+    cwd: { type: 'string' },
+    inventoryFingerprint: { type: 'string' },
+    playbookFingerprint: { type: 'string' },
+    hosts: {
+      type: 'object',
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            required: ['factHash', 'changes'],
+            properties: { factHash: { type: 'string' }, changes: { type: 'array', items: { type: 'string' } } },
+          },
+        },
+      },
+    },
+  },
+};
+const validatePlan = ajv.compile(planSchema);
+
+const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+
+/** Every host's merged variables (secrets as their masked hash) and groups. */
+export function inventoryFingerprint(inv: Inventory): string {
+  return sha(JSON.stringify(inv.hosts.map((h) => [h.name, h.groups, h.vars])));
+}
+
+/** The playbook sources and racksmith's own version: a plan is for exactly this code. */
+export function playbookFingerprint(files: string[], racksmithVersion: string): string {
+  return sha(JSON.stringify([racksmithVersion, ...files.map((f) => sha(readFileSync(f)))]));
+}
+
+export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory; playbookFingerprint: string; outcome: RunOutcome }): PlanFile {
+  const hosts: PlanFile['hosts'] = {};
+  for (const [host, byPlay] of o.outcome.factHashes) {
+    hosts[host] = {};
+    for (const [play, hashes] of byPlay) {
+      hosts[host][play] = {};
+      for (const [id, factHash] of hashes) {
+        const r = o.outcome.results.find((x) => x.host === host && x.play === play && x.id === id);
+        hosts[host][play][id] = { factHash, changes: r?.status === 'changed' ? r.changes.map((c) => c.summary) : [] };
+      }
+    }
+  }
+  return {
+    format: PLAN_FORMAT,
+    version: PLAN_VERSION,
+    createdAt: new Date().toISOString(),
+    argv: o.argv,
+    cwd: o.cwd,
+    inventoryFingerprint: inventoryFingerprint(o.inventory),
+    playbookFingerprint: o.playbookFingerprint,
+    hosts,
+  };
+}
+
+export function writePlan(file: string, plan: PlanFile): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(plan, null, 2) + '\n', { mode: 0o600 });
+  renameSync(tmp, file);
+}
+
+export function readPlan(file: string): PlanFile {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new InputError(`cannot read plan: ${(e as Error).message}`, { file });
+  }
+  validateOrThrow(validatePlan, value, { pos: () => ({ file }) });
+  const plan = value as PlanFile;
+  if (plan.version !== PLAN_VERSION) throw new InputError(`plan format version ${plan.version} is not supported (this racksmith reads ${PLAN_VERSION})`, { file });
+  return plan;
+}
+
+/** `24h`, `90m`, `3600s`, `2d` -> milliseconds. */
+export function parseDuration(s: string): number {
+  const m = /^(\d+)\s*(s|m|h|d)$/.exec(s.trim());
+  if (!m) throw new InputError(`duration must look like 90m, 24h or 2d, got '${s}'`);
+  return Number(m[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as 's' | 'm' | 'h' | 'd'];
+}
+
+/** Refuse plans that are too old or were made for other inputs. */
+export function checkPlan(plan: PlanFile, file: string, now: { inventory: Inventory; playbookFingerprint: string; maxAgeMs: number }): void {
+  const age = Date.now() - Date.parse(plan.createdAt);
+  if (!(age <= now.maxAgeMs)) {
+    throw new InputError(`plan is ${Math.round(age / 60000)} minutes old; the limit is ${Math.round(now.maxAgeMs / 60000)} (--max-plan-age). Make a new one`, { file });
+  }
+  if (plan.inventoryFingerprint !== inventoryFingerprint(now.inventory)) {
+    throw new InputError('plan was made for another version of the inventory (hosts, groups or variables changed since); make a new one', { file });
+  }
+  if (plan.playbookFingerprint !== now.playbookFingerprint) {
+    throw new InputError('plan was made for another version of the playbooks or of racksmith; make a new one', { file });
+  }
+}
+
+export function plannedFrom(plan: PlanFile): Map<string, Map<string, Map<string, PlannedResource>>> {
+  return new Map(Object.entries(plan.hosts).map(([h, plays]) => [h, new Map(Object.entries(plays).map(([p, rs]) => [p, new Map(Object.entries(rs))]))]));
+}
