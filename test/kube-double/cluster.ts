@@ -182,7 +182,10 @@ export class Cluster {
     else patched = strategicMergePatch(base, patch as Json);
     if (!isPlainObject(patched) || !isPlainObject(patched.metadata)) throw errors.badRequest('the patch removed the object metadata');
     const p = patched as unknown as KubeObject;
-    if (p.metadata.resourceVersion !== existing.metadata.resourceVersion) throw errors.conflict(gr(type), name);
+    // a resourceVersion set by the patch is a precondition
+    if (p.metadata.resourceVersion !== undefined && p.metadata.resourceVersion !== existing.metadata.resourceVersion) {
+      throw errors.conflict(gr(type), name);
+    }
     let next: KubeObject;
     if (ctx.section === 'status') {
       next = { ...clone(existing), status: clone(p.status) };

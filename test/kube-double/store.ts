@@ -10,6 +10,7 @@ export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 export interface StoreEvent {
   type: WatchEventType;
   gr: GroupResource;
+  /** Shared with the store: listeners must not mutate it (clone first). */
   object: KubeObject;
   resourceVersion: number;
 }
@@ -19,7 +20,7 @@ export interface StoredObject {
   object: KubeObject;
 }
 
-const HISTORY_LIMIT = 5000;
+const HISTORY_LIMIT = 2000;
 
 function key(gr: GroupResource, namespace: string | undefined, name: string): string {
   return `${gr.group}/${gr.plural}/${namespace ?? ''}/${name}`;
@@ -66,8 +67,9 @@ export class ObjectStore {
     const type: WatchEventType = this.objects.has(k) ? 'MODIFIED' : 'ADDED';
     const stored = clone(object);
     stored.metadata.resourceVersion = String(++this.rv);
+    // stored objects are never mutated (reads clone), so the event can share the reference
     this.objects.set(k, { gr: { ...gr }, object: stored });
-    this.emit({ type, gr, object: clone(stored), resourceVersion: this.rv });
+    this.emit({ type, gr, object: stored, resourceVersion: this.rv });
     return clone(stored);
   }
 
@@ -78,8 +80,8 @@ export class ObjectStore {
     this.objects.delete(k);
     const gone = clone(s.object);
     gone.metadata.resourceVersion = String(++this.rv);
-    this.emit({ type: 'DELETED', gr, object: clone(gone), resourceVersion: this.rv });
-    return gone;
+    this.emit({ type: 'DELETED', gr, object: gone, resourceVersion: this.rv });
+    return clone(gone);
   }
 
   /** Events after `resourceVersion`, or undefined when the history no longer reaches back that far. */

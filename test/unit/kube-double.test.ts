@@ -163,13 +163,8 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       await start({ host: '127.0.0.2' });
       expect(d.url).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
       expect(await ok(k, ['get', 'namespace', 'kube-system', '-o', 'name'])).toBe('namespace/kube-system\n');
-      const viaLocalhost = kubectlFor(d.kubeconfig(d.url.replace('127.0.0.2', '127.0.0.2')));
-      try {
-        expect(d.kubeconfig('http://192.0.2.1:6443')).toContain('server: http://192.0.2.1:6443');
-        expect((await viaLocalhost.run(['version'])).stdout).toContain('Server Version: v1.32.4');
-      } finally {
-        viaLocalhost.cleanup();
-      }
+      expect(await ok(k, ['version'])).toContain('Server Version: v1.32.4');
+      expect(d.kubeconfig('http://192.0.2.1:6443')).toContain('server: http://192.0.2.1:6443');
     });
 
     it('takes the protobuf bodies of kubectl create namespace/configmap/secret', async () => {
