@@ -2,6 +2,10 @@
 // network/mount/pid/uts/ipc namespaces, overlay root over a cached Debian rootfs, loop disks and sshd.
 // The work is done by the shell scripts in ./sh (root only); this module runs them and reads their
 // state files in <repo>/.testbed/. See test/testbed/README.md.
+//
+// A second, independent bed (the benchmark's): set RS_TESTBED_STATE=<dir> before this module is
+// first imported, together with the bed's own global names for the scripts (TB_BRIDGE, TB_NET,
+// TB_NS_PREFIX, TB_VETH_PREFIX; see sh/lib/common.sh). Without it nothing changes: <repo>/.testbed.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -11,9 +15,12 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const shDir = join(here, 'sh');
 
-/** Repository root (the bed's state lives in <repoRoot>/.testbed). */
+/** Repository root (the default bed's state lives in <repoRoot>/.testbed). */
 export const repoRoot = resolve(here, '..', '..');
-export const stateDir = join(repoRoot, '.testbed');
+/** The bed's state directory: $RS_TESTBED_STATE, else <repoRoot>/.testbed. */
+export const stateDir = process.env.RS_TESTBED_STATE ? resolve(process.env.RS_TESTBED_STATE) : join(repoRoot, '.testbed');
+/** Environment for the scripts: the state dir when it is not the default one. */
+const bedEnv: NodeJS.ProcessEnv = process.env.RS_TESTBED_STATE ? { TB_STATE: stateDir } : {};
 /** Ansible YAML inventory of the bed (groups testbed, storage, jail, kube_control_plane). */
 export const inventoryPath = join(stateDir, 'inventory.yaml');
 /** Ansible INI inventory (for the ansible-core baseline). */
@@ -29,7 +36,7 @@ export const hostsJsonPath = join(stateDir, 'hosts.json');
 export const sharedDir = join(stateDir, 'shared');
 export const sharedMount = '/srv/shared';
 /** Address of the runner on the bed's bridge (hosts reach test doubles listening here). */
-export const runnerIp = '10.77.0.1';
+export const runnerIp = `${process.env.TB_NET ?? '10.77.0'}.1`;
 
 export interface TestbedDisk {
   /** Kernel device inside the host, e.g. /dev/loop3 (the host sees only its own disks). */
@@ -109,7 +116,7 @@ function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<ExecRe
 
 async function script(name: string, args: string[], opts: RunOptions = {}): Promise<ExecResult> {
   if (process.getuid?.() !== 0) throw new Error(`testbed: ${name} needs root (namespaces, loop devices, mounts)`);
-  const res = await run('bash', [join(shDir, name), ...args], opts);
+  const res = await run('bash', [join(shDir, name), ...args], { ...opts, env: { ...process.env, ...bedEnv, ...opts.env } });
   if (res.code !== 0) {
     throw new Error(`testbed: ${name} ${args.join(' ')} failed (exit ${res.code})\n${res.stdout}${res.stderr}`);
   }

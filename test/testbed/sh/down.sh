@@ -18,10 +18,15 @@ T0=$EPOCHREALTIME
 #    processes, loop devices, mounts and files
 owner=$(cat "$TB_OWNER_FILE" 2>/dev/null || true)
 ours_global=1
-if [ -n "$owner" ] && [ "$owner" != "$TB_REPO" ]; then
+if [ -n "$owner" ] && [ "$owner" != "$TB_OWNER_ID" ]; then
   if [ -n "${TB_DOWN_FOREIGN:-}" ]; then
     tb_log "the bed of $owner holds $TB_BRIDGE/${TB_NS_PREFIX}N: tearing it down"
-    TB_DOWN_FOREIGN= TB_REPO=$owner bash "$TB_SH/down.sh"
+    # the owner is a checkout (its bed in <checkout>/.testbed) or the state dir of a second bed
+    if [ -d "$owner/test/testbed/sh" ]; then
+      TB_DOWN_FOREIGN= TB_REPO=$owner TB_STATE=$owner/.testbed bash "$TB_SH/down.sh"
+    else
+      TB_DOWN_FOREIGN= TB_STATE=$owner bash "$TB_SH/down.sh"
+    fi
   else
     ours_global=0
     tb_log "$TB_BRIDGE/${TB_NS_PREFIX}N belong to the bed of $owner: left alone"
@@ -60,6 +65,7 @@ for dev in $ours; do
 done
 # 3b. remove loop device nodes that only exist because we asked loop-control for more
 if [ -f "$TB_STATE/loops-before" ] && command -v python3 >/dev/null; then
+  exec 8>"$TB_LOOP_LOCK"; flock 8      # another bed may be between creating a loop node and binding it
   extra=()
   for b in /sys/block/loop*; do
     n=${b##*/}
@@ -74,6 +80,7 @@ for n in sys.argv[1:]:
     try: fcntl.ioctl(fd, 0x4C81, int(n))   # LOOP_CTL_REMOVE
     except OSError: pass
 PY
+  exec 8>&-
 fi
 
 # 4. network namespaces (veth peers go with them) and the bridge
@@ -98,7 +105,7 @@ if [ "$PURGE" = 1 ]; then
   rm -rf "$TB_ROOTFS" "$TB_ROOTFS.debootstrap.log"
   rmdir "$(dirname "$TB_ROOTFS")" 2>/dev/null || true   # .cache, when nothing else is cached there
 fi
-[ "$(cat "$TB_OWNER_FILE" 2>/dev/null)" = "$TB_REPO" ] && rm -f "$TB_OWNER_FILE"
+[ "$(cat "$TB_OWNER_FILE" 2>/dev/null)" = "$TB_OWNER_ID" ] && rm -f "$TB_OWNER_FILE"
 
 tb_log "down in $(tb_secs "$T0" "$EPOCHREALTIME")s: netns left=$(ip netns list 2>/dev/null | grep -cE "^${TB_NS_PREFIX}[0-9]+" || true)" \
        "loops left=$(losetup -l -n -O BACK-FILE 2>/dev/null | grep -c "^$TB_STATE/" || true)$([ "$PURGE" = 1 ] && echo ', rootfs purged')"

@@ -47,7 +47,7 @@ fi
 T0a=$EPOCHREALTIME
 
 mkdir -p "$TB_STATE" "$TB_HOSTS"
-echo "$TB_REPO" > "$TB_OWNER_FILE"      # which checkout's bed holds the global names (bridge, netns)
+echo "$TB_OWNER_ID" > "$TB_OWNER_FILE"   # which bed (checkout, or state dir of a second bed) holds the global names
 # loop devices that existed before us (down.sh removes the extra, unbound ones it caused)
 ls /sys/block | grep '^loop' > "$TB_STATE/loops-before" || true
 # the effective settings, for reboot.sh / reset.sh / down.sh
@@ -67,7 +67,7 @@ T0b=$EPOCHREALTIME
 ssh-keygen -q -t ed25519 -N '' -C racksmith-testbed -f "$TB_STATE/id_ed25519"
 
 # 3. bridge in the root netns (the runner reaches hosts through it); fixed MAC so it never changes
-ip link add "$TB_BRIDGE" address 02:7b:00:01:00:01 type bridge
+ip link add "$TB_BRIDGE" address "$TB_MAC_PREFIX:01:00:01" type bridge
 ip addr add "$TB_NET.1/24" dev "$TB_BRIDGE"
 ip link set "$TB_BRIDGE" up
 
@@ -76,9 +76,9 @@ ip link set "$TB_BRIDGE" up
 case "$TB_SHARED_FS" in
   none) ;;
   dir)   mkdir -p "$TB_SHARED" ;;
-  ramfs) mkdir -p "$TB_SHARED"; mount -t ramfs rs-tb-shared "$TB_SHARED" ;;     # no user xattrs: negative tests
+  ramfs) mkdir -p "$TB_SHARED"; mount -t ramfs "${TB_NS_PREFIX}-shared" "$TB_SHARED" ;;     # no user xattrs: negative tests
   xfs)   mkdir -p "$TB_SHARED"; truncate -s "$TB_SHARED_SIZE" "$TB_STATE/shared.img"
-         dev=$(flock "$TB_STATE/losetup.lock" losetup -f --show "$TB_STATE/shared.img")
+         dev=$(flock "$TB_LOOP_LOCK" losetup -f --show "$TB_STATE/shared.img")
          mkfs.xfs -q "$dev"; mount "$dev" "$TB_SHARED" ;;
   *) echo "testbed: bad TB_SHARED_FS=$TB_SHARED_FS" >&2; exit 1 ;;
 esac
@@ -91,7 +91,7 @@ write_known_hosts
 T1=$EPOCHREALTIME
 
 # 5. wait until every sshd accepts a real login (host key checked against known_hosts)
-wait_hosts $(seq 1 "$N") || { echo "testbed: some hosts failed; see .testbed/hosts/tb*/console.log, then run down" >&2; exit 1; }
+wait_hosts $(seq 1 "$N") || { echo "testbed: some hosts failed; see $TB_HOSTS/tb*/console.log, then run down" >&2; exit 1; }
 T2=$EPOCHREALTIME
 
 # 6. inventories and hosts.json

@@ -3,7 +3,7 @@
 # host-init.sh). Ported from the verified prototype (shared/reference/testbed-prototype).
 #
 # Layout (all under the repository, git-ignored):
-#   .testbed/                 state: id_ed25519, known_hosts, inventory.yaml, inventory.ini,
+#   .testbed/ ($TB_STATE)     state: id_ed25519, known_hosts, inventory.yaml, inventory.ini,
 #                             hosts.json, ssh_config, config.env, loops-before, losetup.lock
 #   .testbed/hosts/tbI/       per host: upper/ work/ merged/ (overlay), diskD.img, disks (table),
 #                             ssh_host_ed25519_key (stable for the life of the bed), init.pid,
@@ -13,17 +13,36 @@
 TB_SH=${TB_SH:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}   # test/testbed/sh
 TB_LIB=$TB_SH/lib
 TB_REPO=${TB_REPO:-$(cd "$TB_SH/../../.." && pwd)}
-TB_STATE=$TB_REPO/.testbed
+# A second, independent bed on the same machine (e.g. the benchmark's) sets its own state dir AND
+# its own global names, e.g.:
+#   TB_STATE=$PWD/.testbed-bench TB_BRIDGE=rsbb0 TB_NET=10.78.0 TB_NS_PREFIX=rs-bb TB_VETH_PREFIX=rsbbv
+# Its owner and lock files then follow the bridge (/run/racksmith-testbed-rsbb0.{owner,lock}); the
+# default bed (rsbr0, .testbed) keeps /run/racksmith-testbed.{owner,lock}.
+TB_STATE_DEFAULT=$TB_REPO/.testbed
+TB_STATE=${TB_STATE:-$TB_STATE_DEFAULT}
 TB_HOSTS=$TB_STATE/hosts
 TB_SHARED=$TB_STATE/shared
 TB_ROOTFS=${TB_ROOTFS:-$TB_REPO/.cache/testbed-rootfs}      # read-only lower layer
 TB_ROOTFS_TARBALL=${TB_ROOTFS_TARBALL:-}      # optional cache: unpacked if present, written after a debootstrap
-TB_OWNER_FILE=/run/racksmith-testbed.owner    # which .testbed owns the global names below
-TB_LOCK=/run/racksmith-testbed.lock          # serialises up/down/reset/reboot (global names)
 TB_BRIDGE=${TB_BRIDGE:-rsbr0}
 TB_NET=${TB_NET:-10.77.0}                     # /24; runner .1, host tbI = .(10+I)
 TB_NS_PREFIX=${TB_NS_PREFIX:-rs-tb}           # netns name = rs-tbI
 TB_VETH_PREFIX=${TB_VETH_PREFIX:-rstbv}       # root-side veth = rstbvI (<= 15 chars)
+TB_MAC_PREFIX=${TB_MAC_PREFIX:-02:7b:00}      # bridge 02:7b:00:01:00:01, host tbI eth0 02:7b:00:00:II:II
+if [ "$TB_BRIDGE" = rsbr0 ]; then _tb_run=/run/racksmith-testbed; else _tb_run=/run/racksmith-testbed-$TB_BRIDGE; fi
+TB_OWNER_FILE=${TB_OWNER_FILE:-$_tb_run.owner}   # which bed (checkout or state dir) owns the global names above
+TB_LOCK=${TB_LOCK:-$_tb_run.lock}               # serialises up/down/reset/reboot of this bed (global names)
+TB_LOOP_LOCK=${TB_LOOP_LOCK:-/run/racksmith-testbed-loop.lock}   # loop device allocation/removal, all beds
+unset _tb_run
+# The owner file names the checkout for a default-state bed (as it always did), else the state dir.
+if [ "$TB_STATE" = "$TB_STATE_DEFAULT" ]; then TB_OWNER_ID=$TB_REPO; else TB_OWNER_ID=$TB_STATE; fi
+# A second bed must not share any global name with the default one, or up/down would take it over.
+if [ "$TB_STATE" != "$TB_STATE_DEFAULT" ] || [ "$TB_BRIDGE" != rsbr0 ]; then
+  if [ "$TB_BRIDGE" = rsbr0 ] || [ "$TB_NET" = 10.77.0 ] || [ "$TB_NS_PREFIX" = rs-tb ] || [ "$TB_VETH_PREFIX" = rstbv ]; then
+    echo "testbed: a bed with TB_STATE=$TB_STATE / TB_BRIDGE=$TB_BRIDGE needs its own TB_BRIDGE, TB_NET, TB_NS_PREFIX and TB_VETH_PREFIX (not rsbr0, 10.77.0, rs-tb, rstbv)" >&2
+    exit 1
+  fi
+fi
 TB_DISK_SIZE=${TB_DISK_SIZE:-1G}              # sparse; mkfs.xfs needs >= 300 MB
 TB_DISKS_PER_HOST=${TB_DISKS_PER_HOST:-1}     # disk 1 rotational=1 (HDD), disk 2 rotational=0 (SSD), alternating
 TB_BOOT_EMULATION=${TB_BOOT_EMULATION:-1}     # at host start: modules-load.d, sysctl --system, mount -a, udev coldplug
@@ -61,6 +80,6 @@ tb_index()  {  # "tb3" | "3" -> 3
 tb_secs()   { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 # exported so that host-init.sh (run via ip netns exec + unshare) sees the same settings
-export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_BRIDGE TB_NET TB_NS_PREFIX \
+export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_BRIDGE TB_NET TB_NS_PREFIX TB_VETH_PREFIX TB_MAC_PREFIX \
        TB_DISK_SIZE TB_DISKS_PER_HOST TB_BOOT_EMULATION TB_SHARED_FS TB_SHARED_MOUNT TB_SHARED_SIZE \
        TB_KUBECTL TB_SUITE TB_MIRROR TB_INCLUDE TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO TB_TRACE

@@ -20,7 +20,7 @@ hostname "tb$i"
 
 # the previous incarnation's overlay may still be going away (kill is asynchronous): retry on EBUSY
 for ((k = 0; ; k++)); do
-  mount -t overlay "rs-tb$i" -o "lowerdir=$TB_ROOTFS,upperdir=$H/upper,workdir=$H/work" "$M" && break
+  mount -t overlay "$TB_NS_PREFIX$i" -o "lowerdir=$TB_ROOTFS,upperdir=$H/upper,workdir=$H/work" "$M" && break
   [ "$k" -lt 100 ] || exit 1
   sleep 0.05
 done

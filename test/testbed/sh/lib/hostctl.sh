@@ -47,7 +47,7 @@ attach_disks() {
   for ((d = 1; d <= TB_DISKS_PER_HOST; d++)); do
     img=$H/disk$d.img
     [ -f "$img" ] || truncate -s "$TB_DISK_SIZE" "$img"
-    dev=$(flock "$TB_STATE/losetup.lock" losetup -f --show "$img")
+    dev=$(flock "$TB_LOOP_LOCK" losetup -f --show "$img")
     echo "$dev $(tb_rot "$i" "$d") $(tb_serial "$i" "$d") $img" >> "$H/disks.tmp"
   done
   mv "$H/disks.tmp" "$H/disks"
@@ -84,7 +84,7 @@ start_host() {
   ip netns add "$ns"
   # deterministic MAC: a "rebooted" host keeps its MAC, so nobody's ARP cache goes stale
   ip link add "$veth" type veth peer name eth0 netns "$ns" \
-    address "$(printf '02:7b:00:00:%02x:%02x' $((i / 256)) $((i % 256)))"
+    address "$(printf '%s:00:%02x:%02x' "$TB_MAC_PREFIX" $((i / 256)) $((i % 256)))"
   ip link set "$veth" master "$TB_BRIDGE" up
   ip -n "$ns" link set lo up
   ip -n "$ns" addr add "$ip/24" dev eth0
