@@ -11,11 +11,12 @@ import { ResourceRegistry } from '../kube-double/discovery.ts';
 import type { Json, KubeObject } from '../kube-double/types.ts';
 
 const SSA = ['apply', '--server-side', '--field-manager=racksmith', '--force-conflicts'];
-const METALLB = manifest('metallb-v0.16.1/metallb-native.yaml');
-const FLANNEL = manifest('flannel-v0.28.9/kube-flannel.yml');
-const CALICO_CRDS = manifest('calico-v3.32.1/operator-crds.yaml');
-const TIGERA = manifest('calico-v3.32.1/tigera-operator.yaml');
-const CALICO_CRS = manifest('calico-v3.32.1/custom-resources.yaml');
+// resolved when a test runs, so a missing shared/ fails those tests with a clear message
+const METALLB = () => manifest('metallb-v0.16.1/metallb-native.yaml');
+const FLANNEL = () => manifest('flannel-v0.28.9/kube-flannel.yml');
+const CALICO_CRDS = () => manifest('calico-v3.32.1/operator-crds.yaml');
+const TIGERA = () => manifest('calico-v3.32.1/tigera-operator.yaml');
+const CALICO_CRS = () => manifest('calico-v3.32.1/custom-resources.yaml');
 
 const POOL = `apiVersion: metallb.io/v1beta1
 kind: IPAddressPool
@@ -194,7 +195,7 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
   describe('MetalLB v0.16.1', () => {
     it('applies whole; CRDs become Established and the workloads roll out', async () => {
       await start();
-      const out = await ok(k, [...SSA, '-f', METALLB]);
+      const out = await ok(k, [...SSA, '-f', METALLB()]);
       expect(out).toContain('customresourcedefinition.apiextensions.k8s.io/ipaddresspools.metallb.io serverside-applied');
       expect(out).toContain('validatingwebhookconfiguration.admissionregistration.k8s.io/metallb-webhook-configuration serverside-applied');
       expect(await ok(k, ['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/ipaddresspools.metallb.io', 'crd/l2advertisements.metallb.io', 'crd/bgppeers.metallb.io'])).toContain('condition met');
@@ -206,14 +207,14 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect(resources.split('\n')).toContain('ipaddresspools.metallb.io');
 
       const rv = d.store.resourceVersion;
-      await ok(k, [...SSA, '-f', METALLB]);
+      await ok(k, [...SSA, '-f', METALLB()]);
       expect(d.store.resourceVersion).toBe(rv);
-      expect((await k.run(['diff', '--server-side', '--field-manager=racksmith', '-f', METALLB])).code).toBe(0);
+      expect((await k.run(['diff', '--server-side', '--field-manager=racksmith', '-f', METALLB()])).code).toBe(0);
     });
 
     it('refuses MetalLB objects until the webhook is ready, then takes them', async () => {
       await start();
-      await ok(k, [...SSA, '-f', METALLB]);
+      await ok(k, [...SSA, '-f', METALLB()]);
       const pool = tmpFile(POOL);
 
       const refused = await k.run([...SSA, '-f', pool]);
@@ -246,7 +247,7 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
 
       // re-applying the manifest keeps the injected caBundles: nothing changes
       const rv = d.store.resourceVersion;
-      await ok(k, [...SSA, '-f', METALLB]);
+      await ok(k, [...SSA, '-f', METALLB()]);
       await ok(k, [...SSA, '-f', pool]);
       expect(d.store.resourceVersion).toBe(rv);
 
@@ -257,7 +258,7 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
 
     it('becomes ready webhookReadyAfterMs after the webhook configuration exists', async () => {
       await start({ webhookReadyAfterMs: 1500 });
-      await ok(k, [...SSA, '-f', METALLB]);
+      await ok(k, [...SSA, '-f', METALLB()]);
       const pool = tmpFile(POOL);
       expect((await k.run([...SSA, '-f', pool])).code).not.toBe(0);
       const deadline = Date.now() + 10_000;
@@ -273,23 +274,23 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
   describe('CNI manifests', () => {
     it('Flannel v0.28.9 applies cleanly and its DaemonSet rolls out', async () => {
       await start();
-      const out = await ok(k, [...SSA, '-f', FLANNEL]);
+      const out = await ok(k, [...SSA, '-f', FLANNEL()]);
       expect(out).toContain('daemonset.apps/kube-flannel-ds serverside-applied');
       expect(await ok(k, ['-n', 'kube-flannel', 'rollout', 'status', 'ds/kube-flannel-ds', '--timeout=60s'])).toContain('successfully rolled out');
-      expect((await k.run(['diff', '--server-side', '--field-manager=racksmith', '-f', FLANNEL])).code).toBe(0);
+      expect((await k.run(['diff', '--server-side', '--field-manager=racksmith', '-f', FLANNEL()])).code).toBe(0);
     });
 
     it('Calico v3.32.1 operator CRDs (3 MB), operator and custom resources apply cleanly', async () => {
       await start();
-      const crds = await ok(k, [...SSA, '-f', CALICO_CRDS]);
+      const crds = await ok(k, [...SSA, '-f', CALICO_CRDS()]);
       expect(crds.trim().split('\n')).toHaveLength(32);
       expect(await ok(k, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/installations.operator.tigera.io', 'crd/apiservers.operator.tigera.io', 'crd/tigerastatuses.operator.tigera.io', 'crd/ippools.crd.projectcalico.org'])).toContain('condition met');
-      await ok(k, [...SSA, '-f', TIGERA]);
+      await ok(k, [...SSA, '-f', TIGERA()]);
       expect(await ok(k, ['-n', 'tigera-operator', 'rollout', 'status', 'deploy/tigera-operator', '--timeout=60s'])).toContain('successfully rolled out');
-      expect(await ok(k, [...SSA, '-f', CALICO_CRS])).toContain('installation.operator.tigera.io/default serverside-applied');
+      expect(await ok(k, [...SSA, '-f', CALICO_CRS()])).toContain('installation.operator.tigera.io/default serverside-applied');
 
       const rv = d.store.resourceVersion;
-      for (const f of [CALICO_CRDS, TIGERA, CALICO_CRS]) {
+      for (const f of [CALICO_CRDS(), TIGERA(), CALICO_CRS()]) {
         await ok(k, [...SSA, '-f', f]);
         expect((await k.run(['diff', '--server-side', '--field-manager=racksmith', '-f', f])).code).toBe(0);
       }
