@@ -154,7 +154,8 @@ export function storageResources(host: HostContext): Resource[] {
   const c = storageConfig(host);
   const out: Resource[] = [];
   for (const d of c.disks) {
-    const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, tags: ['mkfs'] });
+    const others = c.disks.filter((x) => x !== d).map((x) => x.spec);
+    const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, others, tags: ['mkfs'] });
     const mnt = diskMount({ spec: d.spec, path: d.mountpoint, fstype: 'xfs', options: c.options, mode: '0750', dependsOn: [fmt.id], tags: ['mount'] });
     out.push(fmt, mnt, xattrCheck({ path: d.mountpoint, dependsOn: [mnt.id], tags: ['xattr'] }));
   }

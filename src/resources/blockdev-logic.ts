@@ -45,6 +45,8 @@ export interface DiskFacts {
   spec: string;
   /** Set when the spec does not resolve to one block device; the other fields are then empty. */
   error?: string;
+  /** Other entries of the host's disk list that resolve to this same disk. */
+  sameAs: string[];
   kname: string;
   /** Decimal maj:min. */
   majmin: string;
@@ -78,7 +80,7 @@ const num = (s: string | undefined): number | undefined => (s !== undefined && /
 /** Parse the key=value lines printed by `diskProbe` (blockdev.ts). */
 export function parseDiskFacts(out: string): DiskFacts {
   const f: DiskFacts = {
-    spec: '', kname: '', majmin: '', isPartition: false, sizeBytes: 0, rotational: false, readOnly: false,
+    spec: '', sameAs: [], kname: '', majmin: '', isPartition: false, sizeBytes: 0, rotational: false, readOnly: false,
     udev: {}, sysIds: {}, byId: [], partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: -1,
     signatures: [], fingerprint: '', queue: { schedulers: [], caps: {} },
   };
@@ -90,6 +92,7 @@ export function parseDiskFacts(out: string): DiskFacts {
     const v = line.slice(eq + 1);
     if (k === 'spec') f.spec = v;
     else if (k === 'error') f.error = v;
+    else if (k === 'same') f.sameAs.push(v);
     else if (k === 'kname') f.kname = v;
     else if (k === 'majmin') f.majmin = v;
     else if (k === 'partition') f.isPartition = v === '1';
@@ -234,6 +237,7 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   if (f.error) throw new Refusal(f.error);
   const dev = `/dev/${f.kname}`;
   if (f.isPartition) throw new Refusal(`${f.spec} is a partition (${f.kname}); storage_disks takes whole disks`);
+  if (f.sameAs.length) throw new Refusal(`${f.spec} and ${f.sameAs.join(', ')} are the same disk (${dev}); list it once`);
 
   const inUse: string[] = [];
   const root = f.mounts.find((m) => m.mountpoint === '/');

@@ -29,6 +29,18 @@ export interface ProbeOptions {
   root?: string;
   /** Probe content too (blkid, wipefs, mounts, holders, swap): default true; I/O tuning does without. */
   content?: boolean;
+  /** Other disks of the same list: any that resolves to this same disk is reported (`same=`). */
+  others?: readonly DiskSpec[];
+}
+
+/** Shell that prints same=SPEC for each of `others` resolving to maj:min $mm. */
+function sameDiskProbe(others: readonly DiskSpec[]): string {
+  return others.map((x) => {
+    const test = x.device !== undefined
+      ? `p=${shq(x.device)}; [ -b "$R$p" ] && m=$(stat -L -c '%t:%T' -- "$R$p") && m=$(printf '%d:%d' "0x\${m%:*}" "0x\${m#*:}") && [ "$m" = "$rs_mm" ]`
+      : `rs_by_serial ${shq(x.serial)} >/dev/null && [ "$mm" = "$rs_mm" ]`;
+    return `if ${test}; then echo same=${shq(specText(x))}; fi`;
+  }).join('\n');
 }
 
 /** Shell that prints the udev properties racksmith uses, for the device with decimal maj:min $1. */
@@ -81,6 +93,7 @@ if [ -z "$sys" ] || [ ! -d "$sys" ]; then printf 'error=%s (%s) is not in sysfs\
 k=\${sys##*/}
 echo "kname=$k"
 echo "majmin=$mm"
+${o.others?.length ? `rs_mm=$mm\n${sameDiskProbe(o.others)}\nmm=$rs_mm` : ''}
 [ -e "$sys/partition" ] && echo partition=1
 echo "size=$(cat "$sys/size" 2>/dev/null)"
 echo "rotational=$(cat "$sys/queue/rotational" 2>/dev/null)"
@@ -139,6 +152,8 @@ export interface XfsFormatOptions extends CommonOptions {
   mountpoint: string;
   /** format_allow: by-id paths or serials of disks that may be erased although not blank. */
   allow?: readonly string[];
+  /** The other disks of the host's list: one that is this same disk makes this one refuse. */
+  others?: readonly DiskSpec[];
 }
 
 /** A whole disk carrying XFS: formats a blank disk, keeps an XFS one, refuses the rest (see planFormat). */
@@ -151,7 +166,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
     dependsOn: o.dependsOn ?? [],
     after: o.after,
     verifiable: true,
-    probe: () => diskProbe(o.spec),
+    probe: () => diskProbe(o.spec, { others: o.others }),
     parse: (out) => parseDiskFacts(out),
     diff(f): Change[] {
       const plan = planFormat(f, { allow, mountpoint: o.mountpoint });

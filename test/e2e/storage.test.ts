@@ -298,6 +298,60 @@ describe('storage playbook refuses disks that are not blank', () => {
   });
 });
 
+describe('storage playbook with disks selected by serial', () => {
+  // Loop devices have no serial. The test writes what udevd would have recorded for them into
+  // the host's udev database (/run/udev/data/b7:N: E:ID_SERIAL / E:ID_SERIAL_SHORT, the test
+  // bed's recorded serials RSTBnDm), which is where racksmith reads udev's view of a disk.
+  // (`udevadm test` rewrites that database without them, so the ENV{ID_SERIAL} rule itself is
+  // checked as text here, not applied.)
+  beforeAll(async () => {
+    await tb.reset([A]);
+    await untune([A]);
+    for (const d of disks(A)) {
+      const minor = (await sh(A, `cat /sys/block/${kname(d.dev)}/dev`)).trim();
+      await sh(A, `printf 'E:ID_SERIAL=RS_LOOP_%s\\nE:ID_SERIAL_SHORT=%s\\n' ${d.serial} ${d.serial} >> /run/udev/data/b${minor}`);
+    }
+    await sh(A, `mkfs.ext4 -q ${disks(A)[1].dev}`);
+  });
+
+  const serialInventory = (allow: string[]) =>
+    inventory({}, { [A]: { storage_disks: disks(A).map((d) => ({ serial: d.serial })), format_allow: allow } });
+
+  it('format_allow by kernel path does not count for a disk that has a serial; by serial it does', async () => {
+    const [d1, d2] = disks(A);
+    const byPath = await provision([PB, '-i', serialInventory([d2.dev]), '-l', A, '--json']);
+    expect(byPath.code, why(byPath)).toBe(1);
+    const rs = resources(byPath, A);
+    expect(rs.get(`disk:${d2.serial}`)!.error).toMatch(new RegExp(`not formatting ${d2.dev} \\(1 GiB, serial ${d2.serial}\\): it is not blank: ext4`));
+    expect(rs.get(`disk:${d1.serial}`)!.changes[0].summary).toBe(`format ${d1.dev} (blank, 1 GiB, serial ${d1.serial}) as XFS`);
+    expect((await sh(A, `findmnt -rn -o SOURCE --mountpoint /ais/${d1.serial}`)).trim()).toBe(d1.dev);
+    const rules = await sh(A, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
+    expect(rules).toContain(`ENV{ID_SERIAL}=="RS_LOOP_${d1.serial}", ATTR{queue/scheduler}="mq-deadline"`);
+    expect(rules).toContain(`ENV{ID_SERIAL}=="RS_LOOP_${d2.serial}", ATTR{queue/scheduler}="none"`);
+    expect((await blkid(A, d2.dev)).stdout).toContain('TYPE=ext4');
+
+    const bySerial = await provision([PB, '-i', serialInventory([d2.serial]), '-l', A, '--json']);
+    expect(bySerial.code, why(bySerial)).toBe(0);
+    expect(resources(bySerial, A).get(`disk:${d2.serial}`)!.changes[0].summary).toMatch(new RegExp(`erasing ext4 signature .* \\(format_allow: ${d2.serial}\\)$`));
+    const fstab = await sh(A, 'cat /etc/fstab');
+    for (const d of [d1, d2]) {
+      const uuid = /^UUID=(.+)$/m.exec((await blkid(A, d.dev)).stdout)![1];
+      expect(fstab).toContain(`UUID=${uuid} /ais/${d.serial} xfs ${OPTIONS} 0 0\n`);
+      expect((await sh(A, `findmnt -rn -o SOURCE --mountpoint /ais/${d.serial}`)).trim()).toBe(d.dev);
+    }
+
+    const again = await provision([PB, '-i', serialInventory([d2.serial]), '-l', A, '--json']);
+    expect(again.code, why(again)).toBe(0);
+    expect(recaps(again)[A]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
+  it('a serial that names no disk is a clear failure of that host', async () => {
+    const run = await provision([PB, '-i', inventory({}, { [A]: { storage_disks: [{ serial: 'NO_SUCH_SERIAL', name: 'x' }] } }), '-l', A, '--json']);
+    expect(run.code).toBe(1);
+    expect(resources(run, A).get('disk:x')!.error).toBe('refused: no disk has serial or WWN NO_SUCH_SERIAL');
+  });
+});
+
 describe('storage playbook keeps an XFS disk and checks its input', () => {
   beforeAll(async () => {
     await tb.reset([A]);

@@ -29,7 +29,7 @@ const loopQueue: QueueFacts = {
 /** Facts of a blank 20 GiB SATA HDD sdb with serial S1, unless overridden. */
 function disk(o: Partial<DiskFacts> = {}): DiskFacts {
   return {
-    spec: '/dev/sdb', kname: 'sdb', majmin: '8:16', isPartition: false, sizeBytes: 20 * GiB, rotational: true, readOnly: false,
+    spec: '/dev/sdb', sameAs: [], kname: 'sdb', majmin: '8:16', isPartition: false, sizeBytes: 20 * GiB, rotational: true, readOnly: false,
     udev: { ID_SERIAL: 'ST20000_S1', ID_SERIAL_SHORT: 'S1', ID_WWN: '0x5000c500a1b2c3d4' }, sysIds: {},
     byId: ['/dev/disk/by-id/ata-ST20000_S1', '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4'],
     partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: 2, signatures: [], fingerprint: 'f',
@@ -189,6 +189,7 @@ describe('format decision (planFormat)', () => {
     ['a device that does not exist', disk({ error: '/dev/sdz does not exist' }), [], /^\/dev\/sdz does not exist$/],
     ['a serial matching two disks', disk({ error: 'serial S matches several disks: sdb sdc' }), [], /matches several disks/],
     ['a read-only blank disk', disk({ readOnly: true }), [], /read-only/],
+    ['the same disk listed twice (kernel name and serial)', disk({ sameAs: ['serial S1'] }), [], /^\/dev\/sdb and serial S1 are the same disk \(\/dev\/sdb\); list it once$/],
   ])('%s → refused', (_, f, allow, msg) => {
     expect(refusal(() => plan(f, allow))).toMatch(msg);
   });
@@ -461,6 +462,19 @@ describe('disk probe over a fake sysfs tree', () => {
     expect(f.holders).toEqual([{ of: 'sdc1', holder: 'md127' }]);
     expect(f.mounts).toEqual([{ majmin: '8:33', dev: 'sdc1', mountpoint: '/srv data' }]);
     expect(refusal(() => plan(f, ['S2']))).toMatch(/held by md127 \(on sdc1\).*partition sdc1 is mounted at \/srv data/);
+  });
+
+  it('another entry of the list that is the same disk is reported', () => {
+    const f = parseDiskFacts(execFileSync('sh', ['-c', diskProbe({ serial: 'S1' }, { root, others: [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }] })], { encoding: 'utf8' }));
+    expect(f.kname).toBe('sdb');
+    expect(f.majmin).toBe('8:16');
+    expect(f.sameAs).toEqual(['serial ST20000_S1']);
+  });
+
+  it('without content (I/O tuning), blkid/wipefs/mounts are not probed', () => {
+    const out = execFileSync('sh', ['-c', diskProbe({ serial: 'S2' }, { root, content: false })], { encoding: 'utf8' });
+    expect(out).not.toMatch(/^(blkid_rc|fp|mount|holder|part)=/m);
+    expect(parseDiskFacts(out)).toMatchObject({ kname: 'sdc', rotational: false });
   });
 
   it('an unknown serial and a missing device are reported as facts, not crashes', () => {
