@@ -37,7 +37,7 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
       batchSizes(names.length, play.serial); // a bad `serial` is bad input, found before anything runs
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
-        const all = orderWriters(play.resources(new HostContext(host, inv.hosts)).map((r) => withPlayTags(r, play.tags ?? [])));
+        const all = orderWriters(buildResources(play, host, inv).map((r) => withPlayTags(r, play.tags ?? [])));
         const ids = new Set<string>();
         for (const r of all) {
           if (ids.has(r.id)) throw new InputError(`play '${play.name}' declares ${r.id} twice for host ${n}`);
@@ -63,6 +63,19 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
     }
   }
   return out;
+}
+
+/**
+ * A play's resources for one host. A resource refusing its arguments without saying where they
+ * came from is pointed at the host's entry in the inventory, so every input error has a place.
+ */
+function buildResources(play: Play, host: Host, inv: Inventory): Resource[] {
+  try {
+    return play.resources(new HostContext(host, inv.hosts));
+  } catch (e) {
+    if (e instanceof InputError && !e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
+    throw e;
+  }
 }
 
 /** Resources that rewrite the same path run one after the other, in declaration order. */
