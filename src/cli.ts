@@ -291,7 +291,8 @@ export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; std
       out.stderr.write(`plan written to ${opts.planOut}: review it, then \`provision apply ${opts.planOut}\`\n`);
     }
     out.stderr.write(`journal: ${journalFile}\n`);
-    return abort.signal.aborted ? EXIT.FAILED : outcome.exitCode;
+    // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
+    return outcome.exitCode;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

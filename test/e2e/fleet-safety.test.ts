@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { changedResources, provision, recaps, writeInventory } from './helpers.ts';
+import { spawn } from 'node:child_process';
+import { changedResources, provision, recaps, repoRoot, writeInventory } from './helpers.ts';
 
 const ALL = Array.from({ length: 10 }, (_, i) => `tb${i + 1}`);
 const PB = 'test/fixtures/playbooks/window.ts';
@@ -104,6 +105,45 @@ describe('failures across a fleet', () => {
     expect(started).toEqual(['tb1', 'tb2', 'tb3', 'tb4', 'tb5', 'tb6']);
     const r = recaps(run);
     for (const h of ['tb7', 'tb8', 'tb9', 'tb10']) expect(r[h].error).toMatch(/not run: play 'window fixture' stopped, 3 of 10 hosts failed \(max 20%\)/);
+  });
+});
+
+describe('interruptions and slow hosts', () => {
+  it('Ctrl-C finishes the step in flight, starts no other host, writes the journal and exits 1', async () => {
+    await tb.reset(['tb3', 'tb4']);
+    const journal = join(tmp(), 'int.ndjson');
+    const inv = writeInventory({ hosts: ['tb3', 'tb4'], vars: { fx_sleep: 4 } });
+    const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), PB, '-i', inv, '--json', '--forks', '1', '--journal', journal], { cwd: repoRoot });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    // wait until tb3's apply is in flight (its slow step is running), then Ctrl-C
+    for (let i = 0; i < 100 && !(await tb.hostExec('tb3', 'pgrep -xf "sleep 4" >/dev/null && echo y')).stdout.includes('y'); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    child.kill('SIGINT');
+    const code = await new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+    expect(code, stderr).toBe(1);
+    expect(stderr).toMatch(/interrupted: finishing the steps in flight/);
+    // the step in flight finished (its marker exists); tb4 was never started
+    expect((await tb.hostExec('tb3', 'ls /srv/rs-window')).stdout).toMatch(/slept-1/);
+    expect((await tb.hostExec('tb4', 'ls /srv/rs-window 2>&1')).stdout).toMatch(/No such file/);
+    const events = readFileSync(journal, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.at(-1).type).toBe('recap');
+    expect(events.find((e) => e.type === 'host_recap' && e.host === 'tb4').error).toBe('not run: interrupted');
+    expect(stdout.trim().split('\n').map((l) => JSON.parse(l).type).at(-1)).toBe('recap');
+  });
+
+  it('--host-timeout gives up on a host that takes too long; the others are not held up', async () => {
+    await tb.reset(['tb3', 'tb4']);
+    const inv = writeInventory({ hosts: ['tb3', 'tb4'], hostVars: { tb3: { fx_sleep: 20 } } });
+    const t0 = Date.now();
+    const run = await provision([PB, '-i', inv, '--json', '--host-timeout', '3']);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(run.code).toBe(1);
+    expect(recaps(run).tb3).toMatchObject({ unreachable: true, error: 'timed out after 3s' });
+    expect(recaps(run).tb4, run.stderr).toMatchObject({ failed: 0, unreachable: false });
   });
 });
 
