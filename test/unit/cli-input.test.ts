@@ -1,10 +1,10 @@
 import { existsSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
-import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseCli, run } from '../../src/cli.ts';
+import { parseCli } from '../../src/cli.ts';
+import { cli } from './run-cli.ts';
 import { InputError } from '../../src/util/errors.ts';
 
 /**
@@ -20,20 +20,7 @@ const PLAYBOOK = 'test/fixtures/playbooks/demo.ts';
 const DEMO_DIR = '/tmp/rsdemo';
 const fix = (name: string) => relative(process.cwd(), join(FIX, name));
 
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
-    this.text += chunk.toString();
-    done();
-  }
-}
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const code = await run(args, { stdout: stdout as unknown as NodeJS.WriteStream, stderr: stderr as unknown as NodeJS.WriteStream });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
 
 let PORT = 0;
 beforeAll(async () => {

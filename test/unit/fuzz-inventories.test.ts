@@ -5,28 +5,14 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { run } from '../../src/cli.ts';
+import { cli } from './run-cli.ts';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'rs-fuzz-'));
 const CANARY = join(ROOT, 'CANARY');
 const PB = 'test/fixtures/playbooks/foundation.ts';
 
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
-    this.text += chunk.toString();
-    done();
-  }
-}
-async function cli(args: string[]) {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const code = await run(args, { stdout: stdout as unknown as NodeJS.WriteStream, stderr: stderr as unknown as NodeJS.WriteStream });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
 
 /** Deterministic PRNG (mulberry32) so a failing case can be reproduced by its index. */
 function rng(seed: number) {

@@ -2,9 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { run } from '../../src/cli.ts';
+import { cli } from './run-cli.ts';
 
 /**
  * Every inventory below is wrong in one way. The CLI must refuse it with exit code 3 and a
@@ -16,20 +15,7 @@ import { run } from '../../src/cli.ts';
 const PLAYBOOK = 'test/fixtures/playbooks/demo.ts';
 const DEMO_DIR = '/tmp/rsdemo';
 
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
-    this.text += chunk.toString();
-    done();
-  }
-}
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const code = await run(args, { stdout: stdout as unknown as NodeJS.WriteStream, stderr: stderr as unknown as NodeJS.WriteStream });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
 
 /** A TCP port on 127.0.0.1 where nothing listens. */
 async function unusedPort(): Promise<number> {
