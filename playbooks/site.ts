@@ -2,9 +2,10 @@
 // the Kubernetes network (whose cluster step runs once, on the first control-plane host).
 import { playbook } from '../src/engine/playbook.ts';
 import network from './network.ts';
+import storage from './storage.ts';
 import jail from './jail.ts';
 
 export default playbook({
   name: 'site',
-  plays: [...network.plays, ...jail.plays],
+  plays: [...network.plays, ...storage.plays, ...jail.plays],
 });
