@@ -352,6 +352,49 @@ describe('storage playbook with disks selected by serial', () => {
   });
 });
 
+describe('storage playbook with I/O profiles overridden per group and host', () => {
+  beforeAll(async () => {
+    await tb.reset([B]);
+    await untune([B]);
+    await sh(B, `echo 64 > /sys/block/${kname(disks(B)[1].dev)}/queue/nr_requests`);
+  });
+
+  it('group and host overrides apply key by key; nr_requests is clamped to what the device takes and read back', async () => {
+    const [d1, d2] = disks(B);
+    // group storage: SSD profile asks nr_requests 1024 with scheduler none (the loop device's
+    // hardware queue depth is 128); host B: HDD read-ahead 8192, max_sectors_kb left alone
+    const inv = writeInventory({
+      hosts: HOSTS,
+      hostVars: {
+        [B]: {
+          storage_disks: disks(B).map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: kname(d.dev) } })),
+          io_profiles: { hdd: { read_ahead_kb: 8192, max_sectors_kb: null }, ssd: { nr_requests: 1024, read_ahead_kb: 256 } },
+        },
+      },
+      groups: { storage: { hosts: HOSTS, vars: { io_profiles: { ssd: { nr_requests: 1024 } } } } },
+    });
+    const depth = await sh(B, `cat /sys/block/${kname(d2.dev)}/mq/*/nr_tags | sort -n | head -n 1`);
+    const check = await provision([PB, '-i', inv, '-l', B, '--check', '--json']);
+    expect(check.code, why(check)).toBe(2);
+    expect(resources(check, B).get('io:d2')!.changes.map((c: { summary: string }) => c.summary)).toContain(
+      `/sys/block/${kname(d2.dev)}/queue/nr_requests: 64 → ${depth.trim()} (1024 clamped to the hardware queue depth ${depth.trim()} (scheduler none))`,
+    );
+    const run = await provision([PB, '-i', inv, '-l', B, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(await queue(B, d1.dev, 'read_ahead_kb')).toBe('8192');
+    expect(await queue(B, d1.dev, 'max_sectors_kb')).toBe('512'); // left alone (null)
+    expect(await queue(B, d1.dev, 'scheduler')).toBe('none [mq-deadline] kyber bfq');
+    expect(await queue(B, d2.dev, 'nr_requests')).toBe(depth.trim());
+    expect(await queue(B, d2.dev, 'read_ahead_kb')).toBe('256');
+    const rules = await sh(B, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
+    expect(rules).toContain(`KERNEL=="${kname(d2.dev)}", ATTR{queue/scheduler}="none", ATTR{queue/nr_requests}="${depth.trim()}", ATTR{queue/read_ahead_kb}="256"`);
+    expect(rules).not.toContain('max_sectors_kb');
+    const again = await provision([PB, '-i', inv, '-l', B, '--json']);
+    expect(again.code, why(again)).toBe(0);
+    expect(changedResources(again)).toEqual([]);
+  });
+});
+
 describe('storage playbook keeps an XFS disk and checks its input', () => {
   beforeAll(async () => {
     await tb.reset([A]);
