@@ -124,7 +124,9 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       // A dependency that writes the same file and predicted its result does not make us wait.
       const stacked = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
       const stackable = (d: State) => d === stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
-      if (deps.some((d) => !d.result && !stackable(d))) {
+      // Ordering-only dependencies must be decided first, or go in this same wave before us.
+      const later = (s.r.after ?? []).map((d) => states.get(d)!).some((d) => !d.result && !toApply.includes(d));
+      if (later || deps.some((d) => !d.result && !stackable(d))) {
         deferred.push(s); // decided once its dependencies are
         continue;
       }
