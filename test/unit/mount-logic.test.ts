@@ -1,0 +1,120 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
+import { mount, type MountFacts } from '../../src/resources/mount.ts';
+import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
+import type { FileFacts } from '../../src/resources/file-common.ts';
+import { Refusal } from '../../src/resources/types.ts';
+
+const fileWith = (text: string): FileFacts => ({
+  type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root', size: text.length,
+  sha256: createHash('sha256').update(text).digest('hex'), content: Buffer.from(text),
+});
+
+describe('fstab text', () => {
+  it.each([
+    ['/mnt/with space', '/mnt/with\\040space'],
+    ['/a\tb', '/a\\011b'],
+    ['/back\\slash', '/back\\134slash'],
+  ])('escapes %j', (raw, esc) => {
+    expect(fstabEscape(raw)).toBe(esc);
+    expect(fstabUnescape(esc)).toBe(raw);
+  });
+
+  const base = '# comment\nUUID=1 / ext4 defaults 0 1\n/dev/x /data xfs noatime 0 0\n';
+  const e = { source: 'UUID=2', target: '/data', fstype: 'xfs', options: 'noatime,nofail', dump: 0, pass: 0 };
+  it.each([
+    ['replaces in place, keeps comments and order', base, '# comment\nUUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n'],
+    ['appends when absent', '# only a comment\n', '# only a comment\nUUID=2 /data xfs noatime,nofail 0 0\n'],
+    ['empty file', '', 'UUID=2 /data xfs noatime,nofail 0 0\n'],
+    ['drops later duplicates of the target', base + '/dev/y /data xfs defaults 0 0\n', '# comment\nUUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n'],
+    ['no trailing newline', 'UUID=1 / ext4 defaults 0 1', 'UUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n'],
+  ])('setEntry: %s', (_, before, after) => {
+    expect(setEntry(before, e)).toBe(after);
+    expect(setEntry(after, e)).toBe(after); // idempotent
+  });
+
+  it('finds the last entry for a target and removes all of them', () => {
+    const t = '/a /m none bind 0 0\n/b /m none bind 0 0\n';
+    expect(findEntry(t, '/m')?.source).toBe('/b');
+    expect(removeEntry(t + 'x /n none bind 0 0\n', '/m')).toBe('x /n none bind 0 0\n');
+  });
+});
+
+describe('mount diff', () => {
+  const fstabLine = '/srv/src /mnt/jail/tmp none bind,x-systemd.requires-mounts-for=/mnt/jail 0 0\n';
+  const r = mount({ path: '/mnt/jail/tmp', source: '/srv/src', fstype: 'none', options: ['bind', 'x-systemd.requires-mounts-for=/mnt/jail'], within: '/mnt/jail' });
+  const converged: MountFacts = {
+    fstab: fileWith(fstabLine),
+    live: { source: '/dev/vda[/srv/src]', fstype: 'ext4', options: ['rw', 'relatime'], majmin: '254:0' },
+    target: { kind: 'dir', devIno: '254:77', mode: '1777', empty: true, real: '/mnt/jail/tmp' },
+    source: { exists: true, devIno: '254:77' },
+  };
+  const summaries = (f: MountFacts) => r.diff(f).map((c) => c.summary);
+  it.each<[string, Partial<MountFacts>, string[] | RegExp]>([
+    ['converged', {}, []],
+    ['not mounted', { live: undefined }, ['mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)']],
+    ['fstab entry missing', { fstab: fileWith('') }, [`/etc/fstab: add ${fstabLine.trim()}`]],
+    ['fstab entry differs', { fstab: fileWith('/old /mnt/jail/tmp none bind 0 0\n') }, ['/etc/fstab: update /mnt/jail/tmp entry']],
+    ['mountpoint missing', { live: undefined, target: { kind: 'absent', real: '/mnt/jail/tmp' } }, ['create mountpoint /mnt/jail/tmp', 'mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)']],
+    ['something else mounted there', { target: { ...converged.target, devIno: '254:99' } }, /already has \/dev\/vda\[\/srv\/src\] \(ext4\) mounted/],
+    ['mountpoint is a symlink', { live: undefined, target: { kind: 'link', real: '/tmp' } }, /is a symlink/],
+    ['mountpoint escapes the jail', { live: undefined, target: { kind: 'dir', empty: true, real: '/tmp' } }, /resolves to \/tmp, outside \/mnt\/jail/],
+    ['non-empty directory', { live: undefined, target: { kind: 'dir', empty: false, real: '/mnt/jail/tmp' } }, /non-empty directory/],
+    ['source missing', { live: undefined, source: { exists: false } }, /mount source \/srv\/src does not exist/],
+  ])('%s', (_, patch, want) => {
+    const f = { ...converged, ...patch };
+    if (want instanceof RegExp) expect(() => r.diff(f)).toThrow(Refusal), expect(() => r.diff(f)).toThrow(want);
+    else expect(summaries(f)).toEqual(want);
+  });
+
+  it('requested flags are enforced by a remount; rw only when asked', () => {
+    const ro = mount({ path: '/mnt/x', source: '/srv/src', fstype: 'none', options: ['bind', 'ro', 'nosuid'], persist: false });
+    const f: MountFacts = { ...converged, target: { ...converged.target, real: '/mnt/x' } };
+    expect(ro.diff(f).map((c) => c.summary)).toEqual(['remount /mnt/x: +ro +nosuid']);
+    const sys = mount({ path: '/mnt/x', source: '/srv/src', fstype: 'none', options: ['rbind'], persist: false });
+    expect(sys.diff({ ...f, live: { ...f.live!, options: ['ro'] } })).toEqual([]);
+  });
+
+  it('a missing populated-marker is refused before anything is mounted', () => {
+    const root = mount({ path: '/mnt/jail', source: '/srv/shared/jail', fstype: 'none', options: ['bind'], requireMarker: 'etc/populated' });
+    expect(() => root.diff({ ...converged, live: undefined, marker: false, target: { kind: 'dir', empty: true, real: '/mnt/jail' } })).toThrow(/not populated: marker etc\/populated is missing/);
+  });
+
+  it('optional binds are nothing to do where the source is missing', () => {
+    const opt = mount({ path: '/mnt/jail/etc/resolv.conf', source: '/etc/resolv.conf', fstype: 'none', options: ['bind'], mkdir: 'file', optional: true });
+    expect(opt.diff({ ...converged, live: undefined, source: { exists: false } })).toEqual([]);
+  });
+
+  it.each([
+    [{ path: 'relative', source: '/a', fstype: 'none' }],
+    [{ path: '/m', fstype: 'xfs' }],
+    [{ path: '/m', source: '/a', device: '/dev/x', fstype: 'xfs' }],
+    [{ path: '/m', source: '/a', fstype: 'none', options: ['bind,ro'] }],
+    [{ path: '/m', source: '/a', fstype: 'none', requireMarker: '../escape' }],
+  ])('refuses bad arguments %j', (o) => expect(() => mount(o as never)).toThrow());
+});
+
+describe('GPU binds diff', () => {
+  const r = gpuBinds({ jail: '/mnt/jail' });
+  const lib: GpuFile = {
+    host: '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15', target: '/mnt/jail/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15',
+    hostDevIno: '254:10', mode: '755', targetKind: 'file', targetDevIno: '254:10', mounted: true, readOnly: true, cached: true,
+  };
+  const block = `# BEGIN RACKSMITH JAIL GPU BINDS\n${gpuFstabBlock('/mnt/jail', [lib])}\n# END RACKSMITH JAIL GPU BINDS\n`;
+  const facts = (files: GpuFile[], fstab = block): GpuFacts => ({ files, fstab: fileWith(fstab) });
+  it.each<[string, GpuFacts, string[]]>([
+    ['no GPU on this host: nothing to do', facts([], ''), []],
+    ['converged', facts([lib]), []],
+    ['placeholder missing on the shared jail', facts([{ ...lib, targetKind: 'absent', targetDevIno: undefined, mounted: false }]), [`create placeholder ${lib.target} (shared jail)`, `bind ${lib.host} → ${lib.target} (ro)`]],
+    ['bind unmounted', facts([{ ...lib, mounted: false, targetDevIno: '254:99', readOnly: false }]), [`bind ${lib.host} → ${lib.target} (ro)`]],
+    ['bound read-write', facts([{ ...lib, readOnly: false }]), [`remount ${lib.target} read-only`]],
+    ['ld.so.cache lacks the library', facts([{ ...lib, cached: false }]), ['refresh /mnt/jail/etc/ld.so.cache (missing libnvidia-ml.so.550.54.15)']],
+    ['fstab block missing', facts([lib], ''), ['/etc/fstab: GPU bind entries']],
+    ['driver removed: stale fstab block dropped', facts([]), ['/etc/fstab: GPU bind entries']],
+  ])('%s', (_, f, want) => expect(r.diff(f).map((c) => c.summary)).toEqual(want));
+
+  it('refuses globs that could inject into find', () => {
+    expect(() => gpuBinds({ jail: '/mnt/jail', patterns: ['lib*.so; rm -rf /'] })).toThrow(/invalid glob/);
+  });
+});
