@@ -50,7 +50,7 @@ const UDEV_FN = `rs_udev() {
   return 0
 }`;
 
-/** Shell that sets $mm (decimal maj:min) for the disk with serial/WWN $want, or prints error=. */
+/** Shell that sets $mm (decimal maj:min) for the one disk whose serial or WWN is $1, or prints error=. */
 const SERIAL_FN = `rs_by_serial() {
   rs_n=0; rs_found=; mm=
   for s in "$R"/sys/block/*; do
@@ -180,12 +180,13 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
         // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
         return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\nmkfs.xfs -q ${d}` }];
       }
-      const wipeParts = f.partitions.map((p) => `wipefs -a -q -- ${shq(`/dev/${p.name}`)} 2>/dev/null || true`).join('\n');
+      const wipeParts = f.partitions.map((p) => `wipefs -a -q -- ${shq(`/dev/${p.name}`)} || echo ${shq(`could not wipe partition /dev/${p.name}; the whole disk is erased anyway`)} >&2`).join('\n');
       return [{
         name: `erase and mkfs.xfs /dev/${f.kname} (format_allow: ${plan.allowedBy})`,
         script: `${guardScript(f)}
 ${wipeParts}
-wipefs -a -q -- ${d} 2>/dev/null || true
+# (wipefs warns that a loop device cannot re-read its partition table, and exits 0)
+wipefs -a -q -- ${d}
 blockdev --rereadpt ${d} 2>/dev/null || true
 mkfs.xfs -f -q ${d}`,
       }];
