@@ -116,21 +116,24 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     for (const s of states.values()) {
       if (s.result) continue;
       const deps = s.r.dependsOn.map((d) => states.get(d)!);
+      const writers = (s.r.writeAfter ?? []).map((d) => states.get(d)!);
+      // A writer of the same file that predicted its result does not make us wait: we diff against it.
+      const stacked = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
+      const stackable = (d: State) => d === stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
       const blocker = [...deps, ...(s.r.after ?? []).map((d) => states.get(d)!)].find((d) => d.result?.status === 'failed' || d.result?.status === 'skipped');
       if (blocker) {
+        // Pass the file predictions along, so a later writer of the same file still stacks.
+        if (stacked && stackable(stacked)) s.predictedFiles = stacked.predictedFiles;
         finish(s, { status: 'skipped', changes: [], error: `dependency ${blocker.r.id} did not converge` });
         continue;
       }
-      // A dependency that writes the same file and predicted its result does not make us wait.
-      const stacked = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
-      const stackable = (d: State) => d === stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
       // Ordering-only dependencies must be decided first, or go in this same wave before us.
       const later = (s.r.after ?? []).map((d) => states.get(d)!).some((d) => !d.result && !toApply.includes(d));
-      if (later || deps.some((d) => !d.result && !stackable(d))) {
+      if (later || [...deps, ...writers].some((d) => !d.result && !stackable(d))) {
         deferred.push(s); // decided once its dependencies are
         continue;
       }
-      const pendingDep = o.check ? deps.find((d) => d.result?.status === 'changed' && !stackable(d)) : undefined;
+      const pendingDep = o.check ? [...deps, ...writers].find((d) => d.result?.status === 'changed' && !stackable(d)) : undefined;
       if (pendingDep) {
         // Its facts would only be known after the dependency's change: report, never guess.
         finish(s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
@@ -141,6 +144,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       try {
         s.changes = s.r.diff(s.facts);
       } catch (e) {
+        if (inherited) s.predictedFiles = inherited;
         finish(s, { status: 'failed', changes: [], error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
         continue;
       }
@@ -184,8 +188,10 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     // Attribute step outcomes to their resources.
     let k = 0;
     for (const s of toApply) {
-      const under = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
-      if (under?.result?.status === 'failed') {
+      // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
+      let under = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
+      while (under && !toApply.includes(under) && under.r.stacksOn) under = states.get(under.r.stacksOn);
+      if (under && toApply.includes(under) && under.result?.status === 'failed') {
         k += s.steps!.length;
         finish(s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
         continue;

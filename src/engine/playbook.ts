@@ -33,7 +33,7 @@ export class HostContext {
   }
   /** An input error about variable `name`, located where the inventory set it. */
   error(name: string, message: string): InputError {
-    return new InputError(`${this.name}: ${message}`, this.varPos(name));
+    return new InputError(`${this.name}: ${message}`, this.varPos(name) ?? this.host.pos);
   }
   /**
    * Validate this host's variables against a JSON schema (an object schema over variable

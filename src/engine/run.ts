@@ -37,7 +37,7 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
       batchSizes(names.length, play.serial); // a bad `serial` is bad input, found before anything runs
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
-        const all = orderWriters(buildResources(play, host, inv).map((r) => withPlayTags(r, play.tags ?? [])));
+        const all = buildResources(play, host, inv).map((r) => withPlayTags(r, play.tags ?? []));
         const ids = new Set<string>();
         for (const r of all) {
           if (ids.has(r.id)) throw new InputError(`play '${play.name}' declares ${r.id} twice for host ${n}`);
@@ -57,7 +57,7 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
             ? r
             : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
         );
-        return { host, resources };
+        return { host, resources: orderWriters(resources) };
       });
       out.push({ play, hosts });
     }
@@ -85,9 +85,8 @@ function orderWriters(resources: Resource[]): Resource[] {
     const earlier = [...new Set((r.writes ?? []).map((p) => lastWriter.get(p)).filter((d): d is string => !!d))];
     for (const p of r.writes ?? []) lastWriter.set(p, r.id);
     if (earlier.length === 0) return r;
-    const dependsOn = [...new Set([...r.dependsOn, ...earlier])];
     // Stacking needs a single predecessor that can predict its result.
-    return { ...r, dependsOn, stacksOn: earlier.length === 1 ? earlier[0] : undefined };
+    return { ...r, writeAfter: earlier, stacksOn: earlier.length === 1 ? earlier[0] : undefined };
   });
 }
 

@@ -45,6 +45,12 @@ export interface Resource<F = unknown> {
    * diffs for the second edit too.
    */
   readonly stacksOn?: string;
+  /**
+   * Set by the engine: earlier resources that write the same paths. They order this one but
+   * never block it: if one fails without writing, this one's own probe of the file still holds
+   * (and its write is compare-and-swap on that probe anyway).
+   */
+  readonly writeAfter?: readonly string[];
   /** The facts of each path in `writes` after applying `changes` (opaque to the engine). */
   predictFiles?(facts: F, changes: Change[]): Record<string, unknown>;
   /** These facts with the given paths' facts replaced by predicted ones. */
