@@ -254,8 +254,9 @@ describe('storage playbook refuses disks that are not blank', () => {
     expect(a.get('mount:/ais/d1')!.status).toBe('skipped');
     expect(b.get('mount:/ais/d1')!.status).toBe('skipped');
     expect(b.get('disk:d2')!.status).toBe('changed');
-    // (mount:/ais/d2 is not asserted: the engine orders fstab writers, so it waits on the skipped
-    // mount:/ais/d1 and is skipped too; see the report about same-file ordering)
+    // the next fstab writer is ordered after the skipped mount, not blocked by it
+    expect(b.get('mount:/ais/d2')!.status).toBe('changed');
+    expect((await sh(B, 'findmnt -rn -o TARGET --mountpoint /ais/d2')).trim()).toBe('/ais/d2');
     expect(recaps(run)[A]).toMatchObject({ failed: 2 });
     expect(recaps(run)[B]).toMatchObject({ failed: 1 });
     expect((await blkid(B, blankB)).stdout).toContain('TYPE=xfs');
