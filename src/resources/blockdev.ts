@@ -15,7 +15,7 @@ import {
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { mount, type MountFacts, type MountOptions } from './mount.ts';
-import { Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
@@ -160,11 +160,7 @@ export interface XfsFormatOptions extends CommonOptions {
 export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
   const allow = o.allow ?? [];
   return {
-    id: `disk:${o.name}`,
-    kind: 'xfs-format',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('xfs-format', `disk:${o.name}`, o),
     verifiable: true,
     probe: () => diskProbe(o.spec, { others: o.others }),
     parse: (out) => parseDiskFacts(out),
@@ -211,11 +207,7 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
     return ioTarget(profiles[profileFor(f, o.profile)], f.queue);
   };
   return {
-    id: `io:${o.name}`,
-    kind: 'io-tuning',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('io-tuning', `io:${o.name}`, o),
     verifiable: true,
     probe: () => diskProbe(o.spec, { content: false }),
     parse: (out) => parseDiskFacts(out),
@@ -271,11 +263,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
   const path = checkAbsolutePath(o.path, 'xattr check path');
   const n = shq(XATTR_NAME);
   return {
-    id: `xattr:${path}`,
-    kind: 'xattr-check',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('xattr-check', `xattr:${path}`, o),
     verifiable: true,
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
     probe: () => `t=${shq(path)}

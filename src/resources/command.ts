@@ -1,7 +1,7 @@
 import { shJoin, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath } from './file-common.ts';
-import type { CommonOptions, Resource } from './types.ts';
+import { common, type CommonOptions, type Resource } from './types.ts';
 
 export interface CommandOptions extends CommonOptions {
   /** Unique name on the host (the resource id). */
@@ -38,11 +38,7 @@ export function command(o: CommandOptions): Resource<CommandFacts> {
     .join(' || ');
   const guarded = guard !== '';
   return {
-    id: `command:${o.name}`,
-    kind: 'command',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('command', `command:${o.name}`, o),
     verifiable: guarded,
     probe: () => (guarded ? `if ${guard}; then echo satisfied; else echo pending; fi` : 'echo pending'),
     parse: (out) => ({ satisfied: out.trim() === 'satisfied' }),

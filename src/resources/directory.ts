@@ -1,6 +1,6 @@
 import { shq } from '../shell/quote.ts';
 import { checkAbsolutePath, chmodChownScript, fileProbe, metadataChanges, normMode, parseFileFacts, type FileFacts } from './file-common.ts';
-import { Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
 export interface DirectoryOptions extends CommonOptions {
   path: string;
@@ -14,11 +14,7 @@ export function directory(o: DirectoryOptions): Resource<FileFacts> {
   const path = checkAbsolutePath(o.path);
   const mode = normMode(o.mode);
   return {
-    id: `directory:${path}`,
-    kind: 'directory',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('directory', `directory:${path}`, o),
     verifiable: true,
     probe: () => fileProbe(path),
     parse: (out) => parseFileFacts(out),

@@ -5,7 +5,7 @@ import {
   atomicWriteScript, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
   parseFileFacts, predictWrite, sha256, type FileFacts,
 } from './file-common.ts';
-import { Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
 export interface FileOptions extends CommonOptions {
   path: string;
@@ -27,11 +27,7 @@ export function file(o: FileOptions): Resource<FileFacts> {
   const want = o.content instanceof Secret ? Buffer.from(o.content.reveal()) : Buffer.from(o.content ?? '');
   const wantHash = sha256(want);
   return {
-    id: `file:${path}`,
-    kind: 'file',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('file', `file:${path}`, o),
     verifiable: true,
     writes: [path],
     probe: () => fileProbe(path),

@@ -3,7 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
 import { editBlock } from './text-edit.ts';
-import { ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export interface GpuBindOptions extends CommonOptions {
   /** The jail root on this host, e.g. /mnt/jail. */
@@ -71,11 +71,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
     editBlock(f.fstab.content?.toString('utf8') ?? '', gpuFstabBlock(jail, f.files), MARKER, f.files.length ? 'present' : 'absent');
 
   return {
-    id: `gpu-binds:${jail}`,
-    kind: 'gpu-binds',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('gpu-binds', `gpu-binds:${jail}`, o),
     verifiable: true,
     writes: [fstabFile],
     probe() {

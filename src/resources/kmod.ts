@@ -2,7 +2,7 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath, type FileFacts } from './file-common.ts';
 import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
-import type { Change, CommonOptions, Resource, Step } from './types.ts';
+import { common, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export interface KmodOptions extends CommonOptions {
   modules: string[];
@@ -31,11 +31,7 @@ export function kmod(o: KmodOptions): Resource<KmodFacts> {
   const path = checkAbsolutePath(o.file ?? '/etc/modules-load.d/racksmith.conf', 'kmod file');
   const content = renderModulesFile(o.modules);
   return {
-    id: `kmod:${path}`,
-    kind: 'kmod',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('kmod', `kmod:${path}`, o),
     verifiable: true,
     writes: [path],
     probe() {

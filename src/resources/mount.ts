@@ -4,7 +4,7 @@ import {
   atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
-import { ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export interface MountOptions extends CommonOptions {
   /** Mountpoint. */
@@ -123,11 +123,7 @@ export function mount(o: MountOptions): Resource<MountFacts> {
   };
 
   return {
-    id: `mount:${path}`,
-    kind: 'mount',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('mount', `mount:${path}`, o),
     verifiable: true,
     writes: persist ? [fstabFile] : [],
     probe() {

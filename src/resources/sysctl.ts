@@ -3,7 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
 import type { FileFacts } from './file-common.ts';
-import type { Change, CommonOptions, Resource, Step } from './types.ts';
+import { common, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 /** Host facts a value may be computed from (RAM-scaled values). */
 export interface HostMemory {
@@ -67,11 +67,7 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
     }));
 
   return {
-    id: `sysctl:${path}`,
-    kind: 'sysctl',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('sysctl', `sysctl:${path}`, o),
     verifiable: true,
     writes: [path],
     probe() {

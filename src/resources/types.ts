@@ -87,3 +87,8 @@ export interface CommonOptions {
   dependsOn?: string[];
   after?: string[];
 }
+
+/** The fields every resource fills the same way from its options. */
+export function common(kind: string, id: string, o: CommonOptions): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after'> {
+  return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after };
+}

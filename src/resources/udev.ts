@@ -12,7 +12,7 @@ import { diskProbe, type DiskSpec } from './blockdev.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, sha256, type FileFacts,
 } from './file-common.ts';
-import { ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export const IO_RULES_FILE = '/etc/udev/rules.d/60-racksmith-io.rules';
 
@@ -59,11 +59,7 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
   const profiles = o.profiles ?? mergeProfiles();
   const content = (f: IoUdevFacts) => Buffer.from(ioRulesContent(o.disks, f.disks, profiles));
   return {
-    id: `udev-rules:${path}`,
-    kind: 'udev-rules',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('udev-rules', `udev-rules:${path}`, o),
     verifiable: true,
     writes: [path],
     probe: () => [fileProbe(path), ...o.disks.map((d, i) => `echo '== disk ${i}'\n(\n${diskProbe(d.spec, { content: false })}\n)`)].join('\n'),
