@@ -11,7 +11,7 @@ export interface ChangeGroup {
  * Fold identical changes on many hosts into one entry with the host list: on a rack of 40
  * identical nodes the operator reads one diff, not forty.
  */
-export function groupChanges(results: ResourceResult[]): ChangeGroup[] {
+export function groupChanges(results: ResourceResult[], hostOrder: string[] = []): ChangeGroup[] {
   const groups = new Map<string, ChangeGroup>();
   for (const r of results) {
     if (r.status !== 'changed' && !(r.status === 'failed' && r.changes.length)) continue;
@@ -25,6 +25,9 @@ export function groupChanges(results: ResourceResult[]): ChangeGroup[] {
     }
     if (!g.hosts.includes(r.host)) g.hosts.push(r.host);
   }
+  // Hosts in inventory order, not in the order they happened to finish.
+  const rank = new Map(hostOrder.map((h, i) => [h, i]));
+  for (const g of groups.values()) g.hosts.sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));
   return [...groups.values()];
 }
 

@@ -68,8 +68,9 @@ export class HumanReporter {
   async finish(outcome: RunOutcome): Promise<void> {
     await this.list;
     const w = (s = '') => this.out.write(s + '\n');
-    const groups = groupChanges(outcome.results);
-    if (groups.length && (this.o.diff || this.o.verbose > 0)) {
+    const groups = groupChanges(outcome.results, outcome.hosts.map((h) => h.host));
+    // Summaries always (folded across hosts); file diffs with --diff.
+    if (groups.length) {
       w();
       w(outcome.check ? 'Changes that would be made (check mode: nothing was changed):' : 'Changes made:');
       for (const g of groups) {
