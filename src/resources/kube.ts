@@ -113,6 +113,8 @@ export interface KubeApplyFacts {
   webhookError?: string;
   /** `kind.group/name` of the objects that exist (read only when the webhook failed). */
   existing?: string[];
+  /** The API server does not serve some kind yet (its CRD is applied by a resource this one depends on). */
+  unknownKind?: string;
 }
 
 /** awk that normalises `kubectl diff` output (stable facts for the same cluster state). */
@@ -124,6 +126,7 @@ skip { next }
 { print }
 '`;
 
+const UNKNOWN_KIND = /no matches for kind|resource mapping not found|the server doesn't have a resource type|could not find the requested resource/i;
 const WEBHOOK_ERROR = /failed calling webhook|no endpoints available for service|connection refused|x509:|context deadline exceeded|service unavailable/i;
 
 export function parseKubeApplyProbe(out: string, code: number, stderr: string, tolerateWebhook: boolean): KubeApplyFacts {
@@ -179,8 +182,12 @@ export function parseKubeApplyProbe(out: string, code: number, stderr: string, t
   flush(curName);
   const err = errLines.join('\n').trim();
   const facts: KubeApplyFacts = { missingNamespaces, rc, objects };
-  if (rc > 1) {
-    if (tolerateWebhook && WEBHOOK_ERROR.test(err)) {
+  // kubectl diff: 0 same, 1 differs, >1 error (an exit 1 with no diff but an error is an error too)
+  if (rc > 1 || (rc === 1 && Object.keys(objects).length === 0 && err)) {
+    if (UNKNOWN_KIND.test(err)) {
+      facts.unknownKind = err.split('\n').find((x) => UNKNOWN_KIND.test(x))!.trim();
+      facts.objects = {};
+    } else if (tolerateWebhook && WEBHOOK_ERROR.test(err)) {
       facts.webhookError = err.split('\n').filter((x) => WEBHOOK_ERROR.test(x))[0] ?? err;
       facts.existing = existing;
       facts.objects = {};
@@ -195,6 +202,11 @@ export function parseKubeApplyProbe(out: string, code: number, stderr: string, t
 export function kubeApplyChanges(docs: ManifestDoc[], f: KubeApplyFacts): Change[] {
   const changes: Change[] = [];
   const missing = new Set(f.missingNamespaces);
+  if (f.unknownKind) {
+    // Normally seen only before the CRDs this resource depends on are applied (check mode reports
+    // that as a pending dependency); after them, kubectl apply says what is missing.
+    return docs.map((d) => ({ summary: `create ${displayName(d.ref)} (the API server does not serve its kind yet)` }));
+  }
   if (f.webhookError) {
     const existing = new Set(f.existing ?? []);
     for (const d of docs) {
@@ -203,16 +215,16 @@ export function kubeApplyChanges(docs: ManifestDoc[], f: KubeApplyFacts): Change
     }
     return changes;
   }
-  const byName = new Map(docs.map((d) => [diffName(d.ref), d.ref]));
+  // in the order the objects are applied
+  const seen = new Set<string>();
+  const change = (what: string, o: { create: boolean; diff: string }): Change => (o.create ? { summary: `create ${what}` } : { summary: `update ${what}`, diff: o.diff || undefined });
   for (const d of docs) {
+    const name = diffName(d.ref);
+    seen.add(name);
     if (d.ref.namespace && missing.has(d.ref.namespace)) changes.push({ summary: `create ${displayName(d.ref)}` });
+    else if (f.objects[name]) changes.push(change(displayName(d.ref), f.objects[name]));
   }
-  for (const [name, o] of Object.entries(f.objects)) {
-    const ref = byName.get(name);
-    const what = ref ? displayName(ref) : name;
-    if (o.create) changes.push({ summary: `create ${what}` });
-    else changes.push({ summary: `update ${what}`, diff: o.diff || undefined });
-  }
+  for (const [name, o] of Object.entries(f.objects)) if (!seen.has(name)) changes.push(change(name, o));
   return changes;
 }
 
@@ -288,7 +300,7 @@ while :; do
   if [ "$cab" = yes ] && [ "$eps" = yes ]; then
     if out=$(k apply ${SSA} --dry-run=server -f "$d/all.yaml" 2>&1); then break; fi
     case "$out" in
-      *'denied the request'*) printf 'the admission webhook rejected the configuration: %s\\n' "$out" >&2; exit 1 ;;
+      *'denied the request'*) printf 'the admission webhook rejected the configuration: %s\\n' "$(printf '%s\\n' "$out" | grep -v '(server dry run)$')" >&2; exit 1 ;;
     esac
     last=$(printf '%s' "$out" | tail -n 1)
   fi

@@ -1,0 +1,85 @@
+import { playbook } from '../src/engine/playbook.ts';
+import { kubeClusterResources, kubeNodeResources } from '../src/kube/network.ts';
+
+/**
+ * Kubernetes networking on bare metal: one CNI (Flannel or Calico via the Tigera operator) and,
+ * optionally, MetalLB. Facts and versions: shared/reference/k8s-networking.md.
+ *
+ * Play 1, every node (kube_control_plane + kube_node): kernel modules (overlay, br_netfilter, and
+ * the ip_vs set when kube-proxy runs IPVS) in /etc/modules-load.d/racksmith-k8s.conf; sysctls
+ * (ip_forward, bridge-nf-call-ip{,6}tables) in /etc/sysctl.d/90-racksmith-k8s.conf; /etc/cni/net.d
+ * and /opt/cni/bin; the containernetworking plugins from a checksummed tarball; a stale config of
+ * another CNI in /etc/cni/net.d is refused (or moved away); Calico: NetworkManager leaves cali*,
+ * tunl*, vxlan.calico alone (only where NetworkManager is installed).
+ *
+ * Play 2, once, on kube_control_plane[0] over the same SSH connection, with its kubeconfig:
+ * `kubectl apply --server-side --field-manager=racksmith --force-conflicts` of
+ *   - Flannel: kube-flannel.yml with net-conf.json Network = kube_pod_cidr and the backend;
+ *   - Calico: the operator CRDs, tigera-operator.yaml, then Installation/APIServer from the inventory;
+ *   - MetalLB: strictARP in kube-proxy's ConfigMap when kube-proxy runs IPVS (only with
+ *     metallb_allow_strict_arp), metallb-native.yaml, then the pools and advertisements once the
+ *     webhook really serves.
+ * Each step waits (CRDs Established, rollouts, tigerastatus, webhook) with a timeout. The cluster's
+ * pod CIDR (kubeadm-config podSubnet, nodes' podCIDR) must agree with the inventory, and no other
+ * CNI may run: otherwise the play refuses before applying anything.
+ *
+ * Manifests are pinned (src/kube/pins.ts: version + sha256). The controller reads them from a
+ * mirror directory or URL, verifies the sha256 before anything is applied (a mismatch refuses
+ * every host: exit 1), renders, validates racksmith's custom resources against the CRD schemas in
+ * the very manifests being applied, and sends the rendered YAML inside the apply script: nodes
+ * need no internet.
+ *
+ * Inventory variables (required: kube_cni, kube_pod_cidr):
+ *   kube_cni:             flannel | calico
+ *   kube_pod_cidr:        10.244.0.0/16        the cluster's pod CIDR (kubeadm podSubnet)
+ *   kube_kubeconfig:      /etc/kubernetes/admin.conf   on the control-plane host
+ *   kube_kubectl:         kubectl
+ *   kube_proxy_mode:      iptables | ipvs | nftables   (kernel modules; checked against the cluster)
+ *   kube_proxy_ipvs_modules: [ip_vs, ip_vs_rr, ip_vs_wrr, ip_vs_sh, nf_conntrack]
+ *   kube_ipv6:            false                also net.ipv6.conf.all.forwarding=1
+ *   kube_image_registry:  registry.local:5000  mirror with upstream repository paths (air-gapped)
+ *   kube_manifest_dir:    /srv/mirror/manifests   on the controller: <dir>/<component>-<version>/<file>
+ *   kube_manifest_base_url: http://mirror/manifests  same layout over HTTP (else upstream URLs)
+ *   kube_manifest_pins:   {'flannel-v0.29.0/kube-flannel.yml': {sha256: ..., url: ...}}
+ *   kube_wait_timeout:    300                  seconds per wait
+ *   flannel_version: v0.28.9; flannel_backend: vxlan (host-gw, wireguard, ...); flannel_vni,
+ *   flannel_port, flannel_direct_routing, flannel_mtu; flannel_iface / flannel_iface_regex: [..];
+ *   flannel_iface_can_reach: 10.0.0.1
+ *   calico_version: v3.32.1
+ *   calico_ip_pools:      [{name, cidr, encapsulation: VXLANCrossSubnet, nat_outgoing: true,
+ *                          block_size: 26, node_selector: all()}]   default: one pool = kube_pod_cidr
+ *   calico_bgp: true|false; calico_mtu; calico_linux_dataplane: Iptables|BPF|Nftables
+ *   calico_node_address_autodetection: {kubernetes: NodeInternalIP} | {interface: bond0} | {cidrs: [...]} ...
+ *   calico_api_server: true; calico_goldmane: false; calico_whisker: false
+ *   calico_image_pull_secrets: [name]; calico_wait_tigerastatus: true
+ *   metallb_pools:        [{name: rack-a, addresses: [10.20.30.200-10.20.30.250, 10.20.31.0/27],
+ *                          auto_assign: true, avoid_buggy_ips: false}]   (MetalLB is on when set)
+ *   metallb_enabled; metallb_version: v0.16.1; metallb_mode: l2 | bgp; metallb_l2_interfaces: [bond0]
+ *   metallb_bgp_peers:    [{name, peer_address, peer_asn, my_asn, peer_port, source_address,
+ *                          hold_time: 90s, ebgp_multihop, password_secret, node_selector: {k: v}}]
+ *   metallb_allow_strict_arp: false           may set kube-proxy ipvs.strictARP and restart it
+ *   metallb_ignore_exclude_lb: false          announce from control-plane nodes too
+ *   cni_plugins_version: v1.8.0; cni_plugins_arch: amd64; cni_plugins_sha256 (pinned for known versions)
+ *   cni_plugins_src:      upstream URL | controller path | file:///host/path | http mirror URL
+ *   cni_plugins_fetch:    controller (read + verify on the controller, pushed in the script: works
+ *                         offline) | host (curl/wget or a path on the host; verified there)
+ *   cni_plugins_required: [bridge, host-local, loopback, portmap]
+ *   cni_remove_stale_conf: false              move another CNI's config out of /etc/cni/net.d
+ */
+export default playbook({
+  name: 'kubernetes network',
+  plays: [
+    {
+      name: 'kubernetes network: nodes',
+      hosts: 'kube_control_plane:kube_node',
+      tags: ['kube', 'kube-node'],
+      resources: kubeNodeResources,
+    },
+    {
+      name: 'kubernetes network: cluster',
+      hosts: 'kube_control_plane[0]',
+      tags: ['kube', 'kube-cluster'],
+      resources: kubeClusterResources,
+    },
+  ],
+});
