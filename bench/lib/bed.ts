@@ -1,0 +1,110 @@
+// The benchmark's own test bed: same scripts as the e2e bed (test/testbed), but its own state
+// directory and global names, so it never touches the bed other engineers' e2e runs use
+// (rsbr0 / rs-tbN / 10.77.0.0/24 / .testbed). Settings go into process.env before the test-bed
+// API is imported: that module reads RS_TESTBED_STATE once, and its scripts read TB_*.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export const repoRoot = resolve(import.meta.dirname, '..', '..');
+export const benchState = process.env.RS_BENCH_STATE ? resolve(process.env.RS_BENCH_STATE) : join(repoRoot, '.testbed-bench');
+
+/** Environment of the bench bed (exported to the test-bed scripts). */
+export const BED_ENV = {
+  RS_TESTBED_STATE: benchState,
+  TB_STATE: benchState,
+  TB_BRIDGE: 'rsbb0',
+  TB_NET: '10.78.0',
+  TB_NS_PREFIX: 'rs-bb',
+  TB_VETH_PREFIX: 'rsbbv',
+  TB_MAC_PREFIX: '02:7b:01',
+} as const;
+
+for (const [k, v] of Object.entries(BED_ENV)) {
+  if (process.env[k] !== undefined && process.env[k] !== v) {
+    throw new Error(`bench: ${k}=${process.env[k]} is set in the environment; the benchmark always uses its own bed (${k}=${v})`);
+  }
+  process.env[k] = v;
+}
+
+export type Testbed = typeof import('../../test/testbed/api.ts');
+let api: Testbed | undefined;
+
+/** The test-bed API bound to the bench bed (imported after the environment is set). */
+export async function bed(): Promise<Testbed> {
+  api ??= await import('../../test/testbed/api.ts');
+  if (api.stateDir !== benchState) throw new Error(`bench: test-bed API uses ${api.stateDir}, not ${benchState} (imported before bench/lib/bed.ts?)`);
+  return api;
+}
+
+const QUEUE_KEYS = ['max_sectors_kb', 'read_ahead_kb', 'nr_requests', 'rq_affinity'] as const;
+const queueFile = join(benchState, 'queue-defaults.json');
+
+/**
+ * The loop devices' queue values right after `up`. A reset zeroes the disks and puts the
+ * scheduler and the rotational flag back, but not the other queue values the storage play tunes
+ * (the loop devices stay), so the bench puts them back itself: every first run starts untuned.
+ */
+function recordQueues(tb: Testbed): void {
+  const q: Record<string, Record<string, string>> = {};
+  for (const h of tb.hosts()) {
+    for (const d of h.disks) {
+      const k = d.dev.replace('/dev/', '');
+      q[d.image] = Object.fromEntries(QUEUE_KEYS.map((key) => [key, readFileSync(`/sys/block/${k}/queue/${key}`, 'utf8').trim()]));
+    }
+  }
+  writeFileSync(queueFile, JSON.stringify(q));
+}
+
+/** Reset hosts (fresh as after up) and untune their disks' queues. */
+export async function resetHosts(tb: Testbed, names: string[]): Promise<void> {
+  await tb.reset(names);
+  const q = JSON.parse(readFileSync(queueFile, 'utf8')) as Record<string, Record<string, string>>;
+  for (const h of tb.hosts().filter((x) => names.includes(x.name))) {
+    for (const d of h.disks) {
+      const want = q[d.image];
+      if (!want) throw new Error(`bench: no recorded queue values for ${d.image}`);
+      const dir = `/sys/block/${d.dev.replace('/dev/', '')}/queue`;
+      if (readFileSync(`${dir}/scheduler`, 'utf8').includes('[none]') === false) writeFileSync(`${dir}/scheduler`, 'none\n');
+      for (const key of QUEUE_KEYS) if (readFileSync(`${dir}/${key}`, 'utf8').trim() !== want[key]) writeFileSync(`${dir}/${key}`, want[key] + '\n');
+    }
+  }
+}
+
+/** Bring up N hosts (disks each), or reuse a running bench bed of that shape. */
+export async function ensureBed(hosts: number, disks: number, log: (s: string) => void): Promise<Testbed> {
+  const tb = await bed();
+  if ((await tb.matches({ hosts, disks })) && existsSync(queueFile)) {
+    log(`reusing the running bench bed (${hosts} hosts x ${disks} disks, ${benchState})`);
+  } else {
+    log(`bringing up the bench bed: ${hosts} hosts x ${disks} disks (${BED_ENV.TB_BRIDGE}, ${BED_ENV.TB_NET}.0/24, ${benchState})`);
+    const t0 = performance.now();
+    await tb.up({ hosts, disks, quiet: true });
+    recordQueues(tb);
+    log(`bench bed up in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  return tb;
+}
+
+/** Take the bench bed down (and the files the bench keeps in its state directory). */
+export async function downBed(tb: Testbed): Promise<void> {
+  rmSync(queueFile, { force: true }); // first: down removes the state directory when it is empty
+  await tb.down({ quiet: true });
+}
+
+/**
+ * The jail export every host binds at /srv/shared/jail: a hard-linked copy of the test bed's
+ * rootfs plus the populated marker (as test/e2e/jail.test.ts does). Nothing writes into it on a
+ * host without GPU driver files, so it is made once per bed.
+ */
+export async function populateJailExport(tb: Testbed): Promise<string> {
+  const exp = join(tb.sharedDir, 'jail');
+  const marker = join(exp, 'etc/soperator-jail-populated');
+  if (existsSync(marker)) return exp;
+  rmSync(exp, { recursive: true, force: true });
+  execFileSync('cp', ['-al', join(repoRoot, '.cache/testbed-rootfs'), exp]);
+  rmSync(join(exp, 'etc/ld.so.cache'), { force: true });
+  execFileSync('cp', [join(repoRoot, '.cache/testbed-rootfs/etc/ld.so.cache'), join(exp, 'etc/ld.so.cache')]);
+  writeFileSync(marker, 'populated by the racksmith benchmark\n');
+  return exp;
+}

@@ -1,0 +1,206 @@
+// --synthetic [HOSTS]: plan time for a large fleet without SSH.
+//
+// A 50-resource playbook per host: the site playbook's resources (18 on the bed) plus 12 files,
+// 10 directories and 10 lines stacked in one file. It is converged for real on one bed host and
+// the probe output of a converged run is recorded there (per exec, per play). Then HOSTS hosts
+// are read from a generated YAML inventory, prepared, and executed through a fake connection
+// that answers every exec with the recorded output (markers rewritten), with the CLI's reporters
+// (listr2 progress, NDJSON, journal; output to nowhere) and the recap. Measured: CPU and wall of
+// each phase in this process.
+import { writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import type { Testbed } from './bed.ts';
+import { sitePlaybook, RACKSMITH_VARS, type Workload } from './workload.ts';
+import type { Connection, ExecResult } from '../../src/connection/types.ts';
+import type { Host } from '../../src/inventory/model.ts';
+import type { Playbook } from '../../src/engine/playbook.ts';
+import type { Resource } from '../../src/resources/types.ts';
+
+const RESOURCES_PER_HOST = 50;
+
+async function benchPlaybook(): Promise<{ pb: Playbook; extra: number }> {
+  const { loadPlaybook } = await import('../../src/cli.ts');
+  const { playbook } = await import('../../src/engine/playbook.ts');
+  const { file } = await import('../../src/resources/file.ts');
+  const { directory } = await import('../../src/resources/directory.ts');
+  const { line } = await import('../../src/resources/text-edit.ts');
+  const site = await loadPlaybook(sitePlaybook);
+  const extras = (): Resource[] => {
+    const out: Resource[] = [];
+    const dir = directory({ path: '/etc/racksmith-bench', mode: '0755' });
+    out.push(dir);
+    for (let i = 1; i <= 12; i++) {
+      out.push(file({ path: `/etc/racksmith-bench/file-${String(i).padStart(2, '0')}.conf`, content: `# racksmith benchmark file ${i}\n${'key_' + i} = ${'x'.repeat(120)}\nenabled = true\n`, mode: '0644', after: [dir.id] }));
+    }
+    for (let i = 1; i <= 9; i++) out.push(directory({ path: `/var/lib/racksmith-bench/d${i}`, mode: '0750' }));
+    for (let i = 1; i <= 10; i++) out.push(line({ path: '/etc/racksmith-bench/lines.conf', line: `option_${i} = ${i * 7}`, regexp: `^option_${i} =`, create: true, after: [dir.id] }));
+    return out;
+  };
+  const extraCount = extras().length;
+  return {
+    extra: extraCount,
+    pb: playbook({ name: 'synthetic', plays: [...site.plays, { name: 'bench extras', hosts: 'all', resources: () => extras() }] }),
+  };
+}
+
+/** A recorded converged run: the stdout of each exec, in order, and the marker it used. */
+interface Recording {
+  outputs: Array<{ marker: string; stdout: string; stderr: string }>;
+}
+
+class FakeConnection implements Connection {
+  execCount = 0;
+  constructor(
+    readonly host: string,
+    private readonly rec: Recording,
+  ) {}
+  async exec(script: string): Promise<ExecResult> {
+    const r = this.rec.outputs[this.execCount++];
+    if (!r) throw new Error(`synthetic: ${this.host}: exec ${this.execCount} was not recorded (not converged?)`);
+    const marker = /^rs_m='([^']+)'/.exec(script)?.[1];
+    if (!marker) throw new Error('synthetic: no marker in the script');
+    return { stdout: r.stdout.split(r.marker).join(marker), stderr: r.stderr, code: 0 };
+  }
+  async close(): Promise<void> {}
+}
+
+const nullStream = () => Object.assign(new Writable({ write: (_c, _e, cb) => cb() }), { isTTY: false }) as unknown as NodeJS.WriteStream;
+
+export interface SyntheticResult {
+  hosts: number;
+  resourcesPerHost: number;
+  /** CPU (user+system) and wall per phase, milliseconds. */
+  phases: Record<string, { cpuMs: number; wallMs: number }>;
+  totalCpuMs: number;
+  totalWallMs: number;
+  heapUsedMb: number;
+  rssMb: number;
+  recap: { ok: number; changed: number; failed: number };
+}
+
+export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
+  const { loadInventory } = await import('../../src/inventory/load.ts');
+  const { prepare, execute } = await import('../../src/engine/index.ts');
+  const { connect } = await import('../../src/engine/connect.ts');
+  const { HumanReporter } = await import('../../src/ui/human.ts');
+  const { jsonSink } = await import('../../src/ui/json.ts');
+  const { journalSink } = await import('../../src/engine/journal.ts');
+  const { pb, extra } = await benchPlaybook();
+
+  // 1. converge one bed host with the 50-resource playbook, then record a converged run
+  const bedHost = w.hosts[0];
+  const inv1 = loadInventory(w.racksmithInventory);
+  const run = async (connector: (h: Host, o: any) => Promise<Connection>) =>
+    execute(prepare(inv1, [pb], { limit: bedHost }), { inventoryFile: w.racksmithInventory, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 1, connectAttempts: 3, connector }, () => {});
+  for (let k = 0; k < 4; k++) {
+    const o = await run(connect);
+    const h = o.hosts[0];
+    if (h.changed === 0 && h.failed === 0 && !h.unreachable) break;
+    if (k === 3) throw new Error(`synthetic: ${bedHost} does not converge with the synthetic playbook: ${o.results.filter((r) => r.status === 'failed').map((r) => `${r.id}: ${r.error}`).join('; ')}`);
+  }
+  const rec: Recording = { outputs: [] };
+  const check = await run(async (h, o) => {
+    const c = await connect(h, o);
+    return {
+      host: c.host,
+      get execCount() {
+        return c.execCount;
+      },
+      exec: async (script: string, stdin?: string) => {
+        const r = await c.exec(script, stdin);
+        rec.outputs.push({ marker: /^rs_m='([^']+)'/.exec(script)![1], stdout: r.stdout, stderr: r.stderr });
+        return r;
+      },
+      close: () => c.close(),
+    };
+  });
+  const resourcesPerHost = check.results.length;
+  log(`synthetic: ${bedHost} converged with ${resourcesPerHost} resources (site + ${extra} extra), ${rec.outputs.length} execs recorded`);
+
+  // 2. HOSTS hosts in a generated inventory, same vars as the bench inventory
+  const invFile = join(w.dir, `synthetic-${hosts}.yaml`);
+  const names = Array.from({ length: hosts }, (_, i) => `node${String(i + 1).padStart(4, '0')}`);
+  writeFileSync(
+    invFile,
+    stringify({
+      all: {
+        vars: { ansible_user: 'root', racksmith_known_hosts: '/dev/null', ...RACKSMITH_VARS },
+        hosts: Object.fromEntries(names.map((n, i) => [n, { ansible_host: `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}` }])),
+        children: { jail: { hosts: Object.fromEntries(names.map((n) => [n, null])) } },
+      },
+    }),
+  );
+
+  const phases: SyntheticResult['phases'] = {};
+  const lap = async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const v = await fn();
+    const c = process.cpuUsage(c0);
+    phases[name] = { cpuMs: (c.user + c.system) / 1000, wallMs: performance.now() - t0 };
+    return v;
+  };
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const inv = await lap('load inventory', () => loadInventory(invFile));
+  const prepared = await lap('prepare (build + validate resources)', () => prepare(inv, [pb], {}));
+  const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
+  const json = jsonSink(nullStream());
+  const journal = journalSink(join(w.dir, 'synthetic-journal.ndjson'));
+  const events: Parameters<typeof json>[0][] = [];
+  const emit = (e: Parameters<typeof json>[0]) => {
+    events.push(e);
+    human.onEvent(e);
+    json(e);
+    journal(e);
+  };
+  emit({ type: 'run_start', playbooks: ['synthetic'], hosts: names, check: false });
+  const outcome = await lap('execute (script build, fake exec, parse, diff, events)', () =>
+    execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, rec) }, emit),
+  );
+  await lap('report (listr2 finish, change groups, recap table)', () => human.finish(outcome));
+  const total = process.cpuUsage(c0);
+  const totalWall = performance.now() - t0;
+  // What the event sinks cost inside `execute`: the same events again through fresh sinks (timing
+  // each event inside the run would cost more than the sinks themselves).
+  {
+    const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
+    const j2 = jsonSink(nullStream());
+    const jr2 = journalSink(join(w.dir, 'synthetic-journal-2.ndjson'));
+    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['listr2 progress', h2.onEvent], ['NDJSON', j2], ['journal', jr2]];
+    for (const [name, sink] of parts) {
+      const a = process.cpuUsage();
+      const t = performance.now();
+      for (const e of events) sink(e);
+      const d = process.cpuUsage(a);
+      phases[`  of which event sink: ${name} (${events.length} events, replayed)`] = { cpuMs: (d.user + d.system) / 1000, wallMs: performance.now() - t };
+    }
+  }
+  const ok = outcome.results.filter((r) => r.status === 'ok').length;
+  const changed = outcome.results.filter((r) => r.status === 'changed').length;
+  const failed = outcome.results.filter((r) => r.status === 'failed').length;
+  const mem = process.memoryUsage();
+  const res: SyntheticResult = {
+    hosts,
+    resourcesPerHost,
+    phases,
+    totalCpuMs: (total.user + total.system) / 1000,
+    totalWallMs: totalWall,
+    heapUsedMb: mem.heapUsed / 2 ** 20,
+    rssMb: mem.rss / 2 ** 20,
+    recap: { ok, changed, failed },
+  };
+  const lines = [
+    '',
+    `synthetic plan: ${hosts} hosts x ${resourcesPerHost} resources, no SSH (recorded converged probe output), this process`,
+    ...Object.entries(res.phases).map(([k, v]) => `  ${k.padEnd(58)} cpu ${v.cpuMs.toFixed(0).padStart(6)} ms${Number.isFinite(v.wallMs) ? `  wall ${v.wallMs.toFixed(0).padStart(6)} ms` : ''}`),
+    `  total                                                      cpu ${res.totalCpuMs.toFixed(0).padStart(6)} ms  wall ${res.totalWallMs.toFixed(0).padStart(6)} ms; heap ${res.heapUsedMb.toFixed(0)} MiB, rss ${res.rssMb.toFixed(0)} MiB`,
+    `  resources: ${ok} ok, ${changed} changed, ${failed} failed (all ok expected)`,
+    `synthetic: ${hosts} hosts x ${resourcesPerHost} resources: plan ${(res.totalCpuMs / 1000).toFixed(2)}s CPU (${(res.totalWallMs / 1000).toFixed(2)}s wall)`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+  return res;
+}

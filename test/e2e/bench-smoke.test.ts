@@ -1,0 +1,79 @@
+// Smoke test of the benchmark (bench/): it runs with 2 hosts on ITS OWN test bed (rsbb0,
+// 10.78.0.0/24, .testbed-bench; never the e2e bed this suite shares), writes its JSON, and takes
+// its bed down again. Speed targets are deliberately not checked here (noisy machines): only that
+// the benchmark works and that both tools reached the same end state.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const repoRoot = resolve(import.meta.dirname, '..', '..');
+const dir = mkdtempSync(join(tmpdir(), 'rs-bench-smoke-'));
+const out = join(dir, 'latest.json');
+
+const linkExists = (name: string) => {
+  try {
+    execFileSync('ip', ['link', 'show', name], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The Ansible side needs ansible.posix (Debian package `ansible`); without it, racksmith only. */
+function ansibleUsable(): boolean {
+  try {
+    const list = execFileSync('ansible-doc', ['-l', 'ansible.posix'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return list.includes('ansible.posix.sysctl') && list.includes('ansible.posix.mount');
+  } catch {
+    return false;
+  }
+}
+
+function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((res, rej) => {
+    const child = spawn('npm', ['run', '-s', 'bench', '--', ...args], { cwd: repoRoot, env: process.env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGTERM'), 170_000);
+    child.on('error', rej);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      res({ code: code ?? -1, stdout, stderr });
+    });
+  });
+}
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('benchmark smoke test', () => {
+  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 180_000 }, async () => {
+    const e2eBed = linkExists('rsbr0');
+    const tools = ansibleUsable() ? 'racksmith,ansible' : 'racksmith';
+    if (tools === 'racksmith') console.warn('[bench-smoke] ansible.posix is not installed (Debian package `ansible`): racksmith side only');
+    const run = await bench(['--hosts', '2', '--runs', '1', '--tools', tools, '--out', out]);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(run.stdout).toMatch(/^converged: racksmith \d+\.\d\ds ansible /m);
+    expect(run.stdout).toMatch(/^floor: node-ssh \d+\.\d\ds racksmith\/floor \d+\.\dx/m);
+
+    const result = JSON.parse(readFileSync(out, 'utf8'));
+    expect(result.config.hosts).toBe(2);
+    expect(result.config.bed.TB_BRIDGE).toBe('rsbb0');
+    expect(result.summary.converged.racksmith.wall.median).toBeGreaterThan(0);
+    expect(result.summary.converged.racksmith.ok).toBe(1);
+    expect(result.summary.floor['floor-node-ssh'].ok).toBe(1);
+    expect(result.samples.filter((s: { case: string; tool: string }) => s.case === 'converged' && s.tool === 'racksmith')[0].changed).toBe(0);
+    if (tools.includes('ansible')) {
+      expect(result.summary.converged.ansible.ok).toBe(1);
+      expect(result.endState.comparisons[0].identical, JSON.stringify(result.endState.comparisons[0].differences)).toBe(true);
+    }
+
+    // its bed is gone, the e2e bed is as it was
+    expect(linkExists('rsbb0')).toBe(false);
+    expect(existsSync(join(repoRoot, '.testbed-bench', 'hosts'))).toBe(false);
+    expect(linkExists('rsbr0')).toBe(e2eBed);
+  });
+});
