@@ -213,6 +213,8 @@ export function kubeSettings(host: HostContext): KubeSettings {
   const pod = parseCidr(podCidr, { strict: true });
   if (!pod) throw host.error('kube_pod_cidr', `kube_pod_cidr: '${podCidr}' is not a CIDR with its host bits zero (e.g. 10.244.0.0/16)`);
 
+  if (cni === 'flannel' && pod.family !== 4) throw host.error('kube_pod_cidr', `kube_pod_cidr: flannel is rendered with an IPv4 Network; IPv6 and dual-stack pod networks are not supported by this playbook yet`);
+
   // --- manifests and pins
   const pins = v<Record<string, { sha256: string; url?: string }>>('kube_manifest_pins', {});
   const versions: Record<Component, string> = {

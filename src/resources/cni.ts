@@ -8,7 +8,7 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath, type FileFacts } from './file-common.ts';
 import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
-import { Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 // ---------------------------------------------------------------------------------------------
 // CNI plugins tarball
@@ -41,6 +41,17 @@ export interface CniPluginsFacts {
 }
 
 export const CNI_MARKER = '.racksmith-cni-plugins';
+
+/** The tarball (~50 MB for the real plugins) is encoded once per run, not once per host. */
+const encoded = new WeakMap<Buffer, string>();
+function base64Of(b: Buffer): string {
+  let s = encoded.get(b);
+  if (s === undefined) {
+    s = b.toString('base64');
+    encoded.set(b, s);
+  }
+  return s;
+}
 const PLUGIN_NAME = /^[A-Za-z0-9._-]+$/;
 
 export function parseCniPluginsProbe(out: string): CniPluginsFacts {
@@ -106,11 +117,7 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
   for (const r of o.required) if (!PLUGIN_NAME.test(r)) throw new InputError(`cni plugins: invalid plugin name ${JSON.stringify(r)}`);
   const marker = `${dir}/${CNI_MARKER}`;
   return {
-    id: `cni-plugins:${dir}`,
-    kind: 'cni-plugins',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('cni-plugins', `cni-plugins:${dir}`, o),
     verifiable: true,
     probe: () =>
       [
@@ -127,7 +134,7 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
     apply(): Step[] {
       const fetch =
         o.source.kind === 'push'
-          ? `printf '%s' ${shq(o.source.bytes.toString('base64'))} | base64 -d > "$t/p.tgz"`
+          ? `printf '%s' ${shq(base64Of(o.source.bytes))} | base64 -d > "$t/p.tgz"`
           : o.source.kind === 'file'
             ? `cp -- ${shq(o.source.path)} "$t/p.tgz"`
             : [
@@ -220,11 +227,7 @@ export function cniConfGuard(o: CniConfGuardOptions): Resource<CniConfFacts> {
   const dir = checkAbsolutePath(o.dir ?? '/etc/cni/net.d', 'cni conf dir');
   const stale = `${dir}.racksmith-stale`;
   return {
-    id: `cni-conf:${dir}`,
-    kind: 'cni-conf',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('cni-conf', `cni-conf:${dir}`, o),
     verifiable: true,
     probe: () => `for f in ${shq(dir)}/* ${shq(dir)}/.[!.]*; do [ -f "$f" ] && printf '%s\\n' "\${f##*/}"; done; exit 0`,
     parse: (out) => ({ files: out.split('\n').filter(Boolean) }),
@@ -263,11 +266,7 @@ export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFac
   const path = checkAbsolutePath(o.path ?? '/etc/NetworkManager/conf.d/calico.conf', 'NetworkManager conf');
   const content = o.content ?? CALICO_NM_CONF;
   return {
-    id: `nm-unmanaged:${path}`,
-    kind: 'nm-unmanaged',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('nm-unmanaged', `nm-unmanaged:${path}`, o),
     verifiable: true,
     writes: [path],
     probe: () =>

@@ -22,7 +22,7 @@ import { parse as parseYaml, parseDocument } from 'yaml';
 import { shq } from '../shell/quote.ts';
 import { cidrEqual, cidrWithin, parseCidr, type Cidr } from '../kube/cidr.ts';
 import { diffName, displayName, kubectlRef, type KubeObject, type ObjectRef } from '../kube/objects.ts';
-import { ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export const FIELD_MANAGER = 'racksmith';
 const SSA = `--server-side --field-manager=${FIELD_MANAGER} --force-conflicts`;
@@ -35,14 +35,17 @@ export interface KubeAccess {
   kubectl: string;
 }
 
-/** Shell that checks kubectl and the kubeconfig and defines `k` (kubectl with that kubeconfig). */
+/** Shell that checks kubectl and the kubeconfig and defines `k` and `kw` (kubectl with that kubeconfig). */
 export function kubectlPrelude(a: KubeAccess): string {
   return [
     `KUBECONFIG=${shq(a.kubeconfig)}; export KUBECONFIG`,
     'unset KUBECTL_EXTERNAL_DIFF',
     `command -v ${shq(a.kubectl)} >/dev/null 2>&1 || { echo ${shq(`racksmith: ${a.kubectl} not found on this host (set kube_kubectl)`)} >&2; exit 127; }`,
     `[ -r "$KUBECONFIG" ] || { echo "racksmith: kubeconfig $KUBECONFIG is not readable on this host (set kube_kubeconfig)" >&2; exit 126; }`,
-    `k() { ${shq(a.kubectl)} "$@"; }`,
+    // k: one request may take at most a minute (a hung API server fails the step, not the run);
+    // kw: watches (wait, rollout status), bounded by their own --timeout
+    `k() { ${shq(a.kubectl)} --request-timeout=60s "$@"; }`,
+    `kw() { ${shq(a.kubectl)} "$@"; }`,
   ].join('\n');
 }
 
@@ -262,11 +265,7 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
   };
 
   return {
-    id: `kube:${o.name}`,
-    kind: 'kube',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('kube', `kube:${o.name}`, o),
     verifiable: true,
     probe,
     parse: (out, code, stderr) => parseKubeApplyProbe(out, code, stderr, !!gate),
@@ -318,7 +317,7 @@ done`;
 export function waitEstablished(crds: string[], timeoutSec: number): Step {
   return {
     name: `wait for CRDs Established (${crds.length})`,
-    script: `k wait --for=condition=Established --timeout=${timeoutSec}s ${crds.map((c) => shq(`crd/${c}`)).join(' ')} || { echo ${shq(`CRDs not Established within ${timeoutSec}s: ${crds.join(', ')}`)} >&2; exit 1; }`,
+    script: `kw wait --for=condition=Established --timeout=${timeoutSec}s ${crds.map((c) => shq(`crd/${c}`)).join(' ')} || { echo ${shq(`CRDs not Established within ${timeoutSec}s: ${crds.join(', ')}`)} >&2; exit 1; }`,
   };
 }
 
@@ -326,7 +325,7 @@ export function waitRollout(namespace: string, what: string, timeoutSec: number)
   const hint = `kubectl -n ${namespace} describe ${what}; kubectl -n ${namespace} get pods -o wide`;
   return {
     name: `wait for ${namespace}/${what} rolled out`,
-    script: `k -n ${shq(namespace)} rollout status ${shq(what)} --timeout=${timeoutSec}s || { echo ${shq(`${namespace}/${what} not rolled out within ${timeoutSec}s; look at: ${hint}`)} >&2; exit 1; }`,
+    script: `kw -n ${shq(namespace)} rollout status ${shq(what)} --timeout=${timeoutSec}s || { echo ${shq(`${namespace}/${what} not rolled out within ${timeoutSec}s; look at: ${hint}`)} >&2; exit 1; }`,
   };
 }
 
@@ -341,7 +340,7 @@ until k get ${refs} -o name >/dev/null 2>&1; do
   sleep 2
 done
 left=$(( deadline - $(date +%s) )); [ "$left" -gt 0 ] || left=1
-k wait --for=condition=Available --timeout="\${left}s" ${refs} || { k get tigerastatus >&2 || true; echo ${shq(`Calico components not Available within ${timeoutSec}s (kubectl get tigerastatus -o yaml shows why)`)} >&2; exit 1; }`,
+kw wait --for=condition=Available --timeout="\${left}s" ${refs} || { k get tigerastatus >&2 || true; echo ${shq(`Calico components not Available within ${timeoutSec}s (kubectl get tigerastatus -o yaml shows why)`)} >&2; exit 1; }`,
   };
 }
 
@@ -360,11 +359,7 @@ export interface ArtifactsGuardOptions extends CommonOptions {
  */
 export function artifactsGuard(o: ArtifactsGuardOptions): Resource<null> {
   return {
-    id: 'kube-artifacts',
-    kind: 'kube-artifacts',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('kube-artifacts', 'kube-artifacts', o),
     verifiable: true,
     probe: () => ':',
     parse: () => null,
@@ -528,11 +523,7 @@ export function clusterProblems(o: Omit<ClusterGuardOptions, 'access'>, f: Clust
 /** Reads the cluster's pod network facts and refuses when they disagree with the inventory. */
 export function clusterGuard(o: ClusterGuardOptions): Resource<ClusterFacts> {
   return {
-    id: 'kube:cluster-network',
-    kind: 'kube-guard',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('kube-guard', 'kube:cluster-network', o),
     verifiable: true,
     probe: () =>
       [
@@ -618,11 +609,7 @@ export function strictArpChanges(f: StrictArpFacts, allow: boolean): Change[] {
 export function strictArp(o: StrictArpOptions): Resource<StrictArpFacts> {
   const timeout = o.timeoutSec ?? 300;
   return {
-    id: 'kube:kube-proxy-strict-arp',
-    kind: 'kube',
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common('kube', 'kube:kube-proxy-strict-arp', o),
     verifiable: true,
     probe: () => `${kubectlPrelude(o.access)}\nk -n kube-system get configmap kube-proxy -o json --ignore-not-found || exit 3`,
     parse(out, code, stderr) {
@@ -645,7 +632,7 @@ export function strictArp(o: StrictArpOptions): Resource<StrictArpFacts> {
         },
         {
           name: 'restart kube-proxy',
-          script: `${kubectlPrelude(o.access)}\nk -n kube-system rollout restart daemonset/kube-proxy\nk -n kube-system rollout status daemonset/kube-proxy --timeout=${timeout}s || { echo ${shq(`kube-proxy not rolled out within ${timeout}s after the strictARP change`)} >&2; exit 1; }`,
+          script: `${kubectlPrelude(o.access)}\nk -n kube-system rollout restart daemonset/kube-proxy\nkw -n kube-system rollout status daemonset/kube-proxy --timeout=${timeout}s || { echo ${shq(`kube-proxy not rolled out within ${timeout}s after the strictARP change`)} >&2; exit 1; }`,
         },
       ];
     },

@@ -12,7 +12,7 @@
 // The CNI plugins tarball is a small stand-in (shell scripts named like the plugins) with its own
 // sha256 in the inventory; the manifests are the real upstream files from shared/fixtures/manifests.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -121,6 +121,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await double?.stop();
+  rmSync(work, { recursive: true, force: true });
 });
 
 describe('Flannel + MetalLB', () => {
@@ -421,5 +422,6 @@ describe('CNI plugins fetched by the host', () => {
     const curl = await provision([PB, '-i', inv(`http://${tb.runnerIp}:1/cni.tgz`), '--json']);
     expect(curl.code).toBe(1);
     expect(failures(curl)[0].error).toMatch(/neither curl nor wget on this host/);
+    rmSync(shared, { force: true });
   });
 });

@@ -492,6 +492,7 @@ describe('inventory variables', () => {
     [{ kube_cni: 'cilium', kube_pod_cidr: '10.244.0.0/16' }, /kube_cni must be one of: flannel, calico/],
     [{ kube_cni: 'flannel' }, /kube_pod_cidr is required/],
     [{ ...ok, kube_pod_cidr: '10.244.0.0' }, /inv\.yaml:2:3: n1: kube_pod_cidr: '10\.244\.0\.0' is not a CIDR/],
+    [{ ...ok, kube_pod_cidr: 'fd00::/56' }, /IPv6 and dual-stack pod networks are not supported/],
     [{ ...ok, metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/33'] }] }, /inv\.yaml:3:3: n1: metallb_pools\[0\]\.addresses\[0\]: '10\.0\.0\.0\/33' is not a valid CIDR/],
     [{ ...ok, metallb_pools: [{ name: 'a', addresses: ['10.244.5.0/28'] }] }, /overlaps the pod network 10\.244\.0\.0\/16/],
     [{ ...ok, metallb_pools: [{ name: 'A_B', addresses: ['10.0.0.0/28'] }] }, /metallb_pools\.0\.name must match pattern/],

@@ -12,7 +12,7 @@ import { manifest } from '../kube-double/fixtures.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
 import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../../src/kube/objects.ts';
 import { renderFlannel, renderMetallbConfig } from '../../src/kube/render.ts';
-import { clusterGuard, kubeApply, strictArp, waitEstablished, waitRollout, type KubeAccess, type ManifestDoc } from '../../src/resources/kube.ts';
+import { clusterGuard, kubeApply, kubectlPrelude, strictArp, waitEstablished, waitRollout, type KubeAccess, type ManifestDoc } from '../../src/resources/kube.ts';
 import type { Change, Resource } from '../../src/resources/types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-kube-scripts-'));
@@ -98,6 +98,16 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
     expect(changes[0].summary).toBe('update ConfigMap kube-flannel/kube-flannel-cfg');
     expect(changes[0].diff).toMatch(/^-\s+net-conf\.json: '\{\}'$/m);
     expect(changes[0].diff).toContain('"Network": "10.244.0.0/16"');
+  });
+
+  it('a rollout that does not finish: the wait step fails with what to look at', async () => {
+    const k = kubectlFor(d.kubeconfig());
+    await k.run(['-n', 'kube-flannel', 'patch', 'daemonset', 'kube-flannel-ds', '--subresource=status', '--type=merge', '-p', '{"status":{"numberReady":0,"numberAvailable":0,"updatedNumberScheduled":0}}']);
+    k.cleanup();
+    const step = waitRollout('kube-flannel', 'daemonset/kube-flannel-ds', 2);
+    const s = await sh(`${kubectlPrelude(access)}\n${step.script}`, true);
+    expect(s.code).toBe(1);
+    expect(s.stderr).toContain('kube-flannel/daemonset/kube-flannel-ds not rolled out within 2s; look at: kubectl -n kube-flannel describe daemonset/kube-flannel-ds');
   });
 
   it('the cluster guard reads kubeadm-config, nodes, DaemonSets and the live flannel config', async () => {
