@@ -23,6 +23,11 @@ export interface PlannedResource {
   factHash: string;
   /** Change summaries that were reviewed (empty: the resource was converged). */
   changes: string[];
+  /**
+   * Reviewed as "depends on a pending change" of this resource: its own changes could only be
+   * known after that one applied, so whatever they turn out to be is what was approved.
+   */
+  pending?: string;
 }
 
 export interface HostRunResult {
@@ -151,7 +156,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
       if (own || inherited) s.predictedFiles = { ...inherited, ...own };
       const reviewed = o.planned?.get(s.r.id);
-      if (reviewed && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
+      if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
         finish(s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
         continue;
       }

@@ -46,7 +46,7 @@ const planSchema = {
           additionalProperties: {
             type: 'object',
             required: ['factHash', 'changes'],
-            properties: { factHash: { type: 'string' }, changes: { type: 'array', items: { type: 'string' } } },
+            properties: { factHash: { type: 'string' }, changes: { type: 'array', items: { type: 'string' } }, pending: { type: 'string' } },
           },
         },
       },
@@ -75,7 +75,11 @@ export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory;
       hosts[host][play] = {};
       for (const [id, factHash] of hashes) {
         const r = o.outcome.results.find((x) => x.host === host && x.play === play && x.id === id);
-        hosts[host][play][id] = { factHash, changes: r?.status === 'changed' ? r.changes.map((c) => c.summary) : [] };
+        hosts[host][play][id] = {
+          factHash,
+          changes: r?.status === 'changed' ? r.changes.map((c) => c.summary) : [],
+          ...(r?.pending ? { pending: r.pending } : {}),
+        };
       }
     }
   }
