@@ -38,8 +38,25 @@ export function normMode(mode: string | number | undefined): string | undefined 
   return String(parseInt(s, 8).toString(8));
 }
 
-/** Shell that prints a file's facts: key=value lines, then base64 of the content. */
+/**
+ * Shell that prints a file's facts: key=value lines, then base64 of the content. Many resources
+ * read the same file (every mount reads /etc/fstab): within one remote script the file is read
+ * once and the answer reused, since all probes of a script run after all of its steps.
+ */
 export function fileProbe(path: string): string {
+  const key = createHash('sha256').update(path).digest('hex').slice(0, 16);
+  const read = readFileFacts(path);
+  return `if [ -n "\${rs_t:-}" ]; then
+  [ -f "$rs_t/f.${key}" ] || { (
+${read}
+) > "$rs_t/f.${key}.tmp" && mv -f "$rs_t/f.${key}.tmp" "$rs_t/f.${key}"; }
+  cat "$rs_t/f.${key}"
+else (
+${read}
+) fi`;
+}
+
+function readFileFacts(path: string): string {
   const p = shq(path);
   return `p=${p}
 if [ -L "$p" ]; then echo type=link
