@@ -4,8 +4,9 @@ import { playbook } from '../src/engine/playbook.ts';
 import network from './network.ts';
 import storage from './storage.ts';
 import jail from './jail.ts';
+import kubeNetwork from './kube-network.ts';
 
 export default playbook({
   name: 'site',
-  plays: [...network.plays, ...storage.plays, ...jail.plays],
+  plays: [...network.plays, ...storage.plays, ...jail.plays, ...kubeNetwork.plays],
 });
