@@ -20,7 +20,7 @@ import {
   type Component,
   type ManifestPin,
 } from './pins.ts';
-import type { CalicoPool, MetallbPeer, MetallbPool } from './render.ts';
+import type { CalicoPool, FlannelSettings, MetallbPeer, MetallbPool } from './render.ts';
 
 const ABS = '^/[^\\n\\0]*$';
 const HEX64 = '^[0-9a-f]{64}$';
@@ -153,16 +153,7 @@ export interface KubeSettings {
   /** The manifests to load, with where to get each. */
   manifests: Array<{ pin: ManifestPin; sources: string[] }>;
   versions: Record<Component, string>;
-  flannel: {
-    backend: string;
-    vni?: number;
-    port?: number;
-    directRouting?: boolean;
-    mtu?: number;
-    iface?: string[];
-    ifaceRegex?: string[];
-    ifaceCanReach?: string;
-  };
+  flannel: Omit<FlannelSettings, 'network' | 'registry'>;
   calico: {
     pools: CalicoPool[];
     bgp?: 'Enabled' | 'Disabled';

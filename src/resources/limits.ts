@@ -2,7 +2,7 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath, type FileFacts } from './file-common.ts';
 import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
-import type { Change, CommonOptions, Resource, Step } from './types.ts';
+import { common, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export interface NofileLimits {
   soft: number;
@@ -55,11 +55,7 @@ function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string
   const path = checkAbsolutePath(spec.path);
   const cond = spec.onlyIf?.length ? spec.onlyIf.map((p) => `[ -e ${shq(p)} ]`).join(' || ') : 'true';
   return {
-    id: `${kind}:${path}`,
-    kind,
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common(kind, `${kind}:${path}`, o),
     verifiable: true,
     writes: [path],
     probe: () => probeWithFile(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`, path),

@@ -3,7 +3,7 @@ import {
   atomicWriteScript, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
   parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
-import { ProbeError, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
 export interface TextEditOptions extends CommonOptions {
   path: string;
@@ -32,11 +32,7 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
     return edit(f.content.toString('utf8'));
   };
   return {
-    id: `${kind}:${path}:${idPart}`,
-    kind,
-    tags: o.tags ?? [],
-    dependsOn: o.dependsOn ?? [],
-    after: o.after,
+    ...common(kind, `${kind}:${path}:${idPart}`, o),
     verifiable: true,
     writes: [path],
     probe: () => fileProbe(path),

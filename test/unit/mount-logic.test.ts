@@ -1,15 +1,10 @@
-import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { fileWith } from './facts.ts';
 import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
 import { mount, type MountFacts } from '../../src/resources/mount.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
-import type { FileFacts } from '../../src/resources/file-common.ts';
 import { Refusal } from '../../src/resources/types.ts';
 
-const fileWith = (text: string): FileFacts => ({
-  type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root', size: text.length,
-  sha256: createHash('sha256').update(text).digest('hex'), content: Buffer.from(text),
-});
 
 describe('fstab text', () => {
   it.each([

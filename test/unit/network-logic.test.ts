@@ -1,17 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { absent, fileWith } from './facts.ts';
 import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
 import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath } from '../../src/resources/sysctl.ts';
 import { kmod } from '../../src/resources/kmod.ts';
 import { limits } from '../../src/resources/limits.ts';
-import type { FileFacts } from '../../src/resources/file-common.ts';
-import { createHash } from 'node:crypto';
 
 const GiB = 1024 * 1024; // in KiB
-const absent: FileFacts = { type: 'absent' };
-const fileWith = (text: string): FileFacts => ({
-  type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root', size: text.length,
-  sha256: createHash('sha256').update(text).digest('hex'), content: Buffer.from(text),
-});
 
 describe('sysctl value normalisation', () => {
   it.each([
