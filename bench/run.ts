@@ -14,7 +14,7 @@ import { benchState, BED_ENV, downBed, ensureBed, populateJailExport, repoRoot, 
 import { compare, snapshot, type Comparison, type HostState } from './lib/state.ts';
 import { fmtRange, summarize, table, type Summary } from './lib/stats.ts';
 import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, type Case, type Tool, type ToolRun } from './lib/tools.ts';
-import { siteHasStorage, writeWorkload } from './lib/workload.ts';
+import { sitePlays, writeWorkload } from './lib/workload.ts';
 
 const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
   --hosts N            test hosts (default 20; the bench bed, rsbb0 / 10.78.0.0/24 / .testbed-bench)
@@ -109,7 +109,9 @@ async function main(argv: string[]): Promise<number> {
   const t0 = Date.now();
   // The storage play needs data disks: two per host, as in the storage e2e test (d1 rotational
   // = HDD profile, d2 non-rotational = SSD profile).
-  const storage = await siteHasStorage();
+  const site = await sitePlays();
+  const storage = site.storage;
+  if (site.notBenched.length) log(`plays of site.ts with no host in the bench inventory (not benchmarked, nothing on the Ansible side): ${site.notBenched.join(', ')}`);
   const tb = await ensureBed(N, storage ? 2 : 1, log);
   const exportDir = await populateJailExport(tb);
   const runDir = mkdtempSync(join(tmpdir(), 'racksmith-bench-'));
@@ -239,6 +241,7 @@ async function main(argv: string[]): Promise<number> {
       'peak RSS: summed RSS of the process tree (shared pages counted in every process); PSS: shared pages split between sharers.',
       '',
       `end state: ${equal}`,
+      ...(site.notBenched.length ? [`not benchmarked (no bench hosts in their groups): ${site.notBenched.join(', ')}`] : []),
       ...(settles.length ? [`note: ${settles.length} untimed settle run(s) after failed first runs (${[...new Set(settles.map((s) => s.tool))].join(', ')})`] : []),
       '',
       ...lines,
@@ -261,7 +264,7 @@ async function main(argv: string[]): Promise<number> {
       date: new Date().toISOString(),
       git: version('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']),
       machine: { cores: cpus().length, cpu: cpus()[0]?.model, memGb: Math.round(totalmem() / 2 ** 30), node: process.version, ansible: version('ansible-playbook', ['--version']), loadAtEnd: loadavg() },
-      config: { hosts: N, runs: R, forks, tools, cases: [...cases], bed: { ...BED_ENV, state: benchState }, racksmith: 'playbooks/site.ts', ansible: 'bench/ansible/site.yml', plays: storage ? ['network', 'storage', 'jail'] : ['network', 'jail'], disksPerHost: storage ? 2 : 1 },
+      config: { hosts: N, runs: R, forks, tools, cases: [...cases], bed: { ...BED_ENV, state: benchState }, racksmith: 'playbooks/site.ts', ansible: 'bench/ansible/site.yml', plays: site.plays, notBenched: site.notBenched, disksPerHost: storage ? 2 : 1 },
       summary,
       ratios: {
         converged: wall('converged', 'ansible') / wall('converged', 'racksmith'),

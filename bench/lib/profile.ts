@@ -8,7 +8,7 @@
 //     remote end -> received (the hosts share this machine's clock), local work between execs,
 //     reporting;
 //  3. a V8 CPU profile of the real CLI on converged hosts, self time by package / source dir;
-//  4. what each resource's probe costs on a host (run one by one over SSH).
+//  4. what each resource's probe costs on a host (processes started, time; run one by one).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { Writable } from 'node:stream';
@@ -268,35 +268,16 @@ function cpuProfile(w: Workload, forks: number): { wallMs: number; sampledMs: nu
   };
 }
 
-/** Each resource's probe alone, on one host, over SSH: remote milliseconds. */
-async function probeCosts(w: Workload, host: string): Promise<Array<{ id: string; remoteMs: number; bytes: number }>> {
+/** Each resource's probe alone, on one host (nsenter, no SSH): processes started and milliseconds. */
+async function probeCosts(tb: Testbed, w: Workload, host: string): Promise<Array<{ id: string; processes: number; remoteMs: number; bytes: number }>> {
   const { loadInventory } = await import('../../src/inventory/load.ts');
   const { loadPlaybook } = await import('../../src/cli.ts');
   const { prepare } = await import('../../src/engine/index.ts');
-  const { connect } = await import('../../src/engine/connect.ts');
   const inv = loadInventory(w.racksmithInventory);
   const prepared = prepare(inv, [await loadPlaybook(sitePlaybook)], { limit: host });
   const resources = prepared.flatMap((p) => p.hosts.flatMap((h) => h.resources));
-  const conn = await connect(inv.hosts.find((h) => h.name === host)!, { inventoryFile: w.racksmithInventory, acceptNewHostKeys: false, connectTimeoutMs: 10_000 });
-  try {
-    const body = resources
-      .map((r, i) => `t=$(date +%s%N); (\n${r.probe()}\n) >/dev/null 2>&1 </dev/null; echo "${i} $(( $(date +%s%N) - t ))"`)
-      .join('\n');
-    // three passes, the median per resource (the first pass warms the page cache)
-    const runs: number[][] = [];
-    for (let k = 0; k < 3; k++) {
-      const r = await conn.exec(body);
-      const ms: number[] = [];
-      for (const l of r.stdout.split('\n')) {
-        const [i, ns] = l.split(' ').map(Number);
-        if (Number.isFinite(i) && Number.isFinite(ns)) ms[i] = ns / 1e6;
-      }
-      runs.push(ms);
-    }
-    return resources.map((r, i) => ({ id: r.id, remoteMs: median(runs.map((m) => m[i])), bytes: Buffer.byteLength(r.probe()) }));
-  } finally {
-    await conn.close();
-  }
+  const costs = await forksPerExec(tb, host, resources.map((r) => r.probe()));
+  return resources.map((r, i) => ({ id: r.id, processes: costs[i].processes, remoteMs: costs[i].remoteMs, bytes: Buffer.byteLength(r.probe()) }));
 }
 
 /**
@@ -367,7 +348,7 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
   log('profile: CPU profile of the CLI on converged hosts');
   const cpu = cpuProfile(w, forks);
   log(`profile: probe cost per resource on ${w.hosts[0]}`);
-  const probes = await probeCosts(w, w.hosts[0]);
+  const probes = await probeCosts(tb, w, w.hosts[0]);
   const alone = await forksPerExec(tb, w.hosts[0], converged.scripts);
 
   const text = [
@@ -386,8 +367,8 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
     '  top functions: ' + cpu.top.slice(0, 8).map((f) => `${f.fn} (${f.where}) ${f.ms.toFixed(0)} ms`).join('; '),
     '',
     `converged execs run alone on ${w.hosts[0]} (nsenter, no SSH): ${alone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
-    `probe cost per resource on ${w.hosts[0]} (remote, run alone, median of 3): total ${ms(probes.reduce((a, p) => a + p.remoteMs, 0))}`,
-    '  ' + [...probes].sort((a, b) => b.remoteMs - a.remoteMs).map((p) => `${p.id} ${p.remoteMs.toFixed(1)}`).join(', '),
+    `each resource's probe alone on ${w.hosts[0]} (nsenter, median of 3): ${probes.reduce((a, p) => a + p.processes, 0)} processes, ${ms(probes.reduce((a, p) => a + p.remoteMs, 0))} in all; processes / ms:`,
+    ...[...probes].sort((a, b) => b.remoteMs - a.remoteMs).map((p) => `  ${p.id.padEnd(72)} ${String(p.processes).padStart(4)} ${p.remoteMs.toFixed(1).padStart(7)}`),
     '',
   ].join('\n');
   process.stdout.write(text);

@@ -1,7 +1,7 @@
 // --synthetic [HOSTS]: plan time for a large fleet without SSH.
 //
-// A 50-resource playbook per host: the site playbook's resources (18 on the bed) plus 12 files,
-// 10 directories and 10 lines stacked in one file. It is converged for real on one bed host and
+// A 50-resource playbook per host: the site playbook's resources (27 on the bed with storage) plus
+// generic ones up to 50: files, directories and lines stacked in one file. It is converged for real on one bed host and
 // the probe output of a converged run is recorded there (per exec, per play). Then HOSTS hosts
 // are read from a generated YAML inventory, prepared, and executed through a fake connection
 // that answers every exec with the recorded output (markers rewritten), with the CLI's reporters
@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { Testbed } from './bed.ts';
-import { sitePlaybook, RACKSMITH_VARS, type Workload } from './workload.ts';
+import { sitePlaybook, RACKSMITH_VARS, storageDisks, type Workload } from './workload.ts';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import type { Playbook } from '../../src/engine/playbook.ts';
@@ -20,27 +20,31 @@ import type { Resource } from '../../src/resources/types.ts';
 
 const RESOURCES_PER_HOST = 50;
 
-async function benchPlaybook(): Promise<{ pb: Playbook; extra: number }> {
+/** The site playbook plus generic resources up to `total` per host (a directory, files, directories, lines stacked in one file). */
+async function benchPlaybook(siteCount: number, total: number): Promise<{ pb: Playbook; extra: number }> {
   const { loadPlaybook } = await import('../../src/cli.ts');
   const { playbook } = await import('../../src/engine/playbook.ts');
   const { file } = await import('../../src/resources/file.ts');
   const { directory } = await import('../../src/resources/directory.ts');
   const { line } = await import('../../src/resources/text-edit.ts');
   const site = await loadPlaybook(sitePlaybook);
+  const n = Math.max(1, total - siteCount);
+  const nFiles = Math.round((n - 1) * 0.4);
+  const nLines = Math.round((n - 1) * 0.35);
+  const nDirs = n - 1 - nFiles - nLines;
   const extras = (): Resource[] => {
     const out: Resource[] = [];
     const dir = directory({ path: '/etc/racksmith-bench', mode: '0755' });
     out.push(dir);
-    for (let i = 1; i <= 12; i++) {
+    for (let i = 1; i <= nFiles; i++) {
       out.push(file({ path: `/etc/racksmith-bench/file-${String(i).padStart(2, '0')}.conf`, content: `# racksmith benchmark file ${i}\n${'key_' + i} = ${'x'.repeat(120)}\nenabled = true\n`, mode: '0644', after: [dir.id] }));
     }
-    for (let i = 1; i <= 9; i++) out.push(directory({ path: `/var/lib/racksmith-bench/d${i}`, mode: '0750' }));
-    for (let i = 1; i <= 10; i++) out.push(line({ path: '/etc/racksmith-bench/lines.conf', line: `option_${i} = ${i * 7}`, regexp: `^option_${i} =`, create: true, after: [dir.id] }));
+    for (let i = 1; i <= nDirs; i++) out.push(directory({ path: `/var/lib/racksmith-bench/d${i}`, mode: '0750' }));
+    for (let i = 1; i <= nLines; i++) out.push(line({ path: '/etc/racksmith-bench/lines.conf', line: `option_${i} = ${i * 7}`, regexp: `^option_${i} =`, create: true, after: [dir.id] }));
     return out;
   };
-  const extraCount = extras().length;
   return {
-    extra: extraCount,
+    extra: n,
     pb: playbook({ name: 'synthetic', plays: [...site.plays, { name: 'bench extras', hosts: 'all', resources: () => extras() }] }),
   };
 }
@@ -87,11 +91,12 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
   const { HumanReporter } = await import('../../src/ui/human.ts');
   const { jsonSink } = await import('../../src/ui/json.ts');
   const { journalSink } = await import('../../src/engine/journal.ts');
-  const { pb, extra } = await benchPlaybook();
-
-  // 1. converge one bed host with the 50-resource playbook, then record a converged run
+  // 1. converge one bed host with a 50-resource playbook, then record a converged run
   const bedHost = w.hosts[0];
   const inv1 = loadInventory(w.racksmithInventory);
+  const { loadPlaybook } = await import('../../src/cli.ts');
+  const siteCount = prepare(inv1, [await loadPlaybook(sitePlaybook)], { limit: bedHost }).reduce((a, p) => a + p.hosts.reduce((b, h) => b + h.resources.length, 0), 0);
+  const { pb, extra } = await benchPlaybook(siteCount, RESOURCES_PER_HOST);
   const run = async (connector: (h: Host, o: any) => Promise<Connection>) =>
     execute(prepare(inv1, [pb], { limit: bedHost }), { inventoryFile: w.racksmithInventory, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 1, connectAttempts: 3, connector }, () => {});
   for (let k = 0; k < 4; k++) {
@@ -117,20 +122,23 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
     };
   });
   const resourcesPerHost = check.results.length;
-  log(`synthetic: ${bedHost} converged with ${resourcesPerHost} resources (site + ${extra} extra), ${rec.outputs.length} execs recorded`);
+  log(`synthetic: ${bedHost} converged with ${resourcesPerHost} resources (site ${siteCount} + ${extra} generic), ${rec.outputs.length} execs recorded`);
 
-  // 2. HOSTS hosts in a generated inventory, same vars as the bench inventory
+  // 2. HOSTS hosts in a generated inventory, same vars as the bench inventory (and the recorded
+  //    host's disks, so that the replayed disk facts match)
   const invFile = join(w.dir, `synthetic-${hosts}.yaml`);
   const names = Array.from({ length: hosts }, (_, i) => `node${String(i + 1).padStart(4, '0')}`);
+  const members = Object.fromEntries(names.map((n) => [n, null]));
+  const disks = w.storage ? storageDisks(tb.host(bedHost)) : undefined;
   writeFileSync(
     invFile,
     stringify({
       all: {
         vars: { ansible_user: 'root', racksmith_known_hosts: '/dev/null', ...RACKSMITH_VARS },
-        hosts: Object.fromEntries(names.map((n, i) => [n, { ansible_host: `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}` }])),
-        children: { jail: { hosts: Object.fromEntries(names.map((n) => [n, null])) } },
+        hosts: Object.fromEntries(names.map((n, i) => [n, { ansible_host: `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, ...(disks ? { storage_disks: disks } : {}) }])),
+        children: { jail: { hosts: members }, ...(disks ? { storage: { hosts: members } } : {}) },
       },
-    }),
+    }, { aliasDuplicateObjects: false }),
   );
 
   const phases: SyntheticResult['phases'] = {};
@@ -192,6 +200,7 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
     rssMb: mem.rss / 2 ** 20,
     recap: { ok, changed, failed },
   };
+  if (failed || changed) log(`synthetic: WARNING: the replay did not come out converged (${changed} changed, ${failed} failed): the plan time is not of a converged fleet`);
   const lines = [
     '',
     `synthetic plan: ${hosts} hosts x ${resourcesPerHost} resources, no SSH (recorded converged probe output), this process`,

@@ -37,11 +37,18 @@ export interface Workload {
   storage: boolean;
 }
 
-/** Does playbooks/site.ts contain a play for the storage group? */
-export async function siteHasStorage(): Promise<boolean> {
+/** Host patterns of site.ts's plays that the bench inventory fills (and the Ansible side mirrors). */
+export const BENCHED_PATTERNS = ['all', 'storage', 'jail'];
+
+/** The plays of playbooks/site.ts: does it have the storage play, and which plays get no bench host. */
+export async function sitePlays(): Promise<{ storage: boolean; plays: string[]; notBenched: string[] }> {
   const { loadPlaybook } = await import('../../src/cli.ts');
   const pb = await loadPlaybook(sitePlaybook);
-  return pb.plays.some((p) => p.hosts === 'storage');
+  return {
+    storage: pb.plays.some((p) => p.hosts === 'storage'),
+    plays: pb.plays.map((p) => p.name),
+    notBenched: pb.plays.filter((p) => !BENCHED_PATTERNS.includes(p.hosts)).map((p) => `${p.name} (hosts: ${p.hosts})`),
+  };
 }
 
 /** storage_disks of a bed host: its loop disks as d1 (HDD), d2 (SSD), ..., matched by kernel name in udev. */
