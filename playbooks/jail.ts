@@ -90,7 +90,8 @@ export function jailResources(host: HostContext): Resource[] {
   const local = (path: string, source: string, fstype: string, options: string[], extra: Partial<Parameters<typeof mount>[0]> = {}) =>
     sub({ path: inJail(path), source, fstype, options, overNonEmpty: true, tags: ['jail-local'], ...extra });
   out.push(
-    local('/tmp', tmpSource, 'none', ['bind'], { after: [tmpDir.id] }),
+    // dependsOn, not just after: the bind needs its source to exist when it is diffed
+    local('/tmp', tmpSource, 'none', ['bind'], { dependsOn: [tmpDir.id] }),
     local('/run', '/run', 'none', ['rbind']), // the jail's /var/run is a symlink to /run
     local('/proc', 'proc', 'proc', ['nosuid', 'nodev', 'noexec']),
     local('/sys', '/sys', 'none', ['rbind']),
