@@ -6,6 +6,7 @@
 // tools; then the floor (node-ssh: connect + `true` on every host, same concurrency).
 // See bench/README.md.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -59,6 +60,17 @@ function version(cmd: string, args: string[]): string {
   }
 }
 
+/** What racksmith was measured at: HEAD plus uncommitted changes under src/, playbooks/, bin/ (others edit them meanwhile). */
+function codeVersion(): string {
+  try {
+    const head = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const diff = execFileSync('git', ['-C', repoRoot, 'diff', 'HEAD', '--', 'src', 'playbooks', 'bin', 'package.json'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    return diff ? `${head}+dirty:${createHash('sha256').update(diff).digest('hex').slice(0, 12)}` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -107,6 +119,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const t0 = Date.now();
+  const codeAtStart = codeVersion();
   // The storage play needs data disks: two per host, as in the storage e2e test (d1 rotational
   // = HDD profile, d2 non-rotational = SSD profile).
   const site = await sitePlays();
@@ -230,6 +243,9 @@ async function main(argv: string[]): Promise<number> {
         (orderRuns ? ` (same lines in a different order in ${orderRuns} run(s): ${[...new Set(comparisons.flatMap((c) => c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0])))].join(', ')})` : '')
       : 'not compared';
 
+    const codeAtEnd = codeVersion();
+    const codeNote = codeAtEnd === codeAtStart ? `racksmith measured at ${codeAtStart}` : `WARNING: src/, playbooks/ or bin/ changed during the run (${codeAtStart} -> ${codeAtEnd}): the runs did not all measure the same code`;
+    log(codeNote);
     const text = [
       '',
       `racksmith vs ansible-core, ${N} hosts, ${R} run(s), forks ${forks}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
@@ -240,6 +256,7 @@ async function main(argv: string[]): Promise<number> {
       'machine CPU: busy CPU-seconds of the whole machine meanwhile (hosts\' sshd/python included, and anything else running).',
       'peak RSS: summed RSS of the process tree (shared pages counted in every process); PSS: shared pages split between sharers.',
       '',
+      codeNote,
       `end state: ${equal}`,
       ...(site.notBenched.length ? [`not benchmarked (no bench hosts in their groups): ${site.notBenched.join(', ')}`] : []),
       ...(settles.length ? [`note: ${settles.length} untimed settle run(s) after failed first runs (${[...new Set(settles.map((s) => s.tool))].join(', ')})`] : []),
@@ -262,7 +279,7 @@ async function main(argv: string[]): Promise<number> {
     const result = {
       version: 1,
       date: new Date().toISOString(),
-      git: version('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']),
+      git: { atStart: codeAtStart, atEnd: codeAtEnd },
       machine: { cores: cpus().length, cpu: cpus()[0]?.model, memGb: Math.round(totalmem() / 2 ** 30), node: process.version, ansible: version('ansible-playbook', ['--version']), loadAtEnd: loadavg() },
       config: { hosts: N, runs: R, forks, tools, cases: [...cases], bed: { ...BED_ENV, state: benchState }, racksmith: 'playbooks/site.ts', ansible: 'bench/ansible/site.yml', plays: site.plays, notBenched: site.notBenched, disksPerHost: storage ? 2 : 1 },
       summary,
