@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { benchState, BED_ENV, downBed, ensureBed, populateJailExport, repoRoot, resetHosts } from './lib/bed.ts';
+import { benchState, BED_ENV, downBed, ensureBed, lockBed, populateJailExport, repoRoot, resetHosts } from './lib/bed.ts';
 import { compare, snapshot, type Comparison, type HostState } from './lib/state.ts';
 import { fmtRange, summarize, table, type Summary } from './lib/stats.ts';
 import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, type Case, type Tool, type ToolRun } from './lib/tools.ts';
@@ -118,6 +118,7 @@ async function main(argv: string[]): Promise<number> {
     }
   }
 
+  const unlock = await lockBed();
   const t0 = Date.now();
   const codeAtStart = codeVersion();
   // The storage play needs data disks: two per host, as in the storage e2e test (d1 rotational
@@ -309,6 +310,7 @@ async function main(argv: string[]): Promise<number> {
       log('tearing the bench bed down (--keep leaves it up)');
       await downBed(tb);
     }
+    unlock();
   }
 }
 

@@ -2,29 +2,51 @@
 // directory and global names, so it never touches the bed other engineers' e2e runs use
 // (rsbr0 / rs-tbN / 10.77.0.0/24 / .testbed). Settings go into process.env before the test-bed
 // API is imported: that module reads RS_TESTBED_STATE once, and its scripts read TB_*.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 export const repoRoot = resolve(import.meta.dirname, '..', '..');
-export const benchState = process.env.RS_BENCH_STATE ? resolve(process.env.RS_BENCH_STATE) : join(repoRoot, '.testbed-bench');
+
+/**
+ * Two bench beds: `main` for `npm run bench`, `smoke` for the smoke test in the e2e suite (so a
+ * suite run never takes down a benchmark someone is running by hand, and the other way round).
+ */
+const BEDS = {
+  main: { RS_TESTBED_STATE: join(repoRoot, '.testbed-bench'), TB_BRIDGE: 'rsbb0', TB_NET: '10.78.0', TB_NS_PREFIX: 'rs-bb', TB_VETH_PREFIX: 'rsbbv', TB_MAC_PREFIX: '02:7b:01' },
+  smoke: { RS_TESTBED_STATE: join(repoRoot, '.testbed-bench-smoke'), TB_BRIDGE: 'rsbs0', TB_NET: '10.79.0', TB_NS_PREFIX: 'rs-bs', TB_VETH_PREFIX: 'rsbsv', TB_MAC_PREFIX: '02:7b:02' },
+} as const;
+const bedName = (process.env.RS_BENCH_BED ?? 'main') as keyof typeof BEDS;
+if (!(bedName in BEDS)) throw new Error(`bench: RS_BENCH_BED must be ${Object.keys(BEDS).join(' or ')}`);
+const chosen = BEDS[bedName];
+export const benchState = chosen.RS_TESTBED_STATE;
 
 /** Environment of the bench bed (exported to the test-bed scripts). */
-export const BED_ENV = {
-  RS_TESTBED_STATE: benchState,
-  TB_STATE: benchState,
-  TB_BRIDGE: 'rsbb0',
-  TB_NET: '10.78.0',
-  TB_NS_PREFIX: 'rs-bb',
-  TB_VETH_PREFIX: 'rsbbv',
-  TB_MAC_PREFIX: '02:7b:01',
-} as const;
+export const BED_ENV = { ...chosen, TB_STATE: chosen.RS_TESTBED_STATE, bed: bedName } as const;
 
 for (const [k, v] of Object.entries(BED_ENV)) {
+  if (k === 'bed') continue;
   if (process.env[k] !== undefined && process.env[k] !== v) {
     throw new Error(`bench: ${k}=${process.env[k]} is set in the environment; the benchmark always uses its own bed (${k}=${v})`);
   }
   process.env[k] = v;
+}
+
+/**
+ * One benchmark per bench bed at a time: a second one would `up` the same bed under the first.
+ * `flock -n` in a child that holds the lock until our end of its stdin closes (also when this
+ * process dies).
+ */
+export async function lockBed(): Promise<() => void> {
+  const file = `/run/racksmith-bench-${BED_ENV.TB_BRIDGE}.lock`;
+  const child = spawn('flock', ['-n', file, '-c', 'echo locked; exec cat >/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const ok = await new Promise<boolean>((res) => {
+    child.stdout.once('data', () => res(true));
+    child.once('exit', () => res(false));
+    child.once('error', () => res(false));
+  });
+  if (!ok) throw new Error(`another benchmark is using the ${bedName} bench bed (${BED_ENV.TB_BRIDGE}, lock ${file}); wait for it to finish`);
+  return () => child.stdin.end();
 }
 
 export type Testbed = typeof import('../../test/testbed/api.ts');

@@ -1,6 +1,7 @@
-// Smoke test of the benchmark (bench/): it runs with 2 hosts on ITS OWN test bed (rsbb0,
-// 10.78.0.0/24, .testbed-bench; never the e2e bed this suite shares), writes its JSON, and takes
-// its bed down again. Speed targets are deliberately not checked here (noisy machines): only that
+// Smoke test of the benchmark (bench/): it runs with 2 hosts on the bench's own test bed for smoke
+// tests (RS_BENCH_BED=smoke: rsbs0, 10.79.0.0/24, .testbed-bench-smoke; never the e2e bed this
+// suite shares, nor the bed of a benchmark someone runs by hand), writes its JSON, and takes its
+// bed down again. Speed targets are deliberately not checked here (noisy machines): only that
 // the benchmark works and that both tools reached the same end state.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -33,7 +34,7 @@ function ansibleUsable(): boolean {
 
 function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((res, rej) => {
-    const child = spawn('npm', ['run', '-s', 'bench', '--', ...args], { cwd: repoRoot, env: process.env });
+    const child = spawn('npm', ['run', '-s', 'bench', '--', ...args], { cwd: repoRoot, env: { ...process.env, RS_BENCH_BED: 'smoke' } });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -61,7 +62,7 @@ describe('benchmark smoke test', () => {
 
     const result = JSON.parse(readFileSync(out, 'utf8'));
     expect(result.config.hosts).toBe(2);
-    expect(result.config.bed.TB_BRIDGE).toBe('rsbb0');
+    expect(result.config.bed.TB_BRIDGE).toBe('rsbs0');
     expect(result.summary.converged.racksmith.wall.median).toBeGreaterThan(0);
     expect(result.summary.converged.racksmith.ok).toBe(1);
     expect(result.summary.floor['floor-node-ssh'].ok).toBe(1);
@@ -72,8 +73,8 @@ describe('benchmark smoke test', () => {
     }
 
     // its bed is gone, the e2e bed is as it was
-    expect(linkExists('rsbb0')).toBe(false);
-    expect(existsSync(join(repoRoot, '.testbed-bench', 'hosts'))).toBe(false);
+    expect(linkExists('rsbs0')).toBe(false);
+    expect(existsSync(join(repoRoot, '.testbed-bench-smoke', 'hosts'))).toBe(false);
     expect(linkExists('rsbr0')).toBe(e2eBed);
   });
 });
