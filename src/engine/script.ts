@@ -58,28 +58,30 @@ export function buildScript(sections: Section[]): { script: string; marker: stri
 /** Split the output of a script made by `buildScript` back into its sections. */
 export function splitOutput(stdout: string, marker: string, count: number): SectionOutput[] {
   const out: SectionOutput[] = Array.from({ length: count }, () => ({ stdout: '', stderr: '', code: null }));
+  // Sections appear in order: search on from the last one, with plain indexOf (no regex per
+  // section: this runs for every section of every host).
+  let from = 0;
   for (let i = 0; i < count; i++) {
     const b = `\n${marker} B ${i}\n`;
-    const bi = stdout.indexOf(b);
+    const bi = stdout.indexOf(b, from);
     if (bi < 0) continue;
     const start = bi + b.length;
-    const eRe = new RegExp(`\\n${escape(marker)} E ${i} (\\d+)\\n`, 'g');
-    eRe.lastIndex = start;
-    const em = eRe.exec(stdout);
-    if (!em) {
+    const e = `\n${marker} E ${i} `;
+    const ei = stdout.indexOf(e, start);
+    const eol = ei < 0 ? -1 : stdout.indexOf('\n', ei + e.length);
+    const code = eol < 0 ? '' : stdout.slice(ei + e.length, eol);
+    if (!/^\d+$/.test(code)) {
       out[i].stdout = stdout.slice(start);
+      from = start;
       continue;
     }
-    out[i].stdout = stdout.slice(start, em.index);
-    out[i].code = Number(em[1]);
+    out[i].stdout = stdout.slice(start, ei);
+    out[i].code = Number(code);
     const x = `\n${marker} X ${i}\n`;
-    const errStart = em.index + em[0].length;
+    const errStart = eol + 1;
     const xi = stdout.indexOf(x, errStart);
     out[i].stderr = xi < 0 ? stdout.slice(errStart) : stdout.slice(errStart, xi);
+    from = xi < 0 ? errStart : xi + x.length - 1;
   }
   return out;
-}
-
-function escape(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
