@@ -260,6 +260,7 @@ export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; std
   // Ctrl-C: finish what is in flight, write the journal, exit cleanly. A second one is final.
   const abort = new AbortController();
   const onSignal = () => {
+    journal.flush();
     if (abort.signal.aborted) process.exit(130);
     out.stderr.write('\ninterrupted: finishing the steps in flight (Ctrl-C again to quit now)\n');
     abort.abort();
@@ -296,6 +297,7 @@ export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; std
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    journal.close();
   }
 }
 

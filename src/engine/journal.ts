@@ -1,7 +1,8 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
+import { eventLine } from './event-line.ts';
 import type { RunEvent } from './events.ts';
 
 /** Where runs are journaled unless --journal says otherwise. */
@@ -10,13 +11,67 @@ export function defaultJournalPath(now = new Date()): string {
   return join(base, 'racksmith', 'journal', `${now.toISOString().replace(/[:.]/g, '-')}-${process.pid}.ndjson`);
 }
 
+export interface JournalSink {
+  (e: RunEvent): void;
+  /** Write what is buffered now (Ctrl-C, tests). */
+  flush(): void;
+  /** Flush and close the file (a later event opens it again). */
+  close(): void;
+}
+
+/** Buffered resource events are written at most this late ... */
+export const JOURNAL_FLUSH_MS = 200;
+/** ... or once this much is buffered. */
+export const JOURNAL_FLUSH_BYTES = 64 * 1024;
+
+// Journals with an open file, flushed when the process exits (also on process.exit(), e.g. a
+// second Ctrl-C, and after an uncaught exception).
+const live = new Set<JournalSink>();
+let exitHooked = false;
+
 /**
- * The run journal: every event appended as one JSON line as it happens, so it survives a
- * crash or Ctrl-C up to the last event. Secrets serialise masked.
+ * The run journal: every event as one JSON line (secrets masked). The file stays open and
+ * resource events (the bulk: hosts x resources) are buffered; everything else is written at
+ * once: a host_start (a host has just finished on that fork slot), play_start, host_recap and
+ * recap. A crash loses at most the last JOURNAL_FLUSH_MS of resource events, of hosts still
+ * running, which --resume runs again anyway (they have no recap yet).
  */
-export function journalSink(file: string): (e: RunEvent) => void {
+export function journalSink(file: string): JournalSink {
   mkdirSync(dirname(file), { recursive: true });
-  return (e) => appendFileSync(file, JSON.stringify({ ts: new Date().toISOString(), ...e }) + '\n');
+  let fd: number | undefined;
+  let buf = '';
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (!buf) return;
+    const data = Buffer.from(buf);
+    buf = '';
+    fd ??= openSync(file, 'a');
+    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+  };
+  const close = () => {
+    flush();
+    if (fd !== undefined) closeSync(fd);
+    fd = undefined;
+    live.delete(sink);
+  };
+  const sink: JournalSink = Object.assign(
+    (e: RunEvent) => {
+      buf += eventLine(e);
+      live.add(sink);
+      if (e.type !== 'resource' || buf.length >= JOURNAL_FLUSH_BYTES) flush();
+      else timer ??= setTimeout(flush, JOURNAL_FLUSH_MS).unref();
+    },
+    { flush, close },
+  );
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', () => {
+      for (const j of live) j.close();
+    });
+  }
+  return sink;
 }
 
 /**

@@ -1,0 +1,160 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { RunEvent } from '../../src/engine/events.ts';
+import { JOURNAL_FLUSH_BYTES, JOURNAL_FLUSH_MS, hostsToResume, journalSink } from '../../src/engine/journal.ts';
+import { jsonSink } from '../../src/ui/json.ts';
+import { Secret } from '../../src/util/secret.ts';
+
+const repoRoot = resolve(import.meta.dirname, '..', '..');
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'rs-journal-'));
+});
+afterEach(() => {
+  vi.useRealTimers();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const resource = (host: string, id: string): RunEvent => ({ type: 'resource', host, play: 'p', id, kind: 'file', status: 'ok', changes: [] });
+const recap = (host: string, failed = 0): RunEvent => ({ type: 'host_recap', host, ok: 1, changed: 0, failed, skipped: 0, unreachable: false, execs: 1 });
+const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+
+describe('run journal', () => {
+  it('writes each event as one JSON line with a timestamp, in order, secrets masked', () => {
+    const file = join(dir, 'j.ndjson');
+    const j = journalSink(file);
+    j({ type: 'run_start', playbooks: ['site'], hosts: ['a'], check: false });
+    j({ type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'changed', changes: [{ summary: 'token', before: new Secret('s3cr3t') } as never] });
+    j.close();
+    const text = readFileSync(file, 'utf8');
+    expect(text).not.toContain('s3cr3t');
+    const [start, res] = lines(file);
+    expect(start).toMatchObject({ type: 'run_start', playbooks: ['site'], hosts: ['a'], check: false });
+    expect(Object.keys(start)[0]).toBe('ts');
+    expect(new Date(start.ts).toISOString()).toBe(start.ts);
+    expect(res.changes[0].before).toMatch(/^<secret sha256:/);
+  });
+
+  it('shares one serialisation with --json: the same event gives the same line', () => {
+    const file = join(dir, 'j.ndjson');
+    let out = '';
+    const json = jsonSink(new Writable({ write: (c, _e, cb) => ((out += c.toString()), cb()) }));
+    const j = journalSink(file);
+    const e = resource('a', 'x');
+    json(e);
+    j(e);
+    j.close();
+    expect(readFileSync(file, 'utf8')).toBe(out);
+  });
+
+  it('buffers resource events until the next other event (a host starts, a recap)', () => {
+    const file = join(dir, 'j.ndjson');
+    const j = journalSink(file);
+    j({ type: 'host_start', host: 'a', play: 'p' });
+    j(resource('a', 'x'));
+    j(resource('a', 'y'));
+    expect(lines(file).map((e) => e.type)).toEqual(['host_start']);
+    j({ type: 'host_start', host: 'b', play: 'p' });
+    expect(lines(file).map((e) => e.id ?? e.host)).toEqual(['a', 'x', 'y', 'b']);
+    j(resource('b', 'x'));
+    j(recap('a'));
+    expect(lines(file).map((e) => e.type)).toEqual(['host_start', 'resource', 'resource', 'host_start', 'resource', 'host_recap']);
+    j.close();
+  });
+
+  it('writes buffered resource events after JOURNAL_FLUSH_MS', () => {
+    vi.useFakeTimers();
+    const file = join(dir, 'j.ndjson');
+    const j = journalSink(file);
+    j(resource('a', 'x'));
+    vi.advanceTimersByTime(JOURNAL_FLUSH_MS - 1);
+    expect(lines(file)).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    expect(lines(file)).toHaveLength(1);
+    j.close();
+  });
+
+  it('writes once JOURNAL_FLUSH_BYTES are buffered', () => {
+    const file = join(dir, 'j.ndjson');
+    const j = journalSink(file);
+    let n = 0;
+    while (!existsSync(file)) j(resource('a', `r${n++}`));
+    const written = lines(file).length;
+    expect(written).toBe(n);
+    expect(readFileSync(file).length).toBeGreaterThanOrEqual(JOURNAL_FLUSH_BYTES);
+    j.close();
+  });
+
+  it('flush() and close() write what is buffered; an event after close() appends again', () => {
+    const file = join(dir, 'j.ndjson');
+    const j = journalSink(file);
+    j(resource('a', 'x'));
+    j.flush();
+    expect(lines(file)).toHaveLength(1);
+    j(resource('a', 'y'));
+    j.close();
+    expect(lines(file)).toHaveLength(2);
+    j(resource('a', 'z'));
+    j.close();
+    expect(lines(file).map((e) => e.id)).toEqual(['x', 'y', 'z']);
+  });
+
+  // Child processes: what reaches the file when the process ends without closing the journal.
+  const child = (file: string, end: string) =>
+    spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import(${JSON.stringify(join(repoRoot, 'src/engine/journal.ts'))}).then(({ journalSink }) => {
+          const j = journalSink(${JSON.stringify(file)});
+          j({ type: 'run_start', playbooks: ['site'], hosts: ['a', 'b'], check: false });
+          j({ type: 'host_start', host: 'a', play: 'p' });
+          j({ type: 'resource', host: 'a', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] });
+          ${end};
+        })`,
+      ],
+      { cwd: repoRoot, encoding: 'utf8' },
+    );
+
+  it('writes what is buffered when the process exits (process.exit, e.g. a second Ctrl-C)', () => {
+    const file = join(dir, 'j.ndjson');
+    const r = child(file, 'process.exit(130)');
+    expect(r.status, r.stderr).toBe(130);
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start', 'resource']);
+  });
+
+  it('writes what is buffered after an uncaught exception', () => {
+    const file = join(dir, 'j.ndjson');
+    const r = child(file, "setImmediate(() => { throw new Error('boom') })");
+    expect(r.status).toBe(1);
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start', 'resource']);
+  });
+
+  it('a killed run loses only unflushed resource events: --resume still runs every unfinished host', () => {
+    const file = join(dir, 'j.ndjson');
+    const r = child(file, "process.kill(process.pid, 'SIGKILL')");
+    expect(r.signal).toBe('SIGKILL');
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start']);
+    expect(hostsToResume(file)).toEqual(['a', 'b']);
+  });
+
+  it('--resume reads a journal written through the buffer: hosts without a clean recap', () => {
+    const file = join(dir, 'j.ndjson');
+    const j = journalSink(file);
+    j({ type: 'run_start', playbooks: ['site'], hosts: ['a', 'b', 'c'], check: false });
+    for (const h of ['a', 'b', 'c']) {
+      j({ type: 'host_start', host: h, play: 'p' });
+      j(resource(h, 'x'));
+    }
+    j(recap('a'));
+    j(recap('b', 1));
+    j.close();
+    expect(hostsToResume(file)).toEqual(['b', 'c']);
+  });
+});
