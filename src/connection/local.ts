@@ -1,4 +1,3 @@
-import { $ } from 'zx';
 import type { Connection, ExecResult } from './types.ts';
 import { scriptAsStdin } from './transport.ts';
 
@@ -9,6 +8,8 @@ export class LocalConnection implements Connection {
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
+    // zx costs ~65 ms to import: load it only when a host is actually run locally.
+    const { $ } = await import('zx');
     const opts = { nothrow: true, quiet: true, verbose: false } as const;
     const out =
       stdin === undefined

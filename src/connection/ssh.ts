@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { NodeSSH } from 'node-ssh';
+import type { NodeSSH } from 'node-ssh';
 import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts } from './known-hosts.ts';
@@ -56,6 +56,9 @@ export class SshConnection implements Connection {
   ) {}
 
   static async open(opts: SshOptions): Promise<SshConnection> {
+    // node-ssh (with ssh2) costs ~35 ms to import: only runs that reach a host over SSH pay it,
+    // and it loads while the TCP connection is being made.
+    const nodeSsh = import('node-ssh');
     let via: SshConnection | undefined;
     let sock: Duplex;
     try {
@@ -74,6 +77,7 @@ export class SshConnection implements Connection {
 
     const knownHosts = new KnownHosts(opts.knownHostsFile);
     let keyProblem: string | undefined;
+    const { NodeSSH } = await nodeSsh;
     const ssh = new NodeSSH();
     try {
       await ssh.connect({
