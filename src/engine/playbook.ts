@@ -4,49 +4,82 @@ import type { Resource } from '../resources/types.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { ajv, validateOrThrow } from '../util/validate.ts';
 
+/**
+ * One thing a play read from its HostContext and what it got back: a play's resources are a
+ * function of these, so another host that answers every read the same gets the same resources
+ * (see play-memo.ts). `validate` is not an answer but a check that is run again per host.
+ */
+export type HostRead =
+  | { kind: 'name' | 'vars' | 'groups' | 'inventoryHosts'; value: unknown }
+  | { kind: 'inGroup' | 'var' | 'varPos'; arg: string; value: unknown }
+  | { kind: 'error'; arg: string; message: string; value: InputError }
+  | { kind: 'validate'; validate: ValidateFunction };
+
 /** What a playbook sees of a host: its name, groups and merged variables. Nothing to connect with. */
 export class HostContext {
+  /** Set while a play's resources are built under the memo: every read is appended. */
+  reads?: HostRead[];
   constructor(
     private readonly host: Host,
     /** Every host of the inventory, for plays that need facts about the fleet (e.g. all node IPs). */
-    readonly inventoryHosts: readonly Host[] = [],
+    private readonly allHosts: readonly Host[] = [],
   ) {}
   get name(): string {
+    this.reads?.push({ kind: 'name', value: this.host.name });
     return this.host.name;
   }
   get vars(): Readonly<Vars> {
+    this.reads?.push({ kind: 'vars', value: this.host.vars });
     return this.host.vars;
   }
   get groups(): readonly string[] {
+    this.reads?.push({ kind: 'groups', value: this.host.groups });
     return this.host.groups;
   }
+  get inventoryHosts(): readonly Host[] {
+    this.reads?.push({ kind: 'inventoryHosts', value: this.allHosts });
+    return this.allHosts;
+  }
   inGroup(group: string): boolean {
-    return this.host.groups.includes(group);
+    const value = this.host.groups.includes(group);
+    this.reads?.push({ kind: 'inGroup', arg: group, value });
+    return value;
   }
   /** A variable, or `fallback` when the inventory does not set it. */
   var<T>(name: string, fallback: T): T {
-    return name in this.host.vars ? (this.host.vars[name] as T) : fallback;
+    // Recorded without the fallback: that comes from the play, the value from the inventory.
+    const value = name in this.host.vars ? this.host.vars[name] : UNSET;
+    this.reads?.push({ kind: 'var', arg: name, value });
+    return value === UNSET ? fallback : (value as T);
   }
   /** Where a variable was set (inventory, group_vars, host_vars, -e). */
   varPos(name: string): SourcePos | undefined {
-    return this.host.varSources[name];
+    const value = this.host.varSources[name];
+    this.reads?.push({ kind: 'varPos', arg: name, value });
+    return value;
   }
   /** An input error about variable `name`, located where the inventory set it. */
   error(name: string, message: string): InputError {
-    return new InputError(`${this.name}: ${message}`, this.varPos(name) ?? this.host.pos);
+    const value = new InputError(`${this.host.name}: ${message}`, this.host.varSources[name] ?? this.host.pos);
+    this.reads?.push({ kind: 'error', arg: name, message, value });
+    return value;
   }
   /**
    * Validate this host's variables against a JSON schema (an object schema over variable
    * names). Errors name the file:line:col where the bad value was set.
    */
   validate(validate: ValidateFunction): void {
+    this.reads?.push({ kind: 'validate', validate });
     const vars = this.host.vars;
     const sources = this.host.varSources;
     validateOrThrow(validate, vars, {
-      pos: (path) => sources[String(path[0])] ?? { file: `${this.name} (variable ${String(path[0] ?? '')})` },
+      pos: (path) => sources[String(path[0])] ?? { file: `${this.host.name} (variable ${String(path[0] ?? '')})` },
     });
   }
 }
+
+/** A variable the inventory does not set. */
+export const UNSET: unique symbol = Symbol('unset');
 
 /** Compile a vars schema once per playbook module. */
 export function varsSchema(schema: object): ValidateFunction {
@@ -62,6 +95,10 @@ export interface Play {
   serial?: Array<number | string>;
   /** Stop later batches when more than this percentage of the play's hosts failed. */
   maxFailPercent?: number;
+  /**
+   * The play's resources for one host. It must depend only on what it reads from `host` (and
+   * on what is the same for the whole run): hosts that answer the same reads share one build.
+   */
   resources: (host: HostContext) => Resource[];
 }
 

@@ -7,6 +7,8 @@ import { InputError } from '../util/errors.ts';
 import { connect, type ConnectOptions } from './connect.ts';
 import type { EventSink, HostRecap, Recap, ResourceResult } from './events.ts';
 import { runHost, type PlannedResource } from './host-run.ts';
+import type { SectionOutput } from './script.ts';
+import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from './playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withRetry } from './retry.ts';
@@ -35,29 +37,18 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
     for (const play of pb.plays) {
       const names = selectHosts(inv, play.hosts, `pattern of play '${play.name}'`, true).filter((n) => !limited || limited.has(n));
       batchSizes(names.length, play.serial); // a bad `serial` is bad input, found before anything runs
+      const memo = new PlayMemo();
+      // Hosts given the same build (memo) share its checked, ordered list too.
+      const checked = new Map<Resource[], Resource[]>();
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
-        const all = buildResources(play, host, inv).map((r) => withPlayTags(r, play.tags ?? []));
-        const ids = new Set<string>();
-        for (const r of all) {
-          if (ids.has(r.id)) throw new InputError(`play '${play.name}' declares ${r.id} twice for host ${n}`);
-          ids.add(r.id);
+        const built = buildResources(play, host, inv, memo);
+        let resources = checked.get(built);
+        if (!resources) {
+          resources = checkResources(play, n, built, sel);
+          checked.set(built, resources);
         }
-        const declared = new Set<string>();
-        for (const r of all) {
-          for (const d of r.dependsOn) if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`);
-          for (const d of r.after ?? []) if (!declared.has(d)) throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
-          declared.add(r.id);
-        }
-        const kept = all.filter((r) => tagSelected(r.tags, sel));
-        const keptIds = new Set(kept.map((r) => r.id));
-        // A dependency left out by --tags is treated as satisfied, as Ansible does.
-        const resources = kept.map((r) =>
-          [...r.dependsOn, ...(r.after ?? [])].every((d) => keptIds.has(d))
-            ? r
-            : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
-        );
-        return { host, resources: orderWriters(resources) };
+        return { host, resources };
       });
       out.push({ play, hosts });
     }
@@ -65,13 +56,38 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
   return out;
 }
 
+/** A play's resources for host `n`, checked (ids, dependencies) and selected by tags. */
+function checkResources(play: Play, n: string, built: Resource[], sel: RunSelection): Resource[] {
+  const all = built.map((r) => withPlayTags(r, play.tags ?? []));
+  const ids = new Set<string>();
+  for (const r of all) {
+    if (ids.has(r.id)) throw new InputError(`play '${play.name}' declares ${r.id} twice for host ${n}`);
+    ids.add(r.id);
+  }
+  const declared = new Set<string>();
+  for (const r of all) {
+    for (const d of r.dependsOn) if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`);
+    for (const d of r.after ?? []) if (!declared.has(d)) throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
+    declared.add(r.id);
+  }
+  const kept = all.filter((r) => tagSelected(r.tags, sel));
+  const keptIds = new Set(kept.map((r) => r.id));
+  // A dependency left out by --tags is treated as satisfied, as Ansible does.
+  const resources = kept.map((r) =>
+    [...r.dependsOn, ...(r.after ?? [])].every((d) => keptIds.has(d))
+      ? r
+      : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
+  );
+  return orderWriters(resources);
+}
+
 /**
  * A play's resources for one host. A resource refusing its arguments without saying where they
  * came from is pointed at the host's entry in the inventory, so every input error has a place.
  */
-function buildResources(play: Play, host: Host, inv: Inventory): Resource[] {
+function buildResources(play: Play, host: Host, inv: Inventory, memo: PlayMemo): Resource[] {
   try {
-    return play.resources(new HostContext(host, inv.hosts));
+    return memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
   } catch (e) {
     if (e instanceof InputError && !e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
     throw e;
@@ -142,7 +158,20 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     return r;
   };
 
-  const runOne = async (pp: PreparedPlay, host: Host, resources: Resource[]): Promise<boolean> => {
+  // One round trip per host for all its plays: a host's first exec also probes its later plays,
+  // and a later play uses those answers while nothing was applied anywhere since (an apply on any
+  // host may change what a later play sees: a server an earlier play set up). Else it probes again.
+  let applyEpoch = 0;
+  let applying = 0;
+  const onApply = (phase: 'start' | 'end') => {
+    applyEpoch++;
+    applying += phase === 'start' ? 1 : -1;
+  };
+  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, SectionOutput[]> }>();
+  const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
+
+  const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
+    const pp = plays[playIndex];
     const recap = recapOf(host.name);
     if (recap.unreachable) return false;
     emit({ type: 'host_start', host: host.name, play: pp.play.name });
@@ -166,7 +195,20 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
           void conn.close(); // the exec in flight fails: the host ends as unreachable
         }, o.hostTimeoutMs)
       : undefined;
+    const pre = prefetched.get(host.name);
+    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+    const later = probed || applying > 0 ? [] : resourcesOf.flatMap((m, j) => (j > playIndex && m.has(host.name) ? [[j, m.get(host.name)!] as const] : []));
+    const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
+      probed,
+      prefetch: later.flatMap(([, rs]) => rs.map((r) => r.probe())),
+      onPrefetched: (outs) => {
+        const byPlay = new Map<number, SectionOutput[]>();
+        let k = 0;
+        for (const [j, rs] of later) byPlay.set(j, outs.slice(k, (k += rs.length)));
+        prefetched.set(host.name, { epoch: sentAt, byPlay });
+      },
+      onApply,
       host: host.name,
       play: pp.play.name,
       check: o.check,
@@ -192,7 +234,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   };
 
   try {
-    for (const pp of plays) {
+    for (const [playIndex, pp] of plays.entries()) {
       const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable);
       emit({ type: 'play_start', play: pp.play.name, hosts: hosts.map((h) => h.host.name) });
       const sizes = batchSizes(hosts.length, o.serial ?? pp.play.serial);
@@ -207,7 +249,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         const batch = hosts.slice(start, start + size);
         start += size;
         const ok = await mapLimit(batch, o.forks, (h) => {
-          if (!o.signal?.aborted) return runOne(pp, h.host, h.resources);
+          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources);
           recapOf(h.host.name).error ??= 'not run: interrupted';
           return Promise.resolve(false);
         });
