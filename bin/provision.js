@@ -1,7 +1,17 @@
 #!/usr/bin/env node
-// Entry point: lets Node load the TypeScript sources and playbooks directly (through tsx).
-import { register } from 'tsx/esm/api';
+// Entry point. Runs the prebuilt JavaScript in dist/ when it was built from exactly these sources
+// (no TypeScript to compile: ~200 ms less to start); otherwise lets Node load the TypeScript
+// sources and playbooks directly through tsx.
+import { fileURLToPath } from 'node:url';
+import { prebuiltIsCurrent, prebuiltPlaybookImporter } from './prebuilt.mjs';
 
-register();
-const { main } = await import('../src/cli.ts');
-await main(process.argv.slice(2));
+const root = fileURLToPath(new URL('..', import.meta.url));
+if (prebuiltIsCurrent(root)) {
+  const { main } = await import('../dist/src/cli.js');
+  await main(process.argv.slice(2), prebuiltPlaybookImporter(root));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  const { main } = await import('../src/cli.ts');
+  await main(process.argv.slice(2));
+}

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseExtraVars } from './inventory/extra-vars.ts';
@@ -15,7 +15,14 @@ import { InputError } from './util/errors.ts';
 import { batchSizes } from './engine/batches.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
-const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PACKAGE_ROOT = packageRoot();
+
+/** The nearest directory above this module with a package.json: from src/ and from the prebuilt dist/src/. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
 
 const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
        provision apply PLAN [--max-plan-age 24h] [options]
@@ -154,10 +161,14 @@ function resolvePlaybook(p: string, baseDir: string): string {
   throw new InputError(`playbook not found: ${p}`);
 }
 
-export async function loadPlaybook(file: string): Promise<Playbook> {
+/** Loads a playbook module; bin/provision.js passes one that uses the prebuilt dist/ when it is current. */
+export type PlaybookImporter = (file: string) => Promise<{ default?: unknown }>;
+const importSource: PlaybookImporter = (file) => import(pathToFileURL(file).href);
+
+export async function loadPlaybook(file: string, importPlaybook: PlaybookImporter = importSource): Promise<Playbook> {
   let mod: { default?: unknown };
   try {
-    mod = await import(pathToFileURL(file).href);
+    mod = await importPlaybook(file);
   } catch (e) {
     if (e instanceof InputError) throw e;
     throw new InputError(`cannot load playbook: ${(e as Error).message.split('\n')[0]}`, { file });
@@ -175,7 +186,7 @@ interface Loaded {
 }
 
 /** Everything up to the first connection: parse, load, validate, build every resource. */
-async function load(argv: string[], extraLimit?: string[], baseDir?: string): Promise<Loaded | 'help'> {
+async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit?: string[], baseDir?: string): Promise<Loaded | 'help'> {
   const opts = parseCli(argv);
   if (opts === 'help') return 'help';
   // A plan's paths are relative to where it was made.
@@ -184,7 +195,7 @@ async function load(argv: string[], extraLimit?: string[], baseDir?: string): Pr
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources);
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd()));
   const playbooks = [];
-  for (const f of files) playbooks.push(await loadPlaybook(f));
+  for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
   let limit = opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
   if (opts.resume || extraLimit) {
@@ -219,19 +230,23 @@ function planArgv(argv: string[]): string[] {
 const VERSION = JSON.parse(readFileSync(resolve(PACKAGE_ROOT, 'package.json'), 'utf8')).version as string;
 
 /** Parse, load, prepare, run. Returns the exit code; never calls process.exit itself. */
-export async function run(argv: string[], out: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream } = process): Promise<number> {
+export async function run(
+  argv: string[],
+  out: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream } = process,
+  importPlaybook: PlaybookImporter = importSource,
+): Promise<number> {
   let loaded: Loaded | 'help';
   let planned: ReturnType<typeof plannedFrom> | undefined;
   try {
     if (argv[0] === 'apply') {
       const { plan, file, rest } = parseApply(argv.slice(1));
-      const l = await load([...plan.argv, ...rest], Object.keys(plan.hosts), plan.cwd);
+      const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd);
       if (l === 'help') throw new InputError('apply takes a plan file, not --help');
       checkPlan(plan, file, { inventory: l.inventory, playbookFingerprint: l.playbookFingerprint, maxAgeMs: l.opts.maxPlanAgeMs });
       planned = plannedFrom(plan);
       loaded = l;
     } else {
-      loaded = await load(argv);
+      loaded = await load(argv, importPlaybook);
     }
     if (loaded === 'help') {
       out.stdout.write(USAGE + '\n');
@@ -314,9 +329,9 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   return { plan: readPlan(file), file, rest };
 }
 
-export async function main(argv: string[]): Promise<void> {
+export async function main(argv: string[], importPlaybook?: PlaybookImporter): Promise<void> {
   try {
-    process.exitCode = await run(argv);
+    process.exitCode = await run(argv, process, importPlaybook);
   } catch (e) {
     process.stderr.write(`internal error: ${(e as Error).stack ?? e}\n`);
     process.exitCode = EXIT.FAILED;

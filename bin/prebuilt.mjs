@@ -1,0 +1,74 @@
+// The prebuilt JavaScript of src/ and playbooks/ (dist/, made by scripts/build.mjs at `npm ci`).
+// It is used only while it was built from exactly the sources in the tree (a digest of every
+// file, checked at each start: ~2 ms); after any edit the CLI runs the sources through tsx.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export const DIST = 'dist';
+const SOURCE_DIRS = ['src', 'playbooks'];
+// what else decides the output
+const BUILD_INPUTS = ['tsconfig.json', 'tsconfig.build.json'];
+
+function tsFiles(root, dir) {
+  const out = [];
+  for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) out.push(...tsFiles(root, rel));
+    else if (e.name.endsWith('.ts')) out.push(rel);
+  }
+  return out;
+}
+
+/** sha256 over the names and contents of every source file and the build configuration. */
+export function sourceDigest(root) {
+  const h = createHash('sha256');
+  const files = [...SOURCE_DIRS.flatMap((d) => tsFiles(root, d)).sort(), ...BUILD_INPUTS];
+  for (const f of files) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
+  return h.digest('hex');
+}
+
+export const manifestPath = (root) => join(root, DIST, 'manifest.json');
+
+/** True when dist/ holds the build of exactly these sources. */
+export function prebuiltIsCurrent(root) {
+  const m = manifestPath(root);
+  if (!existsSync(m)) return false;
+  try {
+    return JSON.parse(readFileSync(m, 'utf8')).digest === sourceDigest(root);
+  } catch {
+    return false;
+  }
+}
+
+/** The built file of one of racksmith's own TypeScript files, if there is one. */
+export function prebuiltFor(root, file) {
+  const rel = relative(root, resolve(file));
+  if (!SOURCE_DIRS.some((d) => rel.startsWith(d + sep)) || !rel.endsWith('.ts')) return undefined;
+  const js = join(root, DIST, rel.replace(/\.ts$/, '.js'));
+  return existsSync(js) ? js : undefined;
+}
+
+/**
+ * Loads playbooks when the CLI runs from dist/: racksmith's own from dist/, anything else (a
+ * user's TypeScript playbook) through tsx, registered on first use, with its imports of
+ * racksmith's sources (`../src/x.ts`) sent to the dist/ modules already loaded: one copy of
+ * every module, as when everything runs through tsx.
+ */
+export function prebuiltPlaybookImporter(root) {
+  let tsx;
+  return async (file) => {
+    const built = prebuiltFor(root, file);
+    if (built) return import(pathToFileURL(built).href);
+    tsx ??= (async () => {
+      const { register } = await import('tsx/esm/api');
+      register();
+      // registered after tsx, so it runs first and sees tsx's resolution
+      const { register: registerHooks } = await import('node:module');
+      registerHooks('./prebuilt-hooks.mjs', import.meta.url, { data: { root } });
+    })();
+    await tsx;
+    return import(pathToFileURL(file).href);
+  };
+}

@@ -1,0 +1,22 @@
+// Builds dist/ (see bin/prebuilt.mjs): src/ and playbooks/ as JavaScript, so the CLI starts
+// without tsx. Run by `npm ci` (prepare). Never fails the install: without dist/ (or with an
+// outdated one) the CLI runs the TypeScript sources through tsx, only slower to start.
+import { execFileSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { DIST, manifestPath, sourceDigest } from '../bin/prebuilt.mjs';
+
+const root = resolve(import.meta.dirname, '..');
+try {
+  // the digest of the sources as they were before compiling: a file edited during the build
+  // makes the manifest disagree with the tree, never a stale build look current
+  const digest = sourceDigest(root);
+  rmSync(join(root, DIST), { recursive: true, force: true });
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  writeFileSync(manifestPath(root), JSON.stringify({ digest }) + '\n');
+} catch (e) {
+  rmSync(join(root, DIST), { recursive: true, force: true });
+  process.stderr.write(`racksmith: no prebuilt JavaScript (${e.message.split('\n')[0]}); provision runs the sources through tsx\n`);
+}
