@@ -23,10 +23,24 @@ interface HostEntry {
 
 const VAR_EXTENSIONS = ['', '.yaml', '.yml', '.json'];
 
+/**
+ * Names in a group_vars/ or host_vars/ directory, listed once per load: most of a fleet's hosts
+ * have no file, and asking the file system for four names per host costs more than the rest.
+ */
+function listing(dir: string): Set<string> {
+  try {
+    return new Set(readdirSync(dir));
+  } catch {
+    return new Set();
+  }
+}
+
 /** Vars files for `name` under group_vars/ or host_vars/: `name.yml` etc., or every file in `name/`. */
-function varsFilesFor(dir: string, name: string): string[] {
+function varsFilesFor(dir: string, name: string, names: Set<string>): string[] {
   const files: string[] = [];
   for (const ext of VAR_EXTENSIONS) {
+    // a name with a slash is not in the listing: the file system answers
+    if (!names.has(name + ext) && !name.includes('/')) continue;
     const p = join(dir, name + ext);
     if (!existsSync(p)) continue;
     if (statSync(p).isDirectory()) {
@@ -36,10 +50,10 @@ function varsFilesFor(dir: string, name: string): string[] {
   return files;
 }
 
-function readVarsFiles(dir: string, name: string): { vars: Vars; sources: Record<string, SourcePos> } {
+function readVarsFiles(dir: string, name: string, names: Set<string>): { vars: Vars; sources: Record<string, SourcePos> } {
   const vars: Vars = {};
   const sources: Record<string, SourcePos> = {};
-  for (const file of varsFilesFor(dir, name)) {
+  for (const file of varsFilesFor(dir, name, names)) {
     const src = YamlSource.read(file);
     if (src.value === null || src.value === undefined) continue;
     validateOrThrow(validateVars, src.value, src);
@@ -121,12 +135,14 @@ export function loadInventory(file: string, extraVars: Vars = {}, extraSources: 
 
   const depth = groupDepths(groups);
   const dir = dirname(file);
+  const groupVarsNames = listing(join(dir, 'group_vars'));
   for (const g of groups.values()) {
-    const fromFiles = readVarsFiles(join(dir, 'group_vars'), g.name);
+    const fromFiles = readVarsFiles(join(dir, 'group_vars'), g.name, groupVarsNames);
     Object.assign(g.vars, fromFiles.vars);
     Object.assign(g.varSources, fromFiles.sources);
   }
 
+  const hostVarsNames = listing(join(dir, 'host_vars'));
   const result: Host[] = [];
   for (const [name, entry] of hosts) {
     const memberOf = ancestors(entry.groups, groups);
@@ -142,7 +158,7 @@ export function loadInventory(file: string, extraVars: Vars = {}, extraSources: 
     }
     Object.assign(vars, entry.vars);
     Object.assign(varSources, entry.varSources);
-    const hostFiles = readVarsFiles(join(dir, 'host_vars'), name);
+    const hostFiles = readVarsFiles(join(dir, 'host_vars'), name, hostVarsNames);
     Object.assign(vars, hostFiles.vars, extraVars);
     Object.assign(varSources, hostFiles.sources, extraSources);
     result.push({ name, vars, varSources, groups: ordered, pos: entry.pos });

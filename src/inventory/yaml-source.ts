@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node, type ScalarTag } from 'yaml';
+import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, visit, type Document, type Node, type Pair, type ScalarTag, type YAMLMap } from 'yaml';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { Secret } from '../util/secret.ts';
 
@@ -35,8 +35,16 @@ export class YamlSource {
 
   static parse(file: string, text: string): YamlSource {
     if (text.length > MAX_YAML_BYTES) throw new InputError(`text is ${text.length} bytes; the limit is ${MAX_YAML_BYTES}`, { file });
-    const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: true });
+    let lines = new LineCounter();
+    const options = { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: false };
+    // The yaml library checks unique keys with a scan of the map per key (quadratic in a
+    // 1,000-host `hosts:`); they are checked here in one pass, and only a document that may have
+    // an error is parsed again with the library's check, for the same first error as always.
+    let doc = parseDocument(text, options);
+    if (doc.errors.length || hasDuplicateKey(doc)) {
+      lines = new LineCounter();
+      doc = parseDocument(text, { ...options, lineCounter: lines, uniqueKeys: true });
+    }
     const first = doc.errors[0];
     if (first) {
       const lp = lines.linePos(first.pos[0]);
@@ -64,7 +72,7 @@ export class YamlSource {
       const seg = path[i];
       const last = i === path.length - 1;
       if (isMap(node)) {
-        const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+        const pair = this.pairs(node).get(String(seg));
         if (!pair) break;
         if (last && key && pair.key) {
           best = pair.key as Node;
@@ -82,6 +90,43 @@ export class YamlSource {
     const lp = this.lines.linePos(offset);
     return { file: this.file, line: lp.line, col: lp.col };
   }
+
+  // The loader asks for the position of every host and variable: a key index per map, built
+  // once, instead of a scan of (say) 1,000 hosts per question.
+  private readonly index = new WeakMap<YAMLMap, Map<string, Pair>>();
+  /** A map's pairs by key text (the first pair when two keys print the same, as a scan finds it). */
+  private pairs(map: YAMLMap): Map<string, Pair> {
+    let byKey = this.index.get(map);
+    if (!byKey) {
+      byKey = new Map();
+      for (const p of map.items) {
+        if (!isPair(p) || !isScalar(p.key)) continue;
+        const k = String(p.key.value);
+        if (!byKey.has(k)) byKey.set(k, p as Pair);
+      }
+      this.index.set(map, byKey);
+    }
+    return byKey;
+  }
+}
+
+/** Whether some map may repeat a scalar key (the library's test: same value; NaN is rechecked there). */
+function hasDuplicateKey(doc: Document.Parsed): boolean {
+  let dup = false;
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<unknown>();
+      for (const p of map.items) {
+        if (!isScalar(p.key)) continue;
+        if (seen.has(p.key.value)) {
+          dup = true;
+          return visit.BREAK;
+        }
+        seen.add(p.key.value);
+      }
+    },
+  });
+  return dup;
 }
 
 /** Aliases can make a value contain itself; nothing downstream can walk that. */
