@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Connection } from '../connection/types.ts';
 import { Refusal, type Change, type Resource, type Step } from '../resources/types.ts';
 import type { ResourceResult } from './events.ts';
-import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
+import { factsHash } from './facts-hash.ts';
+import { addProbes, buildScript, probeOutput, splitOutput, type ProbeText, type Section, type SectionOutput } from './script.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -17,6 +17,14 @@ export interface HostRunOptions {
   planned?: Map<string, PlannedResource>;
   /** Ctrl-C: apply no further waves (the exec in flight finishes). */
   signal?: AbortSignal;
+  /** Probes of this host's later plays, run in this run's first exec: one round trip for every play. */
+  prefetch?: readonly ProbeText[];
+  /** Their outputs (one per probe of `prefetch`), once the first exec returned. */
+  onPrefetched?: (outs: SectionOutput[]) => void;
+  /** This play's probe outputs, prefetched by an earlier play and still current: no probe exec. */
+  probed?: readonly SectionOutput[];
+  /** Around every exec that applies steps (the caller tracks whether prefetched facts still hold). */
+  onApply?: (phase: 'start' | 'end') => void;
 }
 
 export interface PlannedResource {
@@ -32,7 +40,7 @@ export interface PlannedResource {
 
 export interface HostRunResult {
   results: ResourceResult[];
-  /** sha256 of each resource's probe output, for saved plans. */
+  /** sha256 of each resource's facts, for saved plans. */
   factHashes: Map<string, string>;
   /** Set when the connection broke mid-run: the host counts as unreachable. */
   lostConnection?: string;
@@ -70,7 +78,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     }
     try {
       s.facts = s.r.parse(out.stdout, out.code, out.stderr);
-      s.factHash = createHash('sha256').update(out.stdout).digest('hex');
+      s.factHash = factsHash(s.facts);
       factHashes.set(s.r.id, s.factHash);
       return true;
     } catch (e) {
@@ -99,12 +107,21 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
 
   // Wave 0: probe all.
   const all = [...states.values()];
-  const first = await exec(all.map((s) => ({ kind: 'probe', body: s.r.probe() })));
-  if (typeof first === 'string') {
-    failRemaining(first);
-    return { results: collect(states), factHashes, lostConnection: first };
+  let probed = o.probed;
+  if (!probed) {
+    const probeSecs: Section[] = [];
+    const extra = o.prefetch ?? [];
+    const parts = addProbes(probeSecs, [...all.map((s) => s.r.probe()), ...extra]);
+    const first = await exec(probeSecs);
+    if (typeof first === 'string') {
+      failRemaining(first);
+      return { results: collect(states), factHashes, lostConnection: first };
+    }
+    const outs = parts.map((p) => probeOutput(first, p));
+    probed = outs.slice(0, all.length);
+    if (extra.length) o.onPrefetched?.(outs.slice(all.length));
   }
-  all.forEach((s, i) => ingest(s, first[i]));
+  all.forEach((s, i) => ingest(s, probed[i]));
 
   if (o.planned) {
     const drift = findDrift(all, o.planned);
@@ -182,10 +199,10 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       s.steps = s.r.apply(s.facts, s.changes!);
       for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
     }
-    const stepCount = sections.length;
     const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
-    for (const s of reprobe) sections.push({ kind: 'probe', body: s.r.probe() });
-    const out = await exec(sections);
+    const reprobeParts = addProbes(sections, reprobe.map((s) => s.r.probe()));
+    o.onApply?.('start');
+    const out = await exec(sections).finally(() => o.onApply?.('end'));
     if (typeof out === 'string') {
       failRemaining(out);
       return { results: collect(states), factHashes, lostConnection: out };
@@ -212,7 +229,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
     }
     reprobe.forEach((s, i) => {
-      const po = out[stepCount + i];
+      const po = probeOutput(out, reprobeParts[i]);
       if (s.result) return;
       if (!ingest(s, po)) return;
       if (!toApply.includes(s)) return; // deferred: diffed in the next wave

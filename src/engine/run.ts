@@ -7,6 +7,7 @@ import { InputError } from '../util/errors.ts';
 import { connect, type ConnectOptions } from './connect.ts';
 import type { EventSink, HostRecap, Recap, ResourceResult } from './events.ts';
 import { runHost, type PlannedResource } from './host-run.ts';
+import type { SectionOutput } from './script.ts';
 import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from './playbook.ts';
 import { batchSizes } from './batches.ts';
@@ -157,7 +158,20 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     return r;
   };
 
-  const runOne = async (pp: PreparedPlay, host: Host, resources: Resource[]): Promise<boolean> => {
+  // One round trip per host for all its plays: a host's first exec also probes its later plays,
+  // and a later play uses those answers while nothing was applied anywhere since (an apply on any
+  // host may change what a later play sees: a server an earlier play set up). Else it probes again.
+  let applyEpoch = 0;
+  let applying = 0;
+  const onApply = (phase: 'start' | 'end') => {
+    applyEpoch++;
+    applying += phase === 'start' ? 1 : -1;
+  };
+  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, SectionOutput[]> }>();
+  const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
+
+  const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
+    const pp = plays[playIndex];
     const recap = recapOf(host.name);
     if (recap.unreachable) return false;
     emit({ type: 'host_start', host: host.name, play: pp.play.name });
@@ -181,7 +195,20 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
           void conn.close(); // the exec in flight fails: the host ends as unreachable
         }, o.hostTimeoutMs)
       : undefined;
+    const pre = prefetched.get(host.name);
+    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+    const later = probed || applying > 0 ? [] : resourcesOf.flatMap((m, j) => (j > playIndex && m.has(host.name) ? [[j, m.get(host.name)!] as const] : []));
+    const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
+      probed,
+      prefetch: later.flatMap(([, rs]) => rs.map((r) => r.probe())),
+      onPrefetched: (outs) => {
+        const byPlay = new Map<number, SectionOutput[]>();
+        let k = 0;
+        for (const [j, rs] of later) byPlay.set(j, outs.slice(k, (k += rs.length)));
+        prefetched.set(host.name, { epoch: sentAt, byPlay });
+      },
+      onApply,
       host: host.name,
       play: pp.play.name,
       check: o.check,
@@ -207,7 +234,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   };
 
   try {
-    for (const pp of plays) {
+    for (const [playIndex, pp] of plays.entries()) {
       const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable);
       emit({ type: 'play_start', play: pp.play.name, hosts: hosts.map((h) => h.host.name) });
       const sizes = batchSizes(hosts.length, o.serial ?? pp.play.serial);
@@ -222,7 +249,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         const batch = hosts.slice(start, start + size);
         start += size;
         const ok = await mapLimit(batch, o.forks, (h) => {
-          if (!o.signal?.aborted) return runOne(pp, h.host, h.resources);
+          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources);
           recapOf(h.host.name).error ??= 'not run: interrupted';
           return Promise.resolve(false);
         });

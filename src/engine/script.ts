@@ -40,7 +40,8 @@ export function buildScript(sections: Section[]): { script: string; marker: stri
       s.kind === 'step' ? `( set -e\n${s.body}\n) 2>"$rs_t/e" </dev/null` : `(\n${s.body}\n) 2>"$rs_t/e" </dev/null`,
       'rs_rc=$?',
       `printf '\\n%s E ${i} %s\\n' "$rs_m" "$rs_rc"`,
-      `cat "$rs_t/e"`,
+      // (most sections write no stderr: test first instead of starting a cat for each)
+      `[ -s "$rs_t/e" ] && cat "$rs_t/e"`,
       `printf '\\n%s X ${i}\\n' "$rs_m"`,
     ];
     if (s.kind === 'step' && s.group) {
@@ -84,4 +85,43 @@ export function splitOutput(stdout: string, marker: string, count: number): Sect
     from = xi < 0 ? errStart : xi + x.length - 1;
   }
   return out;
+}
+
+/** A resource's probe: one shell snippet, or parts whose outputs are joined in order. */
+export type ProbeText = string | readonly string[];
+
+/**
+ * Add the probes of many resources to `sections`, each distinct part once: the fstab read or the
+ * mount table that every mount resource asks for runs once per script. Returns, per probe, the
+ * indexes of its parts' sections.
+ */
+export function addProbes(sections: Section[], probes: readonly ProbeText[]): number[][] {
+  const seen = new Map<string, number>();
+  return probes.map((p) =>
+    (typeof p === 'string' ? [p] : p).map((body) => {
+      let i = seen.get(body);
+      if (i === undefined) {
+        i = sections.push({ kind: 'probe', body }) - 1;
+        seen.set(body, i);
+      }
+      return i;
+    }),
+  );
+}
+
+/** One probe's output from its parts' sections: stdout joined, the first failing exit code. */
+export function probeOutput(outs: readonly SectionOutput[], parts: readonly number[]): SectionOutput {
+  const got = parts.map((i) => outs[i]);
+  if (got.length === 1) return got[0];
+  const failed = got.find((o) => o.code !== 0);
+  return {
+    stdout: got.map((o) => o.stdout).join(''),
+    stderr: got.map((o) => o.stderr).join(''),
+    code: got.some((o) => o.code === null) ? null : (failed?.code ?? 0),
+  };
+}
+
+/** A probe as one standalone script (each part in its own subshell, as the engine runs them). */
+export function probeScript(p: ProbeText): string {
+  return typeof p === 'string' ? p : p.map((part) => `(\n${part}\n)`).join('\n');
 }

@@ -15,7 +15,7 @@ import {
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { mount, type MountFacts, type MountOptions } from './mount.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
@@ -27,26 +27,25 @@ export function specText(s: DiskSpec): string {
 export interface ProbeOptions {
   /** Prefix for /sys, /dev, /proc and /run (tests run the probe over a fake tree). */
   root?: string;
-  /** Probe content too (blkid, wipefs, mounts, holders, swap): default true; I/O tuning does without. */
+  /** Probe content too (blkid, wipefs, mounts, holders, swap): default true. */
   content?: boolean;
-  /** Other disks of the same list: any that resolves to this same disk is reported (`same=`). */
-  others?: readonly DiskSpec[];
 }
 
-/** Shell that prints same=SPEC for each of `others` resolving to maj:min $mm. */
-function sameDiskProbe(others: readonly DiskSpec[]): string {
-  return others.map((x) => {
-    const test = x.device !== undefined
-      ? `p=${shq(x.device)}; [ -b "$R$p" ] && m=$(stat -L -c '%t:%T' -- "$R$p") && m=$(printf '%d:%d' "0x\${m%:*}" "0x\${m#*:}") && [ "$m" = "$rs_mm" ]`
-      : `rs_by_serial ${shq(x.serial)} >/dev/null && [ "$mm" = "$rs_mm" ]`;
-    return `if ${test}; then echo same=${shq(specText(x))}; fi`;
-  }).join('\n');
-}
+// The probe runs for every disk of every host: shell builtins (read, case, test -ef) where a
+// helper process (cat, sed, grep, readlink, tr) would be started per value.
 
-/** Shell that prints the udev properties racksmith uses, for the device with decimal maj:min $1. */
+/** Shell that sets $rs_v to the first line of file $1 (empty when unreadable). */
+const READ_FN = `rs_rd() { rs_v=; IFS= read -r rs_v < "$1"; } 2>/dev/null`;
+
+/** Shell that sets $rs_v to $1 without leading and trailing blanks. */
+const TRIM_FN = `rs_trim() { rs_v=\${1#"\${1%%[![:space:]]*}"}; rs_v=\${rs_v%"\${rs_v##*[![:space:]]}"}; }`;
+
+/** The udev properties racksmith uses: the case pattern, and the shell that prints them as udev.KEY=VALUE for decimal maj:min $1. */
+const UDEV_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*|E:ID_MODEL=*|E:ID_BUS=*|E:ID_PATH=*';
 const UDEV_FN = `rs_udev() {
   db="$R/run/udev/data/b$1"
-  [ -r "$db" ] && grep -E '^E:(ID_SERIAL|ID_SERIAL_SHORT|ID_WWN|ID_WWN_WITH_EXTENSION|ID_MODEL|ID_BUS|ID_PATH)=' "$db" | sed 's/^E:/udev./'
+  [ -r "$db" ] || return 0
+  while IFS= read -r l; do case $l in ${UDEV_KEYS}) echo "udev.\${l#E:}" ;; esac; done < "$db"
   return 0
 }`;
 
@@ -55,23 +54,38 @@ const SERIAL_FN = `rs_by_serial() {
   rs_n=0; rs_found=; mm=
   for s in "$R"/sys/block/*; do
     [ -r "$s/dev" ] || continue
-    m=$(cat "$s/dev")
-    if { rs_udev "$m" | sed 's/^[^=]*=//'; for x in device/serial serial device/wwid wwid; do [ -r "$s/$x" ] && cat "$s/$x"; done; } 2>/dev/null \\
-        | sed 's/^[[:space:]]*//;s/[[:space:]]*$//' | grep -qxF -- "$1"; then
-      rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m
+    rs_rd "$s/dev"; m=$rs_v; rs_hit=
+    db="$R/run/udev/data/b$m"
+    if [ -r "$db" ]; then
+      while IFS= read -r l; do
+        case $l in ${UDEV_KEYS}) rs_trim "\${l#*=}"; [ "$rs_v" = "$1" ] && rs_hit=1 ;; esac
+      done < "$db"
     fi
+    for x in device/serial serial device/wwid wwid; do
+      [ -r "$s/$x" ] || continue
+      rs_rd "$s/$x"; rs_trim "$rs_v"; [ "$rs_v" = "$1" ] && rs_hit=1
+    done
+    if [ -n "$rs_hit" ]; then rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m; fi
   done
   if [ "$rs_n" = 0 ]; then echo "error=no disk has serial or WWN $1"; mm=; return 1; fi
   if [ "$rs_n" -gt 1 ]; then echo "error=serial $1 matches several disks:$rs_found"; mm=; return 1; fi
   return 0
 }`;
 
+/** Shell that sets $rs_mm to the decimal maj:min of block device file $1 (stat prints hex). */
+const MAJMIN_FN = `rs_majmin() { rs_mm=$(stat -L -c '%t:%T' -- "$1") && rs_mm="$((0x\${rs_mm%:*})):$((0x\${rs_mm#*:}))"; }`;
+
 /** The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of the disk. */
 const FP_FN = `rs_fp() {
   # (exit codes kept with || so that apply steps, which run under set -e, go on)
   rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
   rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
-  rs_fpv=$(printf '%s\\n%s\\n' "$rs_b" "$rs_w" | sha256sum | cut -c1-64)
+  rs_fpv=$(sha256sum <<RS_FP_EOF
+$rs_b
+$rs_w
+RS_FP_EOF
+)
+  rs_fpv=\${rs_fpv%% *}
 }`;
 
 /** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts). */
@@ -80,54 +94,86 @@ export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
     ? `p=${shq(spec.device)}
 if [ ! -e "$R$p" ]; then echo "error=$p does not exist"; exit 0; fi
 if [ ! -b "$R$p" ]; then echo "error=$p is not a block device"; exit 0; fi
-mm=$(stat -L -c '%t:%T' -- "$R$p"); mm=$(printf '%d:%d' "0x\${mm%:*}" "0x\${mm#*:}")`
+rs_majmin "$R$p"; mm=$rs_mm`
     : `rs_by_serial ${shq(spec.serial)} || exit 0`;
   return `R=${shq(o.root ?? '')}
 echo spec=${shq(specText(spec))}
+${READ_FN}
+${TRIM_FN}
+${MAJMIN_FN}
 ${UDEV_FN}
 ${SERIAL_FN}
 ${FP_FN}
 ${resolve}
-sys=$(readlink -f -- "$R/sys/dev/block/$mm")
-if [ -z "$sys" ] || [ ! -d "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' ${shq(specText(spec))} "$mm"; exit 0; fi
+sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
+if [ -z "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' ${shq(specText(spec))} "$mm"; exit 0; fi
 k=\${sys##*/}
 echo "kname=$k"
 echo "majmin=$mm"
-${o.others?.length ? `rs_mm=$mm\n${sameDiskProbe(o.others)}\nmm=$rs_mm` : ''}
 [ -e "$sys/partition" ] && echo partition=1
-echo "size=$(cat "$sys/size" 2>/dev/null)"
-echo "rotational=$(cat "$sys/queue/rotational" 2>/dev/null)"
-echo "ro=$(cat "$sys/ro" 2>/dev/null)"
+rs_rd "$sys/size"; echo "size=$rs_v"
+rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
+rs_rd "$sys/ro"; echo "ro=$rs_v"
 rs_udev "$mm"
-for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && echo "sys.$x=$(tr -d '\\n' < "$sys/$x" 2>/dev/null)"; done
-dev=$(readlink -f -- "$R/dev/$k")
-for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$(readlink -f -- "$l")" = "$dev" ] && echo "byid=\${l#"$R"}"; done
+for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && { rs_rd "$sys/$x"; echo "sys.$x=$rs_v"; }; done
+for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$l" -ef "$R/dev/$k" ] && echo "byid=\${l#"$R"}"; done
 ${o.content === false ? '' : `pairs="$mm=$k"
 for s2 in "$sys/$k"*; do
   [ -r "$s2/partition" ] || continue
-  pm=$(cat "$s2/dev"); echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
+  rs_rd "$s2/dev"; pm=$rs_v; echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
   for h in "$s2"/holders/*; do [ -e "$h" ] && echo "holder=\${s2##*/} \${h##*/}"; done
 done
 for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
 awk -v pairs="$pairs" 'BEGIN { n = split(pairs, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, "="); nm[b[1]] = b[2] } }
   ($3 in nm) { print "mount=" $3 " " nm[$3] " " $5 }' "$R/proc/self/mountinfo" 2>/dev/null
 if [ -r "$R/proc/swaps" ]; then
-  tail -n +2 "$R/proc/swaps" | while read -r f rest; do
+  while read -r f rest; do
     [ -b "$f" ] || continue
-    m=$(stat -L -c '%t:%T' -- "$f"); m=$(printf '%d:%d' "0x\${m%:*}" "0x\${m#*:}")
-    case " $pairs " in *" $m="*) echo "swap=$f";; esac
-  done
+    rs_majmin "$f" && case " $pairs " in *" $rs_mm="*) echo "swap=$f";; esac
+  done < "$R/proc/swaps"
 fi
 rs_fp "$R/dev/$k"
-printf '%s\\n' "$rs_b" | grep '=' | grep -v '^DEVNAME=' | sed 's/^/blkid./'
+while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
+$rs_b
+RS_B_EOF
 echo "blkid_rc=$rs_brc"
-if [ "$rs_wrc" = 0 ]; then printf '%s\\n' "$rs_w" | grep . | sed 's/^/sig=/'; else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
+if [ "$rs_wrc" = 0 ]; then
+  while IFS= read -r l; do [ -n "$l" ] && echo "sig=$l"; done <<RS_W_EOF
+$rs_w
+RS_W_EOF
+else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
 echo "fp=$rs_fpv"
 `}q="$sys/queue"
-for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && echo "q.$x=$(cat "$q/$x" 2>/dev/null)"; done
-t=$(cat "$sys"/mq/*/nr_tags 2>/dev/null | sort -n | head -n 1); [ -n "$t" ] && echo "q.nr_tags=$t"
-for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && echo "cap.\${c##*.}=$(cat "$c")"; done
+for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
+t=; for x in "$sys"/mq/*/nr_tags; do
+  rs_rd "$x"; case $rs_v in ''|*[!0-9]*) continue ;; esac
+  if [ -z "$t" ] || [ "$rs_v" -lt "$t" ]; then t=$rs_v; fi
+done
+[ -n "$t" ] && echo "q.nr_tags=$t"
+for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && { rs_rd "$c"; echo "cap.\${c##*.}=$rs_v"; }; done
 echo end=1`;
+}
+
+/**
+ * Probe parts for a disk and the other disks of its list: each part is some disk's own probe,
+ * shared word for word with that disk's resources, so knowing which entries are the same disk
+ * costs nothing on the host.
+ */
+export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): string[] {
+  return [diskProbe(spec, o), ...others.map((x) => diskProbe(x, o))];
+}
+
+/** Facts of the first disk of `diskProbeParts` output, with `sameAs` from the others' maj:min. */
+export function parseDiskParts(out: string): DiskFacts {
+  const [self, ...others] = splitDiskOutputs(out).map((p) => parseDiskFacts(p));
+  if (!self) throw new ProbeError(`unexpected disk probe output: ${out.slice(0, 200)}`);
+  if (!self.error) for (const x of others) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
+  return self;
+}
+
+/** Split joined disk probe outputs: each starts with its spec= line (no other line does). */
+export function splitDiskOutputs(out: string): string[] {
+  return out.split(/^(?=spec=)/m).filter((p) => p.startsWith('spec='));
 }
 
 /** Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk: same maj:min, same content fingerprint, not mounted, no holders. */
@@ -162,8 +208,8 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
   return {
     ...common('xfs-format', `disk:${o.name}`, o),
     verifiable: true,
-    probe: () => diskProbe(o.spec, { others: o.others }),
-    parse: (out) => parseDiskFacts(out),
+    probe: () => diskProbeParts(o.spec, o.others),
+    parse: (out) => parseDiskParts(out),
     diff(f): Change[] {
       const plan = planFormat(f, { allow, mountpoint: o.mountpoint });
       return plan.action === 'keep' ? [] : [{ summary: plan.summary }];
@@ -209,7 +255,8 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
   return {
     ...common('io-tuning', `io:${o.name}`, o),
     verifiable: true,
-    probe: () => diskProbe(o.spec, { content: false }),
+    // The full disk probe, word for word the disk resource's: the engine runs it once for both.
+    probe: () => diskProbe(o.spec),
     parse: (out) => parseDiskFacts(out),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
     apply(f): Step[] {
@@ -267,9 +314,9 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
     verifiable: true,
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
     probe: () => `t=${shq(path)}
-if [ -n "$(findmnt -rn -o TARGET --mountpoint "$t" 2>/dev/null)" ]; then
+if mountpoint -q -- "$t" 2>/dev/null; then
   echo mounted=1
-  v="racksmith-$$-$(date +%s)"
+  v="racksmith-$$"
   echo "want=$v"
   if e=$(setfattr -n ${n} -v "$v" -- "$t" 2>&1); then echo set=ok; else echo "set=$(printf '%s' "$e" | tr '\\n' ' ')"; fi
   echo "got=$(getfattr --absolute-names --only-values -n ${n} -- "$t" 2>/dev/null)"
@@ -289,7 +336,9 @@ export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'
 
 /** Resolve a serial to /dev/KNAME in shell (prints nothing when it is not exactly one disk). */
 function serialResolver(serial: string): string {
-  return `$(R=; ${UDEV_FN}
+  return `$(R=; ${READ_FN}
+${TRIM_FN}
+${UDEV_FN}
 ${SERIAL_FN}
 rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && echo "/dev/\${k##*/}")`;
 }
@@ -310,7 +359,10 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
   const sub = (script: string) => script.split(quoted).join(resolved);
   return {
     ...inner,
-    probe: () => sub(inner.probe()),
+    probe: () => {
+      const p = inner.probe();
+      return typeof p === 'string' ? sub(p) : p.map(sub);
+    },
     apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
   };
 }

@@ -39,40 +39,19 @@ export function normMode(mode: string | number | undefined): string | undefined 
 }
 
 /**
- * Shell that prints a file's facts: key=value lines, then base64 of the content. Many resources
- * read the same file (every mount reads /etc/fstab): within one remote script the file is read
- * once and the answer reused, since all probes of a script run after all of its steps.
+ * Shell that prints a file's facts: key=value lines, then base64 of the content (its sha256 is
+ * computed here from that; only a file too large to transfer is hashed on the host). Two
+ * processes at most: many resources read the same file (every mount reads /etc/fstab), and the
+ * engine runs an identical probe part once per script.
  */
 export function fileProbe(path: string): string {
-  const key = createHash('sha256').update(path).digest('hex').slice(0, 16);
-  const read = readFileFacts(path);
-  return `if [ -n "\${rs_t:-}" ]; then
-  [ -f "$rs_t/f.${key}" ] || { (
-${read}
-) > "$rs_t/f.${key}.tmp" && mv -f "$rs_t/f.${key}.tmp" "$rs_t/f.${key}"; }
-  cat "$rs_t/f.${key}"
-else (
-${read}
-) fi`;
-}
-
-function readFileFacts(path: string): string {
   const p = shq(path);
+  const fields = "mode=%a\nuid=%u\nuser=%U\ngid=%g\ngroup=%G";
   return `p=${p}
 if [ -L "$p" ]; then echo type=link
-elif [ -d "$p" ]; then echo type=dir; stat -c 'mode=%a
-uid=%u
-user=%U
-gid=%g
-group=%G' -- "$p"
-elif [ -f "$p" ]; then echo type=file; stat -c 'mode=%a
-uid=%u
-user=%U
-gid=%g
-group=%G
-size=%s' -- "$p"
-  echo "sha256=$(sha256sum < "$p" | cut -c1-64)"
-  if [ "$(stat -c %s -- "$p")" -le ${MAX_PROBED_BYTES} ]; then echo content:; base64 < "$p"; fi
+elif [ -d "$p" ]; then echo type=dir; stat -c '${fields}' -- "$p"
+elif [ -f "$p" ]; then echo type=file; rs_s=$(stat -c '${fields}\nsize=%s' -- "$p") && printf '%s\n' "$rs_s"
+  if [ "\${rs_s##*size=}" -le ${MAX_PROBED_BYTES} ]; then echo content:; base64 < "$p"; else set -- $(sha256sum < "$p"); echo "sha256=$1"; fi
 elif [ -e "$p" ]; then echo type=other
 else echo type=absent; fi`;
 }
@@ -89,7 +68,11 @@ export function parseFileFacts(out: string): FileFacts {
   if (!type) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
   const num = (k: string) => (kv.has(k) ? Number(kv.get(k)) : undefined);
   const facts: FileFacts = { type, mode: kv.get('mode'), uid: num('uid'), user: kv.get('user'), gid: num('gid'), group: kv.get('group'), size: num('size'), sha256: kv.get('sha256') };
-  if (idx >= 0) facts.content = Buffer.from(out.slice(idx + 'content:\n'.length).replace(/\s+/g, ''), 'base64');
+  if (idx >= 0) {
+    facts.content = Buffer.from(out.slice(idx + 'content:\n'.length).replace(/\s+/g, ''), 'base64');
+    facts.sha256 ??= sha256(facts.content);
+  }
+  if (type === 'file' && !facts.sha256) throw new ProbeError(`no content or hash for a file: ${out.slice(0, 200)}`);
   return facts;
 }
 

@@ -2,6 +2,7 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
+import { MOUNT_TABLE_MARK, MOUNT_TABLE_PROBE, mountTableText, parseMountTable } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -77,43 +78,55 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
     probe() {
       const names = patterns.map((p) => `-name ${shq(p)}`).join(' -o ');
       // Target layout as Soperator's: libraries flattened into the jail's multiarch directory,
-      // binaries into /usr/bin, anything else (firmware) at its own path.
-      return `J=${shq(jail)}; L=${shq(libDir)}
-cache=$( [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null )
-for d in ${dirs.map(shq).join(' ')}; do [ -d "$d" ] && find "$d" -maxdepth 2 -type f \\( ${names} \\) 2>/dev/null; done | sort -u | while IFS= read -r f; do
+      // binaries into /usr/bin, anything else (firmware) at its own path. One find lists the
+      // driver files; the jail's ld.so.cache is read only when there are libraries; whether a
+      // target is mounted comes from the shared mount table.
+      return [`J=${shq(jail)}; L=${shq(libDir)}; tab='\t'
+set --; for d in ${dirs.map(shq).join(' ')}; do [ -d "$d" ] && set -- "$@" "$d"; done
+[ $# -gt 0 ] || exit 0
+rs_f=$(find "$@" -maxdepth 2 -type f \\( ${names} \\) -printf '%p\\t%D:%i\\t%m\\n' 2>/dev/null)
+rs_lib=
+while IFS="$tab" read -r f id m; do
+  [ -n "$f" ] || continue
   b=\${f##*/}
-  case "$b" in lib*.so*) t="$J$L/$b" ;; *) case "$f" in */bin/*|*/sbin/*) t="$J/usr/bin/$b" ;; *) t="$J$f" ;; esac ;; esac
-  if [ -f "$t" ]; then tk=file; td=$(stat -L -c %d:%i -- "$t"); elif [ -e "$t" ]; then tk=other; td=-; else tk=absent; td=-; fi
-  mo=$(findmnt -rn -o OPTIONS --mountpoint "$t" 2>/dev/null | tail -n 1)
-  c=-
-  case "$b" in lib*.so*)
-    c=no
-    for s in $(find "$J$L" -maxdepth 1 -type l -lname "$b" 2>/dev/null); do
-      printf '%s\\n' "$cache" | grep -q " => .*/\${s##*/}\$" && c=yes
-    done ;;
-  esac
-  printf 'gpu\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "$f" "$t" "$(stat -c %d:%i -- "$f")" "$(stat -c %a -- "$f")" "$tk" "$td" "\${mo:--}" "$c"
-done
-echo '== fstab'
-${fileProbe(fstabFile)}`;
+  case "$b" in lib*.so*) t="$J$L/$b"; rs_lib=1 ;; *) case "$f" in */bin/*|*/sbin/*) t="$J/usr/bin/$b" ;; *) t="$J$f" ;; esac ;; esac
+  if [ -f "$t" ]; then tk=file; elif [ -e "$t" ]; then tk=other; else tk=absent; fi
+  same=no; [ "$tk" = file ] && [ "$t" -ef "$f" ] && same=yes
+  printf 'gpu\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "$f" "$t" "$id" "$m" "$tk" "$same"
+done <<RS_GPU_EOF
+$rs_f
+RS_GPU_EOF
+if [ -n "$rs_lib" ]; then
+  find "$J$L" -maxdepth 1 -type l -printf 'link\\t%f\\t%l\\n' 2>/dev/null
+  [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null
+fi`, MOUNT_TABLE_PROBE, `echo '== fstab'\n${fileProbe(fstabFile)}`];
     },
     parse(out): GpuFacts {
       const cut = out.indexOf('== fstab\n');
-      if (cut < 0) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      const files: GpuFile[] = [];
-      for (const line of out.slice(0, cut).split('\n')) {
-        if (!line.startsWith('gpu\t')) continue;
-        const [, host, target, hostDevIno, mode, tk, td, mo, c] = line.split('\t');
-        const opts = mo === '-' ? [] : mo.split(',');
-        files.push({
+      if (cut < 0 || !out.includes(MOUNT_TABLE_MARK)) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      const mounts = parseMountTable(mountTableText(out));
+      const found = new Map<string, string[]>();
+      const links = new Map<string, string[]>(); // link target (a library file name) -> link names
+      const cache = new Set<string>(); // names ld.so.cache points at
+      for (const line of out.slice(0, out.indexOf(MOUNT_TABLE_MARK)).split('\n')) {
+        const f = line.split('\t');
+        if (f[0] === 'gpu' && f.length === 7) found.set(f[1], f);
+        else if (f[0] === 'link' && f.length === 3) links.set(f[2], [...(links.get(f[2]) ?? []), f[1]]);
+        else if (line.includes(' => ')) cache.add(line.slice(line.lastIndexOf('/') + 1)); // ldconfig -p
+      }
+      const files: GpuFile[] = [...found.values()].sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)).map(([, host, target, hostDevIno, mode, tk, same]) => {
+        const mount = mounts.get(target);
+        const name = host.slice(host.lastIndexOf('/') + 1);
+        return {
           host, target, hostDevIno, mode,
           targetKind: tk as GpuFile['targetKind'],
-          targetDevIno: td === '-' ? undefined : td,
-          mounted: opts.length > 0,
-          readOnly: opts.includes('ro'),
-          cached: c === '-' ? undefined : c === 'yes',
-        });
-      }
+          targetDevIno: same === 'yes' ? hostDevIno : undefined,
+          mounted: mount !== undefined,
+          readOnly: mount?.options.includes('ro') ?? false,
+          // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
+          cached: /^lib.*\.so/.test(name) ? (links.get(name) ?? []).some((l) => cache.has(l)) : undefined,
+        };
+      });
       return { files, fstab: parseFileFacts(out.slice(cut + '== fstab\n'.length)) };
     },
     diff(f): Change[] {

@@ -23,7 +23,7 @@ export function renderModulesFile(modules: string[]): string {
 
 /**
  * Kernel modules loaded now (modprobe) and at boot (modules-load.d). A module counts as loaded
- * when /sys/module has it, /proc/modules lists it, or the kernel has it built in.
+ * when /sys/module has it (every loaded module is there) or the kernel has it built in.
  */
 export function kmod(o: KmodOptions): Resource<KmodFacts> {
   if (!o.modules.length) throw new InputError('kmod: no modules');
@@ -35,21 +35,27 @@ export function kmod(o: KmodOptions): Resource<KmodFacts> {
     verifiable: true,
     writes: [path],
     probe() {
-      // `-` and `_` are the same in module names; modules.builtin paths use either.
+      // Loaded modules are in /sys/module (a builtin test); modules.builtin is read once, and
+      // only when some module is not there.
       const checks = o.modules
-        .map((m) => {
-          const u = m.replace(/-/g, '_');
-          return `if [ -d /sys/module/${u} ] || grep -q '^${u} ' /proc/modules 2>/dev/null || grep -Eq '/(${u}|${m.replace(/_/g, '-')})\\.ko' "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null; then echo ${shq(m)} yes; else echo ${shq(m)} no; fi`;
-        })
+        .map((m) => `if [ -d /sys/module/${m.replace(/-/g, '_')} ]; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`)
         .join('\n');
-      return probeWithFile(checks, path);
+      const names = [...new Set(o.modules.flatMap((m) => [m.replace(/-/g, '_'), m.replace(/_/g, '-')]))].join('|');
+      return probeWithFile(`rs_miss=
+${checks}
+if [ -n "$rs_miss" ]; then
+  echo builtin:
+  grep -E '/(${names})\\.ko' "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null
+fi`, path);
     },
     parse(out) {
       const { live, file } = splitWithFile(out);
       const loaded: Record<string, boolean> = {};
-      for (const l of live.split('\n')) {
+      const cut = live.indexOf('builtin:\n');
+      const builtin = new Set(cut < 0 ? [] : [...live.slice(cut).matchAll(/\/([A-Za-z0-9_-]+)\.ko/g)].map((x) => x[1].replace(/-/g, '_')));
+      for (const l of (cut < 0 ? live : live.slice(0, cut)).split('\n')) {
         const [m, v] = l.split(' ');
-        if (m && v) loaded[m] = v === 'yes';
+        if (m && v) loaded[m] = v === 'yes' || builtin.has(m.replace(/-/g, '_'));
       }
       return { file, loaded };
     },

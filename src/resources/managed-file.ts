@@ -7,8 +7,8 @@ import { ProbeError, type Change, type Step } from './types.ts';
  */
 export const FILE_MARK = '== file\n';
 
-export function probeWithFile(live: string, path: string): string {
-  return `${live}\necho '== file'\n${fileProbe(path)}`;
+export function probeWithFile(live: string, path: string): string[] {
+  return [`${live}\necho '== file'`, fileProbe(path)];
 }
 
 export function splitWithFile(out: string): { live: string; file: FileFacts } {

@@ -3,6 +3,7 @@ import { InputError } from '../util/errors.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
+import { MOUNT_TABLE_MARK, MOUNT_TABLE_PROBE, mountTableText, parseMountTable, type MountEntry } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -41,12 +42,7 @@ export interface MountOptions extends CommonOptions {
   fstabFile?: string;
 }
 
-interface Live {
-  source: string;
-  fstype: string;
-  options: string[];
-  majmin: string;
-}
+type Live = MountEntry;
 
 export interface MountFacts {
   fstab: FileFacts;
@@ -127,50 +123,62 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     verifiable: true,
     writes: persist ? [fstabFile] : [],
     probe() {
+      // One find prints the target's identity, mode and emptiness (and a bind source's identity);
+      // what is mounted comes from the shared mount table. No findmnt, stat, ls or realpath here.
       const mk = o.requireMarker;
-      // Seen through the mountpoint once mounted, or on a local bind source before that.
-      const markerProbe = mk === undefined ? '' : `if [ -n "$m" ]; then [ -e "$t"/${shq(mk)} ] && echo marker=yes || echo marker=no; ${
-        bindKind ? `elif [ -d ${shq(o.source!)} ]; then [ -e ${shq(o.source!)}/${shq(mk)} ] && echo marker=yes || echo marker=no; ` : ''
-      }fi`;
-      const src = device
-        ? `d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`
-        : bindKind
-          ? `s=${shq(o.source!)}; if [ -e "$s" ]; then echo "devino=$(stat -L -c '%d:%i' -- "$s")"; else echo source=absent; fi`
-          : 'echo source=other';
-      return `t=${shq(path)}
-m=$(findmnt -rn -o SOURCE,FSTYPE,OPTIONS,MAJ:MIN --mountpoint "$t" 2>/dev/null | tail -n 1)
-[ -n "$m" ] && echo "live=$m"
-echo "real=$(realpath -m -- "$t")"
-if [ -L "$t" ]; then echo target=link
-elif [ -d "$t" ]; then echo "target=dir $(stat -c '%d:%i %a' -- "$t") $([ -z "$(ls -A -- "$t" 2>/dev/null | head -c 1)" ] && echo empty || echo nonempty)"
-elif [ -f "$t" ]; then echo "target=file $(stat -c '%d:%i %a' -- "$t") $([ -s "$t" ] && echo nonempty || echo empty)"
-elif [ -e "$t" ]; then echo target=other
-else echo target=absent; fi
-${src}
-${markerProbe}
-echo '== fstab'
-${fileProbe(fstabFile)}`;
+      const t = shq(path);
+      const s = bindKind ? shq(o.source!) : undefined;
+      const lines = [`t=${t}`];
+      if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
+      lines.push(
+        'if [ -L "$t" ]; then echo target=link',
+        `elif [ -d "$t" ] || [ -f "$t" ]; then [ -d "$t" ] && echo target=dir || echo target=file
+  ${s ? 'if [ -e "$s" ]; then set -- "$t" "$s"; else set -- "$t"; fi' : 'set -- "$t"'}
+  find -L "$@" -maxdepth 0 -printf 'id=%D:%i %m ' \\( -empty -printf 'empty\\n' -o -printf 'nonempty\\n' \\)`,
+        'elif [ -e "$t" ]; then echo target=other',
+        'else echo target=absent; fi',
+      );
+      if (device) {
+        lines.push(`d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`);
+      }
+      if (within) {
+        // The physical path without realpath: cd -P resolves it (this part runs in its own subshell).
+        lines.push(`if [ -d "$t" ] && cd -P -- "$t" 2>/dev/null; then echo "real=$PWD"
+elif [ ! -L "$t" ] && cd -P -- "\${t%/*}/" 2>/dev/null; then echo "real=\${PWD%/}/\${t##*/}"
+else echo "real=$(realpath -m -- "$t")"; fi
+cd /`);
+      }
+      if (mk !== undefined) {
+        // Seen through the mountpoint once mounted, or on a local bind source before that: parse picks.
+        lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
+        if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
+      }
+      return [lines.join('\n'), MOUNT_TABLE_PROBE, `echo '== fstab'\n${fileProbe(fstabFile)}`];
     },
     parse(out): MountFacts {
       const cut = out.indexOf('== fstab\n');
-      if (cut < 0) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      if (cut < 0 || !out.includes(MOUNT_TABLE_MARK)) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      const own = out.slice(0, out.indexOf(MOUNT_TABLE_MARK));
       const kv = new Map<string, string>();
-      for (const l of out.slice(0, cut).split('\n')) {
+      const ids: string[] = [];
+      for (const l of own.split('\n')) {
         const eq = l.indexOf('=');
-        if (eq > 0) kv.set(l.slice(0, eq), l.slice(eq + 1));
+        if (eq <= 0) continue;
+        if (l.startsWith('id=')) ids.push(l.slice(3));
+        else kv.set(l.slice(0, eq), l.slice(eq + 1));
       }
-      const liveText = kv.get('live');
-      const [lsrc, lfs, lopts, lmm] = liveText ? liveText.split(' ') : [];
-      const [tkind, tdevino, tmode, tempty] = (kv.get('target') ?? 'absent').split(' ');
-      const marker = kv.get('marker');
+      const live = parseMountTable(mountTableText(out)).get(path);
+      const [tdevino, tmode, tempty] = (ids[0] ?? '').split(' ');
+      const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];
+      const marker = live ? kv.get('marker_t') : kv.get('marker_s');
       return {
         marker: marker === undefined ? undefined : marker === 'yes',
         fstab: parseFileFacts(out.slice(cut + '== fstab\n'.length)),
-        live: liveText ? { source: lsrc.replace(/\\x20/g, ' '), fstype: lfs, options: (lopts ?? '').split(','), majmin: lmm } : undefined,
-        target: { kind: tkind as MountFacts['target']['kind'], devIno: tdevino, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
+        live,
+        target: { kind, devIno: tdevino || undefined, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
         source: {
           exists: kv.get('source') !== 'absent',
-          devIno: kv.get('devino'),
+          devIno: ids[1]?.split(' ')[0],
           majmin: kv.get('majmin'),
           uuid: kv.get('uuid') || undefined,
         },

@@ -31,6 +31,9 @@ export interface SysctlFacts {
 export const SYSCTL_KEY = /^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$/;
 const SYSCTL_VALUE = /^[A-Za-z0-9_.:, -]*$/;
 
+/** Shared by every sysctl resource of a script (one part, run once): RAM and page size. */
+const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo; echo "mem=$kb $(getconf PAGESIZE 2>/dev/null || echo 4096)"`;
+
 /** The kernel prints vectors with tabs (`2048\t65535`); compare with single spaces. */
 export function normaliseSysctl(v: string | number): string {
   return String(v).trim().split(/\s+/).join(' ');
@@ -60,6 +63,7 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
     if (typeof v === 'string' && !SYSCTL_VALUE.test(v)) throw new InputError(`sysctl ${path}: invalid value for ${k}: ${JSON.stringify(v)}`);
   }
   const profile = o.profile ?? path;
+  const keyOfPath = new Map(keys.map((k) => [sysctlPath(k), k]));
   const desired = (m: HostMemory): Record<string, string> =>
     Object.fromEntries(keys.map((k) => {
       const v = o.values[k];
@@ -71,25 +75,31 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
     verifiable: true,
     writes: [path],
     probe() {
-      const live = keys
-        .map((k) => `if [ -e ${shq(sysctlPath(k))} ]; then printf '%s\\t%s\\n' ${shq(k)} "$(tr '\\t\\n' '  ' < ${shq(sysctlPath(k))})"; else printf '%s\\t!missing\\n' ${shq(k)}; fi`)
-        .join('\n');
-      return probeWithFile(`echo "mem=$(awk '/^MemTotal:/{print $2}' /proc/meminfo) $(getconf PAGESIZE 2>/dev/null || echo 4096)"\n${live}`, path);
+      // One grep for every key (a process per key adds up over dozens of keys on every host; the
+      // shell's `read` cannot be used: /proc/sys answers one byte per read call).
+      const exists = keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n');
+      return [MEMORY_PROBE, ...probeWithFile(`set --\n${exists}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null`, path)];
     },
     parse(out) {
       const { live, file } = splitWithFile(out);
-      const values: Record<string, string | null> = {};
+      const values: Record<string, string | null> = Object.fromEntries(keys.map((k) => [k, '']));
       let memory: HostMemory = { memTotalKb: 0, pageSize: 4096 };
+      const seen = new Set<string>();
       for (const l of live.split('\n')) {
         if (l.startsWith('mem=')) {
           const [kb, ps] = l.slice(4).split(' ');
           memory = { memTotalKb: Number(kb), pageSize: Number(ps) || 4096 };
-          continue;
+        } else if (l.startsWith('missing=')) {
+          values[l.slice(8)] = null;
+        } else {
+          // grep -H: /proc/sys/net/core/somaxconn:4096 (the first line of a multi-line value)
+          const colon = l.indexOf(':');
+          const key = colon > 0 ? keyOfPath.get(l.slice(0, colon)) : undefined;
+          if (key !== undefined && !seen.has(key)) {
+            values[key] = normaliseSysctl(l.slice(colon + 1));
+            seen.add(key);
+          }
         }
-        const tab = l.indexOf('\t');
-        if (tab < 0) continue;
-        const v = l.slice(tab + 1);
-        values[l.slice(0, tab)] = v === '!missing' ? null : normaliseSysctl(v);
       }
       return { file, live: values, memory };
     },

@@ -55,8 +55,12 @@ export interface Resource<F = unknown> {
   predictFiles?(facts: F, changes: Change[]): Record<string, unknown>;
   /** These facts with the given paths' facts replaced by predicted ones. */
   useFiles?(facts: F, files: Record<string, unknown>): F;
-  /** POSIX sh snippet; its stdout is handed to `parse`. Must not change anything. */
-  probe(): string;
+  /**
+   * POSIX sh that prints the facts; its stdout is handed to `parse`. Must not change anything.
+   * Parts (an array) run as separate sections and their outputs are joined: a part that other
+   * resources of the script share word for word (a file they all read) runs once.
+   */
+  probe(): string | readonly string[];
   /** Turn probe output into facts. Throws ProbeError when the host cannot answer. */
   parse(stdout: string, exitCode: number, stderr: string): F;
   /** Pure: what differs. Throws Refusal when converging would be unsafe. */

@@ -8,7 +8,7 @@ import {
   ioTarget, mergeProfiles, parseDiskFacts, profileFor, udevMatch, udevRuleLine, udevRulesFile,
   type DiskFacts, type IoProfile, type ProfileName, type UdevEntry,
 } from './blockdev-logic.ts';
-import { diskProbe, type DiskSpec } from './blockdev.ts';
+import { diskProbe, splitDiskOutputs, type DiskSpec } from './blockdev.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, sha256, type FileFacts,
 } from './file-common.ts';
@@ -62,11 +62,13 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
     ...common('udev-rules', `udev-rules:${path}`, o),
     verifiable: true,
     writes: [path],
-    probe: () => [fileProbe(path), ...o.disks.map((d, i) => `echo '== disk ${i}'\n(\n${diskProbe(d.spec, { content: false })}\n)`)].join('\n'),
+    // The disks' parts are their own resources' probes word for word: they run once per script.
+    probe: () => [fileProbe(path), ...o.disks.map((d) => diskProbe(d.spec))],
     parse(out): IoUdevFacts {
-      const parts = out.split(/^== disk \d+\n/m);
-      if (parts.length !== o.disks.length + 1) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      return { file: parseFileFacts(parts[0]), disks: parts.slice(1).map((p) => parseDiskFacts(p)) };
+      const first = out.search(/^spec=/m);
+      const disks = first < 0 ? [] : splitDiskOutputs(out.slice(first));
+      if (disks.length !== o.disks.length) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      return { file: parseFileFacts(first < 0 ? out : out.slice(0, first)), disks: disks.map((p) => parseDiskFacts(p)) };
     },
     diff(f): Change[] {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);

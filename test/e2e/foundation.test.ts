@@ -138,3 +138,35 @@ describe('foundation: no shell injection', () => {
     expect(recaps(again).tb4).toMatchObject({ changed: 0, ok: 6 });
   });
 });
+
+describe('foundation: several plays, one round trip when nothing changes', () => {
+  const PLAYS = 'test/fixtures/playbooks/two-plays.ts';
+  const result = (run: Awaited<ReturnType<typeof provision>>, host: string, id: string) =>
+    run.events.find((e) => e.type === 'resource' && e.host === host && e.id === id);
+
+  it("--check on fresh hosts: the later play reports from the same exec, before the first play's change", async () => {
+    await tb.reset(['tb4', 'tb5']);
+    const inv = writeInventory({ hosts: ['tb4', 'tb5'] });
+    const check = await provision([PLAYS, '-i', inv, '--json', '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    for (const h of ['tb4', 'tb5']) {
+      expect(recaps(check)[h]).toMatchObject({ changed: 3, failed: 0, execs: 1 });
+      expect(result(check, h, 'command:must-not-run')).toMatchObject({ status: 'changed' });
+    }
+    expect((await tb.hostExec('tb4', 'test -e /srv/rs-plays && echo exists || echo absent')).stdout).toBe('absent\n');
+  });
+
+  it('a later play never acts on answers probed before an earlier play changed the host; converged: one exec for both plays', async () => {
+    const inv = writeInventory({ hosts: ['tb4', 'tb5'] });
+    const first = await provision([PLAYS, '-i', inv, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    for (const h of ['tb4', 'tb5']) {
+      expect(result(first, h, 'command:must-not-run')).toMatchObject({ status: 'ok' });
+      // probe (both plays) + apply of the first play + the second play probing again
+      expect(recaps(first)[h]).toMatchObject({ changed: 2, ok: 1, failed: 0, execs: 3 });
+    }
+    const again = await provision([PLAYS, '-i', inv, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    for (const h of ['tb4', 'tb5']) expect(recaps(again)[h]).toMatchObject({ ok: 3, changed: 0, execs: 1 });
+  });
+});

@@ -14,6 +14,7 @@ import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../
 import { renderFlannel, renderMetallbConfig } from '../../src/kube/render.ts';
 import { clusterGuard, kubeApply, kubectlPrelude, strictArp, waitEstablished, waitRollout, type KubeAccess, type ManifestDoc } from '../../src/resources/kube.ts';
 import type { Change, Resource } from '../../src/resources/types.ts';
+import { probeScript } from '../../src/engine/script.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-kube-scripts-'));
 const kubeconfig = join(dir, 'kubeconfig');
@@ -35,7 +36,7 @@ function sh(script: string, setE = false): Promise<{ code: number; stdout: strin
 }
 
 async function facts<F>(r: Resource<F>): Promise<F> {
-  const p = await sh(r.probe());
+  const p = await sh(probeScript(r.probe()));
   return r.parse(p.stdout, p.code, p.stderr);
 }
 
@@ -82,8 +83,8 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
     ]);
     expect(d.get('DaemonSet', 'kube-flannel-ds', 'kube-flannel')).toBeDefined();
     // the facts of a converged cluster are byte-stable (saved plans hash them)
-    const a = await sh(r.probe());
-    const b = await sh(r.probe());
+    const a = await sh(probeScript(r.probe()));
+    const b = await sh(probeScript(r.probe()));
     expect(a.stdout).toBe(b.stdout);
   });
 

@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { probeScript } from '../../src/engine/script.ts';
 import { absent, fileWith } from './facts.ts';
 import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
 import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath } from '../../src/resources/sysctl.ts';
@@ -53,10 +56,21 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
   });
 
   it('parses live values as the kernel prints them (tabs) and missing keys', () => {
-    const out = `mem=${24 * GiB} 4096\nnet.core.somaxconn\t4096 \nnet.ipv4.ip_local_port_range\t32768 60999 \nvm.min_free_kbytes\t!missing\n== file\ntype=absent\n`;
+    const out = `mem=${24 * GiB} 4096\nmissing=vm.min_free_kbytes\n/proc/sys/net/core/somaxconn:4096 \n/proc/sys/net/ipv4/ip_local_port_range:32768\t60999\n== file\ntype=absent\n`;
     const f = r.parse(out, 0, '');
     expect(f.live).toEqual({ 'net.core.somaxconn': '4096', 'net.ipv4.ip_local_port_range': '32768 60999', 'vm.min_free_kbytes': null });
     expect(f.memory).toEqual({ memTotalKb: 24 * GiB, pageSize: 4096 });
+  });
+
+  it('the real probe reads this kernel\'s values whole (/proc/sys answers a byte at a time to the shell\'s read)', () => {
+    const real = sysctl({ file: '/nonexistent/racksmith-t.conf', values: { 'net.ipv4.tcp_rmem': '1 2 3', 'kernel.pid_max': 1, 'net.no.such_key': 1 } });
+    const out = execFileSync('sh', ['-c', probeScript(real.probe())], { encoding: 'utf8' });
+    const f = real.parse(out, 0, '');
+    expect(f.live['kernel.pid_max']).toBe(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
+    expect(f.live['net.ipv4.tcp_rmem']).toBe(readFileSync('/proc/sys/net/ipv4/tcp_rmem', 'utf8').trim().split(/\s+/).join(' '));
+    expect(f.live['net.no.such_key']).toBeNull();
+    expect(f.memory.memTotalKb).toBeGreaterThan(0);
+    expect(f.file.type).toBe('absent');
   });
 
   it.each([

@@ -12,6 +12,7 @@ import { checkAbsolutePath, fileProbe, normMode, parseFileFacts, predictWrite, t
 import { block, editBlock, editLine, line } from '../../src/resources/text-edit.ts';
 import { ProbeError, Refusal, type Change, type Resource } from '../../src/resources/types.ts';
 import { InputError } from '../../src/util/errors.ts';
+import { probeScript } from '../../src/engine/script.ts';
 import { Secret } from '../../src/util/secret.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -396,7 +397,7 @@ describe('command()', () => {
   it('unguarded: true -> not verifiable, always pending, reported as "always runs"', () => {
     const c = command({ name: 'reload', run: ['true'], unguarded: true });
     expect(c.verifiable).toBe(false);
-    const f = c.parse(sh(c.probe()).stdout, 0, '');
+    const f = c.parse(sh(probeScript(c.probe())).stdout, 0, '');
     expect(f).toEqual({ satisfied: false });
     const changes = c.diff(f);
     expect(summaries(changes)).toEqual(['run reload (unguarded: always runs)']);
@@ -414,7 +415,7 @@ describe('command()', () => {
   ])('guarded (%s): verifiable, probe says satisfied=%s', (_, opts, satisfied) => {
     const c = command(opts);
     expect(c.verifiable).toBe(true);
-    const r = sh(c.probe());
+    const r = sh(probeScript(c.probe()));
     expect(r.status).toBe(0);
     const f = c.parse(r.stdout, 0, '');
     expect(f).toEqual({ satisfied });
@@ -424,11 +425,11 @@ describe('command()', () => {
   it('runs argv words literally', () => {
     const out = join(tmp, "out $(id) 'q'");
     const c = command({ name: 'w', run: ['sh', '-c', 'printf %s "$1" > "$2"', 'sh', 'a; `b` $c', out], creates: out });
-    expect(sh(c.probe()).stdout.trim()).toBe('pending');
+    expect(sh(probeScript(c.probe())).stdout.trim()).toBe('pending');
     const steps = c.apply({ satisfied: false }, c.diff({ satisfied: false }));
     for (const s of steps) expect(sh(s.script).status).toBe(0);
     expect(sh(`cat ${JSON.stringify(out).replace(/\$/g, '\\$')}`).stdout).toBe('a; `b` $c');
-    expect(sh(c.probe()).stdout.trim()).toBe('satisfied');
+    expect(sh(probeScript(c.probe())).stdout.trim()).toBe('satisfied');
   });
 });
 

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
+import { addProbes, buildScript, probeOutput, probeScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
 
 /** Build, run through `/bin/sh -s` exactly as the connections do (script on stdin), split. */
 function roundTrip(sections: Section[]): { out: SectionOutput[]; raw: string; status: number | null; marker: string } {
@@ -162,5 +162,34 @@ describe('splitOutput on hand-made output', () => {
     const m2 = '@@RS-a.b+c@@';
     const raw = `\n${m2} B 0\nx\n${m2} E 0 1\n\n${m2} X 0\n`;
     expect(splitOutput(raw, m2, 1)).toEqual([{ stdout: 'x', stderr: '', code: 1 }]);
+  });
+});
+
+describe('probe parts: an identical part runs once per script', () => {
+  it('dedupes parts across resources and joins each resource\'s outputs in order', () => {
+    const sections: Section[] = [step('echo step')];
+    const shared = 'echo shared; echo "$$" >> "$rs_t/runs"; cat "$rs_t/runs" | wc -l | tr -d " "';
+    const idx = addProbes(sections, ['echo a', ['echo b1', shared], [shared, 'echo c2'], shared]);
+    expect(idx).toEqual([[1], [2, 3], [3, 4], [3]]);
+    expect(sections.map((s) => s.kind)).toEqual(['step', 'probe', 'probe', 'probe', 'probe']);
+    const { out } = roundTrip(sections);
+    // the shared part ran once: it counted one run
+    expect(probeOutput(out, idx[1])).toEqual({ stdout: 'b1\nshared\n1\n', stderr: '', code: 0 });
+    expect(probeOutput(out, idx[2])).toEqual({ stdout: 'shared\n1\nc2\n', stderr: '', code: 0 });
+    expect(probeOutput(out, idx[3]).stdout).toBe('shared\n1\n');
+  });
+
+  it.each<[string, SectionOutput[], SectionOutput]>([
+    ['all fine', [{ stdout: 'a', stderr: '', code: 0 }, { stdout: 'b', stderr: 'w', code: 0 }], { stdout: 'ab', stderr: 'w', code: 0 }],
+    ['first failing code wins', [{ stdout: '', stderr: '', code: 0 }, { stdout: '', stderr: 'x', code: 3 }, { stdout: '', stderr: '', code: 5 }], { stdout: '', stderr: 'x', code: 3 }],
+    ['a part that did not run', [{ stdout: 'a', stderr: '', code: 2 }, { stdout: '', stderr: '', code: null }], { stdout: 'a', stderr: '', code: null }],
+  ])('probeOutput: %s', (_, outs, want) => {
+    expect(probeOutput(outs, outs.map((_o, i) => i))).toEqual(want);
+  });
+
+  it('probeScript runs the parts standalone with the same joined output', () => {
+    const r = spawnSync('/bin/sh', ['-c', probeScript(['x=1; echo "a$x"; exit 0', 'echo "b${x:-unset}"'])], { encoding: 'utf8' });
+    // each part in its own subshell: an exit or a variable stays in its part
+    expect(r.stdout).toBe('a1\nbunset\n');
   });
 });

@@ -14,11 +14,12 @@ import {
   allowedBy, humanSize, ioChanges, ioTarget, mergeProfiles, parseDiskFacts, parseXattrFacts, planFormat, profileFor,
   udevGlob, udevMatch, udevRuleLine, xattrDiff, type DiskFacts, type QueueFacts,
 } from '../../src/resources/blockdev-logic.ts';
-import { diskMount, diskProbe, ioTuning, xfsFormat } from '../../src/resources/blockdev.ts';
+import { diskMount, diskProbe, diskProbeParts, ioTuning, parseDiskParts, xfsFormat } from '../../src/resources/blockdev.ts';
 import { Refusal } from '../../src/resources/types.ts';
 import { ioRulesContent, ioUdevRules } from '../../src/resources/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
 import { InputError } from '../../src/util/errors.ts';
+import { probeScript } from '../../src/engine/script.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -381,10 +382,10 @@ describe('mount of a disk given by serial', () => {
   it('the placeholder path is resolved on the host, in the probe and in the mount step', () => {
     const m = diskMount({ spec: { serial: 'ZL2ABC12' }, path: '/ais/ZL2ABC12', fstype: 'xfs', options: ['noatime'] });
     expect(m.id).toBe('mount:/ais/ZL2ABC12');
-    const probe = m.probe();
+    const probe = probeScript(m.probe());
     expect(probe).not.toContain("d=/dev/disk/by-serial/ZL2ABC12\n");
     expect(probe).toContain('rs_by_serial ZL2ABC12');
-    const facts = m.parse('target=absent\nmajmin=8:10\nuuid=u1\n== fstab\ntype=absent\n', 0, '');
+    const facts = m.parse('target=absent\nmajmin=8:10\nuuid=u1\n== mountinfo\n== fstab\ntype=absent\n', 0, '');
     const steps = m.apply(facts, m.diff(facts));
     const mountStep = steps.find((s) => s.name.startsWith('mount '))!;
     expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(R=; /);
@@ -465,7 +466,8 @@ describe('disk probe over a fake sysfs tree', () => {
   });
 
   it('another entry of the list that is the same disk is reported', () => {
-    const f = parseDiskFacts(execFileSync('sh', ['-c', diskProbe({ serial: 'S1' }, { root, others: [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }] })], { encoding: 'utf8' }));
+    const parts = diskProbeParts({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
+    const f = parseDiskParts(execFileSync('sh', ['-c', probeScript(parts)], { encoding: 'utf8' }));
     expect(f.kname).toBe('sdb');
     expect(f.majmin).toBe('8:16');
     expect(f.sameAs).toEqual(['serial ST20000_S1']);

@@ -1,0 +1,54 @@
+/**
+ * The kernel's mount table as a shared probe part: every mount-aware resource of a script asks
+ * for the same text, so the engine reads /proc/self/mountinfo once per script, and each resource
+ * looks its mountpoint up here (instead of a findmnt per resource on the host).
+ */
+
+export const MOUNT_TABLE_MARK = '== mountinfo\n';
+export const MOUNT_TABLE_PROBE = `echo '== mountinfo'\ncat /proc/self/mountinfo`;
+
+export interface MountEntry {
+  /** As findmnt shows it: the device, with the bound subtree in brackets when not its root. */
+  source: string;
+  fstype: string;
+  /** Per-mount options, then the filesystem's (findmnt's OPTIONS). */
+  options: string[];
+  /** Decimal major:minor of the mounted filesystem. */
+  majmin: string;
+}
+
+/** mountinfo escapes space, tab, newline and backslash as \ooo. */
+const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+
+let cached: { text: string; byPath: Map<string, MountEntry> } | undefined;
+
+/** Mountpoint -> the entry on top (the last one mounted there), from /proc/self/mountinfo text. */
+export function parseMountTable(text: string): Map<string, MountEntry> {
+  // Every mount resource of a host parses the same table: keep the last answer.
+  if (cached?.text === text) return cached.byPath;
+  const byPath = new Map<string, MountEntry>();
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    const dash = f.indexOf('-', 6);
+    if (dash < 0 || f.length < dash + 3) continue;
+    const root = unescape(f[3]);
+    const device = unescape(f[dash + 2] ?? '');
+    byPath.set(unescape(f[4]), {
+      source: root === '/' ? device : `${device}[${root}]`,
+      fstype: f[dash + 1],
+      options: [...f[5].split(','), ...(f[dash + 3] ?? '').split(',').filter(Boolean)],
+      majmin: f[2],
+    });
+  }
+  cached = { text, byPath };
+  return byPath;
+}
+
+/** The mount table part of a probe's output: from the mark to the next `== ` section or the end. */
+export function mountTableText(out: string): string {
+  const i = out.indexOf(MOUNT_TABLE_MARK);
+  if (i < 0) return '';
+  const start = i + MOUNT_TABLE_MARK.length;
+  const end = out.indexOf('\n== ', start - 1);
+  return end < 0 ? out.slice(start) : out.slice(start, end + 1);
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { factsHash } from '../../src/engine/facts-hash.ts';
+import { MOUNT_TABLE_MARK, mountTableText, parseMountTable } from '../../src/resources/mount-table.ts';
+
+// Lines as the kernel writes /proc/self/mountinfo (escapes included).
+const TABLE = [
+  '22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro',
+  '40 22 7:0 / /ais/d1 rw,noatime shared:20 - xfs /dev/loop0 rw,attr2,inode64,logbufs=8,noquota',
+  '41 22 254:1 /srv/jail /mnt/jail rw,relatime shared:1 - ext4 /dev/vda1 rw',
+  '42 41 0:5 / /mnt/jail/proc rw,nosuid,nodev,noexec,relatime - proc proc rw',
+  '43 22 0:40 / /mnt/with\\040space rw - tmpfs tmpfs rw,size=1024k',
+  '44 41 0:41 / /mnt/jail/tmp rw,nosuid - tmpfs tmpfs rw',
+  '45 41 0:42 / /mnt/jail/tmp ro,nosuid - tmpfs tmpfs2 ro',
+  'garbage line',
+  '',
+].join('\n');
+
+describe('mount table (shared probe part)', () => {
+  it.each<[string, string, object | undefined]>([
+    ['a device mount', '/ais/d1', { source: '/dev/loop0', fstype: 'xfs', majmin: '7:0', options: ['rw', 'noatime', 'rw', 'attr2', 'inode64', 'logbufs=8', 'noquota'] }],
+    ['a bind of a subtree shows it in brackets (as findmnt)', '/mnt/jail', { source: '/dev/vda1[/srv/jail]', fstype: 'ext4', majmin: '254:1' }],
+    ['optional fields are skipped', '/mnt/jail/proc', { source: 'proc', fstype: 'proc', options: ['rw', 'nosuid', 'nodev', 'noexec', 'relatime', 'rw'] }],
+    ['octal escapes', '/mnt/with space', { source: 'tmpfs', fstype: 'tmpfs' }],
+    ['stacked mounts: the top one', '/mnt/jail/tmp', { source: 'tmpfs2', options: ['ro', 'nosuid', 'ro'] }],
+    ['not mounted', '/mnt/none', undefined],
+    ['a prefix is not a match', '/mnt/jail/pro', undefined],
+  ])('%s', (_, path, want) => {
+    const got = parseMountTable(TABLE).get(path);
+    if (want === undefined) expect(got).toBeUndefined();
+    else expect(got).toMatchObject(want);
+  });
+
+  it('finds the table between its mark and the next part', () => {
+    const out = `kind=dir\n${MOUNT_TABLE_MARK}${TABLE}\n== fstab\ntype=absent\n`;
+    expect(mountTableText(out)).toBe(`${TABLE}\n`);
+    expect(mountTableText(`${MOUNT_TABLE_MARK}${TABLE}`)).toBe(TABLE);
+    expect(mountTableText('no table')).toBe('');
+  });
+});
+
+describe('facts hash (saved plans)', () => {
+  it('hashes facts, not their object identity; every difference counts', () => {
+    const a = { file: { type: 'file', content: Buffer.from('x = 1\n') }, live: new Map([['k', '1']]), set: new Set(['a']) };
+    const same = { file: { type: 'file', content: Buffer.from('x = 1\n') }, live: new Map([['k', '1']]), set: new Set(['a']) };
+    expect(factsHash(a)).toBe(factsHash(same));
+    expect(factsHash(a)).not.toBe(factsHash({ ...a, file: { type: 'file', content: Buffer.from('x = 2\n') } }));
+    expect(factsHash(a)).not.toBe(factsHash({ ...a, live: new Map([['k', '2']]) }));
+    expect(factsHash(a)).not.toBe(factsHash({ ...a, set: new Set(['b']) }));
+    expect(factsHash(undefined)).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
