@@ -37,14 +37,20 @@ export function parseEntry(line: string): FstabEntry | undefined {
   };
 }
 
-/** The last entry for `target` (mount(8) uses the last one too). */
-export function findEntry(text: string, target: string): FstabEntry | undefined {
-  let found: FstabEntry | undefined;
-  for (const line of text.split('\n')) {
-    const e = parseEntry(line);
-    if (e && e.target === target) found = e;
+// Every mount resource of a host looks its target up in the same fstab: keep the last one parsed.
+let parsed: { text: string; byTarget: Map<string, Readonly<FstabEntry>> } | undefined;
+
+/** The last entry for `target` (mount(8) uses the last one too). Read-only: it is shared. */
+export function findEntry(text: string, target: string): Readonly<FstabEntry> | undefined {
+  if (parsed?.text !== text) {
+    const byTarget = new Map<string, Readonly<FstabEntry>>();
+    for (const line of text.split('\n')) {
+      const e = parseEntry(line);
+      if (e) byTarget.set(e.target, Object.freeze(e)); // a later line wins
+    }
+    parsed = { text, byTarget };
   }
-  return found;
+  return parsed.byTarget.get(target);
 }
 
 export function sameEntry(a: FstabEntry, b: FstabEntry): boolean {

@@ -34,6 +34,16 @@ describe('fstab text', () => {
     expect(findEntry(t, '/m')?.source).toBe('/b');
     expect(removeEntry(t + 'x /n none bind 0 0\n', '/m')).toBe('x /n none bind 0 0\n');
   });
+
+  it('findEntry answers for the text it is given (the last parse is reused only for the same text)', () => {
+    const t = '# c\n/a /m none bind 0 0\n/c /n\\040x xfs noatime 0 2\n';
+    expect(findEntry(t, '/m')).toEqual({ source: '/a', target: '/m', fstype: 'none', options: 'bind', dump: 0, pass: 0 });
+    expect(findEntry(t, '/n x')).toEqual({ source: '/c', target: '/n x', fstype: 'xfs', options: 'noatime', dump: 0, pass: 2 });
+    expect(findEntry(t, '/none')).toBeUndefined();
+    expect(findEntry('/b /m xfs defaults 0 0\n', '/m')?.source).toBe('/b');
+    expect(findEntry('', '/m')).toBeUndefined();
+    expect(findEntry(t, '/m')?.source).toBe('/a');
+  });
 });
 
 describe('mount diff', () => {
