@@ -7,7 +7,7 @@
 // that answers every exec with the recorded output (markers rewritten), with the CLI's reporters
 // (listr2 progress, NDJSON, journal; output to nowhere) and the recap. Measured: CPU and wall of
 // each phase in this process.
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -54,6 +54,15 @@ interface Recording {
   outputs: Array<{ marker: string; stdout: string; stderr: string }>;
 }
 
+// The recorded stdout around its marker, split once for all hosts (the harness's own work, not
+// the engine's: each host still gets a fresh string with its own marker).
+const split = new WeakMap<object, string[]>();
+const pieces = (r: Recording['outputs'][number]) => {
+  let p = split.get(r);
+  if (!p) split.set(r, (p = r.stdout.split(r.marker)));
+  return p;
+};
+
 class FakeConnection implements Connection {
   execCount = 0;
   constructor(
@@ -65,7 +74,7 @@ class FakeConnection implements Connection {
     if (!r) throw new Error(`synthetic: ${this.host}: exec ${this.execCount} was not recorded (not converged?)`);
     const marker = /^rs_m='([^']+)'/.exec(script)?.[1];
     if (!marker) throw new Error('synthetic: no marker in the script');
-    return { stdout: r.stdout.split(r.marker).join(marker), stderr: r.stderr, code: 0 };
+    return { stdout: pieces(r).join(marker), stderr: r.stderr, code: 0 };
   }
   async close(): Promise<void> {}
 }
@@ -84,14 +93,36 @@ export interface SyntheticResult {
   recap: { ok: number; changed: number; failed: number };
 }
 
+/** What the replay needs from the bed: the recording and how the playbook was sized. */
+export interface SavedRecording extends Recording {
+  bedHost: string;
+  siteCount: number;
+  resourcesPerHost: number;
+  disks?: ReturnType<typeof storageDisks>;
+}
+
 export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
+  // RS_SYNTHETIC_RECORDING=FILE: reuse the recording in FILE (made by an earlier run with the same
+  // variable) instead of converging and recording again; for iterating on the engine. A recording
+  // is only valid while the scripts and the playbooks stay the same (a stale one shows as changed
+  // or failed resources in the replay).
+  const cache = process.env.RS_SYNTHETIC_RECORDING;
+  let saved: SavedRecording;
+  if (cache && existsSync(cache)) {
+    saved = JSON.parse(readFileSync(cache, 'utf8')) as SavedRecording;
+    log(`synthetic: recording reused from ${cache} (${saved.outputs.length} execs, ${saved.resourcesPerHost} resources)`);
+  } else {
+    saved = await record(tb, w, log);
+    if (cache) writeFileSync(cache, JSON.stringify(saved));
+  }
+  return replaySynthetic(saved, w.dir, hosts, log);
+}
+
+/** 1. converge one bed host with a 50-resource playbook, then record a converged run. */
+async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promise<SavedRecording> {
   const { loadInventory } = await import('../../src/inventory/load.ts');
   const { prepare, execute } = await import('../../src/engine/index.ts');
   const { connect } = await import('../../src/engine/connect.ts');
-  const { HumanReporter } = await import('../../src/ui/human.ts');
-  const { jsonSink } = await import('../../src/ui/json.ts');
-  const { journalSink } = await import('../../src/engine/journal.ts');
-  // 1. converge one bed host with a 50-resource playbook, then record a converged run
   const bedHost = w.hosts[0];
   const inv1 = loadInventory(w.racksmithInventory);
   const { loadPlaybook } = await import('../../src/cli.ts');
@@ -123,13 +154,25 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
   });
   const resourcesPerHost = check.results.length;
   log(`synthetic: ${bedHost} converged with ${resourcesPerHost} resources (site ${siteCount} + ${extra} generic), ${rec.outputs.length} execs recorded`);
+  return { ...rec, bedHost, siteCount, resourcesPerHost, disks: w.storage ? storageDisks(tb.host(bedHost)) : undefined };
+}
+
+/** 2.-3. the replay for HOSTS hosts; exported to profile it without a bed (a saved recording). */
+export async function replaySynthetic(saved: SavedRecording, dir: string, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
+  const { loadInventory } = await import('../../src/inventory/load.ts');
+  const { prepare, execute } = await import('../../src/engine/index.ts');
+  const { HumanReporter } = await import('../../src/ui/human.ts');
+  const { jsonSink } = await import('../../src/ui/json.ts');
+  const { journalSink } = await import('../../src/engine/journal.ts');
+  const { pb } = await benchPlaybook(saved.siteCount, RESOURCES_PER_HOST);
+  const { resourcesPerHost, disks } = saved;
+  const rec: Recording = { outputs: saved.outputs };
 
   // 2. HOSTS hosts in a generated inventory, same vars as the bench inventory (and the recorded
   //    host's disks, so that the replayed disk facts match)
-  const invFile = join(w.dir, `synthetic-${hosts}.yaml`);
+  const invFile = join(dir, `synthetic-${hosts}.yaml`);
   const names = Array.from({ length: hosts }, (_, i) => `node${String(i + 1).padStart(4, '0')}`);
   const members = Object.fromEntries(names.map((n) => [n, null]));
-  const disks = w.storage ? storageDisks(tb.host(bedHost)) : undefined;
   writeFileSync(
     invFile,
     stringify({
@@ -156,7 +199,7 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
   const prepared = await lap('prepare (build + validate resources)', () => prepare(inv, [pb], {}));
   const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
   const json = jsonSink(nullStream());
-  const journal = journalSink(join(w.dir, 'synthetic-journal.ndjson'));
+  const journal = journalSink(join(dir, 'synthetic-journal.ndjson'));
   const events: Parameters<typeof json>[0][] = [];
   const emit = (e: Parameters<typeof json>[0]) => {
     events.push(e);
@@ -176,7 +219,7 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
   {
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
     const j2 = jsonSink(nullStream());
-    const jr2 = journalSink(join(w.dir, 'synthetic-journal-2.ndjson'));
+    const jr2 = journalSink(join(dir, 'synthetic-journal-2.ndjson'));
     const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['listr2 progress', h2.onEvent], ['NDJSON', j2], ['journal', jr2]];
     for (const [name, sink] of parts) {
       const a = process.cpuUsage();
