@@ -21,7 +21,7 @@ import { sitePlaybook, type Workload } from './workload.ts';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
-import { probeScript } from '../../src/engine/script.ts';
+import { standaloneProbe } from '../../src/engine/probe-set.ts';
 
 const now = () => performance.timeOrigin + performance.now(); // epoch ms, sub-ms
 
@@ -277,8 +277,8 @@ async function probeCosts(tb: Testbed, w: Workload, host: string): Promise<Array
   const inv = loadInventory(w.racksmithInventory);
   const prepared = prepare(inv, [await loadPlaybook(sitePlaybook)], { limit: host });
   const resources = prepared.flatMap((p) => p.hosts.flatMap((h) => h.resources));
-  const costs = await forksPerExec(tb, host, resources.map((r) => probeScript(r.probe())));
-  return resources.map((r, i) => ({ id: r.id, processes: costs[i].processes, remoteMs: costs[i].remoteMs, bytes: Buffer.byteLength(probeScript(r.probe())) }));
+  const costs = await forksPerExec(tb, host, resources.map((r) => standaloneProbe(r.probe()).script));
+  return resources.map((r, i) => ({ id: r.id, processes: costs[i].processes, remoteMs: costs[i].remoteMs, bytes: Buffer.byteLength(standaloneProbe(r.probe()).script) }));
 }
 
 /**

@@ -2,7 +2,8 @@ import type { Connection } from '../connection/types.ts';
 import { Refusal, type Change, type Resource, type Step } from '../resources/types.ts';
 import type { ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
-import { addProbes, buildScript, probeOutput, splitOutput, type ProbeText, type Section, type SectionOutput } from './script.ts';
+import { ProbeSet, type ProbeText } from './probe-set.ts';
+import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -111,13 +112,13 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   if (!probed) {
     const probeSecs: Section[] = [];
     const extra = o.prefetch ?? [];
-    const parts = addProbes(probeSecs, [...all.map((s) => s.r.probe()), ...extra]);
+    const set = new ProbeSet(probeSecs, [...all.map((s) => s.r.probe()), ...extra]);
     const first = await exec(probeSecs);
     if (typeof first === 'string') {
       failRemaining(first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
-    const outs = parts.map((p) => probeOutput(first, p));
+    const outs = [...all, ...extra].map((_, i) => set.output(first, i));
     probed = outs.slice(0, all.length);
     if (extra.length) o.onPrefetched?.(outs.slice(all.length));
   }
@@ -200,7 +201,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
     }
     const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
-    const reprobeParts = addProbes(sections, reprobe.map((s) => s.r.probe()));
+    const reprobeSet = new ProbeSet(sections, reprobe.map((s) => s.r.probe()));
     o.onApply?.('start');
     const out = await exec(sections).finally(() => o.onApply?.('end'));
     if (typeof out === 'string') {
@@ -229,7 +230,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
     }
     reprobe.forEach((s, i) => {
-      const po = probeOutput(out, reprobeParts[i]);
+      const po = reprobeSet.output(out, i);
       if (s.result) return;
       if (!ingest(s, po)) return;
       if (!toApply.includes(s)) return; // deferred: diffed in the next wave

@@ -197,6 +197,9 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       : undefined;
     const pre = prefetched.get(host.name);
     const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+    // Answers are used once, and are worth nothing after any apply: do not keep them around.
+    if (pre && pre.epoch !== applyEpoch) prefetched.delete(host.name);
+    else pre?.byPlay.delete(playIndex);
     const later = probed || applying > 0 ? [] : resourcesOf.flatMap((m, j) => (j > playIndex && m.has(host.name) ? [[j, m.get(host.name)!] as const] : []));
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {

@@ -72,6 +72,13 @@ export interface DiskFacts {
   signatures: Signature[];
   /** sha256 of the raw blkid + wipefs output: apply refuses to format when it moved. */
   fingerprint: string;
+  /**
+   * false when the disk (or a partition) is mounted: a mounted disk is never formatted, so the
+   * probe does not read its signatures (blkid, wipefs, fingerprint stay empty).
+   */
+  contentProbed: boolean;
+  /** Filesystem type of the whole disk's mount, when mounted. */
+  mountedFs?: string;
   queue: QueueFacts;
 }
 
@@ -82,7 +89,7 @@ export function parseDiskFacts(out: string): DiskFacts {
   const f: DiskFacts = {
     spec: '', sameAs: [], kname: '', majmin: '', isPartition: false, sizeBytes: 0, rotational: false, readOnly: false,
     udev: {}, sysIds: {}, byId: [], partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: -1,
-    signatures: [], fingerprint: '', queue: { schedulers: [], caps: {} },
+    signatures: [], fingerprint: '', contentProbed: true, queue: { schedulers: [], caps: {} },
   };
   let sawEnd = false;
   for (const line of out.split('\n')) {
@@ -112,6 +119,8 @@ export function parseDiskFacts(out: string): DiskFacts {
       const [majmin, dev, ...mp] = v.split(' ');
       f.mounts.push({ majmin, dev, mountpoint: unescapeMountinfo(mp.join(' ')) });
     } else if (k === 'swap') f.swaps.push(v);
+    else if (k === 'mountfs') f.mountedFs = v;
+    else if (k === 'content') f.contentProbed = v !== 'mounted';
     else if (k.startsWith('blkid.')) f.blkid[k.slice(6)] = v;
     else if (k === 'blkid_rc') f.blkidCode = num(v) ?? -1;
     else if (k === 'sig') {
@@ -199,6 +208,7 @@ export interface FormatOptions {
 }
 
 function describeSignature(f: DiskFacts): string[] {
+  if (!f.contentProbed) return [`${f.mountedFs ?? 'a'} filesystem mounted (signatures not read)`];
   const out: string[] = [];
   const seen = new Set<string>();
   if (f.blkid.TYPE) {
@@ -220,12 +230,13 @@ function describeSignature(f: DiskFacts): string[] {
 
 /** Is the disk XFS on the whole device, with nothing else on it? */
 export function isCleanXfs(f: DiskFacts): boolean {
+  if (!f.contentProbed) return f.mountedFs === 'xfs' && f.partitions.length === 0;
   return f.blkid.TYPE === 'xfs' && !f.blkid.PTTYPE && f.partitions.length === 0 && f.signatures.every((s) => s.type === 'xfs');
 }
 
 /** Nothing at all on the disk: no signature, no partition table, no partitions. */
 export function isBlank(f: DiskFacts): boolean {
-  return f.blkidCode === 2 && !f.blkid.TYPE && !f.blkid.PTTYPE && f.signatures.length === 0 && f.partitions.length === 0;
+  return f.contentProbed && f.blkidCode === 2 && !f.blkid.TYPE && !f.blkid.PTTYPE && f.signatures.length === 0 && f.partitions.length === 0;
 }
 
 /**
@@ -257,8 +268,10 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
     }
     return { action: 'keep' };
   }
-  if (elsewhere.length) {
-    inUse.push(`${[...new Set(elsewhere.map((m) => (m.dev === f.kname ? `it is mounted at ${m.mountpoint}` : `partition ${m.dev} is mounted at ${m.mountpoint}`)))].join(', ')}`);
+  // Not a clean XFS disk: any mount is a use, the target mountpoint too (someone else's filesystem there).
+  const mounted = f.mounts.filter((m) => m !== root);
+  if (mounted.length) {
+    inUse.push(`${[...new Set(mounted.map((m) => (m.dev === f.kname ? `it is mounted at ${m.mountpoint}` : `partition ${m.dev} is mounted at ${m.mountpoint}`)))].join(', ')}`);
   }
 
   const serial = serialOf(f);

@@ -73,7 +73,11 @@ const SERIAL_FN = `rs_by_serial() {
 }`;
 
 /** Shell that sets $rs_mm to the decimal maj:min of block device file $1 (stat prints hex). */
-const MAJMIN_FN = `rs_majmin() { rs_mm=$(stat -L -c '%t:%T' -- "$1") && rs_mm="$((0x\${rs_mm%:*})):$((0x\${rs_mm#*:}))"; }`;
+const MAJMIN_FN = `rs_majmin() {
+  # /dev/NAME itself (not a link) is the kernel's NAME: sysfs has its number, no stat needed.
+  if [ ! -L "$1" ] && [ -r "$R/sys/class/block/\${1##*/}/dev" ]; then rs_rd "$R/sys/class/block/\${1##*/}/dev"; rs_mm=$rs_v; [ -n "$rs_mm" ] && return 0; fi
+  rs_mm=$(stat -L -c '%t:%T' -- "$1") && rs_mm="$((0x\${rs_mm%:*})):$((0x\${rs_mm#*:}))"
+}`;
 
 /** The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of the disk. */
 const FP_FN = `rs_fp() {
@@ -124,14 +128,19 @@ for s2 in "$sys/$k"*; do
   for h in "$s2"/holders/*; do [ -e "$h" ] && echo "holder=\${s2##*/} \${h##*/}"; done
 done
 for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
-awk -v pairs="$pairs" 'BEGIN { n = split(pairs, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, "="); nm[b[1]] = b[2] } }
-  ($3 in nm) { print "mount=" $3 " " nm[$3] " " $5 }' "$R/proc/self/mountinfo" 2>/dev/null
+rs_mnt=$(awk -v pairs="$pairs" -v whole="$mm" 'BEGIN { n = split(pairs, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, "="); nm[b[1]] = b[2] } }
+  ($3 in nm) { print "mount=" $3 " " nm[$3] " " $5; if ($3 == whole) for (i = 7; i < NF; i++) if ($i == "-") { print "mountfs=" $(i + 1); break } }' "$R/proc/self/mountinfo" 2>/dev/null)
+[ -n "$rs_mnt" ] && printf '%s\n' "$rs_mnt"
 if [ -r "$R/proc/swaps" ]; then
   while read -r f rest; do
     [ -b "$f" ] || continue
     rs_majmin "$f" && case " $pairs " in *" $rs_mm="*) echo "swap=$f";; esac
   done < "$R/proc/swaps"
 fi
+if [ -n "$rs_mnt" ]; then
+  # A mounted disk is never formatted: its signatures are not read (blkid, wipefs, sha256sum).
+  echo content=mounted
+else
 rs_fp "$R/dev/$k"
 while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
 $rs_b
@@ -143,6 +152,7 @@ $rs_w
 RS_W_EOF
 else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
 echo "fp=$rs_fpv"
+fi
 `}q="$sys/queue"
 for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
 t=; for x in "$sys"/mq/*/nr_tags; do
@@ -361,7 +371,7 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
     ...inner,
     probe: () => {
       const p = inner.probe();
-      return typeof p === 'string' ? sub(p) : p.map(sub);
+      return typeof p === 'string' ? sub(p) : p.map((part) => (typeof part === 'string' ? sub(part) : part));
     },
     apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
   };

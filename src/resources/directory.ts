@@ -16,7 +16,7 @@ export function directory(o: DirectoryOptions): Resource<FileFacts> {
   return {
     ...common('directory', `directory:${path}`, o),
     verifiable: true,
-    probe: () => fileProbe(path),
+    probe: () => [fileProbe(path)],
     parse: (out) => parseFileFacts(out),
     diff(f): Change[] {
       if (f.type === 'absent') return [{ summary: `create directory ${path}${mode ? ` (mode ${mode})` : ''}` }];

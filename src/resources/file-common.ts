@@ -3,6 +3,7 @@ import { posix } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { shBytes, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
+import type { BatchPart, ProbeBatch } from '../engine/probe-set.ts';
 import { ProbeError } from './types.ts';
 
 /** Files larger than this are compared by hash only (no content transfer, no text diff). */
@@ -39,22 +40,68 @@ export function normMode(mode: string | number | undefined): string | undefined 
 }
 
 /**
- * Shell that prints a file's facts: key=value lines, then base64 of the content (its sha256 is
- * computed here from that; only a file too large to transfer is hashed on the host). Two
- * processes at most: many resources read the same file (every mount reads /etc/fstab), and the
- * engine runs an identical probe part once per script.
+ * A file's facts as a batched probe part: every file of every resource of a script is looked at
+ * by one `find` (type, size, mode, owner), and the content of all small regular files is sent in
+ * one `cat | base64` (their sha256 is computed here); a file too large to transfer is hashed on
+ * the host. Each resource gets `parseFileFacts` text for its own path.
  */
-export function fileProbe(path: string): string {
-  const p = shq(path);
-  const fields = "mode=%a\nuid=%u\nuser=%U\ngid=%g\ngroup=%G";
-  return `p=${p}
-if [ -L "$p" ]; then echo type=link
-elif [ -d "$p" ]; then echo type=dir; stat -c '${fields}' -- "$p"
-elif [ -f "$p" ]; then echo type=file; rs_s=$(stat -c '${fields}\nsize=%s' -- "$p") && printf '%s\n' "$rs_s"
-  if [ "\${rs_s##*size=}" -le ${MAX_PROBED_BYTES} ]; then echo content:; base64 < "$p"; else set -- $(sha256sum < "$p"); echo "sha256=$1"; fi
-elif [ -e "$p" ]; then echo type=other
-else echo type=absent; fi`;
+export function fileProbe(path: string): BatchPart {
+  return { batch: FILE_FACTS, arg: path };
 }
+
+export const FILE_FACTS: ProbeBatch = {
+  script(paths) {
+    const list = paths.map(shq).join(' ');
+    const pick = (test: string) => `set --
+while read -r y s m u un g gn p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
+$rs_meta
+RS_META`;
+    return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
+printf '%s\\n' "$rs_meta"
+${pick('-le')}
+echo @content
+[ $# -gt 0 ] && cat -- "$@" | base64
+${pick('-gt')}
+echo @sha
+[ $# -gt 0 ] && sha256sum -- "$@"
+:`;
+  },
+  split(stdout, paths) {
+    const c = stdout.indexOf('\n@content\n');
+    const h = stdout.indexOf('\n@sha\n');
+    if (c < 0 || h < c) return paths.map(() => `error=file probe output is incomplete\n`);
+    const meta = new Map<string, string[]>();
+    for (const line of stdout.slice(0, c).split('\n')) {
+      const f = line.split(' ');
+      if (f.length >= 8) meta.set(f.slice(7).join(' '), f);
+    }
+    const hashes = new Map<string, string>();
+    for (const line of stdout.slice(h + 6).split('\n')) {
+      const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
+      if (m) hashes.set(m[2], m[1]);
+    }
+    // Small files' contents, concatenated in the order find listed them.
+    const blob = Buffer.from(stdout.slice(c + 10, h).replace(/\s+/g, ''), 'base64');
+    const small = [...meta.values()].filter((f) => f[0] === 'f' && Number(f[1]) <= MAX_PROBED_BYTES);
+    const whole = small.reduce((n, f) => n + Number(f[1]), 0) === blob.length;
+    const content = new Map<string, Buffer>();
+    let at = 0;
+    for (const f of small) content.set(f.slice(7).join(' '), blob.subarray(at, (at += Number(f[1]))));
+    return paths.map((path) => {
+      const f = meta.get(path);
+      if (!f) return 'type=absent\n';
+      const [y, size, mode, uid, user, gid, group] = f;
+      const owner = `mode=${mode}\nuid=${uid}\nuser=${user}\ngid=${gid}\ngroup=${group}\n`;
+      if (y === 'l') return 'type=link\n';
+      if (y === 'd') return `type=dir\n${owner}`;
+      if (y !== 'f') return 'type=other\n';
+      const head = `type=file\n${owner}size=${size}\n`;
+      if (Number(size) > MAX_PROBED_BYTES) return `${head}${hashes.has(path) ? `sha256=${hashes.get(path)}\n` : 'error=could not hash it\n'}`;
+      // A file that grew or shrank between find and cat: its content cannot be told apart.
+      return whole ? `${head}content:\n${content.get(path)!.toString('base64')}\n` : `${head}error=changed while it was read\n`;
+    });
+  },
+};
 
 export function parseFileFacts(out: string): FileFacts {
   const idx = out.indexOf('content:\n');
@@ -66,6 +113,7 @@ export function parseFileFacts(out: string): FileFacts {
   }
   const type = kv.get('type') as FileFacts['type'] | undefined;
   if (!type) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+  if (kv.has('error')) throw new ProbeError(kv.get('error')!);
   const num = (k: string) => (kv.has(k) ? Number(kv.get(k)) : undefined);
   const facts: FileFacts = { type, mode: kv.get('mode'), uid: num('uid'), user: kv.get('user'), gid: num('gid'), group: kv.get('group'), size: num('size'), sha256: kv.get('sha256') };
   if (idx >= 0) {

@@ -30,7 +30,7 @@ export function file(o: FileOptions): Resource<FileFacts> {
     ...common('file', `file:${path}`, o),
     verifiable: true,
     writes: [path],
-    probe: () => fileProbe(path),
+    probe: () => [fileProbe(path)],
     parse: (out) => parseFileFacts(out),
     diff(f): Change[] {
       if (f.type === 'dir' || f.type === 'other') throw new Refusal(`${path} is a ${f.type === 'dir' ? 'directory' : 'special file'}; not replacing it`);

@@ -99,7 +99,7 @@ RS_GPU_EOF
 if [ -n "$rs_lib" ]; then
   find "$J$L" -maxdepth 1 -type l -printf 'link\\t%f\\t%l\\n' 2>/dev/null
   [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null
-fi`, MOUNT_TABLE_PROBE, `echo '== fstab'\n${fileProbe(fstabFile)}`];
+fi`, `${MOUNT_TABLE_PROBE}\necho '== fstab'`, fileProbe(fstabFile)];
     },
     parse(out): GpuFacts {
       const cut = out.indexOf('== fstab\n');

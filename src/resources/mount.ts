@@ -1,3 +1,4 @@
+import type { ProbeBatch, ProbePart } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -52,6 +53,23 @@ export interface MountFacts {
   /** Whether requireMarker exists: seen through the mountpoint or a local bind source; undefined = cannot tell yet. */
   marker?: boolean;
 }
+
+/**
+ * Identity (st_dev:st_ino, symlinks followed), mode and emptiness of paths, one find for all the
+ * mounts of a script: per path `pathid=DEV:INO MODE empty|nonempty PATH`, nothing when missing.
+ */
+export const PATH_IDS: ProbeBatch = {
+  script: (paths) =>
+    `find -L ${paths.map(shq).join(' ')} -maxdepth 0 -printf '%D:%i %m ' \\( -empty -printf 'empty ' -o -printf 'nonempty ' \\) -printf '%p\\n' 2>/dev/null\n:`,
+  split(stdout, paths) {
+    const found = new Map<string, string>();
+    for (const line of stdout.split('\n')) {
+      const f = line.split(' ');
+      if (f.length >= 4) found.set(f.slice(3).join(' '), line);
+    }
+    return paths.map((p) => (found.has(p) ? `pathid=${found.get(p)}\n` : ''));
+  },
+};
 
 /** Options the kernel shows per mount and that a remount can change. */
 const VFS_FLAGS = ['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime'];
@@ -123,21 +141,14 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     verifiable: true,
     writes: persist ? [fstabFile] : [],
     probe() {
-      // One find prints the target's identity, mode and emptiness (and a bind source's identity);
-      // what is mounted comes from the shared mount table. No findmnt, stat, ls or realpath here.
+      // Builtins here; the target's (and a bind source's) identity, mode and emptiness come from
+      // one find for every mount of the script, what is mounted from the shared mount table.
       const mk = o.requireMarker;
       const t = shq(path);
       const s = bindKind ? shq(o.source!) : undefined;
       const lines = [`t=${t}`];
       if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
-      lines.push(
-        'if [ -L "$t" ]; then echo target=link',
-        `elif [ -d "$t" ] || [ -f "$t" ]; then [ -d "$t" ] && echo target=dir || echo target=file
-  ${s ? 'if [ -e "$s" ]; then set -- "$t" "$s"; else set -- "$t"; fi' : 'set -- "$t"'}
-  find -L "$@" -maxdepth 0 -printf 'id=%D:%i %m ' \\( -empty -printf 'empty\\n' -o -printf 'nonempty\\n' \\)`,
-        'elif [ -e "$t" ]; then echo target=other',
-        'else echo target=absent; fi',
-      );
+      lines.push('if [ -L "$t" ]; then echo target=link; elif [ -d "$t" ]; then echo target=dir; elif [ -f "$t" ]; then echo target=file; elif [ -e "$t" ]; then echo target=other; else echo target=absent; fi');
       if (device) {
         lines.push(`d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`);
       }
@@ -153,22 +164,25 @@ cd /`);
         lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
         if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
       }
-      return [lines.join('\n'), MOUNT_TABLE_PROBE, `echo '== fstab'\n${fileProbe(fstabFile)}`];
+      const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
+      return [lines.join('\n'), ...ids, `${MOUNT_TABLE_PROBE}\necho '== fstab'`, fileProbe(fstabFile)];
     },
     parse(out): MountFacts {
       const cut = out.indexOf('== fstab\n');
       if (cut < 0 || !out.includes(MOUNT_TABLE_MARK)) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
       const own = out.slice(0, out.indexOf(MOUNT_TABLE_MARK));
       const kv = new Map<string, string>();
-      const ids: string[] = [];
+      const ids = new Map<string, string[]>();
       for (const l of own.split('\n')) {
         const eq = l.indexOf('=');
         if (eq <= 0) continue;
-        if (l.startsWith('id=')) ids.push(l.slice(3));
-        else kv.set(l.slice(0, eq), l.slice(eq + 1));
+        if (l.startsWith('pathid=')) {
+          const f = l.slice(7).split(' ');
+          ids.set(f.slice(3).join(' '), f.slice(0, 3));
+        } else kv.set(l.slice(0, eq), l.slice(eq + 1));
       }
       const live = parseMountTable(mountTableText(out)).get(path);
-      const [tdevino, tmode, tempty] = (ids[0] ?? '').split(' ');
+      const [tdevino, tmode, tempty] = ids.get(path) ?? [];
       const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];
       const marker = live ? kv.get('marker_t') : kv.get('marker_s');
       return {
@@ -178,7 +192,7 @@ cd /`);
         target: { kind, devIno: tdevino || undefined, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
         source: {
           exists: kv.get('source') !== 'absent',
-          devIno: ids[1]?.split(' ')[0],
+          devIno: bindKind ? ids.get(o.source!)?.[0] : undefined,
           majmin: kv.get('majmin'),
           uuid: kv.get('uuid') || undefined,
         },

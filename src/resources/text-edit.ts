@@ -35,7 +35,7 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
     ...common(kind, `${kind}:${path}:${idPart}`, o),
     verifiable: true,
     writes: [path],
-    probe: () => fileProbe(path),
+    probe: () => [fileProbe(path)],
     parse: (out) => parseFileFacts(out),
     diff(f): Change[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file

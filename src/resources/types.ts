@@ -1,3 +1,5 @@
+import type { ProbeText } from '../engine/probe-set.ts';
+
 /** One difference between desired and actual state, as shown to the user. */
 export interface Change {
   /** One line: "net.core.somaxconn: 4096 → 65535", "create /etc/x (12 bytes)". */
@@ -60,7 +62,7 @@ export interface Resource<F = unknown> {
    * Parts (an array) run as separate sections and their outputs are joined: a part that other
    * resources of the script share word for word (a file they all read) runs once.
    */
-  probe(): string | readonly string[];
+  probe(): ProbeText;
   /** Turn probe output into facts. Throws ProbeError when the host cannot answer. */
   parse(stdout: string, exitCode: number, stderr: string): F;
   /** Pure: what differs. Throws Refusal when converging would be unsafe. */

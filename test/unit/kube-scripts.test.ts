@@ -14,7 +14,7 @@ import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../
 import { renderFlannel, renderMetallbConfig } from '../../src/kube/render.ts';
 import { clusterGuard, kubeApply, kubectlPrelude, strictArp, waitEstablished, waitRollout, type KubeAccess, type ManifestDoc } from '../../src/resources/kube.ts';
 import type { Change, Resource } from '../../src/resources/types.ts';
-import { probeScript } from '../../src/engine/script.ts';
+import { standaloneProbe } from '../../src/engine/probe-set.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-kube-scripts-'));
 const kubeconfig = join(dir, 'kubeconfig');
@@ -36,8 +36,9 @@ function sh(script: string, setE = false): Promise<{ code: number; stdout: strin
 }
 
 async function facts<F>(r: Resource<F>): Promise<F> {
-  const p = await sh(probeScript(r.probe()));
-  return r.parse(p.stdout, p.code, p.stderr);
+  const sp = standaloneProbe(r.probe());
+  const o = sp.output((await sh(sp.script)).stdout);
+  return r.parse(o.stdout, o.code ?? -1, o.stderr);
 }
 
 /** probe → diff → apply every step → probe → diff: returns the changes made; fails if any remain. */
@@ -83,8 +84,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
     ]);
     expect(d.get('DaemonSet', 'kube-flannel-ds', 'kube-flannel')).toBeDefined();
     // the facts of a converged cluster are byte-stable (saved plans hash them)
-    const a = await sh(probeScript(r.probe()));
-    const b = await sh(probeScript(r.probe()));
+    const sp = standaloneProbe(r.probe());
+    const a = sp.output((await sh(sp.script)).stdout);
+    const b = sp.output((await sh(sp.script)).stdout);
     expect(a.stdout).toBe(b.stdout);
   });
 

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { probeScript } from '../../src/engine/script.ts';
+import { standaloneProbe } from '../../src/engine/probe-set.ts';
 import { absent, fileWith } from './facts.ts';
 import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
 import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath } from '../../src/resources/sysctl.ts';
@@ -64,7 +64,8 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
 
   it('the real probe reads this kernel\'s values whole (/proc/sys answers a byte at a time to the shell\'s read)', () => {
     const real = sysctl({ file: '/nonexistent/racksmith-t.conf', values: { 'net.ipv4.tcp_rmem': '1 2 3', 'kernel.pid_max': 1, 'net.no.such_key': 1 } });
-    const out = execFileSync('sh', ['-c', probeScript(real.probe())], { encoding: 'utf8' });
+    const sp = standaloneProbe(real.probe());
+    const out = sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).stdout;
     const f = real.parse(out, 0, '');
     expect(f.live['kernel.pid_max']).toBe(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
     expect(f.live['net.ipv4.tcp_rmem']).toBe(readFileSync('/proc/sys/net/ipv4/tcp_rmem', 'utf8').trim().split(/\s+/).join(' '));

@@ -8,11 +8,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { command } from '../../src/resources/command.ts';
 import { directory } from '../../src/resources/directory.ts';
 import { file } from '../../src/resources/file.ts';
-import { checkAbsolutePath, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts } from '../../src/resources/file-common.ts';
+import { checkAbsolutePath, FILE_FACTS, fileProbe, MAX_PROBED_BYTES, normMode, parseFileFacts, predictWrite, type FileFacts } from '../../src/resources/file-common.ts';
 import { block, editBlock, editLine, line } from '../../src/resources/text-edit.ts';
 import { ProbeError, Refusal, type Change, type Resource } from '../../src/resources/types.ts';
 import { InputError } from '../../src/util/errors.ts';
-import { probeScript } from '../../src/engine/script.ts';
+import { standaloneProbe } from '../../src/engine/probe-set.ts';
 import { Secret } from '../../src/util/secret.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -397,7 +397,7 @@ describe('command()', () => {
   it('unguarded: true -> not verifiable, always pending, reported as "always runs"', () => {
     const c = command({ name: 'reload', run: ['true'], unguarded: true });
     expect(c.verifiable).toBe(false);
-    const f = c.parse(sh(probeScript(c.probe())).stdout, 0, '');
+    const f = c.parse(sh(c.probe() as string).stdout, 0, '');
     expect(f).toEqual({ satisfied: false });
     const changes = c.diff(f);
     expect(summaries(changes)).toEqual(['run reload (unguarded: always runs)']);
@@ -415,7 +415,7 @@ describe('command()', () => {
   ])('guarded (%s): verifiable, probe says satisfied=%s', (_, opts, satisfied) => {
     const c = command(opts);
     expect(c.verifiable).toBe(true);
-    const r = sh(probeScript(c.probe()));
+    const r = sh(c.probe() as string);
     expect(r.status).toBe(0);
     const f = c.parse(r.stdout, 0, '');
     expect(f).toEqual({ satisfied });
@@ -425,11 +425,11 @@ describe('command()', () => {
   it('runs argv words literally', () => {
     const out = join(tmp, "out $(id) 'q'");
     const c = command({ name: 'w', run: ['sh', '-c', 'printf %s "$1" > "$2"', 'sh', 'a; `b` $c', out], creates: out });
-    expect(sh(probeScript(c.probe())).stdout.trim()).toBe('pending');
+    expect(sh(c.probe() as string).stdout.trim()).toBe('pending');
     const steps = c.apply({ satisfied: false }, c.diff({ satisfied: false }));
     for (const s of steps) expect(sh(s.script).status).toBe(0);
     expect(sh(`cat ${JSON.stringify(out).replace(/\$/g, '\\$')}`).stdout).toBe('a; `b` $c');
-    expect(sh(probeScript(c.probe())).stdout.trim()).toBe('satisfied');
+    expect(sh(c.probe() as string).stdout.trim()).toBe('satisfied');
   });
 });
 
@@ -525,7 +525,10 @@ describe('normMode / checkAbsolutePath', () => {
 describe('fileProbe + parseFileFacts on real paths', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'rs-probe-'));
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-  const probe = (p: string) => parseFileFacts(sh(fileProbe(p)).stdout);
+  const probe = (p: string) => {
+    const sp = standaloneProbe([fileProbe(p)]);
+    return parseFileFacts(sp.output(sh(sp.script).stdout).stdout);
+  };
 
   it('a regular file: type, mode, owner, size, hash and exact content', () => {
     const p = join(tmp, "we'ird $(name).txt");
@@ -573,5 +576,53 @@ describe('fileProbe + parseFileFacts on real paths', () => {
 
   it('garbage probe output is a ProbeError', () => {
     expect(thrown(() => parseFileFacts('sh: stat: not found\n'))).toBeInstanceOf(ProbeError);
+  });
+});
+
+describe('file facts batch: every file of a script in one find, one cat | base64', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'rs-batch-'));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('many paths at once: each gets exactly its own facts (spaces, empty, large, dir, link, absent)', () => {
+    const a = join(tmp, 'a file.conf');
+    const e = join(tmp, 'empty');
+    const big = join(tmp, 'big');
+    const d = join(tmp, 'dir');
+    const l = join(tmp, 'link');
+    writeFileSync(a, 'alpha\n');
+    writeFileSync(e, '');
+    const bigContent = Buffer.alloc(MAX_PROBED_BYTES + 1, 'x');
+    writeFileSync(big, bigContent);
+    mkdirSync(d);
+    symlinkSync(a, l);
+    const paths = [a, join(tmp, 'nope'), e, big, d, l];
+    const sp = standaloneProbe(paths.map((p) => fileProbe(p)));
+    const r = spawnSync('sh', ['-s'], { input: sp.script, encoding: 'utf8', maxBuffer: 64 << 20 });
+    // one find and one base64 for all six paths
+    expect(sp.script.match(/\bfind\b/g)).toHaveLength(1);
+    const texts = FILE_FACTS.split(r.stdout.slice(r.stdout.indexOf('B 0\n') + 4), paths);
+    const facts = texts.map((t) => parseFileFacts(t));
+    expect(facts[0]).toMatchObject({ type: 'file', size: 6, sha256: sha('alpha\n') });
+    expect(facts[0].content!.toString()).toBe('alpha\n');
+    expect(facts[1].type).toBe('absent');
+    expect(facts[2]).toMatchObject({ type: 'file', size: 0, sha256: sha('') });
+    expect(facts[3]).toMatchObject({ type: 'file', size: MAX_PROBED_BYTES + 1, sha256: sha(bigContent) });
+    expect(facts[3].content).toBeUndefined(); // hashed on the host, not transferred
+    expect(facts[4].type).toBe('dir');
+    expect(facts[5].type).toBe('link');
+  });
+
+  it('a file that changed size between find and cat is a probe error, not a wrong hash', () => {
+    const out = `f 5 644 0 root 0 root /x/a\nf 3 644 0 root 0 root /x/b\n\n@content\n${Buffer.from('abcdefg').toString('base64')}\n@sha\n`;
+    const [a, b] = FILE_FACTS.split(out, ['/x/a', '/x/b']);
+    expect(() => parseFileFacts(a)).toThrow(ProbeError);
+    expect(() => parseFileFacts(b)).toThrow(/changed while it was read/);
+    const ok = FILE_FACTS.split(out.replace(Buffer.from('abcdefg').toString('base64'), Buffer.from('abcdefgh').toString('base64')), ['/x/a', '/x/b']);
+    expect(parseFileFacts(ok[0]).content!.toString()).toBe('abcde');
+    expect(parseFileFacts(ok[1]).content!.toString()).toBe('fgh');
+  });
+
+  it('incomplete output (the script died) is an error for every path', () => {
+    expect(FILE_FACTS.split('f 5 644 0 root 0 root /x/a\n', ['/x/a']).map((t) => thrown(() => parseFileFacts(t)))).toEqual([expect.any(ProbeError)]);
   });
 });

@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { addProbes, buildScript, probeOutput, probeScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
+import { ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
+import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
 
 /** Build, run through `/bin/sh -s` exactly as the connections do (script on stdin), split. */
 function roundTrip(sections: Section[]): { out: SectionOutput[]; raw: string; status: number | null; marker: string } {
@@ -165,31 +166,46 @@ describe('splitOutput on hand-made output', () => {
   });
 });
 
-describe('probe parts: an identical part runs once per script', () => {
-  it('dedupes parts across resources and joins each resource\'s outputs in order', () => {
+describe('probe parts: an identical part runs once per script, a batch once for all its arguments', () => {
+  // A batch that answers "<arg>:<pid of the shell that ran it>" per argument, and counts its runs.
+  const ECHO: ProbeBatch = {
+    script: (args) => `echo run >> "$rs_t/batch-runs"; for a in ${args.map((a) => `'${a}'`).join(' ')}; do echo "$a:$$"; done`,
+    split: (stdout, args) => args.map((a) => (stdout.split('\n').find((l) => l.startsWith(`${a}:`)) ?? '') + '\n'),
+  };
+
+  it('dedupes parts across resources, runs a batch once, and joins each resource\'s outputs in order', () => {
     const sections: Section[] = [step('echo step')];
     const shared = 'echo shared; echo "$$" >> "$rs_t/runs"; cat "$rs_t/runs" | wc -l | tr -d " "';
-    const idx = addProbes(sections, ['echo a', ['echo b1', shared], [shared, 'echo c2'], shared]);
-    expect(idx).toEqual([[1], [2, 3], [3, 4], [3]]);
-    expect(sections.map((s) => s.kind)).toEqual(['step', 'probe', 'probe', 'probe', 'probe']);
-    const { out } = roundTrip(sections);
-    // the shared part ran once: it counted one run
-    expect(probeOutput(out, idx[1])).toEqual({ stdout: 'b1\nshared\n1\n', stderr: '', code: 0 });
-    expect(probeOutput(out, idx[2])).toEqual({ stdout: 'shared\n1\nc2\n', stderr: '', code: 0 });
-    expect(probeOutput(out, idx[3]).stdout).toBe('shared\n1\n');
+    const set = new ProbeSet(sections, ['echo a', ['echo b1', shared, { batch: ECHO, arg: 'x' }], [shared, 'echo c2', { batch: ECHO, arg: 'y' }], [{ batch: ECHO, arg: 'x' }], shared]);
+    expect(sections.map((s) => s.kind)).toEqual(['step', 'probe', 'probe', 'probe', 'probe', 'probe']);
+    expect(sections.filter((s) => s.body.includes('batch-runs'))).toHaveLength(1);
+    const { out } = roundTrip([...sections, probe('cat "$rs_t/batch-runs" | wc -l | tr -d " "')]);
+    expect(out.at(-1)!.stdout).toBe('1\n'); // the batch ran once
+    const b1 = set.output(out, 1).stdout.split('\n');
+    expect(b1.slice(0, 3)).toEqual(['b1', 'shared', '1']); // the shared part ran once: it counted one run
+    expect(b1[3]).toMatch(/^x:\d+$/);
+    const c = set.output(out, 2).stdout.split('\n');
+    expect(c.slice(0, 3)).toEqual(['shared', '1', 'c2']);
+    expect(c[3]).toMatch(/^y:\d+$/);
+    expect(set.output(out, 3).stdout).toBe(`${b1[3]}\n`); // the same argument: the same answer
+    expect(set.output(out, 4).stdout).toBe('shared\n1\n');
+    expect(set.output(out, 0)).toEqual({ stdout: 'a\n', stderr: '', code: 0 });
   });
 
   it.each<[string, SectionOutput[], SectionOutput]>([
     ['all fine', [{ stdout: 'a', stderr: '', code: 0 }, { stdout: 'b', stderr: 'w', code: 0 }], { stdout: 'ab', stderr: 'w', code: 0 }],
     ['first failing code wins', [{ stdout: '', stderr: '', code: 0 }, { stdout: '', stderr: 'x', code: 3 }, { stdout: '', stderr: '', code: 5 }], { stdout: '', stderr: 'x', code: 3 }],
     ['a part that did not run', [{ stdout: 'a', stderr: '', code: 2 }, { stdout: '', stderr: '', code: null }], { stdout: 'a', stderr: '', code: null }],
-  ])('probeOutput: %s', (_, outs, want) => {
-    expect(probeOutput(outs, outs.map((_o, i) => i))).toEqual(want);
+  ])('joined output: %s', (_, outs, want) => {
+    const set = new ProbeSet([], [outs.map((_o, i) => `part ${i}`)]);
+    expect(set.output(outs, 0)).toEqual(want);
   });
 
-  it('probeScript runs the parts standalone with the same joined output', () => {
-    const r = spawnSync('/bin/sh', ['-c', probeScript(['x=1; echo "a$x"; exit 0', 'echo "b${x:-unset}"'])], { encoding: 'utf8' });
+  it('a probe run standalone gives the same output as in a script with others', () => {
+    const p = ['x=1; echo "a$x"; exit 0', 'echo "b${x:-unset}"', { batch: ECHO, arg: 'z' }];
+    const sp = standaloneProbe(p);
+    const r = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(sp.script), encoding: 'utf8' });
     // each part in its own subshell: an exit or a variable stays in its part
-    expect(r.stdout).toBe('a1\nbunset\n');
+    expect(sp.output(r.stdout).stdout).toMatch(/^a1\nbunset\nz:\d+\n$/);
   });
 });

@@ -19,7 +19,7 @@ import { Refusal } from '../../src/resources/types.ts';
 import { ioRulesContent, ioUdevRules } from '../../src/resources/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
 import { InputError } from '../../src/util/errors.ts';
-import { probeScript } from '../../src/engine/script.ts';
+import { standaloneProbe } from '../../src/engine/probe-set.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -33,13 +33,16 @@ function disk(o: Partial<DiskFacts> = {}): DiskFacts {
     spec: '/dev/sdb', sameAs: [], kname: 'sdb', majmin: '8:16', isPartition: false, sizeBytes: 20 * GiB, rotational: true, readOnly: false,
     udev: { ID_SERIAL: 'ST20000_S1', ID_SERIAL_SHORT: 'S1', ID_WWN: '0x5000c500a1b2c3d4' }, sysIds: {},
     byId: ['/dev/disk/by-id/ata-ST20000_S1', '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4'],
-    partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: 2, signatures: [], fingerprint: 'f',
+    partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: 2, signatures: [], fingerprint: 'f', contentProbed: true,
     queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 256, max_hw_sectors_kb: 32767, max_sectors_kb: 1280, nr_tags: 32 },
     ...o,
   };
 }
 const ext4 = { blkid: { TYPE: 'ext4', UUID: 'u-ext4', USAGE: 'filesystem' }, blkidCode: 0, signatures: [{ offset: '0x438', type: 'ext4', uuid: 'u-ext4' }] };
 const xfs = { blkid: { TYPE: 'xfs', UUID: 'u-xfs', USAGE: 'filesystem' }, blkidCode: 0, signatures: [{ offset: '0x0', type: 'xfs', uuid: 'u-xfs' }] };
+/** As the probe reports a mounted disk: its signatures are not read. */
+const mountedUnread = (fs: string, mountpoint: string, more: Partial<DiskFacts> = {}): Partial<DiskFacts> =>
+  ({ contentProbed: false, mountedFs: fs, blkid: {}, blkidCode: -1, fingerprint: '', mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint }], ...more });
 const gpt = { blkid: { PTTYPE: 'gpt', PTUUID: 'p' }, blkidCode: 0, signatures: [{ offset: '0x200', type: 'gpt' }, { offset: '0x4ffffe00', type: 'gpt' }, { offset: '0x1fe', type: 'PMBR' }] };
 const loop = (o: Partial<DiskFacts> = {}) =>
   disk({ spec: '/dev/loop3', kname: 'loop3', majmin: '7:3', sizeBytes: GiB, udev: {}, byId: [], queue: loopQueue, ...o });
@@ -165,6 +168,7 @@ describe('format decision (planFormat)', () => {
     ['XFS mounted at its mountpoint', disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: MP }] })],
     ['XFS mounted at its mountpoint and bind-mounted elsewhere (kubelet)', disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: MP }, { majmin: '8:16', dev: 'sdb', mountpoint: '/var/lib/kubelet/pods/x' }] })],
     ['XFS even when format_allow names it', disk(xfs)],
+    ['XFS mounted at its mountpoint, signatures not read (the converged case)', disk(mountedUnread('xfs', MP))],
   ])('%s → keep (never re-formatted)', (_, f) => {
     expect(plan(f, ['S1'])).toEqual({ action: 'keep' });
   });
@@ -185,6 +189,9 @@ describe('format decision (planFormat)', () => {
     ['a holder on an otherwise clean XFS disk', disk({ ...xfs, holders: [{ of: 'sdb', holder: 'dm-3' }] }), [], /held by dm-3/],
     ['swap', disk({ blkid: { TYPE: 'swap' }, blkidCode: 0, swaps: ['/dev/sdb'] }), ['S1'], /in use as swap/],
     ['XFS mounted elsewhere only', disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: '/data' }] }), [], /carries XFS \(UUID u-xfs\) and is mounted at \/data, not at \/ais\/d1/],
+    ['mounted ext4, signatures not read', disk(mountedUnread('ext4', '/mnt/data')), ['S1'], /not formatting \/dev\/sdb: it is mounted at \/mnt\/data; ext4 filesystem mounted \(signatures not read\).*never formatted/],
+    ['ext4 mounted at the mountpoint, signatures not read', disk(mountedUnread('ext4', MP)), ['S1'], /not formatting \/dev\/sdb.*ext4 filesystem mounted/],
+    ['XFS mounted elsewhere only, signatures not read', disk(mountedUnread('xfs', '/data')), [], /carries XFS \(UUID \?\) and is mounted at \/data, not at \/ais\/d1/],
     ['XFS plus a partition table', disk({ ...xfs, blkid: { ...xfs.blkid, PTTYPE: 'dos' } }), ['S1'], /carries XFS together with other content.*never re-formatted/],
     ['a partition given as the disk', disk({ isPartition: true, kname: 'sdb1', spec: '/dev/sdb1' }), [], /\/dev\/sdb1 is a partition \(sdb1\); storage_disks takes whole disks/],
     ['a device that does not exist', disk({ error: '/dev/sdz does not exist' }), [], /^\/dev\/sdz does not exist$/],
@@ -382,7 +389,7 @@ describe('mount of a disk given by serial', () => {
   it('the placeholder path is resolved on the host, in the probe and in the mount step', () => {
     const m = diskMount({ spec: { serial: 'ZL2ABC12' }, path: '/ais/ZL2ABC12', fstype: 'xfs', options: ['noatime'] });
     expect(m.id).toBe('mount:/ais/ZL2ABC12');
-    const probe = probeScript(m.probe());
+    const probe = standaloneProbe(m.probe()).script;
     expect(probe).not.toContain("d=/dev/disk/by-serial/ZL2ABC12\n");
     expect(probe).toContain('rs_by_serial ZL2ABC12');
     const facts = m.parse('target=absent\nmajmin=8:10\nuuid=u1\n== mountinfo\n== fstab\ntype=absent\n', 0, '');
@@ -467,7 +474,8 @@ describe('disk probe over a fake sysfs tree', () => {
 
   it('another entry of the list that is the same disk is reported', () => {
     const parts = diskProbeParts({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
-    const f = parseDiskParts(execFileSync('sh', ['-c', probeScript(parts)], { encoding: 'utf8' }));
+    const sp = standaloneProbe(parts);
+    const f = parseDiskParts(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).stdout);
     expect(f.kname).toBe('sdb');
     expect(f.majmin).toBe('8:16');
     expect(f.sameAs).toEqual(['serial ST20000_S1']);

@@ -1,0 +1,99 @@
+import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
+
+/**
+ * Probe work that many resources ask of a host, each for its own argument (a path): the engine
+ * runs it once per script for all arguments (one `find` for every file instead of one per file).
+ */
+export interface ProbeBatch {
+  /** Shell answering for all of these arguments at once. */
+  script(args: readonly string[]): string;
+  /** Each argument's answer (in `args` order), as the asking resource's parse expects it. */
+  split(stdout: string, args: readonly string[]): string[];
+}
+
+/** One argument of a batch, as a part of a resource's probe. */
+export interface BatchPart {
+  batch: ProbeBatch;
+  arg: string;
+}
+
+export type ProbePart = string | BatchPart;
+
+/** A resource's probe: one shell snippet, or parts whose outputs are joined in order. */
+export type ProbeText = string | readonly ProbePart[];
+
+type Ref = { section: number } | { section: number; batch: ProbeBatch; slot: number };
+
+/**
+ * The probes of many resources as script sections: a part that several resources share word for
+ * word (the mount table, a disk's probe) runs once, and each batch runs once with every argument
+ * asked of it. `output` gives each probe's answer back as if it had run alone.
+ */
+export class ProbeSet {
+  private readonly refs: Ref[][];
+  private readonly batches = new Map<ProbeBatch, { section: number; args: string[]; slots: Map<string, number> }>();
+  private split?: { outs: readonly SectionOutput[]; answers: Map<number, string[]> };
+
+  constructor(sections: Section[], probes: readonly ProbeText[]) {
+    const seen = new Map<string, number>();
+    this.refs = probes.map((p) =>
+      (typeof p === 'string' ? [p] : p).map((part): Ref => {
+        if (typeof part !== 'string') {
+          let b = this.batches.get(part.batch);
+          if (!b) {
+            b = { section: sections.push({ kind: 'probe', body: '' }) - 1, args: [], slots: new Map() };
+            this.batches.set(part.batch, b);
+          }
+          let slot = b.slots.get(part.arg);
+          if (slot === undefined) {
+            slot = b.args.push(part.arg) - 1;
+            b.slots.set(part.arg, slot);
+          }
+          return { section: b.section, batch: part.batch, slot };
+        }
+        let i = seen.get(part);
+        if (i === undefined) {
+          i = sections.push({ kind: 'probe', body: part }) - 1;
+          seen.set(part, i);
+        }
+        return { section: i };
+      }),
+    );
+    for (const [batch, b] of this.batches) sections[b.section] = { kind: 'probe', body: batch.script(b.args) };
+  }
+
+  /** Probe `i`'s output: its parts' stdout joined, the first failing exit code. */
+  output(outs: readonly SectionOutput[], i: number): SectionOutput {
+    const got = this.refs[i].map((r) => {
+      const o = outs[r.section];
+      return 'batch' in r ? { ...o, stdout: this.answers(outs, r.section, r.batch)[r.slot] } : o;
+    });
+    if (got.length === 1) return got[0];
+    const failed = got.find((o) => o.code !== 0);
+    return {
+      stdout: got.map((o) => o.stdout).join(''),
+      stderr: got.map((o) => o.stderr).join(''),
+      code: got.some((o) => o.code === null) ? null : (failed?.code ?? 0),
+    };
+  }
+
+  /** A batch's answers, split once per script output. */
+  private answers(outs: readonly SectionOutput[], section: number, batch: ProbeBatch): string[] {
+    if (this.split?.outs !== outs) this.split = { outs, answers: new Map() };
+    let a = this.split.answers.get(section);
+    if (!a) {
+      const o = outs[section];
+      a = o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args);
+      this.split.answers.set(section, a);
+    }
+    return a;
+  }
+}
+
+/** A probe run on its own (tests, profiling): the script, and the resource's output from its stdout. */
+export function standaloneProbe(p: ProbeText): { script: string; output(stdout: string): SectionOutput } {
+  const sections: Section[] = [];
+  const set = new ProbeSet(sections, [p]);
+  const { script, marker } = buildScript(sections);
+  return { script, output: (stdout) => set.output(splitOutput(stdout, marker, sections.length), 0) };
+}
