@@ -111,6 +111,10 @@ export class SshConnection implements Connection {
       const auth = level === 'client-authentication' || /authentication/i.test(msg);
       throw new ConnectError(`${opts.name}: ssh ${opts.user}@${opts.address}:${opts.port}: ${msg}`, !auth);
     }
+    // node-ssh listens for client errors only while connecting or running a command: a socket
+    // error in between (the host died: EPIPE, ECONNRESET) would be an unhandled 'error' event and
+    // end the whole run. The next exec on this connection fails instead.
+    ssh.connection?.on('error', () => {});
     return new SshConnection(opts.name, ssh, via);
   }
 

@@ -170,3 +170,32 @@ describe('foundation: several plays, one round trip when nothing changes', () =>
     for (const h of ['tb4', 'tb5']) expect(recaps(again)[h]).toMatchObject({ ok: 3, changed: 0, execs: 1 });
   });
 });
+
+describe('foundation: a host that dies mid-run', () => {
+  it('its execs end, and the socket errors that follow (EPIPE, ECONNRESET) never end the run', async () => {
+    const { SshConnection } = await import('../../src/connection/ssh.ts');
+    const h = tb.host('tb6');
+    // Without a handler of its own, node-ssh leaves such an error unhandled between commands:
+    // the process died of it (vitest fails on an uncaught error). A few rounds: it is a race.
+    for (let round = 0; round < 4; round++) {
+      const conn = await SshConnection.open({
+        name: 'tb6', address: h.ip, port: h.port, user: 'root', privateKeyFile: tb.keyPath,
+        connectTimeoutMs: 5000, knownHostsFile: tb.knownHostsPath, acceptNewHostKeys: false,
+      });
+      try {
+        const running = conn.exec('sleep 3; echo done').then((r) => r.stdout, (e: Error) => e.message);
+        await new Promise((r) => setTimeout(r, 200));
+        const stopping = tb.stopSshd('tb6'); // kills its sessions too
+        const writing = conn.exec('cat >/dev/null', 'x'.repeat(200_000)).then(() => 'sent', (e: Error) => e.message);
+        await stopping;
+        expect(await running).not.toBe('done\n');
+        await writing;
+        await new Promise((r) => setTimeout(r, 300));
+        await expect(conn.exec('true')).rejects.toThrow(/tb6: connection lost/);
+      } finally {
+        await conn.close();
+        await tb.startSshd('tb6');
+      }
+    }
+  });
+});
