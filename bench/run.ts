@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { prebuiltIsCurrent } from '../bin/prebuilt.mjs';
 import { benchState, BED_ENV, downBed, ensureBed, lockBed, populateJailExport, repoRoot, resetHosts } from './lib/bed.ts';
 import { compare, snapshot, type Comparison, type HostState } from './lib/state.ts';
 import { fmtRange, summarize, table, type Summary } from './lib/stats.ts';
@@ -120,6 +121,11 @@ async function main(argv: string[]): Promise<number> {
 
   const unlock = await lockBed();
   const t0 = Date.now();
+  // Measure the CLI as installed (npm ci builds dist/): rebuild it when the sources moved since.
+  if (!prebuiltIsCurrent(repoRoot)) {
+    log('dist/ is not built from these sources: npm run build');
+    execFileSync(process.execPath, [join(repoRoot, 'scripts/build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
+  }
   const codeAtStart = codeVersion();
   // The storage play needs data disks: two per host, as in the storage e2e test (d1 rotational
   // = HDD profile, d2 non-rotational = SSD profile).

@@ -297,6 +297,8 @@ export async function run(
         maxFailPercent: opts.maxFailPercent,
         connectAttempts: 3,
         planned,
+        // fingerprints of the facts only where a saved plan is written or checked
+        hashFacts: planned !== undefined || opts.planOut !== undefined,
         signal: abort.signal,
       },
       emit,

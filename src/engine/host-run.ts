@@ -24,6 +24,8 @@ export interface HostRunOptions {
   onPrefetched?: (outs: SectionOutput[]) => void;
   /** This play's probe outputs, prefetched by an earlier play and still current: no probe exec. */
   probed?: readonly SectionOutput[];
+  /** Fingerprint the facts (saved plans): a sha256 per resource, only worth its cost there. */
+  hashFacts?: boolean;
   /** Around every exec that applies steps (the caller tracks whether prefetched facts still hold). */
   onApply?: (phase: 'start' | 'end') => void;
 }
@@ -79,8 +81,10 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     }
     try {
       s.facts = s.r.parse(out.stdout, out.code, out.stderr);
-      s.factHash = factsHash(s.facts);
-      factHashes.set(s.r.id, s.factHash);
+      if (o.hashFacts) {
+        s.factHash = factsHash(s.facts);
+        factHashes.set(s.r.id, s.factHash);
+      }
       return true;
     } catch (e) {
       finish(s, { status: 'failed', changes: [], error: `probe: ${(e as Error).message}` });

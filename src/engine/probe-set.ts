@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
 
 /**
@@ -18,6 +19,32 @@ export interface BatchPart {
 }
 
 export type ProbePart = string | BatchPart;
+
+// Starts each inline part's output; random per process, so no part can print it by chance.
+const INLINE_MARK = `@@RS-INLINE-${randomBytes(6).toString('hex')}@@`;
+
+/** Runs inline parts one after the other in one subshell (a subshell per part is a fork each). */
+const INLINE: ProbeBatch = {
+  script: (bodies) => bodies.map((b, i) => `printf '\\n%s %d\\n' '${INLINE_MARK}' ${i}\n{\n${b}\n} </dev/null`).join('\n'),
+  split(stdout, bodies) {
+    return bodies.map((_, i) => {
+      const begin = `\n${INLINE_MARK} ${i}\n`;
+      const at = stdout.indexOf(begin);
+      if (at < 0) return '';
+      const end = stdout.indexOf(`\n${INLINE_MARK} `, at + begin.length);
+      return stdout.slice(at + begin.length, end < 0 ? undefined : end);
+    });
+  },
+};
+
+/**
+ * A probe part that shares one subshell with the script's other inline parts: for builtin-only
+ * checks, where the subshell would cost more than the work. It must not `exit`, must set every
+ * variable it reads, and may `cd` only back to `/`.
+ */
+export function inline(body: string): BatchPart {
+  return { batch: INLINE, arg: body };
+}
 
 /** A resource's probe: one shell snippet, or parts whose outputs are joined in order. */
 export type ProbeText = string | readonly ProbePart[];

@@ -125,6 +125,8 @@ export interface ExecuteOptions extends ConnectOptions {
   maxFailPercent?: number;
   /** Attempts for transient connection errors (refused, reset, timeout). */
   connectAttempts: number;
+  /** Fingerprint every resource's facts (`factHashes`): for writing or checking a saved plan. */
+  hashFacts?: boolean;
   /** Saved-plan mode: per host and play, what was reviewed for each resource. */
   planned?: Map<string, Map<string, Map<string, PlannedResource>>>;
   /** Stop starting new hosts (Ctrl-C); hosts in flight finish the exec they are in. */
@@ -137,7 +139,7 @@ export interface ExecuteOptions extends ConnectOptions {
 
 export interface RunOutcome extends Recap {
   results: ResourceResult[];
-  /** Per host and play, sha256 of each resource's facts (for --plan-out). */
+  /** Per host and play, sha256 of each resource's facts (for --plan-out; empty unless `hashFacts`). */
   factHashes: Map<string, Map<string, Map<string, string>>>;
 }
 
@@ -212,6 +214,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         prefetched.set(host.name, { epoch: sentAt, byPlay });
       },
       onApply,
+      hashFacts: o.hashFacts || o.planned !== undefined,
       host: host.name,
       play: pp.play.name,
       check: o.check,

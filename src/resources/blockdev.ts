@@ -7,6 +7,7 @@
  *  - diskMount: mount.ts for a disk given by path or by serial.
  * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
  */
+import { inline } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -323,7 +324,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
     ...common('xattr-check', `xattr:${path}`, o),
     verifiable: true,
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
-    probe: () => `t=${shq(path)}
+    probe: () => [inline(`t=${shq(path)}
 if mountpoint -q -- "$t" 2>/dev/null; then
   echo mounted=1
   v="racksmith-$$"
@@ -333,7 +334,7 @@ if mountpoint -q -- "$t" 2>/dev/null; then
   if e=$(setfattr -x ${n} -- "$t" 2>&1); then echo removed=ok; else echo "removed=$(printf '%s' "$e" | tr '\\n' ' ')"; fi
 else
   echo mounted=0
-fi`,
+fi`)],
     parse: (out) => parseXattrFacts(out),
     diff: (f) => xattrDiff(path, f),
     apply: () => [],
@@ -371,7 +372,8 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
     ...inner,
     probe: () => {
       const p = inner.probe();
-      return typeof p === 'string' ? sub(p) : p.map((part) => (typeof part === 'string' ? sub(part) : part));
+      // (inline parts carry their shell as the argument)
+      return typeof p === 'string' ? sub(p) : p.map((part) => (typeof part === 'string' ? sub(part) : { ...part, arg: sub(part.arg) }));
     },
     apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
   };

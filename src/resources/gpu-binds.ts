@@ -2,7 +2,8 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
-import { MOUNT_TABLE_MARK, MOUNT_TABLE_PROBE, mountTableText, parseMountTable } from './mount-table.ts';
+import { inline } from '../engine/probe-set.ts';
+import { MOUNT_TABLE_MARK, mountTableProbe, mountTableText, parseMountTable } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -81,9 +82,9 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
       // binaries into /usr/bin, anything else (firmware) at its own path. One find lists the
       // driver files; the jail's ld.so.cache is read only when there are libraries; whether a
       // target is mounted comes from the shared mount table.
-      return [`J=${shq(jail)}; L=${shq(libDir)}; tab='\t'
+      return [inline(`J=${shq(jail)}; L=${shq(libDir)}; tab='\t'
 set --; for d in ${dirs.map(shq).join(' ')}; do [ -d "$d" ] && set -- "$@" "$d"; done
-[ $# -gt 0 ] || exit 0
+if [ $# -gt 0 ]; then
 rs_f=$(find "$@" -maxdepth 2 -type f \\( ${names} \\) -printf '%p\\t%D:%i\\t%m\\n' 2>/dev/null)
 rs_lib=
 while IFS="$tab" read -r f id m; do
@@ -99,7 +100,8 @@ RS_GPU_EOF
 if [ -n "$rs_lib" ]; then
   find "$J$L" -maxdepth 1 -type l -printf 'link\\t%f\\t%l\\n' 2>/dev/null
   [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null
-fi`, `${MOUNT_TABLE_PROBE}\necho '== fstab'`, fileProbe(fstabFile)];
+fi
+fi`), mountTableProbe(`${jail}/`), inline("echo '== fstab'"), fileProbe(fstabFile)];
     },
     parse(out): GpuFacts {
       const cut = out.indexOf('== fstab\n');

@@ -1,5 +1,5 @@
 import { atomicWriteScript, contentDiff, fileProbe, parseFileFacts, predictWrite, sha256, type FileFacts } from './file-common.ts';
-import type { ProbePart } from '../engine/probe-set.ts';
+import { inline, type ProbePart } from '../engine/probe-set.ts';
 import { ProbeError, type Change, type Step } from './types.ts';
 
 /**
@@ -9,7 +9,7 @@ import { ProbeError, type Change, type Step } from './types.ts';
 export const FILE_MARK = '== file\n';
 
 export function probeWithFile(live: string, path: string): ProbePart[] {
-  return [`${live}\necho '== file'`, fileProbe(path)];
+  return [inline(`${live}\necho '== file'`), fileProbe(path)];
 }
 
 export function splitWithFile(out: string): { live: string; file: FileFacts } {

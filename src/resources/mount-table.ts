@@ -1,11 +1,27 @@
 /**
- * The kernel's mount table as a shared probe part: every mount-aware resource of a script asks
- * for the same text, so the engine reads /proc/self/mountinfo once per script, and each resource
- * looks its mountpoint up here (instead of a findmnt per resource on the host).
+ * The kernel's mount table as a batched probe part: /proc/self/mountinfo is read once per script
+ * (no findmnt per resource on the host), and each resource gets only the lines of its mountpoint
+ * (`/path`) or of a subtree (`/path/`), after MOUNT_TABLE_MARK.
  */
+import type { BatchPart, ProbeBatch } from '../engine/probe-set.ts';
 
 export const MOUNT_TABLE_MARK = '== mountinfo\n';
-export const MOUNT_TABLE_PROBE = `echo '== mountinfo'\ncat /proc/self/mountinfo`;
+
+export const MOUNT_TABLE: ProbeBatch = {
+  script: () => 'cat /proc/self/mountinfo',
+  split(stdout, args) {
+    const lines = stdout.split('\n').filter(Boolean).map((l) => ({ l, mp: unescape(l.split(' ', 5)[4] ?? '') }));
+    return args.map((a) => {
+      const mine = lines.filter((x) => (a.endsWith('/') ? x.mp.startsWith(a) : x.mp === a));
+      return MOUNT_TABLE_MARK + mine.map((x) => `${x.l}\n`).join('');
+    });
+  },
+};
+
+/** The mount table lines of `path` (exact), or of everything under it when it ends with '/'. */
+export function mountTableProbe(path: string): BatchPart {
+  return { batch: MOUNT_TABLE, arg: path };
+}
 
 export interface MountEntry {
   /** As findmnt shows it: the device, with the bound subtree in brackets when not its root. */

@@ -1,10 +1,10 @@
-import type { ProbeBatch, ProbePart } from '../engine/probe-set.ts';
+import { inline, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
-import { MOUNT_TABLE_MARK, MOUNT_TABLE_PROBE, mountTableText, parseMountTable, type MountEntry } from './mount-table.ts';
+import { MOUNT_TABLE_MARK, mountTableProbe, mountTableText, parseMountTable, type MountEntry } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -153,7 +153,7 @@ export function mount(o: MountOptions): Resource<MountFacts> {
         lines.push(`d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`);
       }
       if (within) {
-        // The physical path without realpath: cd -P resolves it (this part runs in its own subshell).
+        // The physical path without realpath: cd -P resolves it (and back to /, as inline parts must).
         lines.push(`if [ -d "$t" ] && cd -P -- "$t" 2>/dev/null; then echo "real=$PWD"
 elif [ ! -L "$t" ] && cd -P -- "\${t%/*}/" 2>/dev/null; then echo "real=\${PWD%/}/\${t##*/}"
 else echo "real=$(realpath -m -- "$t")"; fi
@@ -165,7 +165,7 @@ cd /`);
         if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
       }
       const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
-      return [lines.join('\n'), ...ids, `${MOUNT_TABLE_PROBE}\necho '== fstab'`, fileProbe(fstabFile)];
+      return [inline(lines.join('\n')), ...ids, mountTableProbe(path), inline("echo '== fstab'"), fileProbe(fstabFile)];
     },
     parse(out): MountFacts {
       const cut = out.indexOf('== fstab\n');

@@ -1,3 +1,4 @@
+import { inline } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath } from './file-common.ts';
@@ -78,7 +79,7 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
       // One grep for every key (a process per key adds up over dozens of keys on every host; the
       // shell's `read` cannot be used: /proc/sys answers one byte per read call).
       const exists = keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n');
-      return [MEMORY_PROBE, ...probeWithFile(`set --\n${exists}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null`, path)];
+      return [inline(MEMORY_PROBE), ...probeWithFile(`set --\n${exists}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null`, path)];
     },
     parse(out) {
       const { live, file } = splitWithFile(out);

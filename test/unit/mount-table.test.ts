@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { factsHash } from '../../src/engine/facts-hash.ts';
-import { MOUNT_TABLE_MARK, mountTableText, parseMountTable } from '../../src/resources/mount-table.ts';
+import { MOUNT_TABLE, MOUNT_TABLE_MARK, mountTableText, parseMountTable } from '../../src/resources/mount-table.ts';
 
 // Lines as the kernel writes /proc/self/mountinfo (escapes included).
 const TABLE = [
@@ -28,6 +28,15 @@ describe('mount table (shared probe part)', () => {
     const got = parseMountTable(TABLE).get(path);
     if (want === undefined) expect(got).toBeUndefined();
     else expect(got).toMatchObject(want);
+  });
+
+  it('the batch gives each mountpoint only its lines, and a subtree (trailing /) everything under it', () => {
+    const [jailTmp, under, none, spaced] = MOUNT_TABLE.split(TABLE, ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space']);
+    expect(jailTmp).toBe(`${MOUNT_TABLE_MARK}${TABLE.split('\n').filter((l) => / \/mnt\/jail\/tmp /.test(l)).join('\n')}\n`);
+    expect(parseMountTable(mountTableText(jailTmp)).get('/mnt/jail/tmp')).toMatchObject({ source: 'tmpfs2' });
+    expect(under.split('\n').filter(Boolean)).toHaveLength(4); // proc, tmp twice: not /mnt/jail itself
+    expect(none).toBe(MOUNT_TABLE_MARK);
+    expect(parseMountTable(mountTableText(spaced)).get('/mnt/with space')).toMatchObject({ fstype: 'tmpfs' });
   });
 
   it('finds the table between its mark and the next part', () => {

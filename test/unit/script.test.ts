@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
+import { inline, ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
 import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
 
 /** Build, run through `/bin/sh -s` exactly as the connections do (script on stdin), split. */
@@ -207,5 +207,17 @@ describe('probe parts: an identical part runs once per script, a batch once for 
     const r = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(sp.script), encoding: 'utf8' });
     // each part in its own subshell: an exit or a variable stays in its part
     expect(sp.output(r.stdout).stdout).toMatch(/^a1\nbunset\nz:\d+\n$/);
+  });
+});
+
+describe('inline probe parts: one subshell for all of them', () => {
+  it('each part gets exactly its own output (empty, no trailing newline, marker-like text), in one fork', () => {
+    const parts = ['echo one', ':', 'printf two', "printf '\\n@@RS-INLINE-000000000000@@ 0\\nfake\\n'", 'echo "$$" > "$rs_t/inline-pid"; echo five'];
+    const sections: Section[] = [];
+    const set = new ProbeSet(sections, parts.map((p) => [inline(p)]));
+    expect(sections).toHaveLength(1);
+    const { out } = roundTrip([...sections, probe('echo after')]);
+    expect(parts.map((_, i) => set.output(out, i).stdout)).toEqual(['one\n', '', 'two', '\n@@RS-INLINE-000000000000@@ 0\nfake\n', 'five\n']);
+    expect(out[1].stdout).toBe('after\n');
   });
 });
