@@ -7,7 +7,7 @@
  *  - diskMount: mount.ts for a disk given by path or by serial.
  * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
  */
-import { inline } from '../engine/probe-set.ts';
+import { inline, type ProbeBatch } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -316,6 +316,64 @@ export interface XattrCheckOptions extends CommonOptions {
   path: string;
 }
 
+/** mountinfo's spelling of a path (space, tab, newline and backslash as octal escapes). */
+const mountinfoPath = (p: string) => p.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+
+/**
+ * The xattr check of every data mount of a script at once: one awk finds which are mounted, one
+ * setfattr, getfattr and setfattr -x each take them all (four processes, not four per disk: a
+ * storage node has a dozen). Per path, the key=value lines parseXattrFacts reads.
+ */
+export const XATTR_CHECKS: ProbeBatch = {
+  script(paths) {
+    const n = shq(XATTR_NAME);
+    return `v="racksmith-$$"
+rs_m=$(RS_MPS=${shq(paths.map(mountinfoPath).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
+rs_m="
+$rs_m
+"
+set --
+${paths.map((p) => `case "$rs_m" in *${shq(`\n${mountinfoPath(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
+for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
+if [ $# -gt 0 ]; then
+  echo "want=$v"
+  echo @set; setfattr -n ${n} -v "$v" -- "$@" 2>&1; echo "@rc=$?"
+  echo @get; getfattr --absolute-names -n ${n} -- "$@" 2>/dev/null
+  echo @removed; setfattr -x ${n} -- "$@" 2>&1; echo "@rc=$?"
+fi
+:`;
+  },
+  split(stdout, paths) {
+    const mounted = new Set<string>();
+    const sec: Record<string, string[]> = { head: [] };
+    let cur = 'head';
+    for (const l of stdout.split('\n')) {
+      if (l === '@set' || l === '@get' || l === '@removed') sec[(cur = l.slice(1))] = [];
+      else if (cur === 'head' && l.startsWith('mounted=')) mounted.add(l.slice(8));
+      else sec[cur].push(l);
+    }
+    const want = (sec.head.find((l) => l.startsWith('want=')) ?? 'want=').slice(5);
+    // setfattr/getfattr name the file in each message ("setfattr: /ais/d1: Operation not supported")
+    const outcome = (lines: string[] | undefined, p: string) => {
+      if (!lines) return 'did not run';
+      const mine = lines.filter((l) => l.includes(`: ${p}: `));
+      if (mine.length) return mine.join(' ');
+      return lines.includes('@rc=0') || lines.some((l) => /^@rc=/.test(l)) ? 'ok' : 'did not finish';
+    };
+    const got = new Map<string, string>();
+    let file: string | undefined;
+    for (const l of sec.get ?? []) {
+      if (l.startsWith('# file: ')) file = l.slice(8);
+      else if (file !== undefined && l.startsWith(`${XATTR_NAME}=`)) got.set(file, l.slice(XATTR_NAME.length + 1).replace(/^"(.*)"$/, '$1'));
+    }
+    return paths.map((p) =>
+      !mounted.has(p)
+        ? 'mounted=0\n'
+        : `mounted=1\nwant=${want}\nset=${outcome(sec.set, p)}\ngot=${got.get(p) ?? ''}\nremoved=${outcome(sec.removed, p)}\n`,
+    );
+  },
+};
+
 /** The mounted filesystem at `path` takes user xattrs: set, read back and remove user.racksmith.probe. */
 export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
   const path = checkAbsolutePath(o.path, 'xattr check path');
@@ -324,17 +382,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
     ...common('xattr-check', `xattr:${path}`, o),
     verifiable: true,
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
-    probe: () => [inline(`t=${shq(path)}
-if mountpoint -q -- "$t" 2>/dev/null; then
-  echo mounted=1
-  v="racksmith-$$"
-  echo "want=$v"
-  if e=$(setfattr -n ${n} -v "$v" -- "$t" 2>&1); then echo set=ok; else echo "set=$(printf '%s' "$e" | tr '\\n' ' ')"; fi
-  echo "got=$(getfattr --absolute-names --only-values -n ${n} -- "$t" 2>/dev/null)"
-  if e=$(setfattr -x ${n} -- "$t" 2>&1); then echo removed=ok; else echo "removed=$(printf '%s' "$e" | tr '\\n' ' ')"; fi
-else
-  echo mounted=0
-fi`)],
+    probe: () => [{ batch: XATTR_CHECKS, arg: path }],
     parse: (out) => parseXattrFacts(out),
     diff: (f) => xattrDiff(path, f),
     apply: () => [],

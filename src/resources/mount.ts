@@ -76,6 +76,7 @@ const VFS_FLAGS = ['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime'];
 /** Options only mount(8)/systemd read; never passed to the kernel or compared live. */
 const USERSPACE = /^(defaults|nofail|auto|noauto|user|users|owner|group|_netdev|bind|rbind|x-.*|comment=.*)$/;
 
+const decToHexMajMin = (dec: string | undefined) => (dec && /^\d+:\d+$/.test(dec) ? dec.split(':').map((d) => Number(d).toString(16)).join(':') : undefined);
 const hexMajMin = (hex: string) => hex.split(':').map((h) => parseInt(h, 16)).join(':');
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
@@ -150,7 +151,13 @@ export function mount(o: MountOptions): Resource<MountFacts> {
       if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
       lines.push('if [ -L "$t" ]; then echo target=link; elif [ -d "$t" ]; then echo target=dir; elif [ -f "$t" ]; then echo target=file; elif [ -e "$t" ]; then echo target=other; else echo target=absent; fi');
       if (device) {
-        lines.push(`d=${shq(device)}; if [ -b "$d" ]; then echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"; else echo source=absent; fi`);
+        // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
+        // (udev's by-uuid links can lag right after a mkfs).
+        lines.push(`d=${shq(device)}; if [ -b "$d" ]; then
+  mm=; [ ! -L "$d" ] && [ -r "/sys/class/block/\${d##*/}/dev" ] && IFS= read -r mm < "/sys/class/block/\${d##*/}/dev"
+  if [ -n "$mm" ]; then echo "majmin_dec=$mm"; else echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; fi
+  echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"
+else echo source=absent; fi`);
       }
       if (within) {
         // The physical path without realpath: cd -P resolves it (and back to /, as inline parts must).
@@ -193,7 +200,7 @@ cd /`);
         source: {
           exists: kv.get('source') !== 'absent',
           devIno: bindKind ? ids.get(o.source!)?.[0] : undefined,
-          majmin: kv.get('majmin'),
+          majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
           uuid: kv.get('uuid') || undefined,
         },
       };

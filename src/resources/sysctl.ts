@@ -1,4 +1,4 @@
-import { inline } from '../engine/probe-set.ts';
+import { inline, type ProbeBatch } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath } from './file-common.ts';
@@ -34,6 +34,27 @@ const SYSCTL_VALUE = /^[A-Za-z0-9_.:, -]*$/;
 
 /** Shared by every sysctl resource of a script (one part, run once): RAM and page size. */
 const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo; echo "mem=$kb $(getconf PAGESIZE 2>/dev/null || echo 4096)"`;
+
+/**
+ * Live values of every sysctl key of a script in one grep (a process per key adds up over dozens
+ * of keys on every host; the shell's `read` cannot be used: /proc/sys answers one byte per read
+ * call). Per key: `PATH:VALUE` (its first line) or `missing=KEY`.
+ */
+const SYSCTL_LIVE: ProbeBatch = {
+  script: (keys) =>
+    `set --\n${keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n')}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null\n:`,
+  split(stdout, keys) {
+    const lines = new Map<string, string>();
+    for (const l of stdout.split('\n')) {
+      const key = l.startsWith('missing=') ? l.slice(8) : l.slice(0, Math.max(0, l.indexOf(':')));
+      if (key && !lines.has(key)) lines.set(key, l);
+    }
+    return keys.map((k) => {
+      const l = lines.get(sysctlPath(k)) ?? lines.get(k);
+      return l === undefined ? '' : `${l}\n`;
+    });
+  },
+};
 
 /** The kernel prints vectors with tabs (`2048\t65535`); compare with single spaces. */
 export function normaliseSysctl(v: string | number): string {
@@ -76,10 +97,7 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
     verifiable: true,
     writes: [path],
     probe() {
-      // One grep for every key (a process per key adds up over dozens of keys on every host; the
-      // shell's `read` cannot be used: /proc/sys answers one byte per read call).
-      const exists = keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n');
-      return [inline(MEMORY_PROBE), ...probeWithFile(`set --\n${exists}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null`, path)];
+      return [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), ...probeWithFile('', path)];
     },
     parse(out) {
       const { live, file } = splitWithFile(out);

@@ -14,7 +14,7 @@ import {
   allowedBy, humanSize, ioChanges, ioTarget, mergeProfiles, parseDiskFacts, parseXattrFacts, planFormat, profileFor,
   udevGlob, udevMatch, udevRuleLine, xattrDiff, type DiskFacts, type QueueFacts,
 } from '../../src/resources/blockdev-logic.ts';
-import { diskMount, diskProbe, diskProbeParts, ioTuning, parseDiskParts, xfsFormat } from '../../src/resources/blockdev.ts';
+import { diskMount, diskProbe, diskProbeParts, ioTuning, parseDiskParts, XATTR_CHECKS, xfsFormat } from '../../src/resources/blockdev.ts';
 import { Refusal } from '../../src/resources/types.ts';
 import { ioRulesContent, ioUdevRules } from '../../src/resources/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
@@ -382,6 +382,28 @@ describe('xattr check', () => {
   });
   it('not mounted → refused (in a run it is only diffed after its mount converged)', () => {
     expect(refusal(() => xattrDiff('/ais/d1', parseXattrFacts('mounted=0\n')))).toMatch(/not mounted/);
+  });
+
+  it('the batch (one setfattr/getfattr for every mount) gives each path its own outcome', () => {
+    const out = [
+      'mounted=/ais/d1', 'mounted=/ais/d 2', 'mounted=/ais/d3', 'want=racksmith-42',
+      '@set', 'setfattr: /ais/d3: Operation not supported', '@rc=1',
+      '@get', '# file: /ais/d1', 'user.racksmith.probe="racksmith-42"', '', '# file: /ais/d 2', 'user.racksmith.probe="other"', '',
+      '@removed', '@rc=0', '',
+    ].join('\n');
+    const facts = XATTR_CHECKS.split(out, ['/ais/d1', '/ais/d 2', '/ais/d3', '/ais/d4']).map((t) => parseXattrFacts(t));
+    expect(facts[0]).toEqual({ mounted: true, ok: true, detail: '' });
+    expect(facts[1]).toMatchObject({ ok: false, detail: 'read back "other", wrote "racksmith-42"' });
+    expect(facts[2]).toMatchObject({ ok: false, detail: 'setfattr failed: setfattr: /ais/d3: Operation not supported' });
+    expect(facts[3]).toEqual({ mounted: false, ok: false, detail: 'not mounted' });
+    // cut short (the script died): never ok
+    expect(parseXattrFacts(XATTR_CHECKS.split('mounted=/ais/d1\nwant=v\n@set\n', ['/ais/d1'])[0]).ok).toBe(false);
+  });
+
+  it('the batch script finds mounted paths by their mountinfo spelling (spaces escaped)', () => {
+    const script = XATTR_CHECKS.script(['/ais/d 2']);
+    expect(script).toContain("RS_MPS='/ais/d\\0402'");
+    expect(script).toContain("'\n/ais/d\\0402\n'");
   });
 });
 
