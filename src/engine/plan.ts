@@ -2,8 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
-import { ajv, validateOrThrow } from '../util/validate.ts';
-import type { ValidateFunction } from 'ajv';
+import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import type { RunOutcome } from './run.ts';
 import type { PlannedResource } from './host-run.ts';
 
@@ -54,7 +53,7 @@ const planSchema = {
     },
   },
 };
-let validatePlan: ValidateFunction | undefined; // compiled when a plan is read, not at start-up
+const validatePlan = lazySchema(planSchema); // compiled when a plan is read, not at start-up
 
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
@@ -109,7 +108,6 @@ export function readPlan(file: string): PlanFile {
   } catch (e) {
     throw new InputError(`cannot read plan: ${(e as Error).message}`, { file });
   }
-  validatePlan ??= ajv.compile(planSchema);
   validateOrThrow(validatePlan, value, { pos: () => ({ file }) });
   const plan = value as PlanFile;
   if (plan.version !== PLAN_VERSION) throw new InputError(`plan format version ${plan.version} is not supported (this racksmith reads ${PLAN_VERSION})`, { file });

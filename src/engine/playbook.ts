@@ -2,7 +2,7 @@ import type { ValidateFunction } from 'ajv';
 import type { Host, Vars } from '../inventory/model.ts';
 import type { Resource } from '../resources/types.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
-import { ajv, validateOrThrow } from '../util/validate.ts';
+import { lazySchema, validateOrThrow } from '../util/validate.ts';
 
 /**
  * One thing a play read from its HostContext and what it got back: a play's resources are a
@@ -83,17 +83,10 @@ export const UNSET: unique symbol = Symbol('unset');
 
 /**
  * A vars schema, compiled once, on first use: importing a playbook module costs nothing for the
- * plays a run does not reach (compiling is ~10-50 ms per schema at start-up).
+ * plays a run does not reach (and the build precompiles it: see lazySchema).
  */
 export function varsSchema(schema: object): ValidateFunction {
-  let compiled: ValidateFunction | undefined;
-  const validate = ((data: unknown) => {
-    compiled ??= ajv.compile({ type: 'object', ...schema });
-    const ok = compiled(data) as boolean;
-    validate.errors = compiled.errors;
-    return ok;
-  }) as ValidateFunction;
-  return validate;
+  return lazySchema({ type: 'object', ...schema });
 }
 
 export interface Play {

@@ -1,4 +1,4 @@
-import { ajv } from '../util/validate.ts';
+import { lazySchema } from '../util/validate.ts';
 
 /**
  * JSON schema of an Ansible YAML inventory (the parts racksmith reads). Unknown keys in a group
@@ -55,7 +55,6 @@ export const inventorySchema = {
   },
 } as const;
 
-ajv.addSchema(inventorySchema);
-export const validateInventory = ajv.getSchema('racksmith/inventory')!;
+export const validateInventory = lazySchema(inventorySchema);
 /** group_vars/ and host_vars/ files and `-e` mappings hold one mapping of variables. */
-export const validateVars = ajv.compile({ $ref: 'racksmith/inventory#/definitions/vars' });
+export const validateVars = lazySchema({ $ref: 'racksmith/inventory#/definitions/vars' }, [inventorySchema]);

@@ -7,12 +7,18 @@
  * `x-kubernetes-preserve-unknown-fields`. The schema is pruned to the paths the object uses
  * before compiling: the Installation CRD alone is 600 KB and compiling it whole costs ~1 s.
  */
-import { Ajv, type ErrorObject } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject } from 'ajv';
 import type { KubeObject } from './objects.ts';
 
 type Schema = Record<string, unknown>;
 
-const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+// Created on first use: only runs that render Kubernetes objects pay for importing ajv.
+let instance: Ajv | undefined;
+const crdAjv = (): Ajv => {
+  const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+  return (instance ??= new AjvClass({ strict: false, allErrors: true, validateFormats: false }));
+};
 
 /** `group/version` + kind → schema, for every served version of every CRD among `objs`. */
 export function crdSchemas(objs: KubeObject[]): Map<string, Schema> {
@@ -101,7 +107,7 @@ function describe(e: ErrorObject): SchemaProblem {
 
 /** Problems of `obj` against `schema` (its CRD's openAPIV3Schema); empty when valid. */
 export function validateCustomResource(obj: KubeObject, schema: Schema): SchemaProblem[] {
-  const validate = ajv.compile(strictify(pruneSchema(schema, [obj])));
+  const validate = crdAjv().compile(strictify(pruneSchema(schema, [obj])));
   if (validate(obj)) return [];
   const seen = new Set<string>();
   const out: SchemaProblem[] = [];

@@ -1,9 +1,78 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { InputError, InputErrors, type SourcePos } from './errors.ts';
 
-/** One ajv instance for the whole program: schemas compile once. */
+const require = createRequire(import.meta.url);
+
 // verbose: errors carry their parentSchema, so "unknown key" can list the allowed ones.
-export const ajv = new Ajv({ allErrors: true, strict: false, allowUnionTypes: true, verbose: true });
+export const AJV_OPTIONS: Options = { allErrors: true, strict: false, allowUnionTypes: true, verbose: true };
+
+/** A schema the program validates with, and the schemas its $refs point into. */
+export interface DeclaredSchema {
+  schema: object;
+  refs: readonly object[];
+}
+
+/** Every schema declared with `lazySchema` (the build precompiles them: scripts/build.mjs). */
+export const declaredSchemas = new Map<string, DeclaredSchema>();
+
+export function schemaKey(d: DeclaredSchema): string {
+  return createHash('sha256').update(JSON.stringify([d.schema, d.refs])).digest('hex');
+}
+
+/**
+ * Validators compiled at build time (dist/schemas.cjs, ajv's standalone code): compiling the
+ * built-in schemas at every start cost ~80 ms, and importing ajv ~25 ms more. Only used from
+ * dist/, where the build wrote them next to this file's build.
+ */
+function loadPrecompiled(): Record<string, ValidateFunction> {
+  if (!/\/dist\/src\/util\/validate\.js$/.test(import.meta.url)) return {};
+  try {
+    return require('../../schemas.cjs') as Record<string, ValidateFunction>;
+  } catch {
+    return {};
+  }
+}
+const precompiled = loadPrecompiled();
+
+let shared: Ajv | undefined;
+/** The one ajv instance of the program, created when a schema is not precompiled. */
+export function ajvInstance(): Ajv {
+  if (!shared) {
+    const { Ajv: AjvClass } = require('ajv') as typeof import('ajv');
+    shared = new AjvClass(AJV_OPTIONS);
+  }
+  return shared;
+}
+
+/** Compile `schema` (its $refs resolved in `refs`, schemas with an $id), or take its precompiled validator. */
+export function compileSchema(schema: object, refs: readonly object[] = []): ValidateFunction {
+  const found = precompiled[schemaKey({ schema, refs })];
+  if (found) return found;
+  const ajv = ajvInstance();
+  for (const r of refs) {
+    const id = (r as { $id?: string }).$id;
+    if (id && !ajv.getSchema(id)) ajv.addSchema(r);
+  }
+  return ajv.compile(schema);
+}
+
+/**
+ * A validator compiled on first use (a run pays only for what it validates), declared now so the
+ * build can precompile it.
+ */
+export function lazySchema(schema: object, refs: readonly object[] = []): ValidateFunction {
+  declaredSchemas.set(schemaKey({ schema, refs }), { schema, refs });
+  let compiled: ValidateFunction | undefined;
+  const validate = ((data: unknown) => {
+    compiled ??= compileSchema(schema, refs);
+    const ok = compiled(data) as boolean;
+    validate.errors = compiled.errors;
+    return ok;
+  }) as ValidateFunction;
+  return validate;
+}
 
 /** Something that can say where a path inside the validated value was written. */
 export interface Locator {
