@@ -57,9 +57,14 @@ interface Recording {
 // The recorded stdout around its marker, split once for all hosts (the harness's own work, not
 // the engine's: each host still gets a fresh string with its own marker).
 const split = new WeakMap<object, string[]>();
+// Inline probe parts are delimited by a mark random per process (src/engine/probe-set.ts): a
+// recording saved by another process carries its own, rewritten to this process's (taken from
+// the script, where the mark appears in the printf lines).
+const INLINE_MARK = /@@RS-INLINE-[0-9a-f]+@@/g;
+let inlineMark: string | undefined;
 const pieces = (r: Recording['outputs'][number]) => {
   let p = split.get(r);
-  if (!p) split.set(r, (p = r.stdout.split(r.marker)));
+  if (!p) split.set(r, (p = (inlineMark ? r.stdout.replace(INLINE_MARK, inlineMark) : r.stdout).split(r.marker)));
   return p;
 };
 
@@ -74,6 +79,7 @@ class FakeConnection implements Connection {
     if (!r) throw new Error(`synthetic: ${this.host}: exec ${this.execCount} was not recorded (not converged?)`);
     const marker = /^rs_m='([^']+)'/.exec(script)?.[1];
     if (!marker) throw new Error('synthetic: no marker in the script');
+    inlineMark ??= script.match(INLINE_MARK)?.[0];
     return { stdout: pieces(r).join(marker), stderr: r.stderr, code: 0 };
   }
   async close(): Promise<void> {}
