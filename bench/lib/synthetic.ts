@@ -80,7 +80,7 @@ class FakeConnection implements Connection {
     const marker = /^rs_m='([^']+)'/.exec(script)?.[1];
     if (!marker) throw new Error('synthetic: no marker in the script');
     inlineMark ??= script.match(INLINE_MARK)?.[0];
-    return { stdout: pieces(r).join(marker), stderr: r.stderr, code: 0 };
+    return { stdout: pieces(r).join(marker), stderr: r.stderr.split(r.marker).join(marker), code: 0 };
   }
   async close(): Promise<void> {}
 }

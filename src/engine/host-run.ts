@@ -100,7 +100,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
         // The wrapper itself failed (e.g. no mktemp): every section lacks output.
         if (!res.stdout.includes(marker)) return `remote shell failed (exit ${res.code}): ${res.stderr.trim()}`;
       }
-      return splitOutput(res.stdout, marker, sections.length);
+      return splitOutput(res.stdout, marker, sections.length, res.stderr);
     } catch (e) {
       return (e as Error).message;
     }

@@ -16,18 +16,14 @@ export interface SectionOutput {
 }
 
 /**
- * Join sections into ONE script for one round trip. Each section runs in a subshell with its
- * stdout between markers and its stderr captured separately; a random marker per script keeps
- * host output from faking a boundary.
+ * Join sections into ONE script for one round trip. Each section runs in a subshell between
+ * markers on both streams: its stdout between B and E (with its exit code) on stdout, its stderr
+ * between B and X on stderr. A random marker per script keeps host output from faking a
+ * boundary. Nothing is written on the host (no temp files): a converged run only reads.
  */
 export function buildScript(sections: Section[]): { script: string; marker: string } {
   const marker = `@@RS-${randomBytes(8).toString('hex')}@@`;
-  const lines = [
-    `rs_m='${marker}'`,
-    `rs_t=$(mktemp -d 2>/dev/null || mktemp -d -t rs.XXXXXX) || { echo 'racksmith: mktemp failed' >&2; exit 97; }`,
-    `trap 'rm -rf "$rs_t"' EXIT`,
-    'rs_failed=',
-  ];
+  const lines = [`rs_m='${marker}'`, 'rs_failed='];
   // Group names become shell tokens g0, g1...: only safe characters reach the script.
   const groupTokens = new Map<string, string>();
   const token = (group: string) => {
@@ -36,13 +32,10 @@ export function buildScript(sections: Section[]): { script: string; marker: stri
   };
   sections.forEach((s, i) => {
     const run = [
-      `printf '\\n%s B ${i}\\n' "$rs_m"`,
-      s.kind === 'step' ? `( set -e\n${s.body}\n) 2>"$rs_t/e" </dev/null` : `(\n${s.body}\n) 2>"$rs_t/e" </dev/null`,
+      `printf '\\n%s B ${i}\\n' "$rs_m"; printf '\\n%s B ${i}\\n' "$rs_m" >&2`,
+      s.kind === 'step' ? `( set -e\n${s.body}\n) </dev/null` : `(\n${s.body}\n) </dev/null`,
       'rs_rc=$?',
-      `printf '\\n%s E ${i} %s\\n' "$rs_m" "$rs_rc"`,
-      // (most sections write no stderr: test first instead of starting a cat for each)
-      `[ -s "$rs_t/e" ] && cat "$rs_t/e"`,
-      `printf '\\n%s X ${i}\\n' "$rs_m"`,
+      `printf '\\n%s E ${i} %s\\n\\n%s X ${i}\\n' "$rs_m" "$rs_rc" "$rs_m"; printf '\\n%s X ${i}\\n' "$rs_m" >&2`,
     ];
     if (s.kind === 'step' && s.group) {
       const t = token(s.group);
@@ -56,8 +49,12 @@ export function buildScript(sections: Section[]): { script: string; marker: stri
   return { script: lines.join('\n'), marker };
 }
 
-/** Split the output of a script made by `buildScript` back into its sections. */
-export function splitOutput(stdout: string, marker: string, count: number): SectionOutput[] {
+/**
+ * Split the output of a script made by `buildScript` back into its sections: stdout and exit code
+ * from stdout, each section's stderr from the stderr stream (or, in older output, from stdout
+ * between E and X).
+ */
+export function splitOutput(stdout: string, marker: string, count: number, stderr = ''): SectionOutput[] {
   const out: SectionOutput[] = Array.from({ length: count }, () => ({ stdout: '', stderr: '', code: null }));
   // Sections appear in order: search on from the last one, with plain indexOf (no regex per
   // section: this runs for every section of every host).
@@ -83,6 +80,16 @@ export function splitOutput(stdout: string, marker: string, count: number): Sect
     const xi = stdout.indexOf(x, errStart);
     out[i].stderr = xi < 0 ? stdout.slice(errStart) : stdout.slice(errStart, xi);
     from = xi < 0 ? errStart : xi + x.length - 1;
+  }
+  let at = 0;
+  for (let i = 0; i < count && stderr; i++) {
+    const b = `\n${marker} B ${i}\n`;
+    const bi = stderr.indexOf(b, at);
+    if (bi < 0) continue;
+    const start = bi + b.length;
+    const xi = stderr.indexOf(`\n${marker} X ${i}\n`, start);
+    out[i].stderr += xi < 0 ? stderr.slice(start) : stderr.slice(start, xi);
+    at = xi < 0 ? start : xi + 1;
   }
   return out;
 }

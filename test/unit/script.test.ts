@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
 import { inline, ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
 import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
@@ -9,8 +11,11 @@ import { buildScript, splitOutput, type Section, type SectionOutput } from '../.
 function roundTrip(sections: Section[]): { out: SectionOutput[]; raw: string; status: number | null; marker: string } {
   const { script, marker } = buildScript(sections);
   const r = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(script), encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  return { out: splitOutput(r.stdout, marker, sections.length), raw: r.stdout, status: r.status, marker };
+  return { out: splitOutput(r.stdout, marker, sections.length, r.stderr), raw: r.stdout, status: r.status, marker };
 }
+// A directory of the test's own, for sections that count how often they ran.
+const scratch = mkdtempSync(join(tmpdir(), 'rs-script-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const probe = (body: string): Section => ({ kind: 'probe', body });
 const step = (body: string, group?: string): Section => ({ kind: 'step', body, group });
 
@@ -128,12 +133,11 @@ describe('buildScript + splitOutput round trip through /bin/sh', () => {
     expect(status).toBe(0);
   });
 
-  it('removes its temporary directory', () => {
-    const { out } = roundTrip([probe('echo "$rs_t"'), probe('echo x >&2')]);
-    const dir = out[0].stdout.trim();
-    expect(dir).not.toBe('');
-    expect(out[1].stderr).toBe('x\n');
-    expect(existsSync(dir)).toBe(false);
+  it('writes nothing on the host (no temp files): each section\'s stderr comes apart on the stderr stream', () => {
+    expect(buildScript([probe(':'), step(':', 'g')]).script).not.toMatch(/mktemp|\/tmp|>\s*"?\$/);
+    const { out } = roundTrip([probe('echo a >&2; printf b >&2'), probe('echo quiet'), step('echo x >&2; false', 'g'), step('echo skipped >&2', 'g')]);
+    expect(out.map((o) => o.stderr)).toEqual(['a\nb', '', 'x\n', '']);
+    expect(out.map((o) => o.code)).toEqual([0, 0, 1, null]);
   });
 });
 
@@ -145,6 +149,16 @@ describe('splitOutput on hand-made output', () => {
       { stdout: 'out0', stderr: 'err0\n', code: 0 },
       { stdout: '', stderr: '', code: null },
       { stdout: 'out2 cut', stderr: '', code: null },
+    ]);
+  });
+
+  it('stderr from the stderr stream, between B and X; a cut section keeps what it wrote', () => {
+    const out = `\n${m} B 0\nout0\n${m} E 0 0\n\n${m} X 0\n\n${m} B 1\n\n${m} E 1 3\n\n${m} X 1\n\n${m} B 2\nout2`;
+    const err = `noise before\n\n${m} B 0\nerr0\n\n${m} X 0\n\n${m} B 1\n\n${m} X 1\n\n${m} B 2\npartial err`;
+    expect(splitOutput(out, m, 3, err)).toEqual([
+      { stdout: 'out0', stderr: 'err0\n', code: 0 },
+      { stdout: '', stderr: '', code: 3 },
+      { stdout: 'out2', stderr: 'partial err', code: null },
     ]);
   });
 
@@ -169,17 +183,17 @@ describe('splitOutput on hand-made output', () => {
 describe('probe parts: an identical part runs once per script, a batch once for all its arguments', () => {
   // A batch that answers "<arg>:<pid of the shell that ran it>" per argument, and counts its runs.
   const ECHO: ProbeBatch = {
-    script: (args) => `echo run >> "$rs_t/batch-runs"; for a in ${args.map((a) => `'${a}'`).join(' ')}; do echo "$a:$$"; done`,
+    script: (args) => `echo run >> "${scratch}/batch-runs"; for a in ${args.map((a) => `'${a}'`).join(' ')}; do echo "$a:$$"; done`,
     split: (stdout, args) => args.map((a) => (stdout.split('\n').find((l) => l.startsWith(`${a}:`)) ?? '') + '\n'),
   };
 
   it('dedupes parts across resources, runs a batch once, and joins each resource\'s outputs in order', () => {
     const sections: Section[] = [step('echo step')];
-    const shared = 'echo shared; echo "$$" >> "$rs_t/runs"; cat "$rs_t/runs" | wc -l | tr -d " "';
+    const shared = `echo shared; echo "$$" >> "${scratch}/runs"; cat "${scratch}/runs" | wc -l | tr -d " "`;
     const set = new ProbeSet(sections, ['echo a', ['echo b1', shared, { batch: ECHO, arg: 'x' }], [shared, 'echo c2', { batch: ECHO, arg: 'y' }], [{ batch: ECHO, arg: 'x' }], shared]);
     expect(sections.map((s) => s.kind)).toEqual(['step', 'probe', 'probe', 'probe', 'probe', 'probe']);
     expect(sections.filter((s) => s.body.includes('batch-runs'))).toHaveLength(1);
-    const { out } = roundTrip([...sections, probe('cat "$rs_t/batch-runs" | wc -l | tr -d " "')]);
+    const { out } = roundTrip([...sections, probe(`cat "${scratch}/batch-runs" | wc -l | tr -d " "`)]);
     expect(out.at(-1)!.stdout).toBe('1\n'); // the batch ran once
     const b1 = set.output(out, 1).stdout.split('\n');
     expect(b1.slice(0, 3)).toEqual(['b1', 'shared', '1']); // the shared part ran once: it counted one run
@@ -212,7 +226,7 @@ describe('probe parts: an identical part runs once per script, a batch once for 
 
 describe('inline probe parts: one subshell for all of them', () => {
   it('each part gets exactly its own output (empty, no trailing newline, marker-like text), in one fork', () => {
-    const parts = ['echo one', ':', 'printf two', "printf '\\n@@RS-INLINE-000000000000@@ 0\\nfake\\n'", 'echo "$$" > "$rs_t/inline-pid"; echo five'];
+    const parts = ['echo one', ':', 'printf two', "printf '\\n@@RS-INLINE-000000000000@@ 0\\nfake\\n'", 'echo five'];
     const sections: Section[] = [];
     const set = new ProbeSet(sections, parts.map((p) => [inline(p)]));
     expect(sections).toHaveLength(1);
