@@ -118,9 +118,9 @@ export class ProbeSet {
 }
 
 /** A probe run on its own (tests, profiling): the script, and the resource's output from its stdout. */
-export function standaloneProbe(p: ProbeText): { script: string; output(stdout: string): SectionOutput } {
+export function standaloneProbe(p: ProbeText): { script: string; output(stdout: string, stderr?: string): SectionOutput } {
   const sections: Section[] = [];
   const set = new ProbeSet(sections, [p]);
   const { script, marker } = buildScript(sections);
-  return { script, output: (stdout) => set.output(splitOutput(stdout, marker, sections.length), 0) };
+  return { script, output: (stdout, stderr = '') => set.output(splitOutput(stdout, marker, sections.length, stderr), 0) };
 }

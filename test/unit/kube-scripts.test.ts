@@ -37,7 +37,8 @@ function sh(script: string, setE = false): Promise<{ code: number; stdout: strin
 
 async function facts<F>(r: Resource<F>): Promise<F> {
   const sp = standaloneProbe(r.probe());
-  const o = sp.output((await sh(sp.script)).stdout);
+  const r0 = await sh(sp.script);
+  const o = sp.output(r0.stdout, r0.stderr);
   return r.parse(o.stdout, o.code ?? -1, o.stderr);
 }
 
