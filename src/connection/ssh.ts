@@ -125,6 +125,9 @@ export class SshConnection implements Connection {
         stdin === undefined
           ? await this.ssh.execCommand(REMOTE_SHELL, { stdin: scriptAsStdin(script), noTrim: true })
           : await this.ssh.execCommand(`exec /bin/sh -c ${shq(inlineScript(script))}`, { stdin, noTrim: true });
+      // No exit status and no signal: the channel closed under the command (the host or its sshd
+      // died). Not a result: the connection is lost (a killed remote shell reports its signal).
+      if (r.code === null && r.signal === null) throw new Error('the command ended without an exit status');
       return { stdout: r.stdout, stderr: r.stderr, code: r.code };
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
