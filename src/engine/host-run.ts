@@ -116,7 +116,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   if (!probed) {
     const probeSecs: Section[] = [];
     const extra = o.prefetch ?? [];
-    const set = new ProbeSet(probeSecs, [...all.map((s) => s.r.probe()), ...extra]);
+    const set = new ProbeSet(probeSecs, [...all.map((s) => probeOf(s.r)), ...extra]);
     const first = await exec(probeSecs);
     if (typeof first === 'string') {
       failRemaining(first);
@@ -205,7 +205,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
     }
     const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
-    const reprobeSet = new ProbeSet(sections, reprobe.map((s) => s.r.probe()));
+    const reprobeSet = new ProbeSet(sections, reprobe.map((s) => probeOf(s.r)));
     o.onApply?.('start');
     const out = await exec(sections).finally(() => o.onApply?.('end'));
     if (typeof out === 'string') {
@@ -256,6 +256,18 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   }
   failRemaining('not converged: dependency cycle');
   return { results: collect(states), factHashes };
+}
+
+const probes = new WeakMap<Resource, ProbeText>();
+/**
+ * A resource's probe, built once: hosts that share a play's build share its resource objects, so
+ * a fleet reuses the same strings (no rebuilding, and their hashes are cached for the part dedupe).
+ * A probe is a pure function of the resource's options.
+ */
+export function probeOf(r: Resource): ProbeText {
+  let p = probes.get(r);
+  if (p === undefined) probes.set(r, (p = r.probe()));
+  return p;
 }
 
 function collect(states: Map<string, State>): ResourceResult[] {
