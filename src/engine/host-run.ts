@@ -97,7 +97,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     try {
       const res = await conn.exec(script);
       if (res.code !== 0 && res.code !== null) {
-        // The wrapper itself failed (e.g. no mktemp): every section lacks output.
+        // The wrapper itself did not run (no /bin/sh, a dead session): every section lacks output.
         if (!res.stdout.includes(marker)) return `remote shell failed (exit ${res.code}): ${res.stderr.trim()}`;
       }
       return splitOutput(res.stdout, marker, sections.length, res.stderr);

@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ProbeError, Refusal, type Change } from './types.ts';
+import { unescapeMountinfo } from './mount-table.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Disk facts
@@ -145,10 +146,6 @@ export function parseDiskFacts(out: string): DiskFacts {
   return f;
 }
 
-/** mountinfo escapes space, tab, newline and backslash as \ooo. */
-function unescapeMountinfo(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
 
 /** The stable serial of a disk: udev's ID_SERIAL_SHORT, else the sysfs serial. */
 export function serialOf(f: DiskFacts): string | undefined {

@@ -16,6 +16,7 @@ import {
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { mount, type MountFacts, type MountOptions } from './mount.ts';
+import { escapeMountinfo } from './mount-table.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
@@ -41,8 +42,9 @@ const READ_FN = `rs_rd() { rs_v=; IFS= read -r rs_v < "$1"; } 2>/dev/null`;
 /** Shell that sets $rs_v to $1 without leading and trailing blanks. */
 const TRIM_FN = `rs_trim() { rs_v=\${1#"\${1%%[![:space:]]*}"}; rs_v=\${rs_v%"\${rs_v##*[![:space:]]}"}; }`;
 
-/** The udev properties racksmith uses: the case pattern, and the shell that prints them as udev.KEY=VALUE for decimal maj:min $1. */
+/** A `case` pattern for the udev properties racksmith uses. */
 const UDEV_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*|E:ID_MODEL=*|E:ID_BUS=*|E:ID_PATH=*';
+/** Shell that prints those properties as udev.KEY=VALUE, for the device with decimal maj:min $1. */
 const UDEV_FN = `rs_udev() {
   db="$R/run/udev/data/b$1"
   [ -r "$db" ] || return 0
@@ -316,9 +318,6 @@ export interface XattrCheckOptions extends CommonOptions {
   path: string;
 }
 
-/** mountinfo's spelling of a path (space, tab, newline and backslash as octal escapes). */
-const mountinfoPath = (p: string) => p.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-
 /**
  * The xattr check of every data mount of a script at once: one awk finds which are mounted, one
  * setfattr, getfattr and setfattr -x each take them all (four processes, not four per disk: a
@@ -328,12 +327,12 @@ export const XATTR_CHECKS: ProbeBatch = {
   script(paths) {
     const n = shq(XATTR_NAME);
     return `v="racksmith-$$"
-rs_m=$(RS_MPS=${shq(paths.map(mountinfoPath).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
+rs_m=$(RS_MPS=${shq(paths.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
 rs_m="
 $rs_m
 "
 set --
-${paths.map((p) => `case "$rs_m" in *${shq(`\n${mountinfoPath(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
+${paths.map((p) => `case "$rs_m" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
 if [ $# -gt 0 ]; then
   echo "want=$v"

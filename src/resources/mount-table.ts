@@ -10,7 +10,7 @@ export const MOUNT_TABLE_MARK = '== mountinfo\n';
 export const MOUNT_TABLE: ProbeBatch = {
   script: () => 'cat /proc/self/mountinfo',
   split(stdout, args) {
-    const lines = stdout.split('\n').filter(Boolean).map((l) => ({ l, mp: unescape(l.split(' ', 5)[4] ?? '') }));
+    const lines = stdout.split('\n').filter(Boolean).map((l) => ({ l, mp: unescapeMountinfo(l.split(' ', 5)[4] ?? '') }));
     return args.map((a) => {
       const mine = lines.filter((x) => (a.endsWith('/') ? x.mp.startsWith(a) : x.mp === a));
       return MOUNT_TABLE_MARK + mine.map((x) => `${x.l}\n`).join('');
@@ -34,29 +34,31 @@ export interface MountEntry {
 }
 
 /** mountinfo escapes space, tab, newline and backslash as \ooo. */
-const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+export function unescapeMountinfo(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
 
-let cached: { text: string; byPath: Map<string, MountEntry> } | undefined;
+/** A path as mountinfo spells it (the inverse of unescapeMountinfo). */
+export function escapeMountinfo(p: string): string {
+  return p.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+}
 
 /** Mountpoint -> the entry on top (the last one mounted there), from /proc/self/mountinfo text. */
 export function parseMountTable(text: string): Map<string, MountEntry> {
-  // Every mount resource of a host parses the same table: keep the last answer.
-  if (cached?.text === text) return cached.byPath;
   const byPath = new Map<string, MountEntry>();
   for (const line of text.split('\n')) {
     const f = line.split(' ');
     const dash = f.indexOf('-', 6);
     if (dash < 0 || f.length < dash + 3) continue;
-    const root = unescape(f[3]);
-    const device = unescape(f[dash + 2] ?? '');
-    byPath.set(unescape(f[4]), {
+    const root = unescapeMountinfo(f[3]);
+    const device = unescapeMountinfo(f[dash + 2] ?? '');
+    byPath.set(unescapeMountinfo(f[4]), {
       source: root === '/' ? device : `${device}[${root}]`,
       fstype: f[dash + 1],
       options: [...f[5].split(','), ...(f[dash + 3] ?? '').split(',').filter(Boolean)],
       majmin: f[2],
     });
   }
-  cached = { text, byPath };
   return byPath;
 }
 

@@ -103,7 +103,6 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
       const { live, file } = splitWithFile(out);
       const values: Record<string, string | null> = Object.fromEntries(keys.map((k) => [k, '']));
       let memory: HostMemory = { memTotalKb: 0, pageSize: 4096 };
-      const seen = new Set<string>();
       for (const l of live.split('\n')) {
         if (l.startsWith('mem=')) {
           const [kb, ps] = l.slice(4).split(' ');
@@ -111,13 +110,10 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
         } else if (l.startsWith('missing=')) {
           values[l.slice(8)] = null;
         } else {
-          // grep -H: /proc/sys/net/core/somaxconn:4096 (the first line of a multi-line value)
+          // grep -H: /proc/sys/net/core/somaxconn:4096 (SYSCTL_LIVE keeps a value's first line only)
           const colon = l.indexOf(':');
           const key = colon > 0 ? keyOfPath.get(l.slice(0, colon)) : undefined;
-          if (key !== undefined && !seen.has(key)) {
-            values[key] = normaliseSysctl(l.slice(colon + 1));
-            seen.add(key);
-          }
+          if (key !== undefined) values[key] = normaliseSysctl(l.slice(colon + 1));
         }
       }
       return { file, live: values, memory };
