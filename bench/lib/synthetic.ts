@@ -9,8 +9,10 @@
 // each phase in this process.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
+import { prebuiltIsCurrent, prebuiltPlaybookImporter } from '../../bin/prebuilt.mjs';
 import type { Testbed } from './bed.ts';
 import { sitePlaybook, RACKSMITH_VARS, storageDisks, type Workload } from './workload.ts';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
@@ -20,14 +22,32 @@ import type { Resource } from '../../src/resources/types.ts';
 
 const RESOURCES_PER_HOST = 50;
 
+const repoRoot = resolve(import.meta.dirname, '../..');
+let useDist: boolean | undefined;
+/**
+ * One of racksmith's modules (`src/x.ts`) as the CLI runs it: the prebuilt dist/ JavaScript when
+ * it was built from these sources (what `npm ci` installs; precompiled schemas), else the source.
+ */
+async function racksmith<M>(rel: string): Promise<M> {
+  useDist ??= prebuiltIsCurrent(repoRoot);
+  const file = useDist ? join(repoRoot, 'dist', rel.replace(/\.ts$/, '.js')) : join(repoRoot, rel);
+  return (await import(pathToFileURL(file).href)) as M;
+}
+
+/** The site playbook, loaded as the CLI loads it. */
+async function siteBook(): Promise<Playbook> {
+  const { loadPlaybook } = await racksmith<typeof import('../../src/cli.ts')>('src/cli.ts');
+  useDist ??= prebuiltIsCurrent(repoRoot);
+  return useDist ? loadPlaybook(sitePlaybook, prebuiltPlaybookImporter(repoRoot) as (f: string) => Promise<{ default?: unknown }>) : loadPlaybook(sitePlaybook);
+}
+
 /** The site playbook plus generic resources up to `total` per host (a directory, files, directories, lines stacked in one file). */
 async function benchPlaybook(siteCount: number, total: number): Promise<{ pb: Playbook; extra: number }> {
-  const { loadPlaybook } = await import('../../src/cli.ts');
-  const { playbook } = await import('../../src/engine/playbook.ts');
-  const { file } = await import('../../src/resources/file.ts');
-  const { directory } = await import('../../src/resources/directory.ts');
-  const { line } = await import('../../src/resources/text-edit.ts');
-  const site = await loadPlaybook(sitePlaybook);
+  const { playbook } = await racksmith<typeof import('../../src/engine/playbook.ts')>('src/engine/playbook.ts');
+  const { file } = await racksmith<typeof import('../../src/resources/file.ts')>('src/resources/file.ts');
+  const { directory } = await racksmith<typeof import('../../src/resources/directory.ts')>('src/resources/directory.ts');
+  const { line } = await racksmith<typeof import('../../src/resources/text-edit.ts')>('src/resources/text-edit.ts');
+  const site = await siteBook();
   const n = Math.max(1, total - siteCount);
   const nFiles = Math.round((n - 1) * 0.4);
   const nLines = Math.round((n - 1) * 0.35);
@@ -54,33 +74,47 @@ interface Recording {
   outputs: Array<{ marker: string; stdout: string; stderr: string }>;
 }
 
-// The recorded stdout around its marker, split once for all hosts (the harness's own work, not
-// the engine's: each host still gets a fresh string with its own marker).
-const split = new WeakMap<object, string[]>();
 // Inline probe parts are delimited by a mark random per process (src/engine/probe-set.ts): a
-// recording saved by another process carries its own, rewritten to this process's (taken from
-// the script, where the mark appears in the printf lines).
+// recording saved by another process carries its own, rewritten to this process's.
 const INLINE_MARK = /@@RS-INLINE-[0-9a-f]+@@/g;
-let inlineMark: string | undefined;
-const pieces = (r: Recording['outputs'][number]) => {
-  let p = split.get(r);
-  if (!p) split.set(r, (p = (inlineMark ? r.stdout.replace(INLINE_MARK, inlineMark) : r.stdout).split(r.marker)));
-  return p;
-};
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
+/**
+ * The recorded output as host number `i` of a converged fleet would answer: what differs between
+ * such hosts is made to differ, so that nothing the engine reuses across hosts (a parse of the
+ * same answer) looks better here than on a real fleet. Each host has its own filesystem UUIDs
+ * (in the disks' probes and in fstab's content), mount IDs in the mount table, and value of the
+ * data disks' xattr check.
+ */
+export function hostVariant(stdout: string, i: number): string {
+  const uuid = (u: string) => u.slice(0, -4) + (i & 0xffff).toString(16).padStart(4, '0');
+  let out = stdout
+    .replace(UUID, uuid)
+    .replace(/^(\d+) (\d+) (?=\d+:\d+ )/gm, (_, id: string, parent: string) => `${Number(id) + 10_000 * i} ${Number(parent) + 10_000 * i} `)
+    .replace(/racksmith-\d+\b/g, `racksmith-${1000 + i}`);
+  // small files' contents travel as one base64 blob (src/resources/file-common.ts)
+  const c = out.indexOf('\n@content\n');
+  const h = out.indexOf('\n@sha\n', c);
+  if (c >= 0 && h > c) {
+    const blob = Buffer.from(out.slice(c + 10, h), 'base64').toString('latin1').replace(UUID, uuid);
+    out = out.slice(0, c + 10) + Buffer.from(blob, 'latin1').toString('base64') + out.slice(h);
+  }
+  return out;
+}
+
+/** Replays each host's answers (made before the timed run), with the marker of each exec's script. */
 class FakeConnection implements Connection {
   execCount = 0;
   constructor(
     readonly host: string,
-    private readonly rec: Recording,
+    private readonly answers: Array<{ pieces: string[]; stderr: string[] }>,
   ) {}
   async exec(script: string): Promise<ExecResult> {
-    const r = this.rec.outputs[this.execCount++];
+    const r = this.answers[this.execCount++];
     if (!r) throw new Error(`synthetic: ${this.host}: exec ${this.execCount} was not recorded (not converged?)`);
     const marker = /^rs_m='([^']+)'/.exec(script)?.[1];
     if (!marker) throw new Error('synthetic: no marker in the script');
-    inlineMark ??= script.match(INLINE_MARK)?.[0];
-    return { stdout: pieces(r).join(marker), stderr: r.stderr.split(r.marker).join(marker), code: 0 };
+    return { stdout: r.pieces.join(marker), stderr: r.stderr.join(marker), code: 0 };
   }
   async close(): Promise<void> {}
 }
@@ -126,13 +160,12 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log
 
 /** 1. converge one bed host with a 50-resource playbook, then record a converged run. */
 async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promise<SavedRecording> {
-  const { loadInventory } = await import('../../src/inventory/load.ts');
-  const { prepare, execute } = await import('../../src/engine/index.ts');
-  const { connect } = await import('../../src/engine/connect.ts');
+  const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
+  const { prepare, execute } = await racksmith<typeof import('../../src/engine/index.ts')>('src/engine/index.ts');
+  const { connect } = await racksmith<typeof import('../../src/engine/connect.ts')>('src/engine/connect.ts');
   const bedHost = w.hosts[0];
   const inv1 = loadInventory(w.racksmithInventory);
-  const { loadPlaybook } = await import('../../src/cli.ts');
-  const siteCount = prepare(inv1, [await loadPlaybook(sitePlaybook)], { limit: bedHost }).reduce((a, p) => a + p.hosts.reduce((b, h) => b + h.resources.length, 0), 0);
+  const siteCount = prepare(inv1, [await siteBook()], { limit: bedHost }).reduce((a, p) => a + p.hosts.reduce((b, h) => b + h.resources.length, 0), 0);
   const { pb, extra } = await benchPlaybook(siteCount, RESOURCES_PER_HOST);
   const run = async (connector: (h: Host, o: any) => Promise<Connection>) =>
     execute(prepare(inv1, [pb], { limit: bedHost }), { inventoryFile: w.racksmithInventory, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 1, connectAttempts: 3, connector }, () => {});
@@ -165,11 +198,11 @@ async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promi
 
 /** 2.-3. the replay for HOSTS hosts; exported to profile it without a bed (a saved recording). */
 export async function replaySynthetic(saved: SavedRecording, dir: string, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
-  const { loadInventory } = await import('../../src/inventory/load.ts');
-  const { prepare, execute } = await import('../../src/engine/index.ts');
-  const { HumanReporter } = await import('../../src/ui/human.ts');
-  const { jsonSink } = await import('../../src/ui/json.ts');
-  const { journalSink } = await import('../../src/engine/journal.ts');
+  const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
+  const { prepare, execute } = await racksmith<typeof import('../../src/engine/index.ts')>('src/engine/index.ts');
+  const { HumanReporter } = await racksmith<typeof import('../../src/ui/human.ts')>('src/ui/human.ts');
+  const { jsonSink } = await racksmith<typeof import('../../src/ui/json.ts')>('src/ui/json.ts');
+  const { journalSink } = await racksmith<typeof import('../../src/engine/journal.ts')>('src/engine/journal.ts');
   const { pb } = await benchPlaybook(saved.siteCount, RESOURCES_PER_HOST);
   const { resourcesPerHost, disks } = saved;
   const rec: Recording = { outputs: saved.outputs };
@@ -190,6 +223,16 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     }, { aliasDuplicateObjects: false }),
   );
 
+  // Every host's answers, made before anything is timed (the harness's work, not the engine's).
+  const { standaloneProbe, inline } = await racksmith<typeof import('../../src/engine/probe-set.ts')>('src/engine/probe-set.ts');
+  const inlineMark = standaloneProbe([inline(':')]).script.match(INLINE_MARK)![0];
+  const answers = new Map(
+    names.map((n, i) => [
+      n,
+      rec.outputs.map((o) => ({ pieces: hostVariant(o.stdout.replace(INLINE_MARK, inlineMark), i).split(o.marker), stderr: o.stderr.split(o.marker) })),
+    ]),
+  );
+
   const phases: SyntheticResult['phases'] = {};
   const lap = async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
     const c0 = process.cpuUsage();
@@ -206,23 +249,33 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
   const json = jsonSink(nullStream());
   const journal = journalSink(join(dir, 'synthetic-journal.ndjson'));
-  const events: Parameters<typeof json>[0][] = [];
-  const emit = (e: Parameters<typeof json>[0]) => {
-    events.push(e);
+  type RunEvent = Parameters<typeof json>[0];
+  let eventCount = 0;
+  const emit = (e: RunEvent) => {
+    eventCount++;
     human.onEvent(e);
     json(e);
     journal(e);
   };
   emit({ type: 'run_start', playbooks: ['synthetic'], hosts: names, check: false });
   const outcome = await lap('execute (script build, fake exec, parse, diff, events)', () =>
-    execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, rec) }, emit),
+    execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!) }, emit),
   );
   await lap('report (listr2 finish, change groups, recap table)', () => human.finish(outcome));
   const total = process.cpuUsage(c0);
   const totalWall = performance.now() - t0;
-  // What the event sinks cost inside `execute`: the same events again through fresh sinks (timing
-  // each event inside the run would cost more than the sinks themselves).
+  // What the event sinks cost inside `execute`: the run's events again (rebuilt from its results,
+  // not kept during the run: holding 50,000 events would add garbage-collection work the CLI does
+  // not have) through fresh sinks (timing each event inside the run would cost more than the sinks).
   {
+    const events: RunEvent[] = [{ type: 'run_start', playbooks: ['synthetic'], hosts: names, check: false }];
+    let at: string | undefined;
+    for (const r of outcome.results) {
+      if (`${r.host}\0${r.play}` !== at) events.push({ type: 'host_start', host: r.host, play: r.play });
+      at = `${r.host}\0${r.play}`;
+      events.push({ type: 'resource', ...r });
+    }
+    for (const h of outcome.hosts) events.push({ type: 'host_recap', ...h });
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
     const j2 = jsonSink(nullStream());
     const jr2 = journalSink(join(dir, 'synthetic-journal-2.ndjson'));
@@ -232,7 +285,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
       const t = performance.now();
       for (const e of events) sink(e);
       const d = process.cpuUsage(a);
-      phases[`  of which event sink: ${name} (${events.length} events, replayed)`] = { cpuMs: (d.user + d.system) / 1000, wallMs: performance.now() - t };
+      phases[`  of which event sink: ${name} (${eventCount} events; ${events.length} replayed)`] = { cpuMs: (d.user + d.system) / 1000, wallMs: performance.now() - t };
     }
   }
   const ok = outcome.results.filter((r) => r.status === 'ok').length;
@@ -252,7 +305,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   if (failed || changed) log(`synthetic: WARNING: the replay did not come out converged (${changed} changed, ${failed} failed): the plan time is not of a converged fleet`);
   const lines = [
     '',
-    `synthetic plan: ${hosts} hosts x ${resourcesPerHost} resources, no SSH (recorded converged probe output), this process`,
+    `synthetic plan: ${hosts} hosts x ${resourcesPerHost} resources, no SSH (recorded converged probe output), this process, racksmith ${useDist ? 'from dist/ (as npm ci installs it)' : 'from src/ through tsx (dist/ is not current: npm run build)'}`,
     ...Object.entries(res.phases).map(([k, v]) => `  ${k.padEnd(58)} cpu ${v.cpuMs.toFixed(0).padStart(6)} ms${Number.isFinite(v.wallMs) ? `  wall ${v.wallMs.toFixed(0).padStart(6)} ms` : ''}`),
     `  total                                                      cpu ${res.totalCpuMs.toFixed(0).padStart(6)} ms  wall ${res.totalWallMs.toFixed(0).padStart(6)} ms; heap ${res.heapUsedMb.toFixed(0)} MiB, rss ${res.rssMb.toFixed(0)} MiB`,
     `  resources: ${ok} ok, ${changed} changed, ${failed} failed (all ok expected)`,
