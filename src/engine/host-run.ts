@@ -20,8 +20,12 @@ export interface HostRunOptions {
   signal?: AbortSignal;
   /** Probes of this host's later plays, run in this run's first exec: one round trip for every play. */
   prefetch?: readonly ProbeText[];
-  /** Their outputs (one per probe of `prefetch`), once the first exec returned. */
-  onPrefetched?: (outs: SectionOutput[]) => void;
+  /**
+   * Their answers, once the first exec returned: `answers(from, count)` gives those of probes
+   * from..from+count-1 of `prefetch`, worked out when asked (what waits for a later play is the
+   * exec's output, not a copy per resource).
+   */
+  onPrefetched?: (answers: (from: number, count: number) => SectionOutput[]) => void;
   /** This play's probe outputs, prefetched by an earlier play and still current: no probe exec. */
   probed?: readonly SectionOutput[];
   /** Fingerprint the facts (saved plans): a sha256 per resource, only worth its cost there. */
@@ -80,7 +84,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       return false;
     }
     try {
-      s.facts = s.r.parse(out.stdout, out.code, out.stderr);
+      s.facts = parseOnce(s.r, out as SectionOutput & { code: number });
       if (o.hashFacts) {
         s.factHash = factsHash(s.facts);
         factHashes.set(s.r.id, s.factHash);
@@ -122,9 +126,8 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       failRemaining(first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
-    const outs = [...all, ...extra].map((_, i) => set.output(first, i));
-    probed = outs.slice(0, all.length);
-    if (extra.length) o.onPrefetched?.(outs.slice(all.length));
+    probed = all.map((_, i) => set.output(first, i));
+    if (extra.length) o.onPrefetched?.(answersFrom(set, first, all.length));
   }
   all.forEach((s, i) => ingest(s, probed[i]));
 
@@ -256,6 +259,27 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   }
   failRemaining('not converged: dependency cycle');
   return { results: collect(states), factHashes };
+}
+
+/**
+ * Probe answers from `offset` on in an exec's output. Made out here, not in `runHost`: a closure there
+ * would hold on to runHost's whole scope (every resource's facts) until the later play ran.
+ */
+function answersFrom(set: ProbeSet, outs: SectionOutput[], offset: number): (from: number, count: number) => SectionOutput[] {
+  return (from, count) => Array.from({ length: count }, (_, i) => set.output(outs, offset + from + i));
+}
+
+// Each resource's last parse: hosts that share a play's build share its resource objects, and
+// converged hosts mostly answer a probe word for word alike (same file, same sysctl values).
+const lastParse = new WeakMap<Resource, { stdout: string; code: number; stderr: string; facts: unknown }>();
+
+/** `r.parse` of this output, or the facts of the same output parsed just before (parse is pure). */
+function parseOnce(r: Resource, out: SectionOutput & { code: number }): unknown {
+  const last = lastParse.get(r);
+  if (last && last.code === out.code && last.stdout === out.stdout && last.stderr === out.stderr) return last.facts;
+  const facts = r.parse(out.stdout, out.code, out.stderr);
+  lastParse.set(r, { stdout: out.stdout, code: out.code, stderr: out.stderr, facts });
+  return facts;
 }
 
 const probes = new WeakMap<Resource, ProbeText>();

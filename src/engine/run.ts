@@ -169,7 +169,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     applyEpoch++;
     applying += phase === 'start' ? 1 : -1;
   };
-  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, SectionOutput[]> }>();
+  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, () => SectionOutput[]> }>();
   const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
 
   const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
@@ -198,7 +198,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         }, o.hostTimeoutMs)
       : undefined;
     const pre = prefetched.get(host.name);
-    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex)?.() : undefined;
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
     if (pre && pre.epoch !== applyEpoch) prefetched.delete(host.name);
     else pre?.byPlay.delete(playIndex);
@@ -207,10 +207,14 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     const res = await runHost(conn, resources, {
       probed,
       prefetch: later.flatMap(([, rs]) => rs.map(probeOf)),
-      onPrefetched: (outs) => {
-        const byPlay = new Map<number, SectionOutput[]>();
+      onPrefetched: (answers) => {
+        const byPlay = new Map<number, () => SectionOutput[]>();
         let k = 0;
-        for (const [j, rs] of later) byPlay.set(j, outs.slice(k, (k += rs.length)));
+        for (const [j, rs] of later) {
+          const from = k;
+          byPlay.set(j, () => answers(from, rs.length));
+          k += rs.length;
+        }
         prefetched.set(host.name, { epoch: sentAt, byPlay });
       },
       onApply,
