@@ -80,8 +80,9 @@ echo @sha
       const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
       if (m) hashes.set(m[2], m[1]);
     }
-    // Small files' contents, concatenated in the order find listed them.
-    const blob = Buffer.from(stdout.slice(c + 10, h).replace(/\s+/g, ''), 'base64');
+    // Small files' contents, concatenated in the order find listed them (the decoder skips the
+    // line breaks of base64's output).
+    const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
     const small = [...meta.values()].filter((f) => f[0] === 'f' && Number(f[1]) <= MAX_PROBED_BYTES);
     const whole = small.reduce((n, f) => n + Number(f[1]), 0) === blob.length;
     const content = new Map<string, Buffer>();
@@ -103,7 +104,19 @@ echo @sha
   },
 };
 
+// Mount resources of a host all read the same fstab answer, and converged hosts the same files:
+// the last answer parsed is kept (facts are read-only once parsed).
+let lastParsed: { out: string; facts: FileFacts } | undefined;
+
+/** A file's facts from its probe answer. Read-only: the same answer gives the same object. */
 export function parseFileFacts(out: string): FileFacts {
+  if (lastParsed?.out === out) return lastParsed.facts;
+  const facts = readFileFacts(out);
+  lastParsed = { out, facts };
+  return facts;
+}
+
+function readFileFacts(out: string): FileFacts {
   const idx = out.indexOf('content:\n');
   const head = idx < 0 ? out : out.slice(0, idx);
   const kv = new Map<string, string>();
@@ -117,11 +130,29 @@ export function parseFileFacts(out: string): FileFacts {
   const num = (k: string) => (kv.has(k) ? Number(kv.get(k)) : undefined);
   const facts: FileFacts = { type, mode: kv.get('mode'), uid: num('uid'), user: kv.get('user'), gid: num('gid'), group: kv.get('group'), size: num('size'), sha256: kv.get('sha256') };
   if (idx >= 0) {
-    facts.content = Buffer.from(out.slice(idx + 'content:\n'.length).replace(/\s+/g, ''), 'base64');
-    facts.sha256 ??= sha256(facts.content);
-  }
-  if (type === 'file' && !facts.sha256) throw new ProbeError(`no content or hash for a file: ${out.slice(0, 200)}`);
+    const content = Buffer.from(out.slice(idx + 'content:\n'.length), 'base64');
+    facts.content = content;
+    if (facts.sha256 === undefined) {
+      // Hashed when asked for (a compare-and-swap write, a saved plan): comparing content needs no hash.
+      Object.defineProperty(facts, 'sha256', {
+        enumerable: true,
+        configurable: true,
+        get: () => {
+          const hash = sha256(content);
+          Object.defineProperty(facts, 'sha256', { value: hash, enumerable: true, writable: true, configurable: true });
+          return hash;
+        },
+      });
+    }
+  } else if (type === 'file' && !facts.sha256) throw new ProbeError(`no content or hash for a file: ${out.slice(0, 200)}`);
   return facts;
+}
+
+/** Does the file hold exactly `want`? Compares content when the probe brought it, else hashes. */
+export function hasContent(f: FileFacts, want: Buffer): boolean {
+  if (f.type !== 'file') return false;
+  if (f.content) return f.content.equals(want);
+  return f.sha256 === sha256(want);
 }
 
 export function sha256(data: string | Buffer): string {

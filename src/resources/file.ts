@@ -3,7 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { shq } from '../shell/quote.ts';
 import {
   atomicWriteScript, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
-  parseFileFacts, predictWrite, sha256, type FileFacts,
+  hasContent, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
@@ -25,7 +25,6 @@ export function file(o: FileOptions): Resource<FileFacts> {
   const mode = normMode(o.mode);
   const secret = o.content instanceof Secret;
   const want = o.content instanceof Secret ? Buffer.from(o.content.reveal()) : Buffer.from(o.content ?? '');
-  const wantHash = sha256(want);
   return {
     ...common('file', `file:${path}`, o),
     verifiable: true,
@@ -39,7 +38,7 @@ export function file(o: FileOptions): Resource<FileFacts> {
       const changes: Change[] = [];
       if (f.type === 'absent') {
         changes.push({ summary: `create ${path} (${want.length} bytes)`, diff: secret ? undefined : contentDiff(path, undefined, want, false) });
-      } else if (f.sha256 !== wantHash) {
+      } else if (!hasContent(f, want)) {
         changes.push({
           summary: secret ? `update ${path} (secret content)` : `update ${path} (${f.size} → ${want.length} bytes)`,
           diff: secret ? undefined : contentDiff(path, f.content, want, true),
@@ -52,7 +51,7 @@ export function file(o: FileOptions): Resource<FileFacts> {
     useFiles: (f, files) => (files[path] as FileFacts | undefined) ?? f,
     apply(f) {
       if (state === 'absent') return [{ name: `remove ${path}`, script: `rm -f -- ${shq(path)}` }];
-      if (f.type === 'file' && f.sha256 === wantHash) {
+      if (hasContent(f, want)) {
         return [{ name: `set mode/owner of ${path}`, script: chmodChownScript(path, mode, o.owner, o.group) }];
       }
       // rename(2) replaces a symlink itself, not its target.

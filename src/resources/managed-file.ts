@@ -1,4 +1,4 @@
-import { atomicWriteScript, contentDiff, fileProbe, parseFileFacts, predictWrite, sha256, type FileFacts } from './file-common.ts';
+import { atomicWriteScript, contentDiff, fileProbe, hasContent, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { inline, type ProbePart } from '../engine/probe-set.ts';
 import { ProbeError, type Change, type Step } from './types.ts';
 
@@ -20,7 +20,7 @@ export function splitWithFile(out: string): { live: string; file: FileFacts } {
 
 export function fileChange(path: string, f: FileFacts, want: string): Change | undefined {
   const buf = Buffer.from(want);
-  if (f.type === 'file' && f.sha256 === sha256(buf)) return undefined;
+  if (hasContent(f, buf)) return undefined;
   return {
     summary: f.type === 'absent' ? `create ${path}` : `update ${path}`,
     diff: contentDiff(path, f.content, buf, f.type === 'file'),
@@ -29,7 +29,7 @@ export function fileChange(path: string, f: FileFacts, want: string): Change | u
 
 export function writeStep(path: string, f: FileFacts, want: string): Step | undefined {
   const buf = Buffer.from(want);
-  if (f.type === 'file' && f.sha256 === sha256(buf)) return undefined;
+  if (hasContent(f, buf)) return undefined;
   return { name: `write ${path}`, script: atomicWriteScript({ path, content: buf, mode: '644', expectSha256: f.type === 'absent' ? 'absent' : f.sha256 }) };
 }
 

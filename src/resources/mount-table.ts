@@ -10,10 +10,26 @@ export const MOUNT_TABLE_MARK = '== mountinfo\n';
 export const MOUNT_TABLE: ProbeBatch = {
   script: () => 'cat /proc/self/mountinfo',
   split(stdout, args) {
-    const lines = stdout.split('\n').filter(Boolean).map((l) => ({ l, mp: unescapeMountinfo(l.split(' ', 5)[4] ?? '') }));
+    // Each line with its mountpoint, in table order; the lines of each mountpoint (several when
+    // mounts are stacked) joined once.
+    const lines: Array<{ mp: string; line: string }> = [];
+    const byMountpoint = new Map<string, string>();
+    for (let at = 0; at < stdout.length; ) {
+      let end = stdout.indexOf('\n', at);
+      if (end < 0) end = stdout.length;
+      if (end > at) {
+        const line = `${stdout.slice(at, end)}\n`;
+        const mp = unescapeMountinfo(mountpointField(line));
+        lines.push({ mp, line });
+        byMountpoint.set(mp, (byMountpoint.get(mp) ?? '') + line);
+      }
+      at = end + 1;
+    }
     return args.map((a) => {
-      const mine = lines.filter((x) => (a.endsWith('/') ? x.mp.startsWith(a) : x.mp === a));
-      return MOUNT_TABLE_MARK + mine.map((x) => `${x.l}\n`).join('');
+      if (!a.endsWith('/')) return MOUNT_TABLE_MARK + (byMountpoint.get(a) ?? '');
+      let under = '';
+      for (const x of lines) if (x.mp.startsWith(a)) under += x.line;
+      return MOUNT_TABLE_MARK + under;
     });
   },
 };
@@ -33,8 +49,20 @@ export interface MountEntry {
   majmin: string;
 }
 
+/** The fifth field of a mountinfo line ending in a newline (the mountpoint, escaped). */
+function mountpointField(line: string): string {
+  let at = 0;
+  for (let i = 0; i < 4; i++) {
+    at = line.indexOf(' ', at) + 1;
+    if (at === 0) return '';
+  }
+  const end = line.indexOf(' ', at);
+  return line.slice(at, end < 0 ? line.length - 1 : end); // the line ends with its newline
+}
+
 /** mountinfo escapes space, tab, newline and backslash as \ooo. */
 export function unescapeMountinfo(s: string): string {
+  if (!s.includes('\\')) return s;
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 

@@ -63,7 +63,11 @@ export interface Resource<F = unknown> {
    * resources of the script share word for word (a file they all read) runs once.
    */
   probe(): ProbeText;
-  /** Turn probe output into facts. Throws ProbeError when the host cannot answer. */
+  /**
+   * Turn probe output into facts. Throws ProbeError when the host cannot answer. A function of
+   * its arguments only, and the facts are never changed afterwards: hosts whose probe answered
+   * the same (converged hosts mostly do) share one parse.
+   */
   parse(stdout: string, exitCode: number, stderr: string): F;
   /** Pure: what differs. Throws Refusal when converging would be unsafe. */
   diff(facts: F): Change[];

@@ -10,7 +10,7 @@ import {
 } from './blockdev-logic.ts';
 import { diskProbe, splitDiskOutputs, type DiskSpec } from './blockdev.ts';
 import {
-  atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, sha256, type FileFacts,
+  atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, hasContent, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -73,8 +73,7 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
     diff(f): Change[] {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
       const want = content(f);
-      if (f.file.type === 'file' && f.file.sha256 === sha256(want) && f.file.mode === '644') return [];
-      if (f.file.type === 'file' && f.file.sha256 === sha256(want)) return [{ summary: `${path}: mode ${f.file.mode} → 644` }];
+      if (hasContent(f.file, want)) return f.file.mode === '644' ? [] : [{ summary: `${path}: mode ${f.file.mode} → 644` }];
       return [{
         summary: f.file.type === 'absent' ? `create ${path} (${o.disks.length} disk${o.disks.length === 1 ? '' : 's'})` : `update ${path}`,
         diff: contentDiff(path, f.file.content, want, f.file.type === 'file'),
