@@ -3,7 +3,7 @@ import { Refusal, type Change, type Resource, type Step } from '../resources/typ
 import type { ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
 import { ProbeSet, type ProbeText } from './probe-set.ts';
-import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
+import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -18,12 +18,12 @@ export interface HostRunOptions {
   planned?: Map<string, PlannedResource>;
   /** Ctrl-C: apply no further waves (the exec in flight finishes). */
   signal?: AbortSignal;
-  /** Probes of this host's later plays, run in this run's first exec: one round trip for every play. */
-  prefetch?: readonly ProbeText[];
+  /** Resources of this host's later plays, probed in this run's first exec: one round trip for every play. */
+  prefetch?: ReadonlyArray<readonly Resource[]>;
   /**
-   * Their answers, once the first exec returned: `answers(from, count)` gives those of probes
-   * from..from+count-1 of `prefetch`, worked out when asked (what waits for a later play is the
-   * exec's output, not a copy per resource).
+   * Their answers, once the first exec returned: `answers(from, count)` gives those of resources
+   * from..from+count-1 of `prefetch` (flattened), worked out when asked (what waits for a later
+   * play is the exec's output, not a copy per resource).
    */
   onPrefetched?: (answers: (from: number, count: number) => SectionOutput[]) => void;
   /** This play's probe outputs, prefetched by an earlier play and still current: no probe exec. */
@@ -57,6 +57,11 @@ export interface HostRunResult {
 
 interface State {
   r: Resource;
+  /** The states of r.dependsOn, r.writeAfter, r.after and r.stacksOn (resolved once). */
+  deps: State[];
+  writers: State[];
+  afters: State[];
+  stacked?: State;
   facts?: unknown;
   factHash?: string;
   changes?: Change[];
@@ -71,7 +76,15 @@ interface State {
  * and re-probes (verify + facts for the next wave). A converged host costs exactly one exec.
  */
 export async function runHost(conn: Connection, resources: Resource[], o: HostRunOptions): Promise<HostRunResult> {
-  const states = new Map<string, State>(resources.map((r) => [r.id, { r }]));
+  const states = new Map<string, State>();
+  for (const r of resources) states.set(r.id, { r, deps: NONE, writers: NONE, afters: NONE });
+  for (const s of states.values()) {
+    const { dependsOn, writeAfter, after, stacksOn } = s.r;
+    if (dependsOn.length) s.deps = dependsOn.map((d) => states.get(d)!);
+    if (writeAfter?.length) s.writers = writeAfter.map((d) => states.get(d)!);
+    if (after?.length) s.afters = after.map((d) => states.get(d)!);
+    if (stacksOn) s.stacked = states.get(stacksOn);
+  }
   const factHashes = new Map<string, string>();
   const finish = (s: State, res: Omit<ResourceResult, 'host' | 'play' | 'id' | 'kind'>) => {
     s.result = { host: o.host, play: o.play, id: s.r.id, kind: s.r.kind, ...res };
@@ -96,8 +109,8 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     }
   };
 
-  const exec = async (sections: Section[]): Promise<SectionOutput[] | string> => {
-    const { script, marker } = buildScript(sections);
+  const exec = async (sections: Section[], body?: string): Promise<SectionOutput[] | string> => {
+    const { script, marker } = buildScript(sections, body);
     try {
       const res = await conn.exec(script);
       if (res.code !== 0 && res.code !== null) {
@@ -118,16 +131,15 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   const all = [...states.values()];
   let probed = o.probed;
   if (!probed) {
-    const probeSecs: Section[] = [];
-    const extra = o.prefetch ?? [];
-    const set = new ProbeSet(probeSecs, [...all.map((s) => probeOf(s.r)), ...extra]);
-    const first = await exec(probeSecs);
+    const later = o.prefetch ?? [];
+    const { set, sections, body } = probeLayout([resources, ...later]);
+    const first = await exec(sections, body);
     if (typeof first === 'string') {
       failRemaining(first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
     probed = all.map((_, i) => set.output(first, i));
-    if (extra.length) o.onPrefetched?.(answersFrom(set, first, all.length));
+    if (later.length) o.onPrefetched?.(answersFrom(set, first, all.length));
   }
   all.forEach((s, i) => ingest(s, probed[i]));
 
@@ -145,31 +157,26 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     const deferred: State[] = [];
     for (const s of states.values()) {
       if (s.result) continue;
-      const deps = s.r.dependsOn.map((d) => states.get(d)!);
-      const writers = (s.r.writeAfter ?? []).map((d) => states.get(d)!);
-      // A writer of the same file that predicted its result does not make us wait: we diff against it.
-      const stacked = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
-      const stackable = (d: State) => d === stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
-      const blocker = [...deps, ...(s.r.after ?? []).map((d) => states.get(d)!)].find((d) => d.result?.status === 'failed' || d.result?.status === 'skipped');
+      const { deps, writers, afters, stacked } = s;
+      const blocker = deps.find(notConverged) ?? afters.find(notConverged);
       if (blocker) {
         // Pass the file predictions along, so a later writer of the same file still stacks.
-        if (stacked && stackable(stacked)) s.predictedFiles = stacked.predictedFiles;
+        if (stacked && stackable(s, stacked)) s.predictedFiles = stacked.predictedFiles;
         finish(s, { status: 'skipped', changes: [], error: `dependency ${blocker.r.id} did not converge` });
         continue;
       }
       // Ordering-only dependencies must be decided first, or go in this same wave before us.
-      const later = (s.r.after ?? []).map((d) => states.get(d)!).some((d) => !d.result && !toApply.includes(d));
-      if (later || [...deps, ...writers].some((d) => !d.result && !stackable(d))) {
+      if (afters.some((d) => !d.result && !toApply.includes(d)) || anyUndecided(s, deps) || anyUndecided(s, writers)) {
         deferred.push(s); // decided once its dependencies are
         continue;
       }
-      const pendingDep = o.check ? [...deps, ...writers].find((d) => d.result?.status === 'changed' && !stackable(d)) : undefined;
+      const pendingDep = o.check ? (firstPending(s, deps) ?? firstPending(s, writers)) : undefined;
       if (pendingDep) {
         // Its facts would only be known after the dependency's change: report, never guess.
         finish(s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
         continue;
       }
-      const inherited = stacked && stackable(stacked) ? stacked.predictedFiles : undefined;
+      const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
       if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
       try {
         s.changes = s.r.diff(s.facts);
@@ -261,6 +268,25 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   return { results: collect(states), factHashes };
 }
 
+const NONE: State[] = [];
+
+const notConverged = (d: State) => d.result?.status === 'failed' || d.result?.status === 'skipped';
+
+/** A writer of the same file that predicted its result does not make `s` wait: s diffs against it. */
+const stackable = (s: State, d: State) => d === s.stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
+
+/** Some of `list` is not decided yet (and `s` cannot diff against its prediction). */
+function anyUndecided(s: State, list: State[]): boolean {
+  for (const d of list) if (!d.result && !stackable(s, d)) return true;
+  return false;
+}
+
+/** The first of `list` with a change pending (check mode) that `s` cannot diff against. */
+function firstPending(s: State, list: State[]): State | undefined {
+  for (const d of list) if (d.result?.status === 'changed' && !stackable(s, d)) return d;
+  return undefined;
+}
+
 /**
  * Probe answers from `offset` on in an exec's output. Made out here, not in `runHost`: a closure there
  * would hold on to runHost's whole scope (every resource's facts) until the later play ran.
@@ -280,6 +306,36 @@ function parseOnce(r: Resource, out: SectionOutput & { code: number }): unknown 
   const facts = r.parse(out.stdout, out.code, out.stderr);
   lastParse.set(r, { stdout: out.stdout, code: out.code, stderr: out.stderr, facts });
   return facts;
+}
+
+/** The probe exec of some resource lists: its sections, their script (marker aside) and answer split. */
+interface ProbeLayout {
+  set: ProbeSet;
+  sections: Section[];
+  body: string;
+}
+
+// By the identity of each list in turn: the hosts of a play's build share its resource list, so a
+// fleet lays its probe exec out once per combination of builds (never rebuilt per host).
+interface LayoutNode {
+  layout?: ProbeLayout;
+  next: WeakMap<readonly Resource[], LayoutNode>;
+}
+const layouts: LayoutNode = { next: new WeakMap() };
+
+function probeLayout(lists: ReadonlyArray<readonly Resource[]>): ProbeLayout {
+  let node = layouts;
+  for (const list of lists) {
+    let child = node.next.get(list);
+    if (!child) node.next.set(list, (child = { next: new WeakMap() }));
+    node = child;
+  }
+  if (!node.layout) {
+    const sections: Section[] = [];
+    const set = new ProbeSet(sections, lists.flatMap((rs) => rs.map(probeOf)));
+    node.layout = { set, sections, body: scriptBody(sections) };
+  }
+  return node.layout;
 }
 
 const probes = new WeakMap<Resource, ProbeText>();

@@ -59,7 +59,8 @@ type Ref = { section: number } | { section: number; batch: ProbeBatch; slot: num
 export class ProbeSet {
   private readonly refs: Ref[][];
   private readonly batches = new Map<ProbeBatch, { section: number; args: string[]; slots: Map<string, number> }>();
-  private split?: { outs: readonly SectionOutput[]; answers: Map<number, string[]> };
+  /** Batch answers per exec output, split once (a set is shared by the hosts of a play's build). */
+  private readonly splits = new WeakMap<readonly SectionOutput[], Map<number, string[]>>();
 
   constructor(sections: Section[], probes: readonly ProbeText[]) {
     const seen = new Map<string, number>();
@@ -106,12 +107,13 @@ export class ProbeSet {
 
   /** A batch's answers, split once per script output. */
   private answers(outs: readonly SectionOutput[], section: number, batch: ProbeBatch): string[] {
-    if (this.split?.outs !== outs) this.split = { outs, answers: new Map() };
-    let a = this.split.answers.get(section);
+    let split = this.splits.get(outs);
+    if (!split) this.splits.set(outs, (split = new Map()));
+    let a = split.get(section);
     if (!a) {
       const o = outs[section];
       a = o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args);
-      this.split.answers.set(section, a);
+      split.set(section, a);
     }
     return a;
   }

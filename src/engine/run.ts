@@ -6,7 +6,7 @@ import type { Resource } from '../resources/types.ts';
 import { InputError } from '../util/errors.ts';
 import { connect, type ConnectOptions } from './connect.ts';
 import type { EventSink, HostRecap, Recap, ResourceResult } from './events.ts';
-import { probeOf, runHost, type PlannedResource } from './host-run.ts';
+import { runHost, type PlannedResource } from './host-run.ts';
 import type { SectionOutput } from './script.ts';
 import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from './playbook.ts';
@@ -206,7 +206,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
       probed,
-      prefetch: later.flatMap(([, rs]) => rs.map(probeOf)),
+      prefetch: later.map(([, rs]) => rs),
       onPrefetched: (answers) => {
         const byPlay = new Map<number, () => SectionOutput[]>();
         let k = 0;

@@ -21,9 +21,14 @@ export interface SectionOutput {
  * between B and X on stderr. A random marker per script keeps host output from faking a
  * boundary. Nothing is written on the host (no temp files): a converged run only reads.
  */
-export function buildScript(sections: Section[]): { script: string; marker: string } {
+export function buildScript(sections: Section[], body = scriptBody(sections)): { script: string; marker: string } {
   const marker = `@@RS-${randomBytes(8).toString('hex')}@@`;
-  const lines = [`rs_m='${marker}'`, 'rs_failed='];
+  return { script: `rs_m='${marker}'\n${body}`, marker };
+}
+
+/** The script of `buildScript` after its marker line: the same for every host given the same sections. */
+export function scriptBody(sections: readonly Section[]): string {
+  const lines = ['rs_failed='];
   // Group names become shell tokens g0, g1...: only safe characters reach the script.
   const groupTokens = new Map<string, string>();
   const token = (group: string) => {
@@ -46,7 +51,7 @@ export function buildScript(sections: Section[]): { script: string; marker: stri
       lines.push(...run);
     }
   });
-  return { script: lines.join('\n'), marker };
+  return lines.join('\n');
 }
 
 /**
