@@ -37,13 +37,27 @@ export class HumanReporter {
       const p = this.progress.get(e.host);
       if (!p) return;
       p[e.status]++;
-      p.title(`${e.host}: ${p.ok} ok, ${p.changed} ${'changed'}, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}`);
+      // A host's resources are decided in a burst: its line is redrawn once per burst.
+      this.stale.add(e.host);
+      if (this.stale.size === 1) setImmediate(this.retitle);
     } else if (e.type === 'host_recap') {
       const p = this.progress.get(e.host);
+      if (p && this.stale.delete(e.host)) this.title(e.host, p);
       if (e.unreachable) p?.title(`${e.host}: UNREACHABLE`);
       p?.done();
     }
   };
+
+  /** Hosts whose counts moved since their line was last drawn. */
+  private readonly stale = new Set<string>();
+  private readonly retitle = () => {
+    for (const host of this.stale) this.title(host, this.progress.get(host)!);
+    this.stale.clear();
+  };
+
+  private title(host: string, p: HostProgress): void {
+    p.title(`${host}: ${p.ok} ok, ${p.changed} ${'changed'}, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}`);
+  }
 
   private startProgress(hosts: string[], check: boolean): void {
     const logger = new ListrLogger({ processOutput: new ProcessOutput(this.out, this.out) });

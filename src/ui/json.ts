@@ -1,9 +1,28 @@
 import type { RunEvent } from '../engine/events.ts';
 import { eventLine } from '../engine/event-line.ts';
 
-/** `--json`: one event per line on stdout (NDJSON). Secrets serialise as their masked form. */
+/**
+ * `--json`: one event per line on stdout (NDJSON). Secrets serialise as their masked form.
+ * Resource events come in bursts (a host's resources are decided together): they are written
+ * once per burst, at the end of the current turn of the event loop; any other event (a host or
+ * play starting, recaps) goes out at once, after them.
+ */
 export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: RunEvent) => void {
+  let buf = '';
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (!buf) return;
+    const data = buf;
+    buf = '';
+    out.write(data);
+  };
   return (e) => {
-    out.write(eventLine(e));
+    buf += eventLine(e);
+    if (e.type !== 'resource') flush();
+    else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
   };
 }

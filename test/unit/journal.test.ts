@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { JOURNAL_FLUSH_BYTES, JOURNAL_FLUSH_MS, hostsToResume, journalSink } from '../../src/engine/journal.ts';
 import { jsonSink } from '../../src/ui/json.ts';
+import { eventLine } from '../../src/engine/event-line.ts';
 import { Secret } from '../../src/util/secret.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
@@ -39,7 +40,7 @@ describe('run journal', () => {
     expect(res.changes[0].before).toMatch(/^<secret sha256:/);
   });
 
-  it('shares one serialisation with --json: the same event gives the same line', () => {
+  it('shares one serialisation with --json: the same event gives the same line', async () => {
     const file = join(dir, 'j.ndjson');
     let out = '';
     const json = jsonSink(new Writable({ write: (c, _e, cb) => ((out += c.toString()), cb()) }));
@@ -48,7 +49,49 @@ describe('run journal', () => {
     json(e);
     j(e);
     j.close();
+    await new Promise((r) => setImmediate(r));
     expect(readFileSync(file, 'utf8')).toBe(out);
+  });
+
+  it('eventLine writes every event as JSON.stringify does, the converged resource built by hand too', () => {
+    const events: RunEvent[] = [
+      resource('a', 'x'),
+      resource('node"1\\', 'file:/etc/ü\n\u2028'),
+      { type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'changed', changes: [{ summary: 's', diff: 'd' }] },
+      { type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'skipped', changes: [], error: 'dependency x did not converge' },
+      { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'changed', changes: [{ summary: 'run c' }], alwaysRuns: true },
+      { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'ok', changes: [], alwaysRuns: undefined },
+      // keys in another order than the engine makes them: the general path keeps JSON.stringify's order
+      { host: 'a', type: 'resource', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] } as RunEvent,
+      { type: 'host_start', host: 'a', play: 'p' },
+      recap('a'),
+    ];
+    for (const e of events) {
+      const line = eventLine(e);
+      expect(line.endsWith('\n')).toBe(true);
+      const { ts, ...rest } = JSON.parse(line);
+      expect(new Date(ts).toISOString()).toBe(ts);
+      expect(line).toBe(`{"ts":${JSON.stringify(ts)},${JSON.stringify(e).slice(1)}\n`);
+      expect(rest).toEqual(JSON.parse(JSON.stringify(e)));
+    }
+  });
+
+  it('--json writes resource events once per turn of the event loop, other events at once and in order', async () => {
+    const writes: string[] = [];
+    const json = jsonSink(new Writable({ write: (c, _e, cb) => (writes.push(c.toString()), cb()) }));
+    json({ type: 'host_start', host: 'a', play: 'p' });
+    json(resource('a', 'x'));
+    json(resource('a', 'y'));
+    expect(writes.length).toBe(1); // the host_start
+    await new Promise((r) => setImmediate(r));
+    expect(writes.length).toBe(2);
+    expect(writes[1].split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual(['x', 'y']);
+    json(resource('a', 'z'));
+    json(recap('a')); // written at once, after the resource before it
+    expect(writes.length).toBe(3);
+    expect(writes[2].split('\n').filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(['resource', 'host_recap']);
+    await new Promise((r) => setImmediate(r));
+    expect(writes.length).toBe(3);
   });
 
   it('buffers resource events until the next other event (a host starts, a recap)', () => {
