@@ -53,7 +53,7 @@ describe('run journal', () => {
     expect(readFileSync(file, 'utf8')).toBe(out);
   });
 
-  it('eventLine writes every event as JSON.stringify does, the converged resource built by hand too', () => {
+  it('eventLine writes every event as JSON.stringify does, after its timestamp', () => {
     const events: RunEvent[] = [
       resource('a', 'x'),
       resource('node"1\\', 'file:/etc/ü\n\u2028'),
@@ -61,7 +61,6 @@ describe('run journal', () => {
       { type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'skipped', changes: [], error: 'dependency x did not converge' },
       { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'changed', changes: [{ summary: 'run c' }], alwaysRuns: true },
       { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'ok', changes: [], alwaysRuns: undefined },
-      // keys in another order than the engine makes them: the general path keeps JSON.stringify's order
       { host: 'a', type: 'resource', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] } as RunEvent,
       { type: 'host_start', host: 'a', play: 'p' },
       recap('a'),
