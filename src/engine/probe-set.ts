@@ -92,17 +92,24 @@ export class ProbeSet {
 
   /** Probe `i`'s output: its parts' stdout joined, the first failing exit code. */
   output(outs: readonly SectionOutput[], i: number): SectionOutput {
-    const got = this.refs[i].map((r) => {
+    const refs = this.refs[i];
+    if (refs.length === 1) {
+      const r = refs[0];
       const o = outs[r.section];
-      return 'batch' in r ? { ...o, stdout: this.answers(outs, r.section, r.batch)[r.slot] } : o;
-    });
-    if (got.length === 1) return got[0];
-    const failed = got.find((o) => o.code !== 0);
-    return {
-      stdout: got.map((o) => o.stdout).join(''),
-      stderr: got.map((o) => o.stderr).join(''),
-      code: got.some((o) => o.code === null) ? null : (failed?.code ?? 0),
-    };
+      return 'batch' in r ? { stdout: this.answers(outs, r.section, r.batch)[r.slot], stderr: o.stderr, code: o.code } : o;
+    }
+    let stdout = '';
+    let stderr = '';
+    let didNotRun = false;
+    let failed: number | undefined;
+    for (const r of refs) {
+      const o = outs[r.section];
+      stdout += 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : o.stdout;
+      stderr += o.stderr;
+      if (o.code === null) didNotRun = true;
+      else if (o.code !== 0) failed ??= o.code;
+    }
+    return { stdout, stderr, code: didNotRun ? null : (failed ?? 0) };
   }
 
   /** A batch's answers, split once per script output. */

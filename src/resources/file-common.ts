@@ -148,6 +148,20 @@ function readFileFacts(out: string): FileFacts {
   return facts;
 }
 
+const texts = new WeakMap<Buffer, string>();
+
+/**
+ * A probed file's content as text, decoded once: facts are shared and read-only, and a host's
+ * mounts all look into the same fstab. Empty for a file without probed content.
+ */
+export function contentText(f: FileFacts): string {
+  const c = f.content;
+  if (!c) return '';
+  let t = texts.get(c);
+  if (t === undefined) texts.set(c, (t = c.toString('utf8')));
+  return t;
+}
+
 /** Does the file hold exactly `want`? Compares content when the probe brought it, else hashes. */
 export function hasContent(f: FileFacts, want: Buffer): boolean {
   if (f.type !== 'file') return false;

@@ -1,6 +1,6 @@
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import { atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
+import { atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
 import { inline } from '../engine/probe-set.ts';
 import { MOUNT_TABLE_MARK, mountTableProbe, mountTableText, parseMountTable } from './mount-table.ts';
@@ -70,7 +70,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
   const lock = `${jail}/${o.lockFile ?? 'etc/racksmith-jail-gpu.lock'}`;
   const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
   const newFstab = (f: GpuFacts) =>
-    editBlock(f.fstab.content?.toString('utf8') ?? '', gpuFstabBlock(jail, f.files), MARKER, f.files.length ? 'present' : 'absent');
+    editBlock(contentText(f.fstab), gpuFstabBlock(jail, f.files), MARKER, f.files.length ? 'present' : 'absent');
 
   return {
     ...common('gpu-binds', `gpu-binds:${jail}`, o),
@@ -140,7 +140,7 @@ fi`), mountTableProbe(`${jail}/`), inline("echo '== fstab'"), fileProbe(fstabFil
         else if (!g.readOnly) changes.push({ summary: `remount ${g.target} read-only` });
       }
       const after = newFstab(f);
-      const before = f.fstab.content?.toString('utf8') ?? '';
+      const before = contentText(f.fstab);
       if (after !== before) changes.push({ summary: `${fstabFile}: GPU bind entries`, diff: contentDiff(fstabFile, f.fstab.content, Buffer.from(after), f.fstab.type === 'file') });
       const uncached = f.files.filter((g) => g.cached === false);
       if (uncached.length) changes.push({ summary: `refresh ${jail}/etc/ld.so.cache (missing ${uncached.map((g) => g.host.slice(g.host.lastIndexOf('/') + 1)).join(', ')})` });
@@ -168,7 +168,7 @@ fi`), mountTableProbe(`${jail}/`), inline("echo '== fstab'"), fileProbe(fstabFil
         });
       }
       const after = newFstab(f);
-      if (after !== (f.fstab.content?.toString('utf8') ?? '')) {
+      if (after !== contentText(f.fstab)) {
         steps.push({
           name: 'fstab GPU binds',
           script: atomicWriteScript({ path: fstabFile, content: Buffer.from(after), expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256, backup: true }),

@@ -2,7 +2,7 @@ import { inline, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts'
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
-  atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
+  atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
 import { MOUNT_TABLE_MARK, mountTableProbe, mountTableText, parseMountTable, type MountEntry } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
@@ -107,7 +107,7 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     dump: o.dump ?? 0,
     pass: o.pass ?? 0,
   });
-  const newFstab = (f: MountFacts) => setEntry(f.fstab.content?.toString('utf8') ?? '', entryFor(f));
+  const newFstab = (f: MountFacts) => setEntry(contentText(f.fstab), entryFor(f));
 
   /** Is what is mounted at `path` the thing we want? */
   const liveMatches = (f: MountFacts): boolean => {
@@ -232,7 +232,7 @@ cd /`);
       }
       if (persist) {
         const want = entryFor(f);
-        const have = f.fstab.content !== undefined ? findEntry(f.fstab.content.toString('utf8'), path) : undefined;
+        const have = f.fstab.content !== undefined ? findEntry(contentText(f.fstab), path) : undefined;
         if (!have || !sameEntry(have, want)) {
           const after = Buffer.from(newFstab(f));
           changes.push({
@@ -273,7 +273,7 @@ cd /`);
       }
       // fstab only after the mount worked: a broken entry never outlives a failed mount.
       if (persist) {
-        const have = f.fstab.content !== undefined ? findEntry(f.fstab.content.toString('utf8'), path) : undefined;
+        const have = f.fstab.content !== undefined ? findEntry(contentText(f.fstab), path) : undefined;
         if (!have || !sameEntry(have, entryFor(f))) {
           steps.push({
             name: `fstab entry for ${path}`,

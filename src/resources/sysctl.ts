@@ -61,8 +61,12 @@ export function normaliseSysctl(v: string | number): string {
   return String(v).trim().split(/\s+/).join(' ');
 }
 
+// A handful of keys, asked for on every host: each path is made once.
+const paths = new Map<string, string>();
 export function sysctlPath(key: string): string {
-  return '/proc/sys/' + key.split('.').join('/');
+  let p = paths.get(key);
+  if (p === undefined) paths.set(key, (p = '/proc/sys/' + key.split('.').join('/')));
+  return p;
 }
 
 export function renderSysctlFile(profile: string, values: Record<string, string>): string {

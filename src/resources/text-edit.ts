@@ -1,6 +1,6 @@
 import { InputError } from '../util/errors.ts';
 import {
-  atomicWriteScript, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
+  atomicWriteScript, contentText, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
   parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
@@ -29,7 +29,7 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
     }
     if (f.type !== 'file') throw new Refusal(`${path} is a ${f.type}, not a regular file`);
     if (!f.content) throw new ProbeError(`${path} is larger than the probe reads; not editing it`);
-    return edit(f.content.toString('utf8'));
+    return edit(contentText(f));
   };
   return {
     ...common(kind, `${kind}:${path}:${idPart}`, o),
@@ -40,7 +40,7 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
     diff(f): Change[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
       const after = next(f);
-      const before = f.content?.toString('utf8');
+      const before = f.content ? contentText(f) : undefined;
       const changes: Change[] = [];
       if (f.type === 'absent') changes.push({ summary: `create ${path} with ${what}`, diff: contentDiff(path, undefined, Buffer.from(after), false) });
       else if (after !== before) changes.push({ summary: `${what} in ${path}`, diff: contentDiff(path, f.content, Buffer.from(after), true) });
@@ -51,7 +51,7 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
     useFiles: (f, files) => (files[path] as FileFacts | undefined) ?? f,
     apply(f) {
       const after = next(f);
-      if (f.type === 'file' && after === f.content!.toString('utf8')) {
+      if (f.type === 'file' && after === contentText(f)) {
         return [{ name: `set mode/owner of ${path}`, script: chmodChownScript(path, mode, o.owner, o.group) }];
       }
       return [{
