@@ -34,6 +34,8 @@ const notPlain = (): never => {
 // Characters that make the library read the text differently or report an error: control
 // characters, tabs, CR, BOM, NEL and Unicode line separators.
 const UNUSUAL = /[\x00-\x09\x0b-\x1f\x7f\x85\ufeff\ufffe\uffff\u2028\u2029\ud800-\udfff]/;
+// The library's limit on an implicit block-mapping key (its `:` at most this far from the key's start).
+const MAX_IMPLICIT_KEY = 1024;
 // A plain scalar may not start with these (they begin other kinds of node).
 const INDICATOR = /^[,[\]{}#&*!|>'"%@`]/;
 
@@ -242,6 +244,7 @@ class Reader {
       const q = this.quoted(at, end);
       if (t.charCodeAt(q.after) !== 58 /* : */) return undefined;
       if (q.after + 1 < end && t.charCodeAt(q.after + 1) !== 32) notPlain();
+      if (q.after - at > MAX_IMPLICIT_KEY) notPlain();
       return { key: q.value, colon: q.after };
     }
     let colon = -1;
@@ -254,6 +257,7 @@ class Reader {
       if (ch === 35 /* # */ && t.charCodeAt(i - 1) === 32) return undefined; // a comment before any separator
     }
     if (colon < 0) return undefined;
+    if (colon - at > MAX_IMPLICIT_KEY) notPlain();
     const raw = t.slice(at, colon);
     if (raw.endsWith(' ') || raw.endsWith(':') || !plainOk(raw)) notPlain();
     const key = scalarValue(raw);
@@ -283,7 +287,7 @@ class Reader {
         break;
       }
     }
-    const raw = t.slice(at, stop).trimEnd();
+    const raw = trimSpaces(t.slice(at, stop));
     if (!plainOk(raw) || raw.includes(': ') || raw.endsWith(':')) notPlain();
     return { value: scalarValue(raw) };
   }
@@ -311,7 +315,7 @@ class Reader {
         if (ch === 44 || ch === 93 || ch === 125) break; // , ] }
         if (ch === 58 || ch === 91 || ch === 123 || (ch === 35 && t.charCodeAt(j - 1) === 32)) notPlain(); // : [ { or a comment
       }
-      const raw = t.slice(i, j).trimEnd();
+      const raw = trimSpaces(t.slice(i, j));
       if (!plainOk(raw)) notPlain();
       return { value: scalarValue(raw), loc: { at: i }, next: j };
     };
@@ -339,7 +343,7 @@ class Reader {
         } else {
           let j = i;
           while (j < end && !',:[]{}#'.includes(t[j])) j++;
-          const raw = t.slice(i, j).trimEnd();
+          const raw = trimSpaces(t.slice(i, j));
           if (!plainOk(raw) || j - i !== raw.length) notPlain();
           key = scalarValue(raw);
           i = j;
@@ -393,6 +397,13 @@ class Reader {
     if (i === end) return true;
     return t.charCodeAt(i) === 35 && (i > from || t.charCodeAt(i - 1) === 32);
   }
+}
+
+/** Trailing spaces off (not String#trimEnd: YAML keeps a no-break space and other Unicode spaces). */
+function trimSpaces(s: string): string {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 32) end--;
+  return end === s.length ? s : s.slice(0, end);
 }
 
 /** A plain scalar's text that the library reads as one plain scalar. */

@@ -63,6 +63,8 @@ describe('plain YAML reader: documents it reads', () => {
     ['a root sequence', '- a\n- b: 1\n  c: 2\n-\n'],
     ['an indented root map', '  a: 1\n  b:\n    c: 2\n'],
     ['unicode text', 'a: ünïcødé ✓\nb: "日本"\n'],
+    ['Unicode spaces at the end of a scalar are kept (YAML trims only spaces)', 'a: b\u00a0\nc: d\u3000 # e\nf: [g\u2009]\nh: {i: j\u202f}\n'],
+    ['a key of 1,024 characters', `${'k'.repeat(1024)}: 1\n`],
   ])('%s', (_, text) => {
     expect(agrees(text)).toBe(true);
   });
@@ -106,6 +108,9 @@ describe('plain YAML reader: documents it leaves to the library', () => {
     ['an empty document', '# nothing\n'],
     ['a key without a value separator', 'a\nb: 1\n'],
     ['__proto__ as a key', '__proto__: 1\n'],
+    ['a key longer than 1,024 characters (the library\'s error)', `${'k'.repeat(1030)}: 1\n`],
+    ['a quoted key longer than 1,024 characters', `'${'k'.repeat(1030)}': 1\n`],
+    ['a long key in a compact map', `- ${'k'.repeat(1030)}: 1\n`],
   ])('%s', (_, text) => {
     expect(parsePlainYaml(text)).toBeUndefined();
     // and the source still reads it as the library does (or fails as it does)
