@@ -179,7 +179,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
       if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
       try {
-        s.changes = s.r.diff(s.facts);
+        s.changes = diffOnce(s.r, s.facts);
       } catch (e) {
         if (inherited) s.predictedFiles = inherited;
         finish(s, { status: 'failed', changes: [], error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
@@ -336,6 +336,18 @@ function probeLayout(lists: ReadonlyArray<readonly Resource[]>): ProbeLayout {
     node.layout = { set, sections, body: scriptBody(sections) };
   }
   return node.layout;
+}
+
+// Each resource's last diff: hosts that shared a parse (the same facts object) share its diff.
+const lastDiff = new WeakMap<Resource, { facts: unknown; changes: Change[] }>();
+
+/** `r.diff(facts)`, or the changes of these very facts diffed just before (diff is pure). */
+function diffOnce(r: Resource, facts: unknown): Change[] {
+  const last = lastDiff.get(r);
+  if (last && last.facts === facts) return last.changes;
+  const changes = r.diff(facts);
+  lastDiff.set(r, { facts, changes });
+  return changes;
 }
 
 const probes = new WeakMap<Resource, ProbeText>();
