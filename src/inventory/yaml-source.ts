@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
-import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, visit, type Document, type Node, type Pair, type ScalarTag, type YAMLMap } from 'yaml';
+import type { Document, Node, Pair, ScalarTag, YAMLMap } from 'yaml';
+import { yamlLib } from '../util/yaml-lib.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { Secret } from '../util/secret.ts';
 import { locate, parsePlainYaml } from './plain-yaml.ts';
@@ -42,6 +43,7 @@ export class YamlSource {
     // document model; anything else, and every error, is the library's.
     const plain = reader === 'auto' ? parsePlainYaml(text) : undefined;
     if (plain) return new YamlSource(file, plain.value, (path, key) => locate(plain.root, path, key), lineCounterOf(text));
+    const { LineCounter, parseDocument } = yamlLib();
     let lines = new LineCounter();
     const options = { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: false };
     // The yaml library checks unique keys with a scan of the map per key (quadratic in a
@@ -81,14 +83,23 @@ export class YamlSource {
 
 /** Line and column (both from 1) of an offset, as the library's LineCounter gives them. */
 function lineCounterOf(text: string): (offset: number) => { line: number; col: number } {
-  let counter: LineCounter | undefined;
+  let starts: number[] | undefined;
   return (offset) => {
-    if (!counter) {
-      counter = new LineCounter();
-      counter.addNewLine(0);
-      for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) counter.addNewLine(i + 1);
+    if (!starts) {
+      starts = [0];
+      for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
     }
-    return counter.linePos(offset);
+    // the first line start at or after the offset (LineCounter.linePos)
+    let low = 0;
+    let high = starts.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if (starts[mid] < offset) low = mid + 1;
+      else high = mid;
+    }
+    if (starts[low] === offset) return { line: low + 1, col: 1 };
+    if (low === 0) return { line: 0, col: offset };
+    return { line: low, col: offset - starts[low - 1] + 1 };
   };
 }
 
@@ -97,6 +108,7 @@ class DocumentOffsets {
   constructor(private readonly doc: Document.Parsed) {}
 
   offset(path: ReadonlyArray<string | number>, key: boolean): number {
+    const { isMap, isSeq } = yamlLib();
     let node: unknown = this.doc.contents;
     let best: Node | null = (this.doc.contents as Node | null) ?? null;
     for (let i = 0; i < path.length; i++) {
@@ -127,6 +139,7 @@ class DocumentOffsets {
   private pairs(map: YAMLMap): Map<string, Pair> {
     let byKey = this.index.get(map);
     if (!byKey) {
+      const { isPair, isScalar } = yamlLib();
       byKey = new Map();
       for (const p of map.items) {
         if (!isPair(p) || !isScalar(p.key)) continue;
@@ -141,6 +154,7 @@ class DocumentOffsets {
 
 /** Whether some map may repeat a scalar key (the library's test: same value; NaN is rechecked there). */
 function hasDuplicateKey(doc: Document.Parsed): boolean {
+  const { isScalar, visit } = yamlLib();
   let dup = false;
   visit(doc, {
     Map(_, map) {

@@ -1,5 +1,5 @@
 /** Kubernetes objects in multi-document YAML manifests: split, identify, parse, print. */
-import { parse as parseYaml, stringify } from 'yaml';
+import { yamlLib } from '../util/yaml-lib.ts';
 
 export interface ObjectRef {
   apiVersion: string;
@@ -72,7 +72,7 @@ export function identify(doc: string): ObjectRef {
     else if (m && m[1] === 'namespace') namespace = unquote(m[2]);
   }
   if (apiVersion && kind && name) return { apiVersion, kind, name, ...(namespace ? { namespace } : {}) };
-  const o = parseYaml(doc) as KubeObject | null;
+  const o = yamlLib().parse(doc) as KubeObject | null;
   if (!o || typeof o !== 'object' || !o.apiVersion || !o.kind || !o.metadata?.name) {
     throw new Error(`a manifest document has no apiVersion/kind/metadata.name: ${doc.slice(0, 120)}`);
   }
@@ -86,7 +86,7 @@ export function refOf(o: KubeObject): ObjectRef {
 /** Parse every object of a manifest. */
 export function parseObjects(text: string): KubeObject[] {
   return splitDocuments(text).map((d) => {
-    const o = parseYaml(d) as KubeObject;
+    const o = yamlLib().parse(d) as KubeObject;
     if (!o || typeof o !== 'object' || !o.kind || !o.metadata?.name) throw new Error(`a manifest document has no kind/metadata.name: ${d.slice(0, 120)}`);
     return o;
   });
@@ -94,7 +94,7 @@ export function parseObjects(text: string): KubeObject[] {
 
 /** Print objects as one multi-document YAML. */
 export function printObjects(objs: KubeObject[]): string {
-  return objs.map((o) => stringify(o, { lineWidth: 0 })).join('---\n');
+  return objs.map((o) => yamlLib().stringify(o, { lineWidth: 0 })).join('---\n');
 }
 
 /** The file name `kubectl diff` gives an object: `<group>.<version>.<Kind>.<namespace>.<name>`. */

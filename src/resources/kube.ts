@@ -18,7 +18,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { createTwoFilesPatch } from 'diff';
-import { parse as parseYaml, parseDocument } from 'yaml';
+import { yamlLib } from '../util/yaml-lib.ts';
 import { shq } from '../shell/quote.ts';
 import { cidrEqual, cidrWithin, parseCidr, type Cidr } from '../kube/cidr.ts';
 import { diffName, displayName, kubectlRef, type KubeObject, type ObjectRef } from '../kube/objects.ts';
@@ -419,7 +419,7 @@ export function parseClusterProbe(out: string): ClusterFacts {
   let podSubnets: string[] | null = null;
   const cc = parts.kubeadm.trim();
   if (cc) {
-    const doc = parseYaml(cc) as { networking?: { podSubnet?: string } } | null;
+    const doc = yamlLib().parse(cc) as { networking?: { podSubnet?: string } } | null;
     const ps = doc?.networking?.podSubnet;
     podSubnets = typeof ps === 'string' && ps.trim() ? ps.split(',').map((s) => s.trim()) : [];
   }
@@ -442,7 +442,7 @@ export function parseClusterProbe(out: string): ClusterFacts {
   }
   const kp = parts['kube-proxy'];
   if (kp.trim()) {
-    const cfg = parseYaml(kp) as { mode?: string } | null;
+    const cfg = yamlLib().parse(kp) as { mode?: string } | null;
     facts.kubeProxyMode = cfg?.mode ?? '';
   }
   return facts;
@@ -579,13 +579,13 @@ export function parseStrictArpProbe(out: string): StrictArpFacts {
   const cm = JSON.parse(out) as { metadata?: { resourceVersion?: string }; data?: Record<string, string> };
   const config = cm.data?.['config.conf'];
   if (config === undefined) return { exists: true, resourceVersion: cm.metadata?.resourceVersion };
-  const parsed = (parseYaml(config) ?? {}) as { mode?: string; ipvs?: { strictARP?: boolean } };
+  const parsed = (yamlLib().parse(config) ?? {}) as { mode?: string; ipvs?: { strictARP?: boolean } };
   return { exists: true, resourceVersion: cm.metadata?.resourceVersion, config, mode: parsed.mode ?? '', strictARP: parsed.ipvs?.strictARP === true };
 }
 
 /** config.conf with ipvs.strictARP: true, the rest of the document kept as it is. */
 export function withStrictArp(config: string): string {
-  const doc = parseDocument(config);
+  const doc = yamlLib().parseDocument(config);
   doc.setIn(['ipvs', 'strictARP'], true);
   return doc.toString({ lineWidth: 0 });
 }
