@@ -29,8 +29,6 @@ export function specText(s: DiskSpec): string {
 export interface ProbeOptions {
   /** Prefix for /sys, /dev, /proc and /run (tests run the probe over a fake tree). */
   root?: string;
-  /** Probe content too (blkid, wipefs, mounts, holders, swap): default true. */
-  content?: boolean;
 }
 
 // The probe runs for every disk of every host: shell builtins (read, case, test -ef) where a
@@ -124,7 +122,7 @@ rs_rd "$sys/ro"; echo "ro=$rs_v"
 rs_udev "$mm"
 for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && { rs_rd "$sys/$x"; echo "sys.$x=$rs_v"; }; done
 for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$l" -ef "$R/dev/$k" ] && echo "byid=\${l#"$R"}"; done
-${o.content === false ? '' : `pairs="$mm=$k"
+pairs="$mm=$k"
 for s2 in "$sys/$k"*; do
   [ -r "$s2/partition" ] || continue
   rs_rd "$s2/dev"; pm=$rs_v; echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
@@ -156,7 +154,7 @@ RS_W_EOF
 else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
 echo "fp=$rs_fpv"
 fi
-`}q="$sys/queue"
+q="$sys/queue"
 for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
 t=; for x in "$sys"/mq/*/nr_tags; do
   rs_rd "$x"; case $rs_v in ''|*[!0-9]*) continue ;; esac

@@ -503,12 +503,6 @@ describe('disk probe over a fake sysfs tree', () => {
     expect(f.sameAs).toEqual(['serial ST20000_S1']);
   });
 
-  it('without content (I/O tuning), blkid/wipefs/mounts are not probed', () => {
-    const out = execFileSync('sh', ['-c', diskProbe({ serial: 'S2' }, { root, content: false })], { encoding: 'utf8' });
-    expect(out).not.toMatch(/^(blkid_rc|fp|mount|holder|part)=/m);
-    expect(parseDiskFacts(out)).toMatchObject({ kname: 'sdc', rotational: false });
-  });
-
   it('an unknown serial and a missing device are reported as facts, not crashes', () => {
     expect(probe({ serial: 'NOPE' }).error).toBe('no disk has serial or WWN NOPE');
     expect(probe({ device: '/dev/sdz' }).error).toBe('/dev/sdz does not exist');
