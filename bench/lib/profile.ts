@@ -1,7 +1,8 @@
 // --profile: where racksmith's time goes, without touching src/.
 //
-//  1. start-up, in fresh processes (bench/lib/startup.mjs): Node itself, tsx's loader, importing
-//     src/cli.ts (and every dependency it pulls in), importing playbooks/site.ts;
+//  1. start-up, in fresh processes (bench/lib/startup.mjs): Node itself, then as installed (the
+//     dist/ check, importing dist/src/cli.js and dist/playbooks/site.js) and after an edit (tsx's
+//     loader, importing src/cli.ts and playbooks/site.ts), each with the dependencies it pulls in;
 //  2. one converged and one first run IN this process through the engine's public API
 //     (loadInventory, prepare, execute with a `connector` that times the real SSH connection, the
 //     same reporters as the CLI): connect, each exec split into send -> remote start, remote run,
@@ -302,7 +303,7 @@ async function forksPerExec(tb: Testbed, host: string, scripts: string[]): Promi
   return out;
 }
 
-function startup(): { tsx: Record<string, number>; deps: Record<string, number>; nodeOnlyMs: number } {
+function startup(): { dist: Record<string, number>; tsx: Record<string, number>; deps: Record<string, number>; nodeOnlyMs: number } {
   const runs = (mode: string) =>
     Array.from({ length: 3 }, () => JSON.parse(execFileSync(process.execPath, [join(repoRoot, 'bench/lib/startup.mjs'), mode], { cwd: repoRoot, encoding: 'utf8' }).trim()) as Record<string, number>);
   const med = (xs: Array<Record<string, number>>) => Object.fromEntries(Object.keys(xs[0]).map((k) => [k, median(xs.map((x) => x[k]))]));
@@ -311,7 +312,7 @@ function startup(): { tsx: Record<string, number>; deps: Record<string, number>;
     execFileSync(process.execPath, ['-e', '']);
     return now() - t;
   });
-  return { tsx: med(runs('tsx')), deps: med(runs('deps')), nodeOnlyMs: median(node) };
+  return { dist: med(runs('dist')), tsx: med(runs('tsx')), deps: med(runs('deps')), nodeOnlyMs: median(node) };
 }
 
 const ms = (x: number) => (Number.isFinite(x) ? `${x.toFixed(1)} ms` : '-');
@@ -356,7 +357,8 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
     '',
     'Where racksmith\'s time goes',
     '',
-    `start-up (fresh process): node alone ${ms(st.nodeOnlyMs)}; in the CLI's order: node boot ${ms(st.tsx.bootMs)}, tsx register ${ms(st.tsx.tsxRegisterMs)}, import src/cli.ts ${ms(st.tsx.cliImportMs)}, import playbooks/site.ts ${ms(st.tsx.playbookImportMs)}`,
+    `start-up (fresh process): node alone ${ms(st.nodeOnlyMs)}; as installed (dist/): node boot ${ms(st.dist.bootMs)}, dist/ check ${ms(st.dist.checkMs)}, import dist/src/cli.js ${ms(st.dist.cliImportMs)}, import dist/playbooks/site.js ${ms(st.dist.playbookImportMs)}`,
+    `  after an edit (sources through tsx): node boot ${ms(st.tsx.bootMs)}, tsx register ${ms(st.tsx.tsxRegisterMs)}, import src/cli.ts ${ms(st.tsx.cliImportMs)}, import playbooks/site.ts ${ms(st.tsx.playbookImportMs)}`,
     `  dependencies imported alone, in this order, no tsx: ${Object.entries(st.deps).filter(([k]) => k !== 'bootMs').map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`,
     '',
     describe('converged', converged),
