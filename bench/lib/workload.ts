@@ -57,6 +57,12 @@ export function storageDisks(h: { disks: Array<{ dev: string }> }) {
 }
 
 /** Write both inventories and the ansible.cfg for every bed host into `dir`. */
+/**
+ * Inventories as people write them: every group's members spelled out, no YAML anchors (the
+ * yaml library would alias the member list both groups share).
+ */
+const WRITTEN_OUT = { aliasDuplicateObjects: false } as const;
+
 export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: boolean): Workload {
   mkdirSync(dir, { recursive: true });
   const bed = tb.hosts();
@@ -74,7 +80,7 @@ export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: 
         hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
         children: groups,
       },
-    }),
+    }, WRITTEN_OUT),
   );
 
   // Ansible reads the same YAML inventory format; its own variables are in bench/ansible/group_vars.
@@ -87,7 +93,7 @@ export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: 
         hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
         children: groups,
       },
-    }),
+    }, WRITTEN_OUT),
   );
 
   const controlDir = join(dir, 'cp');
