@@ -124,6 +124,8 @@ const nullStream = () => Object.assign(new Writable({ write: (_c, _e, cb) => cb(
 export interface SyntheticResult {
   hosts: number;
   resourcesPerHost: number;
+  /** Hosts whose replayed answers are all different from each other's (see hostVariant). */
+  distinctAnswers: number;
   /** CPU (user+system) and wall per phase, milliseconds. */
   phases: Record<string, { cpuMs: number; wallMs: number }>;
   totalCpuMs: number;
@@ -233,6 +235,9 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     ]),
   );
 
+  const distinctAnswers = new Set([...answers.values()].map((a) => a.map((x) => x.pieces.join('')).join(''))).size;
+  if (distinctAnswers !== hosts) log(`synthetic: WARNING: only ${distinctAnswers} of ${hosts} hosts answer differently`);
+
   const phases: SyntheticResult['phases'] = {};
   const lap = async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
     const c0 = process.cpuUsage();
@@ -295,6 +300,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const res: SyntheticResult = {
     hosts,
     resourcesPerHost,
+    distinctAnswers,
     phases,
     totalCpuMs: (total.user + total.system) / 1000,
     totalWallMs: totalWall,

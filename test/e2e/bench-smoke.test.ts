@@ -1,7 +1,7 @@
 // Smoke test of the benchmark (bench/): it runs with 2 hosts on the bench's own test bed for smoke
 // tests (RS_BENCH_BED=smoke: rsbs0, 10.79.0.0/24, .testbed-bench-smoke; never the e2e bed this
-// suite shares, nor the bed of a benchmark someone runs by hand), writes its JSON, and takes its
-// bed down again. Speed targets are deliberately not checked here (noisy machines): only that
+// suite shares, nor the bed of a benchmark someone runs by hand), plans 20 synthetic hosts from a
+// recording, writes its JSON, and takes its bed down again. Speed targets are deliberately not checked here (noisy machines): only that
 // the benchmark works and that both tools reached the same end state.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -55,7 +55,7 @@ describe('benchmark smoke test', () => {
     const e2eBed = linkExists('rsbr0');
     const tools = ansibleUsable() ? 'racksmith,ansible' : 'racksmith';
     if (tools === 'racksmith') console.warn('[bench-smoke] ansible.posix is not installed (Debian package `ansible`): racksmith side only');
-    const run = await bench(['--hosts', '2', '--runs', '1', '--tools', tools, '--out', out]);
+    const run = await bench(['--hosts', '2', '--runs', '1', '--tools', tools, '--synthetic-hosts', '20', '--out', out]);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/^converged: racksmith \d+\.\d\ds ansible /m);
     expect(run.stdout).toMatch(/^floor: node-ssh \d+\.\d\ds racksmith\/floor \d+\.\dx/m);
@@ -71,6 +71,11 @@ describe('benchmark smoke test', () => {
       expect(result.summary.converged.ansible.ok).toBe(1);
       expect(result.endState.comparisons[0].identical, JSON.stringify(result.endState.comparisons[0].differences)).toBe(true);
     }
+
+    // --synthetic: a converged bed host's answers replayed for 20 hosts, each answering its own way,
+    // all of them planned as converged
+    expect(run.stdout).toMatch(/^synthetic: 20 hosts x 50 resources: plan \d+\.\d\ds CPU/m);
+    expect(result.synthetic).toMatchObject({ hosts: 20, resourcesPerHost: 50, distinctAnswers: 20, recap: { ok: 1000, changed: 0, failed: 0 } });
 
     // its bed is gone, the e2e bed is as it was
     expect(linkExists('rsbs0')).toBe(false);
