@@ -8,22 +8,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { cli } from './run-cli.ts';
+import { rng } from './rng.ts';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'rs-fuzz-'));
 const CANARY = join(ROOT, 'CANARY');
 const PB = 'test/fixtures/playbooks/foundation.ts';
 
-
-/** Deterministic PRNG (mulberry32) so a failing case can be reproduced by its index. */
-function rng(seed: number) {
-  return () => {
-    seed |= 0;
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SHELLY = [
   `$(touch ${CANARY})`, `\`touch ${CANARY}\``, `; touch ${CANARY}`, `| touch ${CANARY}`, `&& touch ${CANARY}`,

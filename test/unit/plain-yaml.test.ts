@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parsePlainYaml, resolvePlain } from '../../src/inventory/plain-yaml.ts';
 import { YamlSource } from '../../src/inventory/yaml-source.ts';
 import { parseDocument } from 'yaml';
+import { rng } from './rng.ts';
 
 type Path = Array<string | number>;
 
@@ -138,17 +139,6 @@ describe('resolvePlain', () => {
     expect(resolvePlain('')).toBeNull();
   });
 });
-
-/** Deterministic PRNG (mulberry32): a failing document is reproduced by its index. */
-function rng(seed: number) {
-  return () => {
-    seed |= 0;
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Mostly what inventories hold; one pick in ten from the odd pools (other YAML, mistakes).
 const KEYS = ['all', 'hosts', 'vars', 'children', 'node01', 'ansible_host', 'a b', 'x:y', 'node[1:3]', '10.0.0.1', 'k-', 'ü', "'q'", '"d d"', "'it''s'", '"#"', 'a#b', 'Name'];
