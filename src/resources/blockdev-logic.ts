@@ -146,7 +146,6 @@ export function parseDiskFacts(out: string): DiskFacts {
   return f;
 }
 
-
 /** The stable serial of a disk: udev's ID_SERIAL_SHORT, else the sysfs serial. */
 export function serialOf(f: DiskFacts): string | undefined {
   return f.udev.ID_SERIAL_SHORT || f.sysIds['device/serial'] || f.sysIds.serial || f.udev.ID_SERIAL || undefined;

@@ -9,12 +9,16 @@ export interface FstabEntry {
   pass: number;
 }
 
-/** fstab escapes whitespace and backslashes as octal (`\040` is a space). */
+/**
+ * fstab escapes whitespace and backslashes as octal (`\040` is a space), as the kernel does in
+ * /proc/self/mountinfo (mount-table.ts uses these too).
+ */
 export function fstabEscape(s: string): string {
   return s.replace(/[\\ \t\n]/g, (c) => '\\' + c.charCodeAt(0).toString(8).padStart(3, '0'));
 }
 
 export function fstabUnescape(s: string): string {
+  if (!s.includes('\\')) return s; // the common case: nothing escaped
   return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
 }
 

@@ -4,6 +4,7 @@
  * (`/path`) or of a subtree (`/path/`), after MOUNT_TABLE_MARK.
  */
 import type { BatchPart, ProbeBatch } from '../engine/probe-set.ts';
+import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 
 export const MOUNT_TABLE_MARK = '== mountinfo\n';
 
@@ -60,16 +61,8 @@ function mountpointField(line: string): string {
   return line.slice(at, end < 0 ? line.length - 1 : end); // the line ends with its newline
 }
 
-/** mountinfo escapes space, tab, newline and backslash as \ooo. */
-export function unescapeMountinfo(s: string): string {
-  if (!s.includes('\\')) return s;
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-/** A path as mountinfo spells it (the inverse of unescapeMountinfo). */
-export function escapeMountinfo(p: string): string {
-  return p.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
-}
+// mountinfo escapes space, tab, newline and backslash as \ooo, exactly as fstab does.
+export { unescapeMountinfo, fstabEscape as escapeMountinfo };
 
 /** Mountpoint -> the entry on top (the last one mounted there), from /proc/self/mountinfo text. */
 export function parseMountTable(text: string): Map<string, MountEntry> {
@@ -90,11 +83,19 @@ export function parseMountTable(text: string): Map<string, MountEntry> {
   return byPath;
 }
 
-/** The mount table part of a probe's output: from the mark to the next `== ` section or the end. */
-export function mountTableText(out: string): string {
+/**
+ * A probe's output around its mount table: what came `before` the mark, and the `table` from the
+ * mark to the next `== ` section or the end; undefined without the mark.
+ */
+export function splitAtMountTable(out: string): { before: string; table: string } | undefined {
   const i = out.indexOf(MOUNT_TABLE_MARK);
-  if (i < 0) return '';
+  if (i < 0) return undefined;
   const start = i + MOUNT_TABLE_MARK.length;
   const end = out.indexOf('\n== ', start - 1);
-  return end < 0 ? out.slice(start) : out.slice(start, end + 1);
+  return { before: out.slice(0, i), table: end < 0 ? out.slice(start) : out.slice(start, end + 1) };
+}
+
+/** The mount table part of a probe's output (empty without one). */
+export function mountTableText(out: string): string {
+  return splitAtMountTable(out)?.table ?? '';
 }
