@@ -3,7 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
 import { inline } from '../engine/probe-set.ts';
-import { MOUNT_TABLE_MARK, mountTableProbe, mountTableText, parseMountTable } from './mount-table.ts';
+import { mountTableProbe, parseMountTable, splitAtMountTable } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -105,12 +105,13 @@ fi`), mountTableProbe(`${jail}/`), inline("echo '== fstab'"), fileProbe(fstabFil
     },
     parse(out): GpuFacts {
       const cut = out.indexOf('== fstab\n');
-      if (cut < 0 || !out.includes(MOUNT_TABLE_MARK)) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      const mounts = parseMountTable(mountTableText(out));
+      const parts = splitAtMountTable(out);
+      if (cut < 0 || !parts) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      const mounts = parseMountTable(parts.table);
       const found = new Map<string, string[]>();
       const links = new Map<string, string[]>(); // link target (a library file name) -> link names
       const cache = new Set<string>(); // names ld.so.cache points at
-      for (const line of out.slice(0, out.indexOf(MOUNT_TABLE_MARK)).split('\n')) {
+      for (const line of parts.before.split('\n')) {
         const f = line.split('\t');
         if (f[0] === 'gpu' && f.length === 7) found.set(f[1], f);
         else if (f[0] === 'link' && f.length === 3) links.set(f[2], [...(links.get(f[2]) ?? []), f[1]]);

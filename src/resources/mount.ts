@@ -4,7 +4,7 @@ import { InputError } from '../util/errors.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
-import { MOUNT_TABLE_MARK, mountTableProbe, mountTableText, parseMountTable, type MountEntry } from './mount-table.ts';
+import { mountTableProbe, parseMountTable, splitAtMountTable, type MountEntry } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -176,8 +176,9 @@ cd /`);
     },
     parse(out): MountFacts {
       const cut = out.indexOf('== fstab\n');
-      if (cut < 0 || !out.includes(MOUNT_TABLE_MARK)) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      const own = out.slice(0, out.indexOf(MOUNT_TABLE_MARK));
+      const parts = splitAtMountTable(out);
+      if (cut < 0 || !parts) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
+      const own = parts.before;
       const kv = new Map<string, string>();
       const ids = new Map<string, string[]>();
       for (const l of own.split('\n')) {
@@ -188,7 +189,7 @@ cd /`);
           ids.set(f.slice(3).join(' '), f.slice(0, 3));
         } else kv.set(l.slice(0, eq), l.slice(eq + 1));
       }
-      const live = parseMountTable(mountTableText(out)).get(path);
+      const live = parseMountTable(parts.table).get(path);
       const [tdevino, tmode, tempty] = ids.get(path) ?? [];
       const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];
       const marker = live ? kv.get('marker_t') : kv.get('marker_s');
