@@ -355,7 +355,7 @@ fi
       if (!lines) return 'did not run';
       const mine = lines.filter((l) => l.includes(`: ${p}: `));
       if (mine.length) return mine.join(' ');
-      return lines.includes('@rc=0') || lines.some((l) => /^@rc=/.test(l)) ? 'ok' : 'did not finish';
+      return lines.some((l) => l.startsWith('@rc=')) ? 'ok' : 'did not finish';
     };
     const got = new Map<string, string>();
     let file: string | undefined;

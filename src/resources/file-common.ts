@@ -83,11 +83,10 @@ echo @sha
     // Small files' contents, concatenated in the order find listed them (the decoder skips the
     // line breaks of base64's output).
     const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
-    const small = [...meta.values()].filter((f) => f[0] === 'f' && Number(f[1]) <= MAX_PROBED_BYTES);
-    const whole = small.reduce((n, f) => n + Number(f[1]), 0) === blob.length;
     const content = new Map<string, Buffer>();
     let at = 0;
-    for (const f of small) content.set(f.slice(7).join(' '), blob.subarray(at, (at += Number(f[1]))));
+    for (const [path, f] of meta) if (f[0] === 'f' && Number(f[1]) <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += Number(f[1]))));
+    const whole = at === blob.length;
     return paths.map((path) => {
       const f = meta.get(path);
       if (!f) return 'type=absent\n';
