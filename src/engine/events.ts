@@ -2,6 +2,7 @@ import type { Change } from '../resources/types.ts';
 
 export type ResourceStatus = 'ok' | 'changed' | 'failed' | 'skipped';
 
+/** A resource's outcome. A new optional field: also in withOutcome below. */
 export interface ResourceResult {
   host: string;
   play: string;
@@ -45,3 +46,30 @@ export type RunEvent =
   | ({ type: 'recap' } & Recap);
 
 export type EventSink = (e: RunEvent) => void;
+
+/** What a resource came to: its result without whose it is. */
+export type Outcome = Omit<ResourceResult, 'host' | 'play' | 'id' | 'kind'>;
+
+/**
+ * `base` with an outcome's fields written in, in order. Not a spread: there is a result and an
+ * event per resource on every host, and spreading costs more than the rest of a converged
+ * resource's bookkeeping.
+ */
+function withOutcome<T extends object>(base: T, o: Outcome): T & Outcome {
+  const out = base as T & Outcome;
+  out.status = o.status;
+  out.changes = o.changes;
+  if (o.pending !== undefined) out.pending = o.pending;
+  if (o.alwaysRuns !== undefined) out.alwaysRuns = o.alwaysRuns;
+  if (o.error !== undefined) out.error = o.error;
+  return out;
+}
+
+export function resourceResult(host: string, play: string, id: string, kind: string, o: Outcome): ResourceResult {
+  return withOutcome({ host, play, id, kind }, o);
+}
+
+/** The event of a result. */
+export function resourceEvent(r: ResourceResult): RunEvent {
+  return withOutcome({ type: 'resource' as const, host: r.host, play: r.play, id: r.id, kind: r.kind }, r);
+}

@@ -1,6 +1,6 @@
 import type { Connection } from '../connection/types.ts';
 import { Refusal, type Change, type Resource, type Step } from '../resources/types.ts';
-import type { ResourceResult } from './events.ts';
+import { resourceResult, type Outcome, type ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
 import { ProbeSet, type ProbeText } from './probe-set.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
@@ -21,13 +21,13 @@ export interface HostRunOptions {
   /** Resources of this host's later plays, probed in this run's first exec: one round trip for every play. */
   prefetch?: ReadonlyArray<readonly Resource[]>;
   /**
-   * Their answers, once the first exec returned: `answers(from, count)` gives those of resources
-   * from..from+count-1 of `prefetch` (flattened), worked out when asked (what waits for a later
-   * play is the exec's output, not a copy per resource).
+   * Their answers (`prefetch` flattened, in order), read as soon as the first exec returned: what
+   * waits for a later play is each resource's facts, not the exec's output (a fleet's outputs,
+   * split and held across the play barrier, cost far more memory and garbage collection).
    */
-  onPrefetched?: (answers: (from: number, count: number) => SectionOutput[]) => void;
-  /** This play's probe outputs, prefetched by an earlier play and still current: no probe exec. */
-  probed?: readonly SectionOutput[];
+  onPrefetched?: (answers: Answer[]) => void;
+  /** This play's answers, prefetched by an earlier play and still current: no probe exec. */
+  probed?: readonly Answer[];
   /** Fingerprint the facts (saved plans): a sha256 per resource, only worth its cost there. */
   hashFacts?: boolean;
   /** Around every exec that applies steps (the caller tracks whether prefetched facts still hold). */
@@ -55,6 +55,24 @@ export interface HostRunResult {
   drift?: Array<{ id: string; now: string[]; planned: string[] }>;
 }
 
+/** A resource's probe output as read by its parse: its facts, or why they could not be read. */
+export type Answer = unknown;
+
+/** An answer that could not be read: the probe did not finish, or parse threw. */
+class Unreadable {
+  constructor(readonly error: string) {}
+}
+
+/** Read a probe output into facts (parse is pure: hosts answering alike share one parse). */
+export function readAnswer(r: Resource, out: SectionOutput): Answer {
+  if (out.code === null) return new Unreadable('probe did not run to completion');
+  try {
+    return parseOnce(r, out as SectionOutput & { code: number });
+  } catch (e) {
+    return new Unreadable(`probe: ${(e as Error).message}`);
+  }
+}
+
 interface State {
   r: Resource;
   /** The states of r.dependsOn, r.writeAfter, r.after and r.stacksOn (resolved once). */
@@ -76,37 +94,34 @@ interface State {
  * and re-probes (verify + facts for the next wave). A converged host costs exactly one exec.
  */
 export async function runHost(conn: Connection, resources: Resource[], o: HostRunOptions): Promise<HostRunResult> {
-  const states = new Map<string, State>();
-  for (const r of resources) states.set(r.id, { r, deps: NONE, writers: NONE, afters: NONE });
-  for (const s of states.values()) {
-    const { dependsOn, writeAfter, after, stacksOn } = s.r;
-    if (dependsOn.length) s.deps = dependsOn.map((d) => states.get(d)!);
-    if (writeAfter?.length) s.writers = writeAfter.map((d) => states.get(d)!);
-    if (after?.length) s.afters = after.map((d) => states.get(d)!);
-    if (stacksOn) s.stacked = states.get(stacksOn);
-  }
+  const { byId, links } = listLinks(resources);
+  // Every field set from the start: one object shape for all states (V8 keeps the code that reads them monomorphic).
+  const states: State[] = resources.map((r) => ({ r, deps: NONE, writers: NONE, afters: NONE, stacked: undefined, facts: undefined, factHash: undefined, changes: undefined, predictedFiles: undefined, steps: undefined, result: undefined }));
+  links.forEach((l, i) => {
+    const s = states[i];
+    if (l.deps) s.deps = l.deps.map((j) => states[j]);
+    if (l.writers) s.writers = l.writers.map((j) => states[j]);
+    if (l.afters) s.afters = l.afters.map((j) => states[j]);
+    if (l.stacked !== undefined) s.stacked = states[l.stacked];
+  });
+  const stateOf = (id: string): State | undefined => states[byId.get(id) ?? -1];
   const factHashes = new Map<string, string>();
-  const finish = (s: State, res: Omit<ResourceResult, 'host' | 'play' | 'id' | 'kind'>) => {
-    s.result = { host: o.host, play: o.play, id: s.r.id, kind: s.r.kind, ...res };
+  const finish = (s: State, res: Outcome) => {
+    s.result = resourceResult(o.host, o.play, s.r.id, s.r.kind, res);
     o.onResult(s.result);
   };
 
-  const ingest = (s: State, out: SectionOutput): boolean => {
-    if (out.code === null) {
-      finish(s, { status: 'failed', changes: [], error: 'probe did not run to completion' });
+  const ingest = (s: State, answer: Answer): boolean => {
+    if (answer instanceof Unreadable) {
+      finish(s, { status: 'failed', changes: NO_CHANGES, error: answer.error });
       return false;
     }
-    try {
-      s.facts = parseOnce(s.r, out as SectionOutput & { code: number });
-      if (o.hashFacts) {
-        s.factHash = factsHash(s.facts);
-        factHashes.set(s.r.id, s.factHash);
-      }
-      return true;
-    } catch (e) {
-      finish(s, { status: 'failed', changes: [], error: `probe: ${(e as Error).message}` });
-      return false;
+    s.facts = answer;
+    if (o.hashFacts) {
+      s.factHash = factsHash(s.facts);
+      factHashes.set(s.r.id, s.factHash);
     }
+    return true;
   };
 
   const exec = async (sections: Section[], body?: string): Promise<SectionOutput[] | string> => {
@@ -124,11 +139,11 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   };
 
   const failRemaining = (msg: string) => {
-    for (const s of states.values()) if (!s.result) finish(s, { status: 'failed', changes: [], error: msg });
+    for (const s of states) if (!s.result) finish(s, { status: 'failed', changes: NO_CHANGES, error: msg });
   };
 
   // Wave 0: probe all.
-  const all = [...states.values()];
+  const all = states;
   let probed = o.probed;
   if (!probed) {
     const later = o.prefetch ?? [];
@@ -138,8 +153,11 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       failRemaining(first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
-    probed = all.map((_, i) => set.output(first, i));
-    if (later.length) o.onPrefetched?.(answersFrom(set, first, all.length));
+    probed = all.map((s, i) => readAnswer(s.r, set.output(first, i)));
+    if (later.length && o.onPrefetched) {
+      let i = all.length;
+      o.onPrefetched(later.flatMap((rs) => rs.map((r) => readAnswer(r, set.output(first, i++)))));
+    }
   }
   all.forEach((s, i) => ingest(s, probed[i]));
 
@@ -155,14 +173,14 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   for (let wave = 0; wave <= resources.length; wave++) {
     const toApply: State[] = [];
     const deferred: State[] = [];
-    for (const s of states.values()) {
+    for (const s of states) {
       if (s.result) continue;
       const { deps, writers, afters, stacked } = s;
       const blocker = deps.find(notConverged) ?? afters.find(notConverged);
       if (blocker) {
         // Pass the file predictions along, so a later writer of the same file still stacks.
         if (stacked && stackable(s, stacked)) s.predictedFiles = stacked.predictedFiles;
-        finish(s, { status: 'skipped', changes: [], error: `dependency ${blocker.r.id} did not converge` });
+        finish(s, { status: 'skipped', changes: NO_CHANGES, error: `dependency ${blocker.r.id} did not converge` });
         continue;
       }
       // Ordering-only dependencies must be decided first, or go in this same wave before us.
@@ -182,7 +200,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
         s.changes = diffOnce(s.r, s.facts);
       } catch (e) {
         if (inherited) s.predictedFiles = inherited;
-        finish(s, { status: 'failed', changes: [], error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
+        finish(s, { status: 'failed', changes: NO_CHANGES, error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
         continue;
       }
       const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
@@ -193,7 +211,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
         continue;
       }
       if (s.changes.length === 0) {
-        finish(s, { status: 'ok', changes: [] });
+        finish(s, { status: 'ok', changes: NO_CHANGES });
       } else if (o.check) {
         finish(s, { status: 'changed', changes: s.changes, alwaysRuns: !s.r.verifiable || undefined });
       } else {
@@ -226,8 +244,8 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     let k = 0;
     for (const s of toApply) {
       // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
-      let under = s.r.stacksOn ? states.get(s.r.stacksOn) : undefined;
-      while (under && !toApply.includes(under) && under.r.stacksOn) under = states.get(under.r.stacksOn);
+      let under = s.r.stacksOn ? stateOf(s.r.stacksOn) : undefined;
+      while (under && !toApply.includes(under) && under.r.stacksOn) under = stateOf(under.r.stacksOn);
       if (under && toApply.includes(under) && under.result?.status === 'failed') {
         k += s.steps!.length;
         finish(s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
@@ -246,7 +264,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     reprobe.forEach((s, i) => {
       const po = reprobeSet.output(out, i);
       if (s.result) return;
-      if (!ingest(s, po)) return;
+      if (!ingest(s, readAnswer(s.r, po))) return;
       if (!toApply.includes(s)) return; // deferred: diffed in the next wave
       let still: Change[];
       try {
@@ -262,13 +280,15 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
     });
     for (const s of toApply) if (!s.result) finish(s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
-    for (const s of states.values()) s.predictedFiles = undefined; // the re-probe superseded every prediction
+    for (const s of states) s.predictedFiles = undefined; // the re-probe superseded every prediction
   }
   failRemaining('not converged: dependency cycle');
   return { results: collect(states), factHashes };
 }
 
 const NONE: State[] = [];
+/** The changes of a result without any (most results of a converged fleet share it; read-only). */
+const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 
 const notConverged = (d: State) => d.result?.status === 'failed' || d.result?.status === 'skipped';
 
@@ -287,25 +307,24 @@ function firstPending(s: State, list: State[]): State | undefined {
   return undefined;
 }
 
-/**
- * Probe answers from `offset` on in an exec's output. Made out here, not in `runHost`: a closure there
- * would hold on to runHost's whole scope (every resource's facts) until the later play ran.
- */
-function answersFrom(set: ProbeSet, outs: SectionOutput[], offset: number): (from: number, count: number) => SectionOutput[] {
-  return (from, count) => Array.from({ length: count }, (_, i) => set.output(outs, offset + from + i));
-}
-
 // Each resource's last parse: hosts that share a play's build share its resource objects, and
 // converged hosts mostly answer a probe word for word alike (same file, same sysctl values).
-const lastParse = new WeakMap<Resource, { stdout: string; code: number; stderr: string; facts: unknown }>();
+const lastParse = new WeakMap<Resource, { out: SectionOutput; code: number; stderr: string; facts: unknown }>();
 
 /** `r.parse` of this output, or the facts of the same output parsed just before (parse is pure). */
 function parseOnce(r: Resource, out: SectionOutput & { code: number }): unknown {
   const last = lastParse.get(r);
-  if (last && last.code === out.code && last.stdout === out.stdout && last.stderr === out.stderr) return last.facts;
-  const facts = r.parse(out.stdout, out.code, out.stderr);
-  lastParse.set(r, { stdout: out.stdout, code: out.code, stderr: out.stderr, facts });
+  if (last && last.code === out.code && last.stderr === out.stderr && sameStdout(last.out, out)) return last.facts;
+  const facts = out.parts && r.parseParts ? r.parseParts(out.parts, out.code, out.stderr) : r.parse(out.stdout, out.code, out.stderr);
+  lastParse.set(r, { out, code: out.code, stderr: out.stderr, facts });
   return facts;
+}
+
+/** Whether two outputs are the same text: part by part when both come in parts (no joining). */
+function sameStdout(a: SectionOutput, b: SectionOutput): boolean {
+  if (a === b) return true;
+  if (a.parts && b.parts && a.parts.length === b.parts.length) return a.parts.every((p, k) => p === b.parts![k]);
+  return a.stdout === b.stdout;
 }
 
 /** The probe exec of some resource lists: its sections, their script (marker aside) and answer split. */
@@ -362,8 +381,35 @@ export function probeOf(r: Resource): ProbeText {
   return p;
 }
 
-function collect(states: Map<string, State>): ResourceResult[] {
-  return [...states.values()].map((s) => s.result!).filter(Boolean);
+function collect(states: State[]): ResourceResult[] {
+  return states.map((s) => s.result!).filter(Boolean);
+}
+
+/** Each resource's dependencies (dependsOn, writeAfter, after, stacksOn) as indexes into its list. */
+interface Links {
+  deps?: number[];
+  writers?: number[];
+  afters?: number[];
+  stacked?: number;
+}
+
+// Per resource list: the hosts of a play's build share it, so a fleet resolves ids once.
+const linksOfList = new WeakMap<readonly Resource[], { byId: Map<string, number>; links: Links[] }>();
+
+function listLinks(resources: readonly Resource[]): { byId: Map<string, number>; links: Links[] } {
+  let l = linksOfList.get(resources);
+  if (!l) {
+    const byId = new Map(resources.map((r, i) => [r.id, i]));
+    const indexes = (ids: readonly string[] | undefined) => (ids?.length ? ids.map((id) => byId.get(id)!) : undefined);
+    const links = resources.map((r): Links => ({
+      deps: indexes(r.dependsOn),
+      writers: indexes(r.writeAfter),
+      afters: indexes(r.after),
+      stacked: r.stacksOn ? byId.get(r.stacksOn) : undefined,
+    }));
+    linksOfList.set(resources, (l = { byId, links }));
+  }
+  return l;
 }
 
 /** Resources whose facts no longer hash to the reviewed value, with what they would change now. */

@@ -27,12 +27,17 @@ const INLINE_MARK = `@@RS-INLINE-${randomBytes(6).toString('hex')}@@`;
 const INLINE: ProbeBatch = {
   script: (bodies) => bodies.map((b, i) => `printf '\\n%s %d\\n' '${INLINE_MARK}' ${i}\n{\n${b}\n} </dev/null`).join('\n'),
   split(stdout, bodies) {
+    // Parts print in order: each search starts where the last part's output ended.
+    let from = 0;
     return bodies.map((_, i) => {
       const begin = `\n${INLINE_MARK} ${i}\n`;
-      const at = stdout.indexOf(begin);
+      let at = stdout.indexOf(begin, from);
+      if (at < 0) at = stdout.indexOf(begin);
       if (at < 0) return '';
-      const end = stdout.indexOf(`\n${INLINE_MARK} `, at + begin.length);
-      return stdout.slice(at + begin.length, end < 0 ? undefined : end);
+      const start = at + begin.length;
+      const end = stdout.indexOf(`\n${INLINE_MARK} `, start);
+      from = end < 0 ? start : end;
+      return stdout.slice(start, end < 0 ? undefined : end);
     });
   },
 };
@@ -61,6 +66,15 @@ export class ProbeSet {
   private readonly batches = new Map<ProbeBatch, { section: number; args: string[]; slots: Map<string, number> }>();
   /** Batch answers per exec output, split once (a set is shared by the hosts of a play's build). */
   private readonly splits = new WeakMap<readonly SectionOutput[], Map<number, string[]>>();
+  /**
+   * The answers given last, per section's batch slot and per multi-part probe: an answer equal to
+   * the last one is given as that very string (and a probe whose parts all are, as that very
+   * output). Converged hosts mostly answer alike, and the engine compares each answer with the
+   * last one parsed: by identity, that costs nothing, and no joined output is built for it.
+   */
+  private readonly lastBatch = new Map<number, string[]>();
+  private readonly lastPlain = new Map<number, string>();
+  private readonly lastJoined = new Map<number, JoinedOutput>();
 
   constructor(sections: Section[], probes: readonly ProbeText[]) {
     const seen = new Map<string, number>();
@@ -96,20 +110,33 @@ export class ProbeSet {
     if (refs.length === 1) {
       const r = refs[0];
       const o = outs[r.section];
-      return 'batch' in r ? { stdout: this.answers(outs, r.section, r.batch)[r.slot], stderr: o.stderr, code: o.code } : o;
+      return { stdout: 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section), stderr: o.stderr, code: o.code };
     }
-    let stdout = '';
+    const parts = refs.map((r) => ('batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section)));
     let stderr = '';
     let didNotRun = false;
     let failed: number | undefined;
     for (const r of refs) {
       const o = outs[r.section];
-      stdout += 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : o.stdout;
       stderr += o.stderr;
       if (o.code === null) didNotRun = true;
       else if (o.code !== 0) failed ??= o.code;
     }
-    return { stdout, stderr, code: didNotRun ? null : (failed ?? 0) };
+    const code = didNotRun ? null : (failed ?? 0);
+    const last = this.lastJoined.get(i);
+    if (last && last.code === code && last.stderr === stderr && last.parts.every((p, k) => p === parts[k])) return last;
+    const out = new JoinedOutput(parts, stderr, code);
+    this.lastJoined.set(i, out);
+    return out;
+  }
+
+  /** A plain section's stdout, as the string given last when equal to it. */
+  private plain(outs: readonly SectionOutput[], section: number): string {
+    const stdout = outs[section].stdout;
+    const last = this.lastPlain.get(section);
+    if (last === stdout) return last;
+    this.lastPlain.set(section, stdout);
+    return stdout;
   }
 
   /** A batch's answers, split once per script output. */
@@ -120,9 +147,25 @@ export class ProbeSet {
     if (!a) {
       const o = outs[section];
       a = o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args);
+      const last = this.lastBatch.get(section);
+      if (last) for (let k = 0; k < a.length; k++) if (a[k] === last[k]) a[k] = last[k];
+      this.lastBatch.set(section, a);
       split.set(section, a);
     }
     return a;
+  }
+}
+
+/** A multi-part probe's output: its parts, joined only when read whole. */
+class JoinedOutput implements SectionOutput {
+  private joined: string | undefined;
+  constructor(
+    readonly parts: readonly string[],
+    readonly stderr: string,
+    readonly code: number | null,
+  ) {}
+  get stdout(): string {
+    return (this.joined ??= this.parts.join(''));
   }
 }
 

@@ -5,9 +5,8 @@ import { selectHosts } from '../inventory/limit.ts';
 import type { Resource } from '../resources/types.ts';
 import { InputError } from '../util/errors.ts';
 import { connect, type ConnectOptions } from './connect.ts';
-import type { EventSink, HostRecap, Recap, ResourceResult } from './events.ts';
-import { runHost, type PlannedResource } from './host-run.ts';
-import type { SectionOutput } from './script.ts';
+import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
+import { runHost, type Answer, type PlannedResource } from './host-run.ts';
 import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from './playbook.ts';
 import { batchSizes } from './batches.ts';
@@ -78,7 +77,23 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
       ? r
       : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
   );
-  return orderWriters(resources);
+  return orderWriters(resources).map(uniformShape);
+}
+
+/**
+ * The resource as an object of the same shape for every kind: its fields in one order, absent
+ * ones undefined (and any others after them). The engine reads these fields for every resource
+ * of every host; a dozen kinds of object literal made V8 throw away and recompile the run's
+ * optimised code each time a play brought new kinds.
+ */
+function uniformShape(r: Resource): Resource {
+  const u: Resource = {
+    id: r.id, kind: r.kind, tags: r.tags, dependsOn: r.dependsOn, after: r.after, verifiable: r.verifiable, writes: r.writes,
+    stacksOn: r.stacksOn, writeAfter: r.writeAfter, predictFiles: r.predictFiles, useFiles: r.useFiles,
+    probe: r.probe, parse: r.parse, parseParts: r.parseParts, diff: r.diff, apply: r.apply,
+  };
+  for (const k of Object.keys(r)) if (!(k in u)) (u as unknown as Record<string, unknown>)[k] = (r as unknown as Record<string, unknown>)[k];
+  return u;
 }
 
 /**
@@ -169,7 +184,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     applyEpoch++;
     applying += phase === 'start' ? 1 : -1;
   };
-  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, () => SectionOutput[]> }>();
+  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, readonly Answer[]> }>();
   const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
 
   const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
@@ -198,7 +213,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         }, o.hostTimeoutMs)
       : undefined;
     const pre = prefetched.get(host.name);
-    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex)?.() : undefined;
+    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
     if (pre && pre.epoch !== applyEpoch) prefetched.delete(host.name);
     else pre?.byPlay.delete(playIndex);
@@ -208,13 +223,9 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       probed,
       prefetch: later.map(([, rs]) => rs),
       onPrefetched: (answers) => {
-        const byPlay = new Map<number, () => SectionOutput[]>();
+        const byPlay = new Map<number, readonly Answer[]>();
         let k = 0;
-        for (const [j, rs] of later) {
-          const from = k;
-          byPlay.set(j, () => answers(from, rs.length));
-          k += rs.length;
-        }
+        for (const [j, rs] of later) byPlay.set(j, answers.slice(k, (k += rs.length)));
         prefetched.set(host.name, { epoch: sentAt, byPlay });
       },
       onApply,
@@ -227,7 +238,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       onResult: (r) => {
         results.push(r);
         recap[r.status]++;
-        emit({ type: 'resource', ...r });
+        emit(resourceEvent(r));
       },
     }).finally(() => clearTimeout(timer));
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();

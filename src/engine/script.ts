@@ -13,6 +13,8 @@ export interface SectionOutput {
   stderr: string;
   /** null when the section did not run (an earlier step of its group failed, or the script died). */
   code: number | null;
+  /** A probe of several parts: each part's stdout, in order (`stdout` is them joined). */
+  readonly parts?: readonly string[];
 }
 
 /**

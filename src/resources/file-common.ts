@@ -70,27 +70,39 @@ echo @sha
     const c = stdout.indexOf('\n@content\n');
     const h = stdout.indexOf('\n@sha\n');
     if (c < 0 || h < c) return paths.map(() => `error=file probe output is incomplete\n`);
-    const meta = new Map<string, string[]>();
-    for (const line of stdout.slice(0, c).split('\n')) {
-      const f = line.split(' ');
-      if (f.length >= 8) meta.set(f.slice(7).join(' '), f);
+    // find's line of each path: `TYPE SIZE MODE UID USER GID GROUP PATH` (the path may hold spaces)
+    const meta = new Map<string, string>();
+    for (let at = 0; at < c; ) {
+      let end = stdout.indexOf('\n', at);
+      if (end < 0 || end > c) end = c;
+      const line = stdout.slice(at, end);
+      at = end + 1;
+      let sp = -1;
+      for (let k = 0; k < 7 && (sp = line.indexOf(' ', sp + 1)) >= 0; k++);
+      if (sp >= 0) meta.set(line.slice(sp + 1), line);
     }
     const hashes = new Map<string, string>();
-    for (const line of stdout.slice(h + 6).split('\n')) {
-      const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
-      if (m) hashes.set(m[2], m[1]);
+    if (h + 6 < stdout.length) {
+      for (const line of stdout.slice(h + 6).split('\n')) {
+        const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
+        if (m) hashes.set(m[2], m[1]);
+      }
     }
     // Small files' contents, concatenated in the order find listed them (the decoder skips the
     // line breaks of base64's output).
     const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
     const content = new Map<string, Buffer>();
     let at = 0;
-    for (const [path, f] of meta) if (f[0] === 'f' && Number(f[1]) <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += Number(f[1]))));
+    for (const [path, line] of meta) {
+      if (line[0] !== 'f') continue;
+      const size = Number(line.slice(2, line.indexOf(' ', 2)));
+      if (size <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += size)));
+    }
     const whole = at === blob.length;
     return paths.map((path) => {
-      const f = meta.get(path);
-      if (!f) return 'type=absent\n';
-      const [y, size, mode, uid, user, gid, group] = f;
+      const line = meta.get(path);
+      if (!line) return 'type=absent\n';
+      const [y, size, mode, uid, user, gid, group] = line.split(' ', 7);
       const owner = `mode=${mode}\nuid=${uid}\nuser=${user}\ngid=${gid}\ngroup=${group}\n`;
       if (y === 'l') return 'type=link\n';
       if (y === 'd') return `type=dir\n${owner}`;
@@ -98,10 +110,24 @@ echo @sha
       const head = `type=file\n${owner}size=${size}\n`;
       if (Number(size) > MAX_PROBED_BYTES) return `${head}${hashes.has(path) ? `sha256=${hashes.get(path)}\n` : 'error=could not hash it\n'}`;
       // A file that grew or shrank between find and cat: its content cannot be told apart.
-      return whole ? `${head}content:\n${content.get(path)!.toString('base64')}\n` : `${head}error=changed while it was read\n`;
+      if (!whole) return `${head}error=changed while it was read\n`;
+      return contentAnswer(path, line, head, content.get(path)!);
     });
   },
 };
+
+// A converged fleet's hosts send the same files: a file's answer is built again (its content
+// base64-encoded) only when its find line or content differs from the last answer for its path.
+const lastContentAnswer = new Map<string, { line: string; content: Buffer; answer: string }>();
+
+function contentAnswer(path: string, line: string, head: string, content: Buffer): string {
+  const last = lastContentAnswer.get(path);
+  if (last && last.line === line && last.content.equals(content)) return last.answer;
+  const answer = `${head}content:\n${content.toString('base64')}\n`;
+  if (lastContentAnswer.size >= 4096) lastContentAnswer.clear();
+  lastContentAnswer.set(path, { line, content, answer });
+  return answer;
+}
 
 // Mount resources of a host all read the same fstab answer, and converged hosts the same files:
 // the last answer parsed is kept (facts are read-only once parsed).

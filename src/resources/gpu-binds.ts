@@ -3,7 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
 import { inline } from '../engine/probe-set.ts';
-import { mountTableProbe, parseMountTable, splitAtMountTable } from './mount-table.ts';
+import { fstabMarkPart, mountTableProbe, parseMountTable, readMountProbe, readMountProbeParts, type MountProbeOutput } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -72,6 +72,37 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
   const newFstab = (f: GpuFacts) =>
     editBlock(contentText(f.fstab), gpuFstabBlock(jail, f.files), MARKER, f.files.length ? 'present' : 'absent');
 
+  /** Facts from the probe's own lines (driver files, jail links, ld.so.cache), the jail's mount table lines and fstab. */
+  const readFacts = (out: MountProbeOutput | undefined, text: () => string): GpuFacts => {
+    if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
+    const { own, table, fstab } = out;
+    const found = new Map<string, string[]>();
+    const links = new Map<string, string[]>(); // link target (a library file name) -> link names
+    const cache = new Set<string>(); // names ld.so.cache points at
+    for (const line of own.split('\n')) {
+      const f = line.split('\t');
+      if (f[0] === 'gpu' && f.length === 7) found.set(f[1], f);
+      else if (f[0] === 'link' && f.length === 3) links.set(f[2], [...(links.get(f[2]) ?? []), f[1]]);
+      else if (line.includes(' => ')) cache.add(line.slice(line.lastIndexOf('/') + 1)); // ldconfig -p
+    }
+    // The mount table only matters for driver files found (most hosts without GPUs have none).
+    const mounts = found.size ? parseMountTable(table) : new Map<string, never>();
+    const files: GpuFile[] = [...found.values()].sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)).map(([, host, target, hostDevIno, mode, tk, same]) => {
+      const mount = mounts.get(target);
+      const name = host.slice(host.lastIndexOf('/') + 1);
+      return {
+        host, target, hostDevIno, mode,
+        targetKind: tk as GpuFile['targetKind'],
+        targetDevIno: same === 'yes' ? hostDevIno : undefined,
+        mounted: mount !== undefined,
+        readOnly: mount?.options.includes('ro') ?? false,
+        // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
+        cached: /^lib.*\.so/.test(name) ? (links.get(name) ?? []).some((l) => cache.has(l)) : undefined,
+      };
+    });
+    return { files, fstab: parseFileFacts(fstab) };
+  };
+
   return {
     ...common('gpu-binds', `gpu-binds:${jail}`, o),
     verifiable: true,
@@ -101,37 +132,10 @@ if [ -n "$rs_lib" ]; then
   find "$J$L" -maxdepth 1 -type l -printf 'link\\t%f\\t%l\\n' 2>/dev/null
   [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null
 fi
-fi`), mountTableProbe(`${jail}/`), inline("echo '== fstab'"), fileProbe(fstabFile)];
+fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
     },
-    parse(out): GpuFacts {
-      const cut = out.indexOf('== fstab\n');
-      const parts = splitAtMountTable(out);
-      if (cut < 0 || !parts) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      const mounts = parseMountTable(parts.table);
-      const found = new Map<string, string[]>();
-      const links = new Map<string, string[]>(); // link target (a library file name) -> link names
-      const cache = new Set<string>(); // names ld.so.cache points at
-      for (const line of parts.before.split('\n')) {
-        const f = line.split('\t');
-        if (f[0] === 'gpu' && f.length === 7) found.set(f[1], f);
-        else if (f[0] === 'link' && f.length === 3) links.set(f[2], [...(links.get(f[2]) ?? []), f[1]]);
-        else if (line.includes(' => ')) cache.add(line.slice(line.lastIndexOf('/') + 1)); // ldconfig -p
-      }
-      const files: GpuFile[] = [...found.values()].sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)).map(([, host, target, hostDevIno, mode, tk, same]) => {
-        const mount = mounts.get(target);
-        const name = host.slice(host.lastIndexOf('/') + 1);
-        return {
-          host, target, hostDevIno, mode,
-          targetKind: tk as GpuFile['targetKind'],
-          targetDevIno: same === 'yes' ? hostDevIno : undefined,
-          mounted: mount !== undefined,
-          readOnly: mount?.options.includes('ro') ?? false,
-          // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
-          cached: /^lib.*\.so/.test(name) ? (links.get(name) ?? []).some((l) => cache.has(l)) : undefined,
-        };
-      });
-      return { files, fstab: parseFileFacts(out.slice(cut + '== fstab\n'.length)) };
-    },
+    parse: (out) => readFacts(readMountProbe(out), () => out),
+    parseParts: (parts) => readFacts(readMountProbeParts(parts), () => parts.join('')),
     diff(f): Change[] {
       const changes: Change[] = [];
       for (const g of f.files) {

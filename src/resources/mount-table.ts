@@ -3,13 +3,19 @@
  * (no findmnt per resource on the host), and each resource gets only the lines of its mountpoint
  * (`/path`) or of a subtree (`/path/`), after MOUNT_TABLE_MARK.
  */
-import type { BatchPart, ProbeBatch } from '../engine/probe-set.ts';
+import { inline, type BatchPart, type ProbeBatch } from '../engine/probe-set.ts';
+import { shq } from '../shell/quote.ts';
 import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 
 export const MOUNT_TABLE_MARK = '== mountinfo\n';
 
 export const MOUNT_TABLE: ProbeBatch = {
-  script: () => 'cat /proc/self/mountinfo',
+  // Only lines that may be asked for travel: a Kubernetes node's table runs to thousands of lines
+  // (a few per pod volume). grep -F keeps every line with ` /path ` (or ` /path/` for a subtree)
+  // anywhere in it, a superset of the lines whose mountpoint field matches, which split picks.
+  // Exit 1 (nothing matched) is an empty table, not a failure.
+  script: (paths) =>
+    `grep -F ${paths.map((p) => `-e ${shq(p.endsWith('/') ? ` ${fstabEscape(p)}` : ` ${fstabEscape(p)} `)}`).join(' ')} /proc/self/mountinfo\n[ $? -le 1 ]`,
   split(stdout, args) {
     // Each line with its mountpoint, in table order; the lines of each mountpoint (several when
     // mounts are stacked) joined once.
@@ -50,15 +56,16 @@ export interface MountEntry {
   majmin: string;
 }
 
-/** The fifth field of a mountinfo line ending in a newline (the mountpoint, escaped). */
+/** The fifth field of a mountinfo line, with or without its newline (the mountpoint, escaped). */
 function mountpointField(line: string): string {
   let at = 0;
   for (let i = 0; i < 4; i++) {
     at = line.indexOf(' ', at) + 1;
     if (at === 0) return '';
   }
-  const end = line.indexOf(' ', at);
-  return line.slice(at, end < 0 ? line.length - 1 : end); // the line ends with its newline
+  let end = line.indexOf(' ', at);
+  if (end < 0) end = line.endsWith('\n') ? line.length - 1 : line.length;
+  return line.slice(at, end);
 }
 
 // mountinfo escapes space, tab, newline and backslash as \ooo, exactly as fstab does.
@@ -68,19 +75,39 @@ export { unescapeMountinfo, fstabEscape as escapeMountinfo };
 export function parseMountTable(text: string): Map<string, MountEntry> {
   const byPath = new Map<string, MountEntry>();
   for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    const dash = f.indexOf('-', 6);
-    if (dash < 0 || f.length < dash + 3) continue;
-    const root = unescapeMountinfo(f[3]);
-    const device = unescapeMountinfo(f[dash + 2] ?? '');
-    byPath.set(unescapeMountinfo(f[4]), {
-      source: root === '/' ? device : `${device}[${root}]`,
-      fstype: f[dash + 1],
-      options: [...f[5].split(','), ...(f[dash + 3] ?? '').split(',').filter(Boolean)],
-      majmin: f[2],
-    });
+    const m = parseMountLine(line);
+    if (m) byPath.set(m.mountpoint, m.entry);
   }
   return byPath;
+}
+
+/** The entry on top at `path` (the last line for it), or undefined: parses only that line. */
+export function topMount(text: string, path: string): MountEntry | undefined {
+  for (let end = text.length; end > 0; ) {
+    const start = text.lastIndexOf('\n', end - 1) + 1;
+    const line = text.slice(start, end);
+    end = start - 1;
+    if (unescapeMountinfo(mountpointField(line)) !== path) continue;
+    const m = parseMountLine(line);
+    if (m) return m.entry;
+  }
+  return undefined;
+}
+
+/** One mountinfo line: its (unescaped) mountpoint and entry; undefined for a line that is not one. */
+function parseMountLine(line: string): { mountpoint: string; entry: MountEntry } | undefined {
+  const f = line.split(' ');
+  const dash = f.indexOf('-', 6);
+  if (dash < 0 || f.length < dash + 3) return undefined;
+  const root = unescapeMountinfo(f[3]);
+  const device = unescapeMountinfo(f[dash + 2]);
+  const options = f[5].split(',');
+  const superOptions = f[dash + 3];
+  if (superOptions) for (const o of superOptions.split(',')) if (o) options.push(o);
+  return {
+    mountpoint: unescapeMountinfo(f[4]),
+    entry: { source: root === '/' ? device : `${device}[${root}]`, fstype: f[dash + 1], options, majmin: f[2] },
+  };
 }
 
 /**
@@ -93,6 +120,37 @@ export function splitAtMountTable(out: string): { before: string; table: string 
   const start = i + MOUNT_TABLE_MARK.length;
   const end = out.indexOf('\n== ', start - 1);
   return { before: out.slice(0, i), table: end < 0 ? out.slice(start) : out.slice(start, end + 1) };
+}
+
+/** Starts the fstab answer after the mount table in mount and GPU-bind probes. */
+export const FSTAB_MARK = '== fstab\n';
+
+/** The probe part that prints FSTAB_MARK. */
+export const fstabMarkPart = (): BatchPart => inline(`echo '${FSTAB_MARK.trim()}'`);
+
+/**
+ * A mount-type probe's output, laid out as [own parts..., the mount table, FSTAB_MARK, the fstab
+ * file's answer]: the own parts' text, the table's lines and the fstab answer.
+ */
+export interface MountProbeOutput {
+  own: string;
+  table: string;
+  fstab: string;
+}
+
+/** A mount-type probe's output from its joined text; undefined when the marks are missing. */
+export function readMountProbe(out: string): MountProbeOutput | undefined {
+  const cut = out.indexOf(FSTAB_MARK);
+  const parts = splitAtMountTable(out);
+  if (cut < 0 || !parts) return undefined;
+  return { own: parts.before, table: parts.table, fstab: out.slice(cut + FSTAB_MARK.length) };
+}
+
+/** The same from each part's output, without a joined copy (anything laid out otherwise is read joined). */
+export function readMountProbeParts(parts: readonly string[]): MountProbeOutput | undefined {
+  const n = parts.length;
+  if (n < 3 || !parts[n - 3].startsWith(MOUNT_TABLE_MARK) || parts[n - 2] !== FSTAB_MARK) return readMountProbe(parts.join(''));
+  return { own: parts.slice(0, n - 3).join(''), table: parts[n - 3].slice(MOUNT_TABLE_MARK.length), fstab: parts[n - 1] };
 }
 
 /** The mount table part of a probe's output (empty without one). */

@@ -4,7 +4,7 @@ import { InputError } from '../util/errors.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
-import { mountTableProbe, parseMountTable, splitAtMountTable, type MountEntry } from './mount-table.ts';
+import { fstabMarkPart, mountTableProbe, readMountProbe, readMountProbeParts, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -137,6 +137,38 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     return `mount -t ${shq(o.fstype)}${opts} -- ${shq(src)} ${p}`;
   };
 
+  /** Facts from the probe's own lines (and path ids), its mount table lines and the fstab answer. */
+  const readFacts = (out: MountProbeOutput | undefined, text: () => string): MountFacts => {
+    if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
+    const { own, table, fstab } = out;
+    const kv = new Map<string, string>();
+    const ids = new Map<string, string[]>();
+    for (const l of own.split('\n')) {
+      const eq = l.indexOf('=');
+      if (eq <= 0) continue;
+      if (l.startsWith('pathid=')) {
+        const f = l.slice(7).split(' ');
+        ids.set(f.slice(3).join(' '), f.slice(0, 3));
+      } else kv.set(l.slice(0, eq), l.slice(eq + 1));
+    }
+    const live = topMount(table, path);
+    const [tdevino, tmode, tempty] = ids.get(path) ?? [];
+    const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];
+    const marker = live ? kv.get('marker_t') : kv.get('marker_s');
+    return {
+      marker: marker === undefined ? undefined : marker === 'yes',
+      fstab: parseFileFacts(fstab),
+      live,
+      target: { kind, devIno: tdevino || undefined, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
+      source: {
+        exists: kv.get('source') !== 'absent',
+        devIno: bindKind ? ids.get(o.source!)?.[0] : undefined,
+        majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
+        uuid: kv.get('uuid') || undefined,
+      },
+    };
+  };
+
   return {
     ...common('mount', `mount:${path}`, o),
     verifiable: true,
@@ -172,40 +204,10 @@ cd /`);
         if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
       }
       const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
-      return [inline(lines.join('\n')), ...ids, mountTableProbe(path), inline("echo '== fstab'"), fileProbe(fstabFile)];
+      return [inline(lines.join('\n')), ...ids, mountTableProbe(path), fstabMarkPart(), fileProbe(fstabFile)];
     },
-    parse(out): MountFacts {
-      const cut = out.indexOf('== fstab\n');
-      const parts = splitAtMountTable(out);
-      if (cut < 0 || !parts) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      const own = parts.before;
-      const kv = new Map<string, string>();
-      const ids = new Map<string, string[]>();
-      for (const l of own.split('\n')) {
-        const eq = l.indexOf('=');
-        if (eq <= 0) continue;
-        if (l.startsWith('pathid=')) {
-          const f = l.slice(7).split(' ');
-          ids.set(f.slice(3).join(' '), f.slice(0, 3));
-        } else kv.set(l.slice(0, eq), l.slice(eq + 1));
-      }
-      const live = parseMountTable(parts.table).get(path);
-      const [tdevino, tmode, tempty] = ids.get(path) ?? [];
-      const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];
-      const marker = live ? kv.get('marker_t') : kv.get('marker_s');
-      return {
-        marker: marker === undefined ? undefined : marker === 'yes',
-        fstab: parseFileFacts(out.slice(cut + '== fstab\n'.length)),
-        live,
-        target: { kind, devIno: tdevino || undefined, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
-        source: {
-          exists: kv.get('source') !== 'absent',
-          devIno: bindKind ? ids.get(o.source!)?.[0] : undefined,
-          majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
-          uuid: kv.get('uuid') || undefined,
-        },
-      };
-    },
+    parse: (out) => readFacts(readMountProbe(out), () => out),
+    parseParts: (parts) => readFacts(readMountProbeParts(parts), () => parts.join('')),
     diff(f): Change[] {
       const changes: Change[] = [];
       if (f.live && !liveMatches(f)) {

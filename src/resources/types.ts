@@ -69,6 +69,12 @@ export interface Resource<F = unknown> {
    * the same (converged hosts mostly do) share one parse.
    */
   parse(stdout: string, exitCode: number, stderr: string): F;
+  /**
+   * The same as `parse` for a probe of several parts, given each part's stdout (in probe order)
+   * instead of them joined: for a resource parsed anew on most hosts (a mount: its lines of the
+   * mount table and the host's fstab differ host by host), no joined copy is built and re-split.
+   */
+  parseParts?(parts: readonly string[], exitCode: number, stderr: string): F;
   /** Pure: what differs. Throws Refusal when converging would be unsafe. */
   diff(facts: F): Change[];
   /** Shell steps that converge the host, given the facts and changes from `diff`. */

@@ -62,6 +62,13 @@ describe('run journal', () => {
       { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'changed', changes: [{ summary: 'run c' }], alwaysRuns: true },
       { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'ok', changes: [], alwaysRuns: undefined },
       { host: 'a', type: 'resource', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] } as RunEvent,
+      // converged resources take a faster way to the same line: keys, order and escapes must hold
+      resource('node"2\\', 'file:/etc/\u0000\t"x"\ud800'),
+      { type: 'resource', host: 'a', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [], extra: 1 } as RunEvent,
+      { type: 'resource', host: 'a', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [], error: undefined },
+      { type: 'resource', host: 'a', play: 'p', kind: 'file', id: 'x', status: 'ok', changes: [] },
+      { type: 'resource', host: 'a', play: 'p', id: 'x', kind: 'file', changes: [], status: 'ok' },
+      { type: 'resource', host: 1, play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] } as unknown as RunEvent,
       { type: 'host_start', host: 'a', play: 'p' },
       recap('a'),
     ];

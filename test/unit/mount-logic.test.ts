@@ -1,9 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { standaloneProbe } from '../../src/engine/probe-set.ts';
 import { fileWith } from './facts.ts';
 import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
 import { mount, type MountFacts } from '../../src/resources/mount.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
-import { Refusal } from '../../src/resources/types.ts';
+import { Refusal, type Resource } from '../../src/resources/types.ts';
 
 
 describe('fstab text', () => {
@@ -121,5 +126,36 @@ describe('GPU binds diff', () => {
 
   it('refuses globs that could inject into find', () => {
     expect(() => gpuBinds({ jail: '/mnt/jail', patterns: ['lib*.so; rm -rf /'] })).toThrow(/invalid glob/);
+  });
+});
+
+// The engine hands a probe of several parts to parseParts (no joined copy); it must read exactly
+// what parse reads from the joined text. Real probes, run by the local sh (they only read).
+describe('mount and GPU-bind probes read in parts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-parts-'));
+  const fstabFile = join(dir, 'fstab');
+  writeFileSync(fstabFile, 'proc /proc proc defaults 0 0\n/tmp /mnt/x none bind 0 0\n');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const run = (r: Resource) => {
+    const sp = standaloneProbe(r.probe());
+    const res = spawnSync('sh', ['-c', sp.script], { encoding: 'utf8' });
+    const out = sp.output(res.stdout, res.stderr);
+    expect(out.parts?.length).toBeGreaterThan(3);
+    return out;
+  };
+  it.each<[string, Resource]>([
+    ['a virtual filesystem', mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile })],
+    ['a bind mount (source ids, within)', mount({ path: '/tmp', source: '/tmp', fstype: 'none', options: ['bind'], within: '/', fstabFile })],
+    ['a device mount, not mounted', mount({ path: join(dir, 'mnt'), device: '/dev/null', fstype: 'xfs', fstabFile })],
+    ['GPU binds', gpuBinds({ jail: dir, fstabFile, searchDirs: [dir] })],
+  ])('%s', (_, r) => {
+    const out = run(r);
+    const joined = r.parse(out.stdout, 0, out.stderr);
+    expect(r.parseParts!(out.parts!, 0, out.stderr)).toEqual(joined);
+    expect(JSON.stringify(joined)).toContain('"type":"file"'); // the fstab answer was read
+  });
+  it('parts laid out otherwise are read joined (the same error)', () => {
+    const r = mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile });
+    expect(() => r.parseParts!(['target=dir\n', 'garbage'], 0, '')).toThrow(/unexpected probe output: target=dir\ngarbage/);
   });
 });

@@ -1,6 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { factsHash } from '../../src/engine/facts-hash.ts';
-import { MOUNT_TABLE, MOUNT_TABLE_MARK, mountTableText, parseMountTable } from '../../src/resources/mount-table.ts';
+import { MOUNT_TABLE, MOUNT_TABLE_MARK, mountTableText, parseMountTable, topMount } from '../../src/resources/mount-table.ts';
 
 // Lines as the kernel writes /proc/self/mountinfo (escapes included).
 const TABLE = [
@@ -28,6 +32,8 @@ describe('mount table (shared probe part)', () => {
     const got = parseMountTable(TABLE).get(path);
     if (want === undefined) expect(got).toBeUndefined();
     else expect(got).toMatchObject(want);
+    expect(topMount(TABLE, path)).toEqual(got); // parsing only the top line answers alike
+    expect(topMount(`${TABLE}\n`, path)).toEqual(got);
   });
 
   it('the batch gives each mountpoint only its lines, and a subtree (trailing /) everything under it', () => {
@@ -37,6 +43,41 @@ describe('mount table (shared probe part)', () => {
     expect(under.split('\n').filter(Boolean)).toHaveLength(4); // proc, tmp twice: not /mnt/jail itself
     expect(none).toBe(MOUNT_TABLE_MARK);
     expect(parseMountTable(mountTableText(spaced)).get('/mnt/with space')).toMatchObject({ fstype: 'tmpfs' });
+  });
+
+  // The script sends only lines that may be asked for; split must then give what the whole table gives.
+  const filtered = (table: string, args: string[]) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-mountinfo-'));
+    try {
+      writeFileSync(join(dir, 'mountinfo'), table);
+      const script = MOUNT_TABLE.script(args);
+      expect(script).toContain('/proc/self/mountinfo');
+      return execFileSync('sh', ['-c', script.replace('/proc/self/mountinfo', join(dir, 'mountinfo'))], { encoding: 'utf8' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('the host sends only the lines asked for (escaped paths, subtrees); split gives the same answers', () => {
+    const args = ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space', '/', '/mnt/jail'];
+    const sent = filtered(TABLE, args);
+    expect(sent.split('\n').filter(Boolean)).toHaveLength(7); // all but 'garbage line' (` / ` is in every line)
+    expect(MOUNT_TABLE.split(sent, args)).toEqual(MOUNT_TABLE.split(TABLE, args));
+    expect(filtered(TABLE, ['/mnt/jail/tmp', '/mnt/with space']).split('\n').filter(Boolean).map((l) => l.split(' ')[0])).toEqual(['43', '44', '45']);
+    expect(filtered(TABLE, ['/mnt/jail/tm'])).toBe(''); // a prefix of a mountpoint is not sent; no match is no failure
+  });
+
+  it('on this machine: the filtered mount table answers as the whole one', () => {
+    const whole = readFileSync('/proc/self/mountinfo', 'utf8');
+    const mountpoints = whole.split('\n').filter(Boolean).map((l) => l.split(' ')[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))));
+    const args = [...mountpoints.slice(0, 5), '/proc/', '/sys/', '/no/such/mountpoint', '/dev/'];
+    const script = MOUNT_TABLE.script(args);
+    const sent = execFileSync('sh', ['-c', script], { encoding: 'utf8' });
+    expect(sent.length).toBeLessThanOrEqual(whole.length);
+    expect(MOUNT_TABLE.split(sent, args)).toEqual(MOUNT_TABLE.split(readFileSync('/proc/self/mountinfo', 'utf8'), args));
+    const table = parseMountTable(whole);
+    expect(table.size).toBeGreaterThan(0);
+    for (const mp of mountpoints) expect(topMount(whole, mp)).toEqual(table.get(mp));
   });
 
   it('finds the table between its mark and the next part', () => {

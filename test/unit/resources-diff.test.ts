@@ -622,6 +622,18 @@ describe('file facts batch: every file of a script in one find, one cat | base64
     expect(parseFileFacts(ok[1]).content!.toString()).toBe('fgh');
   });
 
+  it('a file answered as before (same find line, same bytes) gets the same answer; any difference a new one', () => {
+    const out = (content: string, mode = '644') => `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${Buffer.from(content).toString('base64')}\n@sha\n`;
+    const [a] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
+    const [b] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
+    const [c] = FILE_FACTS.split(out('v=2\n'), ['/x/same']);
+    const [d] = FILE_FACTS.split(out('v=2\n', '600'), ['/x/same']);
+    expect(b).toBe(a);
+    expect(parseFileFacts(c).content!.toString()).toBe('v=2\n');
+    expect(parseFileFacts(d)).toMatchObject({ mode: '600', content: Buffer.from('v=2\n') });
+    expect(parseFileFacts(FILE_FACTS.split(out('v=1\n'), ['/x/same'])[0]).content!.toString()).toBe('v=1\n');
+  });
+
   it('incomplete output (the script died) is an error for every path', () => {
     expect(FILE_FACTS.split('f 5 644 0 root 0 root /x/a\n', ['/x/a']).map((t) => thrown(() => parseFileFacts(t)))).toEqual([expect.any(ProbeError)]);
   });

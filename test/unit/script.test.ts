@@ -212,7 +212,23 @@ describe('probe parts: an identical part runs once per script, a batch once for 
     ['a part that did not run', [{ stdout: 'a', stderr: '', code: 2 }, { stdout: '', stderr: '', code: null }], { stdout: 'a', stderr: '', code: null }],
   ])('joined output: %s', (_, outs, want) => {
     const set = new ProbeSet([], [outs.map((_o, i) => `part ${i}`)]);
-    expect(set.output(outs, 0)).toEqual(want);
+    const o = set.output(outs, 0);
+    expect({ stdout: o.stdout, stderr: o.stderr, code: o.code }).toEqual(want);
+    expect(o.parts).toEqual(outs.map((x) => x.stdout));
+  });
+
+  it('an answer equal to the last one given is that one (hosts answering alike share it)', () => {
+    const sections: Section[] = [];
+    const set = new ProbeSet(sections, [['echo a', { batch: ECHO, arg: 'x' }], [{ batch: ECHO, arg: 'y' }]]);
+    const outs = (a: string, x: string) => [{ stdout: a, stderr: '', code: 0 }, { stdout: `${x}\ny:2\n`, stderr: '', code: 0 }];
+    const first = set.output(outs('a\n', 'x:1'), 0);
+    const again = set.output(outs('a\n', 'x:1'), 0);
+    expect(again).toBe(first); // the same output object: parts equal, nothing joined again
+    const other = set.output(outs('a\n', 'x:9'), 0);
+    expect(other).not.toBe(first);
+    expect(other.stdout).toBe('a\nx:9\n');
+    expect(set.output(outs('b\n', 'x:9'), 0).stdout).toBe('b\nx:9\n');
+    expect(set.output(outs('b\n', 'x:9'), 1).stdout).toBe('y:2\n');
   });
 
   it('a probe run standalone gives the same output as in a script with others', () => {
