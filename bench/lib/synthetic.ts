@@ -198,6 +198,27 @@ async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promi
   return { ...rec, bedHost, siteCount, resourcesPerHost, disks: w.storage ? storageDisks(tb.host(bedHost)) : undefined };
 }
 
+/**
+ * `fn` under V8's CPU profiler when `file` is set (RS_SYNTHETIC_CPU_PROFILE: the execute phase
+ * alone, without the harness's set-up around it), written there as a .cpuprofile.
+ */
+async function cpuProfiled<T>(file: string | undefined, fn: () => Promise<T>): Promise<T> {
+  if (!file) return fn();
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 100 });
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  }
+}
+
 /** 2.-3. the replay for HOSTS hosts; exported to profile it without a bed (a saved recording). */
 export async function replaySynthetic(saved: SavedRecording, dir: string, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
   const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
@@ -205,6 +226,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const { HumanReporter } = await racksmith<typeof import('../../src/ui/human.ts')>('src/ui/human.ts');
   const { jsonSink } = await racksmith<typeof import('../../src/ui/json.ts')>('src/ui/json.ts');
   const { journalSink } = await racksmith<typeof import('../../src/engine/journal.ts')>('src/engine/journal.ts');
+  const { resourceEvent } = await racksmith<typeof import('../../src/engine/events.ts')>('src/engine/events.ts');
   const { pb } = await benchPlaybook(saved.siteCount, RESOURCES_PER_HOST);
   const { resourcesPerHost, disks } = saved;
   const rec: Recording = { outputs: saved.outputs };
@@ -264,7 +286,9 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   };
   emit({ type: 'run_start', playbooks: ['synthetic'], hosts: names, check: false });
   const outcome = await lap('execute (script build, fake exec, parse, diff, events)', () =>
-    execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!) }, emit),
+    cpuProfiled(process.env.RS_SYNTHETIC_CPU_PROFILE, () =>
+      execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!) }, emit),
+    ),
   );
   await lap('report (listr2 finish, change groups, recap table)', () => human.finish(outcome));
   const total = process.cpuUsage(c0);
@@ -278,7 +302,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     for (const r of outcome.results) {
       if (`${r.host}\0${r.play}` !== at) events.push({ type: 'host_start', host: r.host, play: r.play });
       at = `${r.host}\0${r.play}`;
-      events.push({ type: 'resource', ...r });
+      events.push(resourceEvent(r));
     }
     for (const h of outcome.hosts) events.push({ type: 'host_recap', ...h });
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
