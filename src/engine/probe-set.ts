@@ -69,10 +69,10 @@ export class ProbeSet {
   /**
    * The answers given last, per section's batch slot and per multi-part probe: an answer equal to
    * the last one is given as that very string (and a probe whose parts all are, as that very
-   * output). Converged hosts mostly answer alike, and the engine compares each answer with the
+   * output; a batch answered word for word as last time is not split again). Converged hosts mostly answer alike, and the engine compares each answer with the
    * last one parsed: by identity, that costs nothing, and no joined output is built for it.
    */
-  private readonly lastBatch = new Map<number, string[]>();
+  private readonly lastBatch = new Map<number, { stdout: string | undefined; answers: string[] }>();
   private readonly lastPlain = new Map<number, string>();
   private readonly lastJoined = new Map<number, JoinedOutput>();
 
@@ -146,10 +146,13 @@ export class ProbeSet {
     let a = split.get(section);
     if (!a) {
       const o = outs[section];
-      a = o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args);
       const last = this.lastBatch.get(section);
-      if (last) for (let k = 0; k < a.length; k++) if (a[k] === last[k]) a[k] = last[k];
-      this.lastBatch.set(section, a);
+      if (o.code !== null && last?.stdout === o.stdout) a = last.answers; // answered word for word as last time
+      else {
+        a = o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args);
+        if (last) for (let k = 0; k < a.length; k++) if (a[k] === last.answers[k]) a[k] = last.answers[k];
+        this.lastBatch.set(section, { stdout: o.code === null ? undefined : o.stdout, answers: a });
+      }
       split.set(section, a);
     }
     return a;

@@ -147,8 +147,11 @@ export function mount(o: MountOptions): Resource<MountFacts> {
       const eq = l.indexOf('=');
       if (eq <= 0) continue;
       if (l.startsWith('pathid=')) {
-        const f = l.slice(7).split(' ');
-        ids.set(f.slice(3).join(' '), f.slice(0, 3));
+        // pathid=DEV:INO MODE empty|nonempty PATH (the path may hold spaces)
+        const a = l.indexOf(' ', 7);
+        const b = a < 0 ? -1 : l.indexOf(' ', a + 1);
+        const c = b < 0 ? -1 : l.indexOf(' ', b + 1);
+        if (c >= 0) ids.set(l.slice(c + 1), [l.slice(7, a), l.slice(a + 1, b), l.slice(b + 1, c)]);
       } else kv.set(l.slice(0, eq), l.slice(eq + 1));
     }
     const live = topMount(table, path);
