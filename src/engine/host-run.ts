@@ -94,35 +94,10 @@ interface State {
  * and re-probes (verify + facts for the next wave). A converged host costs exactly one exec.
  */
 export async function runHost(conn: Connection, resources: Resource[], o: HostRunOptions): Promise<HostRunResult> {
-  const { byId, links } = listLinks(resources);
-  // Every field set from the start: one object shape for all states (V8 keeps the code that reads them monomorphic).
-  const states: State[] = resources.map((r) => ({ r, deps: NONE, writers: NONE, afters: NONE, stacked: undefined, facts: undefined, factHash: undefined, changes: undefined, predictedFiles: undefined, steps: undefined, result: undefined }));
-  links.forEach((l, i) => {
-    const s = states[i];
-    if (l.deps) s.deps = l.deps.map((j) => states[j]);
-    if (l.writers) s.writers = l.writers.map((j) => states[j]);
-    if (l.afters) s.afters = l.afters.map((j) => states[j]);
-    if (l.stacked !== undefined) s.stacked = states[l.stacked];
-  });
+  const { byId } = listLinks(resources);
+  const states = newStates(resources);
   const stateOf = (id: string): State | undefined => states[byId.get(id) ?? -1];
   const factHashes = new Map<string, string>();
-  const finish = (s: State, res: Outcome) => {
-    s.result = resourceResult(o.host, o.play, s.r.id, s.r.kind, res);
-    o.onResult(s.result);
-  };
-
-  const ingest = (s: State, answer: Answer): boolean => {
-    if (answer instanceof Unreadable) {
-      finish(s, { status: 'failed', changes: NO_CHANGES, error: answer.error });
-      return false;
-    }
-    s.facts = answer;
-    if (o.hashFacts) {
-      s.factHash = factsHash(s.facts);
-      factHashes.set(s.r.id, s.factHash);
-    }
-    return true;
-  };
 
   const exec = async (sections: Section[], body?: string): Promise<SectionOutput[] | string> => {
     const { script, marker } = buildScript(sections, body);
@@ -139,7 +114,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   };
 
   const failRemaining = (msg: string) => {
-    for (const s of states) if (!s.result) finish(s, { status: 'failed', changes: NO_CHANGES, error: msg });
+    for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
   };
 
   // Wave 0: probe all.
@@ -153,13 +128,17 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       failRemaining(first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
-    probed = all.map((s, i) => readAnswer(s.r, set.output(first, i)));
+    const answers: Answer[] = [];
+    for (let i = 0; i < all.length; i++) answers.push(readAnswer(all[i].r, set.output(first, i)));
+    probed = answers;
     if (later.length && o.onPrefetched) {
+      const prefetched: Answer[] = [];
       let i = all.length;
-      o.onPrefetched(later.flatMap((rs) => rs.map((r) => readAnswer(r, set.output(first, i++)))));
+      for (const rs of later) for (const r of rs) prefetched.push(readAnswer(r, set.output(first, i++)));
+      o.onPrefetched(prefetched);
     }
   }
-  all.forEach((s, i) => ingest(s, probed[i]));
+  for (let i = 0; i < all.length; i++) ingestAnswer(o, factHashes, all[i], probed[i]);
 
   if (o.planned) {
     const drift = findDrift(all, o.planned);
@@ -180,18 +159,18 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       if (blocker) {
         // Pass the file predictions along, so a later writer of the same file still stacks.
         if (stacked && stackable(s, stacked)) s.predictedFiles = stacked.predictedFiles;
-        finish(s, { status: 'skipped', changes: NO_CHANGES, error: `dependency ${blocker.r.id} did not converge` });
+        finishState(o, s, { status: 'skipped', changes: NO_CHANGES, error: `dependency ${blocker.r.id} did not converge` });
         continue;
       }
       // Ordering-only dependencies must be decided first, or go in this same wave before us.
-      if (afters.some((d) => !d.result && !toApply.includes(d)) || anyUndecided(s, deps) || anyUndecided(s, writers)) {
+      if (afterPending(afters, toApply) || anyUndecided(s, deps) || anyUndecided(s, writers)) {
         deferred.push(s); // decided once its dependencies are
         continue;
       }
       const pendingDep = o.check ? (firstPending(s, deps) ?? firstPending(s, writers)) : undefined;
       if (pendingDep) {
         // Its facts would only be known after the dependency's change: report, never guess.
-        finish(s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
+        finishState(o, s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
         continue;
       }
       const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
@@ -200,20 +179,20 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
         s.changes = diffOnce(s.r, s.facts);
       } catch (e) {
         if (inherited) s.predictedFiles = inherited;
-        finish(s, { status: 'failed', changes: NO_CHANGES, error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
+        finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
         continue;
       }
       const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
       if (own || inherited) s.predictedFiles = { ...inherited, ...own };
       const reviewed = o.planned?.get(s.r.id);
       if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
-        finish(s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
+        finishState(o, s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
         continue;
       }
       if (s.changes.length === 0) {
-        finish(s, { status: 'ok', changes: NO_CHANGES });
+        finishState(o, s, { status: 'ok', changes: NO_CHANGES });
       } else if (o.check) {
-        finish(s, { status: 'changed', changes: s.changes, alwaysRuns: !s.r.verifiable || undefined });
+        finishState(o, s, { status: 'changed', changes: s.changes, alwaysRuns: !s.r.verifiable || undefined });
       } else {
         toApply.push(s);
       }
@@ -248,7 +227,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       while (under && !toApply.includes(under) && under.r.stacksOn) under = stateOf(under.r.stacksOn);
       if (under && toApply.includes(under) && under.result?.status === 'failed') {
         k += s.steps!.length;
-        finish(s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
+        finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
         continue;
       }
       for (const step of s.steps!) {
@@ -257,29 +236,29 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
         if (so.code !== 0) {
           const why = so.code === null ? 'did not run (connection lost or earlier failure)' : `exit ${so.code}`;
           const detail = (so.stderr || so.stdout).trim().split('\n').slice(-5).join('\n');
-          finish(s, { status: 'failed', changes: s.changes!, error: `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}` });
+          finishState(o, s, { status: 'failed', changes: s.changes!, error: `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}` });
         }
       }
     }
     reprobe.forEach((s, i) => {
       const po = reprobeSet.output(out, i);
       if (s.result) return;
-      if (!ingest(s, readAnswer(s.r, po))) return;
+      if (!ingestAnswer(o, factHashes, s, readAnswer(s.r, po))) return;
       if (!toApply.includes(s)) return; // deferred: diffed in the next wave
       let still: Change[];
       try {
         still = s.r.diff(s.facts);
       } catch (e) {
-        finish(s, { status: 'failed', changes: s.changes!, error: `after apply: ${(e as Error).message}` });
+        finishState(o, s, { status: 'failed', changes: s.changes!, error: `after apply: ${(e as Error).message}` });
         return;
       }
       if (still.length) {
-        finish(s, { status: 'failed', changes: s.changes!, error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}` });
+        finishState(o, s, { status: 'failed', changes: s.changes!, error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}` });
       } else {
-        finish(s, { status: 'changed', changes: s.changes! });
+        finishState(o, s, { status: 'changed', changes: s.changes! });
       }
     });
-    for (const s of toApply) if (!s.result) finish(s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
+    for (const s of toApply) if (!s.result) finishState(o, s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
     for (const s of states) s.predictedFiles = undefined; // the re-probe superseded every prediction
   }
   failRemaining('not converged: dependency cycle');
@@ -287,6 +266,58 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
 }
 
 const NONE: State[] = [];
+
+/** A host's states of a resource list, dependencies resolved (indexes worked out once per list). */
+function newStates(resources: readonly Resource[]): State[] {
+  const { links } = listLinks(resources);
+  const states: State[] = new Array(resources.length);
+  // Every field set from the start: one object shape for all states (V8 keeps the code that reads them monomorphic).
+  for (let i = 0; i < resources.length; i++) {
+    states[i] = { r: resources[i], deps: NONE, writers: NONE, afters: NONE, stacked: undefined, facts: undefined, factHash: undefined, changes: undefined, predictedFiles: undefined, steps: undefined, result: undefined };
+  }
+  for (let i = 0; i < states.length; i++) {
+    const l = links[i];
+    const s = states[i];
+    if (l.deps) s.deps = statesAt(states, l.deps);
+    if (l.writers) s.writers = statesAt(states, l.writers);
+    if (l.afters) s.afters = statesAt(states, l.afters);
+    if (l.stacked !== undefined) s.stacked = states[l.stacked];
+  }
+  return states;
+}
+
+function statesAt(states: State[], indexes: number[]): State[] {
+  const out: State[] = [];
+  for (const i of indexes) out.push(states[i]);
+  return out;
+}
+
+// finishState and ingestAnswer are module functions, not closures made per host: V8 optimises
+// (and inlines) one function instead of a closure it meets thousands of times.
+function finishState(o: HostRunOptions, s: State, res: Outcome): void {
+  s.result = resourceResult(o.host, o.play, s.r.id, s.r.kind, res);
+  o.onResult(s.result);
+}
+
+/** Take a resource's answer: its facts, or it fails with why they could not be read. */
+function ingestAnswer(o: HostRunOptions, factHashes: Map<string, string>, s: State, answer: Answer): boolean {
+  if (answer instanceof Unreadable) {
+    finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: answer.error });
+    return false;
+  }
+  s.facts = answer;
+  if (o.hashFacts) {
+    s.factHash = factsHash(s.facts);
+    factHashes.set(s.r.id, s.factHash);
+  }
+  return true;
+}
+
+/** An ordering-only dependency is neither decided nor going in this wave before `s`. */
+function afterPending(afters: State[], toApply: State[]): boolean {
+  for (const d of afters) if (!d.result && !toApply.includes(d)) return true;
+  return false;
+}
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 
@@ -323,7 +354,12 @@ function parseOnce(r: Resource, out: SectionOutput & { code: number }): unknown 
 /** Whether two outputs are the same text: part by part when both come in parts (no joining). */
 function sameStdout(a: SectionOutput, b: SectionOutput): boolean {
   if (a === b) return true;
-  if (a.parts && b.parts && a.parts.length === b.parts.length) return a.parts.every((p, k) => p === b.parts![k]);
+  const ap = a.parts;
+  const bp = b.parts;
+  if (ap && bp && ap.length === bp.length) {
+    for (let k = 0; k < ap.length; k++) if (ap[k] !== bp[k]) return false;
+    return true;
+  }
   return a.stdout === b.stdout;
 }
 
@@ -382,7 +418,9 @@ export function probeOf(r: Resource): ProbeText {
 }
 
 function collect(states: State[]): ResourceResult[] {
-  return states.map((s) => s.result!).filter(Boolean);
+  const out: ResourceResult[] = [];
+  for (const s of states) if (s.result) out.push(s.result);
+  return out;
 }
 
 /** Each resource's dependencies (dependsOn, writeAfter, after, stacksOn) as indexes into its list. */

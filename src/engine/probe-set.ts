@@ -112,19 +112,20 @@ export class ProbeSet {
       const o = outs[r.section];
       return { stdout: 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section), stderr: o.stderr, code: o.code };
     }
-    const parts = refs.map((r) => ('batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section)));
+    const parts: string[] = [];
     let stderr = '';
     let didNotRun = false;
     let failed: number | undefined;
     for (const r of refs) {
       const o = outs[r.section];
+      parts.push('batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section));
       stderr += o.stderr;
       if (o.code === null) didNotRun = true;
       else if (o.code !== 0) failed ??= o.code;
     }
     const code = didNotRun ? null : (failed ?? 0);
     const last = this.lastJoined.get(i);
-    if (last && last.code === code && last.stderr === stderr && last.parts.every((p, k) => p === parts[k])) return last;
+    if (last && last.code === code && last.stderr === stderr && sameParts(last.parts, parts)) return last;
     const out = new JoinedOutput(parts, stderr, code);
     this.lastJoined.set(i, out);
     return out;
@@ -157,6 +158,12 @@ export class ProbeSet {
     }
     return a;
   }
+}
+
+function sameParts(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
+  return true;
 }
 
 /** A multi-part probe's output: its parts, joined only when read whole. */

@@ -187,6 +187,13 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const prefetched = new Map<string, { epoch: number; byPlay: Map<number, readonly Answer[]> }>();
   const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
 
+  // One function for every host's results (a closure per host would be one more V8 meets thousands of times).
+  const onResult = (r: ResourceResult) => {
+    results.push(r);
+    recapOf(r.host)[r.status]++;
+    emit(resourceEvent(r));
+  };
+
   const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
     const pp = plays[playIndex];
     const recap = recapOf(host.name);
@@ -217,7 +224,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
     if (pre && pre.epoch !== applyEpoch) prefetched.delete(host.name);
     else pre?.byPlay.delete(playIndex);
-    const later = probed || applying > 0 ? [] : resourcesOf.flatMap((m, j) => (j > playIndex && m.has(host.name) ? [[j, m.get(host.name)!] as const] : []));
+    const later = probed || applying > 0 ? [] : laterPlays(resourcesOf, playIndex, host.name);
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
       probed,
@@ -235,11 +242,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       check: o.check,
       planned: o.planned ? (o.planned.get(host.name)?.get(pp.play.name) ?? new Map()) : undefined,
       signal: o.signal,
-      onResult: (r) => {
-        results.push(r);
-        recap[r.status]++;
-        emit(resourceEvent(r));
-      },
+      onResult,
     }).finally(() => clearTimeout(timer));
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
     byPlay.set(pp.play.name, res.factHashes);
@@ -293,6 +296,16 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const recap: Recap = { hosts: hostRecaps, exitCode, check: o.check, elapsedMs: Date.now() - t0 };
   emit({ type: 'recap', ...recap });
   return { ...recap, results, factHashes };
+}
+
+/** The host's resource lists of the plays after `playIndex` (to probe with this play's exec). */
+function laterPlays(resourcesOf: Array<Map<string, Resource[]>>, playIndex: number, host: string): Array<readonly [number, Resource[]]> {
+  const out: Array<readonly [number, Resource[]]> = [];
+  for (let j = playIndex + 1; j < resourcesOf.length; j++) {
+    const rs = resourcesOf[j].get(host);
+    if (rs) out.push([j, rs]);
+  }
+  return out;
 }
 
 /** Run `fn` over items with at most `limit` in flight; one slow item never blocks the others. */
