@@ -64,7 +64,7 @@ class Unreadable {
 }
 
 /** Read a probe output into facts (parse is pure: hosts answering alike share one parse). */
-export function readAnswer(r: Resource, out: SectionOutput): Answer {
+function readAnswer(r: Resource, out: SectionOutput): Answer {
   if (out.code === null) return new Unreadable('probe did not run to completion');
   try {
     return parseOnce(r, out as SectionOutput & { code: number });
@@ -118,7 +118,6 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   };
 
   // Wave 0: probe all.
-  const all = states;
   let probed = o.probed;
   if (!probed) {
     const later = o.prefetch ?? [];
@@ -129,19 +128,19 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       return { results: collect(states), factHashes, lostConnection: first };
     }
     const answers: Answer[] = [];
-    for (let i = 0; i < all.length; i++) answers.push(readAnswer(all[i].r, set.output(first, i)));
+    for (let i = 0; i < states.length; i++) answers.push(readAnswer(states[i].r, set.output(first, i)));
     probed = answers;
     if (later.length && o.onPrefetched) {
       const prefetched: Answer[] = [];
-      let i = all.length;
+      let i = states.length;
       for (const rs of later) for (const r of rs) prefetched.push(readAnswer(r, set.output(first, i++)));
       o.onPrefetched(prefetched);
     }
   }
-  for (let i = 0; i < all.length; i++) ingestAnswer(o, factHashes, all[i], probed[i]);
+  for (let i = 0; i < states.length; i++) ingestAnswer(o, factHashes, states[i], probed[i]);
 
   if (o.planned) {
-    const drift = findDrift(all, o.planned);
+    const drift = findDrift(states, o.planned);
     if (drift.length) {
       const what = drift.map((d) => `${d.id} (now: ${d.now.join('; ') || 'no change'}; planned: ${d.planned.join('; ') || 'no change'})`).join(', ');
       failRemaining(`refused: facts changed since the plan: ${what}`);
@@ -266,6 +265,8 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
 }
 
 const NONE: State[] = [];
+/** The changes of a result without any (most results of a converged fleet share it; read-only). */
+const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 
 /** A host's states of a resource list, dependencies resolved (indexes worked out once per list). */
 function newStates(resources: readonly Resource[]): State[] {
@@ -318,8 +319,6 @@ function afterPending(afters: State[], toApply: State[]): boolean {
   for (const d of afters) if (!d.result && !toApply.includes(d)) return true;
   return false;
 }
-/** The changes of a result without any (most results of a converged fleet share it; read-only). */
-const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 
 const notConverged = (d: State) => d.result?.status === 'failed' || d.result?.status === 'skipped';
 

@@ -68,9 +68,10 @@ export class ProbeSet {
   private readonly splits = new WeakMap<readonly SectionOutput[], Map<number, string[]>>();
   /**
    * The answers given last, per section's batch slot and per multi-part probe: an answer equal to
-   * the last one is given as that very string (and a probe whose parts all are, as that very
-   * output; a batch answered word for word as last time is not split again). Converged hosts mostly answer alike, and the engine compares each answer with the
-   * last one parsed: by identity, that costs nothing, and no joined output is built for it.
+   * the last one is given as that very string, and a probe whose parts all are as that very
+   * output; a batch answered word for word as last time is not split again. Converged hosts
+   * mostly answer alike, and the engine compares each answer with the last one parsed: by
+   * identity, that costs nothing, and no joined output is built for it.
    */
   private readonly lastBatch = new Map<number, { stdout: string | undefined; answers: string[] }>();
   private readonly lastPlain = new Map<number, string>();

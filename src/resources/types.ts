@@ -17,7 +17,8 @@ export interface Step {
 /**
  * The unit of desired state: probe (shell that prints facts) -> diff (pure) -> apply (shell).
  * `F` is the parsed facts type. Resources never open connections themselves. They are plain
- * objects (no classes): the engine copies them with spread to add play tags.
+ * objects (no classes): the engine copies their own fields (play tags added, one object shape for
+ * every kind).
  */
 export interface Resource<F = unknown> {
   /** Unique on a host, e.g. `file:/etc/sysctl.d/90-net.conf`. */
