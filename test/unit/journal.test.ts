@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { JOURNAL_FLUSH_BYTES, JOURNAL_FLUSH_MS, hostsToResume, journalSink } from '../../src/engine/journal.ts';
-import { jsonSink } from '../../src/ui/json.ts';
+import { JSON_FLUSH_BYTES, jsonSink } from '../../src/ui/json.ts';
 import { eventLine } from '../../src/engine/event-line.ts';
 import { Secret } from '../../src/util/secret.ts';
 
@@ -98,6 +98,18 @@ describe('run journal', () => {
     expect(writes[2].split('\n').filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(['resource', 'host_recap']);
     await new Promise((r) => setImmediate(r));
     expect(writes.length).toBe(3);
+  });
+
+  it('--json writes a long burst in pieces of about JSON_FLUSH_BYTES, every line whole and in order', async () => {
+    const writes: string[] = [];
+    const json = jsonSink(new Writable({ write: (c, _e, cb) => (writes.push(c.toString()), cb()) }));
+    const n = Math.ceil((3 * JSON_FLUSH_BYTES) / eventLine(resource('a', 'r0')).length);
+    for (let i = 0; i < n; i++) json(resource('a', `r${i}`));
+    expect(writes.length).toBe(3); // before the turn ends
+    for (const w of writes) expect(w.length).toBeGreaterThanOrEqual(JSON_FLUSH_BYTES);
+    await new Promise((r) => setImmediate(r));
+    const ids = writes.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l).id);
+    expect(ids).toEqual(Array.from({ length: n }, (_, i) => `r${i}`));
   });
 
   it('buffers resource events until the next other event (a host starts, a recap)', () => {
