@@ -18,7 +18,20 @@ export interface BatchPart {
   arg: string;
 }
 
-export type ProbePart = string | BatchPart;
+/**
+ * Shell definitions (functions only: no output, no exit) that a probe's other parts call. The
+ * script defines them once, at its top, however many probes ask for them word for word (each
+ * disk's probe uses the same helpers).
+ */
+export interface DefinePart {
+  define: string;
+}
+
+export type ProbePart = string | BatchPart | DefinePart;
+
+export function define(body: string): DefinePart {
+  return { define: body };
+}
 
 // Starts each inline part's output; random per process, so no part can print it by chance.
 const INLINE_MARK = `@@RS-INLINE-${randomBytes(6).toString('hex')}@@`;
@@ -79,30 +92,42 @@ export class ProbeSet {
 
   constructor(sections: Section[], probes: readonly ProbeText[]) {
     const seen = new Map<string, number>();
-    this.refs = probes.map((p) =>
-      (typeof p === 'string' ? [p] : p).map((part): Ref => {
-        if (typeof part !== 'string') {
-          let b = this.batches.get(part.batch);
-          if (!b) {
-            b = { section: sections.push({ kind: 'probe', body: '' }) - 1, args: [], slots: new Map() };
-            this.batches.set(part.batch, b);
-          }
-          let slot = b.slots.get(part.arg);
-          if (slot === undefined) {
-            slot = b.args.push(part.arg) - 1;
-            b.slots.set(part.arg, slot);
-          }
-          return { section: b.section, batch: part.batch, slot };
-        }
-        let i = seen.get(part);
-        if (i === undefined) {
-          i = sections.push({ kind: 'probe', body: part }) - 1;
-          seen.set(part, i);
-        }
-        return { section: i };
-      }),
-    );
+    const defined = new Set<string>();
+    this.refs = probes.map((p) => {
+      const refs: Ref[] = [];
+      for (const part of typeof p === 'string' ? [p] : p) {
+        if (typeof part !== 'string' && 'define' in part) {
+          // no output of its own: nothing of the probe's answer comes from it
+          if (!defined.has(part.define)) sections.push({ kind: 'define', body: part.define });
+          defined.add(part.define);
+        } else refs.push(this.ref(sections, seen, part));
+      }
+      return refs;
+    });
     for (const [batch, b] of this.batches) sections[b.section] = { kind: 'probe', body: batch.script(b.args) };
+  }
+
+  /** A part's place in the script: its own section (shared when word for word), or a batch's slot. */
+  private ref(sections: Section[], seen: Map<string, number>, part: string | BatchPart): Ref {
+    if (typeof part !== 'string') {
+      let b = this.batches.get(part.batch);
+      if (!b) {
+        b = { section: sections.push({ kind: 'probe', body: '' }) - 1, args: [], slots: new Map() };
+        this.batches.set(part.batch, b);
+      }
+      let slot = b.slots.get(part.arg);
+      if (slot === undefined) {
+        slot = b.args.push(part.arg) - 1;
+        b.slots.set(part.arg, slot);
+      }
+      return { section: b.section, batch: part.batch, slot };
+    }
+    let i = seen.get(part);
+    if (i === undefined) {
+      i = sections.push({ kind: 'probe', body: part }) - 1;
+      seen.set(part, i);
+    }
+    return { section: i };
   }
 
   /** Probe `i`'s output: its parts' stdout joined, the first failing exit code. */

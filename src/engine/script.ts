@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
 
-/** One part of a remote script: a probe (read-only) or an apply step. */
+/**
+ * One part of a remote script: a probe (read-only), an apply step, or shell definitions
+ * (functions) that probes call: put at the top of the script, in the script's own shell, so every
+ * section's subshell has them; they print nothing and have no output of their own.
+ */
 export interface Section {
-  kind: 'probe' | 'step';
+  kind: 'probe' | 'step' | 'define';
   /** Apply steps of one resource share a group: after a failed step the group's later steps are skipped. */
   group?: string;
   body: string;
@@ -37,7 +41,9 @@ export function scriptBody(sections: readonly Section[]): string {
     if (!groupTokens.has(group)) groupTokens.set(group, `g${groupTokens.size}`);
     return groupTokens.get(group)!;
   };
+  for (const s of sections) if (s.kind === 'define') lines.push(s.body);
   sections.forEach((s, i) => {
+    if (s.kind === 'define') return;
     const run = [
       `printf '\\n%s B ${i}\\n' "$rs_m"; printf '\\n%s B ${i}\\n' "$rs_m" >&2`,
       s.kind === 'step' ? `( set -e\n${s.body}\n) </dev/null` : `(\n${s.body}\n) </dev/null`,

@@ -7,7 +7,7 @@
  *  - diskMount: mount.ts for a disk given by path or by serial.
  * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
  */
-import { inline, type ProbeBatch } from '../engine/probe-set.ts';
+import { define, inline, type DefinePart, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -93,8 +93,19 @@ RS_FP_EOF
   rs_fpv=\${rs_fpv%% *}
 }`;
 
-/** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts). */
+/** The shell functions every disk probe calls: defined once per script, however many disks (~2.3 KB). */
+const DISK_HELPERS = [READ_FN, TRIM_FN, MAJMIN_FN, UDEV_FN, SERIAL_FN, FP_FN].join('\n');
+
+/** The probe part that defines the disk probes' helpers. */
+export const diskHelpers = (): DefinePart => define(DISK_HELPERS);
+
+/** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts), on its own. */
 export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
+  return `${DISK_HELPERS}\n${diskProbeBody(spec, o)}`;
+}
+
+/** diskProbe without the helpers' definitions (a probe part after diskHelpers()). */
+export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): string {
   const resolve = spec.device !== undefined
     ? `p=${shq(spec.device)}
 if [ ! -e "$R$p" ]; then echo "error=$p does not exist"; exit 0; fi
@@ -103,12 +114,6 @@ rs_majmin "$R$p"; mm=$rs_mm`
     : `rs_by_serial ${shq(spec.serial)} || exit 0`;
   return `R=${shq(o.root ?? '')}
 echo spec=${shq(specText(spec))}
-${READ_FN}
-${TRIM_FN}
-${MAJMIN_FN}
-${UDEV_FN}
-${SERIAL_FN}
-${FP_FN}
 ${resolve}
 sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
 if [ -z "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' ${shq(specText(spec))} "$mm"; exit 0; fi
@@ -170,8 +175,8 @@ echo end=1`;
  * shared word for word with that disk's resources, so knowing which entries are the same disk
  * costs nothing on the host.
  */
-export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): string[] {
-  return [diskProbe(spec, o), ...others.map((x) => diskProbe(x, o))];
+export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): ProbePart[] {
+  return [diskHelpers(), diskProbeBody(spec, o), ...others.map((x) => diskProbeBody(x, o))];
 }
 
 /** Facts of the first disk of `diskProbeParts` output, with `sameAs` from the others' maj:min. */
@@ -267,7 +272,7 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
     ...common('io-tuning', `io:${o.name}`, o),
     verifiable: true,
     // The full disk probe, word for word the disk resource's: the engine runs it once for both.
-    probe: () => diskProbe(o.spec),
+    probe: () => [diskHelpers(), diskProbeBody(o.spec)],
     parse: (out) => parseDiskFacts(out),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
     apply(f): Step[] {
@@ -418,7 +423,7 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
     probe: () => {
       const p = inner.probe();
       // (inline parts carry their shell as the argument)
-      return typeof p === 'string' ? sub(p) : p.map((part) => (typeof part === 'string' ? sub(part) : { ...part, arg: sub(part.arg) }));
+      return typeof p === 'string' ? sub(p) : p.map((part) => (typeof part === 'string' ? sub(part) : 'define' in part ? part : { ...part, arg: sub(part.arg) }));
     },
     apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
   };

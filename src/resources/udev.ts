@@ -8,7 +8,7 @@ import {
   ioTarget, mergeProfiles, parseDiskFacts, profileFor, udevMatch, udevRuleLine, udevRulesFile,
   type DiskFacts, type IoProfile, type ProfileName, type UdevEntry,
 } from './blockdev-logic.ts';
-import { diskProbe, splitDiskOutputs, type DiskSpec } from './blockdev.ts';
+import { diskHelpers, diskProbeBody, splitDiskOutputs, type DiskSpec } from './blockdev.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, hasContent, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
@@ -63,7 +63,7 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
     verifiable: true,
     writes: [path],
     // The disks' parts are their own resources' probes word for word: they run once per script.
-    probe: () => [fileProbe(path), ...o.disks.map((d) => diskProbe(d.spec))],
+    probe: () => [fileProbe(path), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
     parse(out): IoUdevFacts {
       const first = out.search(/^spec=/m);
       const disks = first < 0 ? [] : splitDiskOutputs(out.slice(first));

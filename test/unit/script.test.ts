@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { inline, ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
+import { define, inline, ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
 import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
 
 /** Build, run through `/bin/sh -s` exactly as the connections do (script on stdin), split. */
@@ -215,6 +215,23 @@ describe('probe parts: an identical part runs once per script, a batch once for 
     const o = set.output(outs, 0);
     expect({ stdout: o.stdout, stderr: o.stderr, code: o.code }).toEqual(want);
     expect(o.parts).toEqual(outs.map((x) => x.stdout));
+  });
+
+  it('shell definitions asked by several probes are defined once, at the top, and answer nothing themselves', () => {
+    const fn = define('rs_hello() { echo "hello $1"; }');
+    const sections: Section[] = [];
+    const set = new ProbeSet(sections, [[fn, 'rs_hello a'], [fn, 'rs_hello b', { batch: ECHO, arg: 'z' }], 'echo plain']);
+    const { script, marker } = buildScript(sections);
+    expect(script.split('rs_hello() {')).toHaveLength(2);
+    expect(script.indexOf('rs_hello() {')).toBeLessThan(script.indexOf('%s B '));
+    expect(script.indexOf('%s B ')).toBeGreaterThan(0);
+    const r = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(script), encoding: 'utf8' });
+    const outs = splitOutput(r.stdout, marker, sections.length, r.stderr);
+    const [a, b, plain] = [0, 1, 2].map((i) => set.output(outs, i));
+    expect([a.stdout, a.code]).toEqual(['hello a\n', 0]);
+    expect(b.stdout).toMatch(/^hello b\nz:\d+\n$/);
+    expect(b.code).toBe(0);
+    expect(plain.stdout).toBe('plain\n');
   });
 
   it('an answer equal to the last one given is that one (hosts answering alike share it)', () => {
