@@ -2,7 +2,7 @@ import type { Connection } from '../connection/types.ts';
 import { Refusal, type Change, type Resource, type Step } from '../resources/types.ts';
 import { resourceResult, type Outcome, type ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
-import { ProbeSet, type ProbeText } from './probe-set.ts';
+import { ProbeSet, sameParts, type ProbeText } from './probe-set.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
 
 export interface HostRunOptions {
@@ -94,9 +94,7 @@ interface State {
  * and re-probes (verify + facts for the next wave). A converged host costs exactly one exec.
  */
 export async function runHost(conn: Connection, resources: Resource[], o: HostRunOptions): Promise<HostRunResult> {
-  const { byId } = listLinks(resources);
   const states = newStates(resources);
-  const stateOf = (id: string): State | undefined => states[byId.get(id) ?? -1];
   const factHashes = new Map<string, string>();
 
   const exec = async (sections: Section[], body?: string): Promise<SectionOutput[] | string> => {
@@ -222,8 +220,8 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     let k = 0;
     for (const s of toApply) {
       // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
-      let under = s.r.stacksOn ? stateOf(s.r.stacksOn) : undefined;
-      while (under && !toApply.includes(under) && under.r.stacksOn) under = stateOf(under.r.stacksOn);
+      let under = s.stacked;
+      while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
       if (under && toApply.includes(under) && under.result?.status === 'failed') {
         k += s.steps!.length;
         finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
@@ -270,7 +268,7 @@ const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 
 /** A host's states of a resource list, dependencies resolved (indexes worked out once per list). */
 function newStates(resources: readonly Resource[]): State[] {
-  const { links } = listLinks(resources);
+  const links = listLinks(resources);
   const states: State[] = new Array(resources.length);
   // Every field set from the start: one object shape for all states (V8 keeps the code that reads them monomorphic).
   for (let i = 0; i < resources.length; i++) {
@@ -339,26 +337,21 @@ function firstPending(s: State, list: State[]): State | undefined {
 
 // Each resource's last parse: hosts that share a play's build share its resource objects, and
 // converged hosts mostly answer a probe word for word alike (same file, same sysctl values).
-const lastParse = new WeakMap<Resource, { out: SectionOutput; code: number; stderr: string; facts: unknown }>();
+const lastParse = new WeakMap<Resource, { out: SectionOutput; facts: unknown }>();
 
 /** `r.parse` of this output, or the facts of the same output parsed just before (parse is pure). */
 function parseOnce(r: Resource, out: SectionOutput & { code: number }): unknown {
   const last = lastParse.get(r);
-  if (last && last.code === out.code && last.stderr === out.stderr && sameStdout(last.out, out)) return last.facts;
+  if (last && last.out.code === out.code && last.out.stderr === out.stderr && sameStdout(last.out, out)) return last.facts;
   const facts = out.parts && r.parseParts ? r.parseParts(out.parts, out.code, out.stderr) : r.parse(out.stdout, out.code, out.stderr);
-  lastParse.set(r, { out, code: out.code, stderr: out.stderr, facts });
+  lastParse.set(r, { out, facts });
   return facts;
 }
 
 /** Whether two outputs are the same text: part by part when both come in parts (no joining). */
 function sameStdout(a: SectionOutput, b: SectionOutput): boolean {
   if (a === b) return true;
-  const ap = a.parts;
-  const bp = b.parts;
-  if (ap && bp && ap.length === bp.length) {
-    for (let k = 0; k < ap.length; k++) if (ap[k] !== bp[k]) return false;
-    return true;
-  }
+  if (a.parts && b.parts && a.parts.length === b.parts.length) return sameParts(a.parts, b.parts);
   return a.stdout === b.stdout;
 }
 
@@ -431,22 +424,22 @@ interface Links {
 }
 
 // Per resource list: the hosts of a play's build share it, so a fleet resolves ids once.
-const linksOfList = new WeakMap<readonly Resource[], { byId: Map<string, number>; links: Links[] }>();
+const linksOfList = new WeakMap<readonly Resource[], Links[]>();
 
-function listLinks(resources: readonly Resource[]): { byId: Map<string, number>; links: Links[] } {
-  let l = linksOfList.get(resources);
-  if (!l) {
+function listLinks(resources: readonly Resource[]): Links[] {
+  let links = linksOfList.get(resources);
+  if (!links) {
     const byId = new Map(resources.map((r, i) => [r.id, i]));
     const indexes = (ids: readonly string[] | undefined) => (ids?.length ? ids.map((id) => byId.get(id)!) : undefined);
-    const links = resources.map((r): Links => ({
+    links = resources.map((r): Links => ({
       deps: indexes(r.dependsOn),
       writers: indexes(r.writeAfter),
       afters: indexes(r.after),
       stacked: r.stacksOn ? byId.get(r.stacksOn) : undefined,
     }));
-    linksOfList.set(resources, (l = { byId, links }));
+    linksOfList.set(resources, links);
   }
-  return l;
+  return links;
 }
 
 /** Resources whose facts no longer hash to the reviewed value, with what they would change now. */

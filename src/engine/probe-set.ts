@@ -136,7 +136,7 @@ export class ProbeSet {
     if (refs.length === 1) {
       const r = refs[0];
       const o = outs[r.section];
-      return { stdout: 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section), stderr: o.stderr, code: o.code };
+      return { stdout: this.partAnswer(outs, r), stderr: o.stderr, code: o.code };
     }
     const parts: string[] = [];
     let stderr = '';
@@ -144,7 +144,7 @@ export class ProbeSet {
     let failed: number | undefined;
     for (const r of refs) {
       const o = outs[r.section];
-      parts.push('batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section));
+      parts.push(this.partAnswer(outs, r));
       stderr += o.stderr;
       if (o.code === null) didNotRun = true;
       else if (o.code !== 0) failed ??= o.code;
@@ -155,6 +155,11 @@ export class ProbeSet {
     const out = new JoinedOutput(parts, stderr, code);
     this.lastJoined.set(i, out);
     return out;
+  }
+
+  /** A part's answer: its slot of a batch, or a plain section's stdout. */
+  private partAnswer(outs: readonly SectionOutput[], r: Ref): string {
+    return 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section);
   }
 
   /** A plain section's stdout, as the string given last when equal to it. */
@@ -186,7 +191,8 @@ export class ProbeSet {
   }
 }
 
-function sameParts(a: readonly string[], b: readonly string[]): boolean {
+/** The same parts, each the very same string or an equal one. */
+export function sameParts(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
   return true;

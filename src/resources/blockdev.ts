@@ -272,7 +272,7 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
     ...common('io-tuning', `io:${o.name}`, o),
     verifiable: true,
     // The full disk probe, word for word the disk resource's: the engine runs it once for both.
-    probe: () => [diskHelpers(), diskProbeBody(o.spec)],
+    probe: () => diskProbeParts(o.spec),
     parse: (out) => parseDiskFacts(out),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
     apply(f): Step[] {

@@ -3,7 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
 import { inline } from '../engine/probe-set.ts';
-import { fstabMarkPart, mountTableProbe, parseMountTable, readMountProbe, readMountProbeParts, type MountProbeOutput } from './mount-table.ts';
+import { fstabMarkPart, mountProbeParsers, mountTableProbe, parseMountTable, type MountProbeOutput } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -73,9 +73,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
     editBlock(contentText(f.fstab), gpuFstabBlock(jail, f.files), MARKER, f.files.length ? 'present' : 'absent');
 
   /** Facts from the probe's own lines (driver files, jail links, ld.so.cache), the jail's mount table lines and fstab. */
-  const readFacts = (out: MountProbeOutput | undefined, text: () => string): GpuFacts => {
-    if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
-    const { own, table, fstab } = out;
+  const readFacts = ({ own, table, fstab }: MountProbeOutput): GpuFacts => {
     const found = new Map<string, string[]>();
     const links = new Map<string, string[]>(); // link target (a library file name) -> link names
     const cache = new Set<string>(); // names ld.so.cache points at
@@ -134,8 +132,7 @@ if [ -n "$rs_lib" ]; then
 fi
 fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
     },
-    parse: (out) => readFacts(readMountProbe(out), () => out),
-    parseParts: (parts) => readFacts(readMountProbeParts(parts), () => parts.join('')),
+    ...mountProbeParsers(readFacts),
     diff(f): Change[] {
       const changes: Change[] = [];
       for (const g of f.files) {

@@ -6,6 +6,7 @@
 import { inline, type BatchPart, type ProbeBatch } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
+import { ProbeError } from './types.ts';
 
 export const MOUNT_TABLE_MARK = '== mountinfo\n';
 
@@ -153,7 +154,14 @@ export function readMountProbeParts(parts: readonly string[]): MountProbeOutput 
   return { own: parts.slice(0, n - 3).join(''), table: parts[n - 3].slice(MOUNT_TABLE_MARK.length), fstab: parts[n - 1] };
 }
 
-/** The mount table part of a probe's output (empty without one). */
-export function mountTableText(out: string): string {
-  return splitAtMountTable(out)?.table ?? '';
+/** `parse` and `parseParts` of a mount-type probe: its output laid out as above, then read by `read`. */
+export function mountProbeParsers<F>(read: (out: MountProbeOutput) => F): { parse(out: string): F; parseParts(parts: readonly string[]): F } {
+  const readLaidOut = (out: MountProbeOutput | undefined, text: () => string): F => {
+    if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
+    return read(out);
+  };
+  return {
+    parse: (out) => readLaidOut(readMountProbe(out), () => out),
+    parseParts: (parts) => readLaidOut(readMountProbeParts(parts), () => parts.join('')),
+  };
 }

@@ -4,9 +4,9 @@ import { InputError } from '../util/errors.ts';
 import {
   atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
 } from './file-common.ts';
-import { fstabMarkPart, mountTableProbe, readMountProbe, readMountProbeParts, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
+import { fstabMarkPart, mountProbeParsers, mountTableProbe, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
 export interface MountOptions extends CommonOptions {
   /** Mountpoint. */
@@ -138,9 +138,7 @@ export function mount(o: MountOptions): Resource<MountFacts> {
   };
 
   /** Facts from the probe's own lines (and path ids), its mount table lines and the fstab answer. */
-  const readFacts = (out: MountProbeOutput | undefined, text: () => string): MountFacts => {
-    if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
-    const { own, table, fstab } = out;
+  const readFacts = ({ own, table, fstab }: MountProbeOutput): MountFacts => {
     const kv = new Map<string, string>();
     const ids = new Map<string, string[]>();
     for (const l of own.split('\n')) {
@@ -209,8 +207,7 @@ cd /`);
       const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
       return [inline(lines.join('\n')), ...ids, mountTableProbe(path), fstabMarkPart(), fileProbe(fstabFile)];
     },
-    parse: (out) => readFacts(readMountProbe(out), () => out),
-    parseParts: (parts) => readFacts(readMountProbeParts(parts), () => parts.join('')),
+    ...mountProbeParsers(readFacts),
     diff(f): Change[] {
       const changes: Change[] = [];
       if (f.live && !liveMatches(f)) {

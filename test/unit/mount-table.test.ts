@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { factsHash } from '../../src/engine/facts-hash.ts';
-import { MOUNT_TABLE, MOUNT_TABLE_MARK, mountTableText, parseMountTable, topMount } from '../../src/resources/mount-table.ts';
+import { MOUNT_TABLE, MOUNT_TABLE_MARK, parseMountTable, splitAtMountTable, topMount } from '../../src/resources/mount-table.ts';
+
+/** The mount table part of a probe's output (empty without one). */
+const mountTableText = (out: string) => splitAtMountTable(out)?.table ?? '';
 
 // Lines as the kernel writes /proc/self/mountinfo (escapes included).
 const TABLE = [
