@@ -97,32 +97,14 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   const states = newStates(resources);
   const factHashes = new Map<string, string>();
 
-  const exec = async (sections: Section[], body?: string): Promise<SectionOutput[] | string> => {
-    const { script, marker } = buildScript(sections, body);
-    try {
-      const res = await conn.exec(script);
-      if (res.code !== 0 && res.code !== null) {
-        // The wrapper itself did not run (no /bin/sh, a dead session): every section lacks output.
-        if (!res.stdout.includes(marker)) return `remote shell failed (exit ${res.code}): ${res.stderr.trim()}`;
-      }
-      return splitOutput(res.stdout, marker, sections.length, res.stderr);
-    } catch (e) {
-      return (e as Error).message;
-    }
-  };
-
-  const failRemaining = (msg: string) => {
-    for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
-  };
-
   // Wave 0: probe all.
   let probed = o.probed;
   if (!probed) {
     const later = o.prefetch ?? [];
     const { set, sections, body } = probeLayout([resources, ...later]);
-    const first = await exec(sections, body);
+    const first = await execSections(conn, sections, body);
     if (typeof first === 'string') {
-      failRemaining(first);
+      failUnfinished(o, states, first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
     const answers: Answer[] = [];
@@ -141,7 +123,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     const drift = findDrift(states, o.planned);
     if (drift.length) {
       const what = drift.map((d) => `${d.id} (now: ${d.now.join('; ') || 'no change'}; planned: ${d.planned.join('; ') || 'no change'})`).join(', ');
-      failRemaining(`refused: facts changed since the plan: ${what}`);
+      failUnfinished(o, states, `refused: facts changed since the plan: ${what}`);
       return { results: collect(states), factHashes, drift };
     }
   }
@@ -149,117 +131,152 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   for (let wave = 0; wave <= resources.length; wave++) {
     const toApply: State[] = [];
     const deferred: State[] = [];
-    for (const s of states) {
-      if (s.result) continue;
-      const { deps, writers, afters, stacked } = s;
-      const blocker = deps.find(notConverged) ?? afters.find(notConverged);
-      if (blocker) {
-        // Pass the file predictions along, so a later writer of the same file still stacks.
-        if (stacked && stackable(s, stacked)) s.predictedFiles = stacked.predictedFiles;
-        finishState(o, s, { status: 'skipped', changes: NO_CHANGES, error: `dependency ${blocker.r.id} did not converge` });
-        continue;
-      }
-      // Ordering-only dependencies must be decided first, or go in this same wave before us.
-      if (afterPending(afters, toApply) || anyUndecided(s, deps) || anyUndecided(s, writers)) {
-        deferred.push(s); // decided once its dependencies are
-        continue;
-      }
-      const pendingDep = o.check ? (firstPending(s, deps) ?? firstPending(s, writers)) : undefined;
-      if (pendingDep) {
-        // Its facts would only be known after the dependency's change: report, never guess.
-        finishState(o, s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
-        continue;
-      }
-      const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
-      if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
-      try {
-        s.changes = diffOnce(s.r, s.facts);
-      } catch (e) {
-        if (inherited) s.predictedFiles = inherited;
-        finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
-        continue;
-      }
-      const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
-      if (own || inherited) s.predictedFiles = { ...inherited, ...own };
-      const reviewed = o.planned?.get(s.r.id);
-      if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
-        finishState(o, s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
-        continue;
-      }
-      if (s.changes.length === 0) {
-        finishState(o, s, { status: 'ok', changes: NO_CHANGES });
-      } else if (o.check) {
-        finishState(o, s, { status: 'changed', changes: s.changes, alwaysRuns: !s.r.verifiable || undefined });
-      } else {
-        toApply.push(s);
-      }
-    }
+    decideWave(o, states, toApply, deferred);
     if (toApply.length === 0) {
       if (deferred.length === 0) break;
       continue; // nothing applied, so the deferred resources' facts are still current
     }
     if (o.signal?.aborted) {
-      failRemaining('interrupted before this change was applied');
+      failUnfinished(o, states, 'interrupted before this change was applied');
       break;
     }
-
-    const sections: Section[] = [];
-    for (const s of toApply) {
-      s.steps = s.r.apply(s.facts, s.changes!);
-      for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
+    const lost = await applyWave(conn, o, factHashes, toApply, deferred);
+    if (lost !== undefined) {
+      failUnfinished(o, states, lost);
+      return { results: collect(states), factHashes, lostConnection: lost };
     }
-    const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
-    const reprobeSet = new ProbeSet(sections, reprobe.map((s) => probeOf(s.r)));
-    o.onApply?.('start');
-    const out = await exec(sections).finally(() => o.onApply?.('end'));
-    if (typeof out === 'string') {
-      failRemaining(out);
-      return { results: collect(states), factHashes, lostConnection: out };
-    }
-    // Attribute step outcomes to their resources.
-    let k = 0;
-    for (const s of toApply) {
-      // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
-      let under = s.stacked;
-      while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
-      if (under && toApply.includes(under) && under.result?.status === 'failed') {
-        k += s.steps!.length;
-        finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
-        continue;
-      }
-      for (const step of s.steps!) {
-        const so = out[k++];
-        if (s.result) continue;
-        if (so.code !== 0) {
-          const why = so.code === null ? 'did not run (connection lost or earlier failure)' : `exit ${so.code}`;
-          const detail = (so.stderr || so.stdout).trim().split('\n').slice(-5).join('\n');
-          finishState(o, s, { status: 'failed', changes: s.changes!, error: `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}` });
-        }
-      }
-    }
-    reprobe.forEach((s, i) => {
-      const po = reprobeSet.output(out, i);
-      if (s.result) return;
-      if (!ingestAnswer(o, factHashes, s, readAnswer(s.r, po))) return;
-      if (!toApply.includes(s)) return; // deferred: diffed in the next wave
-      let still: Change[];
-      try {
-        still = s.r.diff(s.facts);
-      } catch (e) {
-        finishState(o, s, { status: 'failed', changes: s.changes!, error: `after apply: ${(e as Error).message}` });
-        return;
-      }
-      if (still.length) {
-        finishState(o, s, { status: 'failed', changes: s.changes!, error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}` });
-      } else {
-        finishState(o, s, { status: 'changed', changes: s.changes! });
-      }
-    });
-    for (const s of toApply) if (!s.result) finishState(o, s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
     for (const s of states) s.predictedFiles = undefined; // the re-probe superseded every prediction
   }
-  failRemaining('not converged: dependency cycle');
+  failUnfinished(o, states, 'not converged: dependency cycle');
   return { results: collect(states), factHashes };
+}
+
+/**
+ * One wave's decisions: every undecided resource whose dependencies are decided is diffed, and
+ * finishes (converged, check-mode change, failed, skipped) or goes to `toApply`; the rest wait in
+ * `deferred`. Apart from runHost so that V8 optimises this hot loop without the whole run.
+ */
+function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferred: State[]): void {
+  for (const s of states) {
+    if (s.result) continue;
+    const { deps, writers, afters, stacked } = s;
+    const blocker = deps.find(notConverged) ?? afters.find(notConverged);
+    if (blocker) {
+      // Pass the file predictions along, so a later writer of the same file still stacks.
+      if (stacked && stackable(s, stacked)) s.predictedFiles = stacked.predictedFiles;
+      finishState(o, s, { status: 'skipped', changes: NO_CHANGES, error: `dependency ${blocker.r.id} did not converge` });
+      continue;
+    }
+    // Ordering-only dependencies must be decided first, or go in this same wave before us.
+    if (afterPending(afters, toApply) || anyUndecided(s, deps) || anyUndecided(s, writers)) {
+      deferred.push(s); // decided once its dependencies are
+      continue;
+    }
+    const pendingDep = o.check ? (firstPending(s, deps) ?? firstPending(s, writers)) : undefined;
+    if (pendingDep) {
+      // Its facts would only be known after the dependency's change: report, never guess.
+      finishState(o, s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
+      continue;
+    }
+    const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
+    if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
+    try {
+      s.changes = diffOnce(s.r, s.facts);
+    } catch (e) {
+      if (inherited) s.predictedFiles = inherited;
+      finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
+      continue;
+    }
+    const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
+    if (own || inherited) s.predictedFiles = { ...inherited, ...own };
+    const reviewed = o.planned?.get(s.r.id);
+    if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
+      finishState(o, s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
+      continue;
+    }
+    if (s.changes.length === 0) {
+      finishState(o, s, { status: 'ok', changes: NO_CHANGES });
+    } else if (o.check) {
+      finishState(o, s, { status: 'changed', changes: s.changes, alwaysRuns: !s.r.verifiable || undefined });
+    } else {
+      toApply.push(s);
+    }
+  }
+}
+
+/** Apply `toApply`'s steps and re-probe in one exec; returns why the connection was lost, if it was. */
+async function applyWave(conn: Connection, o: HostRunOptions, factHashes: Map<string, string>, toApply: State[], deferred: State[]): Promise<string | undefined> {
+  const sections: Section[] = [];
+  for (const s of toApply) {
+    s.steps = s.r.apply(s.facts, s.changes!);
+    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
+  }
+  const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
+  const reprobeSet = new ProbeSet(sections, reprobe.map((s) => probeOf(s.r)));
+  o.onApply?.('start');
+  const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
+  if (typeof out === 'string') return out;
+  // Attribute step outcomes to their resources.
+  let k = 0;
+  for (const s of toApply) {
+    // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
+    let under = s.stacked;
+    while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
+    if (under && toApply.includes(under) && under.result?.status === 'failed') {
+      k += s.steps!.length;
+      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
+      continue;
+    }
+    for (const step of s.steps!) {
+      const so = out[k++];
+      if (s.result) continue;
+      if (so.code !== 0) {
+        const why = so.code === null ? 'did not run (connection lost or earlier failure)' : `exit ${so.code}`;
+        const detail = (so.stderr || so.stdout).trim().split('\n').slice(-5).join('\n');
+        finishState(o, s, { status: 'failed', changes: s.changes!, error: `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}` });
+      }
+    }
+  }
+  reprobe.forEach((s, i) => {
+    const po = reprobeSet.output(out, i);
+    if (s.result) return;
+    if (!ingestAnswer(o, factHashes, s, readAnswer(s.r, po))) return;
+    if (!toApply.includes(s)) return; // deferred: diffed in the next wave
+    let still: Change[];
+    try {
+      still = s.r.diff(s.facts);
+    } catch (e) {
+      finishState(o, s, { status: 'failed', changes: s.changes!, error: `after apply: ${(e as Error).message}` });
+      return;
+    }
+    if (still.length) {
+      finishState(o, s, { status: 'failed', changes: s.changes!, error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}` });
+    } else {
+      finishState(o, s, { status: 'changed', changes: s.changes! });
+    }
+  });
+  for (const s of toApply) if (!s.result) finishState(o, s, { status: 'changed', changes: s.changes!, alwaysRuns: true });
+  return undefined;
+}
+
+/** Run sections as one script: their outputs, or why the exec failed as a whole. */
+async function execSections(conn: Connection, sections: Section[], body?: string): Promise<SectionOutput[] | string> {
+  const { script, marker } = buildScript(sections, body);
+  try {
+    const res = await conn.exec(script);
+    if (res.code !== 0 && res.code !== null) {
+      // The wrapper itself did not run (no /bin/sh, a dead session): every section lacks output.
+      if (!res.stdout.includes(marker)) return `remote shell failed (exit ${res.code}): ${res.stderr.trim()}`;
+    }
+    return splitOutput(res.stdout, marker, sections.length, res.stderr);
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/** Every resource without an outcome yet fails with `msg`. */
+function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {
+  for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
 }
 
 const NONE: State[] = [];
