@@ -45,10 +45,16 @@ export function journalSink(file: string): JournalSink {
     if (timer) clearTimeout(timer);
     timer = undefined;
     if (!buf) return;
-    const data = Buffer.from(buf);
+    const text = buf;
     buf = '';
     fd ??= openSync(file, 'a');
-    for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+    // The string as is (encoded by the write itself, no Buffer copy in between: the journal of a
+    // large fleet is megabytes); a short write's remainder goes through a Buffer.
+    const written = writeSync(fd, text);
+    if (written < Buffer.byteLength(text)) {
+      const rest = Buffer.from(text).subarray(written);
+      for (let off = 0; off < rest.length; ) off += writeSync(fd, rest, off);
+    }
   };
   const close = () => {
     flush();
