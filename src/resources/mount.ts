@@ -1,4 +1,4 @@
-import { inline, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts';
+import { define, inline, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -70,6 +70,11 @@ export const PATH_IDS: ProbeBatch = {
     return paths.map((p) => (found.has(p) ? `pathid=${found.get(p)}\n` : ''));
   },
 };
+
+/** What a mountpoint is (`target=link|dir|file|other|absent`): defined once per script, however many mounts. */
+const TARGET_KIND = define(
+  'rs_target_kind() { if [ -L "$1" ]; then echo target=link; elif [ -d "$1" ]; then echo target=dir; elif [ -f "$1" ]; then echo target=file; elif [ -e "$1" ]; then echo target=other; else echo target=absent; fi; }',
+);
 
 /** Options the kernel shows per mount and that a remount can change. */
 const VFS_FLAGS = ['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime'];
@@ -182,7 +187,7 @@ export function mount(o: MountOptions): Resource<MountFacts> {
       const s = bindKind ? shq(o.source!) : undefined;
       const lines = [`t=${t}`];
       if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
-      lines.push('if [ -L "$t" ]; then echo target=link; elif [ -d "$t" ]; then echo target=dir; elif [ -f "$t" ]; then echo target=file; elif [ -e "$t" ]; then echo target=other; else echo target=absent; fi');
+      lines.push('rs_target_kind "$t"');
       if (device) {
         // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
         // (udev's by-uuid links can lag right after a mkfs).
@@ -205,7 +210,7 @@ cd /`);
         if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
       }
       const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
-      return [inline(lines.join('\n')), ...ids, mountTableProbe(path), fstabMarkPart(), fileProbe(fstabFile)];
+      return [TARGET_KIND, inline(lines.join('\n')), ...ids, mountTableProbe(path), fstabMarkPart(), fileProbe(fstabFile)];
     },
     ...mountProbeParsers(readFacts),
     diff(f): Change[] {

@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { standaloneProbe } from '../../src/engine/probe-set.ts';
+import { scriptAsStdin } from '../../src/connection/transport.ts';
+import { ProbeSet, standaloneProbe } from '../../src/engine/probe-set.ts';
+import { buildScript, splitOutput, type Section } from '../../src/engine/script.ts';
 import { fileWith } from './facts.ts';
 import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
 import { mount, type MountFacts } from '../../src/resources/mount.ts';
@@ -157,5 +159,33 @@ describe('mount and GPU-bind probes read in parts', () => {
   it('parts laid out otherwise are read joined (the same error)', () => {
     const r = mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile });
     expect(() => r.parseParts!(['target=dir\n', 'garbage'], 0, '')).toThrow(/unexpected probe output: target=dir\ngarbage/);
+  });
+});
+
+describe('mount probes in one script', () => {
+  it('share one definition of the target-kind test and each read its own mountpoint', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-kinds-'));
+    try {
+      mkdirSync(join(dir, 'dir'));
+      writeFileSync(join(dir, 'file'), '');
+      symlinkSync(join(dir, 'dir'), join(dir, 'link'));
+      const fstabFile = join(dir, 'fstab');
+      writeFileSync(fstabFile, '');
+      const kinds = ['dir', 'file', 'link', 'absent'] as const;
+      const mounts = kinds.map((k) => mount({ path: join(dir, k), source: '/tmp', fstype: 'none', options: ['bind'], fstabFile }));
+      const sections: Section[] = [];
+      const set = new ProbeSet(sections, mounts.map((m) => m.probe()));
+      const { script, marker } = buildScript(sections);
+      expect(script.split('rs_target_kind() {')).toHaveLength(2);
+      const res = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(script), encoding: 'utf8' });
+      const outs = splitOutput(res.stdout, marker, sections.length, res.stderr);
+      const facts = mounts.map((m, i) => {
+        const o = set.output(outs, i);
+        return m.parseParts!(o.parts!, o.code ?? -1, o.stderr) as MountFacts;
+      });
+      expect(facts.map((f) => f.target.kind)).toEqual(kinds);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
