@@ -22,24 +22,26 @@ export function eventLine(e: RunEvent): string {
 }
 
 // A converged resource (hosts x resources: most of a run's events) has exactly these keys, in
-// this order; its line is put together from each string's JSON, kept for the strings seen last
-// (host, play, id and kind recur across a fleet).
+// this order. Its line is a head (time, host, play: shared by a host's burst of resources) and a
+// tail (id, kind: the same on every host of a play), each kept as JSON: one concatenation per
+// event instead of a string built up piece by piece.
 const CONVERGED_KEYS = ['type', 'host', 'play', 'id', 'kind', 'status', 'changes'];
-const jsonStrings = new Map<string, string>();
-
-function jsonString(s: string): string {
-  let j = jsonStrings.get(s);
-  if (j === undefined) {
-    if (jsonStrings.size >= 4096) jsonStrings.clear();
-    jsonStrings.set(s, (j = JSON.stringify(s)));
-  }
-  return j;
-}
+let head = { iso: '', host: '', play: '', text: '' };
+const tails = new Map<string, { kind: string; text: string }>();
 
 function convergedLine(e: RunEvent): string | undefined {
   if (e.type !== 'resource' || e.status !== 'ok' || e.changes.length !== 0) return undefined;
   let n = 0;
   for (const k in e) if (k !== CONVERGED_KEYS[n++]) return undefined;
   if (n !== CONVERGED_KEYS.length || typeof e.host !== 'string' || typeof e.play !== 'string' || typeof e.id !== 'string' || typeof e.kind !== 'string') return undefined;
-  return `{"ts":"${iso}","type":"resource","host":${jsonString(e.host)},"play":${jsonString(e.play)},"id":${jsonString(e.id)},"kind":${jsonString(e.kind)},"status":"ok","changes":[]}\n`;
+  if (head.iso !== iso || head.host !== e.host || head.play !== e.play) {
+    head = { iso, host: e.host, play: e.play, text: `{"ts":"${iso}","type":"resource","host":${JSON.stringify(e.host)},"play":${JSON.stringify(e.play)},"id":` };
+  }
+  let tail = tails.get(e.id);
+  if (tail === undefined || tail.kind !== e.kind) {
+    if (tails.size >= 4096) tails.clear();
+    tail = { kind: e.kind, text: `${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"status":"ok","changes":[]}\n` };
+    tails.set(e.id, tail);
+  }
+  return head.text + tail.text;
 }

@@ -53,6 +53,17 @@ describe('run journal', () => {
     expect(readFileSync(file, 'utf8')).toBe(out);
   });
 
+  it('eventLine stamps each converged resource with the time it was written', () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(new Date('2026-01-01T00:00:00.001Z'));
+    const first = JSON.parse(eventLine(resource('a', 'x')));
+    vi.setSystemTime(new Date('2026-01-01T00:00:00.002Z'));
+    const second = JSON.parse(eventLine(resource('a', 'y')));
+    const third = JSON.parse(eventLine(resource('a', 'x')));
+    expect([first.ts, second.ts, third.ts]).toEqual(['2026-01-01T00:00:00.001Z', '2026-01-01T00:00:00.002Z', '2026-01-01T00:00:00.002Z']);
+    expect([first.id, second.id, third.id]).toEqual(['x', 'y', 'x']);
+  });
+
   it('eventLine writes every event as JSON.stringify does, after its timestamp', () => {
     const events: RunEvent[] = [
       resource('a', 'x'),
@@ -69,6 +80,11 @@ describe('run journal', () => {
       { type: 'resource', host: 'a', play: 'p', kind: 'file', id: 'x', status: 'ok', changes: [] },
       { type: 'resource', host: 'a', play: 'p', id: 'x', kind: 'file', changes: [], status: 'ok' },
       { type: 'resource', host: 1, play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] } as unknown as RunEvent,
+      // the same id of another kind, another host, another play: each part of the line follows
+      { type: 'resource', host: 'a', play: 'p', id: 'x', kind: 'mount', status: 'ok', changes: [] },
+      resource('b', 'x'),
+      { type: 'resource', host: 'b', play: 'q', id: 'x', kind: 'file', status: 'ok', changes: [] },
+      resource('a', 'x'),
       { type: 'host_start', host: 'a', play: 'p' },
       recap('a'),
     ];
