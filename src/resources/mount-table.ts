@@ -95,8 +95,23 @@ export function topMount(text: string, path: string): MountEntry | undefined {
   return undefined;
 }
 
+// Lines parsed lately, by their text after the mount and parent ids (the two fields that differ
+// between hosts that mount alike): a fleet's hosts share the entries (read-only, like all facts).
+const parsedLines = new Map<string, { mountpoint: string; entry: MountEntry } | undefined>();
+
 /** One mountinfo line: its (unescaped) mountpoint and entry; undefined for a line that is not one. */
 function parseMountLine(line: string): { mountpoint: string; entry: MountEntry } | undefined {
+  const a = line.indexOf(' ');
+  const key = line.slice(line.indexOf(' ', a + 1) + 1);
+  let parsed = parsedLines.get(key);
+  if (parsed === undefined && !parsedLines.has(key)) {
+    if (parsedLines.size >= 4096) parsedLines.clear();
+    parsedLines.set(key, (parsed = readMountLine(line)));
+  }
+  return parsed;
+}
+
+function readMountLine(line: string): { mountpoint: string; entry: MountEntry } | undefined {
   const f = line.split(' ');
   const dash = f.indexOf('-', 6);
   if (dash < 0 || f.length < dash + 3) return undefined;

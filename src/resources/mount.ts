@@ -142,8 +142,10 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     return `mount -t ${shq(o.fstype)}${opts} -- ${shq(src)} ${p}`;
   };
 
-  /** Facts from the probe's own lines (and path ids), its mount table lines and the fstab answer. */
-  const readFacts = ({ own, table, fstab }: MountProbeOutput): MountFacts => {
+  // The last own lines read (hosts alike answer them alike; the maps are only read).
+  let lastOwn: { own: string; kv: Map<string, string>; ids: Map<string, string[]> } | undefined;
+  const readOwn = (own: string) => {
+    if (lastOwn?.own === own) return lastOwn;
     const kv = new Map<string, string>();
     const ids = new Map<string, string[]>();
     for (const l of own.split('\n')) {
@@ -157,6 +159,12 @@ export function mount(o: MountOptions): Resource<MountFacts> {
         if (c >= 0) ids.set(l.slice(c + 1), [l.slice(7, a), l.slice(a + 1, b), l.slice(b + 1, c)]);
       } else kv.set(l.slice(0, eq), l.slice(eq + 1));
     }
+    return (lastOwn = { own, kv, ids });
+  };
+
+  /** Facts from the probe's own lines (and path ids), its mount table lines and the fstab answer. */
+  const readFacts = ({ own, table, fstab }: MountProbeOutput): MountFacts => {
+    const { kv, ids } = readOwn(own);
     const live = topMount(table, path);
     const [tdevino, tmode, tempty] = ids.get(path) ?? [];
     const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];

@@ -39,6 +39,18 @@ describe('mount table (shared probe part)', () => {
     expect(topMount(`${TABLE}\n`, path)).toEqual(got);
   });
 
+  it('hosts whose lines differ only in mount ids read the same entry; any other field counts', () => {
+    const line = (ids: string, rest: string) => `${ids} ${rest}`;
+    const rest = '254:1 /srv/jail /mnt/jail rw,relatime shared:1 - ext4 /dev/vda1 rw';
+    const a = topMount(line('41 22', rest), '/mnt/jail');
+    expect(topMount(line('9041 9022', rest), '/mnt/jail')).toEqual(a);
+    expect(topMount(line('41 22', rest.replace('rw,relatime', 'ro,relatime')), '/mnt/jail')?.options[0]).toBe('ro');
+    expect(topMount(line('41 22', rest.replace('254:1', '254:2')), '/mnt/jail')?.majmin).toBe('254:2');
+    expect(topMount(line('41 22', rest.replace('/dev/vda1', '/dev/vdb1')), '/mnt/jail')?.source).toBe('/dev/vdb1[/srv/jail]');
+    expect(topMount(line('41 22', rest), '/mnt/jail')).toEqual(a);
+    expect(parseMountTable('41 22 garbage\n9041 9022 garbage').size).toBe(0);
+  });
+
   it('the batch gives each mountpoint only its lines, and a subtree (trailing /) everything under it', () => {
     const [jailTmp, under, none, spaced] = MOUNT_TABLE.split(TABLE, ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space']);
     expect(jailTmp).toBe(`${MOUNT_TABLE_MARK}${TABLE.split('\n').filter((l) => / \/mnt\/jail\/tmp /.test(l)).join('\n')}\n`);
