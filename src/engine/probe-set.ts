@@ -89,6 +89,8 @@ export class ProbeSet {
   private readonly lastBatch = new Map<number, { stdout: string | undefined; answers: string[] }>();
   private readonly lastPlain = new Map<number, string>();
   private readonly lastJoined = new Map<number, JoinedOutput>();
+  private lastOuts: readonly SectionOutput[] | undefined;
+  private lastSplit: Map<number, string[]> | undefined;
 
   constructor(sections: Section[], probes: readonly ProbeText[]) {
     const seen = new Map<string, number>();
@@ -173,8 +175,11 @@ export class ProbeSet {
 
   /** A batch's answers, split once per script output. */
   private answers(outs: readonly SectionOutput[], section: number, batch: ProbeBatch): string[] {
-    let split = this.splits.get(outs);
+    // A host's parts are read one after the other from the same output: the last split is at hand.
+    let split = outs === this.lastOuts ? this.lastSplit! : this.splits.get(outs);
     if (!split) this.splits.set(outs, (split = new Map()));
+    this.lastOuts = outs;
+    this.lastSplit = split;
     let a = split.get(section);
     if (!a) {
       const o = outs[section];

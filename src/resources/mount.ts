@@ -82,7 +82,16 @@ const VFS_FLAGS = ['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime'];
 const USERSPACE = /^(defaults|nofail|auto|noauto|user|users|owner|group|_netdev|bind|rbind|x-.*|comment=.*)$/;
 
 const decToHexMajMin = (dec: string | undefined) => (dec && /^\d+:\d+$/.test(dec) ? dec.split(':').map((d) => Number(d).toString(16)).join(':') : undefined);
-const hexMajMin = (hex: string) => hex.split(':').map((h) => parseInt(h, 16)).join(':');
+const decMajMin = new Map<string, string>();
+/** Hex maj:min (stat's %t:%T) as the decimal mountinfo shows; a fleet's disks repeat the same few. */
+const hexMajMin = (hex: string) => {
+  let dec = decMajMin.get(hex);
+  if (dec === undefined) {
+    if (decMajMin.size >= 4096) decMajMin.clear();
+    decMajMin.set(hex, (dec = hex.split(':').map((h) => parseInt(h, 16)).join(':')));
+  }
+  return dec;
+};
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
 export function mount(o: MountOptions): Resource<MountFacts> {
