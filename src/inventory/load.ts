@@ -114,8 +114,11 @@ export function loadInventory(file: string, extraVars: Vars = {}, extraSources: 
           h = { vars: {}, varSources: {}, pos: keyPos, groups: new Set() };
           hosts.set(hn, h);
         }
-        h.groups.add(name);
-        if (!g.hosts.includes(hn)) g.hosts.push(hn);
+        // h.groups and g.hosts grow together: a Set lookup, not a scan of the group's hosts
+        if (!h.groups.has(name)) {
+          h.groups.add(name);
+          g.hosts.push(hn);
+        }
         for (const [k, v] of Object.entries(hv ?? {})) {
           h.vars[k] = v;
           h.varSources[k] = src.pos([...path, 'hosts', key, k]);
