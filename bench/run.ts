@@ -72,6 +72,10 @@ function codeVersion(): string {
   }
 }
 
+// The synthetic plan takes a second or two per replay, and this machine's CPU time per run varies
+// by ±20%: at least this many replays per variant, whatever --runs says.
+const SYNTHETIC_MIN_RUNS = 5;
+
 async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -280,7 +284,7 @@ async function main(argv: string[]): Promise<number> {
     let synthetic: unknown;
     if (syntheticHosts) {
       const { syntheticPlan } = await import('./lib/synthetic.ts');
-      synthetic = await syntheticPlan(tb, w, syntheticHosts, log);
+      synthetic = await syntheticPlan(tb, w, syntheticHosts, Math.max(R, SYNTHETIC_MIN_RUNS), log);
     }
 
     const result = {

@@ -5,14 +5,18 @@
 // the probe output of a converged run is recorded there (per exec, per play). Then HOSTS hosts
 // are read from a generated YAML inventory, prepared, and executed through a fake connection
 // that answers every exec with the recorded output (markers rewritten), with the CLI's reporters
-// (listr2 progress, NDJSON, journal; output to nowhere) and the recap. Measured: CPU and wall of
-// each phase in this process.
+// (listr2 progress and the journal, plus NDJSON for the --json variant; output to nowhere) and the
+// recap. Each replay runs in a fresh Node process (bench/synthetic-replay.ts), cold like the CLI:
+// nothing the bench process ran before (the recording run included) has warmed V8 up for it.
+// Measured: CPU and wall of each phase in that process.
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import { prebuiltIsCurrent, prebuiltPlaybookImporter } from '../../bin/prebuilt.mjs';
+import { summarize, type Summary } from './stats.ts';
 import type { Testbed } from './bed.ts';
 import { sitePlaybook, RACKSMITH_VARS, storageDisks, type Workload } from './workload.ts';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
@@ -124,6 +128,10 @@ const nullStream = () => Object.assign(new Writable({ write: (_c, _e, cb) => cb(
 export interface SyntheticResult {
   hosts: number;
   resourcesPerHost: number;
+  /** With the --json stream as well as the CLI's default reporters (progress and journal). */
+  json: boolean;
+  /** racksmith ran from dist/ (as npm ci installs it), else from the sources through tsx. */
+  fromDist: boolean;
   /** Hosts whose replayed answers are all different from each other's (see hostVariant). */
   distinctAnswers: number;
   /** CPU (user+system) and wall per phase, milliseconds. */
@@ -143,22 +151,87 @@ export interface SavedRecording extends Recording {
   disks?: ReturnType<typeof storageDisks>;
 }
 
-export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
+/** What --synthetic reports: the median run of each variant, and every run's total CPU. */
+export interface SyntheticReport extends SyntheticResult {
+  /** Replays per variant (fresh processes, the two variants alternating). */
+  runs: number;
+  /** Total CPU (ms) of every run, and their spread. */
+  cpuMs: Summary & { all: number[] };
+  /** The same with --json. */
+  withJson: SyntheticResult & { cpuMs: Summary & { all: number[] } };
+}
+
+export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, runs: number, log: (s: string) => void): Promise<SyntheticReport> {
   // RS_SYNTHETIC_RECORDING=FILE: reuse the recording in FILE (made by an earlier run with the same
   // variable) instead of converging and recording again; for iterating on the engine. A recording
   // is only valid while the scripts and the playbooks stay the same (a stale one shows as changed
   // or failed resources in the replay).
   const cache = process.env.RS_SYNTHETIC_RECORDING;
-  let saved: SavedRecording;
+  let recording = join(w.dir, 'synthetic-recording.json');
   if (cache && existsSync(cache)) {
-    saved = JSON.parse(readFileSync(cache, 'utf8')) as SavedRecording;
+    recording = cache;
+    const saved = JSON.parse(readFileSync(cache, 'utf8')) as SavedRecording;
     log(`synthetic: recording reused from ${cache} (${saved.outputs.length} execs, ${saved.resourcesPerHost} resources)`);
   } else {
-    saved = await record(tb, w, log);
+    const saved = await record(tb, w, log);
+    writeFileSync(recording, JSON.stringify(saved));
     if (cache) writeFileSync(cache, JSON.stringify(saved));
   }
-  return replaySynthetic(saved, w.dir, hosts, log);
+  // Alternating, so that both variants see the machine in the same states (it is noisy).
+  const plain: SyntheticResult[] = [];
+  const json: SyntheticResult[] = [];
+  for (let r = 0; r < runs; r++) {
+    plain.push(await replayInChild(recording, w.dir, hosts, false));
+    json.push(await replayInChild(recording, w.dir, hosts, true));
+  }
+  const medianRun = (rs: SyntheticResult[]) => {
+    const all = rs.map((x) => x.totalCpuMs);
+    const sorted = [...rs].sort((a, b) => a.totalCpuMs - b.totalCpuMs);
+    return { ...sorted[(sorted.length - 1) >> 1], cpuMs: { ...summarize(all), all } };
+  };
+  const report: SyntheticReport = { ...medianRun(plain), runs, withJson: medianRun(json) };
+  for (const r of [report, report.withJson]) {
+    if (r.distinctAnswers !== hosts) log(`synthetic: WARNING: only ${r.distinctAnswers} of ${hosts} hosts answer differently`);
+    if (r.recap.failed || r.recap.changed) log(`synthetic: WARNING: the replay did not come out converged (${r.recap.changed} changed, ${r.recap.failed} failed): the plan time is not of a converged fleet`);
+  }
+  process.stdout.write(syntheticLines(report).join('\n'));
+  return report;
 }
+
+/** One replay in a fresh Node process (bench/synthetic-replay.ts): cold, as a CLI run is. */
+async function replayInChild(recording: string, dir: string, hosts: number, json: boolean): Promise<SyntheticResult> {
+  const out = join(dir, `synthetic-result-${json ? 'json' : 'plain'}.json`);
+  const args = ['--import', 'tsx', join(repoRoot, 'bench', 'synthetic-replay.ts'), '--recording', recording, '--hosts', String(hosts), '--dir', dir, '--out', out, ...(json ? ['--json'] : [])];
+  const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((res, rej) => {
+    const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', rej);
+    child.on('close', (c) => res({ code: c, stderr: err }));
+  });
+  if (code !== 0) throw new Error(`synthetic replay failed (exit ${code}): ${stderr.trim().split('\n').slice(-5).join('\n')}`);
+  return JSON.parse(readFileSync(out, 'utf8')) as SyntheticResult;
+}
+
+/** The report: the median default run's phases, then one line per variant. */
+function syntheticLines(r: SyntheticReport): string[] {
+  const range = (c: Summary) => (c.n > 1 ? `, median of ${c.n} fresh processes (${(c.min / 1000).toFixed(2)}–${(c.max / 1000).toFixed(2)}s)` : '');
+  const phase = (k: string, v: { cpuMs: number; wallMs: number }) => `  ${k.padEnd(58)} cpu ${v.cpuMs.toFixed(0).padStart(6)} ms${Number.isFinite(v.wallMs) ? `  wall ${v.wallMs.toFixed(0).padStart(6)} ms` : ''}`;
+  const j = r.withJson;
+  return [
+    '',
+    `synthetic plan: ${r.hosts} hosts x ${r.resourcesPerHost} resources, no SSH (recorded converged probe output), a fresh process per run, racksmith ${r.fromDist ? 'from dist/ (as npm ci installs it)' : 'from src/ through tsx (dist/ is not current: npm run build)'}; the median run with the CLI's default reporters (progress, journal):`,
+    ...Object.entries(r.phases).map(([k, v]) => phase(k, v)),
+    `  total                                                      cpu ${r.totalCpuMs.toFixed(0).padStart(6)} ms  wall ${r.totalWallMs.toFixed(0).padStart(6)} ms; heap ${r.heapUsedMb.toFixed(0)} MiB, rss ${r.rssMb.toFixed(0)} MiB`,
+    `  resources: ${r.recap.ok} ok, ${r.recap.changed} changed, ${r.recap.failed} failed (all ok expected)`,
+    `  with --json as well (NDJSON of every event): execute ${j.phases[EXECUTE].cpuMs.toFixed(0)} ms, total ${j.totalCpuMs.toFixed(0)} ms`,
+    `synthetic: ${r.hosts} hosts x ${r.resourcesPerHost} resources: plan ${(r.totalCpuMs / 1000).toFixed(2)}s CPU (${(r.totalWallMs / 1000).toFixed(2)}s wall)${range(r.cpuMs)}`,
+    `synthetic with --json: ${j.hosts} hosts x ${j.resourcesPerHost} resources: plan ${(j.totalCpuMs / 1000).toFixed(2)}s CPU (${(j.totalWallMs / 1000).toFixed(2)}s wall)${range(j.cpuMs)}`,
+    '',
+  ];
+}
+
+const EXECUTE = 'execute (script build, fake exec, parse, diff, events)';
 
 /** 1. converge one bed host with a 50-resource playbook, then record a converged run. */
 async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promise<SavedRecording> {
@@ -220,7 +293,7 @@ async function cpuProfiled<T>(file: string | undefined, fn: () => Promise<T>): P
 }
 
 /** 2.-3. the replay for HOSTS hosts; exported to profile it without a bed (a saved recording). */
-export async function replaySynthetic(saved: SavedRecording, dir: string, hosts: number, log: (s: string) => void): Promise<SyntheticResult> {
+export async function replaySynthetic(saved: SavedRecording, dir: string, hosts: number, o: { json: boolean }, log: (s: string) => void = () => {}): Promise<SyntheticResult> {
   const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
   const { prepare, execute } = await racksmith<typeof import('../../src/engine/index.ts')>('src/engine/index.ts');
   const { HumanReporter } = await racksmith<typeof import('../../src/ui/human.ts')>('src/ui/human.ts');
@@ -274,18 +347,18 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const inv = await lap('load inventory', () => loadInventory(invFile));
   const prepared = await lap('prepare (build + validate resources)', () => prepare(inv, [pb], {}));
   const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
-  const json = jsonSink(nullStream());
+  const json = o.json ? jsonSink(nullStream()) : undefined;
   const journal = journalSink(join(dir, 'synthetic-journal.ndjson'));
-  type RunEvent = Parameters<typeof json>[0];
+  type RunEvent = Parameters<ReturnType<typeof jsonSink>>[0];
   let eventCount = 0;
   const emit = (e: RunEvent) => {
     eventCount++;
     human.onEvent(e);
-    json(e);
+    json?.(e);
     journal(e);
   };
   emit({ type: 'run_start', playbooks: ['synthetic'], hosts: names, check: false });
-  const outcome = await lap('execute (script build, fake exec, parse, diff, events)', () =>
+  const outcome = await lap(EXECUTE, () =>
     cpuProfiled(process.env.RS_SYNTHETIC_CPU_PROFILE, () =>
       execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!) }, emit),
     ),
@@ -308,7 +381,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
     const j2 = jsonSink(nullStream());
     const jr2 = journalSink(join(dir, 'synthetic-journal-2.ndjson'));
-    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['listr2 progress', h2.onEvent], ['NDJSON', j2], ['journal', jr2]];
+    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['listr2 progress', h2.onEvent], ...(o.json ? [['NDJSON', j2] as [string, typeof j2]] : []), ['journal', jr2]];
     for (const [name, sink] of parts) {
       const a = process.cpuUsage();
       const t = performance.now();
@@ -321,9 +394,11 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const changed = outcome.results.filter((r) => r.status === 'changed').length;
   const failed = outcome.results.filter((r) => r.status === 'failed').length;
   const mem = process.memoryUsage();
-  const res: SyntheticResult = {
+  return {
     hosts,
     resourcesPerHost,
+    json: o.json,
+    fromDist: useDist ?? false,
     distinctAnswers,
     phases,
     totalCpuMs: (total.user + total.system) / 1000,
@@ -332,16 +407,4 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     rssMb: mem.rss / 2 ** 20,
     recap: { ok, changed, failed },
   };
-  if (failed || changed) log(`synthetic: WARNING: the replay did not come out converged (${changed} changed, ${failed} failed): the plan time is not of a converged fleet`);
-  const lines = [
-    '',
-    `synthetic plan: ${hosts} hosts x ${resourcesPerHost} resources, no SSH (recorded converged probe output), this process, racksmith ${useDist ? 'from dist/ (as npm ci installs it)' : 'from src/ through tsx (dist/ is not current: npm run build)'}`,
-    ...Object.entries(res.phases).map(([k, v]) => `  ${k.padEnd(58)} cpu ${v.cpuMs.toFixed(0).padStart(6)} ms${Number.isFinite(v.wallMs) ? `  wall ${v.wallMs.toFixed(0).padStart(6)} ms` : ''}`),
-    `  total                                                      cpu ${res.totalCpuMs.toFixed(0).padStart(6)} ms  wall ${res.totalWallMs.toFixed(0).padStart(6)} ms; heap ${res.heapUsedMb.toFixed(0)} MiB, rss ${res.rssMb.toFixed(0)} MiB`,
-    `  resources: ${ok} ok, ${changed} changed, ${failed} failed (all ok expected)`,
-    `synthetic: ${hosts} hosts x ${resourcesPerHost} resources: plan ${(res.totalCpuMs / 1000).toFixed(2)}s CPU (${(res.totalWallMs / 1000).toFixed(2)}s wall)`,
-    '',
-  ];
-  process.stdout.write(lines.join('\n'));
-  return res;
 }

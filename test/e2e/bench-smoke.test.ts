@@ -75,7 +75,12 @@ describe('benchmark smoke test', () => {
     // --synthetic: a converged bed host's answers replayed for 20 hosts, each answering its own way,
     // all of them planned as converged
     expect(run.stdout).toMatch(/^synthetic: 20 hosts x 50 resources: plan \d+\.\d\ds CPU/m);
-    expect(result.synthetic).toMatchObject({ hosts: 20, resourcesPerHost: 50, distinctAnswers: 20, recap: { ok: 1000, changed: 0, failed: 0 } });
+    expect(result.synthetic).toMatchObject({ hosts: 20, resourcesPerHost: 50, distinctAnswers: 20, json: false, recap: { ok: 1000, changed: 0, failed: 0 } });
+    // each variant replayed in fresh processes (5 at least), the --json one as well
+    expect(run.stdout).toMatch(/^synthetic with --json: 20 hosts x 50 resources: plan \d+\.\d\ds CPU/m);
+    expect(result.synthetic.withJson).toMatchObject({ hosts: 20, json: true, recap: { ok: 1000, changed: 0, failed: 0 } });
+    expect(result.synthetic.cpuMs.all).toHaveLength(5);
+    expect(result.synthetic.withJson.cpuMs.all).toHaveLength(5);
 
     // its bed is gone, the e2e bed is as it was
     expect(linkExists('rsbs0')).toBe(false);
