@@ -100,8 +100,8 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   // Wave 0: probe all.
   let probed = o.probed;
   if (!probed) {
-    const later = o.prefetch ?? [];
-    const { set, sections, body } = probeLayout([resources, ...later]);
+    const later = o.prefetch ?? NO_LISTS;
+    const { set, sections, body } = probeLayout(resources, later);
     const first = await execSections(conn, sections, body);
     if (typeof first === 'string') {
       failUnfinished(o, states, first);
@@ -279,7 +279,10 @@ function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {
   for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
 }
 
-const NONE: State[] = [];
+// No dependencies. Holding an object once gives it the elements kind of every other state list
+// (V8 then meets one array map in the loops over them, not a second one as a play brings links).
+const NONE: State[] = [{} as State];
+NONE.pop();
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 
@@ -294,15 +297,16 @@ function newStates(resources: readonly Resource[]): State[] {
   for (let i = 0; i < states.length; i++) {
     const l = links[i];
     const s = states[i];
-    if (l.deps) s.deps = statesAt(states, l.deps);
-    if (l.writers) s.writers = statesAt(states, l.writers);
-    if (l.afters) s.afters = statesAt(states, l.afters);
-    if (l.stacked !== undefined) s.stacked = states[l.stacked];
+    s.deps = statesAt(states, l.deps);
+    s.writers = statesAt(states, l.writers);
+    s.afters = statesAt(states, l.afters);
+    if (l.stacked >= 0) s.stacked = states[l.stacked];
   }
   return states;
 }
 
-function statesAt(states: State[], indexes: number[]): State[] {
+function statesAt(states: State[], indexes: readonly number[]): State[] {
+  if (indexes.length === 0) return NONE;
   const out: State[] = [];
   for (const i of indexes) out.push(states[i]);
   return out;
@@ -387,20 +391,25 @@ interface LayoutNode {
 }
 const layouts: LayoutNode = { next: new WeakMap() };
 
-function probeLayout(lists: ReadonlyArray<readonly Resource[]>): ProbeLayout {
-  let node = layouts;
-  for (const list of lists) {
-    let child = node.next.get(list);
-    if (!child) node.next.set(list, (child = { next: new WeakMap() }));
-    node = child;
-  }
+/** The layout of a play's resources and those of its later plays (prefetched in the same exec). */
+function probeLayout(resources: readonly Resource[], later: ReadonlyArray<readonly Resource[]>): ProbeLayout {
+  let node = layoutChild(layouts, resources);
+  for (let k = 0; k < later.length; k++) node = layoutChild(node, later[k]);
   if (!node.layout) {
     const sections: Section[] = [];
-    const set = new ProbeSet(sections, lists.flatMap((rs) => rs.map(probeOf)));
+    const set = new ProbeSet(sections, [resources, ...later].flatMap((rs) => rs.map(probeOf)));
     node.layout = { set, sections, body: scriptBody(sections) };
   }
   return node.layout;
 }
+
+function layoutChild(node: LayoutNode, list: readonly Resource[]): LayoutNode {
+  let child = node.next.get(list);
+  if (!child) node.next.set(list, (child = { next: new WeakMap() }));
+  return child;
+}
+
+const NO_LISTS: ReadonlyArray<readonly Resource[]> = [];
 
 // Each resource's last diff: hosts that shared a parse (the same facts object) share its diff.
 const lastDiff = new WeakMap<Resource, { facts: unknown; changes: Change[] }>();
@@ -432,12 +441,15 @@ function collect(states: State[]): ResourceResult[] {
   return out;
 }
 
-/** Each resource's dependencies (dependsOn, writeAfter, after, stacksOn) as indexes into its list. */
+/**
+ * Each resource's dependencies (dependsOn, writeAfter, after, stacksOn) as indexes into its list;
+ * every field always set (no link: empty, -1), so that all Links share one object shape.
+ */
 interface Links {
-  deps?: number[];
-  writers?: number[];
-  afters?: number[];
-  stacked?: number;
+  deps: readonly number[];
+  writers: readonly number[];
+  afters: readonly number[];
+  stacked: number;
 }
 
 // Per resource list: the hosts of a play's build share it, so a fleet resolves ids once.
@@ -445,19 +457,22 @@ const linksOfList = new WeakMap<readonly Resource[], Links[]>();
 
 function listLinks(resources: readonly Resource[]): Links[] {
   let links = linksOfList.get(resources);
-  if (!links) {
-    const byId = new Map(resources.map((r, i) => [r.id, i]));
-    const indexes = (ids: readonly string[] | undefined) => (ids?.length ? ids.map((id) => byId.get(id)!) : undefined);
-    links = resources.map((r): Links => ({
-      deps: indexes(r.dependsOn),
-      writers: indexes(r.writeAfter),
-      afters: indexes(r.after),
-      stacked: r.stacksOn ? byId.get(r.stacksOn) : undefined,
-    }));
-    linksOfList.set(resources, links);
-  }
+  if (!links) linksOfList.set(resources, (links = resolveLinks(resources)));
   return links;
 }
+
+function resolveLinks(resources: readonly Resource[]): Links[] {
+  const byId = new Map(resources.map((r, i) => [r.id, i]));
+  const indexes = (ids: readonly string[] | undefined): readonly number[] => (ids?.length ? ids.map((id) => byId.get(id)!) : NO_LINKS);
+  return resources.map((r): Links => ({
+    deps: indexes(r.dependsOn),
+    writers: indexes(r.writeAfter),
+    afters: indexes(r.after),
+    stacked: r.stacksOn ? (byId.get(r.stacksOn) ?? -1) : -1,
+  }));
+}
+
+const NO_LINKS: readonly number[] = [];
 
 /** Resources whose facts no longer hash to the reviewed value, with what they would change now. */
 function findDrift(states: State[], planned: Map<string, PlannedResource>): NonNullable<HostRunResult['drift']> {

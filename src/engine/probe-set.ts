@@ -67,7 +67,16 @@ export function inline(body: string): BatchPart {
 /** A resource's probe: one shell snippet, or parts whose outputs are joined in order. */
 export type ProbeText = string | readonly ProbePart[];
 
-type Ref = { section: number } | { section: number; batch: ProbeBatch; slot: number };
+/**
+ * Where a part's answer is: a plain section, or a batch's slot. One object shape for both (batch
+ * undefined for a plain section): the code that reads refs stays monomorphic for V8 whichever
+ * kinds of part a play's resources bring.
+ */
+interface Ref {
+  section: number;
+  batch: ProbeBatch | undefined;
+  slot: number;
+}
 
 /**
  * The probes of many resources as script sections: a part that several resources share word for
@@ -129,7 +138,7 @@ export class ProbeSet {
       i = sections.push({ kind: 'probe', body: part }) - 1;
       seen.set(part, i);
     }
-    return { section: i };
+    return { section: i, batch: undefined, slot: -1 };
   }
 
   /** Probe `i`'s output: its parts' stdout joined, the first failing exit code. */
@@ -161,7 +170,7 @@ export class ProbeSet {
 
   /** A part's answer: its slot of a batch, or a plain section's stdout. */
   private partAnswer(outs: readonly SectionOutput[], r: Ref): string {
-    return 'batch' in r ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section);
+    return r.batch !== undefined ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section);
   }
 
   /** A plain section's stdout, as the string given last when equal to it. */

@@ -184,7 +184,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     applyEpoch++;
     applying += phase === 'start' ? 1 : -1;
   };
-  const prefetched = new Map<string, { epoch: number; byPlay: Map<number, readonly Answer[]> }>();
+  const prefetched = new Map<string, Prefetched>();
   const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
 
   // One function for every host's results (a closure per host would be one more V8 meets thousands of times).
@@ -219,11 +219,13 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
           void conn.close(); // the exec in flight fails: the host ends as unreachable
         }, o.hostTimeoutMs)
       : undefined;
-    const pre = prefetched.get(host.name);
-    const probed = pre?.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+    // (a host without answers reads an empty entry: the same code path, and object shape, as one with them)
+    const pre = prefetched.get(host.name) ?? NOT_PREFETCHED;
+    const current = pre.epoch === applyEpoch;
+    const probed = current ? pre.byPlay.get(playIndex) : undefined;
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
-    if (pre && pre.epoch !== applyEpoch) prefetched.delete(host.name);
-    else pre?.byPlay.delete(playIndex);
+    if (current) pre.byPlay.delete(playIndex);
+    else prefetched.delete(host.name);
     const later = probed || applying > 0 ? [] : laterPlays(resourcesOf, playIndex, host.name);
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
@@ -297,6 +299,15 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   emit({ type: 'recap', ...recap });
   return { ...recap, results, factHashes };
 }
+
+/** A host's answers for later plays, made before any apply of epoch `epoch`. */
+interface Prefetched {
+  epoch: number;
+  byPlay: Map<number, readonly Answer[]>;
+}
+
+/** No answers (never current: apply epochs start at 0; never written to). */
+const NOT_PREFETCHED: Prefetched = { epoch: -1, byPlay: new Map() };
 
 /** The host's resource lists of the plays after `playIndex` (to probe with this play's exec). */
 function laterPlays(resourcesOf: Array<Map<string, Resource[]>>, playIndex: number, host: string): Array<readonly [number, Resource[]]> {
