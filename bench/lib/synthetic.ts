@@ -10,7 +10,7 @@
 // nothing the bench process ran before (the recording run included) has warmed V8 up for it.
 // Measured: CPU and wall of each phase in that process.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -348,7 +348,11 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const prepared = await lap('prepare (build + validate resources)', () => prepare(inv, [pb], {}));
   const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
   const json = o.json ? jsonSink(nullStream()) : undefined;
-  const journal = journalSink(join(dir, 'synthetic-journal.ndjson'));
+  // Fresh journal files (a journal appends: replays sharing a directory would grow one file).
+  const journalFile = join(dir, 'synthetic-journal.ndjson');
+  const journalFile2 = join(dir, 'synthetic-journal-2.ndjson');
+  for (const f of [journalFile, journalFile2]) rmSync(f, { force: true });
+  const journal = journalSink(journalFile);
   type RunEvent = Parameters<ReturnType<typeof jsonSink>>[0];
   let eventCount = 0;
   const emit = (e: RunEvent) => {
@@ -380,7 +384,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     for (const h of outcome.hosts) events.push({ type: 'host_recap', ...h });
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
     const j2 = jsonSink(nullStream());
-    const jr2 = journalSink(join(dir, 'synthetic-journal-2.ndjson'));
+    const jr2 = journalSink(journalFile2);
     const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['listr2 progress', h2.onEvent], ...(o.json ? [['NDJSON', j2] as [string, typeof j2]] : []), ['journal', jr2]];
     for (const [name, sink] of parts) {
       const a = process.cpuUsage();
