@@ -45,7 +45,9 @@ export function kmod(o: KmodOptions): Resource<KmodFacts> {
 ${checks}
 if [ -n "$rs_miss" ]; then
   echo builtin:
-  grep -E '/(${names})\\.ko' "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null
+  # the kernel release as uname -r gives it, read by a builtin (no process)
+  read -r rs_rel 2>/dev/null < /proc/sys/kernel/osrelease || rs_rel=$(uname -r)
+  grep -E '/(${names})\\.ko' "/lib/modules/$rs_rel/modules.builtin" 2>/dev/null
 fi`, path);
     },
     parse(out) {
