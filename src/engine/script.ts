@@ -48,7 +48,7 @@ export function scriptBody(sections: readonly Section[]): string {
       `printf '\\n%s B ${i}\\n' "$rs_m"; printf '\\n%s B ${i}\\n' "$rs_m" >&2`,
       s.kind === 'step' ? `( set -e\n${s.body}\n) </dev/null` : `(\n${s.body}\n) </dev/null`,
       'rs_rc=$?',
-      `printf '\\n%s E ${i} %s\\n\\n%s X ${i}\\n' "$rs_m" "$rs_rc" "$rs_m"; printf '\\n%s X ${i}\\n' "$rs_m" >&2`,
+      `printf '\\n%s E ${i} %s\\n' "$rs_m" "$rs_rc"; printf '\\n%s X ${i}\\n' "$rs_m" >&2`,
     ];
     if (s.kind === 'step' && s.group) {
       const t = token(s.group);
@@ -64,8 +64,7 @@ export function scriptBody(sections: readonly Section[]): string {
 
 /**
  * Split the output of a script made by `buildScript` back into its sections: stdout and exit code
- * from stdout, each section's stderr from the stderr stream (or, in older output, from stdout
- * between E and X).
+ * from stdout (between B and E), each section's stderr from the stderr stream (between B and X).
  */
 export function splitOutput(stdout: string, marker: string, count: number, stderr = ''): SectionOutput[] {
   const out: SectionOutput[] = Array.from({ length: count }, () => ({ stdout: '', stderr: '', code: null }));
@@ -88,11 +87,7 @@ export function splitOutput(stdout: string, marker: string, count: number, stder
     }
     out[i].stdout = stdout.slice(start, ei);
     out[i].code = Number(code);
-    const x = `\n${marker} X ${i}\n`;
-    const errStart = eol + 1;
-    const xi = stdout.indexOf(x, errStart);
-    out[i].stderr = xi < 0 ? stdout.slice(errStart) : stdout.slice(errStart, xi);
-    from = xi < 0 ? errStart : xi + x.length - 1;
+    from = eol;
   }
   let at = 0;
   for (let i = 0; i < count && stderr; i++) {
@@ -101,7 +96,7 @@ export function splitOutput(stdout: string, marker: string, count: number, stder
     if (bi < 0) continue;
     const start = bi + b.length;
     const xi = stderr.indexOf(`\n${marker} X ${i}\n`, start);
-    out[i].stderr += xi < 0 ? stderr.slice(start) : stderr.slice(start, xi);
+    out[i].stderr = xi < 0 ? stderr.slice(start) : stderr.slice(start, xi);
     at = xi < 0 ? start : xi + 1;
   }
   return out;

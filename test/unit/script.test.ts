@@ -144,8 +144,9 @@ describe('buildScript + splitOutput round trip through /bin/sh', () => {
 describe('splitOutput on hand-made output', () => {
   const m = '@@RS-abc@@';
   it('parses sections, tolerates missing ones and truncation', () => {
-    const raw = `\n${m} B 0\nout0\n${m} E 0 0\nerr0\n\n${m} X 0\n` + `\n${m} B 2\nout2 cut`;
-    expect(splitOutput(raw, m, 3)).toEqual([
+    const raw = `\n${m} B 0\nout0\n${m} E 0 0\n` + `\n${m} B 2\nout2 cut`;
+    const err = `\n${m} B 0\nerr0\n\n${m} X 0\n`;
+    expect(splitOutput(raw, m, 3, err)).toEqual([
       { stdout: 'out0', stderr: 'err0\n', code: 0 },
       { stdout: '', stderr: '', code: null },
       { stdout: 'out2 cut', stderr: '', code: null },
@@ -153,7 +154,7 @@ describe('splitOutput on hand-made output', () => {
   });
 
   it('stderr from the stderr stream, between B and X; a cut section keeps what it wrote', () => {
-    const out = `\n${m} B 0\nout0\n${m} E 0 0\n\n${m} X 0\n\n${m} B 1\n\n${m} E 1 3\n\n${m} X 1\n\n${m} B 2\nout2`;
+    const out = `\n${m} B 0\nout0\n${m} E 0 0\n\n${m} B 1\n\n${m} E 1 3\n\n${m} B 2\nout2`;
     const err = `noise before\n\n${m} B 0\nerr0\n\n${m} X 0\n\n${m} B 1\n\n${m} X 1\n\n${m} B 2\npartial err`;
     expect(splitOutput(out, m, 3, err)).toEqual([
       { stdout: 'out0', stderr: 'err0\n', code: 0 },
@@ -163,7 +164,12 @@ describe('splitOutput on hand-made output', () => {
   });
 
   it('stderr without its X marker runs to the end', () => {
-    expect(splitOutput(`\n${m} B 0\n\n${m} E 0 2\nerr`, m, 1)).toEqual([{ stdout: '', stderr: 'err', code: 2 }]);
+    expect(splitOutput(`\n${m} B 0\n\n${m} E 0 2\n`, m, 1, `\n${m} B 0\nerr`)).toEqual([{ stdout: '', stderr: 'err', code: 2 }]);
+  });
+
+  it('text after a section\'s end (not the next section) belongs to no section', () => {
+    const out = `\n${m} B 0\na\n${m} E 0 0\nstray\n\n${m} B 1\nb\n${m} E 1 0\n`;
+    expect(splitOutput(out, m, 2).map((o) => o.stdout)).toEqual(['a', 'b']);
   });
 
   it('empty output: every section did not run', () => {
@@ -175,7 +181,7 @@ describe('splitOutput on hand-made output', () => {
 
   it('a marker with regex characters is matched literally', () => {
     const m2 = '@@RS-a.b+c@@';
-    const raw = `\n${m2} B 0\nx\n${m2} E 0 1\n\n${m2} X 0\n`;
+    const raw = `\n${m2} B 0\nx\n${m2} E 0 1\n`;
     expect(splitOutput(raw, m2, 1)).toEqual([{ stdout: 'x', stderr: '', code: 1 }]);
   });
 });
