@@ -32,8 +32,16 @@ export interface SysctlFacts {
 export const SYSCTL_KEY = /^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$/;
 const SYSCTL_VALUE = /^[A-Za-z0-9_.:, -]*$/;
 
-/** Shared by every sysctl resource of a script (one part, run once): RAM and page size. */
-const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo; echo "mem=$kb $(getconf PAGESIZE 2>/dev/null || echo 4096)"`;
+/**
+ * Shared by every sysctl resource of a script (one part, run once): RAM and page size. The page
+ * size is the shell's own first mapping's KernelPageSize (builtins only: getconf is a process on
+ * every host and run), getconf where smaps cannot tell.
+ */
+const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo
+rs_ps=
+while read -r k v _; do case $k in KernelPageSize:) rs_ps=$v; break ;; esac; done 2>/dev/null < /proc/self/smaps
+case $rs_ps in ''|*[!0-9]*) rs_ps=$(getconf PAGESIZE 2>/dev/null || echo 4096) ;; *) rs_ps=$((rs_ps * 1024)) ;; esac
+echo "mem=$kb $rs_ps"`;
 
 /**
  * Live values of every sysctl key of a script in one grep (a process per key adds up over dozens

@@ -70,7 +70,9 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
     expect(f.live['kernel.pid_max']).toBe(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
     expect(f.live['net.ipv4.tcp_rmem']).toBe(readFileSync('/proc/sys/net/ipv4/tcp_rmem', 'utf8').trim().split(/\s+/).join(' '));
     expect(f.live['net.no.such_key']).toBeNull();
-    expect(f.memory.memTotalKb).toBeGreaterThan(0);
+    expect(f.memory.memTotalKb).toBe(Number(/^MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))![1]));
+    // read from the shell's own smaps, as getconf says it
+    expect(f.memory.pageSize).toBe(Number(execFileSync('getconf', ['PAGESIZE'], { encoding: 'utf8' }).trim()));
     expect(f.file.type).toBe('absent');
   });
 
