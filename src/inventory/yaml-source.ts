@@ -42,7 +42,7 @@ export class YamlSource {
     // Plain block YAML (nearly every inventory) is read ~20x faster without the library's
     // document model; anything else, and every error, is the library's.
     const plain = reader === 'auto' ? parsePlainYaml(text) : undefined;
-    if (plain) return new YamlSource(file, plain.value, (path, key) => locate(plain.root, path, key), lineCounterOf(text));
+    if (plain) return new YamlSource(file, plain.value, (path, key) => locate(plain.root, path, key), lineCounterOf(text)).withSecretsUnwrapped(text);
     const { LineCounter, parseDocument } = yamlLib();
     let lines = new LineCounter();
     const options = { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: false };
@@ -68,7 +68,32 @@ export class YamlSource {
     }
     if (isCyclic(value)) throw new InputError('YAML: an alias refers to the mapping that contains it (recursive structure)', { file, line: 1, col: 1 });
     const located = new DocumentOffsets(doc);
-    return new YamlSource(file, value, (path, key) => located.offset(path, key), (offset) => lines.linePos(offset));
+    return new YamlSource(file, value, (path, key) => located.offset(path, key), (offset) => lines.linePos(offset)).withSecretsUnwrapped(text);
+  }
+
+  /**
+   * The other way to mark a secret, for files that cannot carry a YAML tag (JSON vars files, -e
+   * JSON): a mapping whose only key is `secret`, holding a string (`{"secret": "s3cr3t"}`), is
+   * that string as a Secret, wherever it stands.
+   */
+  private withSecretsUnwrapped(text: string): YamlSource {
+    if (!text.includes('secret')) return this; // nothing to look for (nearly every inventory)
+    // In place: the parsed value is this source's own (and an own `__proto__` key stays a key).
+    const unwrap = (v: unknown, path: Array<string | number>): unknown => {
+      if (v === null || typeof v !== 'object' || v instanceof Secret) return v;
+      const o = v as Record<string, unknown>;
+      const keys = Object.keys(o);
+      if (!Array.isArray(v) && keys.length === 1 && keys[0] === 'secret') {
+        if (typeof o.secret === 'string') return new Secret(o.secret);
+        if (o.secret instanceof Secret) return o.secret;
+        // YAML has already made `secret: 0123` the number 123: what the user wrote is lost
+        throw new InputError(`a secret must be a string (quote it): got ${o.secret === null ? 'null' : typeof o.secret}`, this.pos([...path, 'secret']));
+      }
+      for (const k of keys) o[k] = unwrap(o[k], [...path, Array.isArray(v) ? Number(k) : k]);
+      return v;
+    };
+    const value = unwrap(this.value, []);
+    return value === this.value ? this : new YamlSource(this.file, value, this.offsetOf, this.linePos);
   }
 
   /**

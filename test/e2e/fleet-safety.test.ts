@@ -1,9 +1,9 @@
 // Issue "Change windows and fleet safety" acceptance on the test bed: saved plans and drift,
 // unreachable and killed hosts, --resume, rolling batches with a failure budget, secrets, host keys.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { spawn } from 'node:child_process';
@@ -148,12 +148,21 @@ describe('interruptions and slow hosts', () => {
 });
 
 describe('secrets', () => {
-  it('a !secret value reaches the host but never stdout, stderr, the plan or the journal', async () => {
+  // The two ways to mark a secret: a YAML tag in the inventory, a {"secret": ...} wrapper in a
+  // JSON host_vars file (JSON has no tags).
+  it.each([
+    ['a !secret value in the inventory', (inv: string, value: string) => writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`))],
+    ['a {"secret": ...} value in a JSON host_vars file', (inv: string, value: string) => {
+      mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
+      writeFileSync(join(dirname(inv), 'host_vars', 'tb7.json'), JSON.stringify({ fx_secret: { secret: value } }));
+    }],
+  ])('%s reaches the host but never stdout, stderr, the plan or the journal', async (_, mark) => {
     await tb.reset(['tb7']);
     const value = 'S3cr3t-v4lue-' + Math.random().toString(36).slice(2);
     const dir = tmp();
     const inv = join(dir, 'inv.yaml');
-    writeFileSync(inv, readFileSync(writeInventory({ hosts: ['tb7'] }), 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`));
+    writeFileSync(inv, readFileSync(writeInventory({ hosts: ['tb7'] }), 'utf8'));
+    mark(inv, value);
     const plan = join(dir, 'p.plan');
     const journal = join(dir, 'j.ndjson');
     const check = await provision([PB, '-i', inv, '--check', '--diff', '-v', '-v', '--json', '--plan-out', plan, '--journal', journal]);

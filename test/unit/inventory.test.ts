@@ -9,6 +9,7 @@ import { loadInventory } from '../../src/inventory/load.ts';
 import type { Host, Inventory } from '../../src/inventory/model.ts';
 import { InputError, InputErrors } from '../../src/util/errors.ts';
 import { Secret, isSecret, maskSecret } from '../../src/util/secret.ts';
+import { parseExtraVars } from '../../src/inventory/extra-vars.ts';
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'inventory');
 const FILE = join(DIR, 'hosts.yml');
@@ -277,6 +278,32 @@ web:
     expect(isSecret(v)).toBe(true);
     expect((v as Secret).reveal()).toBe('s3cr3t');
     expect(JSON.stringify(v)).not.toContain('s3cr3t');
+  });
+
+  describe('a `{secret: ...}` wrapper (for files that cannot carry a tag: JSON, -e)', () => {
+    const reveal = (v: unknown) => (isSecret(v) ? v.reveal() : v);
+    it('in a JSON vars file, in YAML block or flow style, nested in lists and mappings', () => {
+      const f = inventory(`all:\n  hosts:\n    h1:\n      a:\n        secret: from-block\n      b: {secret: from-flow}\n`, {
+        'group_vars/all.json': '{"token": {"secret": "from-json"}, "users": [{"name": "u", "password": {"secret": "pw"}}]}',
+      });
+      const v = loadInventory(f).hosts[0].vars;
+      expect([v.a, v.b, v.token].map(isSecret)).toEqual([true, true, true]);
+      expect([v.a, v.b, v.token].map(reveal)).toEqual(['from-block', 'from-flow', 'from-json']);
+      const [user] = v.users as Array<Record<string, unknown>>;
+      expect(user.name).toBe('u');
+      expect(reveal(user.password)).toBe('pw');
+      expect(JSON.stringify(v)).not.toMatch(/from-|"pw"/);
+    });
+    it('in -e JSON', () => {
+      const { vars } = parseExtraVars(['{"token": {"secret": "from-e"}}']);
+      expect(isSecret(vars.token) && vars.token.reveal()).toBe('from-e');
+    });
+    it('only a mapping whose single key is secret; a non-string secret is refused at its line', () => {
+      const f = inventory(`all:\n  vars:\n    m:\n      secret: x\n      other: y\n  hosts:\n    h1:\n`);
+      expect(loadInventory(f).hosts[0].vars.m).toEqual({ secret: 'x', other: 'y' });
+      const bad = inventory(`all:\n  hosts:\n    h1:\n      pin:\n        secret: 0123\n`);
+      expect(() => loadInventory(bad)).toThrow(/hosts\.yml:5:\d+: .*a secret must be a string \(quote it\): got number/);
+    });
   });
 
   it('ignores a group_vars file without extension (only .yml, .yaml, .json and directories)', () => {
