@@ -145,28 +145,43 @@ export function loadInventory(file: string, extraVars: Vars = {}, extraSources: 
     Object.assign(g.varSources, fromFiles.sources);
   }
 
-  const hostVarsNames = listing(join(dir, 'host_vars'));
+  const hostVarsDir = join(dir, 'host_vars');
+  const hostVarsNames = listing(hostVarsDir);
+  // Hosts listed in the same groups (most of a fleet) share their group order and group vars.
+  const byGroups = new Map<string, GroupVars>();
   const result: Host[] = [];
   for (const [name, entry] of hosts) {
-    const memberOf = ancestors(entry.groups, groups);
-    memberOf.add('all');
-    // Ansible's order: shallower groups first, then by name; deeper (child) groups win.
-    const ordered = [...memberOf].sort((a, b) => depth.get(a)! - depth.get(b)! || a.localeCompare(b));
-    const vars: Vars = {};
-    const varSources: Record<string, SourcePos> = {};
-    for (const gname of ordered) {
-      const g = groups.get(gname)!;
-      Object.assign(vars, g.vars);
-      Object.assign(varSources, g.varSources);
-    }
-    Object.assign(vars, entry.vars);
-    Object.assign(varSources, entry.varSources);
-    const hostFiles = readVarsFiles(join(dir, 'host_vars'), name, hostVarsNames);
-    Object.assign(vars, hostFiles.vars, extraVars);
-    Object.assign(varSources, hostFiles.sources, extraSources);
-    result.push({ name, vars, varSources, groups: ordered, pos: entry.pos });
+    const key = [...entry.groups].sort().join('\0');
+    let gv = byGroups.get(key);
+    if (!gv) byGroups.set(key, (gv = groupVarsOf(entry.groups, groups, depth)));
+    const hostFiles = readVarsFiles(hostVarsDir, name, hostVarsNames);
+    const vars: Vars = Object.assign({}, gv.vars, entry.vars, hostFiles.vars, extraVars);
+    const varSources: Record<string, SourcePos> = Object.assign({}, gv.sources, entry.varSources, hostFiles.sources, extraSources);
+    result.push({ name, vars, varSources, groups: gv.ordered, pos: entry.pos });
   }
   return { file, hosts: result, groups };
+}
+
+/** The groups a host is in (read-only, shared by the hosts in them) and their vars merged in order. */
+interface GroupVars {
+  ordered: string[];
+  vars: Vars;
+  sources: Record<string, SourcePos>;
+}
+
+function groupVarsOf(direct: Set<string>, groups: Map<string, Group>, depth: Map<string, number>): GroupVars {
+  const memberOf = ancestors(direct, groups);
+  memberOf.add('all');
+  // Ansible's order: shallower groups first, then by name; deeper (child) groups win.
+  const ordered = [...memberOf].sort((a, b) => depth.get(a)! - depth.get(b)! || a.localeCompare(b));
+  const vars: Vars = {};
+  const sources: Record<string, SourcePos> = {};
+  for (const gname of ordered) {
+    const g = groups.get(gname)!;
+    Object.assign(vars, g.vars);
+    Object.assign(sources, g.varSources);
+  }
+  return { ordered, vars, sources };
 }
 
 function ancestors(direct: Set<string>, groups: Map<string, Group>): Set<string> {
