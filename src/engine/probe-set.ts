@@ -86,8 +86,6 @@ interface Ref {
 export class ProbeSet {
   private readonly refs: Ref[][];
   private readonly batches = new Map<ProbeBatch, { section: number; args: string[]; slots: Map<string, number> }>();
-  /** Batch answers per exec output, split once (a set is shared by the hosts of a play's build). */
-  private readonly splits = new WeakMap<readonly SectionOutput[], Map<number, string[]>>();
   /**
    * The answers given last, per section's batch slot and per multi-part probe: an answer equal to
    * the last one is given as that very string, and a probe whose parts all are as that very
@@ -98,8 +96,12 @@ export class ProbeSet {
   private readonly lastBatch = new Map<number, { stdout: string | undefined; answers: string[] }>();
   private readonly lastPlain = new Map<number, string>();
   private readonly lastJoined = new Map<number, JoinedOutput>();
-  private lastOuts: readonly SectionOutput[] | undefined;
-  private lastSplit: Map<number, string[]> | undefined;
+  /**
+   * The batch answers of the exec output read last, per section: a host's probes are read one
+   * after the other from its output (a set is shared by the hosts of a play's build), so each
+   * batch is split once per output.
+   */
+  private splitOf: { outs: readonly SectionOutput[]; answers: Map<number, string[]> } | undefined;
 
   constructor(sections: Section[], probes: readonly ProbeText[]) {
     const seen = new Map<string, number>();
@@ -182,13 +184,10 @@ export class ProbeSet {
     return stdout;
   }
 
-  /** A batch's answers, split once per script output. */
+  /** A batch's answers, split once per script output (see splitOf). */
   private answers(outs: readonly SectionOutput[], section: number, batch: ProbeBatch): string[] {
-    // A host's parts are read one after the other from the same output: the last split is at hand.
-    let split = outs === this.lastOuts ? this.lastSplit! : this.splits.get(outs);
-    if (!split) this.splits.set(outs, (split = new Map()));
-    this.lastOuts = outs;
-    this.lastSplit = split;
+    if (this.splitOf?.outs !== outs) this.splitOf = { outs, answers: new Map() };
+    const split = this.splitOf.answers;
     let a = split.get(section);
     if (!a) {
       const o = outs[section];
