@@ -2,7 +2,7 @@ import type { Change } from '../resources/types.ts';
 
 export type ResourceStatus = 'ok' | 'changed' | 'failed' | 'skipped';
 
-/** A resource's outcome. A new optional field: also in withOutcome below. */
+/** A resource's outcome. A new optional field: also in withOptional below. */
 export interface ResourceResult {
   host: string;
   play: string;
@@ -51,14 +51,12 @@ export type EventSink = (e: RunEvent) => void;
 export type Outcome = Omit<ResourceResult, 'host' | 'play' | 'id' | 'kind'>;
 
 /**
- * `base` with an outcome's fields written in, in order. Not a spread: there is a result and an
- * event per resource on every host, and spreading costs more than the rest of a converged
- * resource's bookkeeping.
+ * A resource's result and its event are built as one object literal each, the outcome's optional
+ * fields written after in order. Not a spread, nor fields added to a smaller literal: there is a
+ * result and an event per resource on every host, and either costs more than the rest of a
+ * converged resource's bookkeeping.
  */
-function withOutcome<T extends object>(base: T, o: Outcome): T & Outcome {
-  const out = base as T & Outcome;
-  out.status = o.status;
-  out.changes = o.changes;
+function withOptional<T extends Outcome>(out: T, o: Outcome): T {
   if (o.pending !== undefined) out.pending = o.pending;
   if (o.alwaysRuns !== undefined) out.alwaysRuns = o.alwaysRuns;
   if (o.error !== undefined) out.error = o.error;
@@ -66,10 +64,10 @@ function withOutcome<T extends object>(base: T, o: Outcome): T & Outcome {
 }
 
 export function resourceResult(host: string, play: string, id: string, kind: string, o: Outcome): ResourceResult {
-  return withOutcome({ host, play, id, kind }, o);
+  return withOptional<ResourceResult>({ host, play, id, kind, status: o.status, changes: o.changes }, o);
 }
 
 /** The event of a result. */
 export function resourceEvent(r: ResourceResult): RunEvent {
-  return withOutcome({ type: 'resource' as const, host: r.host, play: r.play, id: r.id, kind: r.kind }, r);
+  return withOptional({ type: 'resource' as const, host: r.host, play: r.play, id: r.id, kind: r.kind, status: r.status, changes: r.changes }, r);
 }

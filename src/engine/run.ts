@@ -194,11 +194,15 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     emit(resourceEvent(r));
   };
 
+  // Play objects differ in shape (optional fields): read once here, not in runOne, whose optimised
+  // code would be thrown away at each play that brings a new shape.
+  const playNames = plays.map((pp) => pp.play.name);
+
   const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
-    const pp = plays[playIndex];
+    const playName = playNames[playIndex];
     const recap = recapOf(host.name);
     if (recap.unreachable) return false;
-    emit({ type: 'host_start', host: host.name, play: pp.play.name });
+    emit({ type: 'host_start', host: host.name, play: playName });
     let conn: Connection;
     try {
       let p = conns.get(host.name);
@@ -240,14 +244,14 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       onApply,
       hashFacts: o.hashFacts || o.planned !== undefined,
       host: host.name,
-      play: pp.play.name,
+      play: playName,
       check: o.check,
-      planned: o.planned ? (o.planned.get(host.name)?.get(pp.play.name) ?? new Map()) : undefined,
+      planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
       signal: o.signal,
       onResult,
     }).finally(() => clearTimeout(timer));
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
-    byPlay.set(pp.play.name, res.factHashes);
+    byPlay.set(playName, res.factHashes);
     factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;

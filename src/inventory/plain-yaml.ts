@@ -39,16 +39,27 @@ const MAX_IMPLICIT_KEY = 1024;
 // A plain scalar may not start with these (they begin other kinds of node).
 const INDICATOR = /^[,[\]{}#&*!|>'"%@`]/;
 
+// The core schema's types, as the yaml library resolves them (module constants: a regular
+// expression literal in a function is a new object on every call).
+const NULL = /^(?:~|[Nn]ull|NULL)?$/;
+const BOOL = /^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/;
+const OCT = /^0o[0-7]+$/;
+const INT = /^[-+]?[0-9]+$/;
+const HEX = /^0x[0-9a-fA-F]+$/;
+const INF_NAN = /^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/;
+const EXP = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/;
+const FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/;
+
 /** The core schema's resolution of a plain scalar, as the yaml library does it. */
 export function resolvePlain(s: string): unknown {
-  if (/^(?:~|[Nn]ull|NULL)?$/.test(s)) return null;
-  if (/^(?:[Tt]rue|TRUE|[Ff]alse|FALSE)$/.test(s)) return s[0] === 't' || s[0] === 'T';
-  if (/^0o[0-7]+$/.test(s)) return parseInt(s.substring(2), 8);
-  if (/^[-+]?[0-9]+$/.test(s)) return parseInt(s, 10);
-  if (/^0x[0-9a-fA-F]+$/.test(s)) return parseInt(s.substring(2), 16);
-  if (/^(?:[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)$/.test(s)) return s.slice(-3).toLowerCase() === 'nan' ? NaN : s[0] === '-' ? -Infinity : Infinity;
-  if (/^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$/.test(s)) return parseFloat(s);
-  if (/^[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)$/.test(s)) return parseFloat(s);
+  if (NULL.test(s)) return null;
+  if (BOOL.test(s)) return s[0] === 't' || s[0] === 'T';
+  if (OCT.test(s)) return parseInt(s.substring(2), 8);
+  if (INT.test(s)) return parseInt(s, 10);
+  if (HEX.test(s)) return parseInt(s.substring(2), 16);
+  if (INF_NAN.test(s)) return s.slice(-3).toLowerCase() === 'nan' ? NaN : s[0] === '-' ? -Infinity : Infinity;
+  if (EXP.test(s)) return parseFloat(s);
+  if (FLOAT.test(s)) return parseFloat(s);
   return s;
 }
 
@@ -184,13 +195,9 @@ class Reader {
     const locs = seq.loc.items!;
     const slot = items.push(undefined) - 1;
     locs.push({ at: v });
-    const set = (value: unknown, loc: Located) => {
-      items[slot] = value;
-      locs[slot] = loc;
-    };
     if (v === end || this.restIsComment(v, end)) {
       // `-` alone: a nested block on the next lines, or null
-      this.pending = { indent: seq.indent, nullAt: v, seqAtSameIndent: false, set };
+      this.pending = { indent: seq.indent, nullAt: v, seqAtSameIndent: false, set: itemSetter(items, locs, slot) };
       return;
     }
     if (t.charCodeAt(v) === 45 && (v + 1 === end || t.charCodeAt(v + 1) === 32)) notPlain(); // `- - x`
@@ -198,12 +205,13 @@ class Reader {
     if (c !== 91 && c !== 123 && this.keyEnd(v, end) !== undefined) {
       // `- key: value`: a mapping whose keys line up at the first key's column
       const indent = seq.indent + (v - at);
-      this.open('map', indent, v, set);
+      this.open('map', indent, v, itemSetter(items, locs, slot));
       this.entry(this.stack[this.stack.length - 1], v, end);
       return;
     }
     const { value, loc } = this.scalar(v, end);
-    set(value, loc ?? { at: v });
+    items[slot] = value;
+    locs[slot] = loc ?? { at: v };
   }
 
   /** `key: value` or `key:` in a mapping. */
@@ -219,13 +227,9 @@ class Reader {
     while (v < end && t.charCodeAt(v) === 32) v++;
     const slot = { keyAt: at, value: { at: v } as Located };
     keys.set(key, slot);
-    const set = (value: unknown, loc: Located) => {
-      obj[key] = value;
-      slot.value = loc;
-    };
     if (v === end || this.restIsComment(v, end)) {
       obj[key] = null;
-      this.pending = { indent: map.indent, nullAt: v, seqAtSameIndent: true, set };
+      this.pending = { indent: map.indent, nullAt: v, seqAtSameIndent: true, set: entrySetter(obj, key, slot) };
       return;
     }
     const { value, loc } = this.scalar(v, end);
@@ -397,6 +401,22 @@ class Reader {
     if (i === end) return true;
     return t.charCodeAt(i) === 35 && (i > from || t.charCodeAt(i - 1) === 32);
   }
+}
+
+// Setters of a value that the next lines give (a nested block, or null): made only for such a
+// line, so that the variables they hold are not kept in a heap context for every line.
+function itemSetter(items: unknown[], locs: Located[], slot: number): Pending['set'] {
+  return (value, loc) => {
+    items[slot] = value;
+    locs[slot] = loc;
+  };
+}
+
+function entrySetter(obj: Record<string, unknown>, key: string, slot: { value: Located }): Pending['set'] {
+  return (value, loc) => {
+    obj[key] = value;
+    slot.value = loc;
+  };
 }
 
 /** Trailing spaces off (not String#trimEnd: YAML keeps a no-break space and other Unicode spaces). */

@@ -102,8 +102,11 @@ echo @sha
     return paths.map((path) => {
       const line = meta.get(path);
       if (!line) return 'type=absent\n';
-      const [y, size, mode, uid, user, gid, group] = line.split(' ', 7);
-      const owner = `mode=${mode}\nuid=${uid}\nuser=${user}\ngid=${gid}\ngroup=${group}\n`;
+      // (by index: destructuring goes through the array iterator, for every file of every host)
+      const f = line.split(' ', 7);
+      const y = f[0];
+      const size = f[1];
+      const owner = `mode=${f[2]}\nuid=${f[3]}\nuser=${f[4]}\ngid=${f[5]}\ngroup=${f[6]}\n`;
       if (y === 'l') return 'type=link\n';
       if (y === 'd') return `type=dir\n${owner}`;
       if (y !== 'f') return 'type=other\n';
