@@ -93,81 +93,133 @@ RS_FP_EOF
   rs_fpv=\${rs_fpv%% *}
 }`;
 
-/** The shell functions every disk probe calls: defined once per script, however many disks (~2.3 KB). */
-const DISK_HELPERS = [READ_FN, TRIM_FN, MAJMIN_FN, UDEV_FN, SERIAL_FN, FP_FN].join('\n');
+/**
+ * Shell that sets $rs_bm to the mount table by block device (major 0 is never one: no proc, tmpfs,
+ * overlay), read once per shell (and root $R):
+ * a line `MAJ:MIN<TAB>FSTYPE<TAB> MOUNTPOINT...` per device, its mountpoints in mount table order
+ * (escaped as there: no blanks), FSTYPE that of its last mount. One awk for every disk of a
+ * script, not one per disk (a storage node has dozens).
+ */
+const BLOCK_MOUNTS_FN = `rs_bm_root=
+rs_block_mounts() {
+  [ "$rs_bm_root" = "=$R" ] && return 0
+  rs_bm_root="=$R"
+  rs_bm=$(awk '$3 ~ /^0:/ { next } { fs = ""; for (i = 7; i < NF; i++) if ($i == "-") { fs = $(i + 1); break }
+    if (!($3 in mps)) order[++n] = $3
+    mps[$3] = mps[$3] " " $5; last[$3] = fs }
+  END { for (j = 1; j <= n; j++) printf "%s\\t%s\\t%s\\n", order[j], last[order[j]], mps[order[j]] }' "$R/proc/self/mountinfo" 2>/dev/null)
+}`;
+
+/**
+ * Shell that prints the facts of one disk (parsed by parseDiskFacts): rs_disk ROOT SPEC_TEXT
+ * device PATH | rs_disk ROOT SPEC_TEXT serial SERIAL. A function, so that each disk's part is an
+ * inline part (no subshell of its own): it returns where a section would exit, reads only what
+ * it set, and leaves the working directory at /.
+ */
+const DISK_FN = `rs_disk() {
+  R=$1
+  printf 'spec=%s\\n' "$2"
+  if [ "$3" = device ]; then
+    p=$4
+    if [ ! -e "$R$p" ]; then printf 'error=%s does not exist\\n' "$p"; return 0; fi
+    if [ ! -b "$R$p" ]; then printf 'error=%s is not a block device\\n' "$p"; return 0; fi
+    rs_majmin "$R$p"; mm=$rs_mm
+  else
+    rs_by_serial "$4" || return 0
+  fi
+  sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
+  if [ -z "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' "$2" "$mm"; return 0; fi
+  k=\${sys##*/}
+  echo "kname=$k"
+  echo "majmin=$mm"
+  [ -e "$sys/partition" ] && echo partition=1
+  rs_rd "$sys/size"; echo "size=$rs_v"
+  rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
+  rs_rd "$sys/ro"; echo "ro=$rs_v"
+  rs_udev "$mm"
+  for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && { rs_rd "$sys/$x"; echo "sys.$x=$rs_v"; }; done
+  for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$l" -ef "$R/dev/$k" ] && echo "byid=\${l#"$R"}"; done
+  pairs="$mm=$k"
+  for s2 in "$sys/$k"*; do
+    [ -r "$s2/partition" ] || continue
+    rs_rd "$s2/dev"; pm=$rs_v; echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
+    for h in "$s2"/holders/*; do [ -e "$h" ] && echo "holder=\${s2##*/} \${h##*/}"; done
+  done
+  for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
+  # The disk's and its partitions' mounts: mount=MAJ:MIN NAME MOUNTPOINT, and the disk's own fstype.
+  rs_block_mounts
+  rs_mnt=
+  for pr in $pairs; do
+    pm=\${pr%%=*}
+    case $rs_bm in "$pm\t"*) rest=\${rs_bm#"$pm\t"} ;; *"
+$pm\t"*) rest=\${rs_bm#*"
+$pm\t"} ;; *) continue ;; esac
+    rest=\${rest%%"
+"*}
+    fs=\${rest%%"\t"*}
+    set -f # mountpoints are words of the list: never patterns
+    for mp in \${rest#*"\t"}; do rs_mnt="$rs_mnt
+mount=$pm \${pr#*=} $mp"; done
+    set +f
+    [ "$pm" = "$mm" ] && [ -n "$fs" ] && rs_mnt="$rs_mnt
+mountfs=$fs"
+  done
+  rs_mnt=\${rs_mnt#"
+"}
+  [ -n "$rs_mnt" ] && printf '%s\\n' "$rs_mnt"
+  if [ -r "$R/proc/swaps" ]; then
+    while read -r f rest; do
+      [ -b "$f" ] || continue
+      rs_majmin "$f" && case " $pairs " in *" $rs_mm="*) echo "swap=$f";; esac
+    done < "$R/proc/swaps"
+  fi
+  if [ -n "$rs_mnt" ]; then
+    # A mounted disk is never formatted: its signatures are not read (blkid, wipefs, sha256sum).
+    echo content=mounted
+  else
+    rs_fp "$R/dev/$k"
+    while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
+$rs_b
+RS_B_EOF
+    echo "blkid_rc=$rs_brc"
+    if [ "$rs_wrc" = 0 ]; then
+      while IFS= read -r l; do [ -n "$l" ] && echo "sig=$l"; done <<RS_W_EOF
+$rs_w
+RS_W_EOF
+    else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
+    echo "fp=$rs_fpv"
+  fi
+  q="$sys/queue"
+  for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
+  t=; for x in "$sys"/mq/*/nr_tags; do
+    rs_rd "$x"; case $rs_v in ''|*[!0-9]*) continue ;; esac
+    if [ -z "$t" ] || [ "$rs_v" -lt "$t" ]; then t=$rs_v; fi
+  done
+  [ -n "$t" ] && echo "q.nr_tags=$t"
+  for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && { rs_rd "$c"; echo "cap.\${c##*.}=$rs_v"; }; done
+  echo end=1
+}`;
+
+/** The shell functions every disk probe calls: defined once per script, however many disks. */
+const DISK_HELPERS = [READ_FN, TRIM_FN, MAJMIN_FN, UDEV_FN, SERIAL_FN, FP_FN, BLOCK_MOUNTS_FN, DISK_FN].join('\n');
 
 /** The probe part that defines the disk probes' helpers. */
 export const diskHelpers = (): DefinePart => define(DISK_HELPERS);
 
-/** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts), on its own. */
-export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
-  return `${DISK_HELPERS}\n${diskProbeBody(spec, o)}`;
+/** The call that probes one disk (after DISK_HELPERS). */
+function diskCall(spec: DiskSpec, o: ProbeOptions): string {
+  const how = spec.device !== undefined ? `device ${shq(spec.device)}` : `serial ${shq(spec.serial)}`;
+  return `rs_disk ${shq(o.root ?? '')} ${shq(specText(spec))} ${how}`;
 }
 
-/** diskProbe without the helpers' definitions (a probe part after diskHelpers()). */
-export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): string {
-  const resolve = spec.device !== undefined
-    ? `p=${shq(spec.device)}
-if [ ! -e "$R$p" ]; then echo "error=$p does not exist"; exit 0; fi
-if [ ! -b "$R$p" ]; then echo "error=$p is not a block device"; exit 0; fi
-rs_majmin "$R$p"; mm=$rs_mm`
-    : `rs_by_serial ${shq(spec.serial)} || exit 0`;
-  return `R=${shq(o.root ?? '')}
-echo spec=${shq(specText(spec))}
-${resolve}
-sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
-if [ -z "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' ${shq(specText(spec))} "$mm"; exit 0; fi
-k=\${sys##*/}
-echo "kname=$k"
-echo "majmin=$mm"
-[ -e "$sys/partition" ] && echo partition=1
-rs_rd "$sys/size"; echo "size=$rs_v"
-rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
-rs_rd "$sys/ro"; echo "ro=$rs_v"
-rs_udev "$mm"
-for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && { rs_rd "$sys/$x"; echo "sys.$x=$rs_v"; }; done
-for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$l" -ef "$R/dev/$k" ] && echo "byid=\${l#"$R"}"; done
-pairs="$mm=$k"
-for s2 in "$sys/$k"*; do
-  [ -r "$s2/partition" ] || continue
-  rs_rd "$s2/dev"; pm=$rs_v; echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
-  for h in "$s2"/holders/*; do [ -e "$h" ] && echo "holder=\${s2##*/} \${h##*/}"; done
-done
-for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
-rs_mnt=$(awk -v pairs="$pairs" -v whole="$mm" 'BEGIN { n = split(pairs, a, " "); for (i = 1; i <= n; i++) { split(a[i], b, "="); nm[b[1]] = b[2] } }
-  ($3 in nm) { print "mount=" $3 " " nm[$3] " " $5; if ($3 == whole) for (i = 7; i < NF; i++) if ($i == "-") { print "mountfs=" $(i + 1); break } }' "$R/proc/self/mountinfo" 2>/dev/null)
-[ -n "$rs_mnt" ] && printf '%s\n' "$rs_mnt"
-if [ -r "$R/proc/swaps" ]; then
-  while read -r f rest; do
-    [ -b "$f" ] || continue
-    rs_majmin "$f" && case " $pairs " in *" $rs_mm="*) echo "swap=$f";; esac
-  done < "$R/proc/swaps"
-fi
-if [ -n "$rs_mnt" ]; then
-  # A mounted disk is never formatted: its signatures are not read (blkid, wipefs, sha256sum).
-  echo content=mounted
-else
-rs_fp "$R/dev/$k"
-while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
-$rs_b
-RS_B_EOF
-echo "blkid_rc=$rs_brc"
-if [ "$rs_wrc" = 0 ]; then
-  while IFS= read -r l; do [ -n "$l" ] && echo "sig=$l"; done <<RS_W_EOF
-$rs_w
-RS_W_EOF
-else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
-echo "fp=$rs_fpv"
-fi
-q="$sys/queue"
-for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
-t=; for x in "$sys"/mq/*/nr_tags; do
-  rs_rd "$x"; case $rs_v in ''|*[!0-9]*) continue ;; esac
-  if [ -z "$t" ] || [ "$rs_v" -lt "$t" ]; then t=$rs_v; fi
-done
-[ -n "$t" ] && echo "q.nr_tags=$t"
-for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && { rs_rd "$c"; echo "cap.\${c##*.}=$rs_v"; }; done
-echo end=1`;
+/** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts), on its own. */
+export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
+  return `${DISK_HELPERS}\n${diskCall(spec, o)}`;
+}
+
+/** diskProbe without the helpers' definitions (a probe part after diskHelpers()): one inline part per disk. */
+export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): ProbePart {
+  return inline(diskCall(spec, o));
 }
 
 /**

@@ -509,3 +509,91 @@ describe('disk probe over a fake sysfs tree', () => {
     expect(probe({ device: '/dev/sdb' }).error).toBe('/dev/sdb is not a block device');
   });
 });
+
+// The mount check of every disk of a script: one awk over the mount table, looked up per disk by
+// exact maj:min (the format-safety check: a disk with a mounted filesystem is never formatted).
+describe('disk probes: mounts from one read of the mount table', () => {
+  let root = '';
+  let bin = '';
+  let awkLog = '';
+  const disk = (name: string, majmin: string, parts: Array<[string, string]> = []) => {
+    const dir = join(root, 'sys/devices/virtual/block', name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'dev'), `${majmin}\n`);
+    writeFileSync(join(dir, 'size'), '2048\n');
+    writeFileSync(join(dir, 'ro'), '0\n');
+    mkdirSync(join(dir, 'queue'));
+    writeFileSync(join(dir, 'queue/rotational'), '1\n');
+    for (const [p, pm] of parts) {
+      mkdirSync(join(dir, p));
+      writeFileSync(join(dir, p, 'partition'), '1\n');
+      writeFileSync(join(dir, p, 'dev'), `${pm}\n`);
+    }
+    symlinkSync(`../../devices/virtual/block/${name}`, join(root, 'sys/dev/block', majmin));
+    symlinkSync(`../devices/virtual/block/${name}`, join(root, 'sys/block', name));
+    // (a fake /dev holds files, not block devices: the disks are found by serial)
+    writeFileSync(join(root, `run/udev/data/b${majmin}`), `E:ID_SERIAL_SHORT=SER_${name}\n`);
+    writeFileSync(join(root, 'dev', name), '');
+    execFileSync('truncate', ['-s', '1M', join(root, 'dev', name)]);
+  };
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'rs-mounts-'));
+    for (const d of ['sys/dev/block', 'sys/block', 'run/udev/data', 'dev', 'proc/self', 'bin']) mkdirSync(join(root, d), { recursive: true });
+    disk('sda', '8:0', [['sda1', '8:1']]);
+    disk('sdb', '8:16');
+    disk('sdc', '8:32');
+    writeFileSync(
+      join(root, 'proc/self/mountinfo'),
+      [
+        '20 1 0:25 / / rw - overlay overlay rw',
+        '21 20 8:1 / /boot rw,relatime - ext4 /dev/sda1 rw',
+        '22 20 8:16 / /ais/d1 rw,noatime - xfs /dev/sdb rw,inode64',
+        // another device whose number ends in 8:32, and one that starts with it: not sdc
+        '23 20 18:32 / /other rw - xfs /dev/x rw',
+        '24 20 8:321 / /other2 rw - xfs /dev/y rw',
+        '25 20 0:30 / /tmp rw - tmpfs tmpfs rw',
+        // sdb again, bound at a path with an escaped space and pattern characters
+        '26 20 8:16 / /mnt/x\\040* rw,noatime - xfs /dev/sdb rw,inode64',
+      ].join('\n') + '\n',
+    );
+    // awk as the probe finds it on PATH, counting its runs
+    bin = join(root, 'bin');
+    awkLog = join(root, 'awk.log');
+    const awk = execFileSync('sh', ['-c', 'command -v awk'], { encoding: 'utf8' }).trim();
+    writeFileSync(join(bin, 'awk'), `#!/bin/sh\necho run >> '${awkLog}'\nexec '${awk}' "$@"\n`, { mode: 0o755 });
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  const sh = (script: string) => {
+    writeFileSync(awkLog, '');
+    const out = execFileSync('sh', ['-c', script], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'ignore'] });
+    return { out, awkRuns: execFileSync('cat', [awkLog], { encoding: 'utf8' }).split('\n').filter(Boolean).length };
+  };
+
+  it('each disk gets exactly its own and its partitions\' mounts; an unmounted disk is probed for content', () => {
+    const parts = diskProbeParts({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root });
+    const sp = standaloneProbe(parts);
+    const { out, awkRuns } = sh(sp.script);
+    const [sda, sdb, sdc] = out.split(/^(?=spec=)/m).filter((p) => p.startsWith('spec=')).map((p) => parseDiskFacts(p));
+    expect(sda.mounts).toEqual([{ majmin: '8:1', dev: 'sda1', mountpoint: '/boot' }]);
+    expect(sda.mountedFs).toBeUndefined();
+    expect(sda.contentProbed).toBe(false);
+    expect(sdb.mounts).toEqual([
+      { majmin: '8:16', dev: 'sdb', mountpoint: '/ais/d1' },
+      { majmin: '8:16', dev: 'sdb', mountpoint: '/mnt/x *' },
+    ]);
+    expect(sdb.mountedFs).toBe('xfs');
+    expect(sdb.contentProbed).toBe(false);
+    expect(sdc.mounts).toEqual([]);
+    expect(sdc.contentProbed).toBe(true);
+    expect(sdc.blkidCode).toBe(2); // read: blank
+    // one awk for the three disks (it was one per disk)
+    expect(awkRuns).toBe(1);
+  });
+
+  it('a disk probed on its own reads the table itself', () => {
+    const { out, awkRuns } = sh(diskProbe({ serial: 'SER_sdb' }, { root }));
+    expect(parseDiskFacts(out).mounts.map((m) => m.mountpoint)).toEqual(['/ais/d1', '/mnt/x *']);
+    expect(awkRuns).toBe(1);
+  });
+});
