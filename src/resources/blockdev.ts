@@ -117,6 +117,8 @@ rs_block_mounts() {
  * it set, and leaves the working directory at /.
  */
 const DISK_FN = `rs_disk() {
+  # (the default field separators: the lists below are split on them, whatever ran before)
+  IFS=' \t\n'
   R=$1
   printf 'spec=%s\\n' "$2"
   if [ "$3" = device ]; then

@@ -595,5 +595,8 @@ describe('disk probes: mounts from one read of the mount table', () => {
     const { out, awkRuns } = sh(diskProbe({ serial: 'SER_sdb' }, { root }));
     expect(parseDiskFacts(out).mounts.map((m) => m.mountpoint)).toEqual(['/ais/d1', '/mnt/x *']);
     expect(awkRuns).toBe(1);
+    // an inline part before it that left other field separators does not hide the mounts
+    const after = sh(`IFS=:\n${diskProbe({ serial: 'SER_sdb' }, { root })}`);
+    expect(parseDiskFacts(after.out).mounts.map((m) => m.mountpoint)).toEqual(['/ais/d1', '/mnt/x *']);
   });
 });
