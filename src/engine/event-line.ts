@@ -1,4 +1,5 @@
 import type { RunEvent } from './events.ts';
+import { remember } from '../util/memo.ts';
 
 // The CLI hands every event to the --json stream and to the journal, one after the other: the
 // line is built once and reused for the same event object (events are not changed once emitted).
@@ -39,9 +40,7 @@ function convergedLine(e: RunEvent): string | undefined {
   }
   let tail = tails.get(e.id);
   if (tail === undefined || tail.kind !== e.kind) {
-    if (tails.size >= 4096) tails.clear();
-    tail = { kind: e.kind, text: `${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"status":"ok","changes":[]}\n` };
-    tails.set(e.id, tail);
+    tail = remember(tails, e.id, { kind: e.kind, text: `${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"status":"ok","changes":[]}\n` });
   }
   return head.text + tail.text;
 }

@@ -5,6 +5,7 @@ import { shBytes, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import type { BatchPart, ProbeBatch } from '../engine/probe-set.ts';
 import { ProbeError } from './types.ts';
+import { remember } from '../util/memo.ts';
 
 /** Files larger than this are compared by hash only (no content transfer, no text diff). */
 export const MAX_PROBED_BYTES = 1024 * 1024;
@@ -127,9 +128,7 @@ function contentAnswer(path: string, line: string, head: string, content: Buffer
   const last = lastContentAnswer.get(path);
   if (last && last.line === line && last.content.equals(content)) return last.answer;
   const answer = `${head}content:\n${content.toString('base64')}\n`;
-  if (lastContentAnswer.size >= 4096) lastContentAnswer.clear();
-  lastContentAnswer.set(path, { line, content, answer });
-  return answer;
+  return remember(lastContentAnswer, path, { line, content, answer }).answer;
 }
 
 // Mount resources of a host all read the same fstab answer, and converged hosts the same files:

@@ -7,6 +7,7 @@ import { inline, type BatchPart, type ProbeBatch } from '../engine/probe-set.ts'
 import { shq } from '../shell/quote.ts';
 import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 import { ProbeError } from './types.ts';
+import { remember } from '../util/memo.ts';
 
 export const MOUNT_TABLE_MARK = '== mountinfo\n';
 
@@ -105,8 +106,7 @@ function parseMountLine(line: string): { mountpoint: string; entry: MountEntry }
   const key = line.slice(line.indexOf(' ', a + 1) + 1);
   let parsed = parsedLines.get(key);
   if (parsed === undefined && !parsedLines.has(key)) {
-    if (parsedLines.size >= 4096) parsedLines.clear();
-    parsedLines.set(key, (parsed = readMountLine(line)));
+    parsed = remember(parsedLines, key, readMountLine(line));
   }
   return parsed;
 }

@@ -7,6 +7,7 @@ import {
 import { fstabMarkPart, mountProbeParsers, mountTableProbe, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { remember } from '../util/memo.ts';
 
 export interface MountOptions extends CommonOptions {
   /** Mountpoint. */
@@ -84,14 +85,7 @@ const USERSPACE = /^(defaults|nofail|auto|noauto|user|users|owner|group|_netdev|
 const decToHexMajMin = (dec: string | undefined) => (dec && /^\d+:\d+$/.test(dec) ? dec.split(':').map((d) => Number(d).toString(16)).join(':') : undefined);
 const decMajMin = new Map<string, string>();
 /** Hex maj:min (stat's %t:%T) as the decimal mountinfo shows; a fleet's disks repeat the same few. */
-const hexMajMin = (hex: string) => {
-  let dec = decMajMin.get(hex);
-  if (dec === undefined) {
-    if (decMajMin.size >= 4096) decMajMin.clear();
-    decMajMin.set(hex, (dec = hex.split(':').map((h) => parseInt(h, 16)).join(':')));
-  }
-  return dec;
-};
+const hexMajMin = (hex: string) => decMajMin.get(hex) ?? remember(decMajMin, hex, hex.split(':').map((h) => parseInt(h, 16)).join(':'));
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
 export function mount(o: MountOptions): Resource<MountFacts> {
