@@ -194,7 +194,7 @@ export class ProbeSet {
       const last = this.lastBatch.get(section);
       if (o.code !== null && last?.stdout === o.stdout) a = last.answers; // answered word for word as last time
       else {
-        a = o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args);
+        a = packed(o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args));
         if (last) for (let k = 0; k < a.length; k++) if (a[k] === last.answers[k]) a[k] = last.answers[k];
         this.lastBatch.set(section, { stdout: o.code === null ? undefined : o.stdout, answers: a });
       }
@@ -202,6 +202,17 @@ export class ProbeSet {
     }
     return a;
   }
+}
+
+/**
+ * The items of `a` in an array built by push. A batch's split makes its answers with map or
+ * split, whose arrays have another elements kind once V8 optimises the split than before: the
+ * code reading the answers, optimised on the first kind, would be thrown away at the second.
+ */
+function packed(a: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let k = 0; k < a.length; k++) out.push(a[k]);
+  return out;
 }
 
 /** The same parts, each the very same string or an equal one. */

@@ -223,18 +223,25 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
           void conn.close(); // the exec in flight fails: the host ends as unreachable
         }, o.hostTimeoutMs)
       : undefined;
-    // (a host without answers reads an empty entry: the same code path, and object shape, as one with them)
+    // A host without answers reads an empty entry (the same code path and object shape as one
+    // with them), and this play's answers are looked up and dropped whether current or not: the
+    // first play makes these calls too, so V8 has their feedback and keeps its code for the later.
     const pre = prefetched.get(host.name) ?? NOT_PREFETCHED;
     const current = pre.epoch === applyEpoch;
-    const probed = current ? pre.byPlay.get(playIndex) : undefined;
+    const answers = pre.byPlay.get(playIndex);
+    const probed = current ? answers : undefined;
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
-    if (current) pre.byPlay.delete(playIndex);
-    else prefetched.delete(host.name);
-    const later = probed || applying > 0 ? [] : laterPlays(resourcesOf, playIndex, host.name);
+    pre.byPlay.delete(playIndex);
+    if (!current) prefetched.delete(host.name);
+    const later = probed || applying > 0 ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
+    // Built by push, not map: an array that map makes in optimised code has another elements kind
+    // than one the builtin makes, and runHost's optimised code, fed the first, would be thrown away.
+    const prefetch: Resource[][] = [];
+    for (const [, rs] of later) prefetch.push(rs);
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
       probed,
-      prefetch: later.map(([, rs]) => rs),
+      prefetch,
       onPrefetched: (answers) => {
         const byPlay = new Map<number, readonly Answer[]>();
         let k = 0;
@@ -310,8 +317,13 @@ interface Prefetched {
   byPlay: Map<number, readonly Answer[]>;
 }
 
-/** No answers (never current: apply epochs start at 0; never written to). */
+/** No answers (never current: apply epochs start at 0; never written to, only deleted from: a no-op). */
 const NOT_PREFETCHED: Prefetched = { epoch: -1, byPlay: new Map() };
+
+// None, with the elements kind of laterPlays' lists (it held one once): the loops over them in
+// runOne meet one array map, whether a play probes or uses prefetched answers. Never written to.
+const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = [[0, []]];
+NO_LATER_PLAYS.pop();
 
 /** The host's resource lists of the plays after `playIndex` (to probe with this play's exec). */
 function laterPlays(resourcesOf: Array<Map<string, Resource[]>>, playIndex: number, host: string): Array<readonly [number, Resource[]]> {

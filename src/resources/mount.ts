@@ -82,7 +82,16 @@ const VFS_FLAGS = ['ro', 'nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime'];
 /** Options only mount(8)/systemd read; never passed to the kernel or compared live. */
 const USERSPACE = /^(defaults|nofail|auto|noauto|user|users|owner|group|_netdev|bind|rbind|x-.*|comment=.*)$/;
 
-const decToHexMajMin = (dec: string | undefined) => (dec && /^\d+:\d+$/.test(dec) ? dec.split(':').map((d) => Number(d).toString(16)).join(':') : undefined);
+const DEC_MAJMIN = /^\d+:\d+$/;
+const hexOfDec = new Map<string, string>();
+/** Decimal maj:min (sysfs) as stat's hex %t:%T; a fleet's disks repeat the same few. */
+const decToHexMajMin = (dec: string | undefined) => {
+  if (!dec) return undefined;
+  const known = hexOfDec.get(dec);
+  if (known !== undefined || !DEC_MAJMIN.test(dec)) return known;
+  const colon = dec.indexOf(':');
+  return remember(hexOfDec, dec, `${Number(dec.slice(0, colon)).toString(16)}:${Number(dec.slice(colon + 1)).toString(16)}`);
+};
 const decMajMin = new Map<string, string>();
 /** Hex maj:min (stat's %t:%T) as the decimal mountinfo shows; a fleet's disks repeat the same few. */
 const hexMajMin = (hex: string) => decMajMin.get(hex) ?? remember(decMajMin, hex, hex.split(':').map((h) => parseInt(h, 16)).join(':'));

@@ -189,3 +189,18 @@ describe('mount probes in one script', () => {
     }
   });
 });
+
+describe('a device mount reads the source number sysfs gives', () => {
+  const m = mount({ path: '/ais/d1', device: '/dev/nvme0n1', fstype: 'xfs' });
+  const facts = (own: string) => m.parse(`target=dir\n${own}uuid=u1\n== mountinfo\n== fstab\ntype=absent\n`, 0, '') as MountFacts;
+  it.each([
+    ['majmin_dec=259:1\n', '103:1'], // decimal (sysfs) as stat's hex
+    ['majmin_dec=7:0\n', '7:0'],
+    ['majmin_dec=259:1\n', '103:1'], // again (remembered)
+    ['majmin=103:1\n', '103:1'], // stat's hex as is
+    ['majmin_dec=banana\n', undefined],
+    ['', undefined],
+  ])('%j -> %s', (own, majmin) => {
+    expect(facts(own).source.majmin).toBe(majmin);
+  });
+});
