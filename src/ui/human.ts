@@ -27,8 +27,12 @@ export class HumanReporter {
   private readonly progress = new Map<string, HostProgress>();
   private list?: Promise<unknown>;
 
+  /** Progress lines are redrawn in place (a terminal), not printed line by line. */
+  private readonly liveTitles: boolean;
+
   constructor(private readonly o: HumanOptions) {
     this.out = o.out ?? process.stderr;
+    this.liveTitles = !!this.out.isTTY;
   }
 
   onEvent = (e: RunEvent): void => {
@@ -37,12 +41,15 @@ export class HumanReporter {
       const p = this.progress.get(e.host);
       if (!p) return;
       p[e.status]++;
-      // A host's resources are decided in a burst: its line is redrawn once per burst.
+      // A host's resources are decided in a burst: its line is redrawn once per burst. Without a
+      // terminal the line-based renderer prints a host's line only when it starts and finishes:
+      // the counts are drawn once, at its recap.
+      if (!this.liveTitles) return;
       this.stale.add(e.host);
       if (this.stale.size === 1) setImmediate(this.retitle);
     } else if (e.type === 'host_recap') {
       const p = this.progress.get(e.host);
-      if (p && this.stale.delete(e.host)) this.title(e.host, p);
+      if (p && (this.stale.delete(e.host) || !this.liveTitles)) this.title(e.host, p);
       if (e.unreachable) p?.title(`${e.host}: UNREACHABLE`);
       p?.done();
     }
@@ -74,7 +81,7 @@ export class HumanReporter {
       registerSignalListeners: false,
       rendererOptions: { logger, collapseSubtasks: false },
       fallbackRendererOptions: { logger },
-      fallbackRendererCondition: () => !this.out.isTTY,
+      fallbackRendererCondition: () => !this.liveTitles,
     });
     this.list = list.run();
   }
