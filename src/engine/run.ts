@@ -228,8 +228,8 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     // first play makes these calls too, so V8 has their feedback and keeps its code for the later.
     const pre = prefetched.get(host.name) ?? NOT_PREFETCHED;
     const current = pre.epoch === applyEpoch;
-    const answers = pre.byPlay.get(playIndex);
-    const probed = current ? answers : undefined;
+    const playAnswers = pre.byPlay.get(playIndex);
+    const probed = current ? playAnswers : undefined;
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
     pre.byPlay.delete(playIndex);
     if (!current) prefetched.delete(host.name);
