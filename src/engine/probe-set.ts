@@ -194,8 +194,8 @@ export class ProbeSet {
       const last = this.lastBatch.get(section);
       if (o.code !== null && last?.stdout === o.stdout) a = last.answers; // answered word for word as last time
       else {
-        a = packed(o.code === null ? this.batches.get(batch)!.args.map(() => '') : batch.split(o.stdout, this.batches.get(batch)!.args));
-        if (last) for (let k = 0; k < a.length; k++) if (a[k] === last.answers[k]) a[k] = last.answers[k];
+        const args = this.batches.get(batch)!.args;
+        a = sameWhereEqual(o.code === null ? args.map(() => '') : batch.split(o.stdout, args), last?.answers);
         this.lastBatch.set(section, { stdout: o.code === null ? undefined : o.stdout, answers: a });
       }
       split.set(section, a);
@@ -205,13 +205,14 @@ export class ProbeSet {
 }
 
 /**
- * The items of `a` in an array built by push. A batch's split makes its answers with map or
- * split, whose arrays have another elements kind once V8 optimises the split than before: the
- * code reading the answers, optimised on the first kind, would be thrown away at the second.
+ * A batch's fresh answers, each equal to the last answer in its slot given as that very string.
+ * Copied into an array built by push: a split makes its answers with map or split, whose arrays
+ * have another elements kind once V8 optimises the split than before, and the code reading the
+ * answers, optimised on the first kind, would be thrown away at the second.
  */
-function packed(a: readonly string[]): string[] {
+function sameWhereEqual(fresh: readonly string[], last: readonly string[] | undefined): string[] {
   const out: string[] = [];
-  for (let k = 0; k < a.length; k++) out.push(a[k]);
+  for (let k = 0; k < fresh.length; k++) out.push(last !== undefined && fresh[k] === last[k] ? last[k] : fresh[k]);
   return out;
 }
 
