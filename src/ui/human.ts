@@ -1,4 +1,4 @@
-import { Listr, ListrLogger, ProcessOutput } from 'listr2';
+import { color, figures, Listr, ListrLogger, ProcessOutput } from 'listr2';
 import type { RunEvent, RunOutcome } from '../engine/index.ts';
 import { groupChanges, hostList } from './group-changes.ts';
 import { recapTable } from './recap.ts';
@@ -67,9 +67,16 @@ export class HumanReporter {
   }
 
   private startProgress(hosts: string[], check: boolean): void {
+    const doing = check ? 'checking' : 'converging';
+    if (this.liveTitles) this.startLiveList(hosts, doing);
+    else this.startLines(hosts, doing);
+  }
+
+  /** In a terminal: listr2's live list, a line per host redrawn as its counts move. */
+  private startLiveList(hosts: string[], doing: string): void {
     const logger = new ListrLogger({ processOutput: new ProcessOutput(this.out, this.out) });
     const tasks = hosts.map((host) => ({
-      title: `${host}: ${check ? 'checking' : 'converging'}`,
+      title: `${host}: ${doing}`,
       task: (_: unknown, task: { title: string }) =>
         new Promise<void>((done) => {
           this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (task.title = s), done });
@@ -80,10 +87,26 @@ export class HumanReporter {
       exitOnError: false,
       registerSignalListeners: false,
       rendererOptions: { logger, collapseSubtasks: false },
-      fallbackRendererOptions: { logger },
-      fallbackRendererCondition: () => !this.liveTitles,
+      // `out` is a terminal (listr2's own test looks at stdout, which --json may send elsewhere)
+      fallbackRendererCondition: () => false,
     });
     this.list = list.run();
+  }
+
+  /**
+   * Without a terminal (CI logs, pipes): a line per host when the run starts and one with its
+   * counts when it finishes, as listr2's line renderer styles them (same icons and colours),
+   * written here: listr2's task list cost ~0.1 s of CPU per 1,000 hosts for lines that never change.
+   */
+  private startLines(hosts: string[], doing: string): void {
+    let text = '';
+    for (const host of hosts) {
+      let title = `${host}: ${doing}`;
+      text += `${color.yellow(figures.pointer)} ${title}\n`;
+      const done = () => this.out.write(`${color.green(figures.tick)} ${title}\n`);
+      this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (title = s), done });
+    }
+    this.out.write(text);
   }
 
   async finish(outcome: RunOutcome): Promise<void> {

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { Listr, ListrLogger, ProcessOutput } from 'listr2';
 import { describe, expect, it } from 'vitest';
 import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
@@ -46,5 +47,45 @@ describe('progress without a terminal', () => {
     await human.finish(outcome);
     const lines = text().split('\n').filter((l) => /^. h\d:/.test(l));
     expect(lines).toEqual(['❯ h1: converging', '❯ h2: converging', '✔ h1: 6 ok, 0 changed, 0 failed', '✔ h2: 4 ok, 2 changed, 0 failed']);
+  });
+
+  it('ends every host with one line: failures and skips counted, an unreachable host marked, a host never run at its counts', async () => {
+    const { out, text } = pipe();
+    const human = new HumanReporter({ diff: false, verbose: 0, out });
+    const hosts = ['h1', 'h2', 'h3'];
+    human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: true });
+    await new Promise((r) => setTimeout(r, 10)); // as before any host connects
+    human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
+    const results = (['ok', 'changed', 'failed', 'skipped'] as const).map((status) => resourceResult('h1', 'p', `x:${status}`, 'file', { status, changes: [], error: status === 'failed' ? 'boom' : undefined }));
+    for (const r of results) human.onEvent(resourceEvent(r));
+    const recaps: HostRecap[] = [
+      { host: 'h1', ok: 1, changed: 1, failed: 1, skipped: 1, unreachable: false, execs: 1 },
+      { host: 'h2', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 0, error: 'connect: refused' },
+      { host: 'h3', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 0, error: 'not run: interrupted' },
+    ];
+    for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
+    await human.finish({ hosts: recaps, exitCode: 1, check: true, elapsedMs: 10, results, factHashes: new Map() });
+    const lines = text().split('\n').filter((l) => /^[❯✔] h\d:/u.test(l));
+    expect(lines).toEqual(['❯ h1: checking', '❯ h2: checking', '❯ h3: checking', '✔ h1: 1 ok, 1 changed, 1 failed, 1 skipped', '✔ h2: UNREACHABLE', '✔ h3: 0 ok, 0 changed, 0 failed']);
+  });
+
+  it("styles its lines as listr2's line renderer does (the terminal view is listr2's)", async () => {
+    const titles = ['h1: converging', 'h2: converging'];
+    const listr2 = pipe();
+    const logger = new ListrLogger({ processOutput: new ProcessOutput(listr2.out, listr2.out) });
+    await new Listr(
+      titles.map((title) => ({ title, task: () => undefined })),
+      { renderer: 'simple', rendererOptions: { logger }, registerSignalListeners: false },
+    ).run();
+    const ours = pipe();
+    const human = new HumanReporter({ diff: false, verbose: 0, out: ours.out });
+    human.onEvent({ type: 'run_start', playbooks: ['site'], hosts: ['h1', 'h2'], check: false });
+    for (const host of ['h1', 'h2']) {
+      human.onEvent({ type: 'host_start', host, play: 'p' });
+      human.onEvent({ type: 'host_recap', host, ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 1 });
+    }
+    const sorted = (t: string) => t.split('\n').filter((l) => / h\d: /.test(l)).sort();
+    // listr2 prints each task's start and end: the same lines, in the order its tasks ran
+    expect(sorted(ours.text()).map((l) => l.replace(/: \d+ ok, \d+ changed, \d+ failed$/, ': converging'))).toEqual(sorted(listr2.text()));
   });
 });
