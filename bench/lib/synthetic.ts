@@ -333,6 +333,12 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const distinctAnswers = new Set([...answers.values()].map((a) => a.map((x) => x.pieces.join('')).join(''))).size;
   if (distinctAnswers !== hosts) log(`synthetic: WARNING: only ${distinctAnswers} of ${hosts} hosts answer differently`);
 
+  // Fresh journal files (a journal appends: replays sharing a directory would grow one file),
+  // removed before the clock starts: freeing the last replay's megabytes is not this plan's work.
+  const journalFile = join(dir, 'synthetic-journal.ndjson');
+  const journalFile2 = join(dir, 'synthetic-journal-2.ndjson');
+  for (const f of [journalFile, journalFile2]) rmSync(f, { force: true });
+
   const phases: SyntheticResult['phases'] = {};
   const lap = async <T>(name: string, fn: () => T | Promise<T>): Promise<T> => {
     const c0 = process.cpuUsage();
@@ -348,10 +354,6 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const prepared = await lap('prepare (build + validate resources)', () => prepare(inv, [pb], {}));
   const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
   const json = o.json ? jsonSink(nullStream()) : undefined;
-  // Fresh journal files (a journal appends: replays sharing a directory would grow one file).
-  const journalFile = join(dir, 'synthetic-journal.ndjson');
-  const journalFile2 = join(dir, 'synthetic-journal-2.ndjson');
-  for (const f of [journalFile, journalFile2]) rmSync(f, { force: true });
   const journal = journalSink(journalFile);
   type RunEvent = Parameters<ReturnType<typeof jsonSink>>[0];
   let eventCount = 0;
