@@ -85,9 +85,9 @@ export interface InProcessProfile {
   loadPlaybookMs: number;
   prepareMs: number;
   executeMs: number;
-  /** Time inside the event sinks (listr2 progress, NDJSON, journal) during execute. */
+  /** Time inside the event sinks (progress, NDJSON, journal) during execute. */
   emitMs: number;
-  /** HumanReporter.finish: waiting for listr2, change groups, recap table. */
+  /** HumanReporter.finish: progress finish, change groups, recap table. */
   finishMs: number;
   execsPerHost: number[];
   connectMs: Summary;

@@ -5,7 +5,7 @@
 // the probe output of a converged run is recorded there (per exec, per play). Then HOSTS hosts
 // are read from a generated YAML inventory, prepared, and executed through a fake connection
 // that answers every exec with the recorded output (markers rewritten), with the CLI's reporters
-// (listr2 progress and the journal, plus NDJSON for the --json variant; output to nowhere) and the
+// (progress lines and the journal, plus NDJSON for the --json variant; output to nowhere) and the
 // recap. Each replay runs in a fresh Node process (bench/synthetic-replay.ts), cold like the CLI:
 // nothing the bench process ran before (the recording run included) has warmed V8 up for it.
 // Measured: CPU and wall of each phase in that process.
@@ -369,7 +369,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
       execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!) }, emit),
     ),
   );
-  await lap('report (listr2 finish, change groups, recap table)', () => human.finish(outcome));
+  await lap('report (progress finish, change groups, recap table)', () => human.finish(outcome));
   const total = process.cpuUsage(c0);
   const totalWall = performance.now() - t0;
   // What the event sinks cost inside `execute`: the run's events again (rebuilt from its results,
@@ -387,7 +387,7 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
     const j2 = jsonSink(nullStream());
     const jr2 = journalSink(journalFile2);
-    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['listr2 progress', h2.onEvent], ...(o.json ? [['NDJSON', j2] as [string, typeof j2]] : []), ['journal', jr2]];
+    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['progress lines', h2.onEvent], ...(o.json ? [['NDJSON', j2] as [string, typeof j2]] : []), ['journal', jr2]];
     for (const [name, sink] of parts) {
       const a = process.cpuUsage();
       const t = performance.now();
