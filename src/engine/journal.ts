@@ -30,20 +30,25 @@ const live = new Set<JournalSink>();
 let exitHooked = false;
 
 /**
- * The run journal: every event as one JSON line (secrets masked). The file stays open and
- * resource events (the bulk: hosts x resources) are buffered; everything else is written at
- * once: a host_start (a host has just finished on that fork slot), play_start, host_recap and
- * recap. A crash loses at most the last JOURNAL_FLUSH_MS of resource events, of hosts still
- * running, which --resume runs again anyway (they have no recap yet).
+ * The run journal: every event as one JSON line (secrets masked). The file stays open and events
+ * are buffered: resource events (the bulk: hosts x resources) are written at most
+ * JOURNAL_FLUSH_MS late; a host or play starting and a host's recap when the current turn of the
+ * event loop ends, with whatever else came in that turn (a fleet's hosts start and finish in
+ * bursts: one write each, not one per host); the run's first and last events (run_start, recap)
+ * at once. A crash loses at most the last JOURNAL_FLUSH_MS of events of hosts still running,
+ * which --resume runs again anyway (they have no recap yet).
  */
 export function journalSink(file: string): JournalSink {
   mkdirSync(dirname(file), { recursive: true });
   let fd: number | undefined;
   let buf = '';
   let timer: NodeJS.Timeout | undefined;
+  let turnEnd: NodeJS.Immediate | undefined;
   const flush = () => {
     if (timer) clearTimeout(timer);
+    if (turnEnd) clearImmediate(turnEnd);
     timer = undefined;
+    turnEnd = undefined;
     if (!buf) return;
     const text = buf;
     buf = '';
@@ -66,7 +71,8 @@ export function journalSink(file: string): JournalSink {
     (e: RunEvent) => {
       buf += eventLine(e);
       live.add(sink);
-      if (e.type !== 'resource' || buf.length >= JOURNAL_FLUSH_BYTES) flush();
+      if (e.type === 'run_start' || e.type === 'recap' || buf.length >= JOURNAL_FLUSH_BYTES) flush();
+      else if (e.type !== 'resource') turnEnd ??= setImmediate(flush);
       else timer ??= setTimeout(flush, JOURNAL_FLUSH_MS).unref();
     },
     { flush, close },

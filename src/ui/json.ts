@@ -1,15 +1,15 @@
 import type { RunEvent } from '../engine/events.ts';
 import { eventLine } from '../engine/event-line.ts';
 
-/** Resource events buffered for --json are written at the latest once this much is buffered. */
+/** Events buffered for --json are written at the latest once this much is buffered. */
 export const JSON_FLUSH_BYTES = 64 * 1024;
 
 /**
  * `--json`: one event per line on stdout (NDJSON). Secrets serialise as their masked form.
- * Resource events come in bursts (a host's resources are decided together): they are written
- * once per burst, at the end of the current turn of the event loop, or once JSON_FLUSH_BYTES are
- * buffered (many hosts may finish in one turn); any other event (a host or play starting,
- * recaps) goes out at once, after them.
+ * Events come in bursts (a host's resources are decided together, a fleet's hosts start and
+ * finish together): they are written once per burst, at the end of the current turn of the
+ * event loop, or once JSON_FLUSH_BYTES are buffered; the run's first and last events
+ * (run_start, recap) at once, after what came before them.
  */
 export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: RunEvent) => void {
   let buf = '';
@@ -23,7 +23,7 @@ export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: RunEv
   };
   return (e) => {
     buf += eventLine(e);
-    if (e.type !== 'resource' || buf.length >= JSON_FLUSH_BYTES) flush();
+    if (e.type === 'run_start' || e.type === 'recap' || buf.length >= JSON_FLUSH_BYTES) flush();
     else if (!scheduled) {
       scheduled = true;
       setImmediate(flush);

@@ -22,6 +22,8 @@ afterEach(() => {
 
 const resource = (host: string, id: string): RunEvent => ({ type: 'resource', host, play: 'p', id, kind: 'file', status: 'ok', changes: [] });
 const recap = (host: string, failed = 0): RunEvent => ({ type: 'host_recap', host, ok: 1, changed: 0, failed, skipped: 0, unreachable: false, execs: 1 });
+const runStart: RunEvent = { type: 'run_start', playbooks: ['site'], hosts: ['a', 'b'], check: false };
+const runEnd: RunEvent = { type: 'recap', hosts: [], exitCode: 0, check: false, elapsedMs: 1 };
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
 
 describe('run journal', () => {
@@ -98,20 +100,26 @@ describe('run journal', () => {
     }
   });
 
-  it('--json writes resource events once per turn of the event loop, other events at once and in order', async () => {
+  it("--json writes events once per turn of the event loop, in order; the run's first and last at once", async () => {
     const writes: string[] = [];
     const json = jsonSink(new Writable({ write: (c, _e, cb) => (writes.push(c.toString()), cb()) }));
+    const written = (i: number) => writes[i].split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    json(runStart);
+    expect(writes.length).toBe(1);
     json({ type: 'host_start', host: 'a', play: 'p' });
     json(resource('a', 'x'));
     json(resource('a', 'y'));
-    expect(writes.length).toBe(1); // the host_start
+    json({ type: 'host_start', host: 'b', play: 'p' });
+    expect(writes.length).toBe(1); // hosts starting together, one write when the turn ends
     await new Promise((r) => setImmediate(r));
     expect(writes.length).toBe(2);
-    expect(writes[1].split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual(['x', 'y']);
-    json(resource('a', 'z'));
-    json(recap('a')); // written at once, after the resource before it
+    expect(written(1).map((e) => e.id ?? e.host)).toEqual(['a', 'x', 'y', 'b']);
+    json(resource('b', 'z'));
+    json(recap('a'));
+    expect(writes.length).toBe(2);
+    json(runEnd); // at once, after the lines before it
     expect(writes.length).toBe(3);
-    expect(writes[2].split('\n').filter(Boolean).map((l) => JSON.parse(l).type)).toEqual(['resource', 'host_recap']);
+    expect(written(2).map((e) => e.type)).toEqual(['resource', 'host_recap', 'recap']);
     await new Promise((r) => setImmediate(r));
     expect(writes.length).toBe(3);
   });
@@ -128,18 +136,25 @@ describe('run journal', () => {
     expect(ids).toEqual(Array.from({ length: n }, (_, i) => `r${i}`));
   });
 
-  it('buffers resource events until the next other event (a host starts, a recap)', () => {
+  it("writes the hosts starting or finishing in a turn when it ends, the run's first and last events at once", async () => {
     const file = join(dir, 'j.ndjson');
     const j = journalSink(file);
+    const turn = () => new Promise((r) => setImmediate(r));
+    j(runStart);
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start']);
     j({ type: 'host_start', host: 'a', play: 'p' });
     j(resource('a', 'x'));
     j(resource('a', 'y'));
-    expect(lines(file).map((e) => e.type)).toEqual(['host_start']);
     j({ type: 'host_start', host: 'b', play: 'p' });
-    expect(lines(file).map((e) => e.id ?? e.host)).toEqual(['a', 'x', 'y', 'b']);
+    expect(lines(file)).toHaveLength(1);
+    await turn();
+    expect(lines(file).map((e) => e.id ?? e.host ?? e.type)).toEqual(['run_start', 'a', 'x', 'y', 'b']);
     j(resource('b', 'x'));
+    await turn();
+    expect(lines(file)).toHaveLength(5); // a resource event alone waits up to JOURNAL_FLUSH_MS
     j(recap('a'));
-    expect(lines(file).map((e) => e.type)).toEqual(['host_start', 'resource', 'resource', 'host_start', 'resource', 'host_recap']);
+    j(runEnd);
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start', 'resource', 'resource', 'host_start', 'resource', 'host_recap', 'recap']);
     j.close();
   });
 
@@ -213,11 +228,11 @@ describe('run journal', () => {
     expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start', 'resource']);
   });
 
-  it('a killed run loses only unflushed resource events: --resume still runs every unfinished host', () => {
+  it('a killed run loses only what was not written yet (its last turn): --resume still runs every unfinished host', () => {
     const file = join(dir, 'j.ndjson');
     const r = child(file, "process.kill(process.pid, 'SIGKILL')");
     expect(r.signal).toBe('SIGKILL');
-    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start']);
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start']);
     expect(hostsToResume(file)).toEqual(['a', 'b']);
   });
 
