@@ -9,11 +9,15 @@ export interface HumanOptions {
   out?: NodeJS.WriteStream;
 }
 
-interface HostProgress {
+interface Counts {
   ok: number;
   changed: number;
   failed: number;
   skipped: number;
+}
+
+/** A host's line: its counts so far (a terminal's live view), how to retitle it and end it. */
+interface HostProgress extends Counts {
   title: (s: string) => void;
   done: () => void;
 }
@@ -38,32 +42,37 @@ export class HumanReporter {
   onEvent = (e: RunEvent): void => {
     if (e.type === 'run_start') this.startProgress(e.hosts, e.check);
     else if (e.type === 'resource') {
+      // Without a terminal a host's line is printed when it starts and when it finishes, with
+      // its recap's counts: nothing to count or draw here.
+      if (!this.liveTitles) return;
       const p = this.progress.get(e.host);
       if (!p) return;
       p[e.status]++;
-      // A host's resources are decided in a burst: its line is redrawn once per burst. Without a
-      // terminal the line-based renderer prints a host's line only when it starts and finishes:
-      // the counts are drawn once, at its recap.
-      if (!this.liveTitles) return;
+      // A host's resources are decided in a burst: its line is redrawn once per burst.
       this.stale.add(e.host);
       if (this.stale.size === 1) setImmediate(this.retitle);
     } else if (e.type === 'host_recap') {
       const p = this.progress.get(e.host);
-      if (p && (this.stale.delete(e.host) || !this.liveTitles)) this.title(e.host, p);
-      if (e.unreachable) p?.title(`${e.host}: UNREACHABLE`);
-      p?.done();
+      if (!p) return;
+      this.stale.delete(e.host);
+      this.title(p, e.host, e); // the host's final counts
+      if (e.unreachable) p.title(`${e.host}: UNREACHABLE`);
+      p.done();
     }
   };
 
   /** Hosts whose counts moved since their line was last drawn. */
   private readonly stale = new Set<string>();
   private readonly retitle = () => {
-    for (const host of this.stale) this.title(host, this.progress.get(host)!);
+    for (const host of this.stale) {
+      const p = this.progress.get(host)!;
+      this.title(p, host, p);
+    }
     this.stale.clear();
   };
 
-  private title(host: string, p: HostProgress): void {
-    p.title(`${host}: ${p.ok} ok, ${p.changed} ${'changed'}, ${p.failed} failed${p.skipped ? `, ${p.skipped} skipped` : ''}`);
+  private title(p: HostProgress, host: string, n: Counts): void {
+    p.title(`${host}: ${n.ok} ok, ${n.changed} changed, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`);
   }
 
   private startProgress(hosts: string[], check: boolean): void {
