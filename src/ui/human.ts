@@ -31,12 +31,16 @@ export class HumanReporter {
   private readonly progress = new Map<string, HostProgress>();
   private list?: Promise<unknown>;
 
-  /** Progress lines are redrawn in place (a terminal), not printed line by line. */
+  /**
+   * Progress lines are redrawn in place (a terminal), not printed line by line. listr2 draws its
+   * live list only when stdout is a terminal too (else it falls back to printing lines): with
+   * `--json > run.ndjson` the progress on stderr is printed line by line, here.
+   */
   private readonly liveTitles: boolean;
 
   constructor(private readonly o: HumanOptions) {
     this.out = o.out ?? process.stderr;
-    this.liveTitles = !!this.out.isTTY;
+    this.liveTitles = !!this.out.isTTY && process.stdout.isTTY === true;
   }
 
   onEvent = (e: RunEvent): void => {
@@ -84,20 +88,31 @@ export class HumanReporter {
   /** In a terminal: listr2's live list, a line per host redrawn as its counts move. */
   private startLiveList(hosts: string[], doing: string): void {
     const logger = new ListrLogger({ processOutput: new ProcessOutput(this.out, this.out) });
-    const tasks = hosts.map((host) => ({
-      title: `${host}: ${doing}`,
-      task: (_: unknown, task: { title: string }) =>
-        new Promise<void>((done) => {
-          this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (task.title = s), done });
-        }),
-    }));
+    const tasks = hosts.map((host) => {
+      // A host's line is registered now, not when listr2 starts its task (some turns of the event
+      // loop later): a fast run (this machine, a small fleet) may end a host before that, and a
+      // line never ended would keep the list, and the CLI, waiting for ever.
+      let title = `${host}: ${doing}`;
+      let task: { title: string } | undefined;
+      let done = () => {};
+      const finished = new Promise<void>((resolve) => (done = resolve));
+      this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => ((title = s), task && (task.title = s)), done });
+      return {
+        title,
+        task: (_: unknown, t: { title: string }) => {
+          task = t;
+          t.title = title;
+          return finished;
+        },
+      };
+    });
     const list = new Listr(tasks, {
       concurrent: true,
       exitOnError: false,
       registerSignalListeners: false,
       rendererOptions: { logger, collapseSubtasks: false },
-      // `out` is a terminal (listr2's own test looks at stdout, which --json may send elsewhere)
-      fallbackRendererCondition: () => false,
+      // Should listr2 fall back to printing lines after all, they go to `out` too, never to stdout.
+      fallbackRendererOptions: { logger },
     });
     this.list = list.run();
   }

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
 import { HumanReporter } from '../../src/ui/human.ts';
@@ -87,5 +87,53 @@ describe('progress without a terminal', () => {
     const sorted = (t: string) => t.split('\n').filter((l) => / h\d: /.test(l)).sort();
     // listr2 prints each task's start and end: the same lines, in the order its tasks ran
     expect(sorted(ours.text()).map((l) => l.replace(/: \d+ ok, \d+ changed, \d+ failed$/, ': converging'))).toEqual(sorted(listr2.text()));
+  });
+
+  it('in a terminal with stdout redirected (--json > run.ndjson), the progress stays on its stream, line by line', async () => {
+    const { out, text } = pipe();
+    Object.assign(out, { isTTY: true, columns: 80, rows: 24 });
+    const stdoutWasTTY = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
+    Object.defineProperty(process.stdout, 'isTTY', { value: false, configurable: true });
+    const written = vi.spyOn(process.stdout, 'write');
+    try {
+      const human = new HumanReporter({ diff: false, verbose: 0, out });
+      human.onEvent({ type: 'run_start', playbooks: ['site'], hosts: ['h1'], check: false });
+      await new Promise((r) => setTimeout(r, 10));
+      human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
+      const r = resourceResult('h1', 'p', 'file:/etc/x', 'file', { status: 'ok', changes: [] });
+      human.onEvent(resourceEvent(r));
+      const recap: HostRecap = { host: 'h1', ok: 1, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 1 };
+      human.onEvent({ type: 'host_recap', ...recap });
+      await human.finish({ hosts: [recap], exitCode: 0, check: false, elapsedMs: 10, results: [r], factHashes: new Map() });
+      expect(written).not.toHaveBeenCalled(); // stdout carries the NDJSON stream only
+    } finally {
+      written.mockRestore();
+      if (stdoutWasTTY) Object.defineProperty(process.stdout, 'isTTY', stdoutWasTTY);
+      else delete (process.stdout as { isTTY?: boolean }).isTTY;
+    }
+    expect(text().split('\n').filter((l) => /^[❯✔] h1:/u.test(l))).toEqual(['❯ h1: converging', '✔ h1: 1 ok, 0 changed, 0 failed']);
+  });
+
+  it("in a terminal, a run that ends before listr2 has started its tasks still ends (each host's line)", async () => {
+    const { out, text } = pipe();
+    Object.assign(out, { isTTY: true, columns: 80, rows: 24 });
+    const stdoutWasTTY = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
+    Object.defineProperty(process.stdout, 'isTTY', { value: true, configurable: true });
+    try {
+      const human = new HumanReporter({ diff: false, verbose: 0, out });
+      // all in one turn of the event loop, as a run on this machine can be
+      human.onEvent({ type: 'run_start', playbooks: ['site'], hosts: ['h1'], check: false });
+      human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
+      const r = resourceResult('h1', 'p', 'file:/etc/x', 'file', { status: 'changed', changes: [] });
+      human.onEvent(resourceEvent(r));
+      const recap: HostRecap = { host: 'h1', ok: 0, changed: 1, failed: 0, skipped: 0, unreachable: false, execs: 1 };
+      human.onEvent({ type: 'host_recap', ...recap });
+      const finished = human.finish({ hosts: [recap], exitCode: 0, check: false, elapsedMs: 1, results: [r], factHashes: new Map() }).then(() => 'finished');
+      expect(await Promise.race([finished, new Promise((r) => setTimeout(() => r('still waiting'), 2000))])).toBe('finished');
+    } finally {
+      if (stdoutWasTTY) Object.defineProperty(process.stdout, 'isTTY', stdoutWasTTY);
+      else delete (process.stdout as { isTTY?: boolean }).isTTY;
+    }
+    expect(text()).toContain('h1: 0 ok, 1 changed, 0 failed');
   });
 });
