@@ -1,5 +1,6 @@
 import { color, figures, Listr, ListrLogger, ProcessOutput } from 'listr2';
 import type { RunEvent, RunOutcome } from '../engine/index.ts';
+import { FleetLine } from './fleet-line.ts';
 import { groupChanges, hostList } from './group-changes.ts';
 import { recapTable } from './recap.ts';
 
@@ -8,6 +9,12 @@ export interface HumanOptions {
   verbose: number;
   out?: NodeJS.WriteStream;
 }
+
+/**
+ * A terminal lists at most this many hosts, a line each; more are one line for the fleet
+ * (fleet-line.ts): listr2 redraws every line at each change.
+ */
+export const MAX_LISTED_HOSTS = 20;
 
 interface Counts {
   ok: number;
@@ -30,6 +37,8 @@ export class HumanReporter {
   private readonly out: NodeJS.WriteStream;
   private readonly progress = new Map<string, HostProgress>();
   private list?: Promise<unknown>;
+  /** In a terminal, a fleet of more than MAX_LISTED_HOSTS hosts: one line for all of them. */
+  private fleet?: FleetLine;
 
   /**
    * Progress lines are redrawn in place (a terminal), not printed line by line. listr2 draws its
@@ -45,6 +54,7 @@ export class HumanReporter {
 
   onEvent = (e: RunEvent): void => {
     if (e.type === 'run_start') this.startProgress(e.hosts, e.check);
+    else if (this.fleet) this.fleet.onEvent(e);
     else if (e.type === 'resource') {
       // Without a terminal a host's line is printed when it starts and when it finishes, with
       // its recap's counts: nothing to count or draw here.
@@ -81,13 +91,16 @@ export class HumanReporter {
 
   private startProgress(hosts: string[], check: boolean): void {
     const doing = check ? 'checking' : 'converging';
-    if (this.liveTitles) this.startLiveList(hosts, doing);
-    else this.startLines(hosts, doing);
+    if (!this.liveTitles) return this.startLines(hosts, doing);
+    const logger = new ListrLogger({ processOutput: new ProcessOutput(this.out, this.out) });
+    if (hosts.length > Math.min(MAX_LISTED_HOSTS, (this.out.rows || 24) - 4)) {
+      this.fleet = new FleetLine(hosts.length, doing, logger);
+      this.list = this.fleet.list;
+    } else this.startLiveList(hosts, doing, logger);
   }
 
   /** In a terminal: listr2's live list, a line per host redrawn as its counts move. */
-  private startLiveList(hosts: string[], doing: string): void {
-    const logger = new ListrLogger({ processOutput: new ProcessOutput(this.out, this.out) });
+  private startLiveList(hosts: string[], doing: string, logger: ListrLogger): void {
     const tasks = hosts.map((host) => {
       // A host's line is registered now, not when listr2 starts its task (some turns of the event
       // loop later): a fast run (this machine, a small fleet) may end a host before that, and a
@@ -134,6 +147,9 @@ export class HumanReporter {
   }
 
   async finish(outcome: RunOutcome): Promise<void> {
+    // The run is over: a live line still open (a run cut short) must not keep the list waiting.
+    this.fleet?.end();
+    if (this.liveTitles) for (const p of this.progress.values()) p.done();
     await this.list;
     const w = (s = '') => this.out.write(s + '\n');
     const groups = groupChanges(outcome.results, outcome.hosts.map((h) => h.host));

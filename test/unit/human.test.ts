@@ -3,7 +3,7 @@ import { Listr, ListrLogger, ProcessOutput } from 'listr2';
 import { describe, expect, it, vi } from 'vitest';
 import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
-import { HumanReporter } from '../../src/ui/human.ts';
+import { HumanReporter, MAX_LISTED_HOSTS } from '../../src/ui/human.ts';
 
 /** A stream like stderr piped to a file or a CI log (no terminal): what was written, as text. */
 function pipe(): { out: NodeJS.WriteStream; text: () => string } {
@@ -135,5 +135,70 @@ describe('progress without a terminal', () => {
       else delete (process.stdout as { isTTY?: boolean }).isTTY;
     }
     expect(text()).toContain('h1: 0 ok, 1 changed, 0 failed');
+  });
+});
+
+/** A terminal (80x24) as `out`, and stdout a terminal too (or not) while `fn` runs. */
+async function inTerminal(stdoutIsTTY: boolean, fn: (out: NodeJS.WriteStream, text: () => string) => Promise<void>): Promise<string> {
+  const { out, text } = pipe();
+  Object.assign(out, { isTTY: true, columns: 80, rows: 24 });
+  const was = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
+  Object.defineProperty(process.stdout, 'isTTY', { value: stdoutIsTTY, configurable: true });
+  try {
+    await fn(out, text);
+  } finally {
+    if (was) Object.defineProperty(process.stdout, 'isTTY', was);
+    else delete (process.stdout as { isTTY?: boolean }).isTTY;
+  }
+  return text();
+}
+
+describe('progress in a terminal', () => {
+  /** Until `text` shows `what` (listr2 draws asynchronously: its renderer is set up with imports). */
+  const drawn = async (text: () => string, what: string) => {
+    for (let i = 0; i < 200 && !text().includes(what); i++) await new Promise((r) => setTimeout(r, 10));
+    return text();
+  };
+  const run = async (out: NodeJS.WriteStream, text: () => string, hosts: string[]) => {
+    const human = new HumanReporter({ diff: false, verbose: 0, out });
+    human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: false });
+    await drawn(text, 'converging');
+    human.onEvent({ type: 'play_start', play: 'storage', hosts });
+    const results = [];
+    for (const host of hosts.slice(0, 2)) {
+      human.onEvent({ type: 'host_start', host, play: 'storage' });
+      const r = resourceResult(host, 'storage', 'file:/etc/x', 'file', { status: 'changed', changes: [] });
+      results.push(r);
+      human.onEvent(resourceEvent(r));
+    }
+    const midway = await drawn(text, hosts.length > MAX_LISTED_HOSTS ? `storage: 2/${hosts.length} started · 0 ok, 2 changed` : `${hosts[1]}: 0 ok, 1 changed`);
+    const recaps: HostRecap[] = hosts.map((host, i) => ({ host, ok: 0, changed: i < 2 ? 1 : 0, failed: 0, skipped: 0, unreachable: i === 2, execs: 1 }));
+    for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
+    human.onEvent({ type: 'recap', hosts: recaps, exitCode: 1, check: false, elapsedMs: 5 });
+    await human.finish({ hosts: recaps, exitCode: 1, check: false, elapsedMs: 5, results, factHashes: new Map() });
+    return midway;
+  };
+
+  it(`more than ${MAX_LISTED_HOSTS} hosts are one live line for the fleet: its play, hosts started and resources decided`, async () => {
+    const hosts = Array.from({ length: 50 }, (_, i) => `h${i}`);
+    let midway = '';
+    const text = await inTerminal(true, async (out, text) => {
+      midway = await run(out, text, hosts);
+    });
+    expect(midway).toContain('converging 50 hosts · storage: 2/50 started · 0 ok, 2 changed, 0 failed');
+    const report = text.slice(text.indexOf('RECAP'));
+    const progress = text.slice(0, text.indexOf('RECAP'));
+    expect(progress).toContain('50 hosts: 0 ok, 2 changed, 0 failed, 1 hosts unreachable');
+    expect(progress).not.toMatch(/h\d+: \d+ ok/); // no line per host
+    expect(report).not.toContain('50 hosts:'); // the live line is not drawn again below the report
+  });
+
+  it(`up to ${MAX_LISTED_HOSTS} hosts are listed, a line each`, async () => {
+    const text = await inTerminal(true, async (out, text) => {
+      await run(out, text, ['h0', 'h1', 'h2']);
+    });
+    const progress = text.slice(0, text.indexOf('RECAP'));
+    expect(progress).toContain('h0: 0 ok, 1 changed, 0 failed');
+    expect(progress).toContain('h2: UNREACHABLE');
   });
 });

@@ -1,0 +1,93 @@
+import { Listr, type ListrLogger } from 'listr2';
+import type { RunEvent } from '../engine/events.ts';
+
+/**
+ * In a terminal, a fleet too big to list host by host: one live line with the play, the hosts
+ * started in it and the resources decided so far. listr2 redraws every line of its list at each
+ * change and spinner tick (~0.5 ms a line): 300 host lines cost ~2 minutes of CPU in a run of
+ * seconds, on the event loop the run itself needs.
+ */
+export class FleetLine {
+  readonly list: Promise<unknown>;
+  private play = '';
+  private playHosts = 0;
+  private started = 0;
+  private readonly decided = { ok: 0, changed: 0, failed: 0, skipped: 0 };
+  private unreachable = 0;
+  private ended = false;
+  private task?: { title: string };
+  private redrawScheduled = false;
+  private finished = () => {};
+
+  constructor(
+    private readonly hosts: number,
+    private readonly doing: string,
+    logger: ListrLogger,
+  ) {
+    const done = new Promise<void>((resolve) => (this.finished = resolve));
+    this.list = new Listr(
+      [
+        {
+          title: this.text(),
+          task: (_: unknown, t: { title: string }) => {
+            this.task = t;
+            t.title = this.text();
+            return done;
+          },
+        },
+      ],
+      { exitOnError: false, registerSignalListeners: false, rendererOptions: { logger }, fallbackRendererOptions: { logger } },
+    ).run();
+  }
+
+  onEvent(e: RunEvent): void {
+    switch (e.type) {
+      case 'play_start':
+        this.play = e.play;
+        this.playHosts = e.hosts.length;
+        this.started = 0;
+        break;
+      case 'host_start':
+        this.started++;
+        break;
+      case 'resource':
+        this.decided[e.status]++;
+        break;
+      case 'host_recap':
+        if (e.unreachable) this.unreachable++;
+        break;
+      case 'recap':
+        this.end();
+        return;
+      default:
+        return;
+    }
+    // A burst of events (hosts finishing together) is drawn once.
+    if (!this.redrawScheduled) {
+      this.redrawScheduled = true;
+      setImmediate(this.redraw);
+    }
+  }
+
+  /** The final counts, and the list ends (idempotent). */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.task) this.task.title = this.text();
+    this.finished();
+  }
+
+  // (not after the end: a redraw still scheduled would draw the line again below the report)
+  private readonly redraw = () => {
+    this.redrawScheduled = false;
+    if (this.task && !this.ended) this.task.title = this.text();
+  };
+
+  private text(): string {
+    const d = this.decided;
+    const counts = `${d.ok} ok, ${d.changed} changed, ${d.failed} failed${d.skipped ? `, ${d.skipped} skipped` : ''}${this.unreachable ? `, ${this.unreachable} hosts unreachable` : ''}`;
+    if (this.ended) return `${this.hosts} hosts: ${counts}`;
+    const play = this.play ? ` · ${this.play}: ${this.started}/${this.playHosts} started` : '';
+    return `${this.doing} ${this.hosts} hosts${play} · ${counts}`;
+  }
+}
