@@ -1,5 +1,6 @@
 import { Listr, type ListrLogger } from 'listr2';
 import type { RunEvent } from '../engine/events.ts';
+import { ThrottledRenderer } from './live-renderer.ts';
 
 /**
  * In a terminal, a fleet too big to list host by host: one live line with the play, the hosts
@@ -36,7 +37,7 @@ export class FleetLine {
           },
         },
       ],
-      { exitOnError: false, registerSignalListeners: false, rendererOptions: { logger }, fallbackRendererOptions: { logger } },
+      { exitOnError: false, registerSignalListeners: false, renderer: ThrottledRenderer, rendererOptions: { logger }, fallbackRendererOptions: { logger } },
     ).run();
   }
 

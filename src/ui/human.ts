@@ -1,6 +1,7 @@
 import { color, figures, Listr, ListrLogger, ProcessOutput } from 'listr2';
 import type { RunEvent, RunOutcome } from '../engine/index.ts';
 import { FleetLine } from './fleet-line.ts';
+import { ThrottledRenderer } from './live-renderer.ts';
 import { groupChanges, hostList } from './group-changes.ts';
 import { recapTable } from './recap.ts';
 
@@ -123,6 +124,7 @@ export class HumanReporter {
       concurrent: true,
       exitOnError: false,
       registerSignalListeners: false,
+      renderer: ThrottledRenderer,
       rendererOptions: { logger, collapseSubtasks: false },
       // Should listr2 fall back to printing lines after all, they go to `out` too, never to stdout.
       fallbackRendererOptions: { logger },

@@ -201,4 +201,24 @@ describe('progress in a terminal', () => {
     expect(progress).toContain('h0: 0 ok, 1 changed, 0 failed');
     expect(progress).toContain('h2: UNREACHABLE');
   });
+
+  it('draws a burst of hosts retitled together once, not once per host', async () => {
+    const hosts = Array.from({ length: 10 }, (_, i) => `h${i}`);
+    await inTerminal(true, async (out, text) => {
+      const human = new HumanReporter({ diff: false, verbose: 0, out });
+      human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: false });
+      await drawn(text, 'h9: converging');
+      const before = text().length;
+      for (const host of hosts) human.onEvent(resourceEvent(resourceResult(host, 'p', 'file:/etc/x', 'file', { status: 'ok', changes: [] })));
+      await drawn(text, 'h9: 1 ok');
+      await new Promise((r) => setTimeout(r, 250));
+      // every frame draws h0's line: one per title set would be 10 frames and more
+      const frames = text().slice(before).split('h0: ').length - 1;
+      expect(frames).toBeGreaterThan(0);
+      expect(frames).toBeLessThanOrEqual(5);
+      const recaps: HostRecap[] = hosts.map((host) => ({ host, ok: 1, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 1 }));
+      for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
+      await human.finish({ hosts: recaps, exitCode: 0, check: false, elapsedMs: 5, results: [], factHashes: new Map() });
+    });
+  });
 });
