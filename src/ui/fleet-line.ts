@@ -1,6 +1,6 @@
-import { Listr, type ListrLogger } from 'listr2';
+import type { ListrLogger } from 'listr2';
 import type { RunEvent } from '../engine/events.ts';
-import { ThrottledRenderer } from './live-renderer.ts';
+import { liveList, type LiveLine } from './live-renderer.ts';
 
 /**
  * In a terminal, a fleet too big to list host by host: one live line with the play, the hosts
@@ -17,29 +17,17 @@ export class FleetLine {
   private readonly decided = { ok: 0, changed: 0, failed: 0, skipped: 0 };
   private unreachable = 0;
   private ended = false;
-  private task?: { title: string };
+  private readonly line: LiveLine;
   private redrawScheduled = false;
-  private finished = () => {};
 
   constructor(
     private readonly hosts: number,
     private readonly doing: string,
     logger: ListrLogger,
   ) {
-    const done = new Promise<void>((resolve) => (this.finished = resolve));
-    this.list = new Listr(
-      [
-        {
-          title: this.text(),
-          task: (_: unknown, t: { title: string }) => {
-            this.task = t;
-            t.title = this.text();
-            return done;
-          },
-        },
-      ],
-      { exitOnError: false, registerSignalListeners: false, renderer: ThrottledRenderer, rendererOptions: { logger }, fallbackRendererOptions: { logger } },
-    ).run();
+    const { lines, done } = liveList([this.text()], logger);
+    this.line = lines[0];
+    this.list = done;
   }
 
   onEvent(e: RunEvent): void {
@@ -75,14 +63,14 @@ export class FleetLine {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    if (this.task) this.task.title = this.text();
-    this.finished();
+    this.line.title(this.text());
+    this.line.done();
   }
 
   // (not after the end: a redraw still scheduled would draw the line again below the report)
   private readonly redraw = () => {
     this.redrawScheduled = false;
-    if (this.task && !this.ended) this.task.title = this.text();
+    if (!this.ended) this.line.title(this.text());
   };
 
   private text(): string {

@@ -1,7 +1,7 @@
-import { color, figures, Listr, ListrLogger, ProcessOutput } from 'listr2';
+import { color, figures, ListrLogger, ProcessOutput } from 'listr2';
 import type { RunEvent, RunOutcome } from '../engine/index.ts';
 import { FleetLine } from './fleet-line.ts';
-import { ThrottledRenderer } from './live-renderer.ts';
+import { liveList, type LiveLine } from './live-renderer.ts';
 import { groupChanges, hostList } from './group-changes.ts';
 import { recapTable } from './recap.ts';
 
@@ -25,10 +25,7 @@ interface Counts {
 }
 
 /** A host's line: its counts so far (a terminal's live view), how to retitle it and end it. */
-interface HostProgress extends Counts {
-  title: (s: string) => void;
-  done: () => void;
-}
+interface HostProgress extends Counts, LiveLine {}
 
 /**
  * The operator's view, on stderr: live per-host progress (listr2), then diffs folded across
@@ -102,34 +99,9 @@ export class HumanReporter {
 
   /** In a terminal: listr2's live list, a line per host redrawn as its counts move. */
   private startLiveList(hosts: string[], doing: string, logger: ListrLogger): void {
-    const tasks = hosts.map((host) => {
-      // A host's line is registered now, not when listr2 starts its task (some turns of the event
-      // loop later): a fast run (this machine, a small fleet) may end a host before that, and a
-      // line never ended would keep the list, and the CLI, waiting for ever.
-      let title = `${host}: ${doing}`;
-      let task: { title: string } | undefined;
-      let done = () => {};
-      const finished = new Promise<void>((resolve) => (done = resolve));
-      this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => ((title = s), task && (task.title = s)), done });
-      return {
-        title,
-        task: (_: unknown, t: { title: string }) => {
-          task = t;
-          t.title = title;
-          return finished;
-        },
-      };
-    });
-    const list = new Listr(tasks, {
-      concurrent: true,
-      exitOnError: false,
-      registerSignalListeners: false,
-      renderer: ThrottledRenderer,
-      rendererOptions: { logger, collapseSubtasks: false },
-      // Should listr2 fall back to printing lines after all, they go to `out` too, never to stdout.
-      fallbackRendererOptions: { logger },
-    });
-    this.list = list.run();
+    const { lines, done } = liveList(hosts.map((host) => `${host}: ${doing}`), logger);
+    hosts.forEach((host, i) => this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, ...lines[i] }));
+    this.list = done;
   }
 
   /**

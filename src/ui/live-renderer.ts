@@ -1,4 +1,4 @@
-import { DefaultRenderer } from 'listr2';
+import { DefaultRenderer, Listr, type ListrLogger } from 'listr2';
 
 /** The live list is drawn at most this often. */
 export const DRAW_MS = 100;
@@ -24,4 +24,46 @@ export class ThrottledRenderer extends DefaultRenderer {
     this.drawTimer = undefined;
     super.end();
   }
+}
+
+/** A line of the live list: retitled and ended whenever, also before listr2 has started it. */
+export interface LiveLine {
+  title: (s: string) => void;
+  done: () => void;
+}
+
+/**
+ * listr2's live list of these lines on `logger`'s stream, drawn by ThrottledRenderer (should
+ * listr2 fall back to printing lines, as it does when stdout is no terminal, those go to the
+ * same stream, never to stdout). `done` resolves once every line has ended. Each line can be
+ * retitled and ended at once, not only once listr2 starts its task (some turns of the event loop
+ * later): a fast run may end a line before that, and a line never ended would keep the list,
+ * and the CLI, waiting for ever.
+ */
+export function liveList(titles: readonly string[], logger: ListrLogger): { lines: LiveLine[]; done: Promise<unknown> } {
+  const lines: LiveLine[] = [];
+  const tasks = titles.map((first) => {
+    let title = first;
+    let task: { title: string } | undefined;
+    let end = () => {};
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    lines.push({ title: (s) => ((title = s), task && (task.title = s)), done: () => end() });
+    return {
+      title,
+      task: (_: unknown, t: { title: string }) => {
+        task = t;
+        t.title = title;
+        return ended;
+      },
+    };
+  });
+  const done = new Listr(tasks, {
+    concurrent: true,
+    exitOnError: false,
+    registerSignalListeners: false,
+    renderer: ThrottledRenderer,
+    rendererOptions: { logger, collapseSubtasks: false },
+    fallbackRendererOptions: { logger },
+  }).run();
+  return { lines, done };
 }
