@@ -47,6 +47,9 @@ export type RunEvent =
 
 export type EventSink = (e: RunEvent) => void;
 
+/** The run's first or last event: the sinks write them at once, with what they hold before them. */
+export const isRunEdge = (e: RunEvent): boolean => e.type === 'run_start' || e.type === 'recap';
+
 /** What a resource came to: its result without whose it is. */
 export type Outcome = Omit<ResourceResult, 'host' | 'play' | 'id' | 'kind'>;
 

@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { eventLine } from './event-line.ts';
-import type { RunEvent } from './events.ts';
+import { isRunEdge, type RunEvent } from './events.ts';
 
 /** Where runs are journaled unless --journal says otherwise. */
 export function defaultJournalPath(now = new Date()): string {
@@ -71,7 +71,7 @@ export function journalSink(file: string): JournalSink {
     (e: RunEvent) => {
       buf += eventLine(e);
       live.add(sink);
-      if (e.type === 'run_start' || e.type === 'recap' || buf.length >= JOURNAL_FLUSH_BYTES) flush();
+      if (isRunEdge(e) || buf.length >= JOURNAL_FLUSH_BYTES) flush();
       else if (e.type !== 'resource') turnEnd ??= setImmediate(flush);
       else timer ??= setTimeout(flush, JOURNAL_FLUSH_MS).unref();
     },

@@ -1,4 +1,4 @@
-import type { RunEvent } from '../engine/events.ts';
+import { isRunEdge, type RunEvent } from '../engine/events.ts';
 import { eventLine } from '../engine/event-line.ts';
 
 /** Events buffered for --json are written at the latest once this much is buffered. */
@@ -23,7 +23,7 @@ export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: RunEv
   };
   return (e) => {
     buf += eventLine(e);
-    if (e.type === 'run_start' || e.type === 'recap' || buf.length >= JSON_FLUSH_BYTES) flush();
+    if (isRunEdge(e) || buf.length >= JSON_FLUSH_BYTES) flush();
     else if (!scheduled) {
       scheduled = true;
       setImmediate(flush);
