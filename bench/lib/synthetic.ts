@@ -21,6 +21,7 @@ import type { Testbed } from './bed.ts';
 import { sitePlaybook, RACKSMITH_VARS, storageDisks, type Workload } from './workload.ts';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
+import type { ConnectOptions } from '../../src/engine/connect.ts';
 import type { Playbook } from '../../src/engine/playbook.ts';
 import type { Resource } from '../../src/resources/types.ts';
 
@@ -242,7 +243,7 @@ async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promi
   const inv1 = loadInventory(w.racksmithInventory);
   const siteCount = prepare(inv1, [await siteBook()], { limit: bedHost }).reduce((a, p) => a + p.hosts.reduce((b, h) => b + h.resources.length, 0), 0);
   const { pb, extra } = await benchPlaybook(siteCount, RESOURCES_PER_HOST);
-  const run = async (connector: (h: Host, o: any) => Promise<Connection>) =>
+  const run = async (connector: (h: Host, o: ConnectOptions) => Promise<Connection>) =>
     execute(prepare(inv1, [pb], { limit: bedHost }), { inventoryFile: w.racksmithInventory, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 1, connectAttempts: 3, connector }, () => {});
   for (let k = 0; k < 4; k++) {
     const o = await run(connect);

@@ -37,7 +37,7 @@ export async function runRacksmith(w: Workload, forks: number): Promise<ToolRun>
   let sawRecap = false;
   for (const line of m.stdout.split('\n')) {
     if (!line.startsWith('{')) continue;
-    let e: Record<string, any>;
+    let e: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- ansible's JSON callback output, read field by field
     try {
       e = JSON.parse(line);
     } catch {

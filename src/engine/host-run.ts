@@ -480,7 +480,7 @@ function findDrift(states: State[], planned: Map<string, PlannedResource>): NonN
   for (const s of states) {
     const p = planned.get(s.r.id);
     if (p && p.factHash === s.factHash) continue;
-    let now: string[] = [];
+    let now: string[];
     try {
       now = s.facts === undefined ? ['(probe failed)'] : s.r.diff(s.facts).map((c) => c.summary);
     } catch (e) {

@@ -92,7 +92,7 @@ export function journalSink(file: string): JournalSink {
  */
 export function hostsToResume(file: string): string[] {
   if (!existsSync(file)) throw new InputError(`journal not found: ${file}`);
-  const events: Array<Record<string, any>> = [];
+  const events: Array<Record<string, unknown>> = [];
   const lines = readFileSync(file, 'utf8').split('\n');
   const last = lines.findLastIndex((l) => l.trim() !== '');
   lines.forEach((line, i) => {

@@ -84,7 +84,7 @@ function globToRegExp(glob: string): RegExp {
   for (const c of glob) {
     if (c === '*') re += '.*';
     else if (c === '?') re += '.';
-    else re += c.replace(/[.+^${}()|\\\]\[]/g, '\\$&');
+    else re += c.replace(/[.+^${}()|\\\][]/g, '\\$&');
   }
   return new RegExp(`^${re}$`);
 }

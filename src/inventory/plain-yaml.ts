@@ -33,6 +33,7 @@ const notPlain = (): never => {
 
 // Characters that make the library read the text differently or report an error: control
 // characters, tabs, CR, BOM, NEL and Unicode line separators.
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
 const UNUSUAL = /[\x00-\x09\x0b-\x1f\x7f\x85\ufeff\ufffe\uffff\u2028\u2029\ud800-\udfff]/;
 // The library's limit on an implicit block-mapping key (its `:` at most this far from the key's start).
 const MAX_IMPLICIT_KEY = 1024;

@@ -60,7 +60,7 @@ export interface FlannelSettings {
 
 /** The flannel network config as racksmith renders it (also what the cluster guard compares against). */
 export function flannelNetConf(upstream: string | undefined, s: FlannelSettings): Record<string, unknown> {
-  let base: Record<string, unknown> = {};
+  let base: Record<string, unknown>;
   try {
     base = upstream ? (JSON.parse(upstream) as Record<string, unknown>) : {};
   } catch {

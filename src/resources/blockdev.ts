@@ -433,7 +433,6 @@ fi
 /** The mounted filesystem at `path` takes user xattrs: set, read back and remove user.racksmith.probe. */
 export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
   const path = checkAbsolutePath(o.path, 'xattr check path');
-  const n = shq(XATTR_NAME);
   return {
     ...common('xattr-check', `xattr:${path}`, o),
     verifiable: true,

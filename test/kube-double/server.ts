@@ -8,7 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import type { Json, JsonObject, KubeObject, ResourceType } from './types.ts';
 import { gvString } from './types.ts';
 import { ApiError, errors } from './errors.ts';
-import { clone, isPlainObject } from './json.ts';
+import { clone } from './json.ts';
 import { AGGREGATED_DISCOVERY_CONTENT_TYPE, wantsAggregatedDiscovery } from './discovery.ts';
 import { Cluster, type PatchType } from './cluster.ts';
 import type { ObjectStore, StoreEvent } from './store.ts';

@@ -274,7 +274,7 @@ describe('kubeApply: probe output → facts → changes', () => {
   });
 
   it('an update carries kubectl diff hunks', () => {
-    const hunk = '@@ -10,7 +10,7 @@\n       \"Network\": \"10.244.0.0/16\",\n-      \"Type\": \"host-gw\"\n+      \"Type\": \"vxlan\"';
+    const hunk = '@@ -10,7 +10,7 @@\n       "Network": "10.244.0.0/16",\n-      "Type": "host-gw"\n+      "Type": "vxlan"';
     const f = parseKubeApplyProbe(`rc=1\n@@object v1.ConfigMap.kube-flannel.kube-flannel-cfg\n${hunk}\n== stderr\n`, 0, '', false);
     expect(kubeApplyChanges(DOCS, f)).toEqual([{ summary: 'update ConfigMap kube-flannel/kube-flannel-cfg', diff: hunk }]);
   });

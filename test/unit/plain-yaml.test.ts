@@ -206,7 +206,7 @@ describe('plain YAML reader: generated documents', () => {
       try {
         if (agrees(text)) read++;
       } catch (e) {
-        throw new Error(`document ${i}: ${JSON.stringify(text)}\n${(e as Error).message}`);
+        throw new Error(`document ${i}: ${JSON.stringify(text)}\n${(e as Error).message}`, { cause: e });
       }
     }
     // Both sides are exercised: documents read by the plain reader, and documents with errors.

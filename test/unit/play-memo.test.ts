@@ -8,7 +8,7 @@ import { prepare } from '../../src/engine/run.ts';
 import { HostContext, playbook, varsSchema, type Play } from '../../src/engine/playbook.ts';
 import { same } from '../../src/engine/play-memo.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
-import type { Host, Inventory } from '../../src/inventory/model.ts';
+import type { Inventory } from '../../src/inventory/model.ts';
 import { directory } from '../../src/resources/directory.ts';
 import type { Resource } from '../../src/resources/types.ts';
 import { InputError } from '../../src/util/errors.ts';
