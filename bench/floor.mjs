@@ -68,5 +68,12 @@ async function worker() {
 }
 await Promise.all(Array.from({ length: Math.max(1, Math.min(Number(concurrency) || hosts.length, hosts.length)) }, worker));
 const ok = results.filter(Boolean);
-process.stdout.write(JSON.stringify({ hosts: hosts.length, ok: ok.length, connectMs: ok.map((r) => Math.round(r.connectMs)), execMs: ok.map((r) => Math.round(r.execMs * 10) / 10) }) + '\n');
+process.stdout.write(
+  JSON.stringify({
+    hosts: hosts.length,
+    ok: ok.length,
+    connectMs: ok.map((r) => Math.round(r.connectMs)),
+    execMs: ok.map((r) => Math.round(r.execMs * 10) / 10),
+  }) + '\n',
+);
 process.exitCode = failed ? 1 : 0;

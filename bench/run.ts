@@ -55,7 +55,9 @@ function collectionModules(collection: string): string[] {
 
 function version(cmd: string, args: string[]): string {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).split('\n')[0].trim();
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .split('\n')[0]
+      .trim();
   } catch {
     return 'unavailable';
   }
@@ -65,7 +67,10 @@ function version(cmd: string, args: string[]): string {
 function codeVersion(): string {
   try {
     const head = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    const diff = execFileSync('git', ['-C', repoRoot, 'diff', 'HEAD', '--', 'src', 'playbooks', 'bin', 'package.json'], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const diff = execFileSync('git', ['-C', repoRoot, 'diff', 'HEAD', '--', 'src', 'playbooks', 'bin', 'package.json'], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
     return diff ? `${head}+dirty:${createHash('sha256').update(diff).digest('hex').slice(0, 12)}` : head;
   } catch {
     return 'unknown';
@@ -112,14 +117,18 @@ async function main(argv: string[]): Promise<number> {
   for (const t of tools) if (t !== 'racksmith' && t !== 'ansible') throw new Error(`--tools: unknown tool ${t}`);
   const cases = new Set((values.cases ?? 'first-run,converged,floor').split(',').map((s) => s.trim()) as Case[]);
   for (const c of cases) if (!['first-run', 'converged', 'floor'].includes(c)) throw new Error(`--cases: unknown case ${c}`);
-  const syntheticHosts = values.synthetic || values['synthetic-hosts'] !== undefined ? int(values['synthetic-hosts'], 1000, '--synthetic-hosts') : 0;
+  const syntheticHosts =
+    values.synthetic || values['synthetic-hosts'] !== undefined ? int(values['synthetic-hosts'], 1000, '--synthetic-hosts') : 0;
   const out = resolve(values.out ?? join(repoRoot, 'bench/results/latest.json'));
   if (process.getuid?.() !== 0) throw new Error('the benchmark needs root (it builds its own test bed)');
   if (tools.includes('ansible')) {
-    if (version('ansible-playbook', ['--version']) === 'unavailable') throw new Error('ansible-playbook not found (apt-get install ansible-core)');
+    if (version('ansible-playbook', ['--version']) === 'unavailable')
+      throw new Error('ansible-playbook not found (apt-get install ansible-core)');
     const posix = collectionModules('ansible.posix');
     if (!posix.includes('ansible.posix.sysctl') || !posix.includes('ansible.posix.mount')) {
-      throw new Error('the Ansible side uses ansible.posix.sysctl and ansible.posix.mount: install the Debian `ansible` package (it ships ansible.posix), or run with --tools racksmith');
+      throw new Error(
+        'the Ansible side uses ansible.posix.sysctl and ansible.posix.mount: install the Debian `ansible` package (it ships ansible.posix), or run with --tools racksmith',
+      );
     }
   }
 
@@ -135,13 +144,18 @@ async function main(argv: string[]): Promise<number> {
   // = HDD profile, d2 non-rotational = SSD profile).
   const site = await sitePlays();
   const storage = site.storage;
-  if (site.notBenched.length) log(`plays of site.ts with no host in the bench inventory (not benchmarked, nothing on the Ansible side): ${site.notBenched.join(', ')}`);
+  if (site.notBenched.length)
+    log(
+      `plays of site.ts with no host in the bench inventory (not benchmarked, nothing on the Ansible side): ${site.notBenched.join(', ')}`,
+    );
   const tb = await ensureBed(N, storage ? 2 : 1, log);
   const exportDir = await populateJailExport(tb);
   const runDir = mkdtempSync(join(tmpdir(), 'racksmith-bench-'));
   const w = writeWorkload(tb, runDir, forks, storage);
   const allHosts = w.hosts;
-  log(`${N} hosts, ${R} run(s), tools ${tools.join(' / ')}, forks ${forks}; plays: network${storage ? ', storage (2 disks per host)' : ''}, jail (export ${exportDir}); work dir ${runDir}`);
+  log(
+    `${N} hosts, ${R} run(s), tools ${tools.join(' / ')}, forks ${forks}; plays: network${storage ? ', storage (2 disks per host)' : ''}, jail (export ${exportDir}); work dir ${runDir}`,
+  );
 
   const samples: Sample[] = [];
   const comparisons: Array<{ run: number } & Comparison> = [];
@@ -152,7 +166,9 @@ async function main(argv: string[]): Promise<number> {
     const { stdout: _o, stderr: _e, ...rest } = r;
     samples.push({ ...rest, run, case: c, ...extra });
     const status = r.ok ? '' : `  NOT OK (exit ${r.code}, failed ${r.failed}, unreachable ${r.unreachable})`;
-    log(`run ${run} ${c.padEnd(9)} ${r.tool.padEnd(17)} ${secs(r.wall).padStart(8)}  cpu ${secs(r.cpu)}  rss ${r.peakRssSumMb.toFixed(0)} MiB  pss ${r.peakPssMb.toFixed(0)} MiB  changed ${r.changed}${status}`);
+    log(
+      `run ${run} ${c.padEnd(9)} ${r.tool.padEnd(17)} ${secs(r.wall).padStart(8)}  cpu ${secs(r.cpu)}  rss ${r.peakRssSumMb.toFixed(0)} MiB  pss ${r.peakPssMb.toFixed(0)} MiB  changed ${r.changed}${status}`,
+    );
     if (!r.ok && r.note) log(`  ${r.note.split('\n').join('\n  ')}`);
   };
 
@@ -186,11 +202,13 @@ async function main(argv: string[]): Promise<number> {
           const c = compare(states.get(tools[0])!, states.get(tools[1])!);
           comparisons.push({ run, ...c });
           if (c.identical) {
-            log(`run ${run}: end state identical on all ${c.hosts} hosts (${tools.join(' vs ')})${c.orderOnly.length ? `, except the ORDER of lines in ${[...new Set(c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0]))].join(', ')} on ${new Set(c.orderOnly.map((o) => o.host)).size} host(s)` : ''}`);
-          }
-          else {
+            log(
+              `run ${run}: end state identical on all ${c.hosts} hosts (${tools.join(' vs ')})${c.orderOnly.length ? `, except the ORDER of lines in ${[...new Set(c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0]))].join(', ')} on ${new Set(c.orderOnly.map((o) => o.host)).size} host(s)` : ''}`,
+            );
+          } else {
             log(`run ${run}: END STATE DIFFERS on ${c.differences.length} of ${c.hosts} hosts (< ${tools[0]}, > ${tools[1]}):`);
-            for (const d of c.differences.slice(0, 3)) for (const l of d.lines) log(`  ${d.host} ${l.a !== undefined ? '< ' + l.a : '> ' + l.b}`);
+            for (const d of c.differences.slice(0, 3))
+              for (const l of d.lines) log(`  ${d.host} ${l.a !== undefined ? '< ' + l.a : '> ' + l.b}`);
           }
         }
       }
@@ -204,7 +222,22 @@ async function main(argv: string[]): Promise<number> {
     // ---- summary
     const pick = (c: Case, tool: string) => samples.filter((s) => s.case === c && s.tool === tool);
     const rows: string[][] = [];
-    const summary: Record<string, Record<string, { wall: Summary; cpu: Summary; machineCpu: Summary; peakPssMb: Summary; peakRssSumMb: Summary; maxProcRssMb: Summary; ok: number; n: number }>> = {};
+    const summary: Record<
+      string,
+      Record<
+        string,
+        {
+          wall: Summary;
+          cpu: Summary;
+          machineCpu: Summary;
+          peakPssMb: Summary;
+          peakRssSumMb: Summary;
+          maxProcRssMb: Summary;
+          ok: number;
+          n: number;
+        }
+      >
+    > = {};
     for (const c of ['converged', 'first-run', 'floor'] as Case[]) {
       for (const tool of c === 'floor' ? ['floor-node-ssh', 'floor-ansible-raw'] : tools) {
         const xs = pick(c, tool);
@@ -220,7 +253,16 @@ async function main(argv: string[]): Promise<number> {
           n: xs.length,
         };
         (summary[c] ??= {})[tool] = s;
-        rows.push([c, tool, fmtRange(s.wall, 2, 's'), fmtRange(s.cpu, 2, 's'), fmtRange(s.machineCpu, 1, 's'), fmtRange(s.peakRssSumMb, 0), fmtRange(s.peakPssMb, 0), `${s.ok}/${s.n}`]);
+        rows.push([
+          c,
+          tool,
+          fmtRange(s.wall, 2, 's'),
+          fmtRange(s.cpu, 2, 's'),
+          fmtRange(s.machineCpu, 1, 's'),
+          fmtRange(s.peakRssSumMb, 0),
+          fmtRange(s.peakPssMb, 0),
+          `${s.ok}/${s.n}`,
+        ]);
       }
     }
     const wall = (c: Case, t: string) => summary[c]?.[t]?.wall.median ?? NaN;
@@ -237,8 +279,12 @@ async function main(argv: string[]): Promise<number> {
       const r = wall(c, 'racksmith');
       const a = wall(c, 'ansible');
       if (!Number.isFinite(r) && !Number.isFinite(a)) return;
-      const notOk = tools.filter((t) => (summary[c]?.[t]?.ok ?? 0) < (summary[c]?.[t]?.n ?? 0)).map((t) => `${t} NOT OK in ${summary[c][t].n - summary[c][t].ok} of ${summary[c][t].n} runs`);
-      lines.push(`${c}: racksmith ${Number.isFinite(r) ? secs(r) : '-'} ansible ${Number.isFinite(a) ? secs(a) : '-'} ratio ${Number.isFinite(a / r) ? (a / r).toFixed(1) + 'x' : '-'}${notOk.length ? `  (${notOk.join('; ')})` : ''}`);
+      const notOk = tools
+        .filter((t) => (summary[c]?.[t]?.ok ?? 0) < (summary[c]?.[t]?.n ?? 0))
+        .map((t) => `${t} NOT OK in ${summary[c][t].n - summary[c][t].ok} of ${summary[c][t].n} runs`);
+      lines.push(
+        `${c}: racksmith ${Number.isFinite(r) ? secs(r) : '-'} ansible ${Number.isFinite(a) ? secs(a) : '-'} ratio ${Number.isFinite(a / r) ? (a / r).toFixed(1) + 'x' : '-'}${notOk.length ? `  (${notOk.join('; ')})` : ''}`,
+      );
     };
     ratioLine('converged');
     ratioLine('first-run');
@@ -246,16 +292,25 @@ async function main(argv: string[]): Promise<number> {
     if (Number.isFinite(fl)) {
       const rc = wall('converged', 'racksmith');
       const ar = wall('floor', 'floor-ansible-raw');
-      lines.push(`floor: node-ssh ${secs(fl)} racksmith/floor ${Number.isFinite(rc) ? (rc / fl).toFixed(1) + 'x' : '-'}${Number.isFinite(ar) ? `  (ansible raw floor ${secs(ar)})` : ''}`);
+      lines.push(
+        `floor: node-ssh ${secs(fl)} racksmith/floor ${Number.isFinite(rc) ? (rc / fl).toFixed(1) + 'x' : '-'}${Number.isFinite(ar) ? `  (ansible raw floor ${secs(ar)})` : ''}`,
+      );
     }
     const orderRuns = comparisons.filter((c) => c.orderOnly.length).length;
     const equal = comparisons.length
-      ? (comparisons.every((c) => c.identical) ? `identical end state on all ${N} hosts in ${comparisons.length} of ${comparisons.length} runs` : `END STATE DIFFERS in ${comparisons.filter((c) => !c.identical).length} of ${comparisons.length} runs`) +
-        (orderRuns ? ` (same lines in a different order in ${orderRuns} run(s): ${[...new Set(comparisons.flatMap((c) => c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0])))].join(', ')})` : '')
+      ? (comparisons.every((c) => c.identical)
+          ? `identical end state on all ${N} hosts in ${comparisons.length} of ${comparisons.length} runs`
+          : `END STATE DIFFERS in ${comparisons.filter((c) => !c.identical).length} of ${comparisons.length} runs`) +
+        (orderRuns
+          ? ` (same lines in a different order in ${orderRuns} run(s): ${[...new Set(comparisons.flatMap((c) => c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0])))].join(', ')})`
+          : '')
       : 'not compared';
 
     const codeAtEnd = codeVersion();
-    const codeNote = codeAtEnd === codeAtStart ? `racksmith measured at ${codeAtStart}` : `WARNING: src/, playbooks/ or bin/ changed during the run (${codeAtStart} -> ${codeAtEnd}): the runs did not all measure the same code`;
+    const codeNote =
+      codeAtEnd === codeAtStart
+        ? `racksmith measured at ${codeAtStart}`
+        : `WARNING: src/, playbooks/ or bin/ changed during the run (${codeAtStart} -> ${codeAtEnd}): the runs did not all measure the same code`;
     log(codeNote);
     const text = [
       '',
@@ -263,14 +318,16 @@ async function main(argv: string[]): Promise<number> {
       '',
       table(['case', 'tool', 'wall', 'tool CPU', 'machine CPU', 'peak RSS MiB (tree)', 'peak PSS MiB (tree)', 'ok'], rows),
       '',
-      'wall: the tool\'s command, start to exit. tool CPU: user+system of its process tree (here; the hosts\' side is not in it).',
-      'machine CPU: busy CPU-seconds of the whole machine meanwhile (hosts\' sshd/python included, and anything else running).',
+      "wall: the tool's command, start to exit. tool CPU: user+system of its process tree (here; the hosts' side is not in it).",
+      "machine CPU: busy CPU-seconds of the whole machine meanwhile (hosts' sshd/python included, and anything else running).",
       'peak RSS: summed RSS of the process tree (shared pages counted in every process); PSS: shared pages split between sharers.',
       '',
       codeNote,
       `end state: ${equal}`,
       ...(site.notBenched.length ? [`not benchmarked (no bench hosts in their groups): ${site.notBenched.join(', ')}`] : []),
-      ...(settles.length ? [`note: ${settles.length} untimed settle run(s) after failed first runs (${[...new Set(settles.map((s) => s.tool))].join(', ')})`] : []),
+      ...(settles.length
+        ? [`note: ${settles.length} untimed settle run(s) after failed first runs (${[...new Set(settles.map((s) => s.tool))].join(', ')})`]
+        : []),
       '',
       ...lines,
       '',
@@ -291,8 +348,27 @@ async function main(argv: string[]): Promise<number> {
       version: 1,
       date: new Date().toISOString(),
       git: { atStart: codeAtStart, atEnd: codeAtEnd },
-      machine: { cores: cpus().length, cpu: cpus()[0]?.model, memGb: Math.round(totalmem() / 2 ** 30), node: process.version, ansible: version('ansible-playbook', ['--version']), loadAtEnd: loadavg() },
-      config: { hosts: N, runs: R, forks, tools, cases: [...cases], bed: { ...BED_ENV, state: benchState }, racksmith: 'playbooks/site.ts', ansible: 'bench/ansible/site.yml', plays: site.plays, notBenched: site.notBenched, disksPerHost: storage ? 2 : 1 },
+      machine: {
+        cores: cpus().length,
+        cpu: cpus()[0]?.model,
+        memGb: Math.round(totalmem() / 2 ** 30),
+        node: process.version,
+        ansible: version('ansible-playbook', ['--version']),
+        loadAtEnd: loadavg(),
+      },
+      config: {
+        hosts: N,
+        runs: R,
+        forks,
+        tools,
+        cases: [...cases],
+        bed: { ...BED_ENV, state: benchState },
+        racksmith: 'playbooks/site.ts',
+        ansible: 'bench/ansible/site.yml',
+        plays: site.plays,
+        notBenched: site.notBenched,
+        disksPerHost: storage ? 2 : 1,
+      },
       summary,
       ratios: {
         converged: wall('converged', 'ansible') / wall('converged', 'racksmith'),

@@ -9,7 +9,13 @@ import { parseArgs } from 'node:util';
 import { replaySynthetic, type SavedRecording } from './lib/synthetic.ts';
 
 const { values } = parseArgs({
-  options: { recording: { type: 'string' }, hosts: { type: 'string' }, dir: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' } },
+  options: {
+    recording: { type: 'string' },
+    hosts: { type: 'string' },
+    dir: { type: 'string' },
+    out: { type: 'string' },
+    json: { type: 'boolean' },
+  },
   strict: true,
 });
 if (!values.recording) throw new Error('--recording FILE is required');

@@ -25,7 +25,10 @@ function tsFiles(root, dir) {
 export function sourceDigest(root) {
   const h = createHash('sha256');
   const files = [...SOURCE_DIRS.flatMap((d) => tsFiles(root, d)).sort(), ...BUILD_INPUTS];
-  for (const f of files) h.update(`${f}\0`).update(readFileSync(join(root, f))).update('\0');
+  for (const f of files)
+    h.update(`${f}\0`)
+      .update(readFileSync(join(root, f)))
+      .update('\0');
   return h.digest('hex');
 }
 

@@ -77,11 +77,20 @@ export function jailResources(host: HostContext): Resource[] {
   });
   const inJail = (p: string) => `${J}${p}`;
   /** A mount under the jail: its facts need the jail mounted, and it may never escape the jail. */
-  const sub = (o: Parameters<typeof mount>[0]) => mount({ ...o, dependsOn: [root.id, ...(o.dependsOn ?? [])], within: J, options: [...(o.options ?? []), after] });
+  const sub = (o: Parameters<typeof mount>[0]) =>
+    mount({ ...o, dependsOn: [root.id, ...(o.dependsOn ?? [])], within: J, options: [...(o.options ?? []), after] });
 
   const out: Resource[] = [root];
   for (const s of host.var<Submount[]>('jail_submounts', [])) {
-    out.push(sub({ path: inJail(s.path), source: s.source, fstype: s.fstype, options: [...(s.options ?? ['defaults']), ...(s.readonly ? ['ro'] : [])], tags: ['jail-submounts'] }));
+    out.push(
+      sub({
+        path: inJail(s.path),
+        source: s.source,
+        fstype: s.fstype,
+        options: [...(s.options ?? ['defaults']), ...(s.readonly ? ['ro'] : [])],
+        tags: ['jail-submounts'],
+      }),
+    );
   }
   // Node-local paths: never the shared FS.
   const tmpSource = host.var('jail_tmp_source', '/var/lib/racksmith/jail-tmp');

@@ -18,17 +18,31 @@ import { SYSCTL_PROFILES } from '../src/profiles/sysctl-profiles.ts';
  *   kernel_modules:   [tcp_bbr]                     loaded now and at boot
  */
 const INT_VECTOR = '^[0-9]+( [0-9]+)*$';
-const value = { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: INT_VECTOR }] };
+const value = {
+  anyOf: [
+    { type: 'integer', minimum: 0 },
+    { type: 'string', pattern: INT_VECTOR },
+  ],
+};
 
 const validateVars = varsSchema({
   properties: {
     sysctl_profiles: { type: 'array', items: { enum: Object.keys(SYSCTL_PROFILES) }, uniqueItems: true },
-    sysctl_overrides: { type: 'object', propertyNames: { pattern: SYSCTL_KEY.source }, additionalProperties: { anyOf: [value, { type: 'null' }] } },
+    sysctl_overrides: {
+      type: 'object',
+      propertyNames: { pattern: SYSCTL_KEY.source },
+      additionalProperties: { anyOf: [value, { type: 'null' }] },
+    },
     sysctl_extra: { type: 'object', propertyNames: { pattern: SYSCTL_KEY.source }, additionalProperties: value },
     nofile: {
       anyOf: [
         { type: 'integer', minimum: 1024 },
-        { type: 'object', required: ['soft', 'hard'], additionalProperties: false, properties: { soft: { type: 'integer', minimum: 1024 }, hard: { type: 'integer', minimum: 1024 } } },
+        {
+          type: 'object',
+          required: ['soft', 'hard'],
+          additionalProperties: false,
+          properties: { soft: { type: 'integer', minimum: 1024 }, hard: { type: 'integer', minimum: 1024 } },
+        },
       ],
     },
     kernel_modules: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
@@ -41,7 +55,11 @@ export function networkResources(host: HostContext): Resource[] {
   const overrides = host.var<Record<string, number | string | null>>('sysctl_overrides', {});
   const known = new Set(profiles.flatMap((p) => Object.keys(SYSCTL_PROFILES[p])));
   for (const k of Object.keys(overrides)) {
-    if (!known.has(k)) throw host.error('sysctl_overrides', `sysctl_overrides: '${k}' is not in the enabled profiles (${profiles.join(', ')}); use sysctl_extra for other keys`);
+    if (!known.has(k))
+      throw host.error(
+        'sysctl_overrides',
+        `sysctl_overrides: '${k}' is not in the enabled profiles (${profiles.join(', ')}); use sysctl_extra for other keys`,
+      );
   }
   const out: Resource[] = [];
   for (const p of profiles) {
@@ -51,10 +69,12 @@ export function networkResources(host: HostContext): Resource[] {
       if (o === null) continue;
       values[k] = o ?? v;
     }
-    if (Object.keys(values).length) out.push(sysctl({ file: `/etc/sysctl.d/90-racksmith-${p}.conf`, profile: p, values, tags: ['sysctl'] }));
+    if (Object.keys(values).length)
+      out.push(sysctl({ file: `/etc/sysctl.d/90-racksmith-${p}.conf`, profile: p, values, tags: ['sysctl'] }));
   }
   const extra = host.var<Record<string, number | string>>('sysctl_extra', {});
-  if (Object.keys(extra).length) out.push(sysctl({ file: '/etc/sysctl.d/91-racksmith-extra.conf', profile: 'extra', values: extra, tags: ['sysctl'] }));
+  if (Object.keys(extra).length)
+    out.push(sysctl({ file: '/etc/sysctl.d/91-racksmith-extra.conf', profile: 'extra', values: extra, tags: ['sysctl'] }));
   const nofile = host.var<number | { soft: number; hard: number }>('nofile', 1048576);
   out.push(...limits({ nofile, tags: ['limits'] }));
   const modules = host.var<string[]>('kernel_modules', []);

@@ -1,6 +1,12 @@
 import { posix } from 'node:path';
 import { playbook, varsSchema, type HostContext } from '../src/engine/playbook.ts';
-import { mergeProfiles, UDEV_MATCH_KEY, type IoProfile, type IoProfileOverride, type ProfileName } from '../src/resources/blockdev-logic.ts';
+import {
+  mergeProfiles,
+  UDEV_MATCH_KEY,
+  type IoProfile,
+  type IoProfileOverride,
+  type ProfileName,
+} from '../src/resources/blockdev-logic.ts';
 import { diskMount, ioTuning, specText, xattrCheck, xfsFormat, type DiskSpec } from '../src/resources/blockdev.ts';
 import { checkAbsolutePath } from '../src/resources/file-common.ts';
 import type { Resource } from '../src/resources/types.ts';
@@ -27,7 +33,17 @@ import { InputError } from '../src/util/errors.ts';
  *   storage_udev_rules_file: /etc/udev/rules.d/60-racksmith-io.rules
  */
 
-export const AIS_MOUNT_OPTIONS = ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k', 'nofail'];
+export const AIS_MOUNT_OPTIONS = [
+  'noatime',
+  'nodiratime',
+  'logbufs=8',
+  'logbsize=256k',
+  'largeio',
+  'inode64',
+  'swalloc',
+  'allocsize=131072k',
+  'nofail',
+];
 
 const DEVICE = '^/dev/[A-Za-z0-9._:+@/-]+$';
 const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
@@ -67,7 +83,11 @@ export const validateStorageVars = varsSchema({
     storage_mount_prefix: { type: 'string', pattern: '^/' },
     storage_mount_options: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^[^\\s,]+$' } },
     format_allow: { type: 'array', items: { type: 'string', minLength: 1 } },
-    io_profiles: { type: 'object', additionalProperties: false, properties: { hdd: profileSchema, nvme: profileSchema, ssd: profileSchema } },
+    io_profiles: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { hdd: profileSchema, nvme: profileSchema, ssd: profileSchema },
+    },
     storage_udev_rules_file: { type: 'string', pattern: '^/etc/udev/rules\\.d/[^/]+\\.rules$' },
   },
 });
@@ -108,7 +128,10 @@ export function storageConfig(host: HostContext): StorageConfig {
   host.validate(validateStorageVars);
   const raw = host.var<DiskVar[] | undefined>('storage_disks', undefined);
   if (raw === undefined) {
-    throw host.error('storage_disks', 'storage_disks is not set: list the data disks explicitly (by /dev/disk/by-id path, kernel name or serial); racksmith never picks "all disks"');
+    throw host.error(
+      'storage_disks',
+      'storage_disks is not set: list the data disks explicitly (by /dev/disk/by-id path, kernel name or serial); racksmith never picks "all disks"',
+    );
   }
   let prefix: string;
   try {
@@ -122,7 +145,8 @@ export function storageConfig(host: HostContext): StorageConfig {
   const specs = new Map<string, number>();
   raw.forEach((d, i) => {
     const where = `storage_disks[${i}]`;
-    if ((d.device === undefined) === (d.serial === undefined)) throw host.error('storage_disks', `${where}: give exactly one of device or serial`);
+    if ((d.device === undefined) === (d.serial === undefined))
+      throw host.error('storage_disks', `${where}: give exactly one of device or serial`);
     if (d.device !== undefined) {
       try {
         checkAbsolutePath(d.device, `${where}.device`);
@@ -133,9 +157,11 @@ export function storageConfig(host: HostContext): StorageConfig {
     const spec: DiskSpec = d.device !== undefined ? { device: d.device } : { serial: d.serial! };
     const name = d.name ?? defaultDiskName(d);
     const prevName = names.get(name);
-    if (prevName !== undefined) throw host.error('storage_disks', `${where}: name '${name}' is already used by storage_disks[${prevName}] (mountpoints must differ)`);
+    if (prevName !== undefined)
+      throw host.error('storage_disks', `${where}: name '${name}' is already used by storage_disks[${prevName}] (mountpoints must differ)`);
     const prevSpec = specs.get(specText(spec));
-    if (prevSpec !== undefined) throw host.error('storage_disks', `${where}: ${specText(spec)} is already listed as storage_disks[${prevSpec}]`);
+    if (prevSpec !== undefined)
+      throw host.error('storage_disks', `${where}: ${specText(spec)} is already listed as storage_disks[${prevSpec}]`);
     names.set(name, i);
     specs.set(specText(spec), i);
     disks.push({ spec, name, mountpoint: `${prefix}/${name}`, match: d.match, profile: d.profile });
@@ -156,11 +182,26 @@ export function storageResources(host: HostContext): Resource[] {
   for (const d of c.disks) {
     const others = c.disks.filter((x) => x !== d).map((x) => x.spec);
     const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, others, tags: ['mkfs'] });
-    const mnt = diskMount({ spec: d.spec, path: d.mountpoint, fstype: 'xfs', options: c.options, mode: '0750', dependsOn: [fmt.id], tags: ['mount'] });
+    const mnt = diskMount({
+      spec: d.spec,
+      path: d.mountpoint,
+      fstype: 'xfs',
+      options: c.options,
+      mode: '0750',
+      dependsOn: [fmt.id],
+      tags: ['mount'],
+    });
     out.push(fmt, mnt, xattrCheck({ path: d.mountpoint, dependsOn: [mnt.id], tags: ['xattr'] }));
   }
   for (const d of c.disks) out.push(ioTuning({ spec: d.spec, name: d.name, profiles: c.profiles, profile: d.profile, tags: ['io'] }));
-  out.push(ioUdevRules({ path: c.rulesFile, disks: c.disks.map((d) => ({ name: d.name, spec: d.spec, match: d.match, profile: d.profile })), profiles: c.profiles, tags: ['io'] }));
+  out.push(
+    ioUdevRules({
+      path: c.rulesFile,
+      disks: c.disks.map((d) => ({ name: d.name, spec: d.spec, match: d.match, profile: d.profile })),
+      profiles: c.profiles,
+      tags: ['io'],
+    }),
+  );
   return out;
 }
 

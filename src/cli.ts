@@ -76,7 +76,13 @@ export interface CliOptions {
   verbose: number;
 }
 
-const list = (s: string | undefined) => (s === undefined ? undefined : s.split(',').map((x) => x.trim()).filter(Boolean));
+const list = (s: string | undefined) =>
+  s === undefined
+    ? undefined
+    : s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean);
 
 function positiveInt(name: string, v: string | undefined, fallback: number): number {
   if (v === undefined) return fallback;
@@ -199,7 +205,8 @@ async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit
   let limit = opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
   if (opts.resume || extraLimit) {
-    if (only.length === 0) throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
+    if (only.length === 0)
+      throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
     const names = new Set(only);
     const within = new Set(limit !== undefined ? selectHosts(inventory, limit, '--limit') : inventory.hosts.map((h) => h.name));
     const chosen = inventory.hosts.map((h) => h.name).filter((h) => names.has(h) && within.has(h));
@@ -305,7 +312,16 @@ export async function run(
     );
     await human.finish(outcome);
     if (opts.planOut) {
-      writePlan(opts.planOut, makePlan({ argv: planArgv(argv), cwd: process.cwd(), inventory: loaded.inventory, playbookFingerprint: loaded.playbookFingerprint, outcome }));
+      writePlan(
+        opts.planOut,
+        makePlan({
+          argv: planArgv(argv),
+          cwd: process.cwd(),
+          inventory: loaded.inventory,
+          playbookFingerprint: loaded.playbookFingerprint,
+          outcome,
+        }),
+      );
       out.stderr.write(`plan written to ${opts.planOut}: review it, then \`provision apply ${opts.planOut}\`\n`);
     }
     out.stderr.write(`journal: ${journalFile}\n`);
@@ -323,9 +339,11 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   const file = args[0];
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
   const rest = args.slice(1);
-  const allowed = /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|-D|--diff)(=.*)?$/;
+  const allowed =
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|-D|--diff)(=.*)?$/;
   for (let i = 0; i < rest.length; i++) {
-    if (!allowed.test(rest[i])) throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
+    if (!allowed.test(rest[i]))
+      throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
     if (/^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout)$/.test(rest[i])) i++;
   }
   return { plan: readPlan(file), file, rest };

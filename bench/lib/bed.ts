@@ -13,8 +13,22 @@ export const repoRoot = resolve(import.meta.dirname, '..', '..');
  * suite run never takes down a benchmark someone is running by hand, and the other way round).
  */
 const BEDS = {
-  main: { RS_TESTBED_STATE: join(repoRoot, '.testbed-bench'), TB_BRIDGE: 'rsbb0', TB_NET: '10.78.0', TB_NS_PREFIX: 'rs-bb', TB_VETH_PREFIX: 'rsbbv', TB_MAC_PREFIX: '02:7b:01' },
-  smoke: { RS_TESTBED_STATE: join(repoRoot, '.testbed-bench-smoke'), TB_BRIDGE: 'rsbs0', TB_NET: '10.79.0', TB_NS_PREFIX: 'rs-bs', TB_VETH_PREFIX: 'rsbsv', TB_MAC_PREFIX: '02:7b:02' },
+  main: {
+    RS_TESTBED_STATE: join(repoRoot, '.testbed-bench'),
+    TB_BRIDGE: 'rsbb0',
+    TB_NET: '10.78.0',
+    TB_NS_PREFIX: 'rs-bb',
+    TB_VETH_PREFIX: 'rsbbv',
+    TB_MAC_PREFIX: '02:7b:01',
+  },
+  smoke: {
+    RS_TESTBED_STATE: join(repoRoot, '.testbed-bench-smoke'),
+    TB_BRIDGE: 'rsbs0',
+    TB_NET: '10.79.0',
+    TB_NS_PREFIX: 'rs-bs',
+    TB_VETH_PREFIX: 'rsbsv',
+    TB_MAC_PREFIX: '02:7b:02',
+  },
 } as const;
 const bedName = (process.env.RS_BENCH_BED ?? 'main') as keyof typeof BEDS;
 if (!(bedName in BEDS)) throw new Error(`bench: RS_BENCH_BED must be ${Object.keys(BEDS).join(' or ')}`);
@@ -45,7 +59,8 @@ export async function lockBed(): Promise<() => void> {
     child.once('exit', () => res(false));
     child.once('error', () => res(false));
   });
-  if (!ok) throw new Error(`another benchmark is using the ${bedName} bench bed (${BED_ENV.TB_BRIDGE}, lock ${file}); wait for it to finish`);
+  if (!ok)
+    throw new Error(`another benchmark is using the ${bedName} bench bed (${BED_ENV.TB_BRIDGE}, lock ${file}); wait for it to finish`);
   return () => child.stdin.end();
 }
 
@@ -55,7 +70,8 @@ let api: Testbed | undefined;
 /** The test-bed API bound to the bench bed (imported after the environment is set). */
 export async function bed(): Promise<Testbed> {
   api ??= await import('../../test/testbed/api.ts');
-  if (api.stateDir !== benchState) throw new Error(`bench: test-bed API uses ${api.stateDir}, not ${benchState} (imported before bench/lib/bed.ts?)`);
+  if (api.stateDir !== benchState)
+    throw new Error(`bench: test-bed API uses ${api.stateDir}, not ${benchState} (imported before bench/lib/bed.ts?)`);
   return api;
 }
 
@@ -88,7 +104,8 @@ export async function resetHosts(tb: Testbed, names: string[]): Promise<void> {
       if (!want) throw new Error(`bench: no recorded queue values for ${d.image}`);
       const dir = `/sys/block/${d.dev.replace('/dev/', '')}/queue`;
       if (readFileSync(`${dir}/scheduler`, 'utf8').includes('[none]') === false) writeFileSync(`${dir}/scheduler`, 'none\n');
-      for (const key of QUEUE_KEYS) if (readFileSync(`${dir}/${key}`, 'utf8').trim() !== want[key]) writeFileSync(`${dir}/${key}`, want[key] + '\n');
+      for (const key of QUEUE_KEYS)
+        if (readFileSync(`${dir}/${key}`, 'utf8').trim() !== want[key]) writeFileSync(`${dir}/${key}`, want[key] + '\n');
     }
   }
 }

@@ -92,7 +92,15 @@ export interface InProcessProfile {
   execsPerHost: number[];
   connectMs: Summary;
   /** Per exec index (0 = probe of play 1, ...): medians over hosts. */
-  execs: Array<{ index: number; hosts: number; sendToRemoteStartMs: Summary; remoteMs: Summary; remoteEndToRecvMs: Summary; scriptKb: number; outKb: number }>;
+  execs: Array<{
+    index: number;
+    hosts: number;
+    sendToRemoteStartMs: Summary;
+    remoteMs: Summary;
+    remoteEndToRecvMs: Summary;
+    scriptKb: number;
+    outKb: number;
+  }>;
   /** Local work between an exec's reply and the next exec (parse, diff, next script), per host. */
   localBetweenExecsMs: Summary;
   /** From execute() start until the first host starts connecting / the last host's last reply. */
@@ -231,14 +239,36 @@ function category(url: string, fn: string): string {
 }
 
 /** Run the CLI once under --cpu-prof on converged hosts and attribute main-thread self time. */
-function cpuProfile(w: Workload, forks: number): { wallMs: number; sampledMs: number; categories: Array<{ name: string; ms: number }>; top: Array<{ fn: string; where: string; ms: number }> } {
+function cpuProfile(
+  w: Workload,
+  forks: number,
+): {
+  wallMs: number;
+  sampledMs: number;
+  categories: Array<{ name: string; ms: number }>;
+  top: Array<{ fn: string; where: string; ms: number }>;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'rs-cpuprof-'));
   const t = now();
-  spawnSync(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, join(repoRoot, 'bin/provision.js'), sitePlaybook, '-i', w.racksmithInventory, '-f', String(forks), '--json'], {
-    cwd: repoRoot,
-    env: { ...process.env, XDG_STATE_HOME: join(w.dir, 'racksmith-state') },
-    stdio: 'ignore',
-  });
+  spawnSync(
+    process.execPath,
+    [
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+      join(repoRoot, 'bin/provision.js'),
+      sitePlaybook,
+      '-i',
+      w.racksmithInventory,
+      '-f',
+      String(forks),
+      '--json',
+    ],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, XDG_STATE_HOME: join(w.dir, 'racksmith-state') },
+      stdio: 'ignore',
+    },
+  );
   const wallMs = now() - t;
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) return { wallMs, sampledMs: 0, categories: [], top: [] };
@@ -266,34 +296,58 @@ function cpuProfile(w: Workload, forks: number): { wallMs: number; sampledMs: nu
     wallMs,
     sampledMs: total,
     categories: [...cats].map(([name, ms]) => ({ name, ms })).sort((a, b) => b.ms - a.ms),
-    top: [...fns.values()].filter((f) => !f.fn.startsWith('(')).sort((a, b) => b.ms - a.ms).slice(0, 15),
+    top: [...fns.values()]
+      .filter((f) => !f.fn.startsWith('('))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 15),
   };
 }
 
 /** Each resource's probe alone, on one host (nsenter, no SSH): processes started and milliseconds. */
-async function probeCosts(tb: Testbed, w: Workload, host: string): Promise<Array<{ id: string; processes: number; remoteMs: number; bytes: number }>> {
+async function probeCosts(
+  tb: Testbed,
+  w: Workload,
+  host: string,
+): Promise<Array<{ id: string; processes: number; remoteMs: number; bytes: number }>> {
   const { loadInventory } = await import('../../src/inventory/load.ts');
   const { loadPlaybook } = await import('../../src/cli.ts');
   const { prepare } = await import('../../src/engine/index.ts');
   const inv = loadInventory(w.racksmithInventory);
   const prepared = prepare(inv, [await loadPlaybook(sitePlaybook)], { limit: host });
   const resources = prepared.flatMap((p) => p.hosts.flatMap((h) => h.resources));
-  const costs = await forksPerExec(tb, host, resources.map((r) => standaloneProbe(r.probe()).script));
-  return resources.map((r, i) => ({ id: r.id, processes: costs[i].processes, remoteMs: costs[i].remoteMs, bytes: Buffer.byteLength(standaloneProbe(r.probe()).script) }));
+  const costs = await forksPerExec(
+    tb,
+    host,
+    resources.map((r) => standaloneProbe(r.probe()).script),
+  );
+  return resources.map((r, i) => ({
+    id: r.id,
+    processes: costs[i].processes,
+    remoteMs: costs[i].remoteMs,
+    bytes: Buffer.byteLength(standaloneProbe(r.probe()).script),
+  }));
 }
 
 /**
  * Processes each converged exec starts on a host, and its remote time when run alone (nsenter, no
  * SSH): the pid counter of the host's own pid namespace, minus the 2 processes of the measurement.
  */
-async function forksPerExec(tb: Testbed, host: string, scripts: string[]): Promise<Array<{ exec: number; processes: number; remoteMs: number }>> {
+async function forksPerExec(
+  tb: Testbed,
+  host: string,
+  scripts: string[],
+): Promise<Array<{ exec: number; processes: number; remoteMs: number }>> {
   const { scriptAsStdin } = await import('../../src/connection/transport.ts');
   const out = [];
   for (const [i, script] of scripts.entries()) {
     const procs: number[] = [];
     const times: number[] = [];
     for (let k = 0; k < 3; k++) {
-      const r = await tb.hostExec(host, 'a=$(cut -d" " -f5 /proc/loadavg); t=$(date +%s%N); sh -s >/dev/null 2>&1; u=$(date +%s%N); b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 4)) $(( (u - t) / 1000 ))"', { input: scriptAsStdin(script) });
+      const r = await tb.hostExec(
+        host,
+        'a=$(cut -d" " -f5 /proc/loadavg); t=$(date +%s%N); sh -s >/dev/null 2>&1; u=$(date +%s%N); b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 4)) $(( (u - t) / 1000 ))"',
+        { input: scriptAsStdin(script) },
+      );
       const [n, us] = r.stdout.trim().split(' ').map(Number);
       procs.push(n);
       times.push(us / 1000);
@@ -305,7 +359,13 @@ async function forksPerExec(tb: Testbed, host: string, scripts: string[]): Promi
 
 function startup(): { dist: Record<string, number>; tsx: Record<string, number>; deps: Record<string, number>; nodeOnlyMs: number } {
   const runs = (mode: string) =>
-    Array.from({ length: 3 }, () => JSON.parse(execFileSync(process.execPath, [join(repoRoot, 'bench/lib/startup.mjs'), mode], { cwd: repoRoot, encoding: 'utf8' }).trim()) as Record<string, number>);
+    Array.from(
+      { length: 3 },
+      () =>
+        JSON.parse(
+          execFileSync(process.execPath, [join(repoRoot, 'bench/lib/startup.mjs'), mode], { cwd: repoRoot, encoding: 'utf8' }).trim(),
+        ) as Record<string, number>,
+    );
   const med = (xs: Array<Record<string, number>>) => Object.fromEntries(Object.keys(xs[0]).map((k) => [k, median(xs.map((x) => x[k]))]));
   const node = Array.from({ length: 3 }, () => {
     const t = now();
@@ -325,7 +385,15 @@ function describe(name: string, p: InProcessProfile): string {
     `  connect (TCP + SSH handshake + auth), per host: ${sm(p.connectMs)}; first connect at +${ms(p.firstConnectAtMs)}, last reply at +${ms(p.lastReplyAtMs)}`,
     table(
       ['exec', 'hosts', 'send → remote start', 'remote run', 'remote end → received', 'script KiB', 'output KiB'],
-      p.execs.map((e) => [String(e.index + 1), String(e.hosts), sm(e.sendToRemoteStartMs), sm(e.remoteMs), sm(e.remoteEndToRecvMs), e.scriptKb.toFixed(1), e.outKb.toFixed(1)]),
+      p.execs.map((e) => [
+        String(e.index + 1),
+        String(e.hosts),
+        sm(e.sendToRemoteStartMs),
+        sm(e.remoteMs),
+        sm(e.remoteEndToRecvMs),
+        e.scriptKb.toFixed(1),
+        e.outKb.toFixed(1),
+      ]),
     )
       .split('\n')
       .map((l) => '  ' + l)
@@ -355,23 +423,36 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
 
   const text = [
     '',
-    'Where racksmith\'s time goes',
+    "Where racksmith's time goes",
     '',
     `start-up (fresh process): node alone ${ms(st.nodeOnlyMs)}; as installed (dist/): node boot ${ms(st.dist.bootMs)}, dist/ check ${ms(st.dist.checkMs)}, import dist/src/cli.js ${ms(st.dist.cliImportMs)}, import dist/playbooks/site.js ${ms(st.dist.playbookImportMs)}`,
     `  after an edit (sources through tsx): node boot ${ms(st.tsx.bootMs)}, tsx register ${ms(st.tsx.tsxRegisterMs)}, import src/cli.ts ${ms(st.tsx.cliImportMs)}, import playbooks/site.ts ${ms(st.tsx.playbookImportMs)}`,
-    `  dependencies imported alone, in this order, no tsx: ${Object.entries(st.deps).filter(([k]) => k !== 'bootMs').map(([k, v]) => `${k} ${v.toFixed(0)} ms`).join(', ')}`,
+    `  dependencies imported alone, in this order, no tsx: ${Object.entries(st.deps)
+      .filter(([k]) => k !== 'bootMs')
+      .map(([k, v]) => `${k} ${v.toFixed(0)} ms`)
+      .join(', ')}`,
     '',
     describe('converged', converged),
     '',
     describe('first run', first),
     '',
     `CPU profile of the CLI, converged (${ms(cpu.wallMs)} wall, ${ms(cpu.sampledMs)} sampled on the main thread), self time by package/source:`,
-    '  ' + cpu.categories.slice(0, 14).map((c) => `${c.name} ${c.ms.toFixed(0)}`).join(', '),
-    '  top functions: ' + cpu.top.slice(0, 8).map((f) => `${f.fn} (${f.where}) ${f.ms.toFixed(0)} ms`).join('; '),
+    '  ' +
+      cpu.categories
+        .slice(0, 14)
+        .map((c) => `${c.name} ${c.ms.toFixed(0)}`)
+        .join(', '),
+    '  top functions: ' +
+      cpu.top
+        .slice(0, 8)
+        .map((f) => `${f.fn} (${f.where}) ${f.ms.toFixed(0)} ms`)
+        .join('; '),
     '',
     `converged execs run alone on ${w.hosts[0]} (nsenter, no SSH): ${alone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
     `each resource's probe alone on ${w.hosts[0]} (nsenter, median of 3): ${probes.reduce((a, p) => a + p.processes, 0)} processes, ${ms(probes.reduce((a, p) => a + p.remoteMs, 0))} in all; processes / ms:`,
-    ...[...probes].sort((a, b) => b.remoteMs - a.remoteMs).map((p) => `  ${p.id.padEnd(72)} ${String(p.processes).padStart(4)} ${p.remoteMs.toFixed(1).padStart(7)}`),
+    ...[...probes]
+      .sort((a, b) => b.remoteMs - a.remoteMs)
+      .map((p) => `  ${p.id.padEnd(72)} ${String(p.processes).padStart(4)} ${p.remoteMs.toFixed(1).padStart(7)}`),
     '',
   ].join('\n');
   process.stdout.write(text);

@@ -21,12 +21,26 @@ const FILES = [
   '/etc/modules-load.d/racksmith.conf',
   '/etc/udev/rules.d/60-racksmith-io.rules',
 ];
-const DIRS = ['/etc/sysctl.d', '/etc/security/limits.d', '/etc/modules-load.d', '/etc/systemd/system.conf.d', '/etc/udev/rules.d', '/var/lib/racksmith', '/ais'];
+const DIRS = [
+  '/etc/sysctl.d',
+  '/etc/security/limits.d',
+  '/etc/modules-load.d',
+  '/etc/systemd/system.conf.d',
+  '/etc/udev/rules.d',
+  '/var/lib/racksmith',
+  '/ais',
+];
 
 /** The sysctl keys the site playbook manages on the bed (profiles minus the dropped keys). */
 export function managedSysctls(): string[] {
-  const dropped = new Set(Object.entries(RACKSMITH_VARS.sysctl_overrides).filter(([, v]) => v === null).map(([k]) => k));
-  return Object.values(SYSCTL_PROFILES).flatMap((p) => Object.keys(p)).filter((k) => !dropped.has(k));
+  const dropped = new Set(
+    Object.entries(RACKSMITH_VARS.sysctl_overrides)
+      .filter(([, v]) => v === null)
+      .map(([k]) => k),
+  );
+  return Object.values(SYSCTL_PROFILES)
+    .flatMap((p) => Object.keys(p))
+    .filter((k) => !dropped.has(k));
 }
 
 function script(disks: string[]): string {
@@ -69,7 +83,11 @@ export async function snapshot(tb: Testbed, hosts: string[]): Promise<HostState[
     hosts.map(async (h) => {
       const r = await tb.hostExec(h, script(bed.get(h)!.disks.map((d) => d.dev)));
       const b = await tb.hostExec(h, 'ls /etc | grep -cE "^fstab\\..*(bak|~)$" || true');
-      return { host: h, text: r.stdout + (r.code ? `\n(snapshot exit ${r.code}: ${r.stderr})` : ''), fstabBackups: Number(b.stdout.trim()) || 0 };
+      return {
+        host: h,
+        text: r.stdout + (r.code ? `\n(snapshot exit ${r.code}: ${r.stderr})` : ''),
+        fstabBackups: Number(b.stdout.trim()) || 0,
+      };
     }),
   );
 }
@@ -124,7 +142,11 @@ export function compare(a: HostState[], b: HostState[]): Comparison {
       }
       const setA = new Set(la);
       const setB = new Set(lb);
-      lines.push({ a: key, b: key }, ...la.filter((l) => !setB.has(l)).map((l) => ({ a: l })), ...lb.filter((l) => !setA.has(l)).map((l) => ({ b: l })));
+      lines.push(
+        { a: key, b: key },
+        ...la.filter((l) => !setB.has(l)).map((l) => ({ a: l })),
+        ...lb.filter((l) => !setA.has(l)).map((l) => ({ b: l })),
+      );
     }
     if (lines.length) differences.push({ host: x.host, lines: lines.slice(0, 12) });
   }

@@ -43,7 +43,9 @@ async function racksmith<M>(rel: string): Promise<M> {
 async function siteBook(): Promise<Playbook> {
   const { loadPlaybook } = await racksmith<typeof import('../../src/cli.ts')>('src/cli.ts');
   useDist ??= prebuiltIsCurrent(repoRoot);
-  return useDist ? loadPlaybook(sitePlaybook, prebuiltPlaybookImporter(repoRoot) as (f: string) => Promise<{ default?: unknown }>) : loadPlaybook(sitePlaybook);
+  return useDist
+    ? loadPlaybook(sitePlaybook, prebuiltPlaybookImporter(repoRoot) as (f: string) => Promise<{ default?: unknown }>)
+    : loadPlaybook(sitePlaybook);
 }
 
 /** The site playbook plus generic resources up to `total` per host (a directory, files, directories, lines stacked in one file). */
@@ -62,10 +64,26 @@ async function benchPlaybook(siteCount: number, total: number): Promise<{ pb: Pl
     const dir = directory({ path: '/etc/racksmith-bench', mode: '0755' });
     out.push(dir);
     for (let i = 1; i <= nFiles; i++) {
-      out.push(file({ path: `/etc/racksmith-bench/file-${String(i).padStart(2, '0')}.conf`, content: `# racksmith benchmark file ${i}\n${'key_' + i} = ${'x'.repeat(120)}\nenabled = true\n`, mode: '0644', after: [dir.id] }));
+      out.push(
+        file({
+          path: `/etc/racksmith-bench/file-${String(i).padStart(2, '0')}.conf`,
+          content: `# racksmith benchmark file ${i}\n${'key_' + i} = ${'x'.repeat(120)}\nenabled = true\n`,
+          mode: '0644',
+          after: [dir.id],
+        }),
+      );
     }
     for (let i = 1; i <= nDirs; i++) out.push(directory({ path: `/var/lib/racksmith-bench/d${i}`, mode: '0750' }));
-    for (let i = 1; i <= nLines; i++) out.push(line({ path: '/etc/racksmith-bench/lines.conf', line: `option_${i} = ${i * 7}`, regexp: `^option_${i} =`, create: true, after: [dir.id] }));
+    for (let i = 1; i <= nLines; i++)
+      out.push(
+        line({
+          path: '/etc/racksmith-bench/lines.conf',
+          line: `option_${i} = ${i * 7}`,
+          regexp: `^option_${i} =`,
+          create: true,
+          after: [dir.id],
+        }),
+      );
     return out;
   };
   return {
@@ -101,7 +119,9 @@ export function hostVariant(stdout: string, i: number): string {
   const c = out.indexOf('\n@content\n');
   const h = out.indexOf('\n@sha\n', c);
   if (c >= 0 && h > c) {
-    const blob = Buffer.from(out.slice(c + 10, h), 'base64').toString('latin1').replace(UUID, uuid);
+    const blob = Buffer.from(out.slice(c + 10, h), 'base64')
+      .toString('latin1')
+      .replace(UUID, uuid);
     out = out.slice(0, c + 10) + Buffer.from(blob, 'latin1').toString('base64') + out.slice(h);
   }
   return out;
@@ -162,7 +182,13 @@ export interface SyntheticReport extends SyntheticResult {
   withJson: SyntheticResult & { cpuMs: Summary & { all: number[] } };
 }
 
-export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, runs: number, log: (s: string) => void): Promise<SyntheticReport> {
+export async function syntheticPlan(
+  tb: Testbed,
+  w: Workload,
+  hosts: number,
+  runs: number,
+  log: (s: string) => void,
+): Promise<SyntheticReport> {
   // RS_SYNTHETIC_RECORDING=FILE: reuse the recording in FILE (made by an earlier run with the same
   // variable) instead of converging and recording again; for iterating on the engine. A recording
   // is only valid while the scripts and the playbooks stay the same (a stale one shows as changed
@@ -193,7 +219,10 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, run
   const report: SyntheticReport = { ...medianRun(plain), runs, withJson: medianRun(json) };
   for (const r of [report, report.withJson]) {
     if (r.distinctAnswers !== hosts) log(`synthetic: WARNING: only ${r.distinctAnswers} of ${hosts} hosts answer differently`);
-    if (r.recap.failed || r.recap.changed) log(`synthetic: WARNING: the replay did not come out converged (${r.recap.changed} changed, ${r.recap.failed} failed): the plan time is not of a converged fleet`);
+    if (r.recap.failed || r.recap.changed)
+      log(
+        `synthetic: WARNING: the replay did not come out converged (${r.recap.changed} changed, ${r.recap.failed} failed): the plan time is not of a converged fleet`,
+      );
   }
   process.stdout.write(syntheticLines(report).join('\n'));
   return report;
@@ -202,7 +231,20 @@ export async function syntheticPlan(tb: Testbed, w: Workload, hosts: number, run
 /** One replay in a fresh Node process (bench/synthetic-replay.ts): cold, as a CLI run is. */
 async function replayInChild(recording: string, dir: string, hosts: number, json: boolean): Promise<SyntheticResult> {
   const out = join(dir, `synthetic-result-${json ? 'json' : 'plain'}.json`);
-  const args = ['--import', 'tsx', join(repoRoot, 'bench', 'synthetic-replay.ts'), '--recording', recording, '--hosts', String(hosts), '--dir', dir, '--out', out, ...(json ? ['--json'] : [])];
+  const args = [
+    '--import',
+    'tsx',
+    join(repoRoot, 'bench', 'synthetic-replay.ts'),
+    '--recording',
+    recording,
+    '--hosts',
+    String(hosts),
+    '--dir',
+    dir,
+    '--out',
+    out,
+    ...(json ? ['--json'] : []),
+  ];
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((res, rej) => {
     const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
@@ -216,8 +258,10 @@ async function replayInChild(recording: string, dir: string, hosts: number, json
 
 /** The report: the median default run's phases, then one line per variant. */
 function syntheticLines(r: SyntheticReport): string[] {
-  const range = (c: Summary) => (c.n > 1 ? `, median of ${c.n} fresh processes (${(c.min / 1000).toFixed(2)}–${(c.max / 1000).toFixed(2)}s)` : '');
-  const phase = (k: string, v: { cpuMs: number; wallMs: number }) => `  ${k.padEnd(58)} cpu ${v.cpuMs.toFixed(0).padStart(6)} ms${Number.isFinite(v.wallMs) ? `  wall ${v.wallMs.toFixed(0).padStart(6)} ms` : ''}`;
+  const range = (c: Summary) =>
+    c.n > 1 ? `, median of ${c.n} fresh processes (${(c.min / 1000).toFixed(2)}–${(c.max / 1000).toFixed(2)}s)` : '';
+  const phase = (k: string, v: { cpuMs: number; wallMs: number }) =>
+    `  ${k.padEnd(58)} cpu ${v.cpuMs.toFixed(0).padStart(6)} ms${Number.isFinite(v.wallMs) ? `  wall ${v.wallMs.toFixed(0).padStart(6)} ms` : ''}`;
   const j = r.withJson;
   return [
     '',
@@ -241,15 +285,36 @@ async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promi
   const { connect } = await racksmith<typeof import('../../src/engine/connect.ts')>('src/engine/connect.ts');
   const bedHost = w.hosts[0];
   const inv1 = loadInventory(w.racksmithInventory);
-  const siteCount = prepare(inv1, [await siteBook()], { limit: bedHost }).reduce((a, p) => a + p.hosts.reduce((b, h) => b + h.resources.length, 0), 0);
+  const siteCount = prepare(inv1, [await siteBook()], { limit: bedHost }).reduce(
+    (a, p) => a + p.hosts.reduce((b, h) => b + h.resources.length, 0),
+    0,
+  );
   const { pb, extra } = await benchPlaybook(siteCount, RESOURCES_PER_HOST);
   const run = async (connector: (h: Host, o: ConnectOptions) => Promise<Connection>) =>
-    execute(prepare(inv1, [pb], { limit: bedHost }), { inventoryFile: w.racksmithInventory, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 1, connectAttempts: 3, connector }, () => {});
+    execute(
+      prepare(inv1, [pb], { limit: bedHost }),
+      {
+        inventoryFile: w.racksmithInventory,
+        acceptNewHostKeys: false,
+        connectTimeoutMs: 10_000,
+        check: false,
+        forks: 1,
+        connectAttempts: 3,
+        connector,
+      },
+      () => {},
+    );
   for (let k = 0; k < 4; k++) {
     const o = await run(connect);
     const h = o.hosts[0];
     if (h.changed === 0 && h.failed === 0 && !h.unreachable) break;
-    if (k === 3) throw new Error(`synthetic: ${bedHost} does not converge with the synthetic playbook: ${o.results.filter((r) => r.status === 'failed').map((r) => `${r.id}: ${r.error}`).join('; ')}`);
+    if (k === 3)
+      throw new Error(
+        `synthetic: ${bedHost} does not converge with the synthetic playbook: ${o.results
+          .filter((r) => r.status === 'failed')
+          .map((r) => `${r.id}: ${r.error}`)
+          .join('; ')}`,
+      );
   }
   const rec: Recording = { outputs: [] };
   const check = await run(async (h, o) => {
@@ -268,7 +333,9 @@ async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promi
     };
   });
   const resourcesPerHost = check.results.length;
-  log(`synthetic: ${bedHost} converged with ${resourcesPerHost} resources (site ${siteCount} + ${extra} generic), ${rec.outputs.length} execs recorded`);
+  log(
+    `synthetic: ${bedHost} converged with ${resourcesPerHost} resources (site ${siteCount} + ${extra} generic), ${rec.outputs.length} execs recorded`,
+  );
   return { ...rec, bedHost, siteCount, resourcesPerHost, disks: w.storage ? storageDisks(tb.host(bedHost)) : undefined };
 }
 
@@ -294,7 +361,13 @@ async function cpuProfiled<T>(file: string | undefined, fn: () => Promise<T>): P
 }
 
 /** 2.-3. the replay for HOSTS hosts; exported to profile it without a bed (a saved recording). */
-export async function replaySynthetic(saved: SavedRecording, dir: string, hosts: number, o: { json: boolean }, log: (s: string) => void = () => {}): Promise<SyntheticResult> {
+export async function replaySynthetic(
+  saved: SavedRecording,
+  dir: string,
+  hosts: number,
+  o: { json: boolean },
+  log: (s: string) => void = () => {},
+): Promise<SyntheticResult> {
   const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
   const { prepare, execute } = await racksmith<typeof import('../../src/engine/index.ts')>('src/engine/index.ts');
   const { HumanReporter } = await racksmith<typeof import('../../src/ui/human.ts')>('src/ui/human.ts');
@@ -312,13 +385,21 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const members = Object.fromEntries(names.map((n) => [n, null]));
   writeFileSync(
     invFile,
-    stringify({
-      all: {
-        vars: { ansible_user: 'root', racksmith_known_hosts: '/dev/null', ...RACKSMITH_VARS },
-        hosts: Object.fromEntries(names.map((n, i) => [n, { ansible_host: `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, ...(disks ? { storage_disks: disks } : {}) }])),
-        children: { jail: { hosts: members }, ...(disks ? { storage: { hosts: members } } : {}) },
+    stringify(
+      {
+        all: {
+          vars: { ansible_user: 'root', racksmith_known_hosts: '/dev/null', ...RACKSMITH_VARS },
+          hosts: Object.fromEntries(
+            names.map((n, i) => [
+              n,
+              { ansible_host: `10.${100 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, ...(disks ? { storage_disks: disks } : {}) },
+            ]),
+          ),
+          children: { jail: { hosts: members }, ...(disks ? { storage: { hosts: members } } : {}) },
+        },
       },
-    }, { aliasDuplicateObjects: false }),
+      { aliasDuplicateObjects: false },
+    ),
   );
 
   // Every host's answers, made before anything is timed (the harness's work, not the engine's).
@@ -327,7 +408,10 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   const answers = new Map(
     names.map((n, i) => [
       n,
-      rec.outputs.map((o) => ({ pieces: hostVariant(o.stdout.replace(INLINE_MARK, inlineMark), i).split(o.marker), stderr: o.stderr.split(o.marker) })),
+      rec.outputs.map((o) => ({
+        pieces: hostVariant(o.stdout.replace(INLINE_MARK, inlineMark), i).split(o.marker),
+        stderr: o.stderr.split(o.marker),
+      })),
     ]),
   );
 
@@ -367,7 +451,19 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
   emit({ type: 'run_start', playbooks: ['synthetic'], hosts: names, check: false });
   const outcome = await lap(EXECUTE, () =>
     cpuProfiled(process.env.RS_SYNTHETIC_CPU_PROFILE, () =>
-      execute(prepared, { inventoryFile: invFile, acceptNewHostKeys: false, connectTimeoutMs: 10_000, check: false, forks: 50, connectAttempts: 1, connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!) }, emit),
+      execute(
+        prepared,
+        {
+          inventoryFile: invFile,
+          acceptNewHostKeys: false,
+          connectTimeoutMs: 10_000,
+          check: false,
+          forks: 50,
+          connectAttempts: 1,
+          connector: async (h: Host) => new FakeConnection(h.name, answers.get(h.name)!),
+        },
+        emit,
+      ),
     ),
   );
   await lap('report (progress finish, change groups, recap table)', () => human.finish(outcome));
@@ -388,13 +484,20 @@ export async function replaySynthetic(saved: SavedRecording, dir: string, hosts:
     const h2 = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
     const j2 = jsonSink(nullStream());
     const jr2 = journalSink(journalFile2);
-    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [['progress lines', h2.onEvent], ...(o.json ? [['NDJSON', j2] as [string, typeof j2]] : []), ['journal', jr2]];
+    const parts: Array<[string, (e: (typeof events)[number]) => void]> = [
+      ['progress lines', h2.onEvent],
+      ...(o.json ? [['NDJSON', j2] as [string, typeof j2]] : []),
+      ['journal', jr2],
+    ];
     for (const [name, sink] of parts) {
       const a = process.cpuUsage();
       const t = performance.now();
       for (const e of events) sink(e);
       const d = process.cpuUsage(a);
-      phases[`  of which event sink: ${name} (${eventCount} events; ${events.length} replayed)`] = { cpuMs: (d.user + d.system) / 1000, wallMs: performance.now() - t };
+      phases[`  of which event sink: ${name} (${eventCount} events; ${events.length} replayed)`] = {
+        cpuMs: (d.user + d.system) / 1000,
+        wallMs: performance.now() - t,
+      };
     }
   }
   const ok = outcome.results.filter((r) => r.status === 'ok').length;

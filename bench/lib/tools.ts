@@ -25,11 +25,14 @@ export interface ToolRun extends Measurement {
 const TIMEOUT = 30 * 60_000;
 
 export async function runRacksmith(w: Workload, forks: number): Promise<ToolRun> {
-  const m = await measure([process.execPath, join(repoRoot, 'bin/provision.js'), sitePlaybook, '-i', w.racksmithInventory, '-f', String(forks), '--json'], {
-    cwd: repoRoot,
-    env: { ...process.env, XDG_STATE_HOME: join(w.dir, 'racksmith-state') },
-    timeoutMs: TIMEOUT,
-  });
+  const m = await measure(
+    [process.execPath, join(repoRoot, 'bin/provision.js'), sitePlaybook, '-i', w.racksmithInventory, '-f', String(forks), '--json'],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, XDG_STATE_HOME: join(w.dir, 'racksmith-state') },
+      timeoutMs: TIMEOUT,
+    },
+  );
   let changed = 0;
   let failed = 0;
   let unreachable = 0;
@@ -51,8 +54,25 @@ export async function runRacksmith(w: Workload, forks: number): Promise<ToolRun>
     } else if (e.type === 'recap') sawRecap = true;
   }
   const ok = m.code === 0 && sawRecap && failed === 0 && unreachable === 0;
-  const problems = ok ? undefined : m.stderr.split('\n').filter((l) => /FAILED|UNREACHABLE|error/i.test(l)).slice(0, 5).join('\n') || m.stderr.slice(-500);
-  return { ...m, stdout: '', stderr: ok ? '' : m.stderr.slice(-4000), tool: 'racksmith', ok, changed, failed, unreachable, execsMax, note: problems };
+  const problems = ok
+    ? undefined
+    : m.stderr
+        .split('\n')
+        .filter((l) => /FAILED|UNREACHABLE|error/i.test(l))
+        .slice(0, 5)
+        .join('\n') || m.stderr.slice(-500);
+  return {
+    ...m,
+    stdout: '',
+    stderr: ok ? '' : m.stderr.slice(-4000),
+    tool: 'racksmith',
+    ok,
+    changed,
+    failed,
+    unreachable,
+    execsMax,
+    note: problems,
+  };
 }
 
 /** `tb1 : ok=18 changed=13 unreachable=0 failed=0 skipped=2 rescued=0 ignored=0` */
@@ -72,18 +92,45 @@ function ansibleRecap(out: string): { changed: number; failed: number; unreachab
 }
 
 export async function runAnsible(w: Workload): Promise<ToolRun> {
-  const m = await measure(['ansible-playbook', '-i', w.ansibleInventory, ansiblePlaybook], { cwd: repoRoot, env: ansibleEnv(w), timeoutMs: TIMEOUT });
+  const m = await measure(['ansible-playbook', '-i', w.ansibleInventory, ansiblePlaybook], {
+    cwd: repoRoot,
+    env: ansibleEnv(w),
+    timeoutMs: TIMEOUT,
+  });
   const r = ansibleRecap(m.stdout);
   const ok = m.code === 0 && r.hosts === w.hosts.length && r.failed === 0 && r.unreachable === 0;
-  const note = ok ? undefined : m.stdout.split('\n').filter((l) => /fatal:|failed:|UNREACHABLE|ERROR/.test(l)).slice(0, 5).join('\n') || (m.stdout + m.stderr).slice(-500);
-  return { ...m, stdout: ok ? '' : m.stdout.slice(-4000), stderr: ok ? '' : m.stderr.slice(-2000), tool: 'ansible', ok, changed: r.changed, failed: r.failed, unreachable: r.unreachable, note };
+  const note = ok
+    ? undefined
+    : m.stdout
+        .split('\n')
+        .filter((l) => /fatal:|failed:|UNREACHABLE|ERROR/.test(l))
+        .slice(0, 5)
+        .join('\n') || (m.stdout + m.stderr).slice(-500);
+  return {
+    ...m,
+    stdout: ok ? '' : m.stdout.slice(-4000),
+    stderr: ok ? '' : m.stderr.slice(-2000),
+    tool: 'ansible',
+    ok,
+    changed: r.changed,
+    failed: r.failed,
+    unreachable: r.unreachable,
+    note,
+  };
 }
 
 /** node-ssh: connect + exec `true` on every host, same concurrency. */
-export async function runFloor(tb: Testbed, w: Workload, concurrency: number): Promise<ToolRun & { connectMs: number[]; execMs: number[] }> {
+export async function runFloor(
+  tb: Testbed,
+  w: Workload,
+  concurrency: number,
+): Promise<ToolRun & { connectMs: number[]; execMs: number[] }> {
   const hostsJson = join(w.dir, 'floor-hosts.json');
   writeFileSync(hostsJson, JSON.stringify(tb.hosts().map((h) => ({ name: h.name, ip: h.ip, port: h.port, user: h.user }))));
-  const m = await measure([process.execPath, join(repoRoot, 'bench/floor.mjs'), hostsJson, tb.keyPath, tb.knownHostsPath, String(concurrency)], { cwd: repoRoot, timeoutMs: 120_000 });
+  const m = await measure(
+    [process.execPath, join(repoRoot, 'bench/floor.mjs'), hostsJson, tb.keyPath, tb.knownHostsPath, String(concurrency)],
+    { cwd: repoRoot, timeoutMs: 120_000 },
+  );
   let parsed: { ok: number; connectMs: number[]; execMs: number[] } = { ok: 0, connectMs: [], execMs: [] };
   try {
     parsed = JSON.parse(m.stdout.trim().split('\n').pop() ?? '{}');
@@ -91,13 +138,37 @@ export async function runFloor(tb: Testbed, w: Workload, concurrency: number): P
     /* reported below */
   }
   const ok = m.code === 0 && parsed.ok === w.hosts.length;
-  return { ...m, stdout: '', tool: 'floor-node-ssh', ok, changed: 0, failed: w.hosts.length - (parsed.ok ?? 0), unreachable: 0, connectMs: parsed.connectMs ?? [], execMs: parsed.execMs ?? [], note: ok ? undefined : m.stderr.slice(-500) };
+  return {
+    ...m,
+    stdout: '',
+    tool: 'floor-node-ssh',
+    ok,
+    changed: 0,
+    failed: w.hosts.length - (parsed.ok ?? 0),
+    unreachable: 0,
+    connectMs: parsed.connectMs ?? [],
+    execMs: parsed.execMs ?? [],
+    note: ok ? undefined : m.stderr.slice(-500),
+  };
 }
 
 /** For information: Ansible's own connection floor (OpenSSH + ControlPersist, `raw: true`, no Python). */
 export async function runAnsibleRawFloor(w: Workload): Promise<ToolRun> {
-  const m = await measure(['ansible', 'all', '-i', w.ansibleInventory, '-m', 'raw', '-a', 'true'], { cwd: repoRoot, env: ansibleEnv(w), timeoutMs: 300_000 });
+  const m = await measure(['ansible', 'all', '-i', w.ansibleInventory, '-m', 'raw', '-a', 'true'], {
+    cwd: repoRoot,
+    env: ansibleEnv(w),
+    timeoutMs: 300_000,
+  });
   const okHosts = (m.stdout.match(/\| CHANGED \| rc=0/g) ?? []).length;
   const ok = m.code === 0 && okHosts === w.hosts.length;
-  return { ...m, stdout: '', tool: 'floor-ansible-raw', ok, changed: 0, failed: w.hosts.length - okHosts, unreachable: 0, note: ok ? undefined : m.stderr.slice(-500) };
+  return {
+    ...m,
+    stdout: '',
+    tool: 'floor-ansible-raw',
+    ok,
+    changed: 0,
+    failed: w.hosts.length - okHosts,
+    unreachable: 0,
+    note: ok ? undefined : m.stderr.slice(-500),
+  };
 }

@@ -67,33 +67,48 @@ export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: 
   mkdirSync(dir, { recursive: true });
   const bed = tb.hosts();
   const hosts = bed.map((h) => h.name);
-  const hostVars = (h: (typeof bed)[number]) => ({ ansible_host: h.ip, ansible_port: h.port, ...(storage ? { storage_disks: storageDisks(h) } : {}) });
+  const hostVars = (h: (typeof bed)[number]) => ({
+    ansible_host: h.ip,
+    ansible_port: h.port,
+    ...(storage ? { storage_disks: storageDisks(h) } : {}),
+  });
   const members = Object.fromEntries(hosts.map((h) => [h, null]));
   const groups = { jail: { hosts: members }, ...(storage ? { storage: { hosts: members } } : {}) };
 
   const rsInv = join(dir, 'inventory.yaml');
   writeFileSync(
     rsInv,
-    stringify({
-      all: {
-        vars: { ansible_user: 'root', ansible_ssh_private_key_file: tb.keyPath, racksmith_known_hosts: tb.knownHostsPath, ...RACKSMITH_VARS },
-        hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
-        children: groups,
+    stringify(
+      {
+        all: {
+          vars: {
+            ansible_user: 'root',
+            ansible_ssh_private_key_file: tb.keyPath,
+            racksmith_known_hosts: tb.knownHostsPath,
+            ...RACKSMITH_VARS,
+          },
+          hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
+          children: groups,
+        },
       },
-    }, WRITTEN_OUT),
+      WRITTEN_OUT,
+    ),
   );
 
   // Ansible reads the same YAML inventory format; its own variables are in bench/ansible/group_vars.
   const ansInv = join(dir, 'ansible-inventory.yaml');
   writeFileSync(
     ansInv,
-    stringify({
-      all: {
-        vars: { ansible_user: 'root', ansible_ssh_private_key_file: tb.keyPath, ansible_python_interpreter: '/usr/bin/python3' },
-        hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
-        children: groups,
+    stringify(
+      {
+        all: {
+          vars: { ansible_user: 'root', ansible_ssh_private_key_file: tb.keyPath, ansible_python_interpreter: '/usr/bin/python3' },
+          hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
+          children: groups,
+        },
       },
-    }, WRITTEN_OUT),
+      WRITTEN_OUT,
+    ),
   );
 
   const controlDir = join(dir, 'cp');

@@ -58,7 +58,14 @@ function patternMatches(pattern: string, name: string): boolean {
   }
   if (pattern.startsWith('!')) return false;
   if (!/[*?]/.test(pattern)) return pattern === name;
-  const re = new RegExp('^' + pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$');
+  const re = new RegExp(
+    '^' +
+      pattern
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.') +
+      '$',
+  );
   return re.test(name);
 }
 

@@ -28,7 +28,9 @@ function sh(args: string[], input: string): Promise<ExecResult> {
     // a script that exits without reading all its input: its exit status tells what happened
     child.stdin.on('error', () => {});
     child.once('error', reject);
-    child.once('close', (code) => resolve({ stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), code }));
+    child.once('close', (code) =>
+      resolve({ stdout: Buffer.concat(stdout).toString('utf8'), stderr: Buffer.concat(stderr).toString('utf8'), code }),
+    );
     child.stdin.end(input);
   });
 }

@@ -72,7 +72,10 @@ export class SshConnection implements Connection {
       await via?.close();
       if (e instanceof ConnectError) throw e;
       const code = (e as NodeJS.ErrnoException).code ?? '';
-      throw new ConnectError(`${opts.name}: cannot connect to ${opts.address}:${opts.port}: ${(e as Error).message}`, TRANSIENT.has(code) || code === '');
+      throw new ConnectError(
+        `${opts.name}: cannot connect to ${opts.address}:${opts.port}: ${(e as Error).message}`,
+        TRANSIENT.has(code) || code === '',
+      );
     }
 
     const knownHosts = new KnownHosts(opts.knownHostsFile);

@@ -43,7 +43,9 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
     name: host.name,
     address: str(v.ansible_host) ?? host.name,
     port: v.ansible_port !== undefined ? Number(v.ansible_port) : 22,
-    jump: jump ? { ...common, ...Object.fromEntries(Object.entries(parseJump(jump)).filter(([, x]) => x !== undefined)) } as SshOptions['jump'] : undefined,
+    jump: jump
+      ? ({ ...common, ...Object.fromEntries(Object.entries(parseJump(jump)).filter(([, x]) => x !== undefined)) } as SshOptions['jump'])
+      : undefined,
   };
 }
 

@@ -34,13 +34,28 @@ function convergedLine(e: RunEvent): string | undefined {
   if (e.type !== 'resource' || e.status !== 'ok' || e.changes.length !== 0) return undefined;
   let n = 0;
   for (const k in e) if (k !== CONVERGED_KEYS[n++]) return undefined;
-  if (n !== CONVERGED_KEYS.length || typeof e.host !== 'string' || typeof e.play !== 'string' || typeof e.id !== 'string' || typeof e.kind !== 'string') return undefined;
+  if (
+    n !== CONVERGED_KEYS.length ||
+    typeof e.host !== 'string' ||
+    typeof e.play !== 'string' ||
+    typeof e.id !== 'string' ||
+    typeof e.kind !== 'string'
+  )
+    return undefined;
   if (head.iso !== iso || head.host !== e.host || head.play !== e.play) {
-    head = { iso, host: e.host, play: e.play, text: `{"ts":"${iso}","type":"resource","host":${JSON.stringify(e.host)},"play":${JSON.stringify(e.play)},"id":` };
+    head = {
+      iso,
+      host: e.host,
+      play: e.play,
+      text: `{"ts":"${iso}","type":"resource","host":${JSON.stringify(e.host)},"play":${JSON.stringify(e.play)},"id":`,
+    };
   }
   let tail = tails.get(e.id);
   if (tail === undefined || tail.kind !== e.kind) {
-    tail = remember(tails, e.id, { kind: e.kind, text: `${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"status":"ok","changes":[]}\n` });
+    tail = remember(tails, e.id, {
+      kind: e.kind,
+      text: `${JSON.stringify(e.id)},"kind":${JSON.stringify(e.kind)},"status":"ok","changes":[]}\n`,
+    });
   }
   return head.text + tail.text;
 }

@@ -72,5 +72,8 @@ export function resourceResult(host: string, play: string, id: string, kind: str
 
 /** The event of a result. */
 export function resourceEvent(r: ResourceResult): RunEvent {
-  return withOptional({ type: 'resource' as const, host: r.host, play: r.play, id: r.id, kind: r.kind, status: r.status, changes: r.changes }, r);
+  return withOptional(
+    { type: 'resource' as const, host: r.host, play: r.play, id: r.id, kind: r.kind, status: r.status, changes: r.changes },
+    r,
+  );
 }

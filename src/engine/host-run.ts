@@ -122,7 +122,9 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   if (o.planned) {
     const drift = findDrift(states, o.planned);
     if (drift.length) {
-      const what = drift.map((d) => `${d.id} (now: ${d.now.join('; ') || 'no change'}; planned: ${d.planned.join('; ') || 'no change'})`).join(', ');
+      const what = drift
+        .map((d) => `${d.id} (now: ${d.now.join('; ') || 'no change'}; planned: ${d.planned.join('; ') || 'no change'})`)
+        .join(', ');
       failUnfinished(o, states, `refused: facts changed since the plan: ${what}`);
       return { results: collect(states), factHashes, drift };
     }
@@ -175,7 +177,11 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
     const pendingDep = o.check ? (firstPending(s, deps) ?? firstPending(s, writers)) : undefined;
     if (pendingDep) {
       // Its facts would only be known after the dependency's change: report, never guess.
-      finishState(o, s, { status: 'changed', changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }], pending: pendingDep.r.id });
+      finishState(o, s, {
+        status: 'changed',
+        changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }],
+        pending: pendingDep.r.id,
+      });
       continue;
     }
     const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
@@ -184,14 +190,22 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
       s.changes = diffOnce(s.r, s.facts);
     } catch (e) {
       if (inherited) s.predictedFiles = inherited;
-      finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}` });
+      finishState(o, s, {
+        status: 'failed',
+        changes: NO_CHANGES,
+        error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}`,
+      });
       continue;
     }
     const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
     if (own || inherited) s.predictedFiles = { ...inherited, ...own };
     const reviewed = o.planned?.get(s.r.id);
     if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
-      finishState(o, s, { status: 'failed', changes: s.changes, error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})` });
+      finishState(o, s, {
+        status: 'failed',
+        changes: s.changes,
+        error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})`,
+      });
       continue;
     }
     if (s.changes.length === 0) {
@@ -205,14 +219,23 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
 }
 
 /** Apply `toApply`'s steps and re-probe in one exec; returns why the connection was lost, if it was. */
-async function applyWave(conn: Connection, o: HostRunOptions, factHashes: Map<string, string>, toApply: State[], deferred: State[]): Promise<string | undefined> {
+async function applyWave(
+  conn: Connection,
+  o: HostRunOptions,
+  factHashes: Map<string, string>,
+  toApply: State[],
+  deferred: State[],
+): Promise<string | undefined> {
   const sections: Section[] = [];
   for (const s of toApply) {
     s.steps = s.r.apply(s.facts, s.changes!);
     for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
   }
   const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
-  const reprobeSet = new ProbeSet(sections, reprobe.map((s) => probeOf(s.r)));
+  const reprobeSet = new ProbeSet(
+    sections,
+    reprobe.map((s) => probeOf(s.r)),
+  );
   o.onApply?.('start');
   const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
   if (typeof out === 'string') return out;
@@ -250,7 +273,11 @@ async function applyWave(conn: Connection, o: HostRunOptions, factHashes: Map<st
       return;
     }
     if (still.length) {
-      finishState(o, s, { status: 'failed', changes: s.changes!, error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}` });
+      finishState(o, s, {
+        status: 'failed',
+        changes: s.changes!,
+        error: `still differs after apply: ${still.map((c) => c.summary).join('; ')}`,
+      });
     } else {
       finishState(o, s, { status: 'changed', changes: s.changes! });
     }
@@ -292,7 +319,19 @@ function newStates(resources: readonly Resource[]): State[] {
   const states: State[] = new Array(resources.length);
   // Every field set from the start: one object shape for all states (V8 keeps the code that reads them monomorphic).
   for (let i = 0; i < resources.length; i++) {
-    states[i] = { r: resources[i], deps: NONE, writers: NONE, afters: NONE, stacked: undefined, facts: undefined, factHash: undefined, changes: undefined, predictedFiles: undefined, steps: undefined, result: undefined };
+    states[i] = {
+      r: resources[i],
+      deps: NONE,
+      writers: NONE,
+      afters: NONE,
+      stacked: undefined,
+      facts: undefined,
+      factHash: undefined,
+      changes: undefined,
+      predictedFiles: undefined,
+      steps: undefined,
+      result: undefined,
+    };
   }
   for (let i = 0; i < states.length; i++) {
     const l = links[i];
@@ -397,7 +436,10 @@ function probeLayout(resources: readonly Resource[], later: ReadonlyArray<readon
   for (let k = 0; k < later.length; k++) node = layoutChild(node, later[k]);
   if (!node.layout) {
     const sections: Section[] = [];
-    const set = new ProbeSet(sections, [resources, ...later].flatMap((rs) => rs.map(probeOf)));
+    const set = new ProbeSet(
+      sections,
+      [resources, ...later].flatMap((rs) => rs.map(probeOf)),
+    );
     node.layout = { set, sections, body: scriptBody(sections) };
   }
   return node.layout;
@@ -488,6 +530,7 @@ function findDrift(states: State[], planned: Map<string, PlannedResource>): NonN
     }
     drift.push({ id: s.r.id, now, planned: p ? p.changes : ['(not in the plan)'] });
   }
-  for (const id of planned.keys()) if (!states.some((s) => s.r.id === id)) drift.push({ id, now: ['(no longer declared)'], planned: planned.get(id)!.changes });
+  for (const id of planned.keys())
+    if (!states.some((s) => s.r.id === id)) drift.push({ id, now: ['(no longer declared)'], planned: planned.get(id)!.changes });
   return drift;
 }

@@ -58,7 +58,7 @@ export function journalSink(file: string): JournalSink {
     const written = writeSync(fd, text);
     if (written < Buffer.byteLength(text)) {
       const rest = Buffer.from(text).subarray(written);
-      for (let off = 0; off < rest.length; ) off += writeSync(fd, rest, off);
+      for (let off = 0; off < rest.length;) off += writeSync(fd, rest, off);
     }
   };
   const close = () => {

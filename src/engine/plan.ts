@@ -46,7 +46,11 @@ const planSchema = {
           additionalProperties: {
             type: 'object',
             required: ['factHash', 'changes'],
-            properties: { factHash: { type: 'string' }, changes: { type: 'array', items: { type: 'string' } }, pending: { type: 'string' } },
+            properties: {
+              factHash: { type: 'string' },
+              changes: { type: 'array', items: { type: 'string' } },
+              pending: { type: 'string' },
+            },
           },
         },
       },
@@ -67,7 +71,13 @@ export function playbookFingerprint(files: string[], racksmithVersion: string): 
   return sha(JSON.stringify([racksmithVersion, ...files.map((f) => sha(readFileSync(f)))]));
 }
 
-export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory; playbookFingerprint: string; outcome: RunOutcome }): PlanFile {
+export function makePlan(o: {
+  argv: string[];
+  cwd: string;
+  inventory: Inventory;
+  playbookFingerprint: string;
+  outcome: RunOutcome;
+}): PlanFile {
   const hosts: PlanFile['hosts'] = {};
   for (const [host, byPlay] of o.outcome.factHashes) {
     hosts[host] = {};
@@ -110,7 +120,8 @@ export function readPlan(file: string): PlanFile {
   }
   validateOrThrow(validatePlan, value, { pos: () => ({ file }) });
   const plan = value as PlanFile;
-  if (plan.version !== PLAN_VERSION) throw new InputError(`plan format version ${plan.version} is not supported (this racksmith reads ${PLAN_VERSION})`, { file });
+  if (plan.version !== PLAN_VERSION)
+    throw new InputError(`plan format version ${plan.version} is not supported (this racksmith reads ${PLAN_VERSION})`, { file });
   return plan;
 }
 
@@ -122,13 +133,22 @@ export function parseDuration(s: string): number {
 }
 
 /** Refuse plans that are too old or were made for other inputs. */
-export function checkPlan(plan: PlanFile, file: string, now: { inventory: Inventory; playbookFingerprint: string; maxAgeMs: number }): void {
+export function checkPlan(
+  plan: PlanFile,
+  file: string,
+  now: { inventory: Inventory; playbookFingerprint: string; maxAgeMs: number },
+): void {
   const age = Date.now() - Date.parse(plan.createdAt);
   if (!(age <= now.maxAgeMs)) {
-    throw new InputError(`plan is ${Math.round(age / 60000)} minutes old; the limit is ${Math.round(now.maxAgeMs / 60000)} (--max-plan-age). Make a new one`, { file });
+    throw new InputError(
+      `plan is ${Math.round(age / 60000)} minutes old; the limit is ${Math.round(now.maxAgeMs / 60000)} (--max-plan-age). Make a new one`,
+      { file },
+    );
   }
   if (plan.inventoryFingerprint !== inventoryFingerprint(now.inventory)) {
-    throw new InputError('plan was made for another version of the inventory (hosts, groups or variables changed since); make a new one', { file });
+    throw new InputError('plan was made for another version of the inventory (hosts, groups or variables changed since); make a new one', {
+      file,
+    });
   }
   if (plan.playbookFingerprint !== now.playbookFingerprint) {
     throw new InputError('plan was made for another version of the playbooks or of racksmith; make a new one', { file });
@@ -136,5 +156,7 @@ export function checkPlan(plan: PlanFile, file: string, now: { inventory: Invent
 }
 
 export function plannedFrom(plan: PlanFile): Map<string, Map<string, Map<string, PlannedResource>>> {
-  return new Map(Object.entries(plan.hosts).map(([h, plays]) => [h, new Map(Object.entries(plays).map(([p, rs]) => [p, new Map(Object.entries(rs))]))]));
+  return new Map(
+    Object.entries(plan.hosts).map(([h, plays]) => [h, new Map(Object.entries(plays).map(([p, rs]) => [p, new Map(Object.entries(rs))]))]),
+  );
 }

@@ -192,7 +192,8 @@ export class ProbeSet {
     if (!a) {
       const o = outs[section];
       const last = this.lastBatch.get(section);
-      if (o.code !== null && last?.stdout === o.stdout) a = last.answers; // answered word for word as last time
+      if (o.code !== null && last?.stdout === o.stdout)
+        a = last.answers; // answered word for word as last time
       else {
         const args = this.batches.get(batch)!.args;
         a = sameWhereEqual(o.code === null ? args.map(() => '') : batch.split(o.stdout, args), last?.answers);

@@ -65,8 +65,11 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
   }
   const declared = new Set<string>();
   for (const r of all) {
-    for (const d of r.dependsOn) if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`);
-    for (const d of r.after ?? []) if (!declared.has(d)) throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
+    for (const d of r.dependsOn)
+      if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`);
+    for (const d of r.after ?? [])
+      if (!declared.has(d))
+        throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
     declared.add(r.id);
   }
   const kept = all.filter((r) => tagSelected(r.tags, sel));
@@ -88,11 +91,25 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
  */
 function uniformShape(r: Resource): Resource {
   const u: Resource = {
-    id: r.id, kind: r.kind, tags: r.tags, dependsOn: r.dependsOn, after: r.after, verifiable: r.verifiable, writes: r.writes,
-    stacksOn: r.stacksOn, writeAfter: r.writeAfter, predictFiles: r.predictFiles, useFiles: r.useFiles,
-    probe: r.probe, parse: r.parse, parseParts: r.parseParts, diff: r.diff, apply: r.apply,
+    id: r.id,
+    kind: r.kind,
+    tags: r.tags,
+    dependsOn: r.dependsOn,
+    after: r.after,
+    verifiable: r.verifiable,
+    writes: r.writes,
+    stacksOn: r.stacksOn,
+    writeAfter: r.writeAfter,
+    predictFiles: r.predictFiles,
+    useFiles: r.useFiles,
+    probe: r.probe,
+    parse: r.parse,
+    parseParts: r.parseParts,
+    diff: r.diff,
+    apply: r.apply,
   };
-  for (const k of Object.keys(r)) if (!(k in u)) (u as unknown as Record<string, unknown>)[k] = (r as unknown as Record<string, unknown>)[k];
+  for (const k of Object.keys(r))
+    if (!(k in u)) (u as unknown as Record<string, unknown>)[k] = (r as unknown as Record<string, unknown>)[k];
   return u;
 }
 
@@ -207,7 +224,11 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     try {
       let p = conns.get(host.name);
       if (!p) {
-        p = withRetry(() => connector(host, o), o.connectAttempts, (e) => e instanceof ConnectError && e.transient);
+        p = withRetry(
+          () => connector(host, o),
+          o.connectAttempts,
+          (e) => e instanceof ConnectError && e.transient,
+        );
         conns.set(host.name, p);
       }
       conn = await p;
@@ -292,13 +313,22 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         });
         failedInPlay += ok.filter((x) => !x).length;
         if (maxFail !== undefined && (failedInPlay / hosts.length) * 100 > maxFail) {
-          for (const h of hosts.slice(start)) recapOf(h.host.name).error ??= `not run: play '${pp.play.name}' stopped, ${failedInPlay} of ${hosts.length} hosts failed (max ${maxFail}%)`;
+          for (const h of hosts.slice(start))
+            recapOf(h.host.name).error ??=
+              `not run: play '${pp.play.name}' stopped, ${failedInPlay} of ${hosts.length} hosts failed (max ${maxFail}%)`;
           break;
         }
       }
     }
   } finally {
-    await Promise.all([...conns.values()].map((p) => p.then((c) => c.close(), () => undefined)));
+    await Promise.all(
+      [...conns.values()].map((p) =>
+        p.then(
+          (c) => c.close(),
+          () => undefined,
+        ),
+      ),
+    );
   }
 
   const hostRecaps = [...new Set(plays.flatMap((p) => p.hosts.map((h) => h.host.name)))].map(recapOf);

@@ -22,15 +22,17 @@ export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', a
   }
   // A pattern made only of exclusions/intersections starts from all hosts, as in Ansible.
   const base = terms.every((t) => t[0] === '&' || t[0] === '!') ? new Set(inv.hosts.map((h) => h.name)) : union;
-  return inv.hosts
-    .map((h) => h.name)
-    .filter((h) => base.has(h) && !exclusions.has(h) && intersections.every((s) => s.has(h)));
+  return inv.hosts.map((h) => h.name).filter((h) => base.has(h) && !exclusions.has(h) && intersections.every((s) => s.has(h)));
 }
 
 function splitTerms(pattern: string): string[] {
   // Commas always separate. `:` separates too, except inside a `[a:b]` subscript, and not at
   // all once a `~regex` term appears (regexes may contain `:`; use commas with them).
-  if (pattern.includes(',') || pattern.includes('~')) return pattern.split(',').map((t) => t.trim()).filter(Boolean);
+  if (pattern.includes(',') || pattern.includes('~'))
+    return pattern
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
   const parts: string[] = [];
   let cur = '';
   let depth = 0;

@@ -7,7 +7,6 @@ import { validateInventory, validateVars } from './schema.ts';
 import { YamlSource } from './yaml-source.ts';
 import { expandHostRange } from './host-range.ts';
 
-
 interface RawGroup {
   hosts?: Record<string, Vars | null> | null;
   vars?: Vars | null;

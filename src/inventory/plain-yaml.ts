@@ -115,7 +115,7 @@ class Reader {
   read(): PlainYaml | undefined {
     const t = this.text;
     let first = true;
-    for (let start = 0; start < t.length; ) {
+    for (let start = 0; start < t.length;) {
       let end = t.indexOf('\n', start);
       if (end < 0) end = t.length;
       let i = start;

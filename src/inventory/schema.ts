@@ -48,7 +48,12 @@ export const inventorySchema = {
         ansible_user: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_.-]*\\$?$', maxLength: 64 },
         ansible_connection: { enum: ['ssh', 'smart', 'local', 'paramiko'] },
         ansible_ssh_private_key_file: { type: 'string', minLength: 1 },
-        ansible_ssh_timeout: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[1-9][0-9]*$' }] },
+        ansible_ssh_timeout: {
+          anyOf: [
+            { type: 'integer', minimum: 1 },
+            { type: 'string', pattern: '^[1-9][0-9]*$' },
+          ],
+        },
       },
     },
     hostVars: { $ref: '#/definitions/vars' },

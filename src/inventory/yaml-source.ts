@@ -42,7 +42,10 @@ export class YamlSource {
     // Plain block YAML (nearly every inventory) is read ~20x faster without the library's
     // document model; anything else, and every error, is the library's.
     const plain = reader === 'auto' ? parsePlainYaml(text) : undefined;
-    if (plain) return new YamlSource(file, plain.value, (path, key) => locate(plain.root, path, key), lineCounterOf(text)).withSecretsUnwrapped(text);
+    if (plain)
+      return new YamlSource(file, plain.value, (path, key) => locate(plain.root, path, key), lineCounterOf(text)).withSecretsUnwrapped(
+        text,
+      );
     const { LineCounter, parseDocument } = yamlLib();
     let lines = new LineCounter();
     const options = { lineCounter: lines, customTags: [secretTag], prettyErrors: false, uniqueKeys: false };
@@ -66,9 +69,15 @@ export class YamlSource {
     } catch (e) {
       throw new InputError(`YAML: ${(e as Error).message}`, { file, line: 1, col: 1 });
     }
-    if (isCyclic(value)) throw new InputError('YAML: an alias refers to the mapping that contains it (recursive structure)', { file, line: 1, col: 1 });
+    if (isCyclic(value))
+      throw new InputError('YAML: an alias refers to the mapping that contains it (recursive structure)', { file, line: 1, col: 1 });
     const located = new DocumentOffsets(doc);
-    return new YamlSource(file, value, (path, key) => located.offset(path, key), (offset) => lines.linePos(offset)).withSecretsUnwrapped(text);
+    return new YamlSource(
+      file,
+      value,
+      (path, key) => located.offset(path, key),
+      (offset) => lines.linePos(offset),
+    ).withSecretsUnwrapped(text);
   }
 
   /**
@@ -87,7 +96,10 @@ export class YamlSource {
         if (typeof o.secret === 'string') return new Secret(o.secret);
         if (o.secret instanceof Secret) return o.secret;
         // YAML has already made `secret: 0123` the number 123: what the user wrote is lost
-        throw new InputError(`a secret must be a string (quote it): got ${o.secret === null ? 'null' : typeof o.secret}`, this.pos([...path, 'secret']));
+        throw new InputError(
+          `a secret must be a string (quote it): got ${o.secret === null ? 'null' : typeof o.secret}`,
+          this.pos([...path, 'secret']),
+        );
       }
       for (const k of keys) o[k] = unwrap(o[k], [...path, Array.isArray(v) ? Number(k) : k]);
       return v;

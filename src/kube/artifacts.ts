@@ -145,7 +145,10 @@ fetch(url, { signal: ctl, redirect: 'follow' })
 
 /** Download synchronously (the playbook builds resources synchronously). */
 export function download(url: string, timeoutMs = 120_000): { bytes: Buffer } | { error: string } {
-  const r = spawnSync(process.execPath, ['-e', FETCH_SCRIPT, url, String(timeoutMs)], { maxBuffer: 512 * 1024 * 1024, timeout: timeoutMs + 5000 });
+  const r = spawnSync(process.execPath, ['-e', FETCH_SCRIPT, url, String(timeoutMs)], {
+    maxBuffer: 512 * 1024 * 1024,
+    timeout: timeoutMs + 5000,
+  });
   if (r.error) return { error: r.error.message };
   if (r.status !== 0) return { error: r.stderr.toString().trim() || `exit ${r.status}` };
   return { bytes: r.stdout };

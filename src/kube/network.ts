@@ -54,7 +54,11 @@ function loadAll(s: KubeSettings): Loaded {
   }
   let cniTarball: LoadedArtifact | undefined;
   if (s.cniPlugins.source.fetch === 'controller') {
-    cniTarball = loadArtifact({ label: `CNI plugins ${s.cniPlugins.version} (${s.cniPlugins.arch})`, sha256: s.cniPlugins.sha256, sources: [s.cniPlugins.source.src] });
+    cniTarball = loadArtifact({
+      label: `CNI plugins ${s.cniPlugins.version} (${s.cniPlugins.arch})`,
+      sha256: s.cniPlugins.sha256,
+      sources: [s.cniPlugins.source.src],
+    });
     if (cniTarball.problem) problems.push(cniTarball.problem);
   }
   return { problems, text, cniTarball };
@@ -84,10 +88,20 @@ export function kubeNodeResources(host: HostContext): Resource[] {
   const src = s.cniPlugins.source;
   let source: CniPluginsSource | undefined;
   if (src.fetch === 'controller') {
-    if (loaded.cniTarball?.bytes) source = { kind: 'push', bytes: loaded.cniTarball.bytes, origin: `${loaded.cniTarball.source} via the controller` };
+    if (loaded.cniTarball?.bytes)
+      source = { kind: 'push', bytes: loaded.cniTarball.bytes, origin: `${loaded.cniTarball.source} via the controller` };
   } else source = src.kind === 'url' ? { kind: 'url', url: src.url } : { kind: 'file', path: src.path };
   if (source) {
-    out.push(cniPlugins({ version: s.cniPlugins.version, sha256: s.cniPlugins.sha256, source, required: s.cniPlugins.required, after: [guard.id, binDir.id], tags: ['cni'] }));
+    out.push(
+      cniPlugins({
+        version: s.cniPlugins.version,
+        sha256: s.cniPlugins.sha256,
+        source,
+        required: s.cniPlugins.required,
+        after: [guard.id, binDir.id],
+        tags: ['cni'],
+      }),
+    );
   }
   out.push(cniConfGuard({ cni: s.cni, removeStale: s.removeStaleConf, after: [guard.id, confDir.id], tags: ['cni'] }));
   if (s.cni === 'calico') out.push(nmUnmanaged({ after, tags: ['cni', 'calico'] }));
@@ -123,7 +137,13 @@ function schemasMemo(key: string, text: string, crdNames: string[]): Map<string,
 }
 
 /** Validate rendered custom resources against their CRDs; problems become input errors at `varFor(obj, path)`. */
-function validateRendered(host: HostContext, objs: KubeObject[], schemas: Map<string, Record<string, unknown>>, what: string, varFor: (o: KubeObject, path: string) => string): void {
+function validateRendered(
+  host: HostContext,
+  objs: KubeObject[],
+  schemas: Map<string, Record<string, unknown>>,
+  what: string,
+  varFor: (o: KubeObject, path: string) => string,
+): void {
   const errors: InputError[] = [];
   for (const o of objs) {
     const schema = schemas.get(schemaKey(o));
@@ -132,14 +152,24 @@ function validateRendered(host: HostContext, objs: KubeObject[], schemas: Map<st
       continue;
     }
     for (const p of validateCustomResource(o, schema)) {
-      errors.push(host.error(varFor(o, p.path), `${o.kind} ${o.metadata.name} rendered from the inventory does not match the ${what} CRD schema: ${p.path} ${p.message}`));
+      errors.push(
+        host.error(
+          varFor(o, p.path),
+          `${o.kind} ${o.metadata.name} rendered from the inventory does not match the ${what} CRD schema: ${p.path} ${p.message}`,
+        ),
+      );
     }
   }
   if (errors.length === 1) throw errors[0];
   if (errors.length) throw new InputErrors(errors);
 }
 
-const CALICO_CRDS = ['installations.operator.tigera.io', 'apiservers.operator.tigera.io', 'goldmanes.operator.tigera.io', 'whiskers.operator.tigera.io'];
+const CALICO_CRDS = [
+  'installations.operator.tigera.io',
+  'apiservers.operator.tigera.io',
+  'goldmanes.operator.tigera.io',
+  'whiskers.operator.tigera.io',
+];
 const METALLB_CRDS = ['ipaddresspools.metallb.io', 'l2advertisements.metallb.io', 'bgppeers.metallb.io', 'bgpadvertisements.metallb.io'];
 
 function calicoVar(o: KubeObject, path: string): string {
@@ -173,7 +203,9 @@ function renderAll(host: HostContext, s: KubeSettings, loaded: Loaded): ClusterD
   const t = (c: Component, f: string) => loaded.text.get(`${c}/${f}`)!;
   const out: ClusterDocs = {};
   if (s.cni === 'flannel') {
-    out.flannel = docsOf(renderFlannel(parseObjects(t('flannel', 'kube-flannel.yml')), { network: s.podCidr, ...s.flannel, registry: s.registry }));
+    out.flannel = docsOf(
+      renderFlannel(parseObjects(t('flannel', 'kube-flannel.yml')), { network: s.podCidr, ...s.flannel, registry: s.registry }),
+    );
   } else {
     const crds = t('calico', 'operator-crds.yaml');
     out.calicoCrds = verbatimDocs(crds);
@@ -186,7 +218,13 @@ function renderAll(host: HostContext, s: KubeSettings, loaded: Loaded): ClusterD
     const native = t('metallb', 'metallb-native.yaml');
     out.metallb = docsOf(renderMetallbNative(parseObjects(native), { registry: s.registry, ignoreExcludeLB: s.metallb.ignoreExcludeLB }));
     const cfg = renderMetallbConfig({ ...s.metallb, registry: s.registry });
-    validateRendered(host, cfg, schemasMemo(`metallb ${s.versions.metallb}`, native, METALLB_CRDS), `metallb ${s.versions.metallb}`, metallbVar);
+    validateRendered(
+      host,
+      cfg,
+      schemasMemo(`metallb ${s.versions.metallb}`, native, METALLB_CRDS),
+      `metallb ${s.versions.metallb}`,
+      metallbVar,
+    );
     out.metallbConfig = docsOf(cfg);
   }
   return out;
@@ -222,14 +260,33 @@ export function kubeClusterResources(host: HostContext): Resource[] {
   const out: Resource[] = [guard, cg];
   let cniLast: string;
   if (s.cni === 'flannel') {
-    const f = kubeApply({ name: 'flannel', access, docs: docs.flannel!, waits: [waitRollout('kube-flannel', 'daemonset/kube-flannel-ds', T)], after: base, tags: ['cni', 'flannel'] });
+    const f = kubeApply({
+      name: 'flannel',
+      access,
+      docs: docs.flannel!,
+      waits: [waitRollout('kube-flannel', 'daemonset/kube-flannel-ds', T)],
+      after: base,
+      tags: ['cni', 'flannel'],
+    });
     out.push(f);
     cniLast = f.id;
   } else {
-    const crdNames = ['installations.operator.tigera.io', 'apiservers.operator.tigera.io', 'tigerastatuses.operator.tigera.io', 'ippools.crd.projectcalico.org'];
+    const crdNames = [
+      'installations.operator.tigera.io',
+      'apiservers.operator.tigera.io',
+      'tigerastatuses.operator.tigera.io',
+      'ippools.crd.projectcalico.org',
+    ];
     if (s.calico.goldmane) crdNames.push('goldmanes.operator.tigera.io');
     if (s.calico.whisker) crdNames.push('whiskers.operator.tigera.io');
-    const crds = kubeApply({ name: 'calico-crds', access, docs: docs.calicoCrds!, waits: [waitEstablished(crdNames, T)], after: base, tags: ['cni', 'calico'] });
+    const crds = kubeApply({
+      name: 'calico-crds',
+      access,
+      docs: docs.calicoCrds!,
+      waits: [waitEstablished(crdNames, T)],
+      after: base,
+      tags: ['cni', 'calico'],
+    });
     const op = kubeApply({
       name: 'calico-operator',
       access,

@@ -12,7 +12,13 @@ export interface ObjectRef {
 export interface KubeObject {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 }
 
@@ -80,14 +86,20 @@ export function identify(doc: string): ObjectRef {
 }
 
 export function refOf(o: KubeObject): ObjectRef {
-  return { apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) };
+  return {
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    name: o.metadata.name,
+    ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+  };
 }
 
 /** Parse every object of a manifest. */
 export function parseObjects(text: string): KubeObject[] {
   return splitDocuments(text).map((d) => {
     const o = yamlLib().parse(d) as KubeObject;
-    if (!o || typeof o !== 'object' || !o.kind || !o.metadata?.name) throw new Error(`a manifest document has no kind/metadata.name: ${d.slice(0, 120)}`);
+    if (!o || typeof o !== 'object' || !o.kind || !o.metadata?.name)
+      throw new Error(`a manifest document has no kind/metadata.name: ${d.slice(0, 120)}`);
     return o;
   });
 }

@@ -120,7 +120,12 @@ export function upstreamManifestUrl(component: Component, version: string, file:
 }
 
 /** The pin of a manifest: the inventory's (`kube_manifest_pins`) first, then racksmith's. */
-export function findManifestPin(component: Component, version: string, file: string, extra: Record<string, { sha256: string; url?: string }> = {}): ManifestPin | undefined {
+export function findManifestPin(
+  component: Component,
+  version: string,
+  file: string,
+  extra: Record<string, { sha256: string; url?: string }> = {},
+): ManifestPin | undefined {
   const key = pinKey(component, version, file);
   const own = extra[key];
   if (own) return { component, version, file, sha256: own.sha256, url: own.url ?? upstreamManifestUrl(component, version, file) };

@@ -229,7 +229,12 @@ export function renderMetallbConfig(s: MetallbSettings): KubeObject[] {
       if (peer.nodeSelector) spec.nodeSelectors = [{ matchLabels: { ...peer.nodeSelector } }];
       out.push({ apiVersion: 'metallb.io/v1beta2', kind: 'BGPPeer', metadata: meta(peer.name), spec });
     }
-    out.push({ apiVersion: 'metallb.io/v1beta1', kind: 'BGPAdvertisement', metadata: meta('racksmith-bgp'), spec: { ipAddressPools: poolNames } });
+    out.push({
+      apiVersion: 'metallb.io/v1beta1',
+      kind: 'BGPAdvertisement',
+      metadata: meta('racksmith-bgp'),
+      spec: { ipAddressPools: poolNames },
+    });
   }
   return out;
 }

@@ -25,7 +25,11 @@ export function crdSchemas(objs: KubeObject[]): Map<string, Schema> {
   const out = new Map<string, Schema>();
   for (const o of objs) {
     if (o.kind !== 'CustomResourceDefinition') continue;
-    const spec = o.spec as { group: string; names: { kind: string }; versions?: Array<{ name: string; served?: boolean; schema?: { openAPIV3Schema?: Schema } }> };
+    const spec = o.spec as {
+      group: string;
+      names: { kind: string };
+      versions?: Array<{ name: string; served?: boolean; schema?: { openAPIV3Schema?: Schema } }>;
+    };
     for (const v of spec.versions ?? []) {
       if (v.served === false || !v.schema?.openAPIV3Schema) continue;
       out.set(`${spec.group}/${v.name}/${spec.names.kind}`, v.schema.openAPIV3Schema);
@@ -43,9 +47,11 @@ function strictify(s: Schema): Schema {
   const out: Schema = { ...s };
   if (out.properties && typeof out.properties === 'object') {
     out.properties = Object.fromEntries(Object.entries(out.properties as Record<string, Schema>).map(([k, v]) => [k, strictify(v)]));
-    if (out.additionalProperties === undefined && !out['x-kubernetes-preserve-unknown-fields'] && !out['x-kubernetes-embedded-resource']) out.additionalProperties = false;
+    if (out.additionalProperties === undefined && !out['x-kubernetes-preserve-unknown-fields'] && !out['x-kubernetes-embedded-resource'])
+      out.additionalProperties = false;
   }
-  if (out.additionalProperties && typeof out.additionalProperties === 'object') out.additionalProperties = strictify(out.additionalProperties as Schema);
+  if (out.additionalProperties && typeof out.additionalProperties === 'object')
+    out.additionalProperties = strictify(out.additionalProperties as Schema);
   if (out.items && typeof out.items === 'object' && !Array.isArray(out.items)) out.items = strictify(out.items as Schema);
   for (const k of ['anyOf', 'oneOf', 'allOf'] as const) if (Array.isArray(out[k])) out[k] = (out[k] as Schema[]).map(strictify);
   return out;
@@ -69,11 +75,16 @@ export function pruneSchema(s: Schema, values: unknown[]): Schema {
   }
   if (isObj(out.additionalProperties)) {
     const declared = new Set(Object.keys((s.properties as object | undefined) ?? {}));
-    const vs = objects.flatMap((o) => Object.entries(o).filter(([k]) => !declared.has(k)).map(([, v]) => v));
+    const vs = objects.flatMap((o) =>
+      Object.entries(o)
+        .filter(([k]) => !declared.has(k))
+        .map(([, v]) => v),
+    );
     out.additionalProperties = vs.length ? pruneSchema(out.additionalProperties as Schema, vs) : {};
   }
   if (isObj(out.items)) out.items = pruneSchema(out.items as Schema, values.filter(Array.isArray).flat());
-  for (const k of ['anyOf', 'oneOf', 'allOf'] as const) if (Array.isArray(out[k])) out[k] = (out[k] as Schema[]).map((b) => pruneSchema(b, values));
+  for (const k of ['anyOf', 'oneOf', 'allOf'] as const)
+    if (Array.isArray(out[k])) out[k] = (out[k] as Schema[]).map((b) => pruneSchema(b, values));
   return out;
 }
 
@@ -95,7 +106,10 @@ function describe(e: ErrorObject): SchemaProblem {
   const path = pathOf(e.instancePath);
   switch (e.keyword) {
     case 'additionalProperties':
-      return { path: path ? `${path}.${String(e.params.additionalProperty)}` : String(e.params.additionalProperty), message: 'is not a field of this CRD version' };
+      return {
+        path: path ? `${path}.${String(e.params.additionalProperty)}` : String(e.params.additionalProperty),
+        message: 'is not a field of this CRD version',
+      };
     case 'enum':
       return { path, message: `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}` };
     case 'required':

@@ -138,7 +138,8 @@ export const validateKubeVars = varsSchema({
   },
 });
 
-export type CniPluginsSourceSpec = { fetch: 'controller'; src: string } | { fetch: 'host'; kind: 'url'; url: string } | { fetch: 'host'; kind: 'file'; path: string };
+export type CniPluginsSourceSpec =
+  { fetch: 'controller'; src: string } | { fetch: 'host'; kind: 'url'; url: string } | { fetch: 'host'; kind: 'file'; path: string };
 
 export interface KubeSettings {
   cni: 'flannel' | 'calico';
@@ -204,7 +205,11 @@ export function kubeSettings(host: HostContext): KubeSettings {
   const pod = parseCidr(podCidr, { strict: true });
   if (!pod) throw host.error('kube_pod_cidr', `kube_pod_cidr: '${podCidr}' is not a CIDR with its host bits zero (e.g. 10.244.0.0/16)`);
 
-  if (cni === 'flannel' && pod.family !== 4) throw host.error('kube_pod_cidr', `kube_pod_cidr: flannel is rendered with an IPv4 Network; IPv6 and dual-stack pod networks are not supported by this playbook yet`);
+  if (cni === 'flannel' && pod.family !== 4)
+    throw host.error(
+      'kube_pod_cidr',
+      `kube_pod_cidr: flannel is rendered with an IPv4 Network; IPv6 and dual-stack pod networks are not supported by this playbook yet`,
+    );
 
   // --- manifests and pins
   const pins = v<Record<string, { sha256: string; url?: string }>>('kube_manifest_pins', {});
@@ -213,7 +218,10 @@ export function kubeSettings(host: HostContext): KubeSettings {
     calico: v('calico_version', DEFAULT_VERSIONS.calico),
     metallb: v('metallb_version', DEFAULT_VERSIONS.metallb),
   };
-  const metallbPoolsVar = v<Array<{ name: string; addresses: string[]; auto_assign?: boolean; avoid_buggy_ips?: boolean }>>('metallb_pools', []);
+  const metallbPoolsVar = v<Array<{ name: string; addresses: string[]; auto_assign?: boolean; avoid_buggy_ips?: boolean }>>(
+    'metallb_pools',
+    [],
+  );
   const metallbEnabled = v('metallb_enabled', metallbPoolsVar.length > 0);
   const components: Component[] = [cni, ...(metallbEnabled ? (['metallb'] as const) : [])];
   const dir = v<string | undefined>('kube_manifest_dir', undefined);
@@ -223,21 +231,31 @@ export function kubeSettings(host: HostContext): KubeSettings {
     for (const file of COMPONENT_FILES[c]) {
       const pin = findManifestPin(c, versions[c], file, pins);
       if (!pin) {
-        err(`${c}_version`, `${c} ${versions[c]}: no pinned sha256 for ${file}; pin it in kube_manifest_pins as '${pinKey(c, versions[c], file)}: {sha256: ...}'`);
+        err(
+          `${c}_version`,
+          `${c} ${versions[c]}: no pinned sha256 for ${file}; pin it in kube_manifest_pins as '${pinKey(c, versions[c], file)}: {sha256: ...}'`,
+        );
         continue;
       }
       const key = pinKey(c, pin.version, file);
-      const sources = dir ? [resolve(inventoryPath(host, 'kube_manifest_dir', dir), key)] : base ? [`${base.replace(/\/+$/, '')}/${key}`] : [pin.url];
+      const sources = dir
+        ? [resolve(inventoryPath(host, 'kube_manifest_dir', dir), key)]
+        : base
+          ? [`${base.replace(/\/+$/, '')}/${key}`]
+          : [pin.url];
       manifests.push({ pin, sources });
     }
   }
 
   // --- flannel
   const canReach = v<string | undefined>('flannel_iface_can_reach', undefined);
-  if (canReach !== undefined && !ipToBigInt(canReach)) err('flannel_iface_can_reach', `flannel_iface_can_reach: '${canReach}' is not an IP address`);
+  if (canReach !== undefined && !ipToBigInt(canReach))
+    err('flannel_iface_can_reach', `flannel_iface_can_reach: '${canReach}' is not an IP address`);
 
   // --- calico
-  const poolsVar = v<Array<{ name?: string; cidr: string; encapsulation?: string; nat_outgoing?: boolean; block_size?: number; node_selector?: string }>>('calico_ip_pools', [{ cidr: podCidr }]);
+  const poolsVar = v<
+    Array<{ name?: string; cidr: string; encapsulation?: string; nat_outgoing?: boolean; block_size?: number; node_selector?: string }>
+  >('calico_ip_pools', [{ cidr: podCidr }]);
   const calicoPools: CalicoPool[] = [];
   if (cni === 'calico') {
     const names = new Set<string>();
@@ -251,10 +269,18 @@ export function kubeSettings(host: HostContext): KubeSettings {
         err('calico_ip_pools', `${where}.cidr: '${p.cidr}' is not a CIDR with its host bits zero`);
         return;
       }
-      if (c.family === pod.family && !cidrWithin(c, pod)) err('calico_ip_pools', `${where}.cidr: ${p.cidr} is outside kube_pod_cidr ${podCidr}; Calico pools must be inside the cluster's pod CIDR`);
+      if (c.family === pod.family && !cidrWithin(c, pod))
+        err(
+          'calico_ip_pools',
+          `${where}.cidr: ${p.cidr} is outside kube_pod_cidr ${podCidr}; Calico pools must be inside the cluster's pod CIDR`,
+        );
       const bs = p.block_size ?? (c.family === 4 ? 26 : 122);
       const range = c.family === 4 ? IPV4_BLOCK : IPV6_BLOCK;
-      if (bs < range.min || bs > range.max || bs < c.prefix) err('calico_ip_pools', `${where}.block_size: ${bs} must be between ${Math.max(range.min, c.prefix)} and ${range.max} for ${p.cidr}`);
+      if (bs < range.min || bs > range.max || bs < c.prefix)
+        err(
+          'calico_ip_pools',
+          `${where}.block_size: ${bs} must be between ${Math.max(range.min, c.prefix)} and ${range.max} for ${p.cidr}`,
+        );
       for (const [j, q] of calicoPools.entries()) {
         const qc = parseCidr(q.cidr)!;
         if (cidrsOverlap(c, qc)) err('calico_ip_pools', `${where}.cidr: ${p.cidr} overlaps calico_ip_pools[${j}] ${q.cidr}`);
@@ -280,15 +306,18 @@ export function kubeSettings(host: HostContext): KubeSettings {
     p.addresses.forEach((a, j) => {
       const problem = checkPoolAddress(a);
       if (problem) err('metallb_pools', `metallb_pools[${i}].addresses[${j}]: ${problem}`);
-      else if (a.includes('/') && cidrsOverlap(parseCidr(a)!, pod)) err('metallb_pools', `metallb_pools[${i}].addresses[${j}]: ${a} overlaps the pod network ${podCidr}`);
+      else if (a.includes('/') && cidrsOverlap(parseCidr(a)!, pod))
+        err('metallb_pools', `metallb_pools[${i}].addresses[${j}]: ${a} overlaps the pod network ${podCidr}`);
     });
     metallbPools.push({ name: p.name, addresses: p.addresses, autoAssign: p.auto_assign, avoidBuggyIPs: p.avoid_buggy_ips });
   });
   const mode = v<'l2' | 'bgp'>('metallb_mode', 'l2');
   const peersVar = v<Array<Record<string, unknown>>>('metallb_bgp_peers', []);
   const peers: MetallbPeer[] = peersVar.map((p, i) => {
-    if (!ipToBigInt(String(p.peer_address))) err('metallb_bgp_peers', `metallb_bgp_peers[${i}].peer_address: '${String(p.peer_address)}' is not an IP address`);
-    if (p.source_address !== undefined && !ipToBigInt(String(p.source_address))) err('metallb_bgp_peers', `metallb_bgp_peers[${i}].source_address: '${String(p.source_address)}' is not an IP address`);
+    if (!ipToBigInt(String(p.peer_address)))
+      err('metallb_bgp_peers', `metallb_bgp_peers[${i}].peer_address: '${String(p.peer_address)}' is not an IP address`);
+    if (p.source_address !== undefined && !ipToBigInt(String(p.source_address)))
+      err('metallb_bgp_peers', `metallb_bgp_peers[${i}].source_address: '${String(p.source_address)}' is not an IP address`);
     return {
       name: String(p.name),
       peerAddress: String(p.peer_address),
@@ -303,7 +332,8 @@ export function kubeSettings(host: HostContext): KubeSettings {
     };
   });
   if (metallbEnabled) {
-    if (!metallbPools.length) err('metallb_enabled', 'metallb_enabled is true but metallb_pools is empty: MetalLB needs at least one address pool');
+    if (!metallbPools.length)
+      err('metallb_enabled', 'metallb_enabled is true but metallb_pools is empty: MetalLB needs at least one address pool');
     if (mode === 'bgp' && !peers.length) err('metallb_mode', 'metallb_mode bgp needs metallb_bgp_peers');
   }
 
@@ -327,7 +357,11 @@ export function kubeSettings(host: HostContext): KubeSettings {
   } else if (/^https?:\/\//.test(src)) source = { fetch, kind: 'url', url: src };
   else {
     const path = src.startsWith('file://') ? decodeURIComponent(new URL(src).pathname) : src;
-    if (!path.startsWith('/')) err('cni_plugins_src', `cni_plugins_src: with cni_plugins_fetch: host, use an http(s) URL or an absolute path on the host (got '${src}')`);
+    if (!path.startsWith('/'))
+      err(
+        'cni_plugins_src',
+        `cni_plugins_src: with cni_plugins_fetch: host, use an http(s) URL or an absolute path on the host (got '${src}')`,
+      );
     source = { fetch, kind: 'file', path };
   }
 

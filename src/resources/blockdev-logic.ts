@@ -88,9 +88,27 @@ const num = (s: string | undefined): number | undefined => (s !== undefined && /
 /** Parse the key=value lines printed by `diskProbe` (blockdev.ts). */
 export function parseDiskFacts(out: string): DiskFacts {
   const f: DiskFacts = {
-    spec: '', sameAs: [], kname: '', majmin: '', isPartition: false, sizeBytes: 0, rotational: false, readOnly: false,
-    udev: {}, sysIds: {}, byId: [], partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: -1,
-    signatures: [], fingerprint: '', contentProbed: true, queue: { schedulers: [], caps: {} },
+    spec: '',
+    sameAs: [],
+    kname: '',
+    majmin: '',
+    isPartition: false,
+    sizeBytes: 0,
+    rotational: false,
+    readOnly: false,
+    udev: {},
+    sysIds: {},
+    byId: [],
+    partitions: [],
+    holders: [],
+    mounts: [],
+    swaps: [],
+    blkid: {},
+    blkidCode: -1,
+    signatures: [],
+    fingerprint: '',
+    contentProbed: true,
+    queue: { schedulers: [], caps: {} },
   };
   let sawEnd = false;
   for (const line of out.split('\n')) {
@@ -108,8 +126,9 @@ export function parseDiskFacts(out: string): DiskFacts {
     else if (k === 'rotational') f.rotational = v.trim() === '1';
     else if (k === 'ro') f.readOnly = v.trim() === '1';
     else if (k.startsWith('udev.')) f.udev[k.slice(5)] = v;
-    else if (k.startsWith('sys.')) { if (v.trim()) f.sysIds[k.slice(4)] = v.trim(); }
-    else if (k === 'byid') f.byId.push(v);
+    else if (k.startsWith('sys.')) {
+      if (v.trim()) f.sysIds[k.slice(4)] = v.trim();
+    } else if (k === 'byid') f.byId.push(v);
     else if (k === 'part') {
       const [name, majmin] = v.split(' ');
       f.partitions.push({ name, majmin });
@@ -162,7 +181,8 @@ export function wwnOf(f: DiskFacts): string | undefined {
  */
 export function identitiesOf(f: DiskFacts, spec?: string): string[] {
   const ids = new Set<string>(f.byId);
-  for (const v of [f.udev.ID_SERIAL, f.udev.ID_SERIAL_SHORT, f.udev.ID_WWN, f.udev.ID_WWN_WITH_EXTENSION, ...Object.values(f.sysIds)]) if (v) ids.add(v);
+  for (const v of [f.udev.ID_SERIAL, f.udev.ID_SERIAL_SHORT, f.udev.ID_WWN, f.udev.ID_WWN_WITH_EXTENSION, ...Object.values(f.sysIds)])
+    if (v) ids.add(v);
   if (!serialOf(f) && !wwnOf(f)) {
     ids.add(`/dev/${f.kname}`);
     if (spec?.startsWith('/dev/')) ids.add(spec);
@@ -192,9 +212,7 @@ export function humanSize(bytes: number): string {
 // ---------------------------------------------------------------------------------------------
 // Format decision
 
-export type FormatPlan =
-  | { action: 'keep' }
-  | { action: 'format'; blank: boolean; allowedBy?: string; summary: string };
+export type FormatPlan = { action: 'keep' } | { action: 'format'; blank: boolean; allowedBy?: string; summary: string };
 
 export interface FormatOptions {
   /** format_allow: by-id paths or serials (kernel paths only for disks without serial/WWN). */
@@ -209,12 +227,16 @@ function describeSignature(f: DiskFacts): string[] {
   const seen = new Set<string>();
   if (f.blkid.TYPE) {
     const extra = [f.blkid.UUID ? `UUID ${f.blkid.UUID}` : '', f.blkid.LABEL ? `label ${f.blkid.LABEL}` : ''].filter(Boolean).join(', ');
-    out.push(`${f.blkid.TYPE} ${f.blkid.USAGE === 'raid' ? 'RAID member' : f.blkid.USAGE === 'crypto' ? 'encrypted volume' : 'signature'}${extra ? ` (${extra})` : ''}`);
+    out.push(
+      `${f.blkid.TYPE} ${f.blkid.USAGE === 'raid' ? 'RAID member' : f.blkid.USAGE === 'crypto' ? 'encrypted volume' : 'signature'}${extra ? ` (${extra})` : ''}`,
+    );
     seen.add(f.blkid.TYPE);
   }
   if (f.blkid.PTTYPE || f.partitions.length) {
     const pt = f.blkid.PTTYPE ?? 'unknown';
-    const parts = f.partitions.length ? ` with ${f.partitions.length} partition${f.partitions.length > 1 ? 's' : ''} (${f.partitions.map((p) => p.name).join(', ')})` : '';
+    const parts = f.partitions.length
+      ? ` with ${f.partitions.length} partition${f.partitions.length > 1 ? 's' : ''} (${f.partitions.map((p) => p.name).join(', ')})`
+      : '';
     out.push(`${pt} partition table${parts}`);
     seen.add(pt);
   }
@@ -253,39 +275,56 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && m.mountpoint === o.mountpoint));
   if (f.swaps.length) inUse.push(`it is in use as swap (${f.swaps.join(', ')})`);
   if (f.holders.length) {
-    inUse.push(`it is held by ${f.holders.map((h) => (h.of === f.kname ? h.holder : `${h.holder} (on ${h.of})`)).join(', ')} (LVM, md RAID or device-mapper)`);
+    inUse.push(
+      `it is held by ${f.holders.map((h) => (h.of === f.kname ? h.holder : `${h.holder} (on ${h.of})`)).join(', ')} (LVM, md RAID or device-mapper)`,
+    );
   }
 
   if (isCleanXfs(f) && !root && !f.swaps.length && !f.holders.length) {
     // Converged, or a kept XFS disk waiting to be mounted. Extra mounts beside the target are
     // bind mounts of it (e.g. kubelet volumes) and fine; mounted only elsewhere is not ours.
     if (!atTarget && elsewhere.length) {
-      throw new Refusal(`${dev} carries XFS (UUID ${f.blkid.UUID ?? '?'}) and is mounted at ${elsewhere.map((m) => m.mountpoint).join(', ')}, not at ${o.mountpoint}; unmount it first`);
+      throw new Refusal(
+        `${dev} carries XFS (UUID ${f.blkid.UUID ?? '?'}) and is mounted at ${elsewhere.map((m) => m.mountpoint).join(', ')}, not at ${o.mountpoint}; unmount it first`,
+      );
     }
     return { action: 'keep' };
   }
   // Not a clean XFS disk: any mount is a use, the target mountpoint too (someone else's filesystem there).
   const mounted = f.mounts.filter((m) => m !== root);
   if (mounted.length) {
-    inUse.push(`${[...new Set(mounted.map((m) => (m.dev === f.kname ? `it is mounted at ${m.mountpoint}` : `partition ${m.dev} is mounted at ${m.mountpoint}`)))].join(', ')}`);
+    inUse.push(
+      `${[...new Set(mounted.map((m) => (m.dev === f.kname ? `it is mounted at ${m.mountpoint}` : `partition ${m.dev} is mounted at ${m.mountpoint}`)))].join(', ')}`,
+    );
   }
 
   const serial = serialOf(f);
   const about = `${humanSize(f.sizeBytes)}, ${serial ? `serial ${serial}` : 'no serial'}`;
   const found = describeSignature(f);
   if (inUse.length) {
-    throw new Refusal(`not formatting ${dev}: ${[...inUse, ...found].join('; ')}. A disk in use is never formatted, even when format_allow names it`);
+    throw new Refusal(
+      `not formatting ${dev}: ${[...inUse, ...found].join('; ')}. A disk in use is never formatted, even when format_allow names it`,
+    );
   }
   if (f.readOnly) throw new Refusal(`${dev} is read-only`);
   if (isBlank(f)) return { action: 'format', blank: true, summary: `format ${dev} (blank, ${about}) as XFS` };
   if (f.blkid.TYPE === 'xfs' || f.signatures.some((s) => s.type === 'xfs')) {
-    throw new Refusal(`not formatting ${dev}: it carries XFS together with other content (${found.join('; ')}); an XFS disk is never re-formatted, clean it up by hand`);
+    throw new Refusal(
+      `not formatting ${dev}: it carries XFS together with other content (${found.join('; ')}); an XFS disk is never re-formatted, clean it up by hand`,
+    );
   }
   const allowed = allowedBy(f, o.allow, f.spec);
   if (!allowed) {
-    throw new Refusal(`not formatting ${dev} (${about}): it is not blank: ${found.join('; ')}. To erase it, list its by-id path or serial in format_allow`);
+    throw new Refusal(
+      `not formatting ${dev} (${about}): it is not blank: ${found.join('; ')}. To erase it, list its by-id path or serial in format_allow`,
+    );
   }
-  return { action: 'format', blank: false, allowedBy: allowed, summary: `format ${dev} (${about}) as XFS, erasing ${found.join('; ')} (format_allow: ${allowed})` };
+  return {
+    action: 'format',
+    blank: false,
+    allowedBy: allowed,
+    summary: `format ${dev} (${about}) as XFS, erasing ${found.join('; ')} (format_allow: ${allowed})`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,7 +419,9 @@ export function ioTarget(profile: IoProfile, q: QueueFacts, runtimeCaps = true):
   let sched = q.scheduler;
   if (profile.scheduler !== undefined) {
     if (!q.schedulers.includes(profile.scheduler)) {
-      throw new Refusal(`I/O scheduler ${profile.scheduler} is not available (the device offers: ${q.schedulers.join(', ') || 'none listed'})`);
+      throw new Refusal(
+        `I/O scheduler ${profile.scheduler} is not available (the device offers: ${q.schedulers.join(', ') || 'none listed'})`,
+      );
     }
     sched = profile.scheduler;
     values.push(['scheduler', profile.scheduler]);
@@ -388,7 +429,9 @@ export function ioTarget(profile: IoProfile, q: QueueFacts, runtimeCaps = true):
   if (profile.nr_requests !== undefined) {
     // Without a scheduler the hardware tag depth is the limit; with one, MAX_SCHED_RQ.
     const lim: number | undefined = sched === 'none' ? q.nr_tags : MAX_SCHED_RQ;
-    let v = cap('nr_requests', profile.nr_requests, [[lim, sched === 'none' ? `the hardware queue depth ${lim} (scheduler none)` : `the kernel maximum ${MAX_SCHED_RQ} with a scheduler`]]);
+    let v = cap('nr_requests', profile.nr_requests, [
+      [lim, sched === 'none' ? `the hardware queue depth ${lim} (scheduler none)` : `the kernel maximum ${MAX_SCHED_RQ} with a scheduler`],
+    ]);
     if (v < MIN_NR_REQUESTS) {
       notes.nr_requests = `${profile.nr_requests} raised to the kernel minimum ${MIN_NR_REQUESTS}`;
       v = MIN_NR_REQUESTS;
@@ -447,7 +490,10 @@ export function udevGlob(pattern: string, value: string): boolean {
         const end = alt.indexOf(']', i + 1);
         if (end < 0) re += '\\[';
         else {
-          re += `[${alt.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+          re += `[${alt
+            .slice(i + 1, end)
+            .replace(/^!/, '^')
+            .replace(/\\/g, '\\\\')}]`;
           i = end;
         }
       } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
@@ -464,12 +510,15 @@ export function udevGlob(pattern: string, value: string): boolean {
 export function udevMatch(f: DiskFacts, match?: Record<string, string>): string[] {
   if (match && Object.keys(match).length) {
     for (const [k, v] of Object.entries(match)) {
-      if (k === 'KERNEL' && !udevGlob(v, f.kname)) throw new Refusal(`match KERNEL=="${v}" does not match ${f.kname}; the udev rule would never apply`);
+      if (k === 'KERNEL' && !udevGlob(v, f.kname))
+        throw new Refusal(`match KERNEL=="${v}" does not match ${f.kname}; the udev rule would never apply`);
       const env = /^ENV\{(.+)\}$/.exec(k);
       if (env) {
         const have = f.udev[env[1]];
-        if (have === undefined) throw new Refusal(`match ${k}=="${v}": udev reports no ${env[1]} for ${f.kname}; the udev rule would never apply`);
-        if (!udevGlob(v, have)) throw new Refusal(`match ${k}=="${v}" does not match ${f.kname} (${env[1]}=${have}); the udev rule would never apply`);
+        if (have === undefined)
+          throw new Refusal(`match ${k}=="${v}": udev reports no ${env[1]} for ${f.kname}; the udev rule would never apply`);
+        if (!udevGlob(v, have))
+          throw new Refusal(`match ${k}=="${v}" does not match ${f.kname} (${env[1]}=${have}); the udev rule would never apply`);
       }
     }
     return Object.entries(match).map(([k, v]) => `${k}=="${v}"`);
@@ -495,7 +544,7 @@ export interface UdevEntry {
 export function udevRulesFile(entries: UdevEntry[]): string {
   const lines = [
     '# Managed by racksmith (playbooks/storage.ts): I/O scheduler and queue tuning of the data disks.',
-    '# Matched by WWN/serial (or the inventory\'s storage_disks[].match), never by sdX name. Do not edit.',
+    "# Matched by WWN/serial (or the inventory's storage_disks[].match), never by sdX name. Do not edit.",
   ];
   for (const e of entries) {
     if (!e.line) continue;

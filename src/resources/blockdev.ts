@@ -11,8 +11,20 @@ import { define, inline, type DefinePart, type ProbeBatch, type ProbePart } from
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
-  ioChanges, ioDiffKeys, ioTarget, mergeProfiles, parseDiskFacts, parseXattrFacts, planFormat, profileFor, xattrDiff,
-  XATTR_NAME, type DiskFacts, type IoProfile, type ProfileName, type XattrFacts,
+  ioChanges,
+  ioDiffKeys,
+  ioTarget,
+  mergeProfiles,
+  parseDiskFacts,
+  parseXattrFacts,
+  planFormat,
+  profileFor,
+  xattrDiff,
+  XATTR_NAME,
+  type DiskFacts,
+  type IoProfile,
+  type ProfileName,
+  type XattrFacts,
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { mount, type MountFacts, type MountOptions } from './mount.ts';
@@ -292,16 +304,23 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
         // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
         return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\nmkfs.xfs -q ${d}` }];
       }
-      const wipeParts = f.partitions.map((p) => `wipefs -a -q -- ${shq(`/dev/${p.name}`)} || echo ${shq(`could not wipe partition /dev/${p.name}; the whole disk is erased anyway`)} >&2`).join('\n');
-      return [{
-        name: `erase and mkfs.xfs /dev/${f.kname} (format_allow: ${plan.allowedBy})`,
-        script: `${guardScript(f)}
+      const wipeParts = f.partitions
+        .map(
+          (p) =>
+            `wipefs -a -q -- ${shq(`/dev/${p.name}`)} || echo ${shq(`could not wipe partition /dev/${p.name}; the whole disk is erased anyway`)} >&2`,
+        )
+        .join('\n');
+      return [
+        {
+          name: `erase and mkfs.xfs /dev/${f.kname} (format_allow: ${plan.allowedBy})`,
+          script: `${guardScript(f)}
 ${wipeParts}
 # (wipefs warns that a loop device cannot re-read its partition table, and exits 0)
 wipefs -a -q -- ${d}
 blockdev --rereadpt ${d} 2>/dev/null || true
 mkfs.xfs -f -q ${d}`,
-      }];
+        },
+      ];
     },
   };
 }
@@ -338,9 +357,10 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
       if (differ.has('max_sectors_kb')) differ.add('read_ahead_kb');
       const writes = t.values.filter(([k]) => all || differ.has(k)).map(([k, v]) => `rs_set ${k} ${shq(v)}`);
       const k = f.kname;
-      return [{
-        name: `I/O tuning of /dev/${k} (${profileFor(f, o.profile)} profile)`,
-        script: `k=${shq(k)}; q="/sys/block/$k/queue"
+      return [
+        {
+          name: `I/O tuning of /dev/${k} (${profileFor(f, o.profile)} profile)`,
+          script: `k=${shq(k)}; q="/sys/block/$k/queue"
 [ "$(cat "/sys/block/$k/dev" 2>/dev/null)" = ${shq(f.majmin)} ] || { echo "/sys/block/$k is no longer the probed disk ${f.majmin}" >&2; exit 3; }
 rs_set() {
   f="$q/$1"
@@ -365,7 +385,8 @@ rs_set() {
   return 0
 }
 ${writes.join('\n')}`,
-      }];
+        },
+      ];
     },
   };
 }
@@ -420,7 +441,8 @@ fi
     let file: string | undefined;
     for (const l of sec.get ?? []) {
       if (l.startsWith('# file: ')) file = l.slice(8);
-      else if (file !== undefined && l.startsWith(`${XATTR_NAME}=`)) got.set(file, l.slice(XATTR_NAME.length + 1).replace(/^"(.*)"$/, '$1'));
+      else if (file !== undefined && l.startsWith(`${XATTR_NAME}=`))
+        got.set(file, l.slice(XATTR_NAME.length + 1).replace(/^"(.*)"$/, '$1'));
     }
     return paths.map((p) =>
       !mounted.has(p)
@@ -476,9 +498,10 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
     probe: () => {
       const p = inner.probe();
       // (inline parts carry their shell as the argument)
-      return typeof p === 'string' ? sub(p) : p.map((part) => (typeof part === 'string' ? sub(part) : 'define' in part ? part : { ...part, arg: sub(part.arg) }));
+      return typeof p === 'string'
+        ? sub(p)
+        : p.map((part) => (typeof part === 'string' ? sub(part) : 'define' in part ? part : { ...part, arg: sub(part.arg) }));
     },
     apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
   };
 }
-

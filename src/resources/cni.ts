@@ -82,14 +82,20 @@ export function parseCniPluginsProbe(out: string): CniPluginsFacts {
   return facts;
 }
 
-export function cniPluginsChanges(o: Pick<CniPluginsOptions, 'version' | 'sha256' | 'required' | 'source'>, dir: string, f: CniPluginsFacts): Change[] {
+export function cniPluginsChanges(
+  o: Pick<CniPluginsOptions, 'version' | 'sha256' | 'required' | 'source'>,
+  dir: string,
+  f: CniPluginsFacts,
+): Change[] {
   const from = o.source.kind === 'push' ? o.source.origin : o.source.kind === 'url' ? o.source.url : o.source.path;
   let summary: string | undefined;
   if (!f.marker) summary = `install CNI plugins ${o.version} into ${dir} (from ${from})`;
-  else if (f.marker.sha256 !== o.sha256) summary = `replace CNI plugins ${f.marker.version || '(unknown)'} → ${o.version} in ${dir} (from ${from})`;
+  else if (f.marker.sha256 !== o.sha256)
+    summary = `replace CNI plugins ${f.marker.version || '(unknown)'} → ${o.version} in ${dir} (from ${from})`;
   else {
     const lacking = o.required.filter((r) => !(r in f.marker!.files));
-    if (lacking.length) throw new Refusal(`the CNI plugins tarball ${o.version} has no ${lacking.join(', ')}; flannel and the container runtime need them`);
+    if (lacking.length)
+      throw new Refusal(`the CNI plugins tarball ${o.version} has no ${lacking.join(', ')}; flannel and the container runtime need them`);
     const problems: string[] = [];
     for (const [name, size] of Object.entries(f.marker.files)) {
       const now = f.live[name];
@@ -100,7 +106,9 @@ export function cniPluginsChanges(o: Pick<CniPluginsOptions, 'version' | 'sha256
   }
   if (!summary) return [];
   if (o.source.kind === 'url' && !f.curl && !f.wget) {
-    throw new Refusal(`neither curl nor wget on this host to download ${o.source.url}; install one, stage the tarball on the host (cni_plugins_src: file:///path), or let the controller push it (cni_plugins_fetch: controller)`);
+    throw new Refusal(
+      `neither curl nor wget on this host to download ${o.source.url}; install one, stage the tarball on the host (cni_plugins_src: file:///path), or let the controller push it (cni_plugins_fetch: controller)`,
+    );
   }
   return [{ summary }];
 }
@@ -294,7 +302,8 @@ export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFac
       if (f.running) {
         steps.push({
           name: 'reload NetworkManager',
-          script: 'nmcli general reload conf 2>/dev/null || systemctl reload NetworkManager 2>/dev/null || kill -HUP $(pidof NetworkManager)',
+          script:
+            'nmcli general reload conf 2>/dev/null || systemctl reload NetworkManager 2>/dev/null || kill -HUP $(pidof NetworkManager)',
         });
       }
       return steps;

@@ -33,7 +33,10 @@ export function command(o: CommandOptions): Resource<CommandFacts> {
     throw new InputError(`command ${o.name}: needs a guard (creates or unless), or unguarded: true to run it every time`);
   }
   const creates = o.creates !== undefined ? checkAbsolutePath(o.creates, 'creates') : undefined;
-  const guard = [creates !== undefined ? `[ -e ${shq(creates)} ]` : '', o.unless !== undefined ? `( ${toShell(o.unless)} ) >/dev/null 2>&1` : '']
+  const guard = [
+    creates !== undefined ? `[ -e ${shq(creates)} ]` : '',
+    o.unless !== undefined ? `( ${toShell(o.unless)} ) >/dev/null 2>&1` : '',
+  ]
     .filter(Boolean)
     .join(' || ');
   const guarded = guard !== '';

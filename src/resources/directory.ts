@@ -1,5 +1,13 @@
 import { shq } from '../shell/quote.ts';
-import { checkAbsolutePath, chmodChownScript, fileProbe, metadataChanges, normMode, parseFileFacts, type FileFacts } from './file-common.ts';
+import {
+  checkAbsolutePath,
+  chmodChownScript,
+  fileProbe,
+  metadataChanges,
+  normMode,
+  parseFileFacts,
+  type FileFacts,
+} from './file-common.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
 export interface DirectoryOptions extends CommonOptions {

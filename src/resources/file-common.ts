@@ -24,7 +24,8 @@ export interface FileFacts {
 }
 
 export function checkAbsolutePath(path: string, what = 'path'): string {
-  if (typeof path !== 'string' || !path.startsWith('/')) throw new InputError(`${what} must be an absolute path, got ${JSON.stringify(path)}`);
+  if (typeof path !== 'string' || !path.startsWith('/'))
+    throw new InputError(`${what} must be an absolute path, got ${JSON.stringify(path)}`);
   if (path.includes('\0') || path.includes('\n')) throw new InputError(`${what} must not contain NUL or newline: ${JSON.stringify(path)}`);
   if (posix.normalize(path) !== path || (path.length > 1 && path.endsWith('/'))) {
     throw new InputError(`${what} must be normalised (no '..', '.', '//' or trailing '/'): ${path}`);
@@ -73,7 +74,7 @@ echo @sha
     if (c < 0 || h < c) return paths.map(() => `error=file probe output is incomplete\n`);
     // find's line of each path: `TYPE SIZE MODE UID USER GID GROUP PATH` (the path may hold spaces)
     const meta = new Map<string, string>();
-    for (let at = 0; at < c; ) {
+    for (let at = 0; at < c;) {
       let end = stdout.indexOf('\n', at);
       if (end < 0 || end > c) end = c;
       const line = stdout.slice(at, end);
@@ -112,7 +113,8 @@ echo @sha
       if (y === 'd') return `type=dir\n${owner}`;
       if (y !== 'f') return 'type=other\n';
       const head = `type=file\n${owner}size=${size}\n`;
-      if (Number(size) > MAX_PROBED_BYTES) return `${head}${hashes.has(path) ? `sha256=${hashes.get(path)}\n` : 'error=could not hash it\n'}`;
+      if (Number(size) > MAX_PROBED_BYTES)
+        return `${head}${hashes.has(path) ? `sha256=${hashes.get(path)}\n` : 'error=could not hash it\n'}`;
       // A file that grew or shrank between find and cat: its content cannot be told apart.
       if (!whole) return `${head}error=changed while it was read\n`;
       return contentAnswer(path, line, head, content.get(path)!);
@@ -155,7 +157,16 @@ function readFileFacts(out: string): FileFacts {
   if (!type) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
   if (kv.has('error')) throw new ProbeError(kv.get('error')!);
   const num = (k: string) => (kv.has(k) ? Number(kv.get(k)) : undefined);
-  const facts: FileFacts = { type, mode: kv.get('mode'), uid: num('uid'), user: kv.get('user'), gid: num('gid'), group: kv.get('group'), size: num('size'), sha256: kv.get('sha256') };
+  const facts: FileFacts = {
+    type,
+    mode: kv.get('mode'),
+    uid: num('uid'),
+    user: kv.get('user'),
+    gid: num('gid'),
+    group: kv.get('group'),
+    size: num('size'),
+    sha256: kv.get('sha256'),
+  };
   if (idx >= 0) {
     const content = Buffer.from(out.slice(idx + 'content:\n'.length), 'base64');
     facts.content = content;
@@ -205,7 +216,15 @@ const printable = (b: Buffer) => !b.includes(0);
 /** A unified diff between old and new file text, or a one-line note for binary/large files. */
 export function contentDiff(path: string, before: Buffer | undefined, after: Buffer, existed: boolean): string | undefined {
   if ((existed && !before) || (before && !printable(before)) || !printable(after)) return undefined;
-  const patch = createTwoFilesPatch(existed ? path : '/dev/null', path, before ? before.toString('utf8') : '', after.toString('utf8'), '', '', { context: 3 });
+  const patch = createTwoFilesPatch(
+    existed ? path : '/dev/null',
+    path,
+    before ? before.toString('utf8') : '',
+    after.toString('utf8'),
+    '',
+    '',
+    { context: 3 },
+  );
   // Drop the "Index:" / "====" preamble: operators expect `diff -u` output.
   return patch.replace(/^(Index: .*\n)?=+\n/, '').replace(/\t\n/g, '\n');
 }
@@ -242,24 +261,29 @@ export function atomicWriteScript(w: WriteSpec): string {
   if (w.expectSha256 === 'absent') {
     lines.push(`if [ -e "$p" ] || [ -L "$p" ]; then echo "$p appeared since it was probed; not overwriting" >&2; exit 3; fi`);
   } else if (w.expectSha256) {
-    lines.push(`[ "$(sha256sum < "$p" | cut -c1-64)" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`);
+    lines.push(
+      `[ "$(sha256sum < "$p" | cut -c1-64)" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`,
+    );
   }
-  lines.push(
-    `t=$(mktemp ${shq(posix.dirname(w.path) + '/.racksmith.XXXXXX')})`,
-    `trap 'rm -f "$t"' EXIT`,
-    `${shBytes(w.content)} > "$t"`,
-  );
+  lines.push(`t=$(mktemp ${shq(posix.dirname(w.path) + '/.racksmith.XXXXXX')})`, `trap 'rm -f "$t"' EXIT`, `${shBytes(w.content)} > "$t"`);
   // A new file keeps the mode/owner of the one it replaces unless told otherwise.
   lines.push(`if [ -e "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t"; chown "$(stat -c %u:%g -- "$p")" "$t"; else chmod 644 "$t"; fi`);
   if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);
-  if (w.owner !== undefined || w.group !== undefined) lines.push(`chown ${shq(`${w.owner ?? ''}${w.group !== undefined ? ':' + w.group : ''}`)} "$t"`);
+  if (w.owner !== undefined || w.group !== undefined)
+    lines.push(`chown ${shq(`${w.owner ?? ''}${w.group !== undefined ? ':' + w.group : ''}`)} "$t"`);
   if (w.check) lines.push(w.check);
   if (w.backup) lines.push(`if [ -f "$p" ]; then cp -p -- "$p" "$p.racksmith-$(date +%Y%m%dT%H%M%S).bak"; fi`);
   lines.push(`sync -- "$t" 2>/dev/null || sync`, `mv -f -- "$t" "$p"`, `trap - EXIT`);
   return lines.join('\n');
 }
 
-export function metadataChanges(path: string, f: FileFacts, mode?: string, owner?: string | number, group?: string | number): { summary: string }[] {
+export function metadataChanges(
+  path: string,
+  f: FileFacts,
+  mode?: string,
+  owner?: string | number,
+  group?: string | number,
+): { summary: string }[] {
   const out: { summary: string }[] = [];
   if (mode && f.mode !== mode) out.push({ summary: `${path}: mode ${f.mode} → ${mode}` });
   if (!ownerMatches(owner, f.uid, f.user)) out.push({ summary: `${path}: owner ${f.user} → ${owner}` });
@@ -270,7 +294,8 @@ export function metadataChanges(path: string, f: FileFacts, mode?: string, owner
 export function chmodChownScript(path: string, mode?: string, owner?: string | number, group?: string | number): string {
   const lines: string[] = [];
   if (mode) lines.push(`chmod ${shq(mode)} -- ${shq(path)}`);
-  if (owner !== undefined || group !== undefined) lines.push(`chown ${shq(`${owner ?? ''}${group !== undefined ? ':' + group : ''}`)} -- ${shq(path)}`);
+  if (owner !== undefined || group !== undefined)
+    lines.push(`chown ${shq(`${owner ?? ''}${group !== undefined ? ':' + group : ''}`)} -- ${shq(path)}`);
   return lines.join('\n');
 }
 
@@ -278,7 +303,11 @@ export function chmodChownScript(path: string, mode?: string, owner?: string | n
 export function predictWrite(f: FileFacts, content: Buffer, mode?: string, owner?: string | number, group?: string | number): FileFacts {
   const keep = f.type === 'file';
   const id = (v: string | number | undefined, oldId?: number, oldName?: string) =>
-    v === undefined ? { id: keep ? oldId : 0, name: keep ? oldName : 'root' } : typeof v === 'number' || /^\d+$/.test(v) ? { id: Number(v), name: undefined } : { id: undefined, name: v };
+    v === undefined
+      ? { id: keep ? oldId : 0, name: keep ? oldName : 'root' }
+      : typeof v === 'number' || /^\d+$/.test(v)
+        ? { id: Number(v), name: undefined }
+        : { id: undefined, name: v };
   const u = id(owner, f.uid, f.user);
   const g = id(group, f.gid, f.group);
   return {

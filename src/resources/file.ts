@@ -2,8 +2,17 @@ import { Secret } from '../util/secret.ts';
 import { InputError } from '../util/errors.ts';
 import { shq } from '../shell/quote.ts';
 import {
-  atomicWriteScript, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
-  hasContent, parseFileFacts, predictWrite, type FileFacts,
+  atomicWriteScript,
+  checkAbsolutePath,
+  chmodChownScript,
+  contentDiff,
+  fileProbe,
+  metadataChanges,
+  normMode,
+  hasContent,
+  parseFileFacts,
+  predictWrite,
+  type FileFacts,
 } from './file-common.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
@@ -32,12 +41,16 @@ export function file(o: FileOptions): Resource<FileFacts> {
     probe: () => [fileProbe(path)],
     parse: (out) => parseFileFacts(out),
     diff(f): Change[] {
-      if (f.type === 'dir' || f.type === 'other') throw new Refusal(`${path} is a ${f.type === 'dir' ? 'directory' : 'special file'}; not replacing it`);
+      if (f.type === 'dir' || f.type === 'other')
+        throw new Refusal(`${path} is a ${f.type === 'dir' ? 'directory' : 'special file'}; not replacing it`);
       if (state === 'absent') return f.type === 'absent' ? [] : [{ summary: `remove ${path}` }];
       if (f.type === 'link') return [{ summary: `replace symlink ${path} with a file (${want.length} bytes)` }];
       const changes: Change[] = [];
       if (f.type === 'absent') {
-        changes.push({ summary: `create ${path} (${want.length} bytes)`, diff: secret ? undefined : contentDiff(path, undefined, want, false) });
+        changes.push({
+          summary: `create ${path} (${want.length} bytes)`,
+          diff: secret ? undefined : contentDiff(path, undefined, want, false),
+        });
       } else if (!hasContent(f, want)) {
         changes.push({
           summary: secret ? `update ${path} (secret content)` : `update ${path} (${f.size} → ${want.length} bytes)`,

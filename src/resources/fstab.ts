@@ -58,7 +58,14 @@ export function findEntry(text: string, target: string): Readonly<FstabEntry> | 
 }
 
 export function sameEntry(a: FstabEntry, b: FstabEntry): boolean {
-  return a.source === b.source && a.target === b.target && a.fstype === b.fstype && a.options === b.options && a.dump === b.dump && a.pass === b.pass;
+  return (
+    a.source === b.source &&
+    a.target === b.target &&
+    a.fstype === b.fstype &&
+    a.options === b.options &&
+    a.dump === b.dump &&
+    a.pass === b.pass
+  );
 }
 
 /**

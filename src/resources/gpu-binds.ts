@@ -1,6 +1,15 @@
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import { atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
+import {
+  atomicWriteScript,
+  checkAbsolutePath,
+  contentDiff,
+  contentText,
+  fileProbe,
+  parseFileFacts,
+  predictWrite,
+  type FileFacts,
+} from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
 import { inline } from '../engine/probe-set.ts';
 import { fstabMarkPart, mountProbeParsers, mountTableProbe, parseMountTable, type MountProbeOutput } from './mount-table.ts';
@@ -22,9 +31,21 @@ export interface GpuBindOptions extends CommonOptions {
 }
 
 export const DEFAULT_GPU_PATTERNS = [
-  'libcuda.so.*', 'libcudadebugger.so.*', 'libnvidia-*.so.*', 'libnvcuvid.so.*', 'libnvoptix.so.*', 'libvdpau_nvidia.so.*',
-  'libGLX_nvidia.so.*', 'libEGL_nvidia.so.*', 'libGLESv2_nvidia.so.*',
-  'nvidia-smi', 'nvidia-debugdump', 'nvidia-persistenced', 'nvidia-cuda-mps-control', 'nvidia-cuda-mps-server', 'nv-fabricmanager',
+  'libcuda.so.*',
+  'libcudadebugger.so.*',
+  'libnvidia-*.so.*',
+  'libnvcuvid.so.*',
+  'libnvoptix.so.*',
+  'libvdpau_nvidia.so.*',
+  'libGLX_nvidia.so.*',
+  'libEGL_nvidia.so.*',
+  'libGLESv2_nvidia.so.*',
+  'nvidia-smi',
+  'nvidia-debugdump',
+  'nvidia-persistenced',
+  'nvidia-cuda-mps-control',
+  'nvidia-cuda-mps-server',
+  'nv-fabricmanager',
   'gsp*.bin',
 ];
 export const DEFAULT_GPU_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/lib', '/usr/bin', '/lib/firmware/nvidia'];
@@ -52,7 +73,9 @@ const GLOB = /^[A-Za-z0-9_.*?+-]+$/;
 const MARKER = '# {mark} RACKSMITH JAIL GPU BINDS';
 
 export function gpuFstabBlock(jail: string, files: Array<{ host: string; target: string }>): string {
-  return files.map((f) => `${fstabEscape(f.host)} ${fstabEscape(f.target)} none bind,ro,x-systemd.requires-mounts-for=${fstabEscape(jail)} 0 0`).join('\n');
+  return files
+    .map((f) => `${fstabEscape(f.host)} ${fstabEscape(f.target)} none bind,ro,x-systemd.requires-mounts-for=${fstabEscape(jail)} 0 0`)
+    .join('\n');
 }
 
 /**
@@ -85,19 +108,24 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
     }
     // The mount table only matters for driver files found (most hosts without GPUs have none).
     const mounts = found.size ? parseMountTable(table) : new Map<string, never>();
-    const files: GpuFile[] = [...found.values()].sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)).map(([, host, target, hostDevIno, mode, tk, same]) => {
-      const mount = mounts.get(target);
-      const name = host.slice(host.lastIndexOf('/') + 1);
-      return {
-        host, target, hostDevIno, mode,
-        targetKind: tk as GpuFile['targetKind'],
-        targetDevIno: same === 'yes' ? hostDevIno : undefined,
-        mounted: mount !== undefined,
-        readOnly: mount?.options.includes('ro') ?? false,
-        // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
-        cached: /^lib.*\.so/.test(name) ? (links.get(name) ?? []).some((l) => cache.has(l)) : undefined,
-      };
-    });
+    const files: GpuFile[] = [...found.values()]
+      .sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+      .map(([, host, target, hostDevIno, mode, tk, same]) => {
+        const mount = mounts.get(target);
+        const name = host.slice(host.lastIndexOf('/') + 1);
+        return {
+          host,
+          target,
+          hostDevIno,
+          mode,
+          targetKind: tk as GpuFile['targetKind'],
+          targetDevIno: same === 'yes' ? hostDevIno : undefined,
+          mounted: mount !== undefined,
+          readOnly: mount?.options.includes('ro') ?? false,
+          // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
+          cached: /^lib.*\.so/.test(name) ? (links.get(name) ?? []).some((l) => cache.has(l)) : undefined,
+        };
+      });
     return { files, fstab: parseFileFacts(fstab) };
   };
 
@@ -111,7 +139,8 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
       // binaries into /usr/bin, anything else (firmware) at its own path. One find lists the
       // driver files; the jail's ld.so.cache is read only when there are libraries; whether a
       // target is mounted comes from the shared mount table.
-      return [inline(`J=${shq(jail)}; L=${shq(libDir)}; tab='\t'
+      return [
+        inline(`J=${shq(jail)}; L=${shq(libDir)}; tab='\t'
 set --; for d in ${dirs.map(shq).join(' ')}; do [ -d "$d" ] && set -- "$@" "$d"; done
 if [ $# -gt 0 ]; then
 rs_f=$(find "$@" -maxdepth 2 -type f \\( ${names} \\) -printf '%p\\t%D:%i\\t%m\\n' 2>/dev/null)
@@ -130,7 +159,11 @@ if [ -n "$rs_lib" ]; then
   find "$J$L" -maxdepth 1 -type l -printf 'link\\t%f\\t%l\\n' 2>/dev/null
   [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null
 fi
-fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
+fi`),
+        mountTableProbe(`${jail}/`),
+        fstabMarkPart(),
+        fileProbe(fstabFile),
+      ];
     },
     ...mountProbeParsers(readFacts),
     diff(f): Change[] {
@@ -143,9 +176,16 @@ fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
       }
       const after = newFstab(f);
       const before = contentText(f.fstab);
-      if (after !== before) changes.push({ summary: `${fstabFile}: GPU bind entries`, diff: contentDiff(fstabFile, f.fstab.content, Buffer.from(after), f.fstab.type === 'file') });
+      if (after !== before)
+        changes.push({
+          summary: `${fstabFile}: GPU bind entries`,
+          diff: contentDiff(fstabFile, f.fstab.content, Buffer.from(after), f.fstab.type === 'file'),
+        });
       const uncached = f.files.filter((g) => g.cached === false);
-      if (uncached.length) changes.push({ summary: `refresh ${jail}/etc/ld.so.cache (missing ${uncached.map((g) => g.host.slice(g.host.lastIndexOf('/') + 1)).join(', ')})` });
+      if (uncached.length)
+        changes.push({
+          summary: `refresh ${jail}/etc/ld.so.cache (missing ${uncached.map((g) => g.host.slice(g.host.lastIndexOf('/') + 1)).join(', ')})`,
+        });
       return changes;
     },
     predictFiles: (f) => ({ [fstabFile]: predictWrite(f.fstab, Buffer.from(newFstab(f))) }),
@@ -156,7 +196,10 @@ fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
       if (missing.length) {
         // Placeholders live on the shared FS: create them once, under the cross-node lock.
         const body = missing
-          .map((g) => `[ -e ${shq(g.target)} ] || { mkdir -p -- ${shq(g.target.slice(0, g.target.lastIndexOf('/')))} && : > ${shq(g.target)} && chmod --reference=${shq(g.host)} -- ${shq(g.target)}; }`)
+          .map(
+            (g) =>
+              `[ -e ${shq(g.target)} ] || { mkdir -p -- ${shq(g.target.slice(0, g.target.lastIndexOf('/')))} && : > ${shq(g.target)} && chmod --reference=${shq(g.host)} -- ${shq(g.target)}; }`,
+          )
           .join('\n');
         steps.push({ name: 'GPU placeholders', script: `umask 022\nflock ${shq(lock)} sh -ec ${shq(body)}` });
       }
@@ -165,7 +208,10 @@ fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
         steps.push({
           name: 'GPU binds',
           script: binds
-            .map((g) => `${g.mounted && g.targetDevIno === g.hostDevIno ? '' : `mount --bind -- ${shq(g.host)} ${shq(g.target)}\n`}mount -o remount,bind,ro ${shq(g.target)}`)
+            .map(
+              (g) =>
+                `${g.mounted && g.targetDevIno === g.hostDevIno ? '' : `mount --bind -- ${shq(g.host)} ${shq(g.target)}\n`}mount -o remount,bind,ro ${shq(g.target)}`,
+            )
             .join('\n'),
         });
       }
@@ -173,7 +219,12 @@ fi`), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
       if (after !== contentText(f.fstab)) {
         steps.push({
           name: 'fstab GPU binds',
-          script: atomicWriteScript({ path: fstabFile, content: Buffer.from(after), expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256, backup: true }),
+          script: atomicWriteScript({
+            path: fstabFile,
+            content: Buffer.from(after),
+            expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
+            backup: true,
+          }),
         });
       }
       if (f.files.some((g) => g.cached === false)) {

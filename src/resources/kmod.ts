@@ -41,14 +41,17 @@ export function kmod(o: KmodOptions): Resource<KmodFacts> {
         .map((m) => `if [ -d /sys/module/${m.replace(/-/g, '_')} ]; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`)
         .join('\n');
       const names = [...new Set(o.modules.flatMap((m) => [m.replace(/-/g, '_'), m.replace(/_/g, '-')]))].join('|');
-      return probeWithFile(`rs_miss=
+      return probeWithFile(
+        `rs_miss=
 ${checks}
 if [ -n "$rs_miss" ]; then
   echo builtin:
   # the kernel release as uname -r gives it, read by a builtin (no process)
   read -r rs_rel 2>/dev/null < /proc/sys/kernel/osrelease || rs_rel=$(uname -r)
   grep -E '/(${names})\\.ko' "/lib/modules/$rs_rel/modules.builtin" 2>/dev/null
-fi`, path);
+fi`,
+        path,
+      );
     },
     parse(out) {
       const { live, file } = splitWithFile(out);

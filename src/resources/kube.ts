@@ -129,8 +129,10 @@ skip { next }
 { print }
 '`;
 
-const UNKNOWN_KIND = /no matches for kind|resource mapping not found|the server doesn't have a resource type|could not find the requested resource/i;
-const WEBHOOK_ERROR = /failed calling webhook|no endpoints available for service|connection refused|x509:|context deadline exceeded|service unavailable/i;
+const UNKNOWN_KIND =
+  /no matches for kind|resource mapping not found|the server doesn't have a resource type|could not find the requested resource/i;
+const WEBHOOK_ERROR =
+  /failed calling webhook|no endpoints available for service|connection refused|x509:|context deadline exceeded|service unavailable/i;
 
 export function parseKubeApplyProbe(out: string, code: number, stderr: string, tolerateWebhook: boolean): KubeApplyFacts {
   if (code !== 0) throw probeFailure('kubectl', code, stderr);
@@ -188,7 +190,10 @@ export function parseKubeApplyProbe(out: string, code: number, stderr: string, t
   // kubectl diff: 0 same, 1 differs, >1 error (an exit 1 with no diff but an error is an error too)
   if (rc > 1 || (rc === 1 && Object.keys(objects).length === 0 && err)) {
     if (UNKNOWN_KIND.test(err)) {
-      facts.unknownKind = err.split('\n').find((x) => UNKNOWN_KIND.test(x))!.trim();
+      facts.unknownKind = err
+        .split('\n')
+        .find((x) => UNKNOWN_KIND.test(x))!
+        .trim();
       facts.objects = {};
     } else if (tolerateWebhook && WEBHOOK_ERROR.test(err)) {
       facts.webhookError = err.split('\n').filter((x) => WEBHOOK_ERROR.test(x))[0] ?? err;
@@ -214,13 +219,18 @@ export function kubeApplyChanges(docs: ManifestDoc[], f: KubeApplyFacts): Change
     const existing = new Set(f.existing ?? []);
     for (const d of docs) {
       const there = existing.has(kubectlRef(d.ref).toLowerCase());
-      changes.push({ summary: there ? `verify ${displayName(d.ref)} once the admission webhook serves (now: ${f.webhookError})` : `create ${displayName(d.ref)} once the admission webhook serves` });
+      changes.push({
+        summary: there
+          ? `verify ${displayName(d.ref)} once the admission webhook serves (now: ${f.webhookError})`
+          : `create ${displayName(d.ref)} once the admission webhook serves`,
+      });
     }
     return changes;
   }
   // in the order the objects are applied
   const seen = new Set<string>();
-  const change = (what: string, o: { create: boolean; diff: string }): Change => (o.create ? { summary: `create ${what}` } : { summary: `update ${what}`, diff: o.diff || undefined });
+  const change = (what: string, o: { create: boolean; diff: string }): Change =>
+    o.create ? { summary: `create ${what}` } : { summary: `update ${what}`, diff: o.diff || undefined };
   for (const d of docs) {
     const name = diffName(d.ref);
     seen.add(name);
@@ -246,9 +256,13 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
     lines.push('set --');
     if (clusterDocs.length) lines.push('set -- "$@" -f "$d/c.yaml"');
     if (namespaces.length) {
-      lines.push(`present=$(k get namespace ${namespaces.map(shq).join(' ')} -o name --ignore-not-found 2>"$d/e") || { cat "$d/e" >&2; exit 3; }`);
+      lines.push(
+        `present=$(k get namespace ${namespaces.map(shq).join(' ')} -o name --ignore-not-found 2>"$d/e") || { cat "$d/e" >&2; exit 3; }`,
+      );
       namespaces.forEach((ns, i) =>
-        lines.push(`if printf '%s\\n' "$present" | grep -qx ${shq(`namespace/${ns}`)}; then set -- "$@" -f "$d/n${i}.yaml"; else echo ${shq(`missing-namespace ${ns}`)}; fi`),
+        lines.push(
+          `if printf '%s\\n' "$present" | grep -qx ${shq(`namespace/${ns}`)}; then set -- "$@" -f "$d/n${i}.yaml"; else echo ${shq(`missing-namespace ${ns}`)}; fi`,
+        ),
       );
     }
     lines.push(
@@ -258,7 +272,9 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
     );
     if (gate) {
       // The webhook refused the dry run: say which objects exist (plain reads pass no webhook).
-      lines.push(`if [ "$rc" -gt 1 ]; then echo '== exists'; k get ${o.docs.map((d) => shq(kubectlRef(d.ref))).join(' ')} -o name --ignore-not-found 2>/dev/null; fi`);
+      lines.push(
+        `if [ "$rc" -gt 1 ]; then echo '== exists'; k get ${o.docs.map((d) => shq(kubectlRef(d.ref))).join(' ')} -o name --ignore-not-found 2>/dev/null; fi`,
+      );
     }
     lines.push(`echo '== stderr'`, `cat "$d/err"`, 'exit 0');
     return lines.join('\n');
@@ -273,7 +289,11 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
     apply(): Step[] {
       const steps: Step[] = [];
       const write = `${kubectlPrelude(o.access)}\n${TMPDIR}\n${shGzText(all)} > "$d/all.yaml"`;
-      if (gate) steps.push({ name: `wait until the ${gate.configuration} webhook serves`, script: `${write}\n${webhookGateScript(gate, timeout, o.pollSec ?? 2)}` });
+      if (gate)
+        steps.push({
+          name: `wait until the ${gate.configuration} webhook serves`,
+          script: `${write}\n${webhookGateScript(gate, timeout, o.pollSec ?? 2)}`,
+        });
       steps.push({ name: `kubectl apply ${o.name}`, script: `${write}\nk apply ${SSA} -f "$d/all.yaml"` });
       for (const w of o.waits ?? []) steps.push({ name: w.name, script: `${kubectlPrelude(o.access)}\n${w.script}` });
       return steps;
@@ -430,7 +450,10 @@ export function parseClusterProbe(out: string): ClusterFacts {
       const [name, podCIDR = ''] = l.split('\t');
       return { name, podCIDR: podCIDR.trim() };
     });
-  const daemonSets = parts.daemonsets.split('\n').map((l) => l.trim()).filter(Boolean);
+  const daemonSets = parts.daemonsets
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const facts: ClusterFacts = { podSubnets, nodes, daemonSets };
   if (parts.flannel.trim()) facts.flannelNetConf = parts.flannel.trim();
   if (parts.calico.trim()) {
@@ -465,7 +488,9 @@ export function clusterProblems(o: Omit<ClusterGuardOptions, 'access'>, f: Clust
   const problems: string[] = [];
   const foreign = [...new Set(f.daemonSets.map((d) => CNI_DAEMONSETS[d]).filter((c) => c && c !== o.cni))];
   if (foreign.length) {
-    problems.push(`another CNI runs in this cluster (${foreign.join(', ')}: DaemonSet ${f.daemonSets.filter((d) => CNI_DAEMONSETS[d] && CNI_DAEMONSETS[d] !== o.cni).join(', ')}); installing ${o.cni} beside it breaks pod networking. Remove it first (and its /etc/cni/net.d config on every node)`);
+    problems.push(
+      `another CNI runs in this cluster (${foreign.join(', ')}: DaemonSet ${f.daemonSets.filter((d) => CNI_DAEMONSETS[d] && CNI_DAEMONSETS[d] !== o.cni).join(', ')}); installing ${o.cni} beside it breaks pod networking. Remove it first (and its /etc/cni/net.d config on every node)`,
+    );
   }
   const want = parseCidr(o.podCidr)!;
   const subnets = (f.podSubnets ?? []).map((s) => parseCidr(s)).filter((c): c is Cidr => !!c);
@@ -481,20 +506,28 @@ export function clusterProblems(o: Omit<ClusterGuardOptions, 'access'>, f: Clust
       }
       const live = (f.calicoPools ?? []).find((x) => x.name === p.name);
       if (live?.cidr && live.cidr !== p.cidr) {
-        problems.push(`Calico IP pool ${p.name} already exists with CIDR ${live.cidr}, not ${p.cidr}: a pool's CIDR cannot be modified (create a new pool and migrate, see Calico's "migrate pools")`);
+        problems.push(
+          `Calico IP pool ${p.name} already exists with CIDR ${live.cidr}, not ${p.cidr}: a pool's CIDR cannot be modified (create a new pool and migrate, see Calico's "migrate pools")`,
+        );
       }
     }
   }
   if (sameFamily.length && !sameFamily.some((s) => cidrEqual(s, want))) {
-    problems.push(`kube_pod_cidr ${o.podCidr} differs from the cluster's pod CIDR ${sameFamily.map((c) => c.text).join(', ')} (kube-system/kubeadm-config networking.podSubnet); set kube_pod_cidr to the cluster's value`);
+    problems.push(
+      `kube_pod_cidr ${o.podCidr} differs from the cluster's pod CIDR ${sameFamily.map((c) => c.text).join(', ')} (kube-system/kubeadm-config networking.podSubnet); set kube_pod_cidr to the cluster's value`,
+    );
   }
   if (o.cni === 'flannel') {
     const outside = f.nodes.filter((n) => n.podCIDR && !(parseCidr(n.podCIDR) && cidrWithin(parseCidr(n.podCIDR)!, want)));
     if (outside.length) {
-      problems.push(`nodes have pod CIDRs outside kube_pod_cidr ${o.podCidr}: ${outside.map((n) => `${n.name} ${n.podCIDR}`).join(', ')}; flannel's Network must contain every node's spec.podCIDR`);
+      problems.push(
+        `nodes have pod CIDRs outside kube_pod_cidr ${o.podCidr}: ${outside.map((n) => `${n.name} ${n.podCIDR}`).join(', ')}; flannel's Network must contain every node's spec.podCIDR`,
+      );
     }
     if (!sameFamily.length && f.nodes.length && f.nodes.every((n) => !n.podCIDR)) {
-      problems.push(`no node has a spec.podCIDR and kubeadm-config has no podSubnet: flannel's kube subnet manager needs them (kubeadm init --pod-network-cidr=${o.podCidr}, or kube-controller-manager --allocate-node-cidrs --cluster-cidr)`);
+      problems.push(
+        `no node has a spec.podCIDR and kubeadm-config has no podSubnet: flannel's kube subnet manager needs them (kubeadm init --pod-network-cidr=${o.podCidr}, or kube-controller-manager --allocate-node-cidrs --cluster-cidr)`,
+      );
     }
     if (f.flannelNetConf && o.flannel) {
       let live: { Network?: string; Backend?: { Type?: string } } = {};
@@ -505,17 +538,24 @@ export function clusterProblems(o: Omit<ClusterGuardOptions, 'access'>, f: Clust
       }
       const ln = live.Network ? parseCidr(live.Network) : undefined;
       if (ln && !cidrEqual(ln, parseCidr(o.flannel.network)!)) {
-        problems.push(`flannel runs with Network ${live.Network}, the inventory says ${o.flannel.network}: changing it on a live cluster breaks pod networking (every node's subnet lease and pods would have to be recreated); not changing it`);
+        problems.push(
+          `flannel runs with Network ${live.Network}, the inventory says ${o.flannel.network}: changing it on a live cluster breaks pod networking (every node's subnet lease and pods would have to be recreated); not changing it`,
+        );
       }
       const lb = live.Backend?.Type;
       if (lb && lb !== o.flannel.backend) {
-        problems.push(`flannel runs with backend ${lb}, the inventory says ${o.flannel.backend}: flannel's backend must not be changed at runtime; not changing it`);
+        problems.push(
+          `flannel runs with backend ${lb}, the inventory says ${o.flannel.backend}: flannel's backend must not be changed at runtime; not changing it`,
+        );
       }
     }
   }
   if (o.kubeProxyMode !== undefined && f.kubeProxyMode !== undefined) {
     const live = f.kubeProxyMode || 'iptables';
-    if (live !== o.kubeProxyMode) problems.push(`kube_proxy_mode is ${o.kubeProxyMode} but kube-proxy runs in ${live} mode (kube-system/kube-proxy config.conf); fix the inventory (it decides the kernel modules loaded on the nodes)`);
+    if (live !== o.kubeProxyMode)
+      problems.push(
+        `kube_proxy_mode is ${o.kubeProxyMode} but kube-proxy runs in ${live} mode (kube-system/kube-proxy config.conf); fix the inventory (it decides the kernel modules loaded on the nodes)`,
+      );
   }
   return problems;
 }
@@ -580,7 +620,13 @@ export function parseStrictArpProbe(out: string): StrictArpFacts {
   const config = cm.data?.['config.conf'];
   if (config === undefined) return { exists: true, resourceVersion: cm.metadata?.resourceVersion };
   const parsed = (yamlLib().parse(config) ?? {}) as { mode?: string; ipvs?: { strictARP?: boolean } };
-  return { exists: true, resourceVersion: cm.metadata?.resourceVersion, config, mode: parsed.mode ?? '', strictARP: parsed.ipvs?.strictARP === true };
+  return {
+    exists: true,
+    resourceVersion: cm.metadata?.resourceVersion,
+    config,
+    mode: parsed.mode ?? '',
+    strictARP: parsed.ipvs?.strictARP === true,
+  };
 }
 
 /** config.conf with ipvs.strictARP: true, the rest of the document kept as it is. */

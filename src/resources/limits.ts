@@ -33,7 +33,9 @@ export function renderContainerdDropin(n: NofileLimits): string {
 
 function checkNofile(v: NofileLimits | number): NofileLimits {
   const n = typeof v === 'number' ? { soft: v, hard: v } : v;
-  for (const x of [n.soft, n.hard]) if (!Number.isInteger(x) || x < 1024 || x > 1073741816) throw new InputError(`limits: nofile must be a whole number from 1024 to 1073741816, got ${x}`);
+  for (const x of [n.soft, n.hard])
+    if (!Number.isInteger(x) || x < 1024 || x > 1073741816)
+      throw new InputError(`limits: nofile must be a whole number from 1024 to 1073741816, got ${x}`);
   if (n.soft > n.hard) throw new InputError(`limits: soft nofile ${n.soft} exceeds hard ${n.hard}`);
   return n;
 }
@@ -98,7 +100,12 @@ export function limits(o: LimitsOptions): Resource[] {
       {
         path: '/etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf',
         content: renderContainerdDropin(n),
-        onlyIf: ['/usr/bin/containerd', '/usr/local/bin/containerd', '/lib/systemd/system/containerd.service', '/etc/systemd/system/containerd.service'],
+        onlyIf: [
+          '/usr/bin/containerd',
+          '/usr/local/bin/containerd',
+          '/lib/systemd/system/containerd.service',
+          '/etc/systemd/system/containerd.service',
+        ],
       },
       o,
       DAEMON_RELOAD,

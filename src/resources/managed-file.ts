@@ -30,7 +30,10 @@ export function fileChange(path: string, f: FileFacts, want: string): Change | u
 export function writeStep(path: string, f: FileFacts, want: string): Step | undefined {
   const buf = Buffer.from(want);
   if (hasContent(f, buf)) return undefined;
-  return { name: `write ${path}`, script: atomicWriteScript({ path, content: buf, mode: '644', expectSha256: f.type === 'absent' ? 'absent' : f.sha256 }) };
+  return {
+    name: `write ${path}`,
+    script: atomicWriteScript({ path, content: buf, mode: '644', expectSha256: f.type === 'absent' ? 'absent' : f.sha256 }),
+  };
 }
 
 export function predictFile(f: FileFacts, want: string): FileFacts {

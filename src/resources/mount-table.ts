@@ -23,7 +23,7 @@ export const MOUNT_TABLE: ProbeBatch = {
     // mounts are stacked) joined once.
     const lines: Array<{ mp: string; line: string }> = [];
     const byMountpoint = new Map<string, string>();
-    for (let at = 0; at < stdout.length; ) {
+    for (let at = 0; at < stdout.length;) {
       let end = stdout.indexOf('\n', at);
       if (end < 0) end = stdout.length;
       if (end > at) {
@@ -85,7 +85,7 @@ export function parseMountTable(text: string): Map<string, MountEntry> {
 
 /** The entry on top at `path` (the last line for it), or undefined: parses only that line. */
 export function topMount(text: string, path: string): MountEntry | undefined {
-  for (let end = text.length; end > 0; ) {
+  for (let end = text.length; end > 0;) {
     const start = text.lastIndexOf('\n', end - 1) + 1;
     const line = text.slice(start, end);
     end = start - 1;
@@ -170,7 +170,10 @@ export function readMountProbeParts(parts: readonly string[]): MountProbeOutput 
 }
 
 /** `parse` and `parseParts` of a mount-type probe: its output laid out as above, then read by `read`. */
-export function mountProbeParsers<F>(read: (out: MountProbeOutput) => F): { parse(out: string): F; parseParts(parts: readonly string[]): F } {
+export function mountProbeParsers<F>(read: (out: MountProbeOutput) => F): {
+  parse(out: string): F;
+  parseParts(parts: readonly string[]): F;
+} {
   const readLaidOut = (out: MountProbeOutput | undefined, text: () => string): F => {
     if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
     return read(out);

@@ -2,7 +2,15 @@ import { define, inline, type ProbeBatch, type ProbePart } from '../engine/probe
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
-  atomicWriteScript, checkAbsolutePath, contentDiff, contentText, fileProbe, normMode, parseFileFacts, predictWrite, type FileFacts,
+  atomicWriteScript,
+  checkAbsolutePath,
+  contentDiff,
+  contentText,
+  fileProbe,
+  normMode,
+  parseFileFacts,
+  predictWrite,
+  type FileFacts,
 } from './file-common.ts';
 import { fstabMarkPart, mountProbeParsers, mountTableProbe, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
@@ -94,7 +102,16 @@ const decToHexMajMin = (dec: string | undefined) => {
 };
 const decMajMin = new Map<string, string>();
 /** Hex maj:min (stat's %t:%T) as the decimal mountinfo shows; a fleet's disks repeat the same few. */
-const hexMajMin = (hex: string) => decMajMin.get(hex) ?? remember(decMajMin, hex, hex.split(':').map((h) => parseInt(h, 16)).join(':'));
+const hexMajMin = (hex: string) =>
+  decMajMin.get(hex) ??
+  remember(
+    decMajMin,
+    hex,
+    hex
+      .split(':')
+      .map((h) => parseInt(h, 16))
+      .join(':'),
+  );
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
 export function mount(o: MountOptions): Resource<MountFacts> {
@@ -297,7 +314,10 @@ cd /`);
             : `\nif [ ! -e ${p}/${shq(o.requireMarker)} ]; then umount ${p}; echo ${shq(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
         steps.push({ name: `mount ${path}`, script: mountCommand() + check });
       } else if (flagDiff(f.live).length) {
-        steps.push({ name: `remount ${path}`, script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(options.includes('rw') ? ['rw'] : []), ...wantFlags].join(','))} ${p}` });
+        steps.push({
+          name: `remount ${path}`,
+          script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(options.includes('rw') ? ['rw'] : []), ...wantFlags].join(','))} ${p}`,
+        });
       }
       // fstab only after the mount worked: a broken entry never outlives a failed mount.
       if (persist) {

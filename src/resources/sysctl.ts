@@ -94,15 +94,18 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
   for (const k of keys) {
     if (!SYSCTL_KEY.test(k)) throw new InputError(`sysctl ${path}: invalid key ${JSON.stringify(k)}`);
     const v = o.values[k];
-    if (typeof v === 'string' && !SYSCTL_VALUE.test(v)) throw new InputError(`sysctl ${path}: invalid value for ${k}: ${JSON.stringify(v)}`);
+    if (typeof v === 'string' && !SYSCTL_VALUE.test(v))
+      throw new InputError(`sysctl ${path}: invalid value for ${k}: ${JSON.stringify(v)}`);
   }
   const profile = o.profile ?? path;
   const keyOfPath = new Map(keys.map((k) => [sysctlPath(k), k]));
   const desired = (m: HostMemory): Record<string, string> =>
-    Object.fromEntries(keys.map((k) => {
-      const v = o.values[k];
-      return [k, normaliseSysctl(typeof v === 'function' ? v(m) : v)];
-    }));
+    Object.fromEntries(
+      keys.map((k) => {
+        const v = o.values[k];
+        return [k, normaliseSysctl(typeof v === 'function' ? v(m) : v)];
+      }),
+    );
 
   return {
     ...common('sysctl', `sysctl:${path}`, o),

@@ -1,7 +1,16 @@
 import { InputError } from '../util/errors.ts';
 import {
-  atomicWriteScript, contentText, checkAbsolutePath, chmodChownScript, contentDiff, fileProbe, metadataChanges, normMode,
-  parseFileFacts, predictWrite, type FileFacts,
+  atomicWriteScript,
+  contentText,
+  checkAbsolutePath,
+  chmodChownScript,
+  contentDiff,
+  fileProbe,
+  metadataChanges,
+  normMode,
+  parseFileFacts,
+  predictWrite,
+  type FileFacts,
 } from './file-common.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
 
@@ -19,7 +28,14 @@ export interface TextEditOptions extends CommonOptions {
  * The write is compare-and-swap on the probed hash: an edit made by someone else between probe
  * and apply is never overwritten.
  */
-export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit: (old: string) => string, what: string, removing = false): Resource<FileFacts> {
+export function textEdit(
+  kind: string,
+  idPart: string,
+  o: TextEditOptions,
+  edit: (old: string) => string,
+  what: string,
+  removing = false,
+): Resource<FileFacts> {
   const path = checkAbsolutePath(o.path);
   const mode = normMode(o.mode);
   const next = (f: FileFacts): string => {
@@ -42,8 +58,10 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
       const after = next(f);
       const before = f.content ? contentText(f) : undefined;
       const changes: Change[] = [];
-      if (f.type === 'absent') changes.push({ summary: `create ${path} with ${what}`, diff: contentDiff(path, undefined, Buffer.from(after), false) });
-      else if (after !== before) changes.push({ summary: `${what} in ${path}`, diff: contentDiff(path, f.content, Buffer.from(after), true) });
+      if (f.type === 'absent')
+        changes.push({ summary: `create ${path} with ${what}`, diff: contentDiff(path, undefined, Buffer.from(after), false) });
+      else if (after !== before)
+        changes.push({ summary: `${what} in ${path}`, diff: contentDiff(path, f.content, Buffer.from(after), true) });
       if (f.type === 'file') changes.push(...metadataChanges(path, f, mode, o.owner, o.group));
       return changes;
     },
@@ -54,10 +72,19 @@ export function textEdit(kind: string, idPart: string, o: TextEditOptions, edit:
       if (f.type === 'file' && after === contentText(f)) {
         return [{ name: `set mode/owner of ${path}`, script: chmodChownScript(path, mode, o.owner, o.group) }];
       }
-      return [{
-        name: `edit ${path}`,
-        script: atomicWriteScript({ path, content: Buffer.from(after), mode, owner: o.owner, group: o.group, expectSha256: f.type === 'absent' ? 'absent' : f.sha256 }),
-      }];
+      return [
+        {
+          name: `edit ${path}`,
+          script: atomicWriteScript({
+            path,
+            content: Buffer.from(after),
+            mode,
+            owner: o.owner,
+            group: o.group,
+            expectSha256: f.type === 'absent' ? 'absent' : f.sha256,
+          }),
+        },
+      ];
     },
   };
 }
@@ -79,7 +106,14 @@ export function line(o: LineOptions): Resource<FileFacts> {
     throw new InputError(`line for ${o.path}: invalid regexp: ${(e as Error).message}`);
   }
   const state = o.state ?? 'present';
-  return textEdit('line', o.regexp ?? o.line, o, (old) => editLine(old, o.line, re, state), state === 'present' ? `line "${o.line}"` : `remove line "${o.line}"`, state === 'absent');
+  return textEdit(
+    'line',
+    o.regexp ?? o.line,
+    o,
+    (old) => editLine(old, o.line, re, state),
+    state === 'present' ? `line "${o.line}"` : `remove line "${o.line}"`,
+    state === 'absent',
+  );
 }
 
 export function editLine(old: string, wanted: string, re: RegExp | undefined, state: 'present' | 'absent'): string {
@@ -111,9 +145,17 @@ export interface BlockOptions extends TextEditOptions {
 /** A managed block between marker lines (like Ansible's blockinfile). */
 export function block(o: BlockOptions): Resource<FileFacts> {
   const marker = o.marker ?? '# {mark} RACKSMITH MANAGED BLOCK';
-  if (!marker.includes('{mark}') || marker.includes('\n')) throw new InputError(`block marker for ${o.path} must be one line containing {mark}`);
+  if (!marker.includes('{mark}') || marker.includes('\n'))
+    throw new InputError(`block marker for ${o.path} must be one line containing {mark}`);
   const state = o.state ?? 'present';
-  return textEdit('block', marker, o, (old) => editBlock(old, o.block, marker, state), state === 'present' ? 'managed block' : 'remove managed block', state === 'absent');
+  return textEdit(
+    'block',
+    marker,
+    o,
+    (old) => editBlock(old, o.block, marker, state),
+    state === 'present' ? 'managed block' : 'remove managed block',
+    state === 'absent',
+  );
 }
 
 export function editBlock(old: string, body: string, marker: string, state: 'present' | 'absent'): string {

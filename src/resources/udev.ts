@@ -5,12 +5,28 @@
  */
 import { shq } from '../shell/quote.ts';
 import {
-  ioTarget, mergeProfiles, parseDiskFacts, profileFor, udevMatch, udevRuleLine, udevRulesFile,
-  type DiskFacts, type IoProfile, type ProfileName, type UdevEntry,
+  ioTarget,
+  mergeProfiles,
+  parseDiskFacts,
+  profileFor,
+  udevMatch,
+  udevRuleLine,
+  udevRulesFile,
+  type DiskFacts,
+  type IoProfile,
+  type ProfileName,
+  type UdevEntry,
 } from './blockdev-logic.ts';
 import { diskHelpers, diskProbeBody, splitDiskOutputs, type DiskSpec } from './blockdev.ts';
 import {
-  atomicWriteScript, checkAbsolutePath, contentDiff, fileProbe, hasContent, parseFileFacts, predictWrite, type FileFacts,
+  atomicWriteScript,
+  checkAbsolutePath,
+  contentDiff,
+  fileProbe,
+  hasContent,
+  parseFileFacts,
+  predictWrite,
+  type FileFacts,
 } from './file-common.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
 
@@ -74,27 +90,32 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
       const want = content(f);
       if (hasContent(f.file, want)) return f.file.mode === '644' ? [] : [{ summary: `${path}: mode ${f.file.mode} → 644` }];
-      return [{
-        summary: f.file.type === 'absent' ? `create ${path} (${o.disks.length} disk${o.disks.length === 1 ? '' : 's'})` : `update ${path}`,
-        diff: contentDiff(path, f.file.content, want, f.file.type === 'file'),
-      }];
+      return [
+        {
+          summary:
+            f.file.type === 'absent' ? `create ${path} (${o.disks.length} disk${o.disks.length === 1 ? '' : 's'})` : `update ${path}`,
+          diff: contentDiff(path, f.file.content, want, f.file.type === 'file'),
+        },
+      ];
     },
     predictFiles: (f) => ({ [path]: predictWrite(f.file, content(f), '644', 0, 0) }),
     useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
     apply(f): Step[] {
-      return [{
-        name: `write ${path}`,
-        script: `${atomicWriteScript({
-          path,
-          content: content(f),
-          mode: '644',
-          owner: 0,
-          group: 0,
-          expectSha256: f.file.type === 'absent' ? 'absent' : f.file.sha256,
-        })}
+      return [
+        {
+          name: `write ${path}`,
+          script: `${atomicWriteScript({
+            path,
+            content: content(f),
+            mode: '644',
+            owner: 0,
+            group: 0,
+            expectSha256: f.file.type === 'absent' ? 'absent' : f.file.sha256,
+          })}
 # No udevd (containers, early boot): the rule applies when udevd starts; sysfs is already set.
 udevadm control --reload-rules >/dev/null 2>&1 || echo ${shq(`udevd is not running: ${path} not reloaded (it applies when udevd starts)`)} >&2`,
-      }];
+        },
+      ];
     },
   };
 }

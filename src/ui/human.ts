@@ -99,7 +99,10 @@ export class HumanReporter {
 
   /** In a terminal: listr2's live list, a line per host redrawn as its counts move. */
   private startLiveList(hosts: string[], doing: string, logger: ListrLogger): void {
-    const { lines, done } = liveList(hosts.map((host) => `${host}: ${doing}`), logger);
+    const { lines, done } = liveList(
+      hosts.map((host) => `${host}: ${doing}`),
+      logger,
+    );
     hosts.forEach((host, i) => this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, ...lines[i] }));
     this.list = done;
   }
@@ -126,7 +129,10 @@ export class HumanReporter {
     if (this.liveTitles) for (const p of this.progress.values()) p.done();
     await this.list;
     const w = (s = '') => this.out.write(s + '\n');
-    const groups = groupChanges(outcome.results, outcome.hosts.map((h) => h.host));
+    const groups = groupChanges(
+      outcome.results,
+      outcome.hosts.map((h) => h.host),
+    );
     // Summaries always (folded across hosts); file diffs with --diff.
     if (groups.length) {
       w();

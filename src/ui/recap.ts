@@ -5,8 +5,18 @@ export function recapTable(recap: Recap): string {
   const head = ['HOST', 'OK', 'CHANGED', 'FAILED', 'SKIPPED', 'UNREACHABLE', 'EXECS'];
   const rows = recap.hosts.map((h) => [h.host, h.ok, h.changed, h.failed, h.skipped, h.unreachable ? 'yes' : 'no', h.execs].map(String));
   const widths = head.map((_, i) => Math.max(head[i].length, ...rows.map((r) => r[i].length)));
-  const fmt = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   const verdict =
-    recap.exitCode === 0 ? (recap.check ? 'nothing to change' : 'converged') : recap.exitCode === 2 ? 'changes pending (check mode)' : 'FAILED';
+    recap.exitCode === 0
+      ? recap.check
+        ? 'nothing to change'
+        : 'converged'
+      : recap.exitCode === 2
+        ? 'changes pending (check mode)'
+        : 'FAILED';
   return [`RECAP (${(recap.elapsedMs / 1000).toFixed(2)}s, ${verdict})`, fmt(head), ...rows.map(fmt)].join('\n');
 }

@@ -18,7 +18,9 @@ export interface DeclaredSchema {
 export const declaredSchemas = new Map<string, DeclaredSchema>();
 
 export function schemaKey(d: DeclaredSchema): string {
-  return createHash('sha256').update(JSON.stringify([d.schema, d.refs])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([d.schema, d.refs]))
+    .digest('hex');
 }
 
 /**
@@ -80,7 +82,12 @@ export interface Locator {
 }
 
 function splitPointer(p: string): string[] {
-  return p === '' ? [] : p.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return p === ''
+    ? []
+    : p
+        .slice(1)
+        .split('/')
+        .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 function describe(e: ErrorObject, path: string[]): { text: string; path: string[]; atKey: boolean } {
@@ -89,7 +96,11 @@ function describe(e: ErrorObject, path: string[]): { text: string; path: string[
     case 'additionalProperties': {
       const key = String(e.params.additionalProperty);
       const allowed = Object.keys((e.parentSchema as { properties?: object })?.properties ?? {});
-      return { text: `unknown key '${key}' in ${where}${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`, path: [...path, key], atKey: true };
+      return {
+        text: `unknown key '${key}' in ${where}${allowed.length ? ` (allowed: ${allowed.join(', ')})` : ''}`,
+        path: [...path, key],
+        atKey: true,
+      };
     }
     case 'propertyNames': {
       const key = String(e.params.propertyName);

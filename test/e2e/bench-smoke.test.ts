@@ -66,7 +66,9 @@ describe('benchmark smoke test', () => {
     expect(result.summary.converged.racksmith.wall.median).toBeGreaterThan(0);
     expect(result.summary.converged.racksmith.ok).toBe(1);
     expect(result.summary.floor['floor-node-ssh'].ok).toBe(1);
-    expect(result.samples.filter((s: { case: string; tool: string }) => s.case === 'converged' && s.tool === 'racksmith')[0].changed).toBe(0);
+    expect(result.samples.filter((s: { case: string; tool: string }) => s.case === 'converged' && s.tool === 'racksmith')[0].changed).toBe(
+      0,
+    );
     if (tools.includes('ansible')) {
       expect(result.summary.converged.ansible.ok).toBe(1);
       expect(result.endState.comparisons[0].identical, JSON.stringify(result.endState.comparisons[0].differences)).toBe(true);
@@ -75,7 +77,13 @@ describe('benchmark smoke test', () => {
     // --synthetic: a converged bed host's answers replayed for 20 hosts, each answering its own way,
     // all of them planned as converged
     expect(run.stdout).toMatch(/^synthetic: 20 hosts x 50 resources: plan \d+\.\d\ds CPU/m);
-    expect(result.synthetic).toMatchObject({ hosts: 20, resourcesPerHost: 50, distinctAnswers: 20, json: false, recap: { ok: 1000, changed: 0, failed: 0 } });
+    expect(result.synthetic).toMatchObject({
+      hosts: 20,
+      resourcesPerHost: 50,
+      distinctAnswers: 20,
+      json: false,
+      recap: { ok: 1000, changed: 0, failed: 0 },
+    });
     // each variant replayed in fresh processes (5 at least), the --json one as well
     expect(run.stdout).toMatch(/^synthetic with --json: 20 hosts x 50 resources: plan \d+\.\d\ds CPU/m);
     expect(result.synthetic.withJson).toMatchObject({ hosts: 20, json: true, recap: { ok: 1000, changed: 0, failed: 0 } });

@@ -35,12 +35,18 @@ describe('saved plans', () => {
     const r = recaps(apply);
     expect(r.tb2.error).toMatch(/drift since the plan: .*file:\/srv\/rs-window\/small.conf/);
     const tb2Failed = apply.events.filter((e) => e.type === 'resource' && e.host === 'tb2' && e.status === 'failed');
-    expect(tb2Failed[0].error).toMatch(/facts changed since the plan: .*small\.conf \(now: update \/srv\/rs-window\/small\.conf.*planned: create \/srv\/rs-window\/small\.conf/);
+    expect(tb2Failed[0].error).toMatch(
+      /facts changed since the plan: .*small\.conf \(now: update \/srv\/rs-window\/small\.conf.*planned: create \/srv\/rs-window\/small\.conf/,
+    );
     expect(changedResources(apply).filter((c) => c.host === 'tb2')).toEqual([]);
-    expect((await tb.hostExec('tb2', 'cat /srv/rs-window/small.conf; ls /srv/rs-window')).stdout).toBe('generation = hand-made\nsmall.conf\n');
+    expect((await tb.hostExec('tb2', 'cat /srv/rs-window/small.conf; ls /srv/rs-window')).stdout).toBe(
+      'generation = hand-made\nsmall.conf\n',
+    );
     // the others: exactly the planned changes, counted per host
     for (const h of ['tb1', 'tb3']) {
-      const planned = Object.values(saved.hosts[h]['window fixture'] as Record<string, { changes: string[] }>).filter((x) => x.changes.length).length;
+      const planned = Object.values(saved.hosts[h]['window fixture'] as Record<string, { changes: string[] }>).filter(
+        (x) => x.changes.length,
+      ).length;
       expect(changedResources(apply).filter((c) => c.host === h).length).toBe(planned);
       expect(r[h]).toMatchObject({ failed: 0, changed: planned });
     }
@@ -104,7 +110,8 @@ describe('failures across a fleet', () => {
     // batches (tb1,tb2) 10 %, (tb3,tb4) 20 % = budget, (tb5,tb6) 30 % > 20 %: stop
     expect(started).toEqual(['tb1', 'tb2', 'tb3', 'tb4', 'tb5', 'tb6']);
     const r = recaps(run);
-    for (const h of ['tb7', 'tb8', 'tb9', 'tb10']) expect(r[h].error).toMatch(/not run: play 'window fixture' stopped, 3 of 10 hosts failed \(max 20%\)/);
+    for (const h of ['tb7', 'tb8', 'tb9', 'tb10'])
+      expect(r[h].error).toMatch(/not run: play 'window fixture' stopped, 3 of 10 hosts failed \(max 20%\)/);
   });
 });
 
@@ -113,7 +120,11 @@ describe('interruptions and slow hosts', () => {
     await tb.reset(['tb3', 'tb4']);
     const journal = join(tmp(), 'int.ndjson');
     const inv = writeInventory({ hosts: ['tb3', 'tb4'], vars: { fx_sleep: 4 } });
-    const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), PB, '-i', inv, '--json', '--forks', '1', '--journal', journal], { cwd: repoRoot });
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin/provision.js'), PB, '-i', inv, '--json', '--forks', '1', '--journal', journal],
+      { cwd: repoRoot },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -129,10 +140,19 @@ describe('interruptions and slow hosts', () => {
     // the step in flight finished (its marker exists); tb4 was never started
     expect((await tb.hostExec('tb3', 'ls /srv/rs-window')).stdout).toMatch(/slept-1/);
     expect((await tb.hostExec('tb4', 'ls /srv/rs-window 2>&1')).stdout).toMatch(/No such file/);
-    const events = readFileSync(journal, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const events = readFileSync(journal, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(events.at(-1).type).toBe('recap');
     expect(events.find((e) => e.type === 'host_recap' && e.host === 'tb4').error).toBe('not run: interrupted');
-    expect(stdout.trim().split('\n').map((l) => JSON.parse(l).type).at(-1)).toBe('recap');
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).type)
+        .at(-1),
+    ).toBe('recap');
   });
 
   it('--host-timeout gives up on a host that takes too long; the others are not held up', async () => {
@@ -151,11 +171,18 @@ describe('secrets', () => {
   // The two ways to mark a secret: a YAML tag in the inventory, a {"secret": ...} wrapper in a
   // JSON host_vars file (JSON has no tags).
   it.each([
-    ['a !secret value in the inventory', (inv: string, value: string) => writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`))],
-    ['a {"secret": ...} value in a JSON host_vars file', (inv: string, value: string) => {
-      mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
-      writeFileSync(join(dirname(inv), 'host_vars', 'tb7.json'), JSON.stringify({ fx_secret: { secret: value } }));
-    }],
+    [
+      'a !secret value in the inventory',
+      (inv: string, value: string) =>
+        writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`)),
+    ],
+    [
+      'a {"secret": ...} value in a JSON host_vars file',
+      (inv: string, value: string) => {
+        mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
+        writeFileSync(join(dirname(inv), 'host_vars', 'tb7.json'), JSON.stringify({ fx_secret: { secret: value } }));
+      },
+    ],
   ])('%s reaches the host but never stdout, stderr, the plan or the journal', async (_, mark) => {
     await tb.reset(['tb7']);
     const value = 'S3cr3t-v4lue-' + Math.random().toString(36).slice(2);
@@ -169,7 +196,14 @@ describe('secrets', () => {
     expect(check.code, check.stderr).toBe(2);
     const apply = await provision(['apply', plan, '--json', '-D', '--journal', journal]);
     expect(apply.code, apply.stderr).toBe(0);
-    for (const text of [check.stdout, check.stderr, apply.stdout, apply.stderr, readFileSync(plan, 'utf8'), readFileSync(journal, 'utf8')]) {
+    for (const text of [
+      check.stdout,
+      check.stderr,
+      apply.stdout,
+      apply.stderr,
+      readFileSync(plan, 'utf8'),
+      readFileSync(journal, 'utf8'),
+    ]) {
       expect(text).not.toContain(value);
     }
     expect(check.stderr).toContain('create /srv/rs-window/token');
@@ -192,7 +226,9 @@ describe('host keys', () => {
     expect(recorded).toMatch(/^10\.77\.0\.17 ssh-ed25519 AAAA/);
     expect(recaps(await provision([PB, '-i', inv, '--check', '--json'])).tb7.unreachable).toBe(false);
     // another host's key recorded for tb7: a changed key, refused even with --ssh-accept-new
-    const other = readFileSync(tb.knownHostsPath, 'utf8').split('\n').find((l) => l.startsWith('10.77.0.18 '))!;
+    const other = readFileSync(tb.knownHostsPath, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('10.77.0.18 '))!;
     writeFileSync(kh, other.replace('10.77.0.18', '10.77.0.17') + '\n');
     const changed = await provision([PB, '-i', inv, '--check', '--json', '--ssh-accept-new']);
     expect(changed.code).toBe(1);

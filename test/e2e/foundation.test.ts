@@ -37,8 +37,13 @@ describe('foundation: converge, idempotence, check mode', () => {
     expect(first.code, first.stderr).toBe(0);
     for (const h of HOSTS) expect(recaps(first)[h]).toMatchObject({ changed: 6, failed: 0, unreachable: false });
     for (const h of HOSTS) {
-      const r = await tb.hostExec(h, 'cat /srv/rs-fixture/app.conf; stat -c %a /srv/rs-fixture /srv/rs-fixture/app.conf; cat /srv/rs-fixture/lines.conf; cat "/srv/rs-fixture/marker 5"');
-      expect(r.stdout).toBe('value = hello\n750\n640\nopt=hello\nsecond=1\n# BEGIN RACKSMITH MANAGED BLOCK\n# block\nk hello\n# END RACKSMITH MANAGED BLOCK\nhello');
+      const r = await tb.hostExec(
+        h,
+        'cat /srv/rs-fixture/app.conf; stat -c %a /srv/rs-fixture /srv/rs-fixture/app.conf; cat /srv/rs-fixture/lines.conf; cat "/srv/rs-fixture/marker 5"',
+      );
+      expect(r.stdout).toBe(
+        'value = hello\n750\n640\nopt=hello\nsecond=1\n# BEGIN RACKSMITH MANAGED BLOCK\n# block\nk hello\n# END RACKSMITH MANAGED BLOCK\nhello',
+      );
     }
     const second = await provision([PB, '-i', inv(), '--json']);
     expect(second.code, second.stderr).toBe(0);
@@ -46,12 +51,19 @@ describe('foundation: converge, idempotence, check mode', () => {
   });
 
   it('--check on a host changed by hand: exit 2, reports the drift, files byte-identical before and after', async () => {
-    await tb.hostExec('tb5', "echo 'value = tampered' > /srv/rs-fixture/app.conf; chmod 600 /srv/rs-fixture/app.conf; sed -i s/second=1/second=2/ /srv/rs-fixture/lines.conf");
+    await tb.hostExec(
+      'tb5',
+      "echo 'value = tampered' > /srv/rs-fixture/app.conf; chmod 600 /srv/rs-fixture/app.conf; sed -i s/second=1/second=2/ /srv/rs-fixture/lines.conf",
+    );
     const before = snapshot('tb5', 'srv');
     const run = await provision([PB, '-i', inv(), '--check', '--diff', '--json']);
     expect(run.code, run.stderr).toBe(2);
     expect(changedResources(run).filter((c) => c.host !== 'tb5')).toEqual([]);
-    expect(changedResources(run).map((c) => c.id).sort()).toEqual(['file:/srv/rs-fixture/app.conf', 'line:/srv/rs-fixture/lines.conf:second=1']);
+    expect(
+      changedResources(run)
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual(['file:/srv/rs-fixture/app.conf', 'line:/srv/rs-fixture/lines.conf:second=1']);
     expect(run.stderr).toContain('-value = tampered');
     expect(run.stderr).toContain('+value = hello');
     expect(snapshot('tb5', 'srv')).toEqual(before);
@@ -179,14 +191,26 @@ describe('foundation: a host that dies mid-run', () => {
     // the process died of it (vitest fails on an uncaught error). A few rounds: it is a race.
     for (let round = 0; round < 4; round++) {
       const conn = await SshConnection.open({
-        name: 'tb6', address: h.ip, port: h.port, user: 'root', privateKeyFile: tb.keyPath,
-        connectTimeoutMs: 5000, knownHostsFile: tb.knownHostsPath, acceptNewHostKeys: false,
+        name: 'tb6',
+        address: h.ip,
+        port: h.port,
+        user: 'root',
+        privateKeyFile: tb.keyPath,
+        connectTimeoutMs: 5000,
+        knownHostsFile: tb.knownHostsPath,
+        acceptNewHostKeys: false,
       });
       try {
-        const running = conn.exec('sleep 3; echo done').then((r) => r.stdout, (e: Error) => e.message);
+        const running = conn.exec('sleep 3; echo done').then(
+          (r) => r.stdout,
+          (e: Error) => e.message,
+        );
         await new Promise((r) => setTimeout(r, 200));
         const stopping = tb.stopSshd('tb6'); // kills its sessions too
-        const writing = conn.exec('cat >/dev/null', 'x'.repeat(200_000)).then(() => 'sent', (e: Error) => e.message);
+        const writing = conn.exec('cat >/dev/null', 'x'.repeat(200_000)).then(
+          () => 'sent',
+          (e: Error) => e.message,
+        );
         await stopping;
         // the channel closed under the command, without an exit status: a lost connection, not a result
         expect(await running).toMatch(/tb6: connection lost/);

@@ -19,7 +19,10 @@ export interface CliRun {
 /** Run `provision ARGS` as a user would (node bin/provision.js), never throwing on exit codes. */
 export function provision(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot, env: { ...process.env, ...opts.env } });
+    const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], {
+      cwd: repoRoot,
+      env: { ...process.env, ...opts.env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -28,7 +31,12 @@ export function provision(args: string[], opts: { timeoutMs?: number; env?: Node
     child.on('error', rej);
     child.on('close', (code) => {
       clearTimeout(timer);
-      const events = args.includes('--json') ? stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+      const events = args.includes('--json')
+        ? stdout
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l))
+        : [];
       res({ code: code ?? -1, stdout, stderr, events });
     });
   });

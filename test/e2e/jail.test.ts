@@ -25,7 +25,8 @@ const vars = {
   jail_submounts: [{ path: '/mnt/scratch', source: 'tmpfs', fstype: 'tmpfs', options: ['size=16m', 'mode=1777'] }],
   jail_bind_files: ['/etc/hosts', '/etc/resolv.conf'],
 };
-const inventory = (extra: Record<string, unknown> = {}) => writeInventory({ hosts: HOSTS, groups: { jail: { hosts: HOSTS } }, vars: { ...vars, ...extra } });
+const inventory = (extra: Record<string, unknown> = {}) =>
+  writeInventory({ hosts: HOSTS, groups: { jail: { hosts: HOSTS } }, vars: { ...vars, ...extra } });
 const inJail = (h: string, cmd: string) => tb.hostExec(h, `chroot /mnt/jail /bin/sh -c '${cmd.replace(/'/g, `'\\''`)}'`);
 
 /** Real ELF shared objects named like driver libraries, with the driver's sonames. */
@@ -33,7 +34,10 @@ function buildFakeDriver(): Record<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'rs-gpu-'));
   writeFileSync(join(dir, 'x.c'), 'int racksmith_fake_driver(void) { return 42; }\n');
   const out: Record<string, string> = {};
-  for (const [file, soname] of [[`libnvidia-ml.so.${DRIVER}`, 'libnvidia-ml.so.1'], [`libcuda.so.${DRIVER}`, 'libcuda.so.1']]) {
+  for (const [file, soname] of [
+    [`libnvidia-ml.so.${DRIVER}`, 'libnvidia-ml.so.1'],
+    [`libcuda.so.${DRIVER}`, 'libcuda.so.1'],
+  ]) {
     execFileSync('gcc', ['-shared', '-fPIC', `-Wl,-soname,${soname}`, '-o', join(dir, file), join(dir, 'x.c')]);
     out[`${LIB}/${file}`] = readFileSync(join(dir, file)).toString('base64');
   }
@@ -88,7 +92,17 @@ describe('jail', () => {
     expect(first.code, first.stderr).toBe(0);
     for (const h of HOSTS) {
       const mounts = (await tb.hostExec(h, 'findmnt -rn -o TARGET | grep ^/mnt/jail | sort')).stdout;
-      for (const p of ['/mnt/jail', '/mnt/jail/tmp', '/mnt/jail/run', '/mnt/jail/proc', '/mnt/jail/sys', '/mnt/jail/dev', '/mnt/jail/var/log', '/mnt/jail/etc/hosts', '/mnt/jail/mnt/scratch']) {
+      for (const p of [
+        '/mnt/jail',
+        '/mnt/jail/tmp',
+        '/mnt/jail/run',
+        '/mnt/jail/proc',
+        '/mnt/jail/sys',
+        '/mnt/jail/dev',
+        '/mnt/jail/var/log',
+        '/mnt/jail/etc/hosts',
+        '/mnt/jail/mnt/scratch',
+      ]) {
         expect(mounts.split('\n')).toContain(p);
       }
       const fstab = (await tb.hostExec(h, 'cat /etc/fstab')).stdout;
@@ -116,7 +130,14 @@ describe('jail', () => {
       expect((await tb.hostExec(h, `findmnt -rn -o OPTIONS /mnt/jail${LIB}/libcuda.so.${DRIVER}`)).stdout).toMatch(/^ro,/);
     }
     // the CPU host sees the empty placeholder from the shared FS, nothing bound
-    expect((await tb.hostExec('tb10', `stat -c %s /mnt/jail${LIB}/libnvidia-ml.so.${DRIVER}; findmnt -rn /mnt/jail${LIB}/libnvidia-ml.so.${DRIVER}`)).stdout).toBe('0\n');
+    expect(
+      (
+        await tb.hostExec(
+          'tb10',
+          `stat -c %s /mnt/jail${LIB}/libnvidia-ml.so.${DRIVER}; findmnt -rn /mnt/jail${LIB}/libnvidia-ml.so.${DRIVER}`,
+        )
+      ).stdout,
+    ).toBe('0\n');
   });
 
   it('a bind unmounted by hand is restored, nothing else changes', async () => {

@@ -21,7 +21,13 @@ import { startKubeApiDouble, type KubeApiDouble, type KubeObject as StoredObject
 import { kubectlFor } from '../kube-double/kubectl.ts';
 import { manifestsDir } from '../kube-double/fixtures.ts';
 import { parseObjects, type KubeObject } from '../../src/kube/objects.ts';
-import { renderCalicoOperator, renderCalicoResources, renderFlannel, renderMetallbConfig, renderMetallbNative } from '../../src/kube/render.ts';
+import {
+  renderCalicoOperator,
+  renderCalicoResources,
+  renderFlannel,
+  renderMetallbConfig,
+  renderMetallbNative,
+} from '../../src/kube/render.ts';
 import { changedResources, provision, recaps, writeInventory } from './helpers.ts';
 
 const HOSTS = ['tb1', 'tb2', 'tb3'];
@@ -54,7 +60,11 @@ function makeTarball(dir: string): { path: string; sha: string } {
 async function cluster(opts: Parameters<typeof startKubeApiDouble>[0] = {}): Promise<KubeApiDouble> {
   await double?.stop();
   double = await startKubeApiDouble({ host: tb.runnerIp, nodes: NODES, kubeadm: { podSubnet: '10.250.0.0/16' }, ...opts });
-  const r = await tb.hostExec('tb1', 'mkdir -p /etc/kubernetes && cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf', { input: double.kubeconfig() });
+  const r = await tb.hostExec(
+    'tb1',
+    'mkdir -p /etc/kubernetes && cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf',
+    { input: double.kubeconfig() },
+  );
   expect(r.code, r.stderr).toBe(0);
   return double;
 }
@@ -88,7 +98,8 @@ function expectContains(got: unknown, want: unknown, path = ''): void {
     for (const [k, v] of Object.entries(want)) {
       if (path === '' && k === 'metadata') {
         const m = v as KubeObject['metadata'];
-        for (const mk of ['name', 'namespace', 'labels', 'annotations'] as const) if (m[mk] !== undefined) expectContains((got as StoredObject).metadata[mk], m[mk], `metadata.${mk}`);
+        for (const mk of ['name', 'namespace', 'labels', 'annotations'] as const)
+          if (m[mk] !== undefined) expectContains((got as StoredObject).metadata[mk], m[mk], `metadata.${mk}`);
         continue;
       }
       if (k === 'creationTimestamp' && v === null) continue;
@@ -111,7 +122,8 @@ function expectStored(d: KubeApiDouble, objs: KubeObject[]): void {
 const hostFile = async (h: string, p: string) => (await tb.hostExec(h, `cat ${p}`)).stdout;
 const live = async (h: string, key: string) => (await tb.hostExec(h, `cat /proc/sys/${key.replace(/\./g, '/')}`)).stdout.trim();
 const failures = (run: { events: Array<Record<string, any>> }) => run.events.filter((e) => e.type === 'resource' && e.status === 'failed');
-const kubeWrites = (d: KubeApiDouble) => d.requests.filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method) && !r.query.includes('dryRun'));
+const kubeWrites = (d: KubeApiDouble) =>
+  d.requests.filter((r) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(r.method) && !r.query.includes('dryRun'));
 
 beforeAll(async () => {
   await tb.reset(HOSTS);
@@ -125,7 +137,12 @@ afterAll(async () => {
 });
 
 describe('Flannel + MetalLB', () => {
-  const vars = () => base({ kube_cni: 'flannel', flannel_backend: 'vxlan', metallb_pools: [{ name: 'rack-a', addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'] }] });
+  const vars = () =>
+    base({
+      kube_cni: 'flannel',
+      flannel_backend: 'vxlan',
+      metallb_pools: [{ name: 'rack-a', addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'] }],
+    });
 
   it('--check on fresh hosts and a fresh cluster: host diffs and the objects to create, nothing changed, exit 2', async () => {
     const d = await cluster({ webhookReadyAfterMs: 3000 });
@@ -139,7 +156,11 @@ describe('Flannel + MetalLB', () => {
     const flannel = run.events.find((e) => e.type === 'resource' && e.id === 'kube:flannel')!;
     expect(flannel.host).toBe('tb1');
     expect(flannel.changes.map((c: { summary: string }) => c.summary)).toEqual(
-      expect.arrayContaining(['create Namespace kube-flannel', 'create ConfigMap kube-flannel/kube-flannel-cfg', 'create DaemonSet kube-flannel/kube-flannel-ds']),
+      expect.arrayContaining([
+        'create Namespace kube-flannel',
+        'create ConfigMap kube-flannel/kube-flannel-cfg',
+        'create DaemonSet kube-flannel/kube-flannel-ds',
+      ]),
     );
     // MetalLB's config waits for the manifest that defines its kinds: reported, not guessed
     const cfg = run.events.find((e) => e.type === 'resource' && e.id === 'kube:metallb-config')!;
@@ -165,7 +186,10 @@ describe('Flannel + MetalLB', () => {
       expect(await live(h, 'net.ipv4.ip_forward')).toBe('1');
       expect(await live(h, 'net.bridge.bridge-nf-call-iptables')).toBe('1');
       expect(await live(h, 'net.bridge.bridge-nf-call-ip6tables')).toBe('1');
-      const bin = await tb.hostExec(h, 'for p in bridge host-local loopback portmap; do /opt/cni/bin/$p; done; stat -c %a /opt/cni/bin/portmap; cat /opt/cni/bin/.racksmith-cni-plugins');
+      const bin = await tb.hostExec(
+        h,
+        'for p in bridge host-local loopback portmap; do /opt/cni/bin/$p; done; stat -c %a /opt/cni/bin/portmap; cat /opt/cni/bin/.racksmith-cni-plugins',
+      );
       expect(bin.stdout).toContain('bridge\nhost-local\nloopback\nportmap\n755\n');
       expect(bin.stdout).toContain(`sha256 ${tarSha}`);
       expect((await tb.hostExec(h, 'stat -c %a /etc/cni/net.d')).stdout.trim()).toBe('755');
@@ -176,12 +200,16 @@ describe('Flannel + MetalLB', () => {
     // cluster level: the stored objects are the rendered manifests, with the inventory's CIDR
     const flannel = renderFlannel(fixture('flannel-v0.28.9/kube-flannel.yml'), { network: '10.250.0.0/16', backend: 'vxlan' });
     expectStored(d, flannel);
-    const netConf = JSON.parse(String((d.get('ConfigMap', 'kube-flannel-cfg', 'kube-flannel')!.data as Record<string, string>)['net-conf.json']));
+    const netConf = JSON.parse(
+      String((d.get('ConfigMap', 'kube-flannel-cfg', 'kube-flannel')!.data as Record<string, string>)['net-conf.json']),
+    );
     expect(netConf).toMatchObject({ Network: '10.250.0.0/16', Backend: { Type: 'vxlan' } });
     expectStored(d, renderMetallbNative(fixture('metallb-v0.16.1/metallb-native.yaml'), {}));
     const config = renderMetallbConfig({ mode: 'l2', pools: [{ name: 'rack-a', addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'] }] });
     expectStored(d, config);
-    expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')!.spec).toMatchObject({ addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'] });
+    expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')!.spec).toMatchObject({
+      addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'],
+    });
     expect(d.get('L2Advertisement', 'racksmith-l2', 'metallb-system')!.spec).toEqual({ ipAddressPools: ['rack-a'] });
     // every object went through racksmith's server-side apply
     const ds = d.get('DaemonSet', 'kube-flannel-ds', 'kube-flannel')!;
@@ -195,7 +223,9 @@ describe('Flannel + MetalLB', () => {
     const secs = (o: StoredObject) => Date.parse(o.metadata.creationTimestamp!) / 1000;
     expect(secs(pool) - secs(vwc)).toBeGreaterThanOrEqual(3);
     // the gate probed the real path: a server-side dry run of the pools was accepted first
-    expect(d.requests.some((r) => r.method === 'PATCH' && r.path.includes('/ipaddresspools/') && r.query.includes('dryRun=All'))).toBe(true);
+    expect(d.requests.some((r) => r.method === 'PATCH' && r.path.includes('/ipaddresspools/') && r.query.includes('dryRun=All'))).toBe(
+      true,
+    );
 
     // second run: nothing to do on the hosts or the cluster; one exec per host per play
     const writes = kubeWrites(d).length;
@@ -213,7 +243,16 @@ describe('Flannel + MetalLB', () => {
     const d = double!;
     const k = kubectlFor(d.kubeconfig());
     try {
-      const r = await k.run(['-n', 'metallb-system', 'patch', 'ipaddresspool', 'rack-a', '--type=merge', '-p', '{"spec":{"addresses":["10.77.0.200-10.77.0.201"]}}']);
+      const r = await k.run([
+        '-n',
+        'metallb-system',
+        'patch',
+        'ipaddresspool',
+        'rack-a',
+        '--type=merge',
+        '-p',
+        '{"spec":{"addresses":["10.77.0.200-10.77.0.201"]}}',
+      ]);
       expect(r.code, r.stderr).toBe(0);
     } finally {
       k.cleanup();
@@ -227,7 +266,9 @@ describe('Flannel + MetalLB', () => {
     const fix = await provision([PB, '-i', inventory(vars()), '--json']);
     expect(fix.code, fix.stderr).toBe(0);
     expect(changedResources(fix)).toEqual([{ host: 'tb1', id: 'kube:metallb-config' }]);
-    expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')!.spec).toMatchObject({ addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'] });
+    expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')!.spec).toMatchObject({
+      addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'],
+    });
   });
 
   it('a pod CIDR that disagrees with the cluster is refused before anything is applied', async () => {
@@ -239,7 +280,9 @@ describe('Flannel + MetalLB', () => {
     expect(f?.error).toMatch(/kube_pod_cidr 10\.99\.0\.0\/16 differs from the cluster's pod CIDR 10\.250\.0\.0\/16/);
     expect(f?.error).toMatch(/flannel runs with Network 10\.250\.0\.0\/16/);
     expect(kubeWrites(d).length).toBe(writes);
-    expect(JSON.parse(String((d.get('ConfigMap', 'kube-flannel-cfg', 'kube-flannel')!.data as Record<string, string>)['net-conf.json'])).Network).toBe('10.250.0.0/16');
+    expect(
+      JSON.parse(String((d.get('ConfigMap', 'kube-flannel-cfg', 'kube-flannel')!.data as Record<string, string>)['net-conf.json'])).Network,
+    ).toBe('10.250.0.0/16');
   });
 });
 
@@ -275,8 +318,22 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
       busy = true;
       try {
         for (const name of ['calico', 'ippools', 'apiserver']) {
-          await k.run(['apply', '--server-side', '--field-manager=tigera-operator', '-f', '-'], { input: JSON.stringify({ apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name }, spec: {} }) });
-          const status = { status: { conditions: [{ type: 'Available', status: 'True', reason: 'AllObjectsAvailable', message: 'All objects are available', lastTransitionTime: new Date().toISOString() }] } };
+          await k.run(['apply', '--server-side', '--field-manager=tigera-operator', '-f', '-'], {
+            input: JSON.stringify({ apiVersion: 'operator.tigera.io/v1', kind: 'TigeraStatus', metadata: { name }, spec: {} }),
+          });
+          const status = {
+            status: {
+              conditions: [
+                {
+                  type: 'Available',
+                  status: 'True',
+                  reason: 'AllObjectsAvailable',
+                  message: 'All objects are available',
+                  lastTransitionTime: new Date().toISOString(),
+                },
+              ],
+            },
+          };
           await k.run(['patch', 'tigerastatus', name, '--subresource=status', '--type=merge', '-p', JSON.stringify(status)]);
         }
         done = true;
@@ -307,27 +364,45 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
     expect(first.code, first.stderr).toBe(0);
 
     expect(await hostFile('tb1', '/etc/modules-load.d/racksmith-k8s.conf')).toContain('br_netfilter\nnf_conntrack\n');
-    expect(await hostFile('tb2', '/etc/NetworkManager/conf.d/calico.conf')).toContain('unmanaged-devices=interface-name:cali*;interface-name:tunl*;interface-name:vxlan.calico');
+    expect(await hostFile('tb2', '/etc/NetworkManager/conf.d/calico.conf')).toContain(
+      'unmanaged-devices=interface-name:cali*;interface-name:tunl*;interface-name:vxlan.calico',
+    );
     expect((await tb.hostExec('tb3', 'ls /etc/NetworkManager/conf.d/calico.conf')).code).not.toBe(0);
 
     // the operator's CRDs and Deployment as upstream ships them, then racksmith's Installation
     expect(d.get('CustomResourceDefinition', 'installations.operator.tigera.io')).toBeDefined();
     expectStored(d, renderCalicoOperator(fixture('calico-v3.32.1/tigera-operator.yaml'), undefined));
     const resources = renderCalicoResources({
-      pools: [{ name: 'default-ipv4-ippool', cidr: '10.244.0.0/17', encapsulation: 'VXLAN', natOutgoing: 'Enabled', blockSize: 24, nodeSelector: 'all()' }],
+      pools: [
+        {
+          name: 'default-ipv4-ippool',
+          cidr: '10.244.0.0/17',
+          encapsulation: 'VXLAN',
+          natOutgoing: 'Enabled',
+          blockSize: 24,
+          nodeSelector: 'all()',
+        },
+      ],
       nodeAddressAutodetectionV4: { cidrs: ['10.77.0.0/24'] },
       apiServer: true,
       goldmane: false,
       whisker: false,
     });
     expectStored(d, resources);
-    expect((d.get('Installation', 'default')!.spec as any).calicoNetwork.ipPools[0]).toMatchObject({ cidr: '10.244.0.0/17', encapsulation: 'VXLAN', blockSize: 24, natOutgoing: 'Enabled' });
+    expect((d.get('Installation', 'default')!.spec as any).calicoNetwork.ipPools[0]).toMatchObject({
+      cidr: '10.244.0.0/17',
+      encapsulation: 'VXLAN',
+      blockSize: 24,
+      natOutgoing: 'Enabled',
+    });
 
     // kube-proxy: strictARP set by racksmith (taking the field over from kubeadm), then restarted
     const kp = d.get('ConfigMap', 'kube-proxy', 'kube-system')!;
     expect(String((kp.data as Record<string, string>)['config.conf'])).toMatch(/\n {2}strictARP: true\n/);
     expect(String((kp.data as Record<string, string>)['config.conf'])).toMatch(/\nmode: ipvs\n/);
-    expect((d.get('DaemonSet', 'kube-proxy', 'kube-system')!.spec as any).template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeTruthy();
+    expect(
+      (d.get('DaemonSet', 'kube-proxy', 'kube-system')!.spec as any).template.metadata.annotations['kubectl.kubernetes.io/restartedAt'],
+    ).toBeTruthy();
     expect(d.get('IPAddressPool', 'lb', 'metallb-system')!.spec).toMatchObject({ addresses: ['10.77.0.230-10.77.0.240'] });
 
     const second = await provision([PB, '-i', inv, '--json']);
@@ -340,10 +415,17 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
   it('a Calico pool outside the cluster pod CIDR is refused with an explanation', async () => {
     const d = double!;
     const writes = kubeWrites(d).length;
-    const run = await provision([PB, '-i', inventory(vars({ metallb_allow_strict_arp: true, kube_pod_cidr: '10.50.0.0/16', calico_ip_pools: [{ cidr: '10.50.0.0/16' }] })), '--json']);
+    const run = await provision([
+      PB,
+      '-i',
+      inventory(vars({ metallb_allow_strict_arp: true, kube_pod_cidr: '10.50.0.0/16', calico_ip_pools: [{ cidr: '10.50.0.0/16' }] })),
+      '--json',
+    ]);
     expect(run.code).toBe(1);
     const f = failures(run).find((e) => e.id === 'kube:cluster-network');
-    expect(f?.error).toMatch(/Calico IP pool default-ipv4-ippool \(10\.50\.0\.0\/16\) is outside the cluster's pod network 10\.244\.0\.0\/16/);
+    expect(f?.error).toMatch(
+      /Calico IP pool default-ipv4-ippool \(10\.50\.0\.0\/16\) is outside the cluster's pod network 10\.244\.0\.0\/16/,
+    );
     expect(f?.error).toMatch(/not within the platform's configured pod network/);
     // nothing applied: the Installation keeps its pool
     expect(kubeWrites(d).length).toBe(writes);
@@ -356,11 +438,15 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
     const run = await provision([PB, '-i', inv({}), '--json']);
     expect(run.code).toBe(1);
     expect(failures(run).map((e) => [e.host, e.id])).toEqual([['tb3', 'cni-conf:/etc/cni/net.d']]);
-    expect(failures(run)[0].error).toMatch(/stale CNI config in \/etc\/cni\/net\.d: \/etc\/cni\/net\.d\/10-flannel\.conflist \(flannel\).*lexicographically first/);
+    expect(failures(run)[0].error).toMatch(
+      /stale CNI config in \/etc\/cni\/net\.d: \/etc\/cni\/net\.d\/10-flannel\.conflist \(flannel\).*lexicographically first/,
+    );
     const fix = await provision([PB, '-i', inv({ cni_remove_stale_conf: true }), '--json']);
     expect(fix.code, fix.stderr).toBe(0);
     expect(changedResources(fix)).toEqual([{ host: 'tb3', id: 'cni-conf:/etc/cni/net.d' }]);
-    expect((await tb.hostExec('tb3', 'ls /etc/cni/net.d /etc/cni/net.d.racksmith-stale')).stdout).toMatch(/net\.d:\n\n.*stale:\n10-flannel\.conflist/s);
+    expect((await tb.hostExec('tb3', 'ls /etc/cni/net.d /etc/cni/net.d.racksmith-stale')).stdout).toMatch(
+      /net\.d:\n\n.*stale:\n10-flannel\.conflist/s,
+    );
   });
 });
 
@@ -375,22 +461,49 @@ describe('safety: pinned manifests and input validation', () => {
     const bytes = readFileSync(f);
     bytes[bytes.indexOf('v0.16.1')] = 'V'.charCodeAt(0); // one byte
     writeFileSync(f, bytes);
-    const run = await provision([PB, '-i', inventory(base({ kube_cni: 'flannel', kube_manifest_dir: mirror, metallb_pools: [{ name: 'a', addresses: ['10.77.0.200/30'] }] })), '--json']);
+    const run = await provision([
+      PB,
+      '-i',
+      inventory(base({ kube_cni: 'flannel', kube_manifest_dir: mirror, metallb_pools: [{ name: 'a', addresses: ['10.77.0.200/30'] }] })),
+      '--json',
+    ]);
     expect(run.code).toBe(1);
     const refused = failures(run);
     expect(refused.map((e) => e.id)).toEqual(['kube-artifacts', 'kube-artifacts', 'kube-artifacts', 'kube-artifacts']);
-    expect(refused[0].error).toMatch(/metallb v0\.16\.1 metallb-native\.yaml: sha256 mismatch .* pinned bf25feebb7582ca7df845efd52ffbc2960d6cbf4cfc972f47fded9f788b67f0b/);
+    expect(refused[0].error).toMatch(
+      /metallb v0\.16\.1 metallb-native\.yaml: sha256 mismatch .* pinned bf25feebb7582ca7df845efd52ffbc2960d6cbf4cfc972f47fded9f788b67f0b/,
+    );
     expect(run.events.filter((e) => e.type === 'resource' && e.status === 'changed')).toEqual([]);
     expect(kubeWrites(d)).toEqual([]);
     expect((await tb.hostExec('tb2', 'ls /etc/modules-load.d /etc/sysctl.d /opt/cni 2>&1')).stdout).not.toMatch(/racksmith|bin/);
   });
 
   it.each([
-    ['an invalid MetalLB pool CIDR', { metallb_pools: [{ name: 'a', addresses: ['10.77.0.300/24'] }] }, /metallb_pools\[0\]\.addresses\[0\]: '10\.77\.0\.300\/24' is not a valid CIDR/],
-    ['a MetalLB range backwards', { metallb_pools: [{ name: 'a', addresses: ['10.77.0.250-10.77.0.200'] }] }, /the first address is after the last/],
-    ['a Calico pool outside kube_pod_cidr', { kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.1.0.0/16' }] }, /calico_ip_pools\[0\]\.cidr: 10\.1\.0\.0\/16 is outside kube_pod_cidr 10\.250\.0\.0\/16/],
-    ['an encapsulation the Calico CRD does not know', { kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.250.0.0/16', encapsulation: 'GRE' }] }, /encapsulation must be one of: IPIPCrossSubnet, IPIP, VXLAN, VXLANCrossSubnet, None/],
-    ['a pod CIDR with host bits', { kube_pod_cidr: '10.250.0.1/16' }, /kube_pod_cidr: '10\.250\.0\.1\/16' is not a CIDR with its host bits zero/],
+    [
+      'an invalid MetalLB pool CIDR',
+      { metallb_pools: [{ name: 'a', addresses: ['10.77.0.300/24'] }] },
+      /metallb_pools\[0\]\.addresses\[0\]: '10\.77\.0\.300\/24' is not a valid CIDR/,
+    ],
+    [
+      'a MetalLB range backwards',
+      { metallb_pools: [{ name: 'a', addresses: ['10.77.0.250-10.77.0.200'] }] },
+      /the first address is after the last/,
+    ],
+    [
+      'a Calico pool outside kube_pod_cidr',
+      { kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.1.0.0/16' }] },
+      /calico_ip_pools\[0\]\.cidr: 10\.1\.0\.0\/16 is outside kube_pod_cidr 10\.250\.0\.0\/16/,
+    ],
+    [
+      'an encapsulation the Calico CRD does not know',
+      { kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.250.0.0/16', encapsulation: 'GRE' }] },
+      /encapsulation must be one of: IPIPCrossSubnet, IPIP, VXLAN, VXLANCrossSubnet, None/,
+    ],
+    [
+      'a pod CIDR with host bits',
+      { kube_pod_cidr: '10.250.0.1/16' },
+      /kube_pod_cidr: '10\.250\.0\.1\/16' is not a CIDR with its host bits zero/,
+    ],
   ])('%s in the inventory → exit 3 naming file:line, before any host is touched', async (_, extra, msg) => {
     const d = double!;
     const before = d.requests.length;

@@ -18,7 +18,8 @@ const inventory = (extra: Record<string, unknown> = {}) =>
     groups: { rack_a: { hosts: ['tb7'], vars: { sysctl_overrides: { ...NOT_IN_NETNS, 'net.core.somaxconn': 32768 } } } },
   });
 
-const live = async (host: string, key: string) => (await tb.hostExec(host, `cat /proc/sys/${key.replace(/\./g, '/')}`)).stdout.trim().replace(/\s+/g, ' ');
+const live = async (host: string, key: string) =>
+  (await tb.hostExec(host, `cat /proc/sys/${key.replace(/\./g, '/')}`)).stdout.trim().replace(/\s+/g, ' ');
 
 beforeAll(async () => {
   await tb.reset(HOSTS);
@@ -46,11 +47,16 @@ describe('network tuning', () => {
       expect(await live(h, 'net.ipv4.tcp_slow_start_after_idle')).toBe('0');
       expect(await live(h, 'net.core.rmem_max')).toBe('134217728');
       expect(await live(h, 'vm.swappiness')).toBe('10');
-      const files = await tb.hostExec(h, 'cat /etc/sysctl.d/90-racksmith-required.conf /etc/security/limits.d/90-racksmith.conf /etc/modules-load.d/racksmith.conf');
+      const files = await tb.hostExec(
+        h,
+        'cat /etc/sysctl.d/90-racksmith-required.conf /etc/security/limits.d/90-racksmith.conf /etc/modules-load.d/racksmith.conf',
+      );
       expect(files.stdout).toContain('net.ipv4.ip_local_port_range = 2048 65535');
       expect(files.stdout).toContain('* soft nofile 65536');
       expect(files.stdout).toContain('br_netfilter\noverlay\n');
-      expect((await tb.hostExec(h, 'cat /etc/systemd/system.conf.d/90-racksmith-nofile.conf')).stdout).toContain('DefaultLimitNOFILE=65536:65536');
+      expect((await tb.hostExec(h, 'cat /etc/systemd/system.conf.d/90-racksmith-nofile.conf')).stdout).toContain(
+        'DefaultLimitNOFILE=65536:65536',
+      );
     }
     // the group override landed on rack_a's host only
     expect(await live('tb7', 'net.core.somaxconn')).toBe('32768');
@@ -58,7 +64,9 @@ describe('network tuning', () => {
     expect(await live('tb9', 'net.core.somaxconn')).toBe('65535');
     // min_free_kbytes is computed from each host's RAM, not copied
     const memKb = Number((await tb.hostExec('tb8', "awk '/MemTotal/{print $2}' /proc/meminfo")).stdout);
-    expect(Number(await live('tb8', 'vm.min_free_kbytes'))).toBe(Math.min(Math.max(65536, Math.floor(memKb / 100)), Math.floor(memKb / 20)));
+    expect(Number(await live('tb8', 'vm.min_free_kbytes'))).toBe(
+      Math.min(Math.max(65536, Math.floor(memKb / 100)), Math.floor(memKb / 20)),
+    );
     // a new login session gets the raised nofile (capped by the test bed's hard ceiling)
     const ulimit = await tb.sshExec('tb8', 'ulimit -Sn');
     expect(Number(ulimit.stdout)).toBeGreaterThan(1024);

@@ -30,7 +30,10 @@ const kname = (dev: string) => dev.replace('/dev/', '');
 function inventory(vars: Record<string, unknown> = {}, hostVars: Record<string, Record<string, unknown>> = {}): string {
   const hv: Record<string, Record<string, unknown>> = {};
   for (const h of HOSTS) {
-    hv[h] = { storage_disks: disks(h).map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: kname(d.dev) } })), ...hostVars[h] };
+    hv[h] = {
+      storage_disks: disks(h).map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: kname(d.dev) } })),
+      ...hostVars[h],
+    };
   }
   return writeInventory({ hosts: HOSTS, vars, hostVars: hv, groups: { storage: { hosts: HOSTS } } });
 }
@@ -40,9 +43,10 @@ const sh = async (h: string, cmd: string): Promise<string> => {
   if (r.code !== 0) throw new Error(`${h}: ${cmd}: exit ${r.code}: ${r.stderr}`);
   return r.stdout;
 };
-const blkid = async (h: string, dev: string) => (await tb.hostExec(h, `blkid -p -o export ${dev}`));
+const blkid = async (h: string, dev: string) => await tb.hostExec(h, `blkid -p -o export ${dev}`);
 const queue = async (h: string, dev: string, key: string) => (await sh(h, `cat /sys/block/${kname(dev)}/queue/${key}`)).trim();
-const resources = (run: CliRun, host: string) => new Map(run.events.filter((e) => e.type === 'resource' && e.host === host).map((e) => [e.id as string, e]));
+const resources = (run: CliRun, host: string) =>
+  new Map(run.events.filter((e) => e.type === 'resource' && e.host === host).map((e) => [e.id as string, e]));
 const why = (run: CliRun) => `exit ${run.code}\n${run.stderr}`;
 
 /**
@@ -52,7 +56,10 @@ const why = (run: CliRun) => `exit ${run.code}\n${run.stderr}`;
 async function untune(hosts: string[]): Promise<void> {
   for (const h of hosts) {
     const [d1, d2] = disks(h).map((d) => `/sys/block/${kname(d.dev)}/queue`);
-    await sh(h, `echo none > ${d1}/scheduler; echo 512 > ${d1}/max_sectors_kb; echo 512 > ${d1}/read_ahead_kb; echo 1 > ${d1}/rq_affinity; echo none > ${d2}/scheduler; echo 512 > ${d2}/read_ahead_kb`);
+    await sh(
+      h,
+      `echo none > ${d1}/scheduler; echo 512 > ${d1}/max_sectors_kb; echo 512 > ${d1}/read_ahead_kb; echo 1 > ${d1}/rq_affinity; echo none > ${d2}/scheduler; echo 512 > ${d2}/read_ahead_kb`,
+    );
   }
 }
 
@@ -79,10 +86,16 @@ describe('storage playbook on fresh hosts', () => {
       expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/nr_requests: 128 → 2048`);
       expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/read_ahead_kb: 512 → 4096`);
       const hw = Number(await queue(h, d1.dev, 'max_hw_sectors_kb'));
-      expect(io1).toContain(`/sys/block/${kname(d1.dev)}/queue/max_sectors_kb: 512 → ${Math.min(hw, 16383)}${hw < 16383 ? ` (16383 clamped to max_hw_sectors_kb ${hw})` : ''}`);
-      expect(rs.get('io:d2')!.changes.map((c: { summary: string }) => c.summary)).toEqual([`/sys/block/${kname(d2.dev)}/queue/read_ahead_kb: 512 → 128`]);
+      expect(io1).toContain(
+        `/sys/block/${kname(d1.dev)}/queue/max_sectors_kb: 512 → ${Math.min(hw, 16383)}${hw < 16383 ? ` (16383 clamped to max_hw_sectors_kb ${hw})` : ''}`,
+      );
+      expect(rs.get('io:d2')!.changes.map((c: { summary: string }) => c.summary)).toEqual([
+        `/sys/block/${kname(d2.dev)}/queue/read_ahead_kb: 512 → 128`,
+      ]);
       const udev = rs.get('udev-rules:/etc/udev/rules.d/60-racksmith-io.rules')!.changes[0];
-      expect(udev.diff).toContain(`+ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="${kname(d1.dev)}", ATTR{queue/scheduler}="mq-deadline"`);
+      expect(udev.diff).toContain(
+        `+ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="${kname(d1.dev)}", ATTR{queue/scheduler}="mq-deadline"`,
+      );
     }
     expect(run.stderr).toContain('Changes that would be made');
     expect(run.stderr).toMatch(/format \/dev\/loop\d+ \(blank, 1 GiB, no serial\) as XFS/);
@@ -117,7 +130,8 @@ describe('storage playbook on fresh hosts', () => {
         const live = (await sh(h, `findmnt -rn -o SOURCE,FSTYPE,OPTIONS --mountpoint /ais/d${i + 1}`)).trim().split(' ');
         expect(live[0]).toBe(d.dev);
         expect(live[1]).toBe('xfs');
-        for (const opt of ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k']) expect(live[2].split(',')).toContain(opt);
+        for (const opt of ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k'])
+          expect(live[2].split(',')).toContain(opt);
         expect((await sh(h, `stat -c '%a %U %G' /ais/d${i + 1}`)).trim()).toBe('750 root root');
       }
     }
@@ -126,7 +140,10 @@ describe('storage playbook on fresh hosts', () => {
   it('xattrs work on each mount (set, read back, remove)', async () => {
     for (const h of HOSTS) {
       for (const m of ['/ais/d1', '/ais/d2']) {
-        const out = await sh(h, `f=${m}/xattr-test; touch $f && setfattr -n user.ais.test -v ttt $f && getfattr --only-values -n user.ais.test $f && rm $f`);
+        const out = await sh(
+          h,
+          `f=${m}/xattr-test; touch $f && setfattr -n user.ais.test -v ttt $f && getfattr --only-values -n user.ais.test $f && rm $f`,
+        );
         expect(out).toBe('ttt');
         // the playbook's own probe attribute is gone again
         expect((await tb.hostExec(h, `getfattr -n user.racksmith.probe ${m}`)).code).not.toBe(0);
@@ -155,11 +172,16 @@ describe('storage playbook on fresh hosts', () => {
     for (const h of HOSTS) {
       const [d1, d2] = disks(h);
       const rules = await sh(h, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
-      expect(rules).toContain(`KERNEL=="${kname(d1.dev)}", ATTR{queue/scheduler}="mq-deadline", ATTR{queue/nr_requests}="2048", ATTR{queue/max_sectors_kb}=`);
+      expect(rules).toContain(
+        `KERNEL=="${kname(d1.dev)}", ATTR{queue/scheduler}="mq-deadline", ATTR{queue/nr_requests}="2048", ATTR{queue/max_sectors_kb}=`,
+      );
       expect(rules).toContain(`ATTR{queue/read_ahead_kb}="4096", ATTR{queue/rq_affinity}="2"\n`);
       expect(rules).toContain(`KERNEL=="${kname(d2.dev)}", ATTR{queue/scheduler}="none", ATTR{queue/read_ahead_kb}="128"`);
       // undo the tuning by hand, then let udev apply the rule
-      await sh(h, `q=/sys/block/${kname(d1.dev)}/queue; echo none > $q/scheduler; echo 512 > $q/read_ahead_kb; echo 1 > $q/rq_affinity; echo 512 > /sys/block/${kname(d2.dev)}/queue/read_ahead_kb`);
+      await sh(
+        h,
+        `q=/sys/block/${kname(d1.dev)}/queue; echo none > $q/scheduler; echo 512 > $q/read_ahead_kb; echo 1 > $q/rq_affinity; echo 512 > /sys/block/${kname(d2.dev)}/queue/read_ahead_kb`,
+      );
       expect(await queue(h, d1.dev, 'scheduler')).toBe('[none] mq-deadline kyber bfq');
       for (const d of [d1, d2]) {
         const t = await tb.hostExec(h, `udevadm test --action=change /sys/block/${kname(d.dev)} 2>&1`);
@@ -226,10 +248,16 @@ describe('storage playbook refuses disks that are not blank', () => {
     [ext4A, ptA] = disks(A).map((d) => d.dev);
     [mountedB, blankB] = disks(B).map((d) => d.dev);
     // A d1: ext4 with a file; A d2: a partition table; B d1: ext4 mounted at /mnt/data; B d2: blank
-    await sh(A, `mkfs.ext4 -q ${ext4A} && mkdir -p /mnt/x && mount ${ext4A} /mnt/x && head -c 1M /dev/urandom > /mnt/x/data && umount /mnt/x`);
+    await sh(
+      A,
+      `mkfs.ext4 -q ${ext4A} && mkdir -p /mnt/x && mount ${ext4A} /mnt/x && head -c 1M /dev/urandom > /mnt/x/data && umount /mnt/x`,
+    );
     await tb.hostExec(A, `base64 -d | dd of=${ptA} bs=512 count=1 conv=notrunc,fsync status=none`, { input: mbr().toString('base64') });
     expect((await blkid(A, ptA)).stdout).toContain('PTTYPE=dos');
-    await sh(B, `mkfs.ext4 -q ${mountedB} && mkdir -p /mnt/data && mount ${mountedB} /mnt/data && head -c 1M /dev/urandom > /mnt/data/data && sync`);
+    await sh(
+      B,
+      `mkfs.ext4 -q ${mountedB} && mkdir -p /mnt/data && mount ${mountedB} /mnt/data && head -c 1M /dev/urandom > /mnt/data/data && sync`,
+    );
     sums.set(ext4A, await devSum(A, ext4A));
     sums.set(ptA, await devSum(A, ptA));
     sums.set(mountedB, (await sh(B, 'sha256sum < /mnt/data/data')) + (await blkid(B, mountedB)).stdout);
@@ -247,9 +275,26 @@ describe('storage playbook refuses disks that are not blank', () => {
     expect(run.code, why(run)).toBe(1);
     const a = resources(run, A);
     const b = resources(run, B);
-    expect(a.get('disk:d1')).toMatchObject({ status: 'failed', error: expect.stringMatching(new RegExp(`^refused: not formatting ${ext4A} \\(1 GiB, no serial\\): it is not blank: ext4 signature \\(UUID [0-9a-f-]+\\)\\. To erase it, list its by-id path or serial in format_allow`)) });
-    expect(a.get('disk:d2')).toMatchObject({ status: 'failed', error: expect.stringMatching(/^refused: not formatting .*: it is not blank: dos partition table/) });
-    expect(b.get('disk:d1')).toMatchObject({ status: 'failed', error: expect.stringMatching(new RegExp(`^refused: not formatting ${mountedB}: it is mounted at /mnt/data; ext4 filesystem mounted \\(signatures not read\\)\\. A disk in use is never formatted`)) });
+    expect(a.get('disk:d1')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(
+        new RegExp(
+          `^refused: not formatting ${ext4A} \\(1 GiB, no serial\\): it is not blank: ext4 signature \\(UUID [0-9a-f-]+\\)\\. To erase it, list its by-id path or serial in format_allow`,
+        ),
+      ),
+    });
+    expect(a.get('disk:d2')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^refused: not formatting .*: it is not blank: dos partition table/),
+    });
+    expect(b.get('disk:d1')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(
+        new RegExp(
+          `^refused: not formatting ${mountedB}: it is mounted at /mnt/data; ext4 filesystem mounted \\(signatures not read\\)\\. A disk in use is never formatted`,
+        ),
+      ),
+    });
     // what depends on a refused disk does not run; the blank disk is formatted and mounted
     expect(a.get('mount:/ais/d1')!.status).toBe('skipped');
     expect(b.get('mount:/ais/d1')!.status).toBe('skipped');
@@ -276,7 +321,11 @@ describe('storage playbook refuses disks that are not blank', () => {
     const allow = { [A]: { format_allow: [ext4A, ptA] }, [B]: { format_allow: [mountedB] } };
     const check = await provision([PB, '-i', inventory({}, allow), '--check', '--json']);
     expect(check.code).toBe(1);
-    expect(resources(check, A).get('disk:d1')!.changes[0].summary).toMatch(new RegExp(`^format ${ext4A} \\(1 GiB, no serial\\) as XFS, erasing ext4 signature \\(UUID [0-9a-f-]+\\) \\(format_allow: ${ext4A}\\)$`));
+    expect(resources(check, A).get('disk:d1')!.changes[0].summary).toMatch(
+      new RegExp(
+        `^format ${ext4A} \\(1 GiB, no serial\\) as XFS, erasing ext4 signature \\(UUID [0-9a-f-]+\\) \\(format_allow: ${ext4A}\\)$`,
+      ),
+    );
     expect(resources(check, A).get('disk:d2')!.changes[0].summary).toMatch(/erasing dos partition table \(format_allow: /);
     await intact(); // check mode: still nothing done
 
@@ -289,7 +338,10 @@ describe('storage playbook refuses disks that are not blank', () => {
       expect(b).not.toContain('PTTYPE');
     }
     expect((await sh(A, 'findmnt -rn -o TARGET | grep ^/ais/ | sort')).trim()).toBe('/ais/d1\n/ais/d2');
-    expect(resources(run, B).get('disk:d1')).toMatchObject({ status: 'failed', error: expect.stringMatching(/it is mounted at \/mnt\/data.*never formatted, even when format_allow names it/) });
+    expect(resources(run, B).get('disk:d1')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/it is mounted at \/mnt\/data.*never formatted, even when format_allow names it/),
+    });
     expect((await sh(B, 'sha256sum < /mnt/data/data')) + (await blkid(B, mountedB)).stdout).toBe(sums.get(mountedB));
 
     // converged A: a second run with the allow-list still set formats nothing again
@@ -323,7 +375,9 @@ describe('storage playbook with disks selected by serial', () => {
     const byPath = await provision([PB, '-i', serialInventory([d2.dev]), '-l', A, '--json']);
     expect(byPath.code, why(byPath)).toBe(1);
     const rs = resources(byPath, A);
-    expect(rs.get(`disk:${d2.serial}`)!.error).toMatch(new RegExp(`not formatting ${d2.dev} \\(1 GiB, serial ${d2.serial}\\): it is not blank: ext4`));
+    expect(rs.get(`disk:${d2.serial}`)!.error).toMatch(
+      new RegExp(`not formatting ${d2.dev} \\(1 GiB, serial ${d2.serial}\\): it is not blank: ext4`),
+    );
     expect(rs.get(`disk:${d1.serial}`)!.changes[0].summary).toBe(`format ${d1.dev} (blank, 1 GiB, serial ${d1.serial}) as XFS`);
     expect((await sh(A, `findmnt -rn -o SOURCE --mountpoint /ais/${d1.serial}`)).trim()).toBe(d1.dev);
     const rules = await sh(A, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
@@ -333,7 +387,9 @@ describe('storage playbook with disks selected by serial', () => {
 
     const bySerial = await provision([PB, '-i', serialInventory([d2.serial]), '-l', A, '--json']);
     expect(bySerial.code, why(bySerial)).toBe(0);
-    expect(resources(bySerial, A).get(`disk:${d2.serial}`)!.changes[0].summary).toMatch(new RegExp(`erasing ext4 signature .* \\(format_allow: ${d2.serial}\\)$`));
+    expect(resources(bySerial, A).get(`disk:${d2.serial}`)!.changes[0].summary).toMatch(
+      new RegExp(`erasing ext4 signature .* \\(format_allow: ${d2.serial}\\)$`),
+    );
     const fstab = await sh(A, 'cat /etc/fstab');
     for (const d of [d1, d2]) {
       const uuid = /^UUID=(.+)$/m.exec((await blkid(A, d.dev)).stdout)![1];
@@ -347,7 +403,14 @@ describe('storage playbook with disks selected by serial', () => {
   });
 
   it('a serial that names no disk is a clear failure of that host', async () => {
-    const run = await provision([PB, '-i', inventory({}, { [A]: { storage_disks: [{ serial: 'NO_SUCH_SERIAL', name: 'x' }] } }), '-l', A, '--json']);
+    const run = await provision([
+      PB,
+      '-i',
+      inventory({}, { [A]: { storage_disks: [{ serial: 'NO_SUCH_SERIAL', name: 'x' }] } }),
+      '-l',
+      A,
+      '--json',
+    ]);
     expect(run.code).toBe(1);
     expect(resources(run, A).get('disk:x')!.error).toBe('refused: no disk has serial or WWN NO_SUCH_SERIAL');
   });
@@ -377,7 +440,11 @@ describe('storage playbook with I/O profiles overridden per group and host', () 
     const depth = await sh(B, `cat /sys/block/${kname(d2.dev)}/mq/*/nr_tags | sort -n | head -n 1`);
     const check = await provision([PB, '-i', inv, '-l', B, '--check', '--json']);
     expect(check.code, why(check)).toBe(2);
-    expect(resources(check, B).get('io:d2')!.changes.map((c: { summary: string }) => c.summary)).toContain(
+    expect(
+      resources(check, B)
+        .get('io:d2')!
+        .changes.map((c: { summary: string }) => c.summary),
+    ).toContain(
       `/sys/block/${kname(d2.dev)}/queue/nr_requests: 64 → ${depth.trim()} (1024 clamped to the hardware queue depth ${depth.trim()} (scheduler none))`,
     );
     const run = await provision([PB, '-i', inv, '-l', B, '--json']);
@@ -388,7 +455,9 @@ describe('storage playbook with I/O profiles overridden per group and host', () 
     expect(await queue(B, d2.dev, 'nr_requests')).toBe(depth.trim());
     expect(await queue(B, d2.dev, 'read_ahead_kb')).toBe('256');
     const rules = await sh(B, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
-    expect(rules).toContain(`KERNEL=="${kname(d2.dev)}", ATTR{queue/scheduler}="none", ATTR{queue/nr_requests}="${depth.trim()}", ATTR{queue/read_ahead_kb}="256"`);
+    expect(rules).toContain(
+      `KERNEL=="${kname(d2.dev)}", ATTR{queue/scheduler}="none", ATTR{queue/nr_requests}="${depth.trim()}", ATTR{queue/read_ahead_kb}="256"`,
+    );
     expect(rules).not.toContain('max_sectors_kb');
     const again = await provision([PB, '-i', inv, '-l', B, '--json']);
     expect(again.code, why(again)).toBe(0);
@@ -420,24 +489,31 @@ describe('storage playbook keeps an XFS disk and checks its input', () => {
 
   it.each([
     ['no storage_disks at all', { [A]: { storage_disks: null } }, /storage_disks is not set/],
-    ['device and serial on one disk', { [A]: { storage_disks: [{ device: '/dev/loop0', serial: 'X' }] } }, /exactly one of device or serial/],
+    [
+      'device and serial on one disk',
+      { [A]: { storage_disks: [{ device: '/dev/loop0', serial: 'X' }] } },
+      /exactly one of device or serial/,
+    ],
     ['an unknown profile key', { [A]: { io_profiles: { hdd: { scheduler: 'mq-deadline', elevator: 'x' } } } }, /unknown key 'elevator'/],
-  ])('%s → exit 3 naming the inventory file:line, before any host is touched', async (_, hostVars: Record<string, Record<string, unknown>>, msg) => {
-    let inv = inventory({}, hostVars);
-    if (hostVars[A].storage_disks === null) {
-      // drop the key entirely: missing, not null
-      const text = readFileSync(inv, 'utf8');
-      expect(text).toMatch(/storage_disks: null\n/);
-      inv = inv.replace(/inventory\.yaml$/, 'inventory-missing.yaml');
-      writeFileSync(inv, text.replace(/\s*storage_disks: null\n/, '\n'));
-    }
-    const before = await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/');
-    const run = await provision([PB, '-i', inv]);
-    expect(run.code, why(run)).toBe(3);
-    expect(run.stderr).toMatch(msg);
-    // a variable that is set is located at its file:line; a missing one can only be named
-    if (hostVars[A].storage_disks === null) expect(run.stderr).toContain(`${A}: storage_disks is not set`);
-    else expect(run.stderr).toContain(`${inv}:`);
-    expect(await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/')).toBe(before);
-  });
+  ])(
+    '%s → exit 3 naming the inventory file:line, before any host is touched',
+    async (_, hostVars: Record<string, Record<string, unknown>>, msg) => {
+      let inv = inventory({}, hostVars);
+      if (hostVars[A].storage_disks === null) {
+        // drop the key entirely: missing, not null
+        const text = readFileSync(inv, 'utf8');
+        expect(text).toMatch(/storage_disks: null\n/);
+        inv = inv.replace(/inventory\.yaml$/, 'inventory-missing.yaml');
+        writeFileSync(inv, text.replace(/\s*storage_disks: null\n/, '\n'));
+      }
+      const before = await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/');
+      const run = await provision([PB, '-i', inv]);
+      expect(run.code, why(run)).toBe(3);
+      expect(run.stderr).toMatch(msg);
+      // a variable that is set is located at its file:line; a missing one can only be named
+      if (hostVars[A].storage_disks === null) expect(run.stderr).toContain(`${A}: storage_disks is not set`);
+      else expect(run.stderr).toContain(`${inv}:`);
+      expect(await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/')).toBe(before);
+    },
+  );
 });

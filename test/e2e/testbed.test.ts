@@ -45,7 +45,9 @@ describe('test bed: hosts', () => {
     try {
       const kh = join(dir, 'known_hosts');
       // tb2's key recorded for tb1's address: must be rejected as a changed host key
-      const tb2Key = readFileSync(tb.knownHostsPath, 'utf8').split('\n').find((l) => l.startsWith(`${all[1].ip} `));
+      const tb2Key = readFileSync(tb.knownHostsPath, 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith(`${all[1].ip} `));
       writeFileSync(kh, `${tb2Key!.replace(all[1].ip, all[0].ip)}\n`);
       const args = tb.sshArgs().map((a) => (a.startsWith('UserKnownHostsFile=') ? `UserKnownHostsFile=${kh}` : a));
       let err = '';
@@ -197,7 +199,9 @@ describe('test bed: down', () => {
       expect(sh('ip', ['-o', 'link', 'show'])).not.toMatch(/\brsbr0\b|\brstbv\d+/);
       const loops = sh('losetup', ['-l', '-n', '-O', 'NAME,BACK-FILE']);
       expect(loops.split('\n').filter((l) => l.includes(tb.stateDir))).toEqual([]);
-      const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4] ?? '');
+      const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .map((l) => l.split(' ')[4] ?? '');
       expect(mounts.filter((m) => m.startsWith(tb.stateDir))).toEqual([]);
       const leftover = readdirSync('/proc')
         .filter((p) => /^\d+$/.test(p))
@@ -212,7 +216,8 @@ describe('test bed: down', () => {
         // one of ours left behind would sit in a netns that no longer has a name (or an rs-tbN one)
         .filter((p) => !/^(?!rs-tb\d)\S+/m.test(sh('ip', ['netns', 'identify', p])));
       expect(leftover).toEqual([]);
-      for (const pid of hostPids) expect(existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('tb-init')).toBe(false);
+      for (const pid of hostPids)
+        expect(existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('tb-init')).toBe(false);
       expect(existsSync(tb.stateDir)).toBe(false);
       // safe to run twice
       await tb.down({ quiet: true });

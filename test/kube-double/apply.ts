@@ -158,7 +158,9 @@ export function serverSideApply(existing: KubeObject | undefined, body: KubeObje
     }
   }
 
-  const base = (existing ? clone(existing) : { apiVersion: config.apiVersion, kind: config.kind, metadata: { ...config.metadata } }) as KubeObject;
+  const base = (
+    existing ? clone(existing) : { apiVersion: config.apiVersion, kind: config.kind, metadata: { ...config.metadata } }
+  ) as KubeObject;
   if (mine) {
     const ownedByOthers = (p: FieldPath) => others.some((o) => o.set.overlaps(p));
     const keep = (p: FieldPath) => newSet.has(p) || others.some((o) => o.set.has(p));

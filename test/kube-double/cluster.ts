@@ -48,7 +48,10 @@ const isKind = (t: ResourceType, group: string, kind: string) => t.group === gro
 /** Equal, ignoring managedFields timestamps. */
 function sameObject(a: KubeObject, b: KubeObject): boolean {
   const times = (o: KubeObject) => (o.metadata.managedFields ?? []).map((e) => ({ ...e, time: '' }));
-  return deepEqual({ ...a, metadata: { ...a.metadata, managedFields: times(a) } }, { ...b, metadata: { ...b.metadata, managedFields: times(b) } });
+  return deepEqual(
+    { ...a, metadata: { ...a.metadata, managedFields: times(a) } },
+    { ...b, metadata: { ...b.metadata, managedFields: times(b) } },
+  );
 }
 
 /** The fields whose change bumps metadata.generation: everything but metadata and status. */
@@ -99,7 +102,10 @@ export class Cluster {
     }
     if (o.apiVersion !== undefined) {
       const { group } = splitApiVersion(String(o.apiVersion));
-      if (group !== type.group) throw errors.badRequest(`the API version in the data (${String(o.apiVersion)}) does not match the expected API version (${gvString(type.group, version)})`);
+      if (group !== type.group)
+        throw errors.badRequest(
+          `the API version in the data (${String(o.apiVersion)}) does not match the expected API version (${gvString(type.group, version)})`,
+        );
     }
     if (!isPlainObject(o.metadata)) o.metadata = { name: '' };
     return o;
@@ -120,7 +126,8 @@ export class Cluster {
     if (!type.verbs.includes('create')) throw errors.methodNotAllowed();
     const o = this.checkBody(type, version, body);
     const ctx = this.context(type, version, opts);
-    if (!o.metadata.name && typeof o.metadata.generateName === 'string') o.metadata.name = o.metadata.generateName + shortHash(randomUUID());
+    if (!o.metadata.name && typeof o.metadata.generateName === 'string')
+      o.metadata.name = o.metadata.generateName + shortHash(randomUUID());
     if (!o.metadata.name) throw errors.invalid(gr(type), '', 'metadata.name', 'Required value: name or generateName is required');
     this.placeIn(type, o, namespace);
     if (this.store.get(gr(type), o.metadata.namespace, o.metadata.name)) throw errors.alreadyExists(gr(type), o.metadata.name);
@@ -128,13 +135,21 @@ export class Cluster {
     return { object: this.commit(type, undefined, next, ctx, opts.dryRun, 'CREATE'), created: true };
   }
 
-  replace(type: ResourceType, version: string, namespace: string | undefined, name: string, body: unknown, opts: WriteOptions): WriteResult {
+  replace(
+    type: ResourceType,
+    version: string,
+    namespace: string | undefined,
+    name: string,
+    body: unknown,
+    opts: WriteOptions,
+  ): WriteResult {
     const o = this.checkBody(type, version, body);
     const ctx = this.context(type, version, opts);
     this.placeIn(type, o, namespace);
     if (o.metadata.name && o.metadata.name !== name) throw errors.badRequest('the name of the object does not match the name on the URL');
     const existing = this.get(type, namespace, name);
-    if (o.metadata.resourceVersion && o.metadata.resourceVersion !== existing.metadata.resourceVersion) throw errors.conflict(gr(type), name);
+    if (o.metadata.resourceVersion && o.metadata.resourceVersion !== existing.metadata.resourceVersion)
+      throw errors.conflict(gr(type), name);
     let next: KubeObject;
     if (ctx.section === 'status') {
       next = { ...clone(existing), status: clone(o.status) };
@@ -162,7 +177,8 @@ export class Cluster {
     if (patchType === 'apply') {
       const o = this.checkBody(type, version, patch);
       if (!o.apiVersion || !o.kind) throw errors.badRequest('apiVersion and kind must be set in an apply patch');
-      if (o.metadata.name !== name) throw errors.badRequest(`the name of the object (${String(o.metadata.name)}) does not match the name on the URL (${name})`);
+      if (o.metadata.name !== name)
+        throw errors.badRequest(`the name of the object (${String(o.metadata.name)}) does not match the name on the URL (${name})`);
       this.placeIn(type, o, namespace);
       if (!existing && ctx.section === 'status') throw errors.notFound(gr(type), name);
       // a resourceVersion in an applied configuration is a precondition
@@ -236,7 +252,12 @@ export class Cluster {
       const names = isPlainObject(spec.names) ? spec.names : {};
       const want = `${String(names.plural)}.${String(spec.group)}`;
       if (o.metadata.name !== want) {
-        throw errors.invalid(gr(type), o.metadata.name, 'metadata.name', `Invalid value: "${o.metadata.name}": must be spec.names.plural+"."+spec.group`);
+        throw errors.invalid(
+          gr(type),
+          o.metadata.name,
+          'metadata.name',
+          `Invalid value: "${o.metadata.name}": must be spec.names.plural+"."+spec.group`,
+        );
       }
     }
   }
@@ -245,7 +266,15 @@ export class Cluster {
    * The write funnel. `next` carries its managedFields already; this adds server metadata, runs
    * admission, defaults and status, and stores unless it is a no-op or a dry run.
    */
-  private commit(type: ResourceType, existing: KubeObject | undefined, next: KubeObject, ctx: WriteContext, dryRun: boolean, op: Operation, system = false): KubeObject {
+  private commit(
+    type: ResourceType,
+    existing: KubeObject | undefined,
+    next: KubeObject,
+    ctx: WriteContext,
+    dryRun: boolean,
+    op: Operation,
+    system = false,
+  ): KubeObject {
     const ns = next.metadata.namespace;
     if (type.namespaced && !existing && !this.store.get(NAMESPACES, undefined, ns ?? '')) throw errors.notFound(NAMESPACES, ns ?? '');
     this.validate(type, next);
@@ -274,7 +303,8 @@ export class Cluster {
     // a created object or a new generation gets the status a healthy control plane would report;
     // an explicit status write stands (tests can simulate a stuck rollout with it)
     const specChanged = !existing || next.metadata.generation !== existing.metadata.generation;
-    if (ctx.section !== 'status' && specChanged) reconcileStatus(type, next, { nodes: () => this.nodes(), allocateClusterIP: () => this.allocateClusterIP() }, ctx.now);
+    if (ctx.section !== 'status' && specChanged)
+      reconcileStatus(type, next, { nodes: () => this.nodes(), allocateClusterIP: () => this.allocateClusterIP() }, ctx.now);
     next.metadata = this.orderedMetadata(next.metadata);
     if (existing && sameObject(existing, next)) return existing;
     this.touchManager(next, ctx);
@@ -286,7 +316,20 @@ export class Cluster {
 
   /** The metadata keys in the order the real server prints them (stable output for diffs). */
   private orderedMetadata(m: KubeObject['metadata']): KubeObject['metadata'] {
-    const order = ['annotations', 'creationTimestamp', 'finalizers', 'generateName', 'generation', 'labels', 'managedFields', 'name', 'namespace', 'ownerReferences', 'resourceVersion', 'uid'];
+    const order = [
+      'annotations',
+      'creationTimestamp',
+      'finalizers',
+      'generateName',
+      'generation',
+      'labels',
+      'managedFields',
+      'name',
+      'namespace',
+      'ownerReferences',
+      'resourceVersion',
+      'uid',
+    ];
     const out: Record<string, unknown> = {};
     for (const k of order) if (m[k] !== undefined) out[k] = m[k];
     for (const k of Object.keys(m).sort()) if (!(k in out) && m[k] !== undefined) out[k] = m[k];
@@ -295,7 +338,9 @@ export class Cluster {
 
   private touchManager(next: KubeObject, ctx: WriteContext): void {
     const sub = ctx.section === 'status' ? 'status' : '';
-    const e = (next.metadata.managedFields ?? []).find((m: ManagedFieldsEntry) => m.manager === ctx.manager && (m.subresource ?? '') === sub);
+    const e = (next.metadata.managedFields ?? []).find(
+      (m: ManagedFieldsEntry) => m.manager === ctx.manager && (m.subresource ?? '') === sub,
+    );
     if (e) e.time = ctx.now;
   }
 
@@ -358,7 +403,8 @@ export class Cluster {
       const ns = obj.metadata.namespace;
       this.store.delete({ group: '', plural: 'endpoints' }, ns, obj.metadata.name);
       for (const s of this.store.list({ group: 'discovery.k8s.io', plural: 'endpointslices' }, ns)) {
-        if (s.metadata.labels?.['kubernetes.io/service-name'] === obj.metadata.name) this.store.delete({ group: 'discovery.k8s.io', plural: 'endpointslices' }, ns, s.metadata.name);
+        if (s.metadata.labels?.['kubernetes.io/service-name'] === obj.metadata.name)
+          this.store.delete({ group: 'discovery.k8s.io', plural: 'endpointslices' }, ns, s.metadata.name);
       }
     }
   }

@@ -24,7 +24,15 @@ function conditionsOf(obj: KubeObject | undefined): Condition[] {
 }
 
 /** A condition that keeps its times when its status did not change. */
-function condition(prev: Condition[], type: string, status: string, reason: string, message: string, now: string, withUpdateTime = false): Condition {
+function condition(
+  prev: Condition[],
+  type: string,
+  status: string,
+  reason: string,
+  message: string,
+  now: string,
+  withUpdateTime = false,
+): Condition {
   const old = prev.find((c) => c.type === type);
   const same = old && old.status === status && old.reason === reason && old.message === message;
   const c: Condition = { type, status, reason, message } as Condition;
@@ -96,7 +104,8 @@ export function applySchemaDefaults(value: Json | undefined, schema: Json | unde
         applySchemaDefaults(value[k], s);
       }
     }
-    if (isPlainObject(schema.additionalProperties)) for (const v of Object.values(value)) applySchemaDefaults(v, schema.additionalProperties);
+    if (isPlainObject(schema.additionalProperties))
+      for (const v of Object.values(value)) applySchemaDefaults(v, schema.additionalProperties);
   } else if (Array.isArray(value) && isPlainObject(schema.items)) {
     for (const e of value) applySchemaDefaults(e, schema.items);
   }
@@ -136,7 +145,12 @@ export function reconcileStatus(type: ResourceType, o: KubeObject, view: Control
       const stored = obj(o.status as Json).storedVersions;
       const storedVersions = Array.isArray(stored) ? [...stored] : [];
       if (typeof storage === 'string' && !storedVersions.includes(storage)) storedVersions.push(storage);
-      const accepted: JsonObject = { plural: names.plural ?? '', singular: names.singular ?? '', kind: names.kind ?? '', listKind: names.listKind ?? `${names.kind}List` };
+      const accepted: JsonObject = {
+        plural: names.plural ?? '',
+        singular: names.singular ?? '',
+        kind: names.kind ?? '',
+        listKind: names.listKind ?? `${names.kind}List`,
+      };
       if (names.shortNames) accepted.shortNames = names.shortNames;
       if (names.categories) accepted.categories = names.categories;
       o.status = {
@@ -196,7 +210,11 @@ function podIP(svc: KubeObject, nodes: KubeObject[]): string {
  * The Endpoints and EndpointSlice the endpoints controllers would keep for a Service with a
  * selector: one backend pod on the first node, ready or not.
  */
-export function endpointsFor(svc: KubeObject, ready: boolean, nodes: KubeObject[]): { endpoints: KubeObject; slice: KubeObject } | undefined {
+export function endpointsFor(
+  svc: KubeObject,
+  ready: boolean,
+  nodes: KubeObject[],
+): { endpoints: KubeObject; slice: KubeObject } | undefined {
   const spec = obj(svc.spec as Json);
   if (!isPlainObject(spec.selector) || Object.keys(spec.selector).length === 0) return undefined;
   const ns = svc.metadata.namespace ?? 'default';
@@ -231,7 +249,9 @@ export function endpointsFor(svc: KubeObject, ready: boolean, nodes: KubeObject[
         'kubernetes.io/service-name': name,
         'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
       },
-      ownerReferences: [{ apiVersion: 'v1', kind: 'Service', name, uid: svc.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        { apiVersion: 'v1', kind: 'Service', name, uid: svc.metadata.uid ?? '', controller: true, blockOwnerDeletion: true },
+      ],
     },
     addressType: 'IPv4',
     endpoints: [endpoint],

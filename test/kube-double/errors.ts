@@ -48,13 +48,15 @@ export const errors = {
     ),
   badRequest: (message: string) => new ApiError(400, 'BadRequest', message),
   invalid: (gr: GroupResource, name: string, field: string, message: string) =>
-    new ApiError(
-      422,
-      'Invalid',
-      `${gr.group ? `${gr.plural}.${gr.group}` : gr.plural} "${name}" is invalid: ${field}: ${message}`,
-      { ...objDetails(gr, name), causes: [{ reason: 'FieldValueInvalid', message, field }] },
-    ),
+    new ApiError(422, 'Invalid', `${gr.group ? `${gr.plural}.${gr.group}` : gr.plural} "${name}" is invalid: ${field}: ${message}`, {
+      ...objDetails(gr, name),
+      causes: [{ reason: 'FieldValueInvalid', message, field }],
+    }),
   methodNotAllowed: () => new ApiError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource'),
   unsupportedMediaType: (ct: string) =>
-    new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${ct})`),
+    new ApiError(
+      415,
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${ct})`,
+    ),
 };

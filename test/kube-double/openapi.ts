@@ -42,7 +42,11 @@ export function openApiV3Document(registry: ResourceRegistry, group: string, ver
       patch: {
         description: `partially update the specified ${t.kind}`,
         operationId: `patch${t.kind}`,
-        parameters: ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({ name, in: 'query', schema: { type: 'string', uniqueItems: true } })),
+        parameters: ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({
+          name,
+          in: 'query',
+          schema: { type: 'string', uniqueItems: true },
+        })),
         responses: { '200': { description: 'OK' } },
         'x-kubernetes-action': 'patch',
         'x-kubernetes-group-version-kind': { group, version, kind: t.kind },

@@ -62,7 +62,13 @@ const OBJECT_REF: Schema = { 1: ['kind', 'string'], 2: ['namespace', 'string'], 
 const SCHEMAS: Record<string, Schema> = {
   'v1/Namespace': { 1: ['metadata', OBJECT_META], 2: ['spec', { 1: ['finalizers', 'string', true] }] },
   'v1/ConfigMap': { 1: ['metadata', OBJECT_META], 2: ['data', 'map'], 3: ['binaryData', 'bytesMap'], 4: ['immutable', 'bool'] },
-  'v1/Secret': { 1: ['metadata', OBJECT_META], 2: ['data', 'bytesMap'], 3: ['type', 'string'], 4: ['stringData', 'map'], 5: ['immutable', 'bool'] },
+  'v1/Secret': {
+    1: ['metadata', OBJECT_META],
+    2: ['data', 'bytesMap'],
+    3: ['type', 'string'],
+    4: ['stringData', 'map'],
+    5: ['immutable', 'bool'],
+  },
   'v1/ServiceAccount': {
     1: ['metadata', OBJECT_META],
     2: ['secrets', OBJECT_REF, true],
@@ -104,7 +110,10 @@ export function decodeKubeProtobuf(body: Buffer): KubeObject {
   if (body.length < 4 || body.subarray(0, 4).toString('latin1') !== 'k8s\u0000') {
     throw new ApiError(400, 'BadRequest', 'protobuf body without the k8s magic prefix');
   }
-  const unknown = decode(body.subarray(4), { 1: ['typeMeta', { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] }], 2: ['raw', 'bytes'] });
+  const unknown = decode(body.subarray(4), {
+    1: ['typeMeta', { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] }],
+    2: ['raw', 'bytes'],
+  });
   const typeMeta = (unknown.typeMeta ?? {}) as JsonObject;
   const key = `${String(typeMeta.apiVersion)}/${String(typeMeta.kind)}`;
   const schema = SCHEMAS[key];
@@ -116,5 +125,10 @@ export function decodeKubeProtobuf(body: Buffer): KubeObject {
     );
   }
   const obj = decode(Buffer.from(String(unknown.raw ?? ''), 'base64'), schema);
-  return { apiVersion: String(typeMeta.apiVersion), kind: String(typeMeta.kind), ...obj, metadata: (obj.metadata ?? { name: '' }) as KubeObject['metadata'] };
+  return {
+    apiVersion: String(typeMeta.apiVersion),
+    kind: String(typeMeta.kind),
+    ...obj,
+    metadata: (obj.metadata ?? { name: '' }) as KubeObject['metadata'],
+  };
 }

@@ -198,7 +198,13 @@ export function seedCluster(cluster: Cluster, opts: SeedOptions, kubernetesVersi
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: 'kubeadm-config', namespace: 'kube-system' },
-        data: { ClusterConfiguration: clusterConfiguration(podSubnet, kubeadm.serviceSubnet ?? '10.96.0.0/12', kubeadm.kubernetesVersion ?? kubernetesVersion) },
+        data: {
+          ClusterConfiguration: clusterConfiguration(
+            podSubnet,
+            kubeadm.serviceSubnet ?? '10.96.0.0/12',
+            kubeadm.kubernetesVersion ?? kubernetesVersion,
+          ),
+        },
       },
       KUBEADM,
     );
@@ -228,7 +234,10 @@ export function seedCluster(cluster: Cluster, opts: SeedOptions, kubernetesVersi
       spec: {
         replicas: 2,
         selector: { matchLabels: { 'k8s-app': 'kube-dns' } },
-        template: { metadata: { labels: { 'k8s-app': 'kube-dns' } }, spec: { containers: [{ name: 'coredns', image: 'registry.k8s.io/coredns/coredns:v1.11.3' }] } },
+        template: {
+          metadata: { labels: { 'k8s-app': 'kube-dns' } },
+          spec: { containers: [{ name: 'coredns', image: 'registry.k8s.io/coredns/coredns:v1.11.3' }] },
+        },
       },
     },
     KUBEADM,

@@ -182,7 +182,8 @@ class Server {
     }
     if (path === '/api' || path === '/apis') {
       const core = path === '/api';
-      if (wantsAggregatedDiscovery(accept)) return send(res, 200, this.cluster.registry.aggregated(core), AGGREGATED_DISCOVERY_CONTENT_TYPE);
+      if (wantsAggregatedDiscovery(accept))
+        return send(res, 200, this.cluster.registry.aggregated(core), AGGREGATED_DISCOVERY_CONTENT_TYPE);
       return send(res, 200, core ? this.cluster.registry.apiVersions(this.address) : this.cluster.registry.apiGroupList());
     }
     if (segs[0] === 'api' && segs.length === 2) {
@@ -250,7 +251,9 @@ class Server {
 
   private columns(route: ResourceRoute) {
     const crdName = route.type.crd;
-    const crd = crdName ? this.cluster.store.get({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions' }, undefined, crdName) : undefined;
+    const crd = crdName
+      ? this.cluster.store.get({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions' }, undefined, crdName)
+      : undefined;
     return printerColumns(crd, route.version);
   }
 
@@ -275,7 +278,10 @@ class Server {
     const userAgent = String(req.headers['user-agent'] ?? 'unknown');
     const manager = q.get('fieldManager') ?? userAgent.split('/')[0];
     const section = subresource === 'status' ? ('status' as const) : ('main' as const);
-    const mediaType = String(req.headers['content-type'] ?? JSON_TYPE).split(';')[0].trim().toLowerCase();
+    const mediaType = String(req.headers['content-type'] ?? JSON_TYPE)
+      .split(';')[0]
+      .trim()
+      .toLowerCase();
     const table = wantsTable(req.headers.accept);
     const includeObject = q.get('includeObject') ?? 'Metadata';
 
@@ -296,7 +302,12 @@ class Server {
       if (method === 'DELETE') {
         const items = this.cluster.list(type, namespace, q.get('labelSelector'), q.get('fieldSelector'));
         for (const o of items) this.cluster.delete(type, version, o.metadata.namespace, o.metadata.name, dryRun);
-        return send(res, 200, { kind: type.listKind, apiVersion: gvString(type.group, version), metadata: {}, items: items.map((o) => this.present(o, route)) });
+        return send(res, 200, {
+          kind: type.listKind,
+          apiVersion: gvString(type.group, version),
+          metadata: {},
+          items: items.map((o) => this.present(o, route)),
+        });
       }
       return sendError(res, errors.methodNotAllowed());
     }
@@ -315,10 +326,22 @@ class Server {
         const patchType = PATCH_TYPES[mediaType];
         if (!patchType) return sendError(res, errors.unsupportedMediaType(mediaType));
         if (patchType === 'apply' && !q.get('fieldManager')) {
-          return sendError(res, new ApiError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'));
+          return sendError(
+            res,
+            new ApiError(
+              422,
+              'Invalid',
+              'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+            ),
+          );
         }
         const force = q.get('force') === 'true';
-        const r = this.cluster.patch(type, version, namespace, name, patchType, parseBody(body, mediaType), { dryRun, manager, section, force });
+        const r = this.cluster.patch(type, version, namespace, name, patchType, parseBody(body, mediaType), {
+          dryRun,
+          manager,
+          section,
+          force,
+        });
         return send(res, r.created ? 201 : 200, this.present(r.object, route));
       }
       case 'DELETE': {
@@ -435,4 +458,3 @@ export async function startKubeApiDouble(opts: KubeApiDoubleOptions = {}): Promi
     },
   };
 }
-

@@ -51,8 +51,7 @@ export class ObjectStore {
       out.push(clone(s.object));
     }
     return out.sort(
-      (a, b) =>
-        (a.metadata.namespace ?? '').localeCompare(b.metadata.namespace ?? '') || a.metadata.name.localeCompare(b.metadata.name),
+      (a, b) => (a.metadata.namespace ?? '').localeCompare(b.metadata.namespace ?? '') || a.metadata.name.localeCompare(b.metadata.name),
     );
   }
 

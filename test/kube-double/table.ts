@@ -20,7 +20,13 @@ export function printerColumns(crd: KubeObject | undefined, version: string): Pr
   const versions = isPlainObject(spec) && Array.isArray(spec.versions) ? spec.versions.filter(isPlainObject) : [];
   const cols = versions.find((v) => v.name === version)?.additionalPrinterColumns;
   return Array.isArray(cols)
-    ? cols.filter(isPlainObject).map((c) => ({ name: String(c.name), type: String(c.type ?? 'string'), jsonPath: String(c.jsonPath ?? ''), description: typeof c.description === 'string' ? c.description : undefined, priority: typeof c.priority === 'number' ? c.priority : 0 }))
+    ? cols.filter(isPlainObject).map((c) => ({
+        name: String(c.name),
+        type: String(c.type ?? 'string'),
+        jsonPath: String(c.jsonPath ?? ''),
+        description: typeof c.description === 'string' ? c.description : undefined,
+        priority: typeof c.priority === 'number' ? c.priority : 0,
+      }))
     : [];
 }
 
@@ -33,7 +39,9 @@ function cell(o: KubeObject, jsonPath: string): Json {
 export function tableFor(items: KubeObject[], resourceVersion: string, includeObject: string, columns: PrinterColumn[]): JsonObject {
   const cols: PrinterColumn[] = [
     { name: 'Name', type: 'string', jsonPath: '.metadata.name', description: 'Name must be unique within a namespace.' },
-    ...(columns.length ? columns : [{ name: 'Created At', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp of the object.' }]),
+    ...(columns.length
+      ? columns
+      : [{ name: 'Created At', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'CreationTimestamp of the object.' }]),
   ];
   const columnDefinitions = cols.map((c, i) => ({
     name: c.name,
@@ -45,7 +53,8 @@ export function tableFor(items: KubeObject[], resourceVersion: string, includeOb
   const rows = items.map((o) => {
     const row: JsonObject = { cells: cols.map((c) => cell(o, c.jsonPath)) };
     if (includeObject === 'Object') row.object = o as unknown as Json;
-    else if (includeObject !== 'None') row.object = { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata as unknown as Json };
+    else if (includeObject !== 'None')
+      row.object = { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata as unknown as Json };
     return row;
   });
   return { kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion }, columnDefinitions, rows };

@@ -200,11 +200,7 @@ const hostEnv = {
  * Run `sh -c shellCmd` INSIDE a host without SSH (nsenter into all of its namespaces and root),
  * as root. Never throws for a non-zero exit; check `code`.
  */
-export async function hostExec(
-  name: string,
-  shellCmd: string,
-  opts: { input?: string; timeoutMs?: number } = {},
-): Promise<ExecResult> {
+export async function hostExec(name: string, shellCmd: string, opts: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
   const h = host(name);
   // the PID must still be this host's init: never nsenter into whatever reused the number
   if (!cmdline(h.initPid).includes('tb-init')) throw new Error(`testbed: host ${name} is not running`);
@@ -216,11 +212,7 @@ export async function hostExec(
 }
 
 /** Run a command on a host through the system ssh client (key + known_hosts, curve25519 KEX). */
-export async function sshExec(
-  name: string,
-  shellCmd: string,
-  opts: { input?: string; timeoutMs?: number } = {},
-): Promise<ExecResult> {
+export async function sshExec(name: string, shellCmd: string, opts: { input?: string; timeoutMs?: number } = {}): Promise<ExecResult> {
   const h = host(name);
   return run('ssh', [...sshArgs(), '-p', String(h.port), `${h.user}@${h.ip}`, shellCmd], {
     input: opts.input,
@@ -231,15 +223,24 @@ export async function sshExec(
 /** Options for the system `ssh` client to reach bed hosts with strict host key checking. */
 export function sshArgs(): string[] {
   return [
-    '-i', keyPath,
-    '-o', 'IdentitiesOnly=yes',
-    '-o', 'StrictHostKeyChecking=yes',
-    '-o', `UserKnownHostsFile=${knownHostsPath}`,
-    '-o', 'GlobalKnownHostsFile=/dev/null',
-    '-o', 'KexAlgorithms=curve25519-sha256',
-    '-o', 'BatchMode=yes',
-    '-o', 'ConnectTimeout=5',
-    '-o', 'LogLevel=ERROR',
+    '-i',
+    keyPath,
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    `UserKnownHostsFile=${knownHostsPath}`,
+    '-o',
+    'GlobalKnownHostsFile=/dev/null',
+    '-o',
+    'KexAlgorithms=curve25519-sha256',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'ConnectTimeout=5',
+    '-o',
+    'LogLevel=ERROR',
   ];
 }
 
@@ -282,7 +283,10 @@ export async function stopSshd(name: string, opts: { keepSessions?: boolean } = 
 
 /** Start sshd again on a host after stopSshd (waits until it accepts connections). */
 export async function startSshd(name: string): Promise<void> {
-  const r = await hostExec(name, '[ -s /run/sshd.pid ] && kill -0 "$(cat /run/sshd.pid)" 2>/dev/null || /usr/sbin/sshd -E /var/log/sshd.log');
+  const r = await hostExec(
+    name,
+    '[ -s /run/sshd.pid ] && kill -0 "$(cat /run/sshd.pid)" 2>/dev/null || /usr/sbin/sshd -E /var/log/sshd.log',
+  );
   if (r.code !== 0) throw new Error(`testbed: startSshd ${name}: ${r.stderr}`);
   await waitPort(host(name), true);
 }

@@ -20,8 +20,6 @@ const PLAYBOOK = 'test/fixtures/playbooks/demo.ts';
 const DEMO_DIR = '/tmp/rsdemo';
 const fix = (name: string) => relative(process.cwd(), join(FIX, name));
 
-
-
 let PORT = 0;
 beforeAll(async () => {
   const srv = createServer();
@@ -37,12 +35,24 @@ const argv = (...extra: string[]) => [PLAYBOOK, '-i', INV, '--check', '-e', `ans
 describe('run(): bad input is exit 3, before anything runs', () => {
   it.each<[string, () => string[], string[]]>([
     // name, argv, texts stderr must contain
-    ['-e with a bad variable name', () => argv('-e', 'my-var=1'), [`error: -e #2: expected key=value, @file.yaml or a mapping, got 'my-var=1'`]],
+    [
+      '-e with a bad variable name',
+      () => argv('-e', 'my-var=1'),
+      [`error: -e #2: expected key=value, @file.yaml or a mapping, got 'my-var=1'`],
+    ],
     ['-e without =', () => argv('-e', 'debug'), [`got 'debug'`]],
     ['-e with an unterminated quote', () => argv('-e', "motd='hello"), ['unterminated quote']],
     ['-e mapping with a bad port', () => argv('-e', '{ansible_port: 0}'), ['error: -e #2:1:16: ansible_port has an invalid value']],
-    ['-e mapping with a bad connection', () => argv('-e', '{ansible_connection: telnet}'), ['error: -e #2:1:22: ansible_connection must be one of']],
-    ['-e @file with a bad name', () => argv('-e', `@${fix('bad-extra.yml')}`), [`error: ${fix('bad-extra.yml')}:2:1: invalid name 'bad-name' in document`]],
+    [
+      '-e mapping with a bad connection',
+      () => argv('-e', '{ansible_connection: telnet}'),
+      ['error: -e #2:1:22: ansible_connection must be one of'],
+    ],
+    [
+      '-e @file with a bad name',
+      () => argv('-e', `@${fix('bad-extra.yml')}`),
+      [`error: ${fix('bad-extra.yml')}:2:1: invalid name 'bad-name' in document`],
+    ],
     ['-e @missing file', () => argv('-e', `@${fix('missing.yml')}`), [`error: ${fix('missing.yml')}: cannot read: ENOENT`]],
     ['--limit matching nothing', () => argv('--limit', 'nosuch'), [`error: host --limit 'nosuch' matches no host or group in ${INV}`]],
     ['--limit group matching nothing', () => argv('-l', 'far:web'), [`host --limit 'web' matches no host`]],
@@ -61,23 +71,43 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ['an unknown option', () => argv('--bogus'), ['--bogus', 'usage: provision']],
     ['a missing option value', () => [PLAYBOOK, '--check', '-i'], ['-i']],
     ['no inventory', () => [PLAYBOOK, '--check'], ['-i/--inventory is required', 'usage: provision']],
-    ['a missing inventory file', () => [PLAYBOOK, '-i', 'no/such/inventory.yml', '--check'], ['error: no/such/inventory.yml: cannot read: ENOENT']],
+    [
+      'a missing inventory file',
+      () => [PLAYBOOK, '-i', 'no/such/inventory.yml', '--check'],
+      ['error: no/such/inventory.yml: cannot read: ENOENT'],
+    ],
     ['a missing playbook', () => [fix('no-such-playbook.ts'), '-i', INV, '--check'], [`playbook not found: ${fix('no-such-playbook.ts')}`]],
-    ['a module that is not a playbook', () => [fix('not-a-playbook.ts'), '-i', INV, '--check'], ['playbook must `export default playbook({...})`']],
-    ['a playbook with an invalid resource', () => [fix('bad-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`], ['path must be an absolute path']],
-    ['a playbook declaring a resource twice', () => [fix('duplicate-ids.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`], ['declares directory:/tmp/rsdemo twice']],
+    [
+      'a module that is not a playbook',
+      () => [fix('not-a-playbook.ts'), '-i', INV, '--check'],
+      ['playbook must `export default playbook({...})`'],
+    ],
+    [
+      'a playbook with an invalid resource',
+      () => [fix('bad-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
+      ['path must be an absolute path'],
+    ],
+    [
+      'a playbook declaring a resource twice',
+      () => [fix('duplicate-ids.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
+      ['declares directory:/tmp/rsdemo twice'],
+    ],
     [
       'a playbook refusing a host variable points at the inventory line',
       () => [fix('bad-var.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
       [`error: ${INV}:6:18: loc: demo_mode must be an octal string`],
     ],
-  ])('%s', async (_, args, says) => {
-    const r = await cli(args());
-    expect(r.code, r.stderr).toBe(3);
-    for (const s of says) expect(r.stderr).toContain(s);
-    expect(r.stdout).toBe('');
-    expect(existsSync(DEMO_DIR)).toBe(false);
-  }, 30_000);
+  ])(
+    '%s',
+    async (_, args, says) => {
+      const r = await cli(args());
+      expect(r.code, r.stderr).toBe(3);
+      for (const s of says) expect(r.stderr).toContain(s);
+      expect(r.stdout).toBe('');
+      expect(existsSync(DEMO_DIR)).toBe(false);
+    },
+    30_000,
+  );
 
   it('control: the same argv without the mistake reaches the hosts (exit 1: far is unreachable)', async () => {
     const r = await cli(argv());
@@ -131,10 +161,46 @@ describe('parseCli', () => {
 
   it('every option', () => {
     const o = parseCli([
-      'a.ts', 'b.ts', '-i', 'inv.yml', '-C', '-D', '-l', 'web:!db', '-t', 'net, disk,,', '--skip-tags', 'slow',
-      '-f', '5', '-e', 'a=1', '-e', '@vars.yml', '--serial', '1, 10%,25%', '--max-fail-percent', '12.5',
-      '--known-hosts', 'kh', '--ssh-accept-new', '--timeout', '3', '--json', '-v', '-v',
-      '--host-timeout', '60', '--plan-out', 'w.plan', '--max-plan-age', '90m', '--journal', 'j.ndjson', '--resume', 'old.ndjson',
+      'a.ts',
+      'b.ts',
+      '-i',
+      'inv.yml',
+      '-C',
+      '-D',
+      '-l',
+      'web:!db',
+      '-t',
+      'net, disk,,',
+      '--skip-tags',
+      'slow',
+      '-f',
+      '5',
+      '-e',
+      'a=1',
+      '-e',
+      '@vars.yml',
+      '--serial',
+      '1, 10%,25%',
+      '--max-fail-percent',
+      '12.5',
+      '--known-hosts',
+      'kh',
+      '--ssh-accept-new',
+      '--timeout',
+      '3',
+      '--json',
+      '-v',
+      '-v',
+      '--host-timeout',
+      '60',
+      '--plan-out',
+      'w.plan',
+      '--max-plan-age',
+      '90m',
+      '--journal',
+      'j.ndjson',
+      '--resume',
+      'old.ndjson',
     ]);
     expect(o).toEqual({
       inventory: 'inv.yml',

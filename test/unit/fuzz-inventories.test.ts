@@ -14,10 +14,24 @@ const ROOT = mkdtempSync(join(tmpdir(), 'rs-fuzz-'));
 const CANARY = join(ROOT, 'CANARY');
 const PB = 'test/fixtures/playbooks/foundation.ts';
 
-
 const SHELLY = [
-  `$(touch ${CANARY})`, `\`touch ${CANARY}\``, `; touch ${CANARY}`, `| touch ${CANARY}`, `&& touch ${CANARY}`,
-  `'; touch ${CANARY}; '`, `"; touch ${CANARY}; "`, `\n touch ${CANARY}`, `$IFS`, '*', '~root', '-rf', '--', '${PATH}', '\\', '%s%n', 'ünïcødé ✓',
+  `$(touch ${CANARY})`,
+  `\`touch ${CANARY}\``,
+  `; touch ${CANARY}`,
+  `| touch ${CANARY}`,
+  `&& touch ${CANARY}`,
+  `'; touch ${CANARY}; '`,
+  `"; touch ${CANARY}; "`,
+  `\n touch ${CANARY}`,
+  `$IFS`,
+  '*',
+  '~root',
+  '-rf',
+  '--',
+  '${PATH}',
+  '\\',
+  '%s%n',
+  'ünïcødé ✓',
 ];
 const WRONG = [[], {}, true, -1, 0, 70000, 1.5, null, 'x'.repeat(300), { a: [1, 2] }, '22 ; id', ''];
 const KEYS = ['ansible_port', 'ansible_host', 'ansible_user', 'ansible_connection', 'ansible_ssh_private_key_file', 'ansible_ssh_timeout'];
@@ -33,7 +47,7 @@ interface Case {
 
 function cases(): Case[] {
   const r = rng(20261129);
-  const pick = <T,>(a: T[]) => a[Math.floor(r() * a.length)];
+  const pick = <T>(a: T[]) => a[Math.floor(r() * a.length)];
   const out: Case[] = [];
   const base = (hostVars: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     stringify({ all: { hosts: { h1: { ansible_connection: 'local', ...hostVars } }, ...extra } });
@@ -51,21 +65,40 @@ function cases(): Case[] {
   const METACHAR = SHELLY.filter((s) => !/^[A-Za-z0-9_.-]*$/.test(s));
   for (let i = 0; i < 15; i++) {
     const s = pick(METACHAR);
-    out.push({ name: `host name ${JSON.stringify(s)}`, text: stringify({ all: { hosts: { [`h${s}`]: { ansible_connection: 'local' } } } }), expect: 'input' });
-    out.push({ name: `group name ${JSON.stringify(s)}`, text: stringify({ all: { children: { [`g${s}`]: { hosts: { h1: { ansible_connection: 'local' } } } } } }), expect: 'input' });
+    out.push({
+      name: `host name ${JSON.stringify(s)}`,
+      text: stringify({ all: { hosts: { [`h${s}`]: { ansible_connection: 'local' } } } }),
+      expect: 'input',
+    });
+    out.push({
+      name: `group name ${JSON.stringify(s)}`,
+      text: stringify({ all: { children: { [`g${s}`]: { hosts: { h1: { ansible_connection: 'local' } } } } } }),
+      expect: 'input',
+    });
     out.push({ name: `var name ${JSON.stringify(s)}`, text: base({ [`v${s}`]: 1 }), expect: 'input' });
   }
   // 3. unknown keys and structural mistakes (30)
   const structural = ['host', 'childen', 'var', 'Hosts', 'groups', 'include'];
   for (let i = 0; i < 30; i++) {
     const k = pick(structural);
-    out.push({ name: `unknown group key ${k} #${i}`, text: stringify({ all: { [k]: { h1: null }, hosts: { h1: { ansible_connection: 'local' } } } }), expect: 'input' });
+    out.push({
+      name: `unknown group key ${k} #${i}`,
+      text: stringify({ all: { [k]: { h1: null }, hosts: { h1: { ansible_connection: 'local' } } } }),
+      expect: 'input',
+    });
   }
   // 4. YAML bombs, alias loops, garbage, truncation (25)
   for (let depth = 4; depth < 9; depth++) {
     let y = 'a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n';
-    for (let d = 1; d <= depth; d++) y += `a${d}: &a${d} [${Array(10).fill(`*a${d - 1}`).join(', ')}]\n`;
-    out.push({ name: `alias bomb depth ${depth}`, text: `all:\n  vars:\n    ${y.split('\n').join('\n    ')}\n  hosts:\n    h1: {ansible_connection: local}\n`, expect: 'input' });
+    for (let d = 1; d <= depth; d++)
+      y += `a${d}: &a${d} [${Array(10)
+        .fill(`*a${d - 1}`)
+        .join(', ')}]\n`;
+    out.push({
+      name: `alias bomb depth ${depth}`,
+      text: `all:\n  vars:\n    ${y.split('\n').join('\n    ')}\n  hosts:\n    h1: {ansible_connection: local}\n`,
+      expect: 'input',
+    });
   }
   for (let i = 0; i < 5; i++) out.push({ name: `alias loop ${i}`, text: `all: &A\n  children:\n    g${i}: *A\n`, expect: 'input' });
   for (let i = 0; i < 10; i++) {
@@ -73,7 +106,8 @@ function cases(): Case[] {
     out.push({ name: `garbage ${i}`, text: `all:\n  hosts:\n    h1: {ansible_connection: local}\n  vars: {${bytes}`, expect: 'input' });
   }
   const good = base({});
-  for (let i = 0; i < 5; i++) out.push({ name: `truncated ${i}`, text: good.slice(0, Math.floor((good.length * (i + 1)) / 7)) + '\n  hosts: [', expect: 'input' });
+  for (let i = 0; i < 5; i++)
+    out.push({ name: `truncated ${i}`, text: good.slice(0, Math.floor((good.length * (i + 1)) / 7)) + '\n  hosts: [', expect: 'input' });
   // 5. huge files (2)
   out.push({ name: 'huge inventory', text: good + '# ' + 'x'.repeat(5 * 1024 * 1024) + '\n', expect: 'input' });
   out.push({ name: 'huge vars', text: base({ big: 'y'.repeat(5 * 1024 * 1024) }), expect: 'input' });

@@ -30,13 +30,17 @@ describe('progress without a terminal', () => {
       for (const host of hosts) {
         events.push({ type: 'host_start', host, play });
         for (let i = 0; i < 3; i++) {
-          const r = resourceResult(host, play, `file:/etc/${play}-${i}`, 'file', { status: host === 'h2' && i === 0 ? 'changed' : 'ok', changes: [] });
+          const r = resourceResult(host, play, `file:/etc/${play}-${i}`, 'file', {
+            status: host === 'h2' && i === 0 ? 'changed' : 'ok',
+            changes: [],
+          });
           results.push(r);
           events.push(resourceEvent(r));
         }
       }
     }
-    for (const host of hosts) recaps.push({ host, ok: host === 'h1' ? 6 : 4, changed: host === 'h1' ? 0 : 2, failed: 0, skipped: 0, unreachable: false, execs: 1 });
+    for (const host of hosts)
+      recaps.push({ host, ok: host === 'h1' ? 6 : 4, changed: host === 'h1' ? 0 : 2, failed: 0, skipped: 0, unreachable: false, execs: 1 });
     const turn = () => new Promise((r) => setTimeout(r, 10));
     human.onEvent(events[0]);
     await turn(); // the progress list starts its host tasks (before any host connects)
@@ -45,7 +49,9 @@ describe('progress without a terminal', () => {
     for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
     const outcome: RunOutcome = { hosts: recaps, exitCode: 0, check: false, elapsedMs: 10, results, factHashes: new Map() };
     await human.finish(outcome);
-    const lines = text().split('\n').filter((l) => /^. h\d:/.test(l));
+    const lines = text()
+      .split('\n')
+      .filter((l) => /^. h\d:/.test(l));
     expect(lines).toEqual(['❯ h1: converging', '❯ h2: converging', '✔ h1: 6 ok, 0 changed, 0 failed', '✔ h2: 4 ok, 2 changed, 0 failed']);
   });
 
@@ -56,7 +62,9 @@ describe('progress without a terminal', () => {
     human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: true });
     await new Promise((r) => setTimeout(r, 10)); // as before any host connects
     human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
-    const results = (['ok', 'changed', 'failed', 'skipped'] as const).map((status) => resourceResult('h1', 'p', `x:${status}`, 'file', { status, changes: [], error: status === 'failed' ? 'boom' : undefined }));
+    const results = (['ok', 'changed', 'failed', 'skipped'] as const).map((status) =>
+      resourceResult('h1', 'p', `x:${status}`, 'file', { status, changes: [], error: status === 'failed' ? 'boom' : undefined }),
+    );
     for (const r of results) human.onEvent(resourceEvent(r));
     const recaps: HostRecap[] = [
       { host: 'h1', ok: 1, changed: 1, failed: 1, skipped: 1, unreachable: false, execs: 1 },
@@ -65,8 +73,17 @@ describe('progress without a terminal', () => {
     ];
     for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
     await human.finish({ hosts: recaps, exitCode: 1, check: true, elapsedMs: 10, results, factHashes: new Map() });
-    const lines = text().split('\n').filter((l) => /^[❯✔] h\d:/u.test(l));
-    expect(lines).toEqual(['❯ h1: checking', '❯ h2: checking', '❯ h3: checking', '✔ h1: 1 ok, 1 changed, 1 failed, 1 skipped', '✔ h2: UNREACHABLE', '✔ h3: 0 ok, 0 changed, 0 failed']);
+    const lines = text()
+      .split('\n')
+      .filter((l) => /^[❯✔] h\d:/u.test(l));
+    expect(lines).toEqual([
+      '❯ h1: checking',
+      '❯ h2: checking',
+      '❯ h3: checking',
+      '✔ h1: 1 ok, 1 changed, 1 failed, 1 skipped',
+      '✔ h2: UNREACHABLE',
+      '✔ h3: 0 ok, 0 changed, 0 failed',
+    ]);
   });
 
   it("styles its lines as listr2's line renderer does (the terminal view is listr2's)", async () => {
@@ -84,7 +101,11 @@ describe('progress without a terminal', () => {
       human.onEvent({ type: 'host_start', host, play: 'p' });
       human.onEvent({ type: 'host_recap', host, ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 1 });
     }
-    const sorted = (t: string) => t.split('\n').filter((l) => / h\d: /.test(l)).sort();
+    const sorted = (t: string) =>
+      t
+        .split('\n')
+        .filter((l) => / h\d: /.test(l))
+        .sort();
     // listr2 prints each task's start and end: the same lines, in the order its tasks ran
     expect(sorted(ours.text()).map((l) => l.replace(/: \d+ ok, \d+ changed, \d+ failed$/, ': converging'))).toEqual(sorted(listr2.text()));
   });
@@ -111,7 +132,11 @@ describe('progress without a terminal', () => {
       if (stdoutWasTTY) Object.defineProperty(process.stdout, 'isTTY', stdoutWasTTY);
       else delete (process.stdout as { isTTY?: boolean }).isTTY;
     }
-    expect(text().split('\n').filter((l) => /^[❯✔] h1:/u.test(l))).toEqual(['❯ h1: converging', '✔ h1: 1 ok, 0 changed, 0 failed']);
+    expect(
+      text()
+        .split('\n')
+        .filter((l) => /^[❯✔] h1:/u.test(l)),
+    ).toEqual(['❯ h1: converging', '✔ h1: 1 ok, 0 changed, 0 failed']);
   });
 
   it("in a terminal, a run that ends before listr2 has started its tasks still ends (each host's line)", async () => {
@@ -128,7 +153,9 @@ describe('progress without a terminal', () => {
       human.onEvent(resourceEvent(r));
       const recap: HostRecap = { host: 'h1', ok: 0, changed: 1, failed: 0, skipped: 0, unreachable: false, execs: 1 };
       human.onEvent({ type: 'host_recap', ...recap });
-      const finished = human.finish({ hosts: [recap], exitCode: 0, check: false, elapsedMs: 1, results: [r], factHashes: new Map() }).then(() => 'finished');
+      const finished = human
+        .finish({ hosts: [recap], exitCode: 0, check: false, elapsedMs: 1, results: [r], factHashes: new Map() })
+        .then(() => 'finished');
       expect(await Promise.race([finished, new Promise((r) => setTimeout(() => r('still waiting'), 2000))])).toBe('finished');
     } finally {
       if (stdoutWasTTY) Object.defineProperty(process.stdout, 'isTTY', stdoutWasTTY);
@@ -171,8 +198,19 @@ describe('progress in a terminal', () => {
       results.push(r);
       human.onEvent(resourceEvent(r));
     }
-    const midway = await drawn(text, hosts.length > MAX_LISTED_HOSTS ? `storage: 2/${hosts.length} started · 0 ok, 2 changed` : `${hosts[1]}: 0 ok, 1 changed`);
-    const recaps: HostRecap[] = hosts.map((host, i) => ({ host, ok: 0, changed: i < 2 ? 1 : 0, failed: 0, skipped: 0, unreachable: i === 2, execs: 1 }));
+    const midway = await drawn(
+      text,
+      hosts.length > MAX_LISTED_HOSTS ? `storage: 2/${hosts.length} started · 0 ok, 2 changed` : `${hosts[1]}: 0 ok, 1 changed`,
+    );
+    const recaps: HostRecap[] = hosts.map((host, i) => ({
+      host,
+      ok: 0,
+      changed: i < 2 ? 1 : 0,
+      failed: 0,
+      skipped: 0,
+      unreachable: i === 2,
+      execs: 1,
+    }));
     for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
     human.onEvent({ type: 'recap', hosts: recaps, exitCode: 1, check: false, elapsedMs: 5 });
     await human.finish({ hosts: recaps, exitCode: 1, check: false, elapsedMs: 5, results, factHashes: new Map() });
@@ -209,7 +247,8 @@ describe('progress in a terminal', () => {
       human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: false });
       await drawn(text, 'h9: converging');
       const before = text().length;
-      for (const host of hosts) human.onEvent(resourceEvent(resourceResult(host, 'p', 'file:/etc/x', 'file', { status: 'ok', changes: [] })));
+      for (const host of hosts)
+        human.onEvent(resourceEvent(resourceResult(host, 'p', 'file:/etc/x', 'file', { status: 'ok', changes: [] })));
       await drawn(text, 'h9: 1 ok');
       await new Promise((r) => setTimeout(r, 250));
       // every frame draws h0's line: one per title set would be 10 frames and more

@@ -15,8 +15,6 @@ import { cli } from './run-cli.ts';
 const PLAYBOOK = 'test/fixtures/playbooks/demo.ts';
 const DEMO_DIR = '/tmp/rsdemo';
 
-
-
 /** A TCP port on 127.0.0.1 where nothing listens. */
 async function unusedPort(): Promise<number> {
   const srv = createServer();
@@ -311,19 +309,23 @@ describe('invalid inventories: exit 3 with file:line:col, nothing run', () => {
     expect(CASES.length).toBeGreaterThanOrEqual(15);
   });
 
-  it.each(CASES.map((c) => [c.name, c] as const))('%s', async (_, c) => {
-    const inv = writeCase(c.files);
-    const dir = dirname(inv);
-    const r = await cli([PLAYBOOK, '-i', inv, '--check']);
-    expect(r.code, r.stderr).toBe(3);
-    const [file, line, col] = c.at;
-    const where = join(dir, file);
-    if (line !== null) expect(r.stderr).toContain(`error: ${where}:${line}:${col}: `);
-    else expect(r.stderr).toMatch(new RegExp(`error: ${where.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(:\\d+:\\d+)?: `));
-    for (const s of c.says) expect(r.stderr).toContain(s);
-    expect(r.stdout).toBe('');
-    expect(existsSync(DEMO_DIR)).toBe(false);
-  }, 30_000);
+  it.each(CASES.map((c) => [c.name, c] as const))(
+    '%s',
+    async (_, c) => {
+      const inv = writeCase(c.files);
+      const dir = dirname(inv);
+      const r = await cli([PLAYBOOK, '-i', inv, '--check']);
+      expect(r.code, r.stderr).toBe(3);
+      const [file, line, col] = c.at;
+      const where = join(dir, file);
+      if (line !== null) expect(r.stderr).toContain(`error: ${where}:${line}:${col}: `);
+      else expect(r.stderr).toMatch(new RegExp(`error: ${where.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(:\\d+:\\d+)?: `));
+      for (const s of c.says) expect(r.stderr).toContain(s);
+      expect(r.stdout).toBe('');
+      expect(existsSync(DEMO_DIR)).toBe(false);
+    },
+    30_000,
+  );
 });
 
 describe('the proof is able to fail', () => {

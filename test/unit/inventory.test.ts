@@ -169,7 +169,11 @@ describe('loadInventory: the fixture inventory', () => {
 });
 
 describe('loadInventory: extra vars win over everything', () => {
-  const inv = loadInventory(FILE, { level: 'extra', role: 'x', new_var: [1, 2] }, { level: { file: '-e #1' }, role: { file: '-e #2' }, new_var: { file: '-e #2' } });
+  const inv = loadInventory(
+    FILE,
+    { level: 'extra', role: 'x', new_var: [1, 2] },
+    { level: { file: '-e #1' }, role: { file: '-e #2' }, new_var: { file: '-e #2' } },
+  );
 
   it.each(['ctl', 'node01', 'node02', 'shared', 'sta'])('%s gets the -e values and their sources', (h) => {
     const v = host(inv, h);

@@ -20,18 +20,49 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const resource = (host: string, id: string): RunEvent => ({ type: 'resource', host, play: 'p', id, kind: 'file', status: 'ok', changes: [] });
-const recap = (host: string, failed = 0): RunEvent => ({ type: 'host_recap', host, ok: 1, changed: 0, failed, skipped: 0, unreachable: false, execs: 1 });
+const resource = (host: string, id: string): RunEvent => ({
+  type: 'resource',
+  host,
+  play: 'p',
+  id,
+  kind: 'file',
+  status: 'ok',
+  changes: [],
+});
+const recap = (host: string, failed = 0): RunEvent => ({
+  type: 'host_recap',
+  host,
+  ok: 1,
+  changed: 0,
+  failed,
+  skipped: 0,
+  unreachable: false,
+  execs: 1,
+});
 const runStart: RunEvent = { type: 'run_start', playbooks: ['site'], hosts: ['a', 'b'], check: false };
 const runEnd: RunEvent = { type: 'recap', hosts: [], exitCode: 0, check: false, elapsedMs: 1 };
-const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+const lines = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 describe('run journal', () => {
   it('writes each event as one JSON line with a timestamp, in order, secrets masked', () => {
     const file = join(dir, 'j.ndjson');
     const j = journalSink(file);
     j({ type: 'run_start', playbooks: ['site'], hosts: ['a'], check: false });
-    j({ type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'changed', changes: [{ summary: 'token', before: new Secret('s3cr3t') } as never] });
+    j({
+      type: 'resource',
+      host: 'a',
+      play: 'p',
+      id: 'f',
+      kind: 'file',
+      status: 'changed',
+      changes: [{ summary: 'token', before: new Secret('s3cr3t') } as never],
+    });
     j.close();
     const text = readFileSync(file, 'utf8');
     expect(text).not.toContain('s3cr3t');
@@ -71,8 +102,26 @@ describe('run journal', () => {
       resource('a', 'x'),
       resource('node"1\\', 'file:/etc/ü\n\u2028'),
       { type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'changed', changes: [{ summary: 's', diff: 'd' }] },
-      { type: 'resource', host: 'a', play: 'p', id: 'f', kind: 'file', status: 'skipped', changes: [], error: 'dependency x did not converge' },
-      { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'changed', changes: [{ summary: 'run c' }], alwaysRuns: true },
+      {
+        type: 'resource',
+        host: 'a',
+        play: 'p',
+        id: 'f',
+        kind: 'file',
+        status: 'skipped',
+        changes: [],
+        error: 'dependency x did not converge',
+      },
+      {
+        type: 'resource',
+        host: 'a',
+        play: 'p',
+        id: 'c',
+        kind: 'command',
+        status: 'changed',
+        changes: [{ summary: 'run c' }],
+        alwaysRuns: true,
+      },
       { type: 'resource', host: 'a', play: 'p', id: 'c', kind: 'command', status: 'ok', changes: [], alwaysRuns: undefined },
       { host: 'a', type: 'resource', play: 'p', id: 'x', kind: 'file', status: 'ok', changes: [] } as RunEvent,
       // converged resources take a faster way to the same line: keys, order and escapes must hold
@@ -103,7 +152,11 @@ describe('run journal', () => {
   it("--json writes events once per turn of the event loop, in order; the run's first and last at once", async () => {
     const writes: string[] = [];
     const json = jsonSink(new Writable({ write: (c, _e, cb) => (writes.push(c.toString()), cb()) }));
-    const written = (i: number) => writes[i].split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const written = (i: number) =>
+      writes[i]
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
     json(runStart);
     expect(writes.length).toBe(1);
     json({ type: 'host_start', host: 'a', play: 'p' });
@@ -132,7 +185,11 @@ describe('run journal', () => {
     expect(writes.length).toBe(3); // before the turn ends
     for (const w of writes) expect(w.length).toBeGreaterThanOrEqual(JSON_FLUSH_BYTES);
     await new Promise((r) => setImmediate(r));
-    const ids = writes.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l).id);
+    const ids = writes
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).id);
     expect(ids).toEqual(Array.from({ length: n }, (_, i) => `r${i}`));
   });
 
@@ -154,7 +211,16 @@ describe('run journal', () => {
     expect(lines(file)).toHaveLength(5); // a resource event alone waits up to JOURNAL_FLUSH_MS
     j(recap('a'));
     j(runEnd);
-    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'host_start', 'resource', 'resource', 'host_start', 'resource', 'host_recap', 'recap']);
+    expect(lines(file).map((e) => e.type)).toEqual([
+      'run_start',
+      'host_start',
+      'resource',
+      'resource',
+      'host_start',
+      'resource',
+      'host_recap',
+      'recap',
+    ]);
     j.close();
   });
 

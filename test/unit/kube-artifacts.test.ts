@@ -54,13 +54,23 @@ describe('artifacts', () => {
   });
 
   it('one changed byte is a checksum problem naming both hashes; a tampered mirror does not fall back to other sources', () => {
-    const a = loadArtifact({ label: 'flannel v0.28.9 kube-flannel.yml', sha256: sha, sources: [join(dir, 'bad.yaml'), join(dir, 'good.yaml')] });
+    const a = loadArtifact({
+      label: 'flannel v0.28.9 kube-flannel.yml',
+      sha256: sha,
+      sources: [join(dir, 'bad.yaml'), join(dir, 'good.yaml')],
+    });
     expect(a.bytes).toBeUndefined();
-    expect(a.problem).toMatch(new RegExp(`^flannel v0\\.28\\.9 kube-flannel\\.yml: sha256 mismatch for .*bad\\.yaml: got [0-9a-f]{64}, pinned ${sha} .*nothing was applied$`));
+    expect(a.problem).toMatch(
+      new RegExp(
+        `^flannel v0\\.28\\.9 kube-flannel\\.yml: sha256 mismatch for .*bad\\.yaml: got [0-9a-f]{64}, pinned ${sha} .*nothing was applied$`,
+      ),
+    );
   });
 
   it('a missing file is a problem', () => {
-    expect(loadArtifact({ label: 'x', sha256: sha, sources: [join(dir, 'nope.yaml')] }).problem).toMatch(/x: not available: .*nope\.yaml: not found/);
+    expect(loadArtifact({ label: 'x', sha256: sha, sources: [join(dir, 'nope.yaml')] }).problem).toMatch(
+      /x: not available: .*nope\.yaml: not found/,
+    );
     expect(loadArtifact({ label: 'x', sha256: sha, sources: [] }).problem).toMatch(/no source configured/);
   });
 
@@ -91,7 +101,9 @@ describe('artifacts', () => {
   });
 
   it('an HTTP error is a problem', () => {
-    expect(loadArtifact({ label: 'x', sha256: 'e'.repeat(64), sources: [`${base}/m/missing.yaml`] }).problem).toMatch(/missing\.yaml: HTTP 404/);
+    expect(loadArtifact({ label: 'x', sha256: 'e'.repeat(64), sources: [`${base}/m/missing.yaml`] }).problem).toMatch(
+      /missing\.yaml: HTTP 404/,
+    );
   });
 
   it('a download with other bytes is a checksum problem and is not cached', () => {

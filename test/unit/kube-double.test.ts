@@ -82,7 +82,11 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect(first.metadata.creationTimestamp).toMatch(/Z$/);
       expect(first.metadata.generation).toBe(1);
       expect(first.metadata.managedFields).toEqual([
-        expect.objectContaining({ manager: 'racksmith', operation: 'Apply', fieldsV1: { 'f:data': { 'f:a': {}, 'f:b': {} }, 'f:metadata': { 'f:labels': { 'f:app': {} } } } }),
+        expect.objectContaining({
+          manager: 'racksmith',
+          operation: 'Apply',
+          fieldsV1: { 'f:data': { 'f:a': {}, 'f:b': {} }, 'f:metadata': { 'f:labels': { 'f:app': {} } } },
+        }),
       ]);
       const rawBefore = JSON.stringify(d.get('ConfigMap', 'demo'));
 
@@ -123,14 +127,32 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
 
     it('--dry-run=server answers the merged object and stores nothing', async () => {
       await start();
-      const created = await ok(k, ['apply', '--server-side', '--field-manager=racksmith', '--dry-run=server', '-f', tmpFile(configMap({ a: '1' })), '-o', 'yaml']);
+      const created = await ok(k, [
+        'apply',
+        '--server-side',
+        '--field-manager=racksmith',
+        '--dry-run=server',
+        '-f',
+        tmpFile(configMap({ a: '1' })),
+        '-o',
+        'yaml',
+      ]);
       expect(created).toContain('a: "1"');
       expect(d.get('ConfigMap', 'demo')).toBeUndefined();
       expect((await k.run(['get', 'configmap', 'demo'])).stderr).toContain('configmaps "demo" not found');
 
       await ok(k, [...SSA, '-f', tmpFile(configMap({ a: '1' }))]);
       const before = JSON.stringify(d.get('ConfigMap', 'demo'));
-      const dry = await ok(k, ['apply', '--server-side', '--field-manager=racksmith', '--dry-run=server', '-f', tmpFile(configMap({ a: '2' })), '-o', 'yaml']);
+      const dry = await ok(k, [
+        'apply',
+        '--server-side',
+        '--field-manager=racksmith',
+        '--dry-run=server',
+        '-f',
+        tmpFile(configMap({ a: '2' })),
+        '-o',
+        'yaml',
+      ]);
       expect(dry).toContain('a: "2"');
       expect(JSON.stringify(d.get('ConfigMap', 'demo'))).toBe(before);
     });
@@ -138,13 +160,31 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
 
   describe('seeded cluster state', () => {
     it('serves nodes, kube-proxy and kubeadm-config as the product reads them', async () => {
-      await start({ nodes: [{ name: 'cp-1', podCIDR: '10.244.0.0/24' }, { name: 'w-1', podCIDR: '10.244.1.0/24' }], kubeProxy: { mode: 'ipvs' }, kubeadm: { podSubnet: '10.244.0.0/16' } });
+      await start({
+        nodes: [
+          { name: 'cp-1', podCIDR: '10.244.0.0/24' },
+          { name: 'w-1', podCIDR: '10.244.1.0/24' },
+        ],
+        kubeProxy: { mode: 'ipvs' },
+        kubeadm: { podSubnet: '10.244.0.0/16' },
+      });
       const nodes = await getJson(k, ['nodes']);
-      expect(nodes.items.map((n: any) => [n.metadata.name, n.spec.podCIDR])).toEqual([['cp-1', '10.244.0.0/24'], ['w-1', '10.244.1.0/24']]);
+      expect(nodes.items.map((n: any) => [n.metadata.name, n.spec.podCIDR])).toEqual([
+        ['cp-1', '10.244.0.0/24'],
+        ['w-1', '10.244.1.0/24'],
+      ]);
       const kp = await getJson(k, ['configmap', 'kube-proxy', '-n', 'kube-system']);
       expect(kp.data['config.conf']).toMatch(/^mode: ipvs$/m);
       expect(kp.data['config.conf']).toMatch(/^ {2}strictARP: false$/m);
-      const subnet = await ok(k, ['get', 'configmap', 'kubeadm-config', '-n', 'kube-system', '-o', 'jsonpath={.data.ClusterConfiguration}']);
+      const subnet = await ok(k, [
+        'get',
+        'configmap',
+        'kubeadm-config',
+        '-n',
+        'kube-system',
+        '-o',
+        'jsonpath={.data.ClusterConfiguration}',
+      ]);
       expect(subnet).toMatch(/^ {2}podSubnet: 10\.244\.0\.0\/16$/m);
       expect(await ok(k, ['get', 'nodes', '-o', 'jsonpath={.items[*].spec.podCIDR}'])).toBe('10.244.0.0/24 10.244.1.0/24');
     });
@@ -157,7 +197,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       await ok(k, ['apply', '-f', '-', '-n', 'kube-system'], edited);
       expect(String(d.get('ConfigMap', 'kube-proxy', 'kube-system')?.data?.['config.conf' as never])).toContain('strictARP: true');
       await ok(k, ['-n', 'kube-system', 'rollout', 'restart', 'daemonset/kube-proxy']);
-      expect(await ok(k, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-proxy', '--timeout=20s'])).toContain('successfully rolled out');
+      expect(await ok(k, ['-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-proxy', '--timeout=20s'])).toContain(
+        'successfully rolled out',
+      );
     });
 
     it('listens on the given host; kubeconfig() can name another address of it', async () => {
@@ -198,9 +240,23 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       const out = await ok(k, [...SSA, '-f', METALLB()]);
       expect(out).toContain('customresourcedefinition.apiextensions.k8s.io/ipaddresspools.metallb.io serverside-applied');
       expect(out).toContain('validatingwebhookconfiguration.admissionregistration.k8s.io/metallb-webhook-configuration serverside-applied');
-      expect(await ok(k, ['wait', '--for', 'condition=Established', '--timeout=60s', 'crd/ipaddresspools.metallb.io', 'crd/l2advertisements.metallb.io', 'crd/bgppeers.metallb.io'])).toContain('condition met');
-      expect(await ok(k, ['rollout', 'status', 'deployment/controller', '-n', 'metallb-system', '--timeout=120s'])).toContain('successfully rolled out');
-      expect(await ok(k, ['rollout', 'status', 'daemonset/speaker', '-n', 'metallb-system', '--timeout=120s'])).toContain('successfully rolled out');
+      expect(
+        await ok(k, [
+          'wait',
+          '--for',
+          'condition=Established',
+          '--timeout=60s',
+          'crd/ipaddresspools.metallb.io',
+          'crd/l2advertisements.metallb.io',
+          'crd/bgppeers.metallb.io',
+        ]),
+      ).toContain('condition met');
+      expect(await ok(k, ['rollout', 'status', 'deployment/controller', '-n', 'metallb-system', '--timeout=120s'])).toContain(
+        'successfully rolled out',
+      );
+      expect(await ok(k, ['rollout', 'status', 'daemonset/speaker', '-n', 'metallb-system', '--timeout=120s'])).toContain(
+        'successfully rolled out',
+      );
       const crd = await getJson(k, ['crd', 'bgppeers.metallb.io']);
       expect(crd.status.storedVersions).toEqual(['v1beta2']);
       const resources = await ok(k, ['api-resources', '--api-group=metallb.io', '-o', 'name']);
@@ -225,7 +281,13 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect(dryRefused.code).not.toBe(0);
       expect(dryRefused.stderr).toContain('failed calling webhook');
       expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')).toBeUndefined();
-      const slices = await getJson(k, ['endpointslices', '-n', 'metallb-system', '-l', 'kubernetes.io/service-name=metallb-webhook-service']);
+      const slices = await getJson(k, [
+        'endpointslices',
+        '-n',
+        'metallb-system',
+        '-l',
+        'kubernetes.io/service-name=metallb-webhook-service',
+      ]);
       expect(slices.items[0].endpoints[0].conditions.ready).toBe(false);
 
       d.setWebhookReady(true);
@@ -234,7 +296,13 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       for (const w of vwc.webhooks) expect(w.clientConfig.caBundle).toBeTruthy();
       const cert = await getJson(k, ['secret', 'metallb-webhook-cert', '-n', 'metallb-system']);
       expect(Object.keys(cert.data)).toEqual(expect.arrayContaining(['ca.crt', 'tls.crt', 'tls.key']));
-      const ready = await getJson(k, ['endpointslices', '-n', 'metallb-system', '-l', 'kubernetes.io/service-name=metallb-webhook-service']);
+      const ready = await getJson(k, [
+        'endpointslices',
+        '-n',
+        'metallb-system',
+        '-l',
+        'kubernetes.io/service-name=metallb-webhook-service',
+      ]);
       expect(ready.items[0].endpoints[0].conditions.ready).toBe(true);
       const ep = await getJson(k, ['endpoints', 'metallb-webhook-service', '-n', 'metallb-system']);
       expect(ep.subsets[0].addresses).toHaveLength(1);
@@ -243,7 +311,11 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')).toBeUndefined();
       expect(await ok(k, [...SSA, '-f', pool])).toContain('ipaddresspool.metallb.io/rack-a serverside-applied');
       // with the CRD schema's defaults filled in, like a real server
-      expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')?.spec).toEqual({ addresses: ['10.20.30.200-10.20.30.250', '10.20.31.0/27'], autoAssign: true, avoidBuggyIPs: false });
+      expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')?.spec).toEqual({
+        addresses: ['10.20.30.200-10.20.30.250', '10.20.31.0/27'],
+        autoAssign: true,
+        avoidBuggyIPs: false,
+      });
 
       // re-applying the manifest keeps the injected caBundles: nothing changes
       const rv = d.store.resourceVersion;
@@ -276,7 +348,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       await start();
       const out = await ok(k, [...SSA, '-f', FLANNEL()]);
       expect(out).toContain('daemonset.apps/kube-flannel-ds serverside-applied');
-      expect(await ok(k, ['-n', 'kube-flannel', 'rollout', 'status', 'ds/kube-flannel-ds', '--timeout=60s'])).toContain('successfully rolled out');
+      expect(await ok(k, ['-n', 'kube-flannel', 'rollout', 'status', 'ds/kube-flannel-ds', '--timeout=60s'])).toContain(
+        'successfully rolled out',
+      );
       expect((await k.run(['diff', '--server-side', '--field-manager=racksmith', '-f', FLANNEL()])).code).toBe(0);
     });
 
@@ -284,9 +358,21 @@ describe.skipIf(!existsSync(KUBECTL))('kube API double with the real kubectl', {
       await start();
       const crds = await ok(k, [...SSA, '-f', CALICO_CRDS()]);
       expect(crds.trim().split('\n')).toHaveLength(32);
-      expect(await ok(k, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/installations.operator.tigera.io', 'crd/apiservers.operator.tigera.io', 'crd/tigerastatuses.operator.tigera.io', 'crd/ippools.crd.projectcalico.org'])).toContain('condition met');
+      expect(
+        await ok(k, [
+          'wait',
+          '--for=condition=Established',
+          '--timeout=60s',
+          'crd/installations.operator.tigera.io',
+          'crd/apiservers.operator.tigera.io',
+          'crd/tigerastatuses.operator.tigera.io',
+          'crd/ippools.crd.projectcalico.org',
+        ]),
+      ).toContain('condition met');
       await ok(k, [...SSA, '-f', TIGERA()]);
-      expect(await ok(k, ['-n', 'tigera-operator', 'rollout', 'status', 'deploy/tigera-operator', '--timeout=60s'])).toContain('successfully rolled out');
+      expect(await ok(k, ['-n', 'tigera-operator', 'rollout', 'status', 'deploy/tigera-operator', '--timeout=60s'])).toContain(
+        'successfully rolled out',
+      );
       expect(await ok(k, [...SSA, '-f', CALICO_CRS()])).toContain('installation.operator.tigera.io/default serverside-applied');
 
       const rv = d.store.resourceVersion;
@@ -312,17 +398,26 @@ describe('kube API double over plain HTTP', () => {
     const version = (await (await fetch(`${d.url}/version`)).json()) as Record<string, string>;
     expect(version.gitVersion).toBe('v1.32.4');
     const core = (await (await fetch(`${d.url}/api/v1`)).json()) as { resources: Array<{ name: string }> };
-    expect(core.resources.map((r) => r.name)).toEqual(expect.arrayContaining(['configmaps', 'namespaces', 'nodes', 'pods', 'services/status']));
-    const agg = await fetch(`${d.url}/apis`, { headers: { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' } });
+    expect(core.resources.map((r) => r.name)).toEqual(
+      expect.arrayContaining(['configmaps', 'namespaces', 'nodes', 'pods', 'services/status']),
+    );
+    const agg = await fetch(`${d.url}/apis`, {
+      headers: { accept: 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' },
+    });
     expect(agg.headers.get('content-type')).toBe('application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList');
     const body = (await agg.json()) as { items: Array<{ metadata: { name: string } }> };
-    expect(body.items.map((g) => g.metadata.name)).toEqual(expect.arrayContaining(['apps', 'apiextensions.k8s.io', 'admissionregistration.k8s.io']));
+    expect(body.items.map((g) => g.metadata.name)).toEqual(
+      expect.arrayContaining(['apps', 'apiextensions.k8s.io', 'admissionregistration.k8s.io']),
+    );
   });
 
   it('streams watch events after a resourceVersion', async () => {
     const list = (await (await fetch(`${d.url}/api/v1/namespaces/default/configmaps`)).json()) as { metadata: { resourceVersion: string } };
     const ac = new AbortController();
-    const res = await fetch(`${d.url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${list.metadata.resourceVersion}&fieldSelector=metadata.name%3Dw`, { signal: ac.signal });
+    const res = await fetch(
+      `${d.url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${list.metadata.resourceVersion}&fieldSelector=metadata.name%3Dw`,
+      { signal: ac.signal },
+    );
     const reader = res.body!.getReader();
     await fetch(`${d.url}/api/v1/namespaces/default/configmaps?fieldManager=test`, {
       method: 'POST',
@@ -339,7 +434,13 @@ describe('kube API double over plain HTTP', () => {
 
 describe('kube API double merge semantics', () => {
   const deploymentType = new ResourceRegistry().lookup('apps', 'v1', 'deployments')!;
-  const ctx = (manager: string) => ({ type: deploymentType, manager, apiVersion: 'apps/v1', now: '2026-01-01T00:00:00Z', section: 'main' as const });
+  const ctx = (manager: string) => ({
+    type: deploymentType,
+    manager,
+    apiVersion: 'apps/v1',
+    now: '2026-01-01T00:00:00Z',
+    section: 'main' as const,
+  });
   const deployment = (containers: Json[]): KubeObject => ({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -348,16 +449,37 @@ describe('kube API double merge semantics', () => {
   });
 
   it('strategic merge patch: merge keys, $patch: delete, $setElementOrder, $deleteFromPrimitiveList, null', () => {
-    const live: Json = { spec: { containers: [{ name: 'a', image: 'a:1', args: ['x'] }, { name: 'b', image: 'b:1' }], finalizers: ['f1', 'f2'], drop: 1 } };
+    const live: Json = {
+      spec: {
+        containers: [
+          { name: 'a', image: 'a:1', args: ['x'] },
+          { name: 'b', image: 'b:1' },
+        ],
+        finalizers: ['f1', 'f2'],
+        drop: 1,
+      },
+    };
     const patched = strategicMergePatch(live, {
       spec: {
         '$setElementOrder/containers': [{ name: 'c' }, { name: 'a' }],
-        containers: [{ name: 'a', image: 'a:2' }, { name: 'b', $patch: 'delete' }, { name: 'c', image: 'c:1' }],
+        containers: [
+          { name: 'a', image: 'a:2' },
+          { name: 'b', $patch: 'delete' },
+          { name: 'c', image: 'c:1' },
+        ],
         '$deleteFromPrimitiveList/finalizers': ['f1'],
         drop: null,
       },
     });
-    expect(patched).toEqual({ spec: { containers: [{ name: 'c', image: 'c:1' }, { name: 'a', image: 'a:2', args: ['x'] }], finalizers: ['f2'] } });
+    expect(patched).toEqual({
+      spec: {
+        containers: [
+          { name: 'c', image: 'c:1' },
+          { name: 'a', image: 'a:2', args: ['x'] },
+        ],
+        finalizers: ['f2'],
+      },
+    });
   });
 
   it('JSON patch: add, replace, remove, test', () => {
@@ -381,9 +503,14 @@ describe('kube API double merge semantics', () => {
     expect((second.spec as any).template.spec.containers.map((c: any) => c.name)).toEqual(['web', 'side']);
     // racksmith re-applies without the sidecar: it stays (owned by "other"); racksmith's own change lands
     const third = serverSideApply(second, deployment([{ name: 'web', image: 'nginx:2' }]), ctx('racksmith'), false);
-    expect((third.spec as any).template.spec.containers).toEqual([{ name: 'web', image: 'nginx:2' }, { name: 'side', image: 'busybox' }]);
+    expect((third.spec as any).template.spec.containers).toEqual([
+      { name: 'web', image: 'nginx:2' },
+      { name: 'side', image: 'busybox' },
+    ]);
     expect(third.metadata.managedFields?.map((m) => m.manager)).toEqual(['racksmith', 'other']);
     // "other" changing racksmith's image conflicts unless forced
-    expect(() => serverSideApply(third, deployment([{ name: 'web', image: 'nginx:3' }]), ctx('other'), false)).toThrow(/conflict with "racksmith"/);
+    expect(() => serverSideApply(third, deployment([{ name: 'web', image: 'nginx:3' }]), ctx('other'), false)).toThrow(
+      /conflict with "racksmith"/,
+    );
   });
 });

@@ -9,7 +9,15 @@ import type { Host } from '../../src/inventory/model.ts';
 import { checkPoolAddress, cidrWithin, parseCidr, cidrText } from '../../src/kube/cidr.ts';
 import { diffName, displayName, identify, kubectlRef, parseObjects, printObjects, splitDocuments } from '../../src/kube/objects.ts';
 import { MANIFEST_PINS, findManifestPin } from '../../src/kube/pins.ts';
-import { flannelNetConf, mirrorImage, renderCalicoResources, renderFlannel, renderMetallbConfig, renderMetallbNative, rewriteImages } from '../../src/kube/render.ts';
+import {
+  flannelNetConf,
+  mirrorImage,
+  renderCalicoResources,
+  renderFlannel,
+  renderMetallbConfig,
+  renderMetallbNative,
+  rewriteImages,
+} from '../../src/kube/render.ts';
 import { crdSchemas, pruneSchema, schemaKey, validateCustomResource } from '../../src/kube/schema.ts';
 import { kubeSettings } from '../../src/kube/settings.ts';
 import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../src/resources/cni.ts';
@@ -37,7 +45,9 @@ describe('CIDRs and MetalLB addresses', () => {
     ['fd00::/56', 'fd00::/56'],
   ])('parses %s', (t, back) => expect(cidrText(parseCidr(t)!)).toBe(back));
 
-  it.each(['10.244.0.0', '10.244.0.0/33', '300.1.1.1/8', 'x/8', '10.0.0.0/8/1', ''])('rejects %j', (t) => expect(parseCidr(t)).toBeUndefined());
+  it.each(['10.244.0.0', '10.244.0.0/33', '300.1.1.1/8', 'x/8', '10.0.0.0/8/1', ''])('rejects %j', (t) =>
+    expect(parseCidr(t)).toBeUndefined(),
+  );
 
   it('strict parsing refuses host bits', () => {
     expect(parseCidr('10.244.0.1/16', { strict: true })).toBeUndefined();
@@ -73,20 +83,28 @@ describe('CIDRs and MetalLB addresses', () => {
 
 describe('manifests: pins, documents, names', () => {
   it('every pinned fixture hashes to its pin', () => {
-    for (const p of MANIFEST_PINS) expect(sha256Hex(readFileSync(manifest(`${p.component}-${p.version}/${p.file}`))), p.file).toBe(p.sha256);
+    for (const p of MANIFEST_PINS)
+      expect(sha256Hex(readFileSync(manifest(`${p.component}-${p.version}/${p.file}`))), p.file).toBe(p.sha256);
   });
 
   it('inventory pins override and extend the built-in ones', () => {
     expect(findManifestPin('flannel', 'v0.29.0', 'kube-flannel.yml')).toBeUndefined();
-    const pin = findManifestPin('flannel', 'v0.29.0', 'kube-flannel.yml', { 'flannel-v0.29.0/kube-flannel.yml': { sha256: 'a'.repeat(64) } });
-    expect(pin).toMatchObject({ sha256: 'a'.repeat(64), url: 'https://github.com/flannel-io/flannel/releases/download/v0.29.0/kube-flannel.yml' });
+    const pin = findManifestPin('flannel', 'v0.29.0', 'kube-flannel.yml', {
+      'flannel-v0.29.0/kube-flannel.yml': { sha256: 'a'.repeat(64) },
+    });
+    expect(pin).toMatchObject({
+      sha256: 'a'.repeat(64),
+      url: 'https://github.com/flannel-io/flannel/releases/download/v0.29.0/kube-flannel.yml',
+    });
   });
 
   it('identifies the documents of the 3 MB Calico CRD manifest without parsing them', () => {
     const docs = splitDocuments(text('calico-v3.32.1/operator-crds.yaml'));
     expect(docs).toHaveLength(32);
     const refs = docs.map(identify);
-    expect(refs.every((r) => r.kind === 'CustomResourceDefinition' && r.apiVersion === 'apiextensions.k8s.io/v1' && !r.namespace)).toBe(true);
+    expect(refs.every((r) => r.kind === 'CustomResourceDefinition' && r.apiVersion === 'apiextensions.k8s.io/v1' && !r.namespace)).toBe(
+      true,
+    );
     expect(refs.map((r) => r.name)).toContain('installations.operator.tigera.io');
   });
 
@@ -94,18 +112,38 @@ describe('manifests: pins, documents, names', () => {
     for (const rel of ['flannel-v0.28.9/kube-flannel.yml', 'metallb-v0.16.1/metallb-native.yaml', 'calico-v3.32.1/tigera-operator.yaml']) {
       const t = text(rel);
       const objs = parseObjects(t);
-      expect(splitDocuments(t).map(identify)).toEqual(objs.map((o) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}) })));
+      expect(splitDocuments(t).map(identify)).toEqual(
+        objs.map((o) => ({
+          apiVersion: o.apiVersion,
+          kind: o.kind,
+          name: o.metadata.name,
+          ...(o.metadata.namespace ? { namespace: o.metadata.namespace } : {}),
+        })),
+      );
     }
   });
 
   it('falls back to a parse for flow-style documents', () => {
-    expect(identify('{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: y}}\n')).toEqual({ apiVersion: 'v1', kind: 'ConfigMap', name: 'x', namespace: 'y' });
+    expect(identify('{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: y}}\n')).toEqual({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: 'x',
+      namespace: 'y',
+    });
   });
 
   it.each([
-    [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'kube-flannel-ds', namespace: 'kube-flannel' }, 'apps.v1.DaemonSet.kube-flannel.kube-flannel-ds', 'daemonset.apps/kube-flannel-ds'],
+    [
+      { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'kube-flannel-ds', namespace: 'kube-flannel' },
+      'apps.v1.DaemonSet.kube-flannel.kube-flannel-ds',
+      'daemonset.apps/kube-flannel-ds',
+    ],
     [{ apiVersion: 'v1', kind: 'Namespace', name: 'kube-flannel' }, 'v1.Namespace..kube-flannel', 'namespace/kube-flannel'],
-    [{ apiVersion: 'metallb.io/v1beta1', kind: 'IPAddressPool', name: 'a', namespace: 'metallb-system' }, 'metallb.io.v1beta1.IPAddressPool.metallb-system.a', 'ipaddresspool.metallb.io/a'],
+    [
+      { apiVersion: 'metallb.io/v1beta1', kind: 'IPAddressPool', name: 'a', namespace: 'metallb-system' },
+      'metallb.io.v1beta1.IPAddressPool.metallb-system.a',
+      'ipaddresspool.metallb.io/a',
+    ],
   ])('kubectl names of %j', (ref, file, arg) => {
     expect(diffName(ref)).toBe(file);
     expect(kubectlRef(ref)).toBe(arg);
@@ -119,17 +157,27 @@ describe('rendering', () => {
     const up = flannel();
     const out = renderFlannel(up, { network: '10.250.0.0/16', backend: 'host-gw', iface: ['bond0'] });
     const cm = out.find((o) => o.kind === 'ConfigMap')!;
-    expect(JSON.parse((cm.data as Record<string, string>)['net-conf.json'])).toEqual({ Network: '10.250.0.0/16', EnableNFTables: false, Backend: { Type: 'host-gw' } });
-    expect((cm.data as Record<string, string>)['cni-conf.json']).toBe((up.find((o) => o.kind === 'ConfigMap')!.data as Record<string, string>)['cni-conf.json']);
+    expect(JSON.parse((cm.data as Record<string, string>)['net-conf.json'])).toEqual({
+      Network: '10.250.0.0/16',
+      EnableNFTables: false,
+      Backend: { Type: 'host-gw' },
+    });
+    expect((cm.data as Record<string, string>)['cni-conf.json']).toBe(
+      (up.find((o) => o.kind === 'ConfigMap')!.data as Record<string, string>)['cni-conf.json'],
+    );
     const ds = out.find((o) => o.kind === 'DaemonSet') as any;
     expect(ds.spec.template.spec.containers[0].args).toEqual(['--ip-masq', '--kube-subnet-mgr', '--healthz-port=8081', '--iface=bond0']);
     // the input objects are not modified
-    expect(JSON.parse((up.find((o) => o.kind === 'ConfigMap')!.data as Record<string, string>)['net-conf.json']).Network).toBe('10.244.0.0/16');
+    expect(JSON.parse((up.find((o) => o.kind === 'ConfigMap')!.data as Record<string, string>)['net-conf.json']).Network).toBe(
+      '10.244.0.0/16',
+    );
     expect((up.find((o) => o.kind === 'DaemonSet') as any).spec.template.spec.containers[0].args).toHaveLength(3);
   });
 
   it('flannel vxlan options', () => {
-    expect(flannelNetConf(undefined, { network: '10.1.0.0/16', backend: 'vxlan', vni: 4096, port: 4789, directRouting: true, mtu: 8950 })).toEqual({
+    expect(
+      flannelNetConf(undefined, { network: '10.1.0.0/16', backend: 'vxlan', vni: 4096, port: 4789, directRouting: true, mtu: 8950 }),
+    ).toEqual({
       Network: '10.1.0.0/16',
       Backend: { Type: 'vxlan', VNI: 4096, Port: 4789, DirectRouting: true, MTU: 8950 },
     });
@@ -154,7 +202,8 @@ describe('rendering', () => {
 
   it('metallb: --ignore-exclude-lb on the speaker only when asked', () => {
     const native = parseObjects(text('metallb-v0.16.1/metallb-native.yaml'));
-    const speaker = (objs: typeof native) => (objs.find((o) => o.kind === 'DaemonSet') as any).spec.template.spec.containers[0].args as string[];
+    const speaker = (objs: typeof native) =>
+      (objs.find((o) => o.kind === 'DaemonSet') as any).spec.template.spec.containers[0].args as string[];
     expect(speaker(renderMetallbNative(native, {}))).not.toContain('--ignore-exclude-lb');
     expect(speaker(renderMetallbNative(native, { ignoreExcludeLB: true }))).toContain('--ignore-exclude-lb');
   });
@@ -162,7 +211,10 @@ describe('rendering', () => {
   it('metallb BGP: a peer per inventory entry and one advertisement of all pools', () => {
     const out = renderMetallbConfig({
       mode: 'bgp',
-      pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }, { name: 'b', addresses: ['10.0.1.0/28'] }],
+      pools: [
+        { name: 'a', addresses: ['10.0.0.0/28'] },
+        { name: 'b', addresses: ['10.0.1.0/28'] },
+      ],
       peers: [{ name: 'tor', peerAddress: '10.0.0.1', peerASN: 64501, myASN: 64500, holdTime: '90s', nodeSelector: { rack: 'a' } }],
     });
     expect(out.map((o) => `${o.apiVersion} ${o.kind} ${o.metadata.name}`)).toEqual([
@@ -171,7 +223,13 @@ describe('rendering', () => {
       'metallb.io/v1beta2 BGPPeer tor',
       'metallb.io/v1beta1 BGPAdvertisement racksmith-bgp',
     ]);
-    expect(out[2].spec).toEqual({ myASN: 64500, peerASN: 64501, peerAddress: '10.0.0.1', holdTime: '90s', nodeSelectors: [{ matchLabels: { rack: 'a' } }] });
+    expect(out[2].spec).toEqual({
+      myASN: 64500,
+      peerASN: 64501,
+      peerAddress: '10.0.0.1',
+      holdTime: '90s',
+      nodeSelectors: [{ matchLabels: { rack: 'a' } }],
+    });
     expect(out[3].spec).toEqual({ ipAddressPools: ['a', 'b'] });
   });
 
@@ -182,7 +240,13 @@ describe('rendering', () => {
 });
 
 describe('rendered custom resources against the real upstream CRD schemas', () => {
-  const calico = crdSchemas(parseObjects(splitDocuments(text('calico-v3.32.1/operator-crds.yaml')).filter((d) => /name: (installations|apiservers|goldmanes|whiskers)\.operator\.tigera\.io/.test(d)).join('---\n')));
+  const calico = crdSchemas(
+    parseObjects(
+      splitDocuments(text('calico-v3.32.1/operator-crds.yaml'))
+        .filter((d) => /name: (installations|apiservers|goldmanes|whiskers)\.operator\.tigera\.io/.test(d))
+        .join('---\n'),
+    ),
+  );
   const metallb = crdSchemas(parseObjects(text('metallb-v0.16.1/metallb-native.yaml')));
   const check = (schemas: Map<string, Record<string, unknown>>, o: { apiVersion: string; kind: string }) => {
     const s = schemas.get(schemaKey(o));
@@ -193,8 +257,22 @@ describe('rendered custom resources against the real upstream CRD schemas', () =
   it('the Installation (+ APIServer, Goldmane, Whisker) rendered from an inventory is valid for Calico v3.32.1', () => {
     const objs = renderCalicoResources({
       pools: [
-        { name: 'default-ipv4-ippool', cidr: '10.244.0.0/17', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', blockSize: 26, nodeSelector: 'all()' },
-        { name: 'racksmith-pool-1', cidr: '10.244.128.0/17', encapsulation: 'IPIP', natOutgoing: 'Disabled', blockSize: 24, nodeSelector: "rack == 'b'" },
+        {
+          name: 'default-ipv4-ippool',
+          cidr: '10.244.0.0/17',
+          encapsulation: 'VXLANCrossSubnet',
+          natOutgoing: 'Enabled',
+          blockSize: 26,
+          nodeSelector: 'all()',
+        },
+        {
+          name: 'racksmith-pool-1',
+          cidr: '10.244.128.0/17',
+          encapsulation: 'IPIP',
+          natOutgoing: 'Disabled',
+          blockSize: 24,
+          nodeSelector: "rack == 'b'",
+        },
       ],
       bgp: 'Disabled',
       mtu: 8950,
@@ -211,20 +289,48 @@ describe('rendered custom resources against the real upstream CRD schemas', () =
   });
 
   it('the IPAddressPool and L2Advertisement (and BGP objects) rendered from an inventory are valid for MetalLB v0.16.1', () => {
-    const l2 = renderMetallbConfig({ mode: 'l2', pools: [{ name: 'rack-a', addresses: ['10.20.30.200-10.20.30.250', '10.20.31.0/27'], autoAssign: true, avoidBuggyIPs: true }], l2Interfaces: ['bond0'] });
+    const l2 = renderMetallbConfig({
+      mode: 'l2',
+      pools: [{ name: 'rack-a', addresses: ['10.20.30.200-10.20.30.250', '10.20.31.0/27'], autoAssign: true, avoidBuggyIPs: true }],
+      l2Interfaces: ['bond0'],
+    });
     expect(l2.map((o) => o.kind)).toEqual(['IPAddressPool', 'L2Advertisement']);
-    const bgp = renderMetallbConfig({ mode: 'bgp', pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }], peers: [{ name: 'tor', peerAddress: '10.0.0.1', peerASN: 64501, myASN: 64500, ebgpMultiHop: true, passwordSecret: 'bgp-pass' }] });
+    const bgp = renderMetallbConfig({
+      mode: 'bgp',
+      pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }],
+      peers: [{ name: 'tor', peerAddress: '10.0.0.1', peerASN: 64501, myASN: 64500, ebgpMultiHop: true, passwordSecret: 'bgp-pass' }],
+    });
     for (const o of [...l2, ...bgp]) expect(check(metallb, o)).toEqual([]);
   });
 
   it.each([
-    ['an unknown encapsulation', (i: any) => (i.spec.calicoNetwork.ipPools[0].encapsulation = 'GRE'), 'spec.calicoNetwork.ipPools[0].encapsulation', /must be one of: IPIPCrossSubnet, IPIP, VXLAN, VXLANCrossSubnet, None/],
-    ['a block size as a string', (i: any) => (i.spec.calicoNetwork.ipPools[0].blockSize = '26'), 'spec.calicoNetwork.ipPools[0].blockSize', /must be integer/],
-    ['a misspelt autodetection method', (i: any) => (i.spec.calicoNetwork.nodeAddressAutodetectionV4 = { interfaces: 'eth0' }), 'spec.calicoNetwork.nodeAddressAutodetectionV4.interfaces', /not a field/],
+    [
+      'an unknown encapsulation',
+      (i: any) => (i.spec.calicoNetwork.ipPools[0].encapsulation = 'GRE'),
+      'spec.calicoNetwork.ipPools[0].encapsulation',
+      /must be one of: IPIPCrossSubnet, IPIP, VXLAN, VXLANCrossSubnet, None/,
+    ],
+    [
+      'a block size as a string',
+      (i: any) => (i.spec.calicoNetwork.ipPools[0].blockSize = '26'),
+      'spec.calicoNetwork.ipPools[0].blockSize',
+      /must be integer/,
+    ],
+    [
+      'a misspelt autodetection method',
+      (i: any) => (i.spec.calicoNetwork.nodeAddressAutodetectionV4 = { interfaces: 'eth0' }),
+      'spec.calicoNetwork.nodeAddressAutodetectionV4.interfaces',
+      /not a field/,
+    ],
     ['a pool without cidr', (i: any) => delete i.spec.calicoNetwork.ipPools[0].cidr, 'spec.calicoNetwork.ipPools[0].cidr', /required/],
     ['an unknown top-level spec field', (i: any) => (i.spec.calicoNetwerk = {}), 'spec.calicoNetwerk', /not a field/],
   ])('an Installation with %s is rejected at its path', (_, mutate, path, msg) => {
-    const [inst] = renderCalicoResources({ pools: [{ name: 'p', cidr: '10.244.0.0/16', encapsulation: 'VXLAN', natOutgoing: 'Enabled', blockSize: 26, nodeSelector: 'all()' }], apiServer: false, goldmane: false, whisker: false });
+    const [inst] = renderCalicoResources({
+      pools: [{ name: 'p', cidr: '10.244.0.0/16', encapsulation: 'VXLAN', natOutgoing: 'Enabled', blockSize: 26, nodeSelector: 'all()' }],
+      apiServer: false,
+      goldmane: false,
+      whisker: false,
+    });
     mutate(inst);
     const problems = check(calico, inst);
     expect(problems.map((p) => p.path)).toContain(path);
@@ -240,15 +346,27 @@ describe('rendered custom resources against the real upstream CRD schemas', () =
   });
 
   it('pruning keeps what the object reaches and drops the rest', () => {
-    const s = { type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'string' }, c: { type: 'integer' } } }, d: { type: 'string', description: 'x' } } };
-    expect(pruneSchema(s, [{ a: { b: 'x' } }])).toEqual({ type: 'object', properties: { a: { type: 'object', properties: { b: { type: 'string' } } } } });
+    const s = {
+      type: 'object',
+      properties: {
+        a: { type: 'object', properties: { b: { type: 'string' }, c: { type: 'integer' } } },
+        d: { type: 'string', description: 'x' },
+      },
+    };
+    expect(pruneSchema(s, [{ a: { b: 'x' } }])).toEqual({
+      type: 'object',
+      properties: { a: { type: 'object', properties: { b: { type: 'string' } } } },
+    });
   });
 });
 
 // ---------------------------------------------------------------------------------------------
 // kube resources: probe parsing and diffs
 
-const doc = (apiVersion: string, kind: string, name: string, namespace?: string): ManifestDoc => ({ ref: { apiVersion, kind, name, ...(namespace ? { namespace } : {}) }, text: '' });
+const doc = (apiVersion: string, kind: string, name: string, namespace?: string): ManifestDoc => ({
+  ref: { apiVersion, kind, name, ...(namespace ? { namespace } : {}) },
+  text: '',
+});
 const DOCS = [
   doc('v1', 'Namespace', 'kube-flannel'),
   doc('rbac.authorization.k8s.io/v1', 'ClusterRole', 'flannel'),
@@ -263,7 +381,16 @@ describe('kubeApply: probe output → facts → changes', () => {
   });
 
   it('fresh cluster: the namespace is missing, so its objects are creations; cluster-scoped ones come from the diff', () => {
-    const out = ['missing-namespace kube-flannel', 'rc=1', '@@object rbac.authorization.k8s.io.v1.ClusterRole..flannel', '@@create', '@@object v1.Namespace..kube-flannel', '@@create', '== stderr', ''].join('\n');
+    const out = [
+      'missing-namespace kube-flannel',
+      'rc=1',
+      '@@object rbac.authorization.k8s.io.v1.ClusterRole..flannel',
+      '@@create',
+      '@@object v1.Namespace..kube-flannel',
+      '@@create',
+      '== stderr',
+      '',
+    ].join('\n');
     const f = parseKubeApplyProbe(out, 0, '', false);
     expect(kubeApplyChanges(DOCS, f).map((c) => c.summary)).toEqual([
       'create Namespace kube-flannel',
@@ -281,27 +408,52 @@ describe('kubeApply: probe output → facts → changes', () => {
 
   it('a kubectl failure is a probe error with its message', () => {
     expect(() => parseKubeApplyProbe('rc=1\n== stderr\nerror: Unauthorized\n', 0, '', false)).toThrow(/Unauthorized/);
-    expect(() => parseKubeApplyProbe('rc=1\n@@object v1.Namespace..x\n@@create\n== stderr\nWarning: deprecated\n', 0, '', false)).not.toThrow();
-    expect(() => parseKubeApplyProbe('rc=2\n== stderr\nerror: You must be logged in to the server (Unauthorized)\n', 0, '', false)).toThrow(/kubectl diff failed \(exit 2\): error: You must be logged in/);
+    expect(() =>
+      parseKubeApplyProbe('rc=1\n@@object v1.Namespace..x\n@@create\n== stderr\nWarning: deprecated\n', 0, '', false),
+    ).not.toThrow();
+    expect(() => parseKubeApplyProbe('rc=2\n== stderr\nerror: You must be logged in to the server (Unauthorized)\n', 0, '', false)).toThrow(
+      /kubectl diff failed \(exit 2\): error: You must be logged in/,
+    );
     expect(() => parseKubeApplyProbe('', 127, 'racksmith: kubectl not found on this host (set kube_kubectl)\n', false)).toThrow(ProbeError);
-    expect(() => parseKubeApplyProbe('', 3, 'The connection to the server 10.0.0.1:6443 was refused', false)).toThrow(/cannot read the cluster: The connection to the server/);
+    expect(() => parseKubeApplyProbe('', 3, 'The connection to the server 10.0.0.1:6443 was refused', false)).toThrow(
+      /cannot read the cluster: The connection to the server/,
+    );
   });
 
   it('kinds not served yet (CRDs pending) are facts, not failures', () => {
     // kubectl uses exit > 1 for errors; an exit 1 without any diff but with an error counts as one too
-    const f = parseKubeApplyProbe('rc=1\n== stderr\nerror: resource mapping not found for name: "default" namespace: "" from "c.yaml": no matches for kind "Installation" in version "operator.tigera.io/v1"\n', 0, '', false);
+    const f = parseKubeApplyProbe(
+      'rc=1\n== stderr\nerror: resource mapping not found for name: "default" namespace: "" from "c.yaml": no matches for kind "Installation" in version "operator.tigera.io/v1"\n',
+      0,
+      '',
+      false,
+    );
     expect(f.unknownKind).toMatch(/no matches for kind/);
-    const g = parseKubeApplyProbe('rc=2\n== stderr\nerror: resource mapping not found for name: "default" namespace: "" from "c.yaml": no matches for kind "Installation" in version "operator.tigera.io/v1"\nensure CRDs are installed first\n', 0, '', false);
+    const g = parseKubeApplyProbe(
+      'rc=2\n== stderr\nerror: resource mapping not found for name: "default" namespace: "" from "c.yaml": no matches for kind "Installation" in version "operator.tigera.io/v1"\nensure CRDs are installed first\n',
+      0,
+      '',
+      false,
+    );
     expect(g.unknownKind).toMatch(/no matches for kind "Installation"/);
-    expect(kubeApplyChanges([doc('operator.tigera.io/v1', 'Installation', 'default')], g)).toEqual([{ summary: 'create Installation default (the API server does not serve its kind yet)' }]);
+    expect(kubeApplyChanges([doc('operator.tigera.io/v1', 'Installation', 'default')], g)).toEqual([
+      { summary: 'create Installation default (the API server does not serve its kind yet)' },
+    ]);
   });
 
   it('a webhook that does not serve is a fact only for gated resources', () => {
-    const out = 'rc=1\n== exists\nipaddresspool.metallb.io/rack-a\n== stderr\nError from server (InternalError): Internal error occurred: failed calling webhook "ipaddresspoolvalidationwebhook.metallb.io": connect: connection refused\n'.replace('rc=1', 'rc=2');
+    const out =
+      'rc=1\n== exists\nipaddresspool.metallb.io/rack-a\n== stderr\nError from server (InternalError): Internal error occurred: failed calling webhook "ipaddresspoolvalidationwebhook.metallb.io": connect: connection refused\n'.replace(
+        'rc=1',
+        'rc=2',
+      );
     expect(() => parseKubeApplyProbe(out, 0, '', false)).toThrow(/failed calling webhook/);
     const f = parseKubeApplyProbe(out, 0, '', true);
     expect(f.webhookError).toMatch(/failed calling webhook/);
-    const docs = [doc('metallb.io/v1beta1', 'IPAddressPool', 'rack-a', 'metallb-system'), doc('metallb.io/v1beta1', 'L2Advertisement', 'racksmith-l2', 'metallb-system')];
+    const docs = [
+      doc('metallb.io/v1beta1', 'IPAddressPool', 'rack-a', 'metallb-system'),
+      doc('metallb.io/v1beta1', 'L2Advertisement', 'racksmith-l2', 'metallb-system'),
+    ];
     expect(kubeApplyChanges(docs, f).map((c) => c.summary)).toEqual([
       expect.stringMatching(/^verify IPAddressPool metallb-system\/rack-a once the admission webhook serves/),
       'create L2Advertisement metallb-system/racksmith-l2 once the admission webhook serves',
@@ -321,22 +473,77 @@ const CLUSTER: ClusterFacts = {
 
 describe('cluster guard: the pod network agrees with the inventory', () => {
   const flannel = { cni: 'flannel' as const, podCidr: '10.244.0.0/16', flannel: { network: '10.244.0.0/16', backend: 'vxlan' } };
-  const calico = (cidr: string, podCidr = '10.244.0.0/16') => ({ cni: 'calico' as const, podCidr, calicoPools: [{ name: 'default-ipv4-ippool', cidr }] });
+  const calico = (cidr: string, podCidr = '10.244.0.0/16') => ({
+    cni: 'calico' as const,
+    podCidr,
+    calicoPools: [{ name: 'default-ipv4-ippool', cidr }],
+  });
 
   it.each([
     ['flannel on a matching kubeadm cluster', flannel, CLUSTER, []],
     ['flannel, kubeadm without podSubnet but nodes with podCIDRs', flannel, { ...CLUSTER, podSubnets: [] }, []],
     ['flannel, no kubeadm-config at all', flannel, { ...CLUSTER, podSubnets: null }, []],
-    ['flannel, inventory CIDR differs from kubeadm', { ...flannel, podCidr: '10.99.0.0/16', flannel: { network: '10.99.0.0/16', backend: 'vxlan' } }, CLUSTER, [/kube_pod_cidr 10\.99\.0\.0\/16 differs from the cluster's pod CIDR 10\.244\.0\.0\/16/, /nodes have pod CIDRs outside kube_pod_cidr 10\.99\.0\.0\/16: n1 10\.244\.0\.0\/24, n2 10\.244\.1\.0\/24/]],
-    ['flannel, nodes without podCIDR', flannel, { ...CLUSTER, podSubnets: [], nodes: [{ name: 'n1', podCIDR: '' }] }, [/no node has a spec\.podCIDR .* --pod-network-cidr=10\.244\.0\.0\/16/]],
-    ['flannel running with another Network', flannel, { ...CLUSTER, flannelNetConf: '{"Network": "10.245.0.0/16", "Backend": {"Type": "vxlan"}}' }, [/flannel runs with Network 10\.245\.0\.0\/16/]],
-    ['flannel running with another backend', flannel, { ...CLUSTER, flannelNetConf: '{"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}}' }, [/backend host-gw.*must not be changed at runtime/]],
-    ['flannel while Calico runs', flannel, { ...CLUSTER, daemonSets: ['calico-system/calico-node'] }, [/another CNI runs in this cluster \(calico: DaemonSet calico-system\/calico-node\)/]],
+    [
+      'flannel, inventory CIDR differs from kubeadm',
+      { ...flannel, podCidr: '10.99.0.0/16', flannel: { network: '10.99.0.0/16', backend: 'vxlan' } },
+      CLUSTER,
+      [
+        /kube_pod_cidr 10\.99\.0\.0\/16 differs from the cluster's pod CIDR 10\.244\.0\.0\/16/,
+        /nodes have pod CIDRs outside kube_pod_cidr 10\.99\.0\.0\/16: n1 10\.244\.0\.0\/24, n2 10\.244\.1\.0\/24/,
+      ],
+    ],
+    [
+      'flannel, nodes without podCIDR',
+      flannel,
+      { ...CLUSTER, podSubnets: [], nodes: [{ name: 'n1', podCIDR: '' }] },
+      [/no node has a spec\.podCIDR .* --pod-network-cidr=10\.244\.0\.0\/16/],
+    ],
+    [
+      'flannel running with another Network',
+      flannel,
+      { ...CLUSTER, flannelNetConf: '{"Network": "10.245.0.0/16", "Backend": {"Type": "vxlan"}}' },
+      [/flannel runs with Network 10\.245\.0\.0\/16/],
+    ],
+    [
+      'flannel running with another backend',
+      flannel,
+      { ...CLUSTER, flannelNetConf: '{"Network": "10.244.0.0/16", "Backend": {"Type": "host-gw"}}' },
+      [/backend host-gw.*must not be changed at runtime/],
+    ],
+    [
+      'flannel while Calico runs',
+      flannel,
+      { ...CLUSTER, daemonSets: ['calico-system/calico-node'] },
+      [/another CNI runs in this cluster \(calico: DaemonSet calico-system\/calico-node\)/],
+    ],
     ['calico pool inside the pod CIDR', calico('10.244.0.0/17'), CLUSTER, []],
-    ['calico pool outside the pod CIDR', calico('10.50.0.0/16', '10.50.0.0/16'), CLUSTER, [/Calico IP pool default-ipv4-ippool \(10\.50\.0\.0\/16\) is outside the cluster's pod network 10\.244\.0\.0\/16/, /kube_pod_cidr 10\.50\.0\.0\/16 differs/]],
-    ['calico pool whose CIDR would change', calico('10.244.0.0/17'), { ...CLUSTER, calicoPools: [{ name: 'default-ipv4-ippool', cidr: '10.244.0.0/16' }] }, [/already exists with CIDR 10\.244\.0\.0\/16, not 10\.244\.0\.0\/17: a pool's CIDR cannot be modified/]],
-    ['calico while flannel runs', calico('10.244.0.0/16'), { ...CLUSTER, daemonSets: ['kube-flannel/kube-flannel-ds'] }, [/another CNI runs in this cluster \(flannel/]],
-    ['an inventory proxy mode the cluster does not run', { ...flannel, kubeProxyMode: 'ipvs' }, CLUSTER, [/kube_proxy_mode is ipvs but kube-proxy runs in iptables mode/]],
+    [
+      'calico pool outside the pod CIDR',
+      calico('10.50.0.0/16', '10.50.0.0/16'),
+      CLUSTER,
+      [
+        /Calico IP pool default-ipv4-ippool \(10\.50\.0\.0\/16\) is outside the cluster's pod network 10\.244\.0\.0\/16/,
+        /kube_pod_cidr 10\.50\.0\.0\/16 differs/,
+      ],
+    ],
+    [
+      'calico pool whose CIDR would change',
+      calico('10.244.0.0/17'),
+      { ...CLUSTER, calicoPools: [{ name: 'default-ipv4-ippool', cidr: '10.244.0.0/16' }] },
+      [/already exists with CIDR 10\.244\.0\.0\/16, not 10\.244\.0\.0\/17: a pool's CIDR cannot be modified/],
+    ],
+    [
+      'calico while flannel runs',
+      calico('10.244.0.0/16'),
+      { ...CLUSTER, daemonSets: ['kube-flannel/kube-flannel-ds'] },
+      [/another CNI runs in this cluster \(flannel/],
+    ],
+    [
+      'an inventory proxy mode the cluster does not run',
+      { ...flannel, kubeProxyMode: 'ipvs' },
+      CLUSTER,
+      [/kube_proxy_mode is ipvs but kube-proxy runs in iptables mode/],
+    ],
     ["kube-proxy's empty mode means iptables", { ...flannel, kubeProxyMode: 'iptables' }, { ...CLUSTER, kubeProxyMode: '' }, []],
   ] as Array<[string, any, ClusterFacts, RegExp[]]>)('%s', (_, o, facts, want) => {
     const problems = clusterProblems(o, facts);
@@ -375,8 +582,10 @@ describe('cluster guard: the pod network agrees with the inventory', () => {
 });
 
 describe('kube-proxy strictARP', () => {
-  const config = (mode: string, strict: boolean) => `apiVersion: kubeproxy.config.k8s.io/v1alpha1\nipvs:\n  scheduler: ""\n  strictARP: ${strict}\n  syncPeriod: 0s\nkind: KubeProxyConfiguration\nmode: ${mode}\n`;
-  const facts = (mode: string, strict: boolean) => parseStrictArpProbe(JSON.stringify({ metadata: { resourceVersion: '7' }, data: { 'config.conf': config(mode, strict) } }));
+  const config = (mode: string, strict: boolean) =>
+    `apiVersion: kubeproxy.config.k8s.io/v1alpha1\nipvs:\n  scheduler: ""\n  strictARP: ${strict}\n  syncPeriod: 0s\nkind: KubeProxyConfiguration\nmode: ${mode}\n`;
+  const facts = (mode: string, strict: boolean) =>
+    parseStrictArpProbe(JSON.stringify({ metadata: { resourceVersion: '7' }, data: { 'config.conf': config(mode, strict) } }));
 
   it('needed in IPVS mode: a change with the config diff when allowed, a refusal otherwise', () => {
     const [c] = strictArpChanges(facts('ipvs', false), true);
@@ -397,25 +606,57 @@ describe('kube-proxy strictARP', () => {
 
   it('edits only ipvs.strictARP, keeping the rest of the document', () => {
     expect(withStrictArp(config('ipvs', false))).toBe(config('ipvs', true));
-    expect(withStrictArp('kind: KubeProxyConfiguration\nmode: ipvs\n')).toBe('kind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n  strictARP: true\n');
+    expect(withStrictArp('kind: KubeProxyConfiguration\nmode: ipvs\n')).toBe(
+      'kind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n  strictARP: true\n',
+    );
   });
 });
 
 describe('CNI plugins and configs on the host', () => {
   const SHA = 'a'.repeat(64);
-  const o = { version: 'v1.8.0', sha256: SHA, required: ['bridge', 'portmap'], source: { kind: 'push' as const, bytes: Buffer.from(''), origin: '/m/cni.tgz' } };
-  const installed = (files: Record<string, number>, live: Record<string, number | null> = files): CniPluginsFacts => ({ marker: { version: 'v1.8.0', sha256: SHA, files }, live, curl: false, wget: false });
+  const o = {
+    version: 'v1.8.0',
+    sha256: SHA,
+    required: ['bridge', 'portmap'],
+    source: { kind: 'push' as const, bytes: Buffer.from(''), origin: '/m/cni.tgz' },
+  };
+  const installed = (files: Record<string, number>, live: Record<string, number | null> = files): CniPluginsFacts => ({
+    marker: { version: 'v1.8.0', sha256: SHA, files },
+    live,
+    curl: false,
+    wget: false,
+  });
 
   it('parses the probe', () => {
-    const out = 'tools curl=no wget=yes\n== marker\nversion v1.8.0\nsha256 ' + SHA + '\nfile bridge 10\nfile portmap 20\n== live\nbridge 10\nportmap -\n';
-    expect(parseCniPluginsProbe(out)).toEqual({ marker: { version: 'v1.8.0', sha256: SHA, files: { bridge: 10, portmap: 20 } }, live: { bridge: 10, portmap: null }, curl: false, wget: true });
+    const out =
+      'tools curl=no wget=yes\n== marker\nversion v1.8.0\nsha256 ' +
+      SHA +
+      '\nfile bridge 10\nfile portmap 20\n== live\nbridge 10\nportmap -\n';
+    expect(parseCniPluginsProbe(out)).toEqual({
+      marker: { version: 'v1.8.0', sha256: SHA, files: { bridge: 10, portmap: 20 } },
+      live: { bridge: 10, portmap: null },
+      curl: false,
+      wget: true,
+    });
   });
 
   it.each([
-    ['nothing installed', { live: { bridge: null, portmap: null }, curl: false, wget: false }, ['install CNI plugins v1.8.0 into /opt/cni/bin (from /m/cni.tgz)']],
-    ['another version installed', { ...installed({ bridge: 1 }), marker: { version: 'v1.7.1', sha256: 'b'.repeat(64), files: { bridge: 1 } } }, ['replace CNI plugins v1.7.1 → v1.8.0 in /opt/cni/bin (from /m/cni.tgz)']],
+    [
+      'nothing installed',
+      { live: { bridge: null, portmap: null }, curl: false, wget: false },
+      ['install CNI plugins v1.8.0 into /opt/cni/bin (from /m/cni.tgz)'],
+    ],
+    [
+      'another version installed',
+      { ...installed({ bridge: 1 }), marker: { version: 'v1.7.1', sha256: 'b'.repeat(64), files: { bridge: 1 } } },
+      ['replace CNI plugins v1.7.1 → v1.8.0 in /opt/cni/bin (from /m/cni.tgz)'],
+    ],
     ['converged', installed({ bridge: 10, portmap: 20 }), []],
-    ['a plugin deleted, another replaced', installed({ bridge: 10, portmap: 20 }, { bridge: 11, portmap: null }), ['reinstall CNI plugins v1.8.0 in /opt/cni/bin: bridge changed (10 → 11 bytes), portmap missing']],
+    [
+      'a plugin deleted, another replaced',
+      installed({ bridge: 10, portmap: 20 }, { bridge: 11, portmap: null }),
+      ['reinstall CNI plugins v1.8.0 in /opt/cni/bin: bridge changed (10 → 11 bytes), portmap missing'],
+    ],
   ] as Array<[string, CniPluginsFacts, string[]]>)('%s', (_, f, want) => {
     expect(cniPluginsChanges(o, '/opt/cni/bin', f).map((c) => c.summary)).toEqual(want);
   });
@@ -430,14 +671,26 @@ describe('CNI plugins and configs on the host', () => {
   it.each([
     ['flannel', ['10-flannel.conflist'], false, []],
     ['calico', ['10-calico.conflist', 'calico-kubeconfig'], false, []],
-    ['flannel', ['10-calico.conflist', '10-flannel.conflist', 'calico-kubeconfig'], true, ['move stale /etc/cni/net.d/10-calico.conflist (calico) to /etc/cni/net.d.racksmith-stale/']],
-    ['calico', ['10-containerd-net.conflist'], true, ["move stale /etc/cni/net.d/10-containerd-net.conflist (containerd's example bridge) to /etc/cni/net.d.racksmith-stale/"]],
+    [
+      'flannel',
+      ['10-calico.conflist', '10-flannel.conflist', 'calico-kubeconfig'],
+      true,
+      ['move stale /etc/cni/net.d/10-calico.conflist (calico) to /etc/cni/net.d.racksmith-stale/'],
+    ],
+    [
+      'calico',
+      ['10-containerd-net.conflist'],
+      true,
+      ["move stale /etc/cni/net.d/10-containerd-net.conflist (containerd's example bridge) to /etc/cni/net.d.racksmith-stale/"],
+    ],
   ] as Array<['flannel' | 'calico', string[], boolean, string[]]>)('%s with %j (remove: %s)', (cni, files, removeStale, want) => {
     expect(cniConfChanges({ cni, removeStale }, '/etc/cni/net.d', { files }).map((c) => c.summary)).toEqual(want);
   });
 
   it('refuses a stale config unless allowed to move it', () => {
-    expect(() => cniConfChanges({ cni: 'calico', removeStale: false }, '/etc/cni/net.d', { files: ['10-flannel.conflist'] })).toThrow(/stale CNI config in \/etc\/cni\/net\.d: \/etc\/cni\/net\.d\/10-flannel\.conflist \(flannel\)/);
+    expect(() => cniConfChanges({ cni: 'calico', removeStale: false }, '/etc/cni/net.d', { files: ['10-flannel.conflist'] })).toThrow(
+      /stale CNI config in \/etc\/cni\/net\.d: \/etc\/cni\/net\.d\/10-flannel\.conflist \(flannel\)/,
+    );
   });
 });
 
@@ -464,27 +717,51 @@ describe('inventory variables', () => {
 
   it('defaults: upstream manifests, pinned CNI plugins pushed by the controller', () => {
     const s = kubeSettings(ctx(ok));
-    expect(s.manifests.map((m) => m.sources[0])).toEqual(['https://github.com/flannel-io/flannel/releases/download/v0.28.9/kube-flannel.yml']);
+    expect(s.manifests.map((m) => m.sources[0])).toEqual([
+      'https://github.com/flannel-io/flannel/releases/download/v0.28.9/kube-flannel.yml',
+    ]);
     expect(s.modules).toEqual(['overlay', 'br_netfilter']);
     expect(s.cniPlugins).toMatchObject({
       version: 'v1.8.0',
       sha256: 'ab3bda535f9d90766cccc90d3dddb5482003dd744d7f22bcf98186bf8eea8be6',
-      source: { fetch: 'controller', src: 'https://github.com/containernetworking/plugins/releases/download/v1.8.0/cni-plugins-linux-amd64-v1.8.0.tgz' },
+      source: {
+        fetch: 'controller',
+        src: 'https://github.com/containernetworking/plugins/releases/download/v1.8.0/cni-plugins-linux-amd64-v1.8.0.tgz',
+      },
     });
     expect(s.metallb.enabled).toBe(false);
     expect(s.kubeconfig).toBe('/etc/kubernetes/admin.conf');
   });
 
   it('mirror directory and HTTP mirror layouts', () => {
-    expect(kubeSettings(ctx({ ...ok, kube_manifest_dir: '/srv/m' })).manifests[0].sources).toEqual(['/srv/m/flannel-v0.28.9/kube-flannel.yml']);
-    expect(kubeSettings(ctx({ ...ok, kube_manifest_base_url: 'http://mirror/k8s/' })).manifests[0].sources).toEqual(['http://mirror/k8s/flannel-v0.28.9/kube-flannel.yml']);
+    expect(kubeSettings(ctx({ ...ok, kube_manifest_dir: '/srv/m' })).manifests[0].sources).toEqual([
+      '/srv/m/flannel-v0.28.9/kube-flannel.yml',
+    ]);
+    expect(kubeSettings(ctx({ ...ok, kube_manifest_base_url: 'http://mirror/k8s/' })).manifests[0].sources).toEqual([
+      'http://mirror/k8s/flannel-v0.28.9/kube-flannel.yml',
+    ]);
   });
 
   it('calico pools default to the pod CIDR; IPVS adds its modules', () => {
-    const s = kubeSettings(ctx({ ...ok, kube_cni: 'calico', kube_proxy_mode: 'ipvs', metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }] }));
-    expect(s.calico.pools).toEqual([{ name: 'default-ipv4-ippool', cidr: '10.244.0.0/16', encapsulation: 'VXLANCrossSubnet', natOutgoing: 'Enabled', blockSize: 26, nodeSelector: 'all()' }]);
+    const s = kubeSettings(
+      ctx({ ...ok, kube_cni: 'calico', kube_proxy_mode: 'ipvs', metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }] }),
+    );
+    expect(s.calico.pools).toEqual([
+      {
+        name: 'default-ipv4-ippool',
+        cidr: '10.244.0.0/16',
+        encapsulation: 'VXLANCrossSubnet',
+        natOutgoing: 'Enabled',
+        blockSize: 26,
+        nodeSelector: 'all()',
+      },
+    ]);
     expect(s.modules).toEqual(['overlay', 'br_netfilter', 'ip_vs', 'ip_vs_rr', 'ip_vs_wrr', 'ip_vs_sh', 'nf_conntrack']);
-    expect(s.manifests.map((m) => `${m.pin.component}/${m.pin.file}`)).toEqual(['calico/operator-crds.yaml', 'calico/tigera-operator.yaml', 'metallb/metallb-native.yaml']);
+    expect(s.manifests.map((m) => `${m.pin.component}/${m.pin.file}`)).toEqual([
+      'calico/operator-crds.yaml',
+      'calico/tigera-operator.yaml',
+      'metallb/metallb-native.yaml',
+    ]);
   });
 
   it.each([
@@ -493,23 +770,51 @@ describe('inventory variables', () => {
     [{ kube_cni: 'flannel' }, /kube_pod_cidr is required/],
     [{ ...ok, kube_pod_cidr: '10.244.0.0' }, /inv\.yaml:2:3: n1: kube_pod_cidr: '10\.244\.0\.0' is not a CIDR/],
     [{ ...ok, kube_pod_cidr: 'fd00::/56' }, /IPv6 and dual-stack pod networks are not supported/],
-    [{ ...ok, metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/33'] }] }, /inv\.yaml:3:3: n1: metallb_pools\[0\]\.addresses\[0\]: '10\.0\.0\.0\/33' is not a valid CIDR/],
+    [
+      { ...ok, metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/33'] }] },
+      /inv\.yaml:3:3: n1: metallb_pools\[0\]\.addresses\[0\]: '10\.0\.0\.0\/33' is not a valid CIDR/,
+    ],
     [{ ...ok, metallb_pools: [{ name: 'a', addresses: ['10.244.5.0/28'] }] }, /overlaps the pod network 10\.244\.0\.0\/16/],
     [{ ...ok, metallb_pools: [{ name: 'A_B', addresses: ['10.0.0.0/28'] }] }, /metallb_pools\.0\.name must match pattern/],
     [{ ...ok, metallb_enabled: true }, /metallb_pools is empty/],
-    [{ ...ok, metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }], metallb_mode: 'bgp' }, /metallb_mode bgp needs metallb_bgp_peers/],
-    [{ ...ok, metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }], metallb_mode: 'bgp', metallb_bgp_peers: [{ name: 'r', peer_address: 'router', peer_asn: 1, my_asn: 2 }] }, /peer_address: 'router' is not an IP address/],
-    [{ ...ok, kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.245.0.0/16' }] }, /calico_ip_pools\[0\]\.cidr: 10\.245\.0\.0\/16 is outside kube_pod_cidr 10\.244\.0\.0\/16/],
-    [{ ...ok, kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.244.0.0/17' }, { cidr: '10.244.0.0/18' }] }, /overlaps calico_ip_pools\[0\]/],
+    [
+      { ...ok, metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }], metallb_mode: 'bgp' },
+      /metallb_mode bgp needs metallb_bgp_peers/,
+    ],
+    [
+      {
+        ...ok,
+        metallb_pools: [{ name: 'a', addresses: ['10.0.0.0/28'] }],
+        metallb_mode: 'bgp',
+        metallb_bgp_peers: [{ name: 'r', peer_address: 'router', peer_asn: 1, my_asn: 2 }],
+      },
+      /peer_address: 'router' is not an IP address/,
+    ],
+    [
+      { ...ok, kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.245.0.0/16' }] },
+      /calico_ip_pools\[0\]\.cidr: 10\.245\.0\.0\/16 is outside kube_pod_cidr 10\.244\.0\.0\/16/,
+    ],
+    [
+      { ...ok, kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.244.0.0/17' }, { cidr: '10.244.0.0/18' }] },
+      /overlaps calico_ip_pools\[0\]/,
+    ],
     [{ ...ok, kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.244.0.0/16', block_size: 8 }] }, /block_size: 8 must be between 20 and 32/],
-    [{ ...ok, flannel_version: 'v0.29.0' }, /flannel v0\.29\.0: no pinned sha256 for kube-flannel\.yml; pin it in kube_manifest_pins as 'flannel-v0\.29\.0\/kube-flannel\.yml/],
+    [
+      { ...ok, flannel_version: 'v0.29.0' },
+      /flannel v0\.29\.0: no pinned sha256 for kube-flannel\.yml; pin it in kube_manifest_pins as 'flannel-v0\.29\.0\/kube-flannel\.yml/,
+    ],
     [{ ...ok, cni_plugins_version: 'v1.9.1' }, /CNI plugins v1\.9\.1 for amd64: no pinned sha256; set cni_plugins_sha256/],
     [{ ...ok, cni_plugins_fetch: 'host', cni_plugins_src: 'cni.tgz' }, /use an http\(s\) URL or an absolute path on the host/],
     [{ ...ok, kube_manifest_pins: { 'flannel-v1/x.yml': { sha256: 'nope' } } }, /kube_manifest_pins/],
   ])('%j → %s', (vars, msg) => expect(settingsError(vars as Record<string, unknown>)).toMatch(msg));
 
   it('several problems are reported together', () => {
-    const msg = settingsError({ ...ok, kube_cni: 'calico', calico_ip_pools: [{ cidr: '10.1.0.0/16' }], metallb_pools: [{ name: 'a', addresses: ['x'] }] });
+    const msg = settingsError({
+      ...ok,
+      kube_cni: 'calico',
+      calico_ip_pools: [{ cidr: '10.1.0.0/16' }],
+      metallb_pools: [{ name: 'a', addresses: ['x'] }],
+    });
     expect(msg).toMatch(/calico_ip_pools\[0\]\.cidr/);
     expect(msg).toMatch(/metallb_pools\[0\]\.addresses\[0\]/);
   });

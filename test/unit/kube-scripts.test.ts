@@ -12,7 +12,16 @@ import { manifest } from '../kube-double/fixtures.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
 import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../../src/kube/objects.ts';
 import { renderFlannel, renderMetallbConfig } from '../../src/kube/render.ts';
-import { clusterGuard, kubeApply, kubectlPrelude, strictArp, waitEstablished, waitRollout, type KubeAccess, type ManifestDoc } from '../../src/resources/kube.ts';
+import {
+  clusterGuard,
+  kubeApply,
+  kubectlPrelude,
+  strictArp,
+  waitEstablished,
+  waitRollout,
+  type KubeAccess,
+  type ManifestDoc,
+} from '../../src/resources/kube.ts';
 import type { Change, Resource } from '../../src/resources/types.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
 
@@ -70,8 +79,16 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
   });
 
   it('flannel: creations on a fresh cluster (namespace first), applied, then converged', async () => {
-    const objs = renderFlannel(parseObjects(readFileSync(manifest('flannel-v0.28.9/kube-flannel.yml'), 'utf8')), { network: '10.244.0.0/16', backend: 'vxlan' });
-    const r = kubeApply({ name: 'flannel', access, docs: objs.map((o) => ({ ref: refOf(o), text: printObjects([o]) })), waits: [waitRollout('kube-flannel', 'daemonset/kube-flannel-ds', 30)] });
+    const objs = renderFlannel(parseObjects(readFileSync(manifest('flannel-v0.28.9/kube-flannel.yml'), 'utf8')), {
+      network: '10.244.0.0/16',
+      backend: 'vxlan',
+    });
+    const r = kubeApply({
+      name: 'flannel',
+      access,
+      docs: objs.map((o) => ({ ref: refOf(o), text: printObjects([o]) })),
+      waits: [waitRollout('kube-flannel', 'daemonset/kube-flannel-ds', 30)],
+    });
     const f = await facts(r);
     expect(f.missingNamespaces).toEqual(['kube-flannel']);
     const changes = await converge(r);
@@ -95,7 +112,10 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
     const k = kubectlFor(d.kubeconfig());
     await k.run(['-n', 'kube-flannel', 'patch', 'configmap', 'kube-flannel-cfg', '--type=merge', '-p', '{"data":{"net-conf.json":"{}"}}']);
     k.cleanup();
-    const objs = renderFlannel(parseObjects(readFileSync(manifest('flannel-v0.28.9/kube-flannel.yml'), 'utf8')), { network: '10.244.0.0/16', backend: 'vxlan' });
+    const objs = renderFlannel(parseObjects(readFileSync(manifest('flannel-v0.28.9/kube-flannel.yml'), 'utf8')), {
+      network: '10.244.0.0/16',
+      backend: 'vxlan',
+    });
     const r = kubeApply({ name: 'flannel', access, docs: objs.map((o) => ({ ref: refOf(o), text: printObjects([o]) })) });
     const changes = await converge(r);
     expect(changes).toHaveLength(1);
@@ -106,30 +126,51 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
 
   it('a rollout that does not finish: the wait step fails with what to look at', async () => {
     const k = kubectlFor(d.kubeconfig());
-    await k.run(['-n', 'kube-flannel', 'patch', 'daemonset', 'kube-flannel-ds', '--subresource=status', '--type=merge', '-p', '{"status":{"numberReady":0,"numberAvailable":0,"updatedNumberScheduled":0}}']);
+    await k.run([
+      '-n',
+      'kube-flannel',
+      'patch',
+      'daemonset',
+      'kube-flannel-ds',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"numberReady":0,"numberAvailable":0,"updatedNumberScheduled":0}}',
+    ]);
     k.cleanup();
     const step = waitRollout('kube-flannel', 'daemonset/kube-flannel-ds', 2);
     const s = await sh(`${kubectlPrelude(access)}\n${step.script}`, true);
     expect(s.code).toBe(1);
-    expect(s.stderr).toContain('kube-flannel/daemonset/kube-flannel-ds not rolled out within 2s; look at: kubectl -n kube-flannel describe daemonset/kube-flannel-ds');
+    expect(s.stderr).toContain(
+      'kube-flannel/daemonset/kube-flannel-ds not rolled out within 2s; look at: kubectl -n kube-flannel describe daemonset/kube-flannel-ds',
+    );
   });
 
   it('the cluster guard reads kubeadm-config, nodes, DaemonSets and the live flannel config', async () => {
     const g = clusterGuard({ access, cni: 'calico', podCidr: '10.244.0.0/16', calicoPools: [{ name: 'p', cidr: '10.244.0.0/16' }] });
     const f = await facts(g);
-    expect(f).toMatchObject({ podSubnets: ['10.244.0.0/16'], nodes: [{ name: 'node-1', podCIDR: '10.244.0.0/24' }], kubeProxyMode: 'iptables' });
+    expect(f).toMatchObject({
+      podSubnets: ['10.244.0.0/16'],
+      nodes: [{ name: 'node-1', podCIDR: '10.244.0.0/24' }],
+      kubeProxyMode: 'iptables',
+    });
     expect(f.daemonSets).toEqual(expect.arrayContaining(['kube-system/kube-proxy', 'kube-flannel/kube-flannel-ds']));
     expect(JSON.parse(f.flannelNetConf!).Network).toBe('10.244.0.0/16');
     expect(() => g.diff(f)).toThrow(/another CNI runs in this cluster \(flannel/);
   });
 
   it('Calico: the Installation kind is unknown until the CRDs are applied and Established', async () => {
-    const inst: ManifestDoc = { ref: { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default' }, text: 'apiVersion: operator.tigera.io/v1\nkind: Installation\nmetadata:\n  name: default\nspec: {}\n' };
+    const inst: ManifestDoc = {
+      ref: { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default' },
+      text: 'apiVersion: operator.tigera.io/v1\nkind: Installation\nmetadata:\n  name: default\nspec: {}\n',
+    };
     const ri = kubeApply({ name: 'calico-installation', access, docs: [inst] });
     expect((await facts(ri)).unknownKind).toMatch(/no matches for kind "Installation"/);
     const crdText = readFileSync(manifest('calico-v3.32.1/operator-crds.yaml'), 'utf8');
     // the Installation CRD alone (the e2e test applies all 32, 3 MB)
-    const docs = splitDocuments(crdText).map((t) => ({ ref: identify(t), text: t })).filter((x) => x.ref.name === 'installations.operator.tigera.io');
+    const docs = splitDocuments(crdText)
+      .map((t) => ({ ref: identify(t), text: t }))
+      .filter((x) => x.ref.name === 'installations.operator.tigera.io');
     const crds = kubeApply({ name: 'calico-crds', access, docs, waits: [waitEstablished(['installations.operator.tigera.io'], 30)] });
     expect((await converge(crds)).map((c) => c.summary)).toEqual(['create CustomResourceDefinition installations.operator.tigera.io']);
     expect(await converge(ri)).toEqual([{ summary: 'create Installation default' }]);
@@ -144,7 +185,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
     expect((cm.data as Record<string, string>)['config.conf']).toMatch(/\n {2}strictARP: true\n/);
     expect((cm.data as Record<string, string>)['kubeconfig.conf']).toBeTruthy(); // kubeadm's other key kept
     expect(cm.metadata.managedFields!.map((m) => m.manager)).toEqual(expect.arrayContaining(['kubeadm', 'racksmith']));
-    expect((d.get('DaemonSet', 'kube-proxy', 'kube-system')!.spec as any).template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeTruthy();
+    expect(
+      (d.get('DaemonSet', 'kube-proxy', 'kube-system')!.spec as any).template.metadata.annotations['kubectl.kubernetes.io/restartedAt'],
+    ).toBeTruthy();
   });
 
   it('strictARP: a ConfigMap changed between probe and apply is not overwritten', async () => {
@@ -165,7 +208,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
 
     it('probe: a webhook that does not serve is a fact; apply waits until it serves, then applies', async () => {
       await fresh({ webhookReadyAfterMs: 2500 });
-      await converge(kubeApply({ name: 'metallb', access, docs: docsOf(readFileSync(manifest('metallb-v0.16.1/metallb-native.yaml'), 'utf8')) }));
+      await converge(
+        kubeApply({ name: 'metallb', access, docs: docsOf(readFileSync(manifest('metallb-v0.16.1/metallb-native.yaml'), 'utf8')) }),
+      );
       const cfg = renderMetallbConfig({ mode: 'l2', pools: [{ name: 'rack-a', addresses: ['10.20.30.200-10.20.30.250'] }] });
       const r = kubeApply({
         name: 'metallb-config',
@@ -179,7 +224,10 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
       expect(f.webhookError).toMatch(/failed calling webhook/);
       const t0 = Date.now();
       const changes = await converge(r);
-      expect(changes.map((c) => c.summary)).toEqual(['create IPAddressPool metallb-system/rack-a once the admission webhook serves', 'create L2Advertisement metallb-system/racksmith-l2 once the admission webhook serves']);
+      expect(changes.map((c) => c.summary)).toEqual([
+        'create IPAddressPool metallb-system/rack-a once the admission webhook serves',
+        'create L2Advertisement metallb-system/racksmith-l2 once the admission webhook serves',
+      ]);
       expect(Date.now() - t0).toBeLessThan(30_000);
       expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')).toBeDefined();
     });
@@ -202,13 +250,17 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
       const t0 = Date.now();
       const s = await sh(steps[0].script, true);
       expect(s.code).toBe(1);
-      expect(s.stderr).toMatch(/^the admission webhook rejected the configuration: Error from server \(Forbidden\): .*denied the request: invalid CIDR "10\.0\.0\.0\/99" in pool "bad"$/m);
+      expect(s.stderr).toMatch(
+        /^the admission webhook rejected the configuration: Error from server \(Forbidden\): .*denied the request: invalid CIDR "10\.0\.0\.0\/99" in pool "bad"$/m,
+      );
       expect(Date.now() - t0).toBeLessThan(10_000);
     });
 
     it('a webhook that never serves: a timeout naming what is missing', async () => {
       await fresh({});
-      await converge(kubeApply({ name: 'metallb', access, docs: docsOf(readFileSync(manifest('metallb-v0.16.1/metallb-native.yaml'), 'utf8')) }));
+      await converge(
+        kubeApply({ name: 'metallb', access, docs: docsOf(readFileSync(manifest('metallb-v0.16.1/metallb-native.yaml'), 'utf8')) }),
+      );
       const cfg = renderMetallbConfig({ mode: 'l2', pools: [{ name: 'rack-a', addresses: ['10.20.30.200-10.20.30.250'] }] });
       const r = kubeApply({
         name: 'metallb-config',
@@ -221,7 +273,9 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
       const f = await facts(r);
       const s = await sh(r.apply(f, r.diff(f))[0].script, true);
       expect(s.code).toBe(1);
-      expect(s.stderr).toMatch(/webhook metallb-webhook-configuration not serving after 3s \(caBundle set: no; ready endpoint behind metallb-system\/metallb-webhook-service: no\)/);
+      expect(s.stderr).toMatch(
+        /webhook metallb-webhook-configuration not serving after 3s \(caBundle set: no; ready endpoint behind metallb-system\/metallb-webhook-service: no\)/,
+      );
       expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')).toBeUndefined();
     });
   });

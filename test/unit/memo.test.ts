@@ -12,8 +12,14 @@ describe('remember: a bounded per-process memo', () => {
   });
 
   it('replacing a key of a memo that is not full keeps the others', () => {
-    const memo = new Map([['a', 1], ['b', 2]]);
+    const memo = new Map([
+      ['a', 1],
+      ['b', 2],
+    ]);
     remember(memo, 'a', 3);
-    expect([...memo]).toEqual([['a', 3], ['b', 2]]);
+    expect([...memo]).toEqual([
+      ['a', 3],
+      ['b', 2],
+    ]);
   });
 });

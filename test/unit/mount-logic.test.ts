@@ -12,7 +12,6 @@ import { mount, type MountFacts } from '../../src/resources/mount.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
 import { Refusal, type Resource } from '../../src/resources/types.ts';
 
-
 describe('fstab text', () => {
   it.each([
     ['/mnt/with space', '/mnt/with\\040space'],
@@ -29,7 +28,11 @@ describe('fstab text', () => {
     ['replaces in place, keeps comments and order', base, '# comment\nUUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n'],
     ['appends when absent', '# only a comment\n', '# only a comment\nUUID=2 /data xfs noatime,nofail 0 0\n'],
     ['empty file', '', 'UUID=2 /data xfs noatime,nofail 0 0\n'],
-    ['drops later duplicates of the target', base + '/dev/y /data xfs defaults 0 0\n', '# comment\nUUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n'],
+    [
+      'drops later duplicates of the target',
+      base + '/dev/y /data xfs defaults 0 0\n',
+      '# comment\nUUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n',
+    ],
     ['no trailing newline', 'UUID=1 / ext4 defaults 0 1', 'UUID=1 / ext4 defaults 0 1\nUUID=2 /data xfs noatime,nofail 0 0\n'],
   ])('setEntry: %s', (_, before, after) => {
     expect(setEntry(before, e)).toBe(after);
@@ -55,7 +58,13 @@ describe('fstab text', () => {
 
 describe('mount diff', () => {
   const fstabLine = '/srv/src /mnt/jail/tmp none bind,x-systemd.requires-mounts-for=/mnt/jail 0 0\n';
-  const r = mount({ path: '/mnt/jail/tmp', source: '/srv/src', fstype: 'none', options: ['bind', 'x-systemd.requires-mounts-for=/mnt/jail'], within: '/mnt/jail' });
+  const r = mount({
+    path: '/mnt/jail/tmp',
+    source: '/srv/src',
+    fstype: 'none',
+    options: ['bind', 'x-systemd.requires-mounts-for=/mnt/jail'],
+    within: '/mnt/jail',
+  });
   const converged: MountFacts = {
     fstab: fileWith(fstabLine),
     live: { source: '/dev/vda[/srv/src]', fstype: 'ext4', options: ['rw', 'relatime'], majmin: '254:0' },
@@ -68,10 +77,22 @@ describe('mount diff', () => {
     ['not mounted', { live: undefined }, ['mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)']],
     ['fstab entry missing', { fstab: fileWith('') }, [`/etc/fstab: add ${fstabLine.trim()}`]],
     ['fstab entry differs', { fstab: fileWith('/old /mnt/jail/tmp none bind 0 0\n') }, ['/etc/fstab: update /mnt/jail/tmp entry']],
-    ['mountpoint missing', { live: undefined, target: { kind: 'absent', real: '/mnt/jail/tmp' } }, ['create mountpoint /mnt/jail/tmp', 'mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)']],
-    ['something else mounted there', { target: { ...converged.target, devIno: '254:99' } }, /already has \/dev\/vda\[\/srv\/src\] \(ext4\) mounted/],
+    [
+      'mountpoint missing',
+      { live: undefined, target: { kind: 'absent', real: '/mnt/jail/tmp' } },
+      ['create mountpoint /mnt/jail/tmp', 'mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)'],
+    ],
+    [
+      'something else mounted there',
+      { target: { ...converged.target, devIno: '254:99' } },
+      /already has \/dev\/vda\[\/srv\/src\] \(ext4\) mounted/,
+    ],
     ['mountpoint is a symlink', { live: undefined, target: { kind: 'link', real: '/tmp' } }, /is a symlink/],
-    ['mountpoint escapes the jail', { live: undefined, target: { kind: 'dir', empty: true, real: '/tmp' } }, /resolves to \/tmp, outside \/mnt\/jail/],
+    [
+      'mountpoint escapes the jail',
+      { live: undefined, target: { kind: 'dir', empty: true, real: '/tmp' } },
+      /resolves to \/tmp, outside \/mnt\/jail/,
+    ],
     ['non-empty directory', { live: undefined, target: { kind: 'dir', empty: false, real: '/mnt/jail/tmp' } }, /non-empty directory/],
     ['source missing', { live: undefined, source: { exists: false } }, /mount source \/srv\/src does not exist/],
   ])('%s', (_, patch, want) => {
@@ -79,8 +100,7 @@ describe('mount diff', () => {
     if (want instanceof RegExp) {
       expect(() => r.diff(f)).toThrow(Refusal);
       expect(() => r.diff(f)).toThrow(want);
-    }
-    else expect(summaries(f)).toEqual(want);
+    } else expect(summaries(f)).toEqual(want);
   });
 
   it('requested flags are enforced by a remount; rw only when asked', () => {
@@ -92,12 +112,27 @@ describe('mount diff', () => {
   });
 
   it('a missing populated-marker is refused before anything is mounted', () => {
-    const root = mount({ path: '/mnt/jail', source: '/srv/shared/jail', fstype: 'none', options: ['bind'], requireMarker: 'etc/populated' });
-    expect(() => root.diff({ ...converged, live: undefined, marker: false, target: { kind: 'dir', empty: true, real: '/mnt/jail' } })).toThrow(/not populated: marker etc\/populated is missing/);
+    const root = mount({
+      path: '/mnt/jail',
+      source: '/srv/shared/jail',
+      fstype: 'none',
+      options: ['bind'],
+      requireMarker: 'etc/populated',
+    });
+    expect(() =>
+      root.diff({ ...converged, live: undefined, marker: false, target: { kind: 'dir', empty: true, real: '/mnt/jail' } }),
+    ).toThrow(/not populated: marker etc\/populated is missing/);
   });
 
   it('optional binds are nothing to do where the source is missing', () => {
-    const opt = mount({ path: '/mnt/jail/etc/resolv.conf', source: '/etc/resolv.conf', fstype: 'none', options: ['bind'], mkdir: 'file', optional: true });
+    const opt = mount({
+      path: '/mnt/jail/etc/resolv.conf',
+      source: '/etc/resolv.conf',
+      fstype: 'none',
+      options: ['bind'],
+      mkdir: 'file',
+      optional: true,
+    });
     expect(opt.diff({ ...converged, live: undefined, source: { exists: false } })).toEqual([]);
   });
 
@@ -113,18 +148,37 @@ describe('mount diff', () => {
 describe('GPU binds diff', () => {
   const r = gpuBinds({ jail: '/mnt/jail' });
   const lib: GpuFile = {
-    host: '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15', target: '/mnt/jail/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15',
-    hostDevIno: '254:10', mode: '755', targetKind: 'file', targetDevIno: '254:10', mounted: true, readOnly: true, cached: true,
+    host: '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15',
+    target: '/mnt/jail/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15',
+    hostDevIno: '254:10',
+    mode: '755',
+    targetKind: 'file',
+    targetDevIno: '254:10',
+    mounted: true,
+    readOnly: true,
+    cached: true,
   };
   const block = `# BEGIN RACKSMITH JAIL GPU BINDS\n${gpuFstabBlock('/mnt/jail', [lib])}\n# END RACKSMITH JAIL GPU BINDS\n`;
   const facts = (files: GpuFile[], fstab = block): GpuFacts => ({ files, fstab: fileWith(fstab) });
   it.each<[string, GpuFacts, string[]]>([
     ['no GPU on this host: nothing to do', facts([], ''), []],
     ['converged', facts([lib]), []],
-    ['placeholder missing on the shared jail', facts([{ ...lib, targetKind: 'absent', targetDevIno: undefined, mounted: false }]), [`create placeholder ${lib.target} (shared jail)`, `bind ${lib.host} → ${lib.target} (ro)`]],
-    ['bind unmounted', facts([{ ...lib, mounted: false, targetDevIno: '254:99', readOnly: false }]), [`bind ${lib.host} → ${lib.target} (ro)`]],
+    [
+      'placeholder missing on the shared jail',
+      facts([{ ...lib, targetKind: 'absent', targetDevIno: undefined, mounted: false }]),
+      [`create placeholder ${lib.target} (shared jail)`, `bind ${lib.host} → ${lib.target} (ro)`],
+    ],
+    [
+      'bind unmounted',
+      facts([{ ...lib, mounted: false, targetDevIno: '254:99', readOnly: false }]),
+      [`bind ${lib.host} → ${lib.target} (ro)`],
+    ],
     ['bound read-write', facts([{ ...lib, readOnly: false }]), [`remount ${lib.target} read-only`]],
-    ['ld.so.cache lacks the library', facts([{ ...lib, cached: false }]), ['refresh /mnt/jail/etc/ld.so.cache (missing libnvidia-ml.so.550.54.15)']],
+    [
+      'ld.so.cache lacks the library',
+      facts([{ ...lib, cached: false }]),
+      ['refresh /mnt/jail/etc/ld.so.cache (missing libnvidia-ml.so.550.54.15)'],
+    ],
     ['fstab block missing', facts([lib], ''), ['/etc/fstab: GPU bind entries']],
     ['driver removed: stale fstab block dropped', facts([]), ['/etc/fstab: GPU bind entries']],
   ])('%s', (_, f, want) => expect(r.diff(f).map((c) => c.summary)).toEqual(want));
@@ -150,7 +204,10 @@ describe('mount and GPU-bind probes read in parts', () => {
   };
   it.each<[string, Resource]>([
     ['a virtual filesystem', mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile })],
-    ['a bind mount (source ids, within)', mount({ path: '/tmp', source: '/tmp', fstype: 'none', options: ['bind'], within: '/', fstabFile })],
+    [
+      'a bind mount (source ids, within)',
+      mount({ path: '/tmp', source: '/tmp', fstype: 'none', options: ['bind'], within: '/', fstabFile }),
+    ],
     ['a device mount, not mounted', mount({ path: join(dir, 'mnt'), device: '/dev/null', fstype: 'xfs', fstabFile })],
     ['GPU binds', gpuBinds({ jail: dir, fstabFile, searchDirs: [dir] })],
   ])('%s', (_, r) => {
@@ -177,7 +234,10 @@ describe('mount probes in one script', () => {
       const kinds = ['dir', 'file', 'link', 'absent'] as const;
       const mounts = kinds.map((k) => mount({ path: join(dir, k), source: '/tmp', fstype: 'none', options: ['bind'], fstabFile }));
       const sections: Section[] = [];
-      const set = new ProbeSet(sections, mounts.map((m) => m.probe()));
+      const set = new ProbeSet(
+        sections,
+        mounts.map((m) => m.probe()),
+      );
       const { script, marker } = buildScript(sections);
       expect(script.split('rs_target_kind() {')).toHaveLength(2);
       const res = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(script), encoding: 'utf8' });

@@ -24,9 +24,21 @@ const TABLE = [
 
 describe('mount table (shared probe part)', () => {
   it.each<[string, string, object | undefined]>([
-    ['a device mount', '/ais/d1', { source: '/dev/loop0', fstype: 'xfs', majmin: '7:0', options: ['rw', 'noatime', 'rw', 'attr2', 'inode64', 'logbufs=8', 'noquota'] }],
-    ['a bind of a subtree shows it in brackets (as findmnt)', '/mnt/jail', { source: '/dev/vda1[/srv/jail]', fstype: 'ext4', majmin: '254:1' }],
-    ['optional fields are skipped', '/mnt/jail/proc', { source: 'proc', fstype: 'proc', options: ['rw', 'nosuid', 'nodev', 'noexec', 'relatime', 'rw'] }],
+    [
+      'a device mount',
+      '/ais/d1',
+      { source: '/dev/loop0', fstype: 'xfs', majmin: '7:0', options: ['rw', 'noatime', 'rw', 'attr2', 'inode64', 'logbufs=8', 'noquota'] },
+    ],
+    [
+      'a bind of a subtree shows it in brackets (as findmnt)',
+      '/mnt/jail',
+      { source: '/dev/vda1[/srv/jail]', fstype: 'ext4', majmin: '254:1' },
+    ],
+    [
+      'optional fields are skipped',
+      '/mnt/jail/proc',
+      { source: 'proc', fstype: 'proc', options: ['rw', 'nosuid', 'nodev', 'noexec', 'relatime', 'rw'] },
+    ],
     ['octal escapes', '/mnt/with space', { source: 'tmpfs', fstype: 'tmpfs' }],
     ['stacked mounts: the top one', '/mnt/jail/tmp', { source: 'tmpfs2', options: ['ro', 'nosuid', 'ro'] }],
     ['not mounted', '/mnt/none', undefined],
@@ -53,7 +65,11 @@ describe('mount table (shared probe part)', () => {
 
   it('the batch gives each mountpoint only its lines, and a subtree (trailing /) everything under it', () => {
     const [jailTmp, under, none, spaced] = MOUNT_TABLE.split(TABLE, ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space']);
-    expect(jailTmp).toBe(`${MOUNT_TABLE_MARK}${TABLE.split('\n').filter((l) => / \/mnt\/jail\/tmp /.test(l)).join('\n')}\n`);
+    expect(jailTmp).toBe(
+      `${MOUNT_TABLE_MARK}${TABLE.split('\n')
+        .filter((l) => / \/mnt\/jail\/tmp /.test(l))
+        .join('\n')}\n`,
+    );
     expect(parseMountTable(mountTableText(jailTmp)).get('/mnt/jail/tmp')).toMatchObject({ source: 'tmpfs2' });
     expect(under.split('\n').filter(Boolean)).toHaveLength(4); // proc, tmp twice: not /mnt/jail itself
     expect(none).toBe(MOUNT_TABLE_MARK);
@@ -78,13 +94,21 @@ describe('mount table (shared probe part)', () => {
     const sent = filtered(TABLE, args);
     expect(sent.split('\n').filter(Boolean)).toHaveLength(7); // all but 'garbage line' (` / ` is in every line)
     expect(MOUNT_TABLE.split(sent, args)).toEqual(MOUNT_TABLE.split(TABLE, args));
-    expect(filtered(TABLE, ['/mnt/jail/tmp', '/mnt/with space']).split('\n').filter(Boolean).map((l) => l.split(' ')[0])).toEqual(['43', '44', '45']);
+    expect(
+      filtered(TABLE, ['/mnt/jail/tmp', '/mnt/with space'])
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split(' ')[0]),
+    ).toEqual(['43', '44', '45']);
     expect(filtered(TABLE, ['/mnt/jail/tm'])).toBe(''); // a prefix of a mountpoint is not sent; no match is no failure
   });
 
   it('on this machine: the filtered mount table answers as the whole one', () => {
     const whole = readFileSync('/proc/self/mountinfo', 'utf8');
-    const mountpoints = whole.split('\n').filter(Boolean).map((l) => l.split(' ')[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))));
+    const mountpoints = whole
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ')[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))));
     const args = [...mountpoints.slice(0, 5), '/proc/', '/sys/', '/no/such/mountpoint', '/dev/'];
     const script = MOUNT_TABLE.script(args);
     const sent = execFileSync('sh', ['-c', script], { encoding: 'utf8' });

@@ -41,16 +41,29 @@ describe('RAM-scaled values', () => {
 });
 
 describe('sysctl diff compares the file AND the live kernel value', () => {
-  const r = sysctl({ file: '/etc/sysctl.d/90-t.conf', profile: 't', values: { 'net.core.somaxconn': 65535, 'net.ipv4.ip_local_port_range': '2048 65535', 'vm.min_free_kbytes': minFreeKbytes } });
+  const r = sysctl({
+    file: '/etc/sysctl.d/90-t.conf',
+    profile: 't',
+    values: { 'net.core.somaxconn': 65535, 'net.ipv4.ip_local_port_range': '2048 65535', 'vm.min_free_kbytes': minFreeKbytes },
+  });
   const mem = { memTotalKb: 24 * GiB, pageSize: 4096 };
-  const good = { 'net.core.somaxconn': '65535', 'net.ipv4.ip_local_port_range': '2048 65535', 'vm.min_free_kbytes': String(minFreeKbytes(mem)) };
+  const good = {
+    'net.core.somaxconn': '65535',
+    'net.ipv4.ip_local_port_range': '2048 65535',
+    'vm.min_free_kbytes': String(minFreeKbytes(mem)),
+  };
   const content = renderSysctlFile('t', good);
   it.each([
     ['converged', fileWith(content), good, []],
     ['file matches, kernel differs', fileWith(content), { ...good, 'net.core.somaxconn': '4096' }, ['net.core.somaxconn: 4096 → 65535']],
     ['kernel matches, file missing', absent, good, ['create /etc/sysctl.d/90-t.conf']],
     ['file edited by hand', fileWith(content.replace('65535\n', '1\n')), good, ['update /etc/sysctl.d/90-t.conf']],
-    ['key missing on the host', fileWith(content), { ...good, 'net.core.somaxconn': null }, ['net.core.somaxconn: unknown on this host (/proc/sys/net/core/somaxconn missing)']],
+    [
+      'key missing on the host',
+      fileWith(content),
+      { ...good, 'net.core.somaxconn': null },
+      ['net.core.somaxconn: unknown on this host (/proc/sys/net/core/somaxconn missing)'],
+    ],
   ])('%s', (_, file, live, want) => {
     expect(r.diff({ file, live, memory: mem }).map((c) => c.summary)).toEqual(want);
   });
@@ -62,8 +75,11 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
     expect(f.memory).toEqual({ memTotalKb: 24 * GiB, pageSize: 4096 });
   });
 
-  it('the real probe reads this kernel\'s values whole (/proc/sys answers a byte at a time to the shell\'s read)', () => {
-    const real = sysctl({ file: '/nonexistent/racksmith-t.conf', values: { 'net.ipv4.tcp_rmem': '1 2 3', 'kernel.pid_max': 1, 'net.no.such_key': 1 } });
+  it("the real probe reads this kernel's values whole (/proc/sys answers a byte at a time to the shell's read)", () => {
+    const real = sysctl({
+      file: '/nonexistent/racksmith-t.conf',
+      values: { 'net.ipv4.tcp_rmem': '1 2 3', 'kernel.pid_max': 1, 'net.no.such_key': 1 },
+    });
     const sp = standaloneProbe(real.probe());
     const out = sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).stdout;
     const f = real.parse(out, 0, '');
@@ -76,11 +92,7 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
     expect(f.file.type).toBe('absent');
   });
 
-  it.each([
-    [{ 'net core': 1 }],
-    [{ 'net.core.somaxconn': '1; reboot' }],
-    [{}],
-  ])('refuses bad input %j', (values) => {
+  it.each([[{ 'net core': 1 }], [{ 'net.core.somaxconn': '1; reboot' }], [{}]])('refuses bad input %j', (values) => {
     expect(() => sysctl({ file: '/etc/sysctl.d/x.conf', values })).toThrow();
   });
 });
@@ -90,8 +102,12 @@ describe('kmod and limits', () => {
     const r = kmod({ modules: ['overlay', 'br_netfilter'] });
     const content = '# Managed by racksmith. Loaded at boot by systemd-modules-load.\noverlay\nbr_netfilter\n';
     expect(r.diff({ file: fileWith(content), loaded: { overlay: true, br_netfilter: true } })).toEqual([]);
-    expect(r.diff({ file: fileWith(content), loaded: { overlay: true, br_netfilter: false } }).map((c) => c.summary)).toEqual(['load module br_netfilter']);
-    expect(r.diff({ file: absent, loaded: { overlay: true, br_netfilter: true } }).map((c) => c.summary)).toEqual(['create /etc/modules-load.d/racksmith.conf']);
+    expect(r.diff({ file: fileWith(content), loaded: { overlay: true, br_netfilter: false } }).map((c) => c.summary)).toEqual([
+      'load module br_netfilter',
+    ]);
+    expect(r.diff({ file: absent, loaded: { overlay: true, br_netfilter: true } }).map((c) => c.summary)).toEqual([
+      'create /etc/modules-load.d/racksmith.conf',
+    ]);
     expect(() => kmod({ modules: ['x; rm -rf /'] })).toThrow(/invalid module name/);
   });
 
@@ -100,7 +116,9 @@ describe('kmod and limits', () => {
     expect(pam.id).toBe('limits:/etc/security/limits.d/90-racksmith.conf');
     expect(systemd.id).toBe('limits:/etc/systemd/system.conf.d/90-racksmith-nofile.conf');
     expect(containerd.diff({ file: absent, applicable: false })).toEqual([]);
-    expect(containerd.diff({ file: absent, applicable: true }).map((c) => c.summary)).toEqual(['create /etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf']);
+    expect(containerd.diff({ file: absent, applicable: true }).map((c) => c.summary)).toEqual([
+      'create /etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf',
+    ]);
     expect(() => limits({ nofile: { soft: 2_000_000, hard: 1_000_000 } })).toThrow(/exceeds hard/);
     expect(() => limits({ nofile: 100 })).toThrow(/from 1024/);
   });

@@ -38,7 +38,8 @@ function agrees(text: string): boolean {
   expect(plain.value, JSON.stringify(text)).toStrictEqual(libSrc.value);
   const ours = YamlSource.parse('t.yaml', text);
   for (const p of paths(libSrc.value)) {
-    for (const key of [false, true]) expect(ours.pos(p, key), `${JSON.stringify(text)} at ${JSON.stringify(p)} key=${key}`).toEqual(libSrc.pos(p, key));
+    for (const key of [false, true])
+      expect(ours.pos(p, key), `${JSON.stringify(text)} at ${JSON.stringify(p)} key=${key}`).toEqual(libSrc.pos(p, key));
     expect(ours.pos([...p, 'no-such-key', 0])).toEqual(libSrc.pos([...p, 'no-such-key', 0]));
   }
   return true;
@@ -48,14 +49,20 @@ describe('plain YAML reader: documents it reads', () => {
   it.each([
     ['nested block maps', 'all:\n  vars:\n    a: 1\n  hosts:\n    h1:\n      ansible_host: 10.0.0.1\n'],
     ['null values, with and without spaces and comments', 'a: 1\nb:   \nc:\nd:   # note\ne: ~\n'],
-    ['a sequence at its key\'s indent and deeper', 'a:\n- 1\n- two\nb:\n  - x\n  -\n  - y\n'],
+    ["a sequence at its key's indent and deeper", 'a:\n- 1\n- two\nb:\n  - x\n  -\n  - y\n'],
     ['sequences of compact maps', 'disks:\n  - device: /dev/sdb\n    name: d1\n    match:\n      KERNEL: sdb\n  - device: /dev/sdc\n'],
     ['a sequence nested under a compact map key', '- a:\n  - 1\n  b: 2\n- c\n'],
     ['compact maps after wider dashes', '-   a: 1\n    b: 2\n-  c: 3\n'],
     ['an item holding a block map', 'a:\n  -\n    x: 1\n    y: 2\n'],
     ['quoted scalars and keys', "a: 'it''s'\nb: \"x: y # z\"\n'k 1': 1\n\"k 2\": '#'\n"],
-    ['core schema scalars', 'a: 0o17\nb: 0x1F\nc: -12\nd: +3\ne: 1.5\nf: .5\ng: 1e3\nh: -.inf\ni: .NaN\nj: True\nk: FALSE\nl: NULL\nm: 007\nn: 1.\no: 10.0.0.1\n'],
-    ['strings that look like other things', 'a: yes\nb: on\nc: 1_000\nd: 0b101\ne: 2026-11-30\nf: 1:30\ng: -foo\nh: node[01:20]\ni: a#b\nj: x:y\n'],
+    [
+      'core schema scalars',
+      'a: 0o17\nb: 0x1F\nc: -12\nd: +3\ne: 1.5\nf: .5\ng: 1e3\nh: -.inf\ni: .NaN\nj: True\nk: FALSE\nl: NULL\nm: 007\nn: 1.\no: 10.0.0.1\n',
+    ],
+    [
+      'strings that look like other things',
+      'a: yes\nb: on\nc: 1_000\nd: 0b101\ne: 2026-11-30\nf: 1:30\ng: -foo\nh: node[01:20]\ni: a#b\nj: x:y\n',
+    ],
     ['comments everywhere', '# head\na: # after key\n  # inside\n  b: 1 # after value\n\n# between\nc: 2\n'],
     ['a document start marker', '---\nall:\n  hosts:\n    h1:\n'],
     ['one-line flow collections', 'a: [1, two, "3"]\nb: { x: 1, y: [a, b], z: {} }\nc: []\nd: { }\ne: [ [1], [] ]\n'],
@@ -64,13 +71,16 @@ describe('plain YAML reader: documents it reads', () => {
     ['a root sequence', '- a\n- b: 1\n  c: 2\n-\n'],
     ['an indented root map', '  a: 1\n  b:\n    c: 2\n'],
     ['unicode text', 'a: ünïcødé ✓\nb: "日本"\n'],
-    ['Unicode spaces at the end of a scalar are kept (YAML trims only spaces)', 'a: b\u00a0\nc: d\u3000 # e\nf: [g\u2009]\nh: {i: j\u202f}\n'],
+    [
+      'Unicode spaces at the end of a scalar are kept (YAML trims only spaces)',
+      'a: b\u00a0\nc: d\u3000 # e\nf: [g\u2009]\nh: {i: j\u202f}\n',
+    ],
     ['a key of 1,024 characters', `${'k'.repeat(1024)}: 1\n`],
   ])('%s', (_, text) => {
     expect(agrees(text)).toBe(true);
   });
 
-  it('the repository\'s inventories', () => {
+  it("the repository's inventories", () => {
     const files: string[] = [];
     const walk = (d: string) => {
       for (const f of readdirSync(d)) {
@@ -109,7 +119,7 @@ describe('plain YAML reader: documents it leaves to the library', () => {
     ['an empty document', '# nothing\n'],
     ['a key without a value separator', 'a\nb: 1\n'],
     ['__proto__ as a key', '__proto__: 1\n'],
-    ['a key longer than 1,024 characters (the library\'s error)', `${'k'.repeat(1030)}: 1\n`],
+    ["a key longer than 1,024 characters (the library's error)", `${'k'.repeat(1030)}: 1\n`],
     ['a quoted key longer than 1,024 characters', `'${'k'.repeat(1030)}': 1\n`],
     ['a long key in a compact map', `- ${'k'.repeat(1030)}: 1\n`],
   ])('%s', (_, text) => {
@@ -129,8 +139,48 @@ describe('plain YAML reader: documents it leaves to the library', () => {
 
 describe('resolvePlain', () => {
   it('resolves like the library for every shape', () => {
-    const shapes = ['', '~', 'null', 'Null', 'NULL', 'nULL', 'true', 'True', 'TRUE', 'tRUE', 'false', 'no', 'yes', '0', '-0', '+1', '007', '0o17', '0o8', '0x1f', '0X1F', '0b1',
-      '1.5', '1.', '.5', '-.5', '1e3', '1E-3', '.inf', '-.Inf', '+.INF', '.nan', '.NaN', '1_0', '1:30', '10.0.0.1', 'nan', 'inf', '.', '+'];
+    const shapes = [
+      '',
+      '~',
+      'null',
+      'Null',
+      'NULL',
+      'nULL',
+      'true',
+      'True',
+      'TRUE',
+      'tRUE',
+      'false',
+      'no',
+      'yes',
+      '0',
+      '-0',
+      '+1',
+      '007',
+      '0o17',
+      '0o8',
+      '0x1f',
+      '0X1F',
+      '0b1',
+      '1.5',
+      '1.',
+      '.5',
+      '-.5',
+      '1e3',
+      '1E-3',
+      '.inf',
+      '-.Inf',
+      '+.INF',
+      '.nan',
+      '.NaN',
+      '1_0',
+      '1:30',
+      '10.0.0.1',
+      'nan',
+      'inf',
+      '.',
+      '+',
+    ];
     for (const s of shapes) {
       const lib = parseDocument(`v: ${s === '' ? "''" : s}\n`).toJS().v;
       if (s === '') continue; // an empty plain scalar is null; '' above is quoted
@@ -141,15 +191,106 @@ describe('resolvePlain', () => {
 });
 
 // Mostly what inventories hold; one pick in ten from the odd pools (other YAML, mistakes).
-const KEYS = ['all', 'hosts', 'vars', 'children', 'node01', 'ansible_host', 'a b', 'x:y', 'node[1:3]', '10.0.0.1', 'k-', 'ü', "'q'", '"d d"', "'it''s'", '"#"', 'a#b', 'Name'];
+const KEYS = [
+  'all',
+  'hosts',
+  'vars',
+  'children',
+  'node01',
+  'ansible_host',
+  'a b',
+  'x:y',
+  'node[1:3]',
+  '10.0.0.1',
+  'k-',
+  'ü',
+  "'q'",
+  '"d d"',
+  "'it''s'",
+  '"#"',
+  'a#b',
+  'Name',
+];
 const ODD_KEYS = ['-k', 'true', '1', 'null', '~', '.5', 'k?', 'k]', '&a', '*a', '!t', '__proto__', '<<', 'k:', '? k', '"e\\n"', 'k #c'];
-const SCALARS = ['1', '-1', '+2', '0o7', '0x1A', '1.5', '.5', '1e3', '.inf', '-.inf', '.nan', 'true', 'False', 'NULL', '~', 'yes', 'on', '007', '1_000', '10.0.0.1', '/dev/sdb', 'a b', 'a  b', 'x:y', 'a#c',
-  '-x', "'q'", "'it''s'", '"d"', '"a: b"', '"#"', '[]', '{}', '[ ]', '[1, 2]', '[a, [b, c]]', '{ a: 1 }', '{ a: [1], b: {} }', 'ünï', '"ok" # c', 'v # comment', 'v #: x', 'node[01:20]'];
-const ODD_SCALARS = ['x: y', 'trailing:', '-', '- x', '?', ':x', "'unterminated", '"esc\\n"', '{a:1}', '[1, 2, ]', '[1,, 2]', '{ a: 1, a: 2 }', '{ 1: a }', '[x: 1]', '&anc v', '*anc', '!secret s', '|', '>', '%x', '@x', '`x', 'é: x', 'a\tb', "'ok'#c", '[a', '{ a: }', 'a: b: c'];
+const SCALARS = [
+  '1',
+  '-1',
+  '+2',
+  '0o7',
+  '0x1A',
+  '1.5',
+  '.5',
+  '1e3',
+  '.inf',
+  '-.inf',
+  '.nan',
+  'true',
+  'False',
+  'NULL',
+  '~',
+  'yes',
+  'on',
+  '007',
+  '1_000',
+  '10.0.0.1',
+  '/dev/sdb',
+  'a b',
+  'a  b',
+  'x:y',
+  'a#c',
+  '-x',
+  "'q'",
+  "'it''s'",
+  '"d"',
+  '"a: b"',
+  '"#"',
+  '[]',
+  '{}',
+  '[ ]',
+  '[1, 2]',
+  '[a, [b, c]]',
+  '{ a: 1 }',
+  '{ a: [1], b: {} }',
+  'ünï',
+  '"ok" # c',
+  'v # comment',
+  'v #: x',
+  'node[01:20]',
+];
+const ODD_SCALARS = [
+  'x: y',
+  'trailing:',
+  '-',
+  '- x',
+  '?',
+  ':x',
+  "'unterminated",
+  '"esc\\n"',
+  '{a:1}',
+  '[1, 2, ]',
+  '[1,, 2]',
+  '{ a: 1, a: 2 }',
+  '{ 1: a }',
+  '[x: 1]',
+  '&anc v',
+  '*anc',
+  '!secret s',
+  '|',
+  '>',
+  '%x',
+  '@x',
+  '`x',
+  'é: x',
+  'a\tb',
+  "'ok'#c",
+  '[a',
+  '{ a: }',
+  'a: b: c',
+];
 
 /** A random document in the shape of an inventory, with some mistakes and unusual constructs. */
 function generate(r: () => number): string {
-  const pick = <T,>(a: T[]) => a[Math.floor(r() * a.length)];
+  const pick = <T>(a: T[]) => a[Math.floor(r() * a.length)];
   const key = () => (r() < 0.1 ? pick(ODD_KEYS) : pick(KEYS));
   const scalar = () => (r() < 0.1 ? pick(ODD_SCALARS) : pick(SCALARS));
   const lines: string[] = [];
@@ -180,7 +321,10 @@ function generate(r: () => number): string {
         // `- key: value` and more keys of that map
         const m = 1 + Math.floor(r() * 3);
         const gap = pick([1, 1, 3]);
-        for (let j = 0; j < m; j++) lines.push(`${pad(j === 0 ? ind : ind + 1 + gap + jitter())}${j === 0 ? `-${pad(gap)}` : ''}${key()}${j}: ${scalar()}${comment()}`);
+        for (let j = 0; j < m; j++)
+          lines.push(
+            `${pad(j === 0 ? ind : ind + 1 + gap + jitter())}${j === 0 ? `-${pad(gap)}` : ''}${key()}${j}: ${scalar()}${comment()}`,
+          );
       } else if (nested) {
         lines.push(`${pad(ind)}-${comment()}`);
         block(ind + pick([2, 4]), depth + 1, r() < 0.5 ? 'map' : 'seq');

@@ -48,13 +48,23 @@ describe('one build per distinct answers', () => {
     const c = counting((h) => [directory({ path: h.var('dir', '/srv/none'), mode: '0755' })]);
     const hosts = hostsOf(inv, c.play);
     expect(c.builds()).toBe(2); // h1 (= h2, h4) and h3
-    expect(hosts.map((h) => ids(h.resources))).toEqual([['directory:/srv/a'], ['directory:/srv/a'], ['directory:/srv/b'], ['directory:/srv/a']]);
+    expect(hosts.map((h) => ids(h.resources))).toEqual([
+      ['directory:/srv/a'],
+      ['directory:/srv/a'],
+      ['directory:/srv/b'],
+      ['directory:/srv/a'],
+    ]);
     expect(hosts[1].resources).toBe(hosts[0].resources);
   });
 
   it('a play that reads the host name (or all its vars) builds for every host', () => {
     const byName = counting((h) => [directory({ path: `/srv/${h.name}`, mode: '0755' })]);
-    expect(hostsOf(inv, byName.play).map((h) => ids(h.resources)[0])).toEqual(['directory:/srv/h1', 'directory:/srv/h2', 'directory:/srv/h3', 'directory:/srv/h4']);
+    expect(hostsOf(inv, byName.play).map((h) => ids(h.resources)[0])).toEqual([
+      'directory:/srv/h1',
+      'directory:/srv/h2',
+      'directory:/srv/h3',
+      'directory:/srv/h4',
+    ]);
     expect(byName.builds()).toBe(4);
     const byVars = counting((h) => [directory({ path: `/srv/${String(h.vars.ansible_host)}`, mode: '0755' })]);
     hostsOf(inv, byVars.play);
@@ -94,7 +104,11 @@ describe('one build per distinct answers', () => {
   });
 
   it('an input error of a shared build is still reported for the first host that has it', () => {
-    const dup: Play = { name: 'p', hosts: 'all', resources: () => [directory({ path: '/a', mode: '0755' }), directory({ path: '/a', mode: '0755' })] };
+    const dup: Play = {
+      name: 'p',
+      hosts: 'all',
+      resources: () => [directory({ path: '/a', mode: '0755' }), directory({ path: '/a', mode: '0755' })],
+    };
     expect(() => hostsOf(inv, dup)).toThrow(/declares directory:\/a twice for host h1/);
   });
 });
@@ -137,7 +151,10 @@ describe('the shipped playbooks', () => {
 
   it('a fleet of alike hosts shares builds; a host with its own disks gets its own', () => {
     const disks = (n: number) => `[{ device: /dev/loop${n}, name: d1, match: { KERNEL: loop${n} } }]`;
-    const hosts = Array.from({ length: 12 }, (_, i) => `    n${i}: { ansible_host: 10.0.0.${i}, storage_disks: ${disks(i === 5 ? 9 : 1)} }`);
+    const hosts = Array.from(
+      { length: 12 },
+      (_, i) => `    n${i}: { ansible_host: 10.0.0.${i}, storage_disks: ${disks(i === 5 ? 9 : 1)} }`,
+    );
     const inv = inventory(`all:
   vars:
     jail_source: /srv/shared/jail

@@ -23,14 +23,18 @@ describe('precompiled validators (dist/schemas.cjs)', () => {
   writeFileSync(file, precompiledModule(declaredSchemas.values()));
   const pre = createRequire(import.meta.url)(file) as Record<string, ValidateFunction>;
 
-  it('covers the inventory, the plan and every built-in playbook\'s variables', () => {
+  it("covers the inventory, the plan and every built-in playbook's variables", () => {
     expect(declaredSchemas.size).toBeGreaterThanOrEqual(6);
     expect(Object.keys(pre).sort()).toEqual([...declaredSchemas.keys()].sort());
   });
 
   // Inputs that exercise types, unknown keys, patterns, nesting and $refs.
   const samples: unknown[] = [
-    {}, null, 'text', [], { bogus: 1 },
+    {},
+    null,
+    'text',
+    [],
+    { bogus: 1 },
     { all: { hosts: { h1: { ansible_port: 'x' } }, childs: {} } },
     { all: { hosts: { 'bad name!': null }, vars: { ansible_user: 7 } } },
     { storage_disks: [{ device: '/dev/x', serial: 'y', bogus: 1 }], io_profiles: { hdd: { nr_requests: 'x' } } },
@@ -40,14 +44,17 @@ describe('precompiled validators (dist/schemas.cjs)', () => {
     { version: 1, createdAt: 5, hosts: { h: { p: { r: { factHash: 1 } } } } },
   ];
 
-  it.each([...declaredSchemas.entries()].map(([k, d]) => [k.slice(0, 12), d] as const))('schema %s: same verdict and errors as ajv.compile', (key, d) => {
-    const ajv = new Ajv(AJV_OPTIONS);
-    for (const r of d.refs) ajv.addSchema(r);
-    const compiled = ajv.compile(d.schema);
-    const fn = pre[[...declaredSchemas.keys()].find((k) => k.startsWith(key))!];
-    for (const s of samples) {
-      expect(fn(s), JSON.stringify(s)).toBe(compiled(s));
-      expect(JSON.stringify(fn.errors ?? null)).toBe(JSON.stringify(compiled.errors ?? null));
-    }
-  });
+  it.each([...declaredSchemas.entries()].map(([k, d]) => [k.slice(0, 12), d] as const))(
+    'schema %s: same verdict and errors as ajv.compile',
+    (key, d) => {
+      const ajv = new Ajv(AJV_OPTIONS);
+      for (const r of d.refs) ajv.addSchema(r);
+      const compiled = ajv.compile(d.schema);
+      const fn = pre[[...declaredSchemas.keys()].find((k) => k.startsWith(key))!];
+      for (const s of samples) {
+        expect(fn(s), JSON.stringify(s)).toBe(compiled(s));
+        expect(JSON.stringify(fn.errors ?? null)).toBe(JSON.stringify(compiled.errors ?? null));
+      }
+    },
+  );
 });

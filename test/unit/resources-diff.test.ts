@@ -8,7 +8,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { command } from '../../src/resources/command.ts';
 import { directory } from '../../src/resources/directory.ts';
 import { file } from '../../src/resources/file.ts';
-import { checkAbsolutePath, FILE_FACTS, fileProbe, MAX_PROBED_BYTES, normMode, parseFileFacts, predictWrite, type FileFacts } from '../../src/resources/file-common.ts';
+import {
+  checkAbsolutePath,
+  FILE_FACTS,
+  fileProbe,
+  MAX_PROBED_BYTES,
+  normMode,
+  parseFileFacts,
+  predictWrite,
+  type FileFacts,
+} from '../../src/resources/file-common.ts';
 import { block, editBlock, editLine, line } from '../../src/resources/text-edit.ts';
 import { ProbeError, Refusal, type Change, type Resource } from '../../src/resources/types.ts';
 import { InputError } from '../../src/util/errors.ts';
@@ -23,14 +32,34 @@ const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex')
 /** Facts of a regular file as the probe reports them (root:root 644 unless overridden). */
 function present(content: string | Buffer, over: Partial<FileFacts> = {}): FileFacts {
   const buf = Buffer.from(content);
-  return { type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root', size: buf.length, sha256: sha(buf), content: buf, ...over };
+  return {
+    type: 'file',
+    mode: '644',
+    uid: 0,
+    user: 'root',
+    gid: 0,
+    group: 'root',
+    size: buf.length,
+    sha256: sha(buf),
+    content: buf,
+    ...over,
+  };
 }
 const ABSENT: FileFacts = { type: 'absent' };
 const LINK: FileFacts = { type: 'link' };
 const DIR: FileFacts = { type: 'dir', mode: '755', uid: 0, user: 'root', gid: 0, group: 'root' };
 const OTHER: FileFacts = { type: 'other' };
 /** A file larger than the probe reads: hash and size only. */
-const BIG: FileFacts = { type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root', size: 2 * 1024 * 1024, sha256: sha('big') };
+const BIG: FileFacts = {
+  type: 'file',
+  mode: '644',
+  uid: 0,
+  user: 'root',
+  gid: 0,
+  group: 'root',
+  size: 2 * 1024 * 1024,
+  sha256: sha('big'),
+};
 
 const UNIFIED = /^--- \S+\n\+\+\+ \S+\n(@@ -\d+(,\d+)? \+\d+(,\d+)? @@\n([ +\\-].*\n)*)+$/;
 
@@ -88,11 +117,14 @@ describe('file().diff', () => {
     expectPatch(c.diff, '', WANT);
   });
 
-  it.each([['a = 1\nb = 3\n'], ['a = 1\n'], ['a = 1\nb = 2'], ['x\ny\nz\n'], ['']])('an update from %j carries a unified diff that applies', (old) => {
-    const [c] = plain.diff(present(old));
-    expectPatch(c.diff, old, WANT);
-    expect(c.diff!.startsWith(`--- ${P}\n+++ ${P}\n`)).toBe(true);
-  });
+  it.each([['a = 1\nb = 3\n'], ['a = 1\n'], ['a = 1\nb = 2'], ['x\ny\nz\n'], ['']])(
+    'an update from %j carries a unified diff that applies',
+    (old) => {
+      const [c] = plain.diff(present(old));
+      expectPatch(c.diff, old, WANT);
+      expect(c.diff!.startsWith(`--- ${P}\n+++ ${P}\n`)).toBe(true);
+    },
+  );
 
   it('no text diff for binary content or a file too big to read', () => {
     expect(plain.diff(present(Buffer.from([0, 1, 2])))[0].diff).toBeUndefined();
@@ -117,13 +149,23 @@ describe('file().diff', () => {
       ['mode as a number', { path: P, content: WANT, mode: 0o600 }, present(WANT, { mode: '600' }), []],
       ['mode without leading zero', { path: P, content: WANT, mode: '600' }, present(WANT), [`${P}: mode 644 → 600`]],
       ['setuid mode', { path: P, content: WANT, mode: '4755' }, present(WANT, { mode: '755' }), [`${P}: mode 755 → 4755`]],
-      ['content and mode differ', { path: P, content: WANT, mode: '0600' }, present('old\n'), [`update ${P} (4 → 12 bytes)`, `${P}: mode 644 → 600`]],
+      [
+        'content and mode differ',
+        { path: P, content: WANT, mode: '0600' },
+        present('old\n'),
+        [`update ${P} (4 → 12 bytes)`, `${P}: mode 644 → 600`],
+      ],
       ['absent: mode is part of the create', { path: P, content: WANT, mode: '0600' }, ABSENT, [`create ${P} (12 bytes)`]],
       ['owner by name differs', { path: P, content: WANT, owner: 'alice' }, present(WANT), [`${P}: owner root → alice`]],
       ['owner by name same', { path: P, content: WANT, owner: 'alice' }, present(WANT, { uid: 1001, user: 'alice' }), []],
       ['owner by uid (number) same', { path: P, content: WANT, owner: 1001 }, present(WANT, { uid: 1001, user: 'alice' }), []],
       ['owner by uid (string) same', { path: P, content: WANT, owner: '1001' }, present(WANT, { uid: 1001, user: 'alice' }), []],
-      ['owner by uid differs', { path: P, content: WANT, owner: 0 }, present(WANT, { uid: 1001, user: 'alice' }), [`${P}: owner alice → 0`]],
+      [
+        'owner by uid differs',
+        { path: P, content: WANT, owner: 0 },
+        present(WANT, { uid: 1001, user: 'alice' }),
+        [`${P}: owner alice → 0`],
+      ],
       ['owner by uid of a user without a name', { path: P, content: WANT, owner: 4242 }, present(WANT, { uid: 4242, user: 'UNKNOWN' }), []],
       ['group by name differs', { path: P, content: WANT, group: 'adm' }, present(WANT), [`${P}: group root → adm`]],
       ['group by gid same', { path: P, content: WANT, group: 4 }, present(WANT, { gid: 4, group: 'adm' }), []],
@@ -459,7 +501,8 @@ describe('predicted facts are converged (diff after predict is empty)', () => {
     ['block', block({ path: P, block: 'k v', create: true, group: 'adm' })],
   ];
   for (const [en, r] of edits) {
-    for (const [sn, f] of starts.filter(([n]) => n !== 'symlink' && (n !== 'absent' || !en.endsWith('absent')))) cases.push([`${en} from ${sn}`, r, f]);
+    for (const [sn, f] of starts.filter(([n]) => n !== 'symlink' && (n !== 'absent' || !en.endsWith('absent'))))
+      cases.push([`${en} from ${sn}`, r, f]);
   }
 
   it.each(cases)('%s', (_, r, f) => {
@@ -488,7 +531,14 @@ describe('predicted facts are converged (diff after predict is empty)', () => {
   it('predictWrite keeps the old mode/owner of a replaced file, defaults for a new one', () => {
     const old = present('x', { mode: '600', uid: 5, user: 'bob', gid: 6, group: 'grp' });
     expect(predictWrite(old, Buffer.from('y'))).toMatchObject({ type: 'file', mode: '600', uid: 5, user: 'bob', gid: 6, group: 'grp' });
-    expect(predictWrite(ABSENT, Buffer.from('y'))).toMatchObject({ type: 'file', mode: '644', uid: 0, user: 'root', gid: 0, group: 'root' });
+    expect(predictWrite(ABSENT, Buffer.from('y'))).toMatchObject({
+      type: 'file',
+      mode: '644',
+      uid: 0,
+      user: 'root',
+      gid: 0,
+      group: 'root',
+    });
   });
 });
 
@@ -517,9 +567,12 @@ describe('normMode / checkAbsolutePath', () => {
     expect(checkAbsolutePath(p)).toBe(p);
   });
 
-  it.each([['etc'], ['./x'], ['/a/./b'], ['/a/../b'], ['//a'], ['/a/'], ['/a\0b'], ['/a\nb'], ['']])('checkAbsolutePath(%j) is an InputError', (p) => {
-    expect(thrown(() => checkAbsolutePath(p))).toBeInstanceOf(InputError);
-  });
+  it.each([['etc'], ['./x'], ['/a/./b'], ['/a/../b'], ['//a'], ['/a/'], ['/a\0b'], ['/a\nb'], ['']])(
+    'checkAbsolutePath(%j) is an InputError',
+    (p) => {
+      expect(thrown(() => checkAbsolutePath(p))).toBeInstanceOf(InputError);
+    },
+  );
 });
 
 describe('fileProbe + parseFileFacts on real paths', () => {
@@ -617,13 +670,17 @@ describe('file facts batch: every file of a script in one find, one cat | base64
     const [a, b] = FILE_FACTS.split(out, ['/x/a', '/x/b']);
     expect(() => parseFileFacts(a)).toThrow(ProbeError);
     expect(() => parseFileFacts(b)).toThrow(/changed while it was read/);
-    const ok = FILE_FACTS.split(out.replace(Buffer.from('abcdefg').toString('base64'), Buffer.from('abcdefgh').toString('base64')), ['/x/a', '/x/b']);
+    const ok = FILE_FACTS.split(out.replace(Buffer.from('abcdefg').toString('base64'), Buffer.from('abcdefgh').toString('base64')), [
+      '/x/a',
+      '/x/b',
+    ]);
     expect(parseFileFacts(ok[0]).content!.toString()).toBe('abcde');
     expect(parseFileFacts(ok[1]).content!.toString()).toBe('fgh');
   });
 
   it('a file answered as before (same find line, same bytes) gets the same answer; any difference a new one', () => {
-    const out = (content: string, mode = '644') => `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${Buffer.from(content).toString('base64')}\n@sha\n`;
+    const out = (content: string, mode = '644') =>
+      `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${Buffer.from(content).toString('base64')}\n@sha\n`;
     const [a] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
     const [b] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
     const [c] = FILE_FACTS.split(out('v=2\n'), ['/x/same']);
@@ -635,6 +692,8 @@ describe('file facts batch: every file of a script in one find, one cat | base64
   });
 
   it('incomplete output (the script died) is an error for every path', () => {
-    expect(FILE_FACTS.split('f 5 644 0 root 0 root /x/a\n', ['/x/a']).map((t) => thrown(() => parseFileFacts(t)))).toEqual([expect.any(ProbeError)]);
+    expect(FILE_FACTS.split('f 5 644 0 root 0 root /x/a\n', ['/x/a']).map((t) => thrown(() => parseFileFacts(t)))).toEqual([
+      expect.any(ProbeError),
+    ]);
   });
 });

@@ -35,11 +35,25 @@ describe('buildScript + splitOutput round trip through /bin/sh', () => {
     ['stdin is empty (cat returns at once)', 'cat; echo done', { stdout: 'done\n', stderr: '', code: 0 }],
     ['read gets EOF', 'read x || echo eof', { stdout: 'eof\n', stderr: '', code: 0 }],
     ['unicode and tabs', "printf 'ünï\\tcode ✓\\n'", { stdout: 'ünï\tcode ✓\n', stderr: '', code: 0 }],
-    ['output that looks like a marker', "printf '\\n@@RS-0000000000000000@@ E 0 0\\n@@RS-0000000000000000@@ X 0\\n'", {
-      stdout: '\n@@RS-0000000000000000@@ E 0 0\n@@RS-0000000000000000@@ X 0\n', stderr: '', code: 0,
-    }],
-    ['stderr that looks like a marker', "printf '\\n@@RS-ffff@@ X 0\\n' >&2; echo ok", { stdout: 'ok\n', stderr: '\n@@RS-ffff@@ X 0\n', code: 0 }],
-    ['overwrites the script variables (in a subshell)', 'rs_m=fake; rs_rc=9; rs_failed=" g0 "; echo x', { stdout: 'x\n', stderr: '', code: 0 }],
+    [
+      'output that looks like a marker',
+      "printf '\\n@@RS-0000000000000000@@ E 0 0\\n@@RS-0000000000000000@@ X 0\\n'",
+      {
+        stdout: '\n@@RS-0000000000000000@@ E 0 0\n@@RS-0000000000000000@@ X 0\n',
+        stderr: '',
+        code: 0,
+      },
+    ],
+    [
+      'stderr that looks like a marker',
+      "printf '\\n@@RS-ffff@@ X 0\\n' >&2; echo ok",
+      { stdout: 'ok\n', stderr: '\n@@RS-ffff@@ X 0\n', code: 0 },
+    ],
+    [
+      'overwrites the script variables (in a subshell)',
+      'rs_m=fake; rs_rc=9; rs_failed=" g0 "; echo x',
+      { stdout: 'x\n', stderr: '', code: 0 },
+    ],
   ])('one probe: %s', (_, body, want) => {
     // Surround it with other sections: boundaries must hold on both sides.
     const { out } = roundTrip([probe('echo before'), probe(body), probe('echo after; echo e2 >&2')]);
@@ -112,7 +126,10 @@ describe('buildScript + splitOutput round trip through /bin/sh', () => {
 
   it('many sections, large output', () => {
     const big = 'x'.repeat(300_000);
-    const sections = [probe(`printf '%s' '${big}'`), ...Array.from({ length: 50 }, (_, i) => probe(`echo ${i}; echo err${i} >&2; exit ${i % 3}`))];
+    const sections = [
+      probe(`printf '%s' '${big}'`),
+      ...Array.from({ length: 50 }, (_, i) => probe(`echo ${i}; echo err${i} >&2; exit ${i % 3}`)),
+    ];
     const { out } = roundTrip(sections);
     expect(out[0].stdout).toBe(big);
     for (let i = 0; i < 50; i++) expect(out[i + 1]).toEqual({ stdout: `${i}\n`, stderr: `err${i}\n`, code: i % 3 });
@@ -133,9 +150,14 @@ describe('buildScript + splitOutput round trip through /bin/sh', () => {
     expect(status).toBe(0);
   });
 
-  it('writes nothing on the host (no temp files): each section\'s stderr comes apart on the stderr stream', () => {
+  it("writes nothing on the host (no temp files): each section's stderr comes apart on the stderr stream", () => {
     expect(buildScript([probe(':'), step(':', 'g')]).script).not.toMatch(/mktemp|\/tmp|>\s*"?\$/);
-    const { out } = roundTrip([probe('echo a >&2; printf b >&2'), probe('echo quiet'), step('echo x >&2; false', 'g'), step('echo skipped >&2', 'g')]);
+    const { out } = roundTrip([
+      probe('echo a >&2; printf b >&2'),
+      probe('echo quiet'),
+      step('echo x >&2; false', 'g'),
+      step('echo skipped >&2', 'g'),
+    ]);
     expect(out.map((o) => o.stderr)).toEqual(['a\nb', '', 'x\n', '']);
     expect(out.map((o) => o.code)).toEqual([0, 0, 1, null]);
   });
@@ -167,7 +189,7 @@ describe('splitOutput on hand-made output', () => {
     expect(splitOutput(`\n${m} B 0\n\n${m} E 0 2\n`, m, 1, `\n${m} B 0\nerr`)).toEqual([{ stdout: '', stderr: 'err', code: 2 }]);
   });
 
-  it('text after a section\'s end (not the next section) belongs to no section', () => {
+  it("text after a section's end (not the next section) belongs to no section", () => {
     const out = `\n${m} B 0\na\n${m} E 0 0\nstray\n\n${m} B 1\nb\n${m} E 1 0\n`;
     expect(splitOutput(out, m, 2).map((o) => o.stdout)).toEqual(['a', 'b']);
   });
@@ -193,10 +215,16 @@ describe('probe parts: an identical part runs once per script, a batch once for 
     split: (stdout, args) => args.map((a) => (stdout.split('\n').find((l) => l.startsWith(`${a}:`)) ?? '') + '\n'),
   };
 
-  it('dedupes parts across resources, runs a batch once, and joins each resource\'s outputs in order', () => {
+  it("dedupes parts across resources, runs a batch once, and joins each resource's outputs in order", () => {
     const sections: Section[] = [step('echo step')];
     const shared = `echo shared; echo "$$" >> "${scratch}/runs"; cat "${scratch}/runs" | wc -l | tr -d " "`;
-    const set = new ProbeSet(sections, ['echo a', ['echo b1', shared, { batch: ECHO, arg: 'x' }], [shared, 'echo c2', { batch: ECHO, arg: 'y' }], [{ batch: ECHO, arg: 'x' }], shared]);
+    const set = new ProbeSet(sections, [
+      'echo a',
+      ['echo b1', shared, { batch: ECHO, arg: 'x' }],
+      [shared, 'echo c2', { batch: ECHO, arg: 'y' }],
+      [{ batch: ECHO, arg: 'x' }],
+      shared,
+    ]);
     expect(sections.map((s) => s.kind)).toEqual(['step', 'probe', 'probe', 'probe', 'probe', 'probe']);
     expect(sections.filter((s) => s.body.includes('batch-runs'))).toHaveLength(1);
     const { out } = roundTrip([...sections, probe(`cat "${scratch}/batch-runs" | wc -l | tr -d " "`)]);
@@ -213,9 +241,31 @@ describe('probe parts: an identical part runs once per script, a batch once for 
   });
 
   it.each<[string, SectionOutput[], SectionOutput]>([
-    ['all fine', [{ stdout: 'a', stderr: '', code: 0 }, { stdout: 'b', stderr: 'w', code: 0 }], { stdout: 'ab', stderr: 'w', code: 0 }],
-    ['first failing code wins', [{ stdout: '', stderr: '', code: 0 }, { stdout: '', stderr: 'x', code: 3 }, { stdout: '', stderr: '', code: 5 }], { stdout: '', stderr: 'x', code: 3 }],
-    ['a part that did not run', [{ stdout: 'a', stderr: '', code: 2 }, { stdout: '', stderr: '', code: null }], { stdout: 'a', stderr: '', code: null }],
+    [
+      'all fine',
+      [
+        { stdout: 'a', stderr: '', code: 0 },
+        { stdout: 'b', stderr: 'w', code: 0 },
+      ],
+      { stdout: 'ab', stderr: 'w', code: 0 },
+    ],
+    [
+      'first failing code wins',
+      [
+        { stdout: '', stderr: '', code: 0 },
+        { stdout: '', stderr: 'x', code: 3 },
+        { stdout: '', stderr: '', code: 5 },
+      ],
+      { stdout: '', stderr: 'x', code: 3 },
+    ],
+    [
+      'a part that did not run',
+      [
+        { stdout: 'a', stderr: '', code: 2 },
+        { stdout: '', stderr: '', code: null },
+      ],
+      { stdout: 'a', stderr: '', code: null },
+    ],
   ])('joined output: %s', (_, outs, want) => {
     const set = new ProbeSet([], [outs.map((_o, i) => `part ${i}`)]);
     const o = set.output(outs, 0);
@@ -243,7 +293,10 @@ describe('probe parts: an identical part runs once per script, a batch once for 
   it('an answer equal to the last one given is that one (hosts answering alike share it)', () => {
     const sections: Section[] = [];
     const set = new ProbeSet(sections, [['echo a', { batch: ECHO, arg: 'x' }], [{ batch: ECHO, arg: 'y' }]]);
-    const outs = (a: string, x: string) => [{ stdout: a, stderr: '', code: 0 }, { stdout: `${x}\ny:2\n`, stderr: '', code: 0 }];
+    const outs = (a: string, x: string) => [
+      { stdout: a, stderr: '', code: 0 },
+      { stdout: `${x}\ny:2\n`, stderr: '', code: 0 },
+    ];
     const first = set.output(outs('a\n', 'x:1'), 0);
     const again = set.output(outs('a\n', 'x:1'), 0);
     expect(again).toBe(first); // the same output object: parts equal, nothing joined again
@@ -267,10 +320,19 @@ describe('inline probe parts: one subshell for all of them', () => {
   it('each part gets exactly its own output (empty, no trailing newline, marker-like text), in one fork', () => {
     const parts = ['echo one', ':', 'printf two', "printf '\\n@@RS-INLINE-000000000000@@ 0\\nfake\\n'", 'echo five'];
     const sections: Section[] = [];
-    const set = new ProbeSet(sections, parts.map((p) => [inline(p)]));
+    const set = new ProbeSet(
+      sections,
+      parts.map((p) => [inline(p)]),
+    );
     expect(sections).toHaveLength(1);
     const { out } = roundTrip([...sections, probe('echo after')]);
-    expect(parts.map((_, i) => set.output(out, i).stdout)).toEqual(['one\n', '', 'two', '\n@@RS-INLINE-000000000000@@ 0\nfake\n', 'five\n']);
+    expect(parts.map((_, i) => set.output(out, i).stdout)).toEqual([
+      'one\n',
+      '',
+      'two',
+      '\n@@RS-INLINE-000000000000@@ 0\nfake\n',
+      'five\n',
+    ]);
     expect(out[1].stdout).toBe('after\n');
   });
 });

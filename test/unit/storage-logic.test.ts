@@ -11,8 +11,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostContext } from '../../src/engine/playbook.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import {
-  allowedBy, humanSize, ioChanges, ioTarget, mergeProfiles, parseDiskFacts, parseXattrFacts, planFormat, profileFor,
-  udevGlob, udevMatch, udevRuleLine, xattrDiff, type DiskFacts, type QueueFacts,
+  allowedBy,
+  humanSize,
+  ioChanges,
+  ioTarget,
+  mergeProfiles,
+  parseDiskFacts,
+  parseXattrFacts,
+  planFormat,
+  profileFor,
+  udevGlob,
+  udevMatch,
+  udevRuleLine,
+  xattrDiff,
+  type DiskFacts,
+  type QueueFacts,
 } from '../../src/resources/blockdev-logic.ts';
 import { diskMount, diskProbe, diskProbeParts, ioTuning, parseDiskParts, XATTR_CHECKS, xfsFormat } from '../../src/resources/blockdev.ts';
 import { Refusal } from '../../src/resources/types.ts';
@@ -23,27 +36,73 @@ import { standaloneProbe } from '../../src/engine/probe-set.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
-  schedulers: ['none', 'mq-deadline', 'kyber', 'bfq'], scheduler: 'none', nr_requests: 128, read_ahead_kb: 128,
-  rq_affinity: 1, max_sectors_kb: 1280, max_hw_sectors_kb: 1280, nr_tags: 128, caps: {},
+  schedulers: ['none', 'mq-deadline', 'kyber', 'bfq'],
+  scheduler: 'none',
+  nr_requests: 128,
+  read_ahead_kb: 128,
+  rq_affinity: 1,
+  max_sectors_kb: 1280,
+  max_hw_sectors_kb: 1280,
+  nr_tags: 128,
+  caps: {},
 };
 
 /** Facts of a blank 20 GiB SATA HDD sdb with serial S1, unless overridden. */
 function disk(o: Partial<DiskFacts> = {}): DiskFacts {
   return {
-    spec: '/dev/sdb', sameAs: [], kname: 'sdb', majmin: '8:16', isPartition: false, sizeBytes: 20 * GiB, rotational: true, readOnly: false,
-    udev: { ID_SERIAL: 'ST20000_S1', ID_SERIAL_SHORT: 'S1', ID_WWN: '0x5000c500a1b2c3d4' }, sysIds: {},
+    spec: '/dev/sdb',
+    sameAs: [],
+    kname: 'sdb',
+    majmin: '8:16',
+    isPartition: false,
+    sizeBytes: 20 * GiB,
+    rotational: true,
+    readOnly: false,
+    udev: { ID_SERIAL: 'ST20000_S1', ID_SERIAL_SHORT: 'S1', ID_WWN: '0x5000c500a1b2c3d4' },
+    sysIds: {},
     byId: ['/dev/disk/by-id/ata-ST20000_S1', '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4'],
-    partitions: [], holders: [], mounts: [], swaps: [], blkid: {}, blkidCode: 2, signatures: [], fingerprint: 'f', contentProbed: true,
+    partitions: [],
+    holders: [],
+    mounts: [],
+    swaps: [],
+    blkid: {},
+    blkidCode: 2,
+    signatures: [],
+    fingerprint: 'f',
+    contentProbed: true,
     queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 256, max_hw_sectors_kb: 32767, max_sectors_kb: 1280, nr_tags: 32 },
     ...o,
   };
 }
-const ext4 = { blkid: { TYPE: 'ext4', UUID: 'u-ext4', USAGE: 'filesystem' }, blkidCode: 0, signatures: [{ offset: '0x438', type: 'ext4', uuid: 'u-ext4' }] };
-const xfs = { blkid: { TYPE: 'xfs', UUID: 'u-xfs', USAGE: 'filesystem' }, blkidCode: 0, signatures: [{ offset: '0x0', type: 'xfs', uuid: 'u-xfs' }] };
+const ext4 = {
+  blkid: { TYPE: 'ext4', UUID: 'u-ext4', USAGE: 'filesystem' },
+  blkidCode: 0,
+  signatures: [{ offset: '0x438', type: 'ext4', uuid: 'u-ext4' }],
+};
+const xfs = {
+  blkid: { TYPE: 'xfs', UUID: 'u-xfs', USAGE: 'filesystem' },
+  blkidCode: 0,
+  signatures: [{ offset: '0x0', type: 'xfs', uuid: 'u-xfs' }],
+};
 /** As the probe reports a mounted disk: its signatures are not read. */
-const mountedUnread = (fs: string, mountpoint: string, more: Partial<DiskFacts> = {}): Partial<DiskFacts> =>
-  ({ contentProbed: false, mountedFs: fs, blkid: {}, blkidCode: -1, fingerprint: '', mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint }], ...more });
-const gpt = { blkid: { PTTYPE: 'gpt', PTUUID: 'p' }, blkidCode: 0, signatures: [{ offset: '0x200', type: 'gpt' }, { offset: '0x4ffffe00', type: 'gpt' }, { offset: '0x1fe', type: 'PMBR' }] };
+const mountedUnread = (fs: string, mountpoint: string, more: Partial<DiskFacts> = {}): Partial<DiskFacts> => ({
+  contentProbed: false,
+  mountedFs: fs,
+  blkid: {},
+  blkidCode: -1,
+  fingerprint: '',
+  mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint }],
+  ...more,
+});
+const gpt = {
+  blkid: { PTTYPE: 'gpt', PTUUID: 'p' },
+  blkidCode: 0,
+  signatures: [
+    { offset: '0x200', type: 'gpt' },
+    { offset: '0x4ffffe00', type: 'gpt' },
+    { offset: '0x1fe', type: 'PMBR' },
+  ],
+};
 const loop = (o: Partial<DiskFacts> = {}) =>
   disk({ spec: '/dev/loop3', kname: 'loop3', majmin: '7:3', sizeBytes: GiB, udev: {}, byId: [], queue: loopQueue, ...o });
 
@@ -78,7 +137,12 @@ describe('disk selection from inventory vars', () => {
   it.each([
     [{ device: '/dev/sdb' }, { device: '/dev/sdb' }, 'sdb', '/ais/sdb'],
     [{ device: '/dev/loop3' }, { device: '/dev/loop3' }, 'loop3', '/ais/loop3'],
-    [{ device: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' }, { device: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' }, 'wwn-0x5000c500a1b2c3d4', '/ais/wwn-0x5000c500a1b2c3d4'],
+    [
+      { device: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
+      { device: '/dev/disk/by-id/wwn-0x5000c500a1b2c3d4' },
+      'wwn-0x5000c500a1b2c3d4',
+      '/ais/wwn-0x5000c500a1b2c3d4',
+    ],
     [{ serial: 'ZL2ABC12' }, { serial: 'ZL2ABC12' }, 'ZL2ABC12', '/ais/ZL2ABC12'],
     [{ device: '/dev/nvme0n1', name: 'n0' }, { device: '/dev/nvme0n1' }, 'n0', '/ais/n0'],
   ])('%j → spec %j, name %s, mountpoint %s', (entry, spec, name, mp) => {
@@ -97,13 +161,15 @@ describe('disk selection from inventory vars', () => {
   });
 
   it('prefix, options, allow-list and profiles are taken from the vars', () => {
-    const c = storageConfig(hostCtx({
-      storage_disks: [{ device: '/dev/sdc', name: 'x' }],
-      storage_mount_prefix: '/data',
-      storage_mount_options: ['noatime', 'nofail'],
-      format_allow: ['S1'],
-      io_profiles: { hdd: { nr_requests: 1024, max_sectors_kb: null }, ssd: { read_ahead_kb: 256 } },
-    }));
+    const c = storageConfig(
+      hostCtx({
+        storage_disks: [{ device: '/dev/sdc', name: 'x' }],
+        storage_mount_prefix: '/data',
+        storage_mount_options: ['noatime', 'nofail'],
+        format_allow: ['S1'],
+        io_profiles: { hdd: { nr_requests: 1024, max_sectors_kb: null }, ssd: { read_ahead_kb: 256 } },
+      }),
+    );
     expect(c.disks[0].mountpoint).toBe('/data/x');
     expect(c.options).toEqual(['noatime', 'nofail']);
     expect(c.allow).toEqual(['S1']);
@@ -116,7 +182,16 @@ describe('disk selection from inventory vars', () => {
     ['storage_disks missing ("never all disks")', {}, /storage_disks is not set.*never picks "all disks"/],
     ['both device and serial', { storage_disks: [{ device: '/dev/sdb', serial: 'S' }] }, /exactly one of device or serial/],
     ['neither device nor serial', { storage_disks: [{ name: 'd1' }] }, /exactly one of device or serial/],
-    ['a duplicate name', { storage_disks: [{ device: '/dev/sdb', name: 'd' }, { device: '/dev/sdc', name: 'd' }] }, /name 'd' is already used/],
+    [
+      'a duplicate name',
+      {
+        storage_disks: [
+          { device: '/dev/sdb', name: 'd' },
+          { device: '/dev/sdc', name: 'd' },
+        ],
+      },
+      /name 'd' is already used/,
+    ],
     ['the same device twice', { storage_disks: [{ device: '/dev/sdb' }, { device: '/dev/sdb', name: 'other' }] }, /already listed/],
     ['a device outside /dev', { storage_disks: [{ device: '/tmp/x' }] }, /storage_disks/],
     ['a non-normalised device path', { storage_disks: [{ device: '/dev/../etc/passwd' }] }, /normalised/],
@@ -135,11 +210,19 @@ describe('disk selection from inventory vars', () => {
   });
 
   it('per disk: format → mount (dependsOn format) → xattr (dependsOn mount); then io tuning and one udev rule file', () => {
-    const rs = storageResources(hostCtx({ storage_disks: [{ device: '/dev/loop3', name: 'd1', match: { KERNEL: 'loop3' } }, { serial: 'S2' }] }));
+    const rs = storageResources(
+      hostCtx({ storage_disks: [{ device: '/dev/loop3', name: 'd1', match: { KERNEL: 'loop3' } }, { serial: 'S2' }] }),
+    );
     expect(rs.map((r) => r.id)).toEqual([
-      'disk:d1', 'mount:/ais/d1', 'xattr:/ais/d1',
-      'disk:S2', 'mount:/ais/S2', 'xattr:/ais/S2',
-      'io:d1', 'io:S2', 'udev-rules:/etc/udev/rules.d/60-racksmith-io.rules',
+      'disk:d1',
+      'mount:/ais/d1',
+      'xattr:/ais/d1',
+      'disk:S2',
+      'mount:/ais/S2',
+      'xattr:/ais/S2',
+      'io:d1',
+      'io:S2',
+      'udev-rules:/etc/udev/rules.d/60-racksmith-io.rules',
     ]);
     const byId = new Map(rs.map((r) => [r.id, r]));
     expect(byId.get('mount:/ais/d1')!.dependsOn).toEqual(['disk:d1']);
@@ -156,7 +239,12 @@ describe('format decision (planFormat)', () => {
     ['ext4 allowed by by-id path', disk(ext4), ['/dev/disk/by-id/wwn-0x5000c500a1b2c3d4'], /format_allow: \/dev\/disk\/by-id\/wwn/],
     ['ext4 allowed by udev ID_SERIAL', disk(ext4), ['ST20000_S1'], /format_allow: ST20000_S1/],
     ['gpt allowed by WWN', disk(gpt), ['0x5000c500a1b2c3d4'], /erasing gpt partition table; signatures PMBR at 0x1fe/],
-    ['loop with a partition table allowed by kernel path (no serial, no WWN)', loop(gpt), ['/dev/loop3'], /format \/dev\/loop3 .*gpt partition table/],
+    [
+      'loop with a partition table allowed by kernel path (no serial, no WWN)',
+      loop(gpt),
+      ['/dev/loop3'],
+      /format \/dev\/loop3 .*gpt partition table/,
+    ],
   ])('%s → format', (_, f, allow, summary) => {
     const p = plan(f, allow);
     expect(p.action).toBe('format');
@@ -166,7 +254,16 @@ describe('format decision (planFormat)', () => {
   it.each<[string, DiskFacts]>([
     ['XFS, not mounted', disk(xfs)],
     ['XFS mounted at its mountpoint', disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: MP }] })],
-    ['XFS mounted at its mountpoint and bind-mounted elsewhere (kubelet)', disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: MP }, { majmin: '8:16', dev: 'sdb', mountpoint: '/var/lib/kubelet/pods/x' }] })],
+    [
+      'XFS mounted at its mountpoint and bind-mounted elsewhere (kubelet)',
+      disk({
+        ...xfs,
+        mounts: [
+          { majmin: '8:16', dev: 'sdb', mountpoint: MP },
+          { majmin: '8:16', dev: 'sdb', mountpoint: '/var/lib/kubelet/pods/x' },
+        ],
+      }),
+    ],
     ['XFS even when format_allow names it', disk(xfs)],
     ['XFS mounted at its mountpoint, signatures not read (the converged case)', disk(mountedUnread('xfs', MP))],
   ])('%s → keep (never re-formatted)', (_, f) => {
@@ -174,30 +271,114 @@ describe('format decision (planFormat)', () => {
   });
 
   it.each<[string, DiskFacts, string[], RegExp]>([
-    ['ext4, not allowed', disk(ext4), [], /not formatting \/dev\/sdb \(20 GiB, serial S1\): it is not blank: ext4 signature \(UUID u-ext4\).*format_allow/],
+    [
+      'ext4, not allowed',
+      disk(ext4),
+      [],
+      /not formatting \/dev\/sdb \(20 GiB, serial S1\): it is not blank: ext4 signature \(UUID u-ext4\).*format_allow/,
+    ],
     ['gpt partition table, not allowed', disk(gpt), [], /it is not blank: gpt partition table/],
-    ['kernel partitions', disk({ ...gpt, partitions: [{ name: 'sdb1', majmin: '8:17' }] }), [], /gpt partition table with 1 partition \(sdb1\)/],
+    [
+      'kernel partitions',
+      disk({ ...gpt, partitions: [{ name: 'sdb1', majmin: '8:17' }] }),
+      [],
+      /gpt partition table with 1 partition \(sdb1\)/,
+    ],
     ['a serial disk allowed only by kernel path (unstable name)', disk(ext4), ['/dev/sdb'], /not blank: ext4/],
-    ['LVM physical volume signature', disk({ blkid: { TYPE: 'LVM2_member', UUID: 'pv' }, blkidCode: 0, signatures: [{ offset: '0x218', type: 'LVM2_member' }] }), [], /LVM2_member signature/],
-    ['md RAID member', disk({ blkid: { TYPE: 'linux_raid_member', USAGE: 'raid' }, blkidCode: 0, signatures: [{ offset: '0x1000', type: 'linux_raid_member' }] }), [], /linux_raid_member RAID member/],
+    [
+      'LVM physical volume signature',
+      disk({ blkid: { TYPE: 'LVM2_member', UUID: 'pv' }, blkidCode: 0, signatures: [{ offset: '0x218', type: 'LVM2_member' }] }),
+      [],
+      /LVM2_member signature/,
+    ],
+    [
+      'md RAID member',
+      disk({
+        blkid: { TYPE: 'linux_raid_member', USAGE: 'raid' },
+        blkidCode: 0,
+        signatures: [{ offset: '0x1000', type: 'linux_raid_member' }],
+      }),
+      [],
+      /linux_raid_member RAID member/,
+    ],
     ['ambivalent probe', disk({ blkidCode: 8 }), [], /unclear probe result \(blkid -p exit 8\)/],
-    ['mounted ext4, allowed', disk({ ...ext4, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: '/mnt/data' }] }), ['S1'], /it is mounted at \/mnt\/data; ext4.*never formatted, even when format_allow names it/],
-    ['mounted partition', disk({ ...gpt, partitions: [{ name: 'sdb1', majmin: '8:17' }], mounts: [{ majmin: '8:17', dev: 'sdb1', mountpoint: '/srv' }] }), ['S1'], /partition sdb1 is mounted at \/srv/],
-    ['the root disk', disk({ ...gpt, partitions: [{ name: 'sdb2', majmin: '8:18' }], mounts: [{ majmin: '8:18', dev: 'sdb2', mountpoint: '/' }] }), ['S1'], /holds the root filesystem \(\/ on sdb2\)/],
-    ['LVM/dm holder on the disk', disk({ blkid: { TYPE: 'LVM2_member' }, blkidCode: 0, holders: [{ of: 'sdb', holder: 'dm-0' }] }), ['S1'], /held by dm-0 \(LVM, md RAID or device-mapper\)/],
-    ['md holder on a partition', disk({ ...gpt, partitions: [{ name: 'sdb1', majmin: '8:17' }], holders: [{ of: 'sdb1', holder: 'md127' }] }), ['S1'], /held by md127 \(on sdb1\)/],
+    [
+      'mounted ext4, allowed',
+      disk({ ...ext4, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: '/mnt/data' }] }),
+      ['S1'],
+      /it is mounted at \/mnt\/data; ext4.*never formatted, even when format_allow names it/,
+    ],
+    [
+      'mounted partition',
+      disk({ ...gpt, partitions: [{ name: 'sdb1', majmin: '8:17' }], mounts: [{ majmin: '8:17', dev: 'sdb1', mountpoint: '/srv' }] }),
+      ['S1'],
+      /partition sdb1 is mounted at \/srv/,
+    ],
+    [
+      'the root disk',
+      disk({ ...gpt, partitions: [{ name: 'sdb2', majmin: '8:18' }], mounts: [{ majmin: '8:18', dev: 'sdb2', mountpoint: '/' }] }),
+      ['S1'],
+      /holds the root filesystem \(\/ on sdb2\)/,
+    ],
+    [
+      'LVM/dm holder on the disk',
+      disk({ blkid: { TYPE: 'LVM2_member' }, blkidCode: 0, holders: [{ of: 'sdb', holder: 'dm-0' }] }),
+      ['S1'],
+      /held by dm-0 \(LVM, md RAID or device-mapper\)/,
+    ],
+    [
+      'md holder on a partition',
+      disk({ ...gpt, partitions: [{ name: 'sdb1', majmin: '8:17' }], holders: [{ of: 'sdb1', holder: 'md127' }] }),
+      ['S1'],
+      /held by md127 \(on sdb1\)/,
+    ],
     ['a holder on an otherwise clean XFS disk', disk({ ...xfs, holders: [{ of: 'sdb', holder: 'dm-3' }] }), [], /held by dm-3/],
     ['swap', disk({ blkid: { TYPE: 'swap' }, blkidCode: 0, swaps: ['/dev/sdb'] }), ['S1'], /in use as swap/],
-    ['XFS mounted elsewhere only', disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: '/data' }] }), [], /carries XFS \(UUID u-xfs\) and is mounted at \/data, not at \/ais\/d1/],
-    ['mounted ext4, signatures not read', disk(mountedUnread('ext4', '/mnt/data')), ['S1'], /not formatting \/dev\/sdb: it is mounted at \/mnt\/data; ext4 filesystem mounted \(signatures not read\).*never formatted/],
-    ['ext4 mounted at the mountpoint, signatures not read', disk(mountedUnread('ext4', MP)), ['S1'], /not formatting \/dev\/sdb.*ext4 filesystem mounted/],
-    ['XFS mounted elsewhere only, signatures not read', disk(mountedUnread('xfs', '/data')), [], /carries XFS \(UUID \?\) and is mounted at \/data, not at \/ais\/d1/],
-    ['XFS plus a partition table', disk({ ...xfs, blkid: { ...xfs.blkid, PTTYPE: 'dos' } }), ['S1'], /carries XFS together with other content.*never re-formatted/],
-    ['a partition given as the disk', disk({ isPartition: true, kname: 'sdb1', spec: '/dev/sdb1' }), [], /\/dev\/sdb1 is a partition \(sdb1\); storage_disks takes whole disks/],
+    [
+      'XFS mounted elsewhere only',
+      disk({ ...xfs, mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint: '/data' }] }),
+      [],
+      /carries XFS \(UUID u-xfs\) and is mounted at \/data, not at \/ais\/d1/,
+    ],
+    [
+      'mounted ext4, signatures not read',
+      disk(mountedUnread('ext4', '/mnt/data')),
+      ['S1'],
+      /not formatting \/dev\/sdb: it is mounted at \/mnt\/data; ext4 filesystem mounted \(signatures not read\).*never formatted/,
+    ],
+    [
+      'ext4 mounted at the mountpoint, signatures not read',
+      disk(mountedUnread('ext4', MP)),
+      ['S1'],
+      /not formatting \/dev\/sdb.*ext4 filesystem mounted/,
+    ],
+    [
+      'XFS mounted elsewhere only, signatures not read',
+      disk(mountedUnread('xfs', '/data')),
+      [],
+      /carries XFS \(UUID \?\) and is mounted at \/data, not at \/ais\/d1/,
+    ],
+    [
+      'XFS plus a partition table',
+      disk({ ...xfs, blkid: { ...xfs.blkid, PTTYPE: 'dos' } }),
+      ['S1'],
+      /carries XFS together with other content.*never re-formatted/,
+    ],
+    [
+      'a partition given as the disk',
+      disk({ isPartition: true, kname: 'sdb1', spec: '/dev/sdb1' }),
+      [],
+      /\/dev\/sdb1 is a partition \(sdb1\); storage_disks takes whole disks/,
+    ],
     ['a device that does not exist', disk({ error: '/dev/sdz does not exist' }), [], /^\/dev\/sdz does not exist$/],
     ['a serial matching two disks', disk({ error: 'serial S matches several disks: sdb sdc' }), [], /matches several disks/],
     ['a read-only blank disk', disk({ readOnly: true }), [], /read-only/],
-    ['the same disk listed twice (kernel name and serial)', disk({ sameAs: ['serial S1'] }), [], /^\/dev\/sdb and serial S1 are the same disk \(\/dev\/sdb\); list it once$/],
+    [
+      'the same disk listed twice (kernel name and serial)',
+      disk({ sameAs: ['serial S1'] }),
+      [],
+      /^\/dev\/sdb and serial S1 are the same disk \(\/dev\/sdb\); list it once$/,
+    ],
   ])('%s → refused', (_, f, allow, msg) => {
     expect(refusal(() => plan(f, allow))).toMatch(msg);
   });
@@ -211,7 +392,12 @@ describe('format decision (planFormat)', () => {
   });
 
   it.each([
-    [GiB, '1 GiB'], [20 * GiB, '20 GiB'], [1.5 * GiB, '1.5 GiB'], [512 * 1024 ** 2, '512 MiB'], [4 * 1024 ** 4, '4 TiB'], [1000204886016, '931.5 GiB'],
+    [GiB, '1 GiB'],
+    [20 * GiB, '20 GiB'],
+    [1.5 * GiB, '1.5 GiB'],
+    [512 * 1024 ** 2, '512 MiB'],
+    [4 * 1024 ** 4, '4 TiB'],
+    [1000204886016, '931.5 GiB'],
   ])('humanSize(%d) = %s', (b, s) => expect(humanSize(b)).toBe(s));
 });
 
@@ -227,23 +413,92 @@ describe('I/O profiles and clamping', () => {
   });
 
   it.each<[string, Parameters<typeof ioTarget>[0], QueueFacts, Array<[string, string]>, Record<string, RegExp>]>([
-    ['HDD profile on a loop device: max_sectors_kb clamped to max_hw_sectors_kb', hdd, loopQueue,
-      [['scheduler', 'mq-deadline'], ['nr_requests', '2048'], ['max_sectors_kb', '1280'], ['read_ahead_kb', '4096'], ['rq_affinity', '2']],
-      { max_sectors_kb: /16383 clamped to max_hw_sectors_kb 1280/ }],
-    ['HDD profile on a disk taking 32767 KiB', hdd, { ...loopQueue, max_hw_sectors_kb: 32767 },
-      [['scheduler', 'mq-deadline'], ['nr_requests', '2048'], ['max_sectors_kb', '16383'], ['read_ahead_kb', '4096'], ['rq_affinity', '2']], {}],
-    ['nr_requests above the scheduler limit', { scheduler: 'mq-deadline', nr_requests: 4096 }, loopQueue,
-      [['scheduler', 'mq-deadline'], ['nr_requests', '2048']], { nr_requests: /4096 clamped to the kernel maximum 2048/ }],
-    ['nr_requests with scheduler none: the hardware queue depth', { scheduler: 'none', nr_requests: 1024 }, loopQueue,
-      [['scheduler', 'none'], ['nr_requests', '128']], { nr_requests: /clamped to the hardware queue depth 128/ }],
-    ['nr_requests without a scheduler key: the current scheduler decides', { nr_requests: 1024 }, { ...loopQueue, scheduler: 'kyber' },
-      [['nr_requests', '1024']], {}],
-    ['a cap the kernel imposed on an earlier write', hdd, { ...loopQueue, caps: { nr_requests: 1000 } },
-      [['scheduler', 'mq-deadline'], ['nr_requests', '1000'], ['max_sectors_kb', '1280'], ['read_ahead_kb', '4096'], ['rq_affinity', '2']],
-      { nr_requests: /largest value the kernel accepted earlier/ }],
-    ['below the kernel minimum', { nr_requests: 1, max_sectors_kb: 2 }, { ...loopQueue, scheduler: 'mq-deadline' },
-      [['nr_requests', '4'], ['max_sectors_kb', '4']], { nr_requests: /raised to the kernel minimum 4/ }],
-    ['NVMe profile', nvme, loopQueue, [['scheduler', 'none'], ['read_ahead_kb', '128']], {}],
+    [
+      'HDD profile on a loop device: max_sectors_kb clamped to max_hw_sectors_kb',
+      hdd,
+      loopQueue,
+      [
+        ['scheduler', 'mq-deadline'],
+        ['nr_requests', '2048'],
+        ['max_sectors_kb', '1280'],
+        ['read_ahead_kb', '4096'],
+        ['rq_affinity', '2'],
+      ],
+      { max_sectors_kb: /16383 clamped to max_hw_sectors_kb 1280/ },
+    ],
+    [
+      'HDD profile on a disk taking 32767 KiB',
+      hdd,
+      { ...loopQueue, max_hw_sectors_kb: 32767 },
+      [
+        ['scheduler', 'mq-deadline'],
+        ['nr_requests', '2048'],
+        ['max_sectors_kb', '16383'],
+        ['read_ahead_kb', '4096'],
+        ['rq_affinity', '2'],
+      ],
+      {},
+    ],
+    [
+      'nr_requests above the scheduler limit',
+      { scheduler: 'mq-deadline', nr_requests: 4096 },
+      loopQueue,
+      [
+        ['scheduler', 'mq-deadline'],
+        ['nr_requests', '2048'],
+      ],
+      { nr_requests: /4096 clamped to the kernel maximum 2048/ },
+    ],
+    [
+      'nr_requests with scheduler none: the hardware queue depth',
+      { scheduler: 'none', nr_requests: 1024 },
+      loopQueue,
+      [
+        ['scheduler', 'none'],
+        ['nr_requests', '128'],
+      ],
+      { nr_requests: /clamped to the hardware queue depth 128/ },
+    ],
+    [
+      'nr_requests without a scheduler key: the current scheduler decides',
+      { nr_requests: 1024 },
+      { ...loopQueue, scheduler: 'kyber' },
+      [['nr_requests', '1024']],
+      {},
+    ],
+    [
+      'a cap the kernel imposed on an earlier write',
+      hdd,
+      { ...loopQueue, caps: { nr_requests: 1000 } },
+      [
+        ['scheduler', 'mq-deadline'],
+        ['nr_requests', '1000'],
+        ['max_sectors_kb', '1280'],
+        ['read_ahead_kb', '4096'],
+        ['rq_affinity', '2'],
+      ],
+      { nr_requests: /largest value the kernel accepted earlier/ },
+    ],
+    [
+      'below the kernel minimum',
+      { nr_requests: 1, max_sectors_kb: 2 },
+      { ...loopQueue, scheduler: 'mq-deadline' },
+      [
+        ['nr_requests', '4'],
+        ['max_sectors_kb', '4'],
+      ],
+      { nr_requests: /raised to the kernel minimum 4/ },
+    ],
+    [
+      'NVMe profile',
+      nvme,
+      loopQueue,
+      [
+        ['scheduler', 'none'],
+        ['read_ahead_kb', '128'],
+      ],
+      {},
+    ],
   ])('%s', (_, profile, q, values, notes) => {
     const t = ioTarget(profile, q);
     expect(t.values).toEqual(values);
@@ -252,11 +507,15 @@ describe('I/O profiles and clamping', () => {
   });
 
   it('runtime caps are ignored for the persistent rule (they reset at boot)', () => {
-    expect(ioTarget({ nr_requests: 2048 }, { ...loopQueue, scheduler: 'mq-deadline', caps: { nr_requests: 1000 } }, false).values).toEqual([['nr_requests', '2048']]);
+    expect(ioTarget({ nr_requests: 2048 }, { ...loopQueue, scheduler: 'mq-deadline', caps: { nr_requests: 1000 } }, false).values).toEqual([
+      ['nr_requests', '2048'],
+    ]);
   });
 
   it('a scheduler the device does not offer is refused', () => {
-    expect(refusal(() => ioTarget({ scheduler: 'bfq' }, { ...loopQueue, schedulers: ['none', 'mq-deadline'] }))).toMatch(/bfq is not available \(the device offers: none, mq-deadline\)/);
+    expect(refusal(() => ioTarget({ scheduler: 'bfq' }, { ...loopQueue, schedulers: ['none', 'mq-deadline'] }))).toMatch(
+      /bfq is not available \(the device offers: none, mq-deadline\)/,
+    );
   });
 
   it('changes: sysfs path, before → after, and why a value was clamped; converged values are not listed', () => {
@@ -270,7 +529,9 @@ describe('I/O profiles and clamping', () => {
     const done: QueueFacts = { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 2048, read_ahead_kb: 4096, rq_affinity: 2 };
     expect(ioChanges('loop3', ioTarget(hdd, done), done)).toEqual([]);
     const low = { ...done, max_sectors_kb: 512 };
-    expect(ioChanges('loop3', ioTarget(hdd, low), low).map((c) => c.summary)).toEqual(['/sys/block/loop3/queue/max_sectors_kb: 512 → 1280 (16383 clamped to max_hw_sectors_kb 1280)']);
+    expect(ioChanges('loop3', ioTarget(hdd, low), low).map((c) => c.summary)).toEqual([
+      '/sys/block/loop3/queue/max_sectors_kb: 512 → 1280 (16383 clamped to max_hw_sectors_kb 1280)',
+    ]);
   });
 
   it('apply writes the scheduler first and then every value again (switching it resets nr_requests)', () => {
@@ -278,20 +539,43 @@ describe('I/O profiles and clamping', () => {
     const f = loop({ queue: { ...loopQueue, read_ahead_kb: 4096 } });
     const script = r.apply(f, r.diff(f))[0].script;
     const writes = script.split('\n').filter((l) => l.startsWith('rs_set '));
-    expect(writes).toEqual(['rs_set scheduler mq-deadline', 'rs_set nr_requests 2048', 'rs_set max_sectors_kb 1280', 'rs_set read_ahead_kb 4096', 'rs_set rq_affinity 2']);
+    expect(writes).toEqual([
+      'rs_set scheduler mq-deadline',
+      'rs_set nr_requests 2048',
+      'rs_set max_sectors_kb 1280',
+      'rs_set read_ahead_kb 4096',
+      'rs_set rq_affinity 2',
+    ]);
     // scheduler already right: only the differing value
     const g = loop({ queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 2048, read_ahead_kb: 4096 } });
-    expect(r.apply(g, r.diff(g))[0].script.split('\n').filter((l) => l.startsWith('rs_set '))).toEqual(['rs_set rq_affinity 2']);
+    expect(
+      r
+        .apply(g, r.diff(g))[0]
+        .script.split('\n')
+        .filter((l) => l.startsWith('rs_set ')),
+    ).toEqual(['rs_set rq_affinity 2']);
     // max_sectors_kb differs: read_ahead_kb is written again after it (the kernel raises it to 2x max_sectors_kb)
-    const h = loop({ queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 2048, read_ahead_kb: 4096, rq_affinity: 2, max_sectors_kb: 512 } });
-    expect(r.apply(h, r.diff(h))[0].script.split('\n').filter((l) => l.startsWith('rs_set '))).toEqual(['rs_set max_sectors_kb 1280', 'rs_set read_ahead_kb 4096']);
+    const h = loop({
+      queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 2048, read_ahead_kb: 4096, rq_affinity: 2, max_sectors_kb: 512 },
+    });
+    expect(
+      r
+        .apply(h, r.diff(h))[0]
+        .script.split('\n')
+        .filter((l) => l.startsWith('rs_set ')),
+    ).toEqual(['rs_set max_sectors_kb 1280', 'rs_set read_ahead_kb 4096']);
   });
 });
 
 describe('udev rule', () => {
   it.each([
-    ['sd*', 'sdb', true], ['sd*', 'nvme0n1', false], ['loop3', 'loop3', true], ['loop3', 'loop31', false],
-    ['loop[0-9]', 'loop7', true], ['sd?|nvme*', 'nvme1n1', true], ['[!s]*', 'sdb', false],
+    ['sd*', 'sdb', true],
+    ['sd*', 'nvme0n1', false],
+    ['loop3', 'loop3', true],
+    ['loop3', 'loop31', false],
+    ['loop[0-9]', 'loop7', true],
+    ['sd?|nvme*', 'nvme1n1', true],
+    ['[!s]*', 'sdb', false],
   ])('udevGlob(%s, %s) = %s', (p, v, want) => expect(udevGlob(p, v)).toBe(want));
 
   it('matches by WWN, else by ID_SERIAL, never by sdX name', () => {
@@ -312,26 +596,37 @@ describe('udev rule', () => {
   it('rule file: one line per disk, clamped deterministic values, scheduler first', () => {
     const profiles = mergeProfiles();
     const text = ioRulesContent(
-      [{ name: 'd1', spec: { device: '/dev/sdb' } }, { name: 'd2', spec: { device: '/dev/loop3' }, match: { KERNEL: 'loop3' } }],
+      [
+        { name: 'd1', spec: { device: '/dev/sdb' } },
+        { name: 'd2', spec: { device: '/dev/loop3' }, match: { KERNEL: 'loop3' } },
+      ],
       [disk(), loop({ rotational: false, queue: { ...loopQueue, caps: { read_ahead_kb: 64 } } })],
       profiles,
     );
-    expect(text).toBe([
-      '# Managed by racksmith (playbooks/storage.ts): I/O scheduler and queue tuning of the data disks.',
-      "# Matched by WWN/serial (or the inventory's storage_disks[].match), never by sdX name. Do not edit.",
-      '# d1: hdd profile',
-      'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", ENV{ID_WWN}=="0x5000c500a1b2c3d4", ATTR{queue/scheduler}="mq-deadline", ATTR{queue/nr_requests}="2048", ATTR{queue/max_sectors_kb}="16383", ATTR{queue/read_ahead_kb}="4096", ATTR{queue/rq_affinity}="2"',
-      '# d2: ssd profile',
-      'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="loop3", ATTR{queue/scheduler}="none", ATTR{queue/read_ahead_kb}="128"',
-      '',
-    ].join('\n'));
-    expect(udevRuleLine(['KERNEL=="x"'], { values: [], notes: {} })).toBe('ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="x"');
+    expect(text).toBe(
+      [
+        '# Managed by racksmith (playbooks/storage.ts): I/O scheduler and queue tuning of the data disks.',
+        "# Matched by WWN/serial (or the inventory's storage_disks[].match), never by sdX name. Do not edit.",
+        '# d1: hdd profile',
+        'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", ENV{ID_WWN}=="0x5000c500a1b2c3d4", ATTR{queue/scheduler}="mq-deadline", ATTR{queue/nr_requests}="2048", ATTR{queue/max_sectors_kb}="16383", ATTR{queue/read_ahead_kb}="4096", ATTR{queue/rq_affinity}="2"',
+        '# d2: ssd profile',
+        'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="loop3", ATTR{queue/scheduler}="none", ATTR{queue/read_ahead_kb}="128"',
+        '',
+      ].join('\n'),
+    );
+    expect(udevRuleLine(['KERNEL=="x"'], { values: [], notes: {} })).toBe(
+      'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", KERNEL=="x"',
+    );
   });
 
   it('a disk that cannot be matched or found refuses the rule file, naming the disk', () => {
     const profiles = mergeProfiles();
-    expect(refusal(() => ioRulesContent([{ name: 'd2', spec: { device: '/dev/loop3' } }], [loop()], profiles))).toMatch(/^d2 \(\/dev\/loop3\): udev reports no ID_WWN/);
-    expect(refusal(() => ioRulesContent([{ name: 'd9', spec: { device: '/dev/sdz' } }], [disk({ error: '/dev/sdz does not exist' })], profiles))).toMatch(/^d9: \/dev\/sdz does not exist/);
+    expect(refusal(() => ioRulesContent([{ name: 'd2', spec: { device: '/dev/loop3' } }], [loop()], profiles))).toMatch(
+      /^d2 \(\/dev\/loop3\): udev reports no ID_WWN/,
+    );
+    expect(
+      refusal(() => ioRulesContent([{ name: 'd9', spec: { device: '/dev/sdz' } }], [disk({ error: '/dev/sdz does not exist' })], profiles)),
+    ).toMatch(/^d9: \/dev\/sdz does not exist/);
   });
 
   it('the resource diffs the file and reloads rules tolerating a missing udevd', () => {
@@ -352,7 +647,7 @@ describe('format steps', () => {
     const script = r().apply(f, r().diff(f))[0].script;
     expect(script).toMatch(/\nmkfs\.xfs -q \/dev\/loop3$/);
     expect(script).not.toContain('-f');
-    expect(script).toContain("changed since it was probed");
+    expect(script).toContain('changed since it was probed');
     expect(script).toContain('is mounted now; not formatting');
     expect(script).toContain('is held by another device now');
   });
@@ -371,7 +666,11 @@ describe('format steps', () => {
 describe('xattr check', () => {
   it.each([
     ['mounted=1\nwant=v1\nset=ok\ngot=v1\nremoved=ok\n', true, ''],
-    ['mounted=1\nwant=v1\nset=setfattr: /ais/d1: Operation not supported \ngot=\nremoved=x\n', false, /setfattr failed: setfattr: \/ais\/d1: Operation not supported/],
+    [
+      'mounted=1\nwant=v1\nset=setfattr: /ais/d1: Operation not supported \ngot=\nremoved=x\n',
+      false,
+      /setfattr failed: setfattr: \/ais\/d1: Operation not supported/,
+    ],
     ['mounted=1\nwant=v1\nset=ok\ngot=v2\nremoved=ok\n', false, /read back "v2", wrote "v1"/],
     ['mounted=1\nwant=v1\nset=ok\ngot=v1\nremoved=setfattr: denied\n', false, /could not remove/],
   ])('%j', (out, ok, detail) => {
@@ -386,10 +685,23 @@ describe('xattr check', () => {
 
   it('the batch (one setfattr/getfattr for every mount) gives each path its own outcome', () => {
     const out = [
-      'mounted=/ais/d1', 'mounted=/ais/d 2', 'mounted=/ais/d3', 'want=racksmith-42',
-      '@set', 'setfattr: /ais/d3: Operation not supported', '@rc=1',
-      '@get', '# file: /ais/d1', 'user.racksmith.probe="racksmith-42"', '', '# file: /ais/d 2', 'user.racksmith.probe="other"', '',
-      '@removed', '@rc=0', '',
+      'mounted=/ais/d1',
+      'mounted=/ais/d 2',
+      'mounted=/ais/d3',
+      'want=racksmith-42',
+      '@set',
+      'setfattr: /ais/d3: Operation not supported',
+      '@rc=1',
+      '@get',
+      '# file: /ais/d1',
+      'user.racksmith.probe="racksmith-42"',
+      '',
+      '# file: /ais/d 2',
+      'user.racksmith.probe="other"',
+      '',
+      '@removed',
+      '@rc=0',
+      '',
     ].join('\n');
     const facts = XATTR_CHECKS.split(out, ['/ais/d1', '/ais/d 2', '/ais/d3', '/ais/d4']).map((t) => parseXattrFacts(t));
     expect(facts[0]).toEqual({ mounted: true, ok: true, detail: '' });
@@ -412,7 +724,7 @@ describe('mount of a disk given by serial', () => {
     const m = diskMount({ spec: { serial: 'ZL2ABC12' }, path: '/ais/ZL2ABC12', fstype: 'xfs', options: ['noatime'] });
     expect(m.id).toBe('mount:/ais/ZL2ABC12');
     const probe = standaloneProbe(m.probe()).script;
-    expect(probe).not.toContain("d=/dev/disk/by-serial/ZL2ABC12\n");
+    expect(probe).not.toContain('d=/dev/disk/by-serial/ZL2ABC12\n');
     expect(probe).toContain('rs_by_serial ZL2ABC12');
     const facts = m.parse('target=absent\nmajmin=8:10\nuuid=u1\n== mountinfo\n== fstab\ntype=absent\n', 0, '');
     const steps = m.apply(facts, m.diff(facts));
@@ -472,7 +784,8 @@ describe('disk probe over a fake sysfs tree', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  const probe = (spec: Parameters<typeof diskProbe>[0]) => parseDiskFacts(execFileSync('sh', ['-c', diskProbe(spec, { root })], { encoding: 'utf8' }));
+  const probe = (spec: Parameters<typeof diskProbe>[0]) =>
+    parseDiskFacts(execFileSync('sh', ['-c', diskProbe(spec, { root })], { encoding: 'utf8' }));
 
   it('resolves a serial through the udev db and reads identity, holders, queue and caps', () => {
     const f = probe({ serial: 'S1' });
@@ -481,7 +794,14 @@ describe('disk probe over a fake sysfs tree', () => {
     expect(f.udev).toMatchObject({ ID_SERIAL: 'ST20000_S1', ID_SERIAL_SHORT: 'S1' });
     expect(f.byId).toEqual(['/dev/disk/by-id/ata-ST20000_S1']);
     expect(f.holders).toEqual([{ of: 'sdb', holder: 'dm-0' }]);
-    expect(f.queue).toMatchObject({ scheduler: 'mq-deadline', schedulers: ['none', 'mq-deadline', 'kyber', 'bfq'], nr_requests: 256, max_hw_sectors_kb: 32767, nr_tags: 32, caps: { nr_requests: 1000 } });
+    expect(f.queue).toMatchObject({
+      scheduler: 'mq-deadline',
+      schedulers: ['none', 'mq-deadline', 'kyber', 'bfq'],
+      nr_requests: 256,
+      max_hw_sectors_kb: 32767,
+      nr_tags: 32,
+      caps: { nr_requests: 1000 },
+    });
     // the LVM/dm holder refusal, from probed facts (no device-mapper in the test bed's kernel)
     expect(refusal(() => plan(f, ['S1']))).toMatch(/not formatting \/dev\/sdb: it is held by dm-0 \(LVM, md RAID or device-mapper\)/);
   });
@@ -538,7 +858,8 @@ describe('disk probes: mounts from one read of the mount table', () => {
   };
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'rs-mounts-'));
-    for (const d of ['sys/dev/block', 'sys/block', 'run/udev/data', 'dev', 'proc/self', 'bin']) mkdirSync(join(root, d), { recursive: true });
+    for (const d of ['sys/dev/block', 'sys/block', 'run/udev/data', 'dev', 'proc/self', 'bin'])
+      mkdirSync(join(root, d), { recursive: true });
     disk('sda', '8:0', [['sda1', '8:1']]);
     disk('sdb', '8:16');
     disk('sdc', '8:32');
@@ -566,15 +887,22 @@ describe('disk probes: mounts from one read of the mount table', () => {
 
   const sh = (script: string) => {
     writeFileSync(awkLog, '');
-    const out = execFileSync('sh', ['-c', script], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync('sh', ['-c', script], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     return { out, awkRuns: execFileSync('cat', [awkLog], { encoding: 'utf8' }).split('\n').filter(Boolean).length };
   };
 
-  it('each disk gets exactly its own and its partitions\' mounts; an unmounted disk is probed for content', () => {
+  it("each disk gets exactly its own and its partitions' mounts; an unmounted disk is probed for content", () => {
     const parts = diskProbeParts({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root });
     const sp = standaloneProbe(parts);
     const { out, awkRuns } = sh(sp.script);
-    const [sda, sdb, sdc] = out.split(/^(?=spec=)/m).filter((p) => p.startsWith('spec=')).map((p) => parseDiskFacts(p));
+    const [sda, sdb, sdc] = out
+      .split(/^(?=spec=)/m)
+      .filter((p) => p.startsWith('spec='))
+      .map((p) => parseDiskFacts(p));
     expect(sda.mounts).toEqual([{ majmin: '8:1', dev: 'sda1', mountpoint: '/boot' }]);
     expect(sda.mountedFs).toBeUndefined();
     expect(sda.contentProbed).toBe(false);
