@@ -15,7 +15,7 @@ const lap = async (name, fn) => {
   out[name] = performance.now() - t;
 };
 if (process.argv[2] === 'deps') {
-  for (const p of ['yaml', 'ajv', 'diff', 'listr2', 'node-ssh', 'zx']) await lap(p, () => import(p));
+  for (const p of ['yaml', 'ajv', 'diff', 'listr2', 'node-ssh']) await lap(p, () => import(p));
 } else if (process.argv[2] === 'dist') {
   // what bin/provision.js does: check that dist/ is current, then load it
   let current = false;
