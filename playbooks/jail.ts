@@ -1,8 +1,8 @@
-import { playbook, varsSchema, type HostContext } from '../src/engine/playbook.ts';
+import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import { directory } from '../src/resources/directory.ts';
 import { gpuBinds, DEFAULT_GPU_DIRS, DEFAULT_GPU_PATTERNS } from '../src/resources/gpu-binds.ts';
 import { mount } from '../src/resources/mount.ts';
-import type { Resource } from '../src/resources/types.ts';
+import type { Resource } from '../src/contract/resource.ts';
 
 /**
  * The Soperator-style jail on bare-metal hosts (facts: shared/reference/soperator-jail.md): the

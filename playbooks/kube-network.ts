@@ -1,5 +1,5 @@
-import { playbook } from '../src/engine/playbook.ts';
-import { kubeClusterResources, kubeNodeResources } from '../src/kube/network.ts';
+import { playbook } from '../src/contract/playbook.ts';
+import { kubeClusterResources, kubeNodeResources } from '../src/plays/kube-network.ts';
 
 /**
  * Kubernetes networking on bare metal: one CNI (Flannel or Calico via the Tigera operator) and,

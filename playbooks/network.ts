@@ -1,8 +1,8 @@
-import { playbook, varsSchema, type HostContext } from '../src/engine/playbook.ts';
+import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import { kmod } from '../src/resources/kmod.ts';
 import { limits } from '../src/resources/limits.ts';
 import { sysctl, SYSCTL_KEY, type SysctlValue } from '../src/resources/sysctl.ts';
-import type { Resource } from '../src/resources/types.ts';
+import type { Resource } from '../src/contract/resource.ts';
 import { SYSCTL_PROFILES } from '../src/profiles/sysctl-profiles.ts';
 
 /**

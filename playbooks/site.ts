@@ -1,6 +1,6 @@
 // Everything, in the order a new rack needs it: host tuning first, then storage, the jail, and
 // the Kubernetes network (whose cluster step runs once, on the first control-plane host).
-import { playbook } from '../src/engine/playbook.ts';
+import { playbook } from '../src/contract/playbook.ts';
 import network from './network.ts';
 import storage from './storage.ts';
 import jail from './jail.ts';

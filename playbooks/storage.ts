@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { playbook, varsSchema, type HostContext } from '../src/engine/playbook.ts';
+import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import {
   mergeProfiles,
   UDEV_MATCH_KEY,
@@ -9,7 +9,7 @@ import {
 } from '../src/resources/blockdev-logic.ts';
 import { diskMount, ioTuning, specText, xattrCheck, xfsFormat, type DiskSpec } from '../src/resources/blockdev.ts';
 import { checkAbsolutePath } from '../src/resources/file-common.ts';
-import type { Resource } from '../src/resources/types.ts';
+import type { Resource } from '../src/contract/resource.ts';
 import { IO_RULES_FILE, ioUdevRules } from '../src/resources/udev.ts';
 import { InputError } from '../src/util/errors.ts';
 

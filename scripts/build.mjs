@@ -31,7 +31,7 @@ try {
 async function precompileSchemas() {
   const dist = (f) => pathToFileURL(join(root, DIST, f)).href;
   const { declaredSchemas } = await import(dist('src/util/validate.js'));
-  for (const m of ['src/inventory/schema.js', 'src/engine/plan.js', 'playbooks/site.js']) await import(dist(m));
+  for (const m of ['src/inventory/schema.js', 'src/plan/plan.js', 'playbooks/site.js']) await import(dist(m));
   const { precompiledModule } = await import(dist('src/util/precompile.js'));
   writeFileSync(join(root, DIST, 'schemas.cjs'), precompiledModule(declaredSchemas.values()));
 }

@@ -117,10 +117,10 @@ async function inProcessRun(w: Workload, forks: number): Promise<InProcessProfil
   const { loadInventory } = await import('../../src/inventory/load.ts');
   const { loadPlaybook } = await import('../../src/cli.ts');
   const { prepare, execute } = await import('../../src/engine/index.ts');
-  const { connect } = await import('../../src/engine/connect.ts');
-  const { HumanReporter } = await import('../../src/ui/human.ts');
-  const { jsonSink } = await import('../../src/ui/json.ts');
-  const { journalSink } = await import('../../src/engine/journal.ts');
+  const { connect } = await import('../../src/connection/connect.ts');
+  const { HumanReporter } = await import('../../src/output/human.ts');
+  const { jsonSink } = await import('../../src/output/json.ts');
+  const { journalSink } = await import('../../src/output/journal.ts');
 
   const t0 = now();
   const inv = loadInventory(w.racksmithInventory);

@@ -21,9 +21,9 @@ import type { Testbed } from './bed.ts';
 import { sitePlaybook, RACKSMITH_VARS, storageDisks, type Workload } from './workload.ts';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
-import type { ConnectOptions } from '../../src/engine/connect.ts';
-import type { Playbook } from '../../src/engine/playbook.ts';
-import type { Resource } from '../../src/resources/types.ts';
+import type { ConnectOptions } from '../../src/connection/connect.ts';
+import type { Playbook } from '../../src/contract/playbook.ts';
+import type { Resource } from '../../src/contract/resource.ts';
 
 const RESOURCES_PER_HOST = 50;
 
@@ -50,7 +50,7 @@ async function siteBook(): Promise<Playbook> {
 
 /** The site playbook plus generic resources up to `total` per host (a directory, files, directories, lines stacked in one file). */
 async function benchPlaybook(siteCount: number, total: number): Promise<{ pb: Playbook; extra: number }> {
-  const { playbook } = await racksmith<typeof import('../../src/engine/playbook.ts')>('src/engine/playbook.ts');
+  const { playbook } = await racksmith<typeof import('../../src/contract/playbook.ts')>('src/contract/playbook.ts');
   const { file } = await racksmith<typeof import('../../src/resources/file.ts')>('src/resources/file.ts');
   const { directory } = await racksmith<typeof import('../../src/resources/directory.ts')>('src/resources/directory.ts');
   const { line } = await racksmith<typeof import('../../src/resources/text-edit.ts')>('src/resources/text-edit.ts');
@@ -282,7 +282,7 @@ const EXECUTE = 'execute (script build, fake exec, parse, diff, events)';
 async function record(tb: Testbed, w: Workload, log: (s: string) => void): Promise<SavedRecording> {
   const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
   const { prepare, execute } = await racksmith<typeof import('../../src/engine/index.ts')>('src/engine/index.ts');
-  const { connect } = await racksmith<typeof import('../../src/engine/connect.ts')>('src/engine/connect.ts');
+  const { connect } = await racksmith<typeof import('../../src/connection/connect.ts')>('src/connection/connect.ts');
   const bedHost = w.hosts[0];
   const inv1 = loadInventory(w.racksmithInventory);
   const siteCount = prepare(inv1, [await siteBook()], { limit: bedHost }).reduce(
@@ -370,9 +370,9 @@ export async function replaySynthetic(
 ): Promise<SyntheticResult> {
   const { loadInventory } = await racksmith<typeof import('../../src/inventory/load.ts')>('src/inventory/load.ts');
   const { prepare, execute } = await racksmith<typeof import('../../src/engine/index.ts')>('src/engine/index.ts');
-  const { HumanReporter } = await racksmith<typeof import('../../src/ui/human.ts')>('src/ui/human.ts');
-  const { jsonSink } = await racksmith<typeof import('../../src/ui/json.ts')>('src/ui/json.ts');
-  const { journalSink } = await racksmith<typeof import('../../src/engine/journal.ts')>('src/engine/journal.ts');
+  const { HumanReporter } = await racksmith<typeof import('../../src/output/human.ts')>('src/output/human.ts');
+  const { jsonSink } = await racksmith<typeof import('../../src/output/json.ts')>('src/output/json.ts');
+  const { journalSink } = await racksmith<typeof import('../../src/output/journal.ts')>('src/output/journal.ts');
   const { resourceEvent } = await racksmith<typeof import('../../src/engine/events.ts')>('src/engine/events.ts');
   const { pb } = await benchPlaybook(saved.siteCount, RESOURCES_PER_HOST);
   const { resourcesPerHost, disks } = saved;
@@ -403,7 +403,8 @@ export async function replaySynthetic(
   );
 
   // Every host's answers, made before anything is timed (the harness's work, not the engine's).
-  const { standaloneProbe, inline } = await racksmith<typeof import('../../src/engine/probe-set.ts')>('src/engine/probe-set.ts');
+  const { standaloneProbe } = await racksmith<typeof import('../../src/engine/probe-set.ts')>('src/engine/probe-set.ts');
+  const { inline } = await racksmith<typeof import('../../src/contract/probe.ts')>('src/contract/probe.ts');
   const inlineMark = standaloneProbe([inline(':')]).script.match(INLINE_MARK)![0];
   const answers = new Map(
     names.map((n, i) => [

@@ -1,4 +1,4 @@
-import type { Change } from '../resources/types.ts';
+import type { Change } from '../contract/resource.ts';
 
 export type ResourceStatus = 'ok' | 'changed' | 'failed' | 'skipped';
 

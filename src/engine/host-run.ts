@@ -1,8 +1,9 @@
 import type { Connection } from '../connection/types.ts';
-import { Refusal, type Change, type Resource, type Step } from '../resources/types.ts';
+import { Refusal, type Change, type Resource, type Step } from '../contract/resource.ts';
 import { resourceResult, type Outcome, type ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
-import { ProbeSet, sameParts, type ProbeText } from './probe-set.ts';
+import { ProbeSet, sameParts } from './probe-set.ts';
+import type { ProbeText } from '../contract/probe.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
 
 export interface HostRunOptions {

@@ -1,3 +1,2 @@
 export * from './events.ts';
-export * from './playbook.ts';
 export * from './run.ts';

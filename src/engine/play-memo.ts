@@ -1,5 +1,5 @@
-import type { Resource } from '../resources/types.ts';
-import { UNSET, type HostContext, type HostRead } from './playbook.ts';
+import type { Resource } from '../contract/resource.ts';
+import { UNSET, type HostContext, type HostRead } from '../contract/playbook.ts';
 
 /** Distinct builds kept per play (hosts that read differently, e.g. a play using the host name). */
 const MAX_ENTRIES = 8;

@@ -2,15 +2,15 @@ import type { Connection } from '../connection/types.ts';
 import { ConnectError } from '../connection/types.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
 import { selectHosts } from '../inventory/limit.ts';
-import type { Resource } from '../resources/types.ts';
+import type { Resource } from '../contract/resource.ts';
 import { InputError } from '../util/errors.ts';
-import { connect, type ConnectOptions } from './connect.ts';
+import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { runHost, type Answer, type PlannedResource } from './host-run.ts';
 import { PlayMemo } from './play-memo.ts';
-import { HostContext, type Play, type Playbook } from './playbook.ts';
+import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
-import { withRetry } from './retry.ts';
+import { withRetry } from '../connection/retry.ts';
 
 export interface RunSelection {
   limit?: string;

@@ -4,7 +4,7 @@
  * accepts, and the udev rule text. No I/O here: everything is table-tested from facts.
  */
 import { createHash } from 'node:crypto';
-import { ProbeError, Refusal, type Change } from './types.ts';
+import { ProbeError, Refusal, type Change } from '../contract/resource.ts';
 import { unescapeMountinfo } from './mount-table.ts';
 
 // ---------------------------------------------------------------------------------------------

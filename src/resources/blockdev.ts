@@ -7,7 +7,7 @@
  *  - diskMount: mount.ts for a disk given by path or by serial.
  * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
  */
-import { define, inline, type DefinePart, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts';
+import { define, inline, type DefinePart, type ProbeBatch, type ProbePart } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -29,7 +29,7 @@ import {
 import { checkAbsolutePath } from './file-common.ts';
 import { mount, type MountFacts, type MountOptions } from './mount.ts';
 import { escapeMountinfo } from './mount-table.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };

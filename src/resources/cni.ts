@@ -8,7 +8,7 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath, type FileFacts } from './file-common.ts';
 import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 // ---------------------------------------------------------------------------------------------
 // CNI plugins tarball

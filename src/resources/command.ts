@@ -1,7 +1,7 @@
 import { shJoin, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath } from './file-common.ts';
-import { common, type CommonOptions, type Resource } from './types.ts';
+import { common, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface CommandOptions extends CommonOptions {
   /** Unique name on the host (the resource id). */

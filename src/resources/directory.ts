@@ -8,7 +8,7 @@ import {
   parseFileFacts,
   type FileFacts,
 } from './file-common.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface DirectoryOptions extends CommonOptions {
   path: string;

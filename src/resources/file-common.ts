@@ -3,8 +3,8 @@ import { posix } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { shBytes, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import type { BatchPart, ProbeBatch } from '../engine/probe-set.ts';
-import { ProbeError } from './types.ts';
+import type { BatchPart, ProbeBatch } from '../contract/probe.ts';
+import { ProbeError } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
 
 /** Files larger than this are compared by hash only (no content transfer, no text diff). */

@@ -14,7 +14,7 @@ import {
   predictWrite,
   type FileFacts,
 } from './file-common.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface FileOptions extends CommonOptions {
   path: string;

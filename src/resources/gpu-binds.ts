@@ -11,10 +11,10 @@ import {
   type FileFacts,
 } from './file-common.ts';
 import { fstabEscape } from './fstab.ts';
-import { inline } from '../engine/probe-set.ts';
+import { inline } from '../contract/probe.ts';
 import { fstabMarkPart, mountProbeParsers, mountTableProbe, parseMountTable, type MountProbeOutput } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
-import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 export interface GpuBindOptions extends CommonOptions {
   /** The jail root on this host, e.g. /mnt/jail. */

@@ -22,7 +22,7 @@ import { yamlLib } from '../util/yaml-lib.ts';
 import { shq } from '../shell/quote.ts';
 import { cidrEqual, cidrWithin, parseCidr, type Cidr } from '../kube/cidr.ts';
 import { diffName, displayName, kubectlRef, type KubeObject, type ObjectRef } from '../kube/objects.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 export const FIELD_MANAGER = 'racksmith';
 const SSA = `--server-side --field-manager=${FIELD_MANAGER} --force-conflicts`;

@@ -1,6 +1,6 @@
 import { atomicWriteScript, contentDiff, fileProbe, hasContent, parseFileFacts, predictWrite, type FileFacts } from './file-common.ts';
-import { inline, type ProbePart } from '../engine/probe-set.ts';
-import { ProbeError, type Change, type Step } from './types.ts';
+import { inline, type ProbePart } from '../contract/probe.ts';
+import { ProbeError, type Change, type Step } from '../contract/resource.ts';
 
 /**
  * The file half of resources that pair a persisted config file with live kernel state (sysctl,

@@ -3,10 +3,10 @@
  * (no findmnt per resource on the host), and each resource gets only the lines of its mountpoint
  * (`/path`) or of a subtree (`/path/`), after MOUNT_TABLE_MARK.
  */
-import { inline, type BatchPart, type ProbeBatch } from '../engine/probe-set.ts';
+import { inline, type BatchPart, type ProbeBatch } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
-import { ProbeError } from './types.ts';
+import { ProbeError } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
 
 export const MOUNT_TABLE_MARK = '== mountinfo\n';

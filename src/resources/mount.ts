@@ -1,4 +1,4 @@
-import { define, inline, type ProbeBatch, type ProbePart } from '../engine/probe-set.ts';
+import { define, inline, type ProbeBatch, type ProbePart } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
@@ -14,7 +14,7 @@ import {
 } from './file-common.ts';
 import { fstabMarkPart, mountProbeParsers, mountTableProbe, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
 
 export interface MountOptions extends CommonOptions {

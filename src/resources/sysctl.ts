@@ -1,10 +1,10 @@
-import { inline, type ProbeBatch } from '../engine/probe-set.ts';
+import { inline, type ProbeBatch } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
 import type { FileFacts } from './file-common.ts';
-import { common, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 /** Host facts a value may be computed from (RAM-scaled values). */
 export interface HostMemory {

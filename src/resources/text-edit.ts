@@ -12,7 +12,7 @@ import {
   predictWrite,
   type FileFacts,
 } from './file-common.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface TextEditOptions extends CommonOptions {
   path: string;

@@ -28,7 +28,7 @@ import {
   predictWrite,
   type FileFacts,
 } from './file-common.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from './types.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 export const IO_RULES_FILE = '/etc/udev/rules.d/60-racksmith-io.rules';
 

@@ -3,7 +3,7 @@ import { Listr, ListrLogger, ProcessOutput } from 'listr2';
 import { describe, expect, it, vi } from 'vitest';
 import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
-import { HumanReporter, MAX_LISTED_HOSTS } from '../../src/ui/human.ts';
+import { HumanReporter, MAX_LISTED_HOSTS } from '../../src/output/human.ts';
 
 /** A stream like stderr piped to a file or a CI log (no terminal): what was written, as text. */
 function pipe(): { out: NodeJS.WriteStream; text: () => string } {

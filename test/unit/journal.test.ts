@@ -5,9 +5,9 @@ import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RunEvent } from '../../src/engine/events.ts';
-import { JOURNAL_FLUSH_BYTES, JOURNAL_FLUSH_MS, hostsToResume, journalSink } from '../../src/engine/journal.ts';
-import { JSON_FLUSH_BYTES, jsonSink } from '../../src/ui/json.ts';
-import { eventLine } from '../../src/engine/event-line.ts';
+import { JOURNAL_FLUSH_BYTES, JOURNAL_FLUSH_MS, hostsToResume, journalSink } from '../../src/output/journal.ts';
+import { JSON_FLUSH_BYTES, jsonSink } from '../../src/output/json.ts';
+import { eventLine } from '../../src/output/event-line.ts';
 import { Secret } from '../../src/util/secret.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
@@ -269,7 +269,7 @@ describe('run journal', () => {
         '--import',
         'tsx',
         '-e',
-        `import(${JSON.stringify(join(repoRoot, 'src/engine/journal.ts'))}).then(({ journalSink }) => {
+        `import(${JSON.stringify(join(repoRoot, 'src/output/journal.ts'))}).then(({ journalSink }) => {
           const j = journalSink(${JSON.stringify(file)});
           j({ type: 'run_start', playbooks: ['site'], hosts: ['a', 'b'], check: false });
           j({ type: 'host_start', host: 'a', play: 'p' });

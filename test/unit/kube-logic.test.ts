@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { manifest } from '../kube-double/fixtures.ts';
-import { HostContext } from '../../src/engine/playbook.ts';
+import { HostContext } from '../../src/contract/playbook.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { checkPoolAddress, cidrWithin, parseCidr, cidrText } from '../../src/kube/cidr.ts';
 import { diffName, displayName, identify, kubectlRef, parseObjects, printObjects, splitDocuments } from '../../src/kube/objects.ts';
@@ -19,7 +19,7 @@ import {
   rewriteImages,
 } from '../../src/kube/render.ts';
 import { crdSchemas, pruneSchema, schemaKey, validateCustomResource } from '../../src/kube/schema.ts';
-import { kubeSettings } from '../../src/kube/settings.ts';
+import { kubeSettings } from '../../src/plays/kube-settings.ts';
 import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../src/resources/cni.ts';
 import {
   clusterProblems,
@@ -32,7 +32,7 @@ import {
   type ClusterFacts,
   type ManifestDoc,
 } from '../../src/resources/kube.ts';
-import { ProbeError, Refusal } from '../../src/resources/types.ts';
+import { ProbeError, Refusal } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { sha256Hex } from '../../src/kube/artifacts.ts';
 

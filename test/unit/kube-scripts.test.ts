@@ -22,7 +22,7 @@ import {
   type KubeAccess,
   type ManifestDoc,
 } from '../../src/resources/kube.ts';
-import type { Change, Resource } from '../../src/resources/types.ts';
+import type { Change, Resource } from '../../src/contract/resource.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-kube-scripts-'));

@@ -10,7 +10,7 @@ import { fileWith } from './facts.ts';
 import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
 import { mount, type MountFacts } from '../../src/resources/mount.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
-import { Refusal, type Resource } from '../../src/resources/types.ts';
+import { Refusal, type Resource } from '../../src/contract/resource.ts';
 
 describe('fstab text', () => {
   it.each([

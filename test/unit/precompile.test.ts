@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import '../../playbooks/site.ts';
-import '../../src/engine/plan.ts';
+import '../../src/plan/plan.ts';
 import '../../src/inventory/schema.ts';
 import { precompiledModule } from '../../src/util/precompile.ts';
 import { AJV_OPTIONS, declaredSchemas } from '../../src/util/validate.ts';

@@ -19,7 +19,7 @@ import {
   type FileFacts,
 } from '../../src/resources/file-common.ts';
 import { block, editBlock, editLine, line } from '../../src/resources/text-edit.ts';
-import { ProbeError, Refusal, type Change, type Resource } from '../../src/resources/types.ts';
+import { ProbeError, Refusal, type Change, type Resource } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
 import { Secret } from '../../src/util/secret.ts';

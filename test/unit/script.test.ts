@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { define, inline, ProbeSet, standaloneProbe, type ProbeBatch } from '../../src/engine/probe-set.ts';
+import { ProbeSet, standaloneProbe } from '../../src/engine/probe-set.ts';
+import { define, inline, type ProbeBatch } from '../../src/contract/probe.ts';
 import { buildScript, splitOutput, type Section, type SectionOutput } from '../../src/engine/script.ts';
 
 /** Build, run through `/bin/sh -s` exactly as the connections do (script on stdin), split. */

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostContext } from '../../src/engine/playbook.ts';
+import { HostContext } from '../../src/contract/playbook.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import {
   allowedBy,
@@ -28,7 +28,7 @@ import {
   type QueueFacts,
 } from '../../src/resources/blockdev-logic.ts';
 import { diskMount, diskProbe, diskProbeParts, ioTuning, parseDiskParts, XATTR_CHECKS, xfsFormat } from '../../src/resources/blockdev.ts';
-import { Refusal } from '../../src/resources/types.ts';
+import { Refusal } from '../../src/contract/resource.ts';
 import { ioRulesContent, ioUdevRules } from '../../src/resources/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
 import { InputError } from '../../src/util/errors.ts';

@@ -5,9 +5,9 @@
  */
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { varsSchema, type HostContext } from '../engine/playbook.ts';
+import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import { InputError, InputErrors } from '../util/errors.ts';
-import { checkPoolAddress, cidrsOverlap, cidrWithin, ipToBigInt, parseCidr } from './cidr.ts';
+import { checkPoolAddress, cidrsOverlap, cidrWithin, ipToBigInt, parseCidr } from '../kube/cidr.ts';
 import {
   CNI_PLUGINS_PINS,
   COMPONENT_FILES,
@@ -19,8 +19,8 @@ import {
   pinKey,
   type Component,
   type ManifestPin,
-} from './pins.ts';
-import type { CalicoPool, FlannelSettings, MetallbPeer, MetallbPool } from './render.ts';
+} from '../kube/pins.ts';
+import type { CalicoPool, FlannelSettings, MetallbPeer, MetallbPool } from '../kube/render.ts';
 
 const ABS = '^/[^\\n\\0]*$';
 const HEX64 = '^[0-9a-f]{64}$';

@@ -1,6 +1,6 @@
 import type { ValidateFunction } from 'ajv';
 import type { Host, Vars } from '../inventory/model.ts';
-import type { Resource } from '../resources/types.ts';
+import type { Resource } from './resource.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 

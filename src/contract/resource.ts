@@ -1,4 +1,4 @@
-import type { ProbeText } from '../engine/probe-set.ts';
+import type { ProbeText } from './probe.ts';
 
 /** One difference between desired and actual state, as shown to the user. */
 export interface Change {

@@ -3,8 +3,8 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
-import type { RunOutcome } from './run.ts';
-import type { PlannedResource } from './host-run.ts';
+import type { RunOutcome } from '../engine/run.ts';
+import type { PlannedResource } from '../engine/host-run.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
 export const PLAN_VERSION = 1;

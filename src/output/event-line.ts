@@ -1,4 +1,4 @@
-import type { RunEvent } from './events.ts';
+import type { RunEvent } from '../engine/events.ts';
 import { remember } from '../util/memo.ts';
 
 // The CLI hands every event to the --json stream and to the journal, one after the other: the

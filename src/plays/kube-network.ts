@@ -2,7 +2,7 @@
  * The Kubernetes network playbook's resources: host prerequisites on every node, and the cluster
  * objects (CNI, MetalLB) on the first control-plane host. See playbooks/kube-network.ts.
  */
-import type { HostContext } from '../engine/playbook.ts';
+import type { HostContext } from '../contract/playbook.ts';
 import { cniConfGuard, cniPlugins, nmUnmanaged, type CniPluginsSource } from '../resources/cni.ts';
 import { directory } from '../resources/directory.ts';
 import { kmod } from '../resources/kmod.ts';
@@ -18,11 +18,11 @@ import {
   type ManifestDoc,
 } from '../resources/kube.ts';
 import { sysctl } from '../resources/sysctl.ts';
-import type { Resource } from '../resources/types.ts';
+import type { Resource } from '../contract/resource.ts';
 import { InputError, InputErrors } from '../util/errors.ts';
-import { loadArtifact, type LoadedArtifact } from './artifacts.ts';
-import { identify, parseObjects, printObjects, refOf, splitDocuments, type KubeObject } from './objects.ts';
-import type { Component } from './pins.ts';
+import { loadArtifact, type LoadedArtifact } from '../kube/artifacts.ts';
+import { identify, parseObjects, printObjects, refOf, splitDocuments, type KubeObject } from '../kube/objects.ts';
+import type { Component } from '../kube/pins.ts';
 import {
   METALLB_NAMESPACE,
   renderCalicoOperator,
@@ -30,9 +30,9 @@ import {
   renderFlannel,
   renderMetallbConfig,
   renderMetallbNative,
-} from './render.ts';
-import { crdSchemas, schemaKey, validateCustomResource } from './schema.ts';
-import { kubeSettings, type KubeSettings } from './settings.ts';
+} from '../kube/render.ts';
+import { crdSchemas, schemaKey, validateCustomResource } from '../kube/schema.ts';
+import { kubeSettings, type KubeSettings } from './kube-settings.ts';
 
 export const MODULES_FILE = '/etc/modules-load.d/racksmith-k8s.conf';
 export const SYSCTL_FILE = '/etc/sysctl.d/90-racksmith-k8s.conf';

@@ -1,5 +1,5 @@
 import { isRunEdge, type RunEvent } from '../engine/events.ts';
-import { eventLine } from '../engine/event-line.ts';
+import { eventLine } from './event-line.ts';
 
 /** Events buffered for --json are written at the latest once this much is buffered. */
 export const JSON_FLUSH_BYTES = 64 * 1024;

@@ -1,9 +1,9 @@
 import { homedir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import type { Host } from '../inventory/model.ts';
-import { LocalConnection } from '../connection/local.ts';
-import { SshConnection, type SshOptions } from '../connection/ssh.ts';
-import type { Connection } from '../connection/types.ts';
+import { LocalConnection } from './local.ts';
+import { SshConnection, type SshOptions } from './ssh.ts';
+import type { Connection } from './types.ts';
 
 export interface ConnectOptions {
   inventoryFile: string;

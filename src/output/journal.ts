@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { eventLine } from './event-line.ts';
-import { isRunEdge, type RunEvent } from './events.ts';
+import { isRunEdge, type RunEvent } from '../engine/events.ts';
 
 /** Where runs are journaled unless --journal says otherwise. */
 export function defaultJournalPath(now = new Date()): string {
