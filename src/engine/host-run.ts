@@ -186,19 +186,25 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
       continue;
     }
     const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
-    if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
+    // The resource's own code may throw at each stage: it then fails alone (the prediction it
+    // stacks on still holds, so a later writer of the same file stacks on that one).
+    let stage = 'use';
+    let own: Record<string, unknown> | undefined;
     try {
+      if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
+      stage = 'diff';
       s.changes = diffOnce(s.r, s.facts);
+      stage = 'predict';
+      own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
     } catch (e) {
       if (inherited) s.predictedFiles = inherited;
       finishState(o, s, {
         status: 'failed',
         changes: NO_CHANGES,
-        error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}`,
+        error: e instanceof Refusal ? `refused: ${e.message}` : `${stage}: ${(e as Error).message}`,
       });
       continue;
     }
-    const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
     if (own || inherited) s.predictedFiles = { ...inherited, ...own };
     const reviewed = o.planned?.get(s.r.id);
     if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
@@ -229,8 +235,22 @@ async function applyWave(
 ): Promise<string | undefined> {
   const sections: Section[] = [];
   for (const s of toApply) {
-    s.steps = s.r.apply(s.facts, s.changes!);
-    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
+    const failed = wavePredecessorStates(s, toApply).find(notConverged);
+    if (failed) {
+      // (its apply threw or it was skipped itself: it sends no steps, so the script cannot tell)
+      s.steps = NO_STEPS;
+      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${failed.r.id} did not converge` });
+      continue;
+    }
+    try {
+      s.steps = s.r.apply(s.facts, s.changes!);
+    } catch (e) {
+      s.steps = NO_STEPS;
+      finishState(o, s, { status: 'failed', changes: s.changes!, error: `apply: ${(e as Error).message}` });
+      continue;
+    }
+    const skipIf = wavePredecessors(s, toApply);
+    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, skipIf, body: step.script });
   }
   const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
   const reprobeSet = new ProbeSet(
@@ -243,12 +263,12 @@ async function applyWave(
   // Attribute step outcomes to their resources.
   let k = 0;
   for (const s of toApply) {
-    // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
-    let under = s.stacked;
-    while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
-    if (under && toApply.includes(under) && under.result?.status === 'failed') {
+    if (s.result) continue; // decided before the exec: no steps were sent
+    // A predecessor in this wave did not converge: the script skipped this one's steps.
+    const failed = wavePredecessorStates(s, toApply).find(notConverged);
+    if (failed) {
       k += s.steps!.length;
-      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
+      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${failed.r.id} did not converge` });
       continue;
     }
     for (const step of s.steps!) {
@@ -287,6 +307,24 @@ async function applyWave(
   return undefined;
 }
 
+/**
+ * The resources of this wave whose failure must skip `s`'s steps: its `after` dependencies, and
+ * the writer whose predicted file it was diffed against (through writers skipped by --tags...).
+ */
+function wavePredecessorStates(s: State, toApply: State[]): State[] {
+  const out: State[] = [];
+  for (const d of s.afters) if (toApply.includes(d)) out.push(d);
+  let under = s.stacked;
+  while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
+  if (under && toApply.includes(under)) out.push(under);
+  return out;
+}
+
+function wavePredecessors(s: State, toApply: State[]): string[] | undefined {
+  const ids = wavePredecessorStates(s, toApply).map((d) => d.r.id);
+  return ids.length ? ids : undefined;
+}
+
 /** Run sections as one script: their outputs, or why the exec failed as a whole. */
 async function execSections(conn: Connection, sections: Section[], body?: string): Promise<SectionOutput[] | string> {
   const { script, marker } = buildScript(sections, body);
@@ -313,6 +351,7 @@ const NONE: State[] = [{} as State];
 NONE.pop();
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
+const NO_STEPS = Object.freeze([]) as unknown as Step[];
 
 /** A host's states of a resource list, dependencies resolved (indexes worked out once per list). */
 function newStates(resources: readonly Resource[]): State[] {

@@ -277,7 +277,15 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
       signal: o.signal,
       onResult,
-    }).finally(() => clearTimeout(timer));
+    })
+      .catch((e: Error): undefined => {
+        // A fault of the engine itself (resources' own errors fail those resources): this host
+        // ends failed, with its recap; the run and the other hosts go on.
+        recap.error = `internal error on this host: ${e.message}`;
+        return undefined;
+      })
+      .finally(() => clearTimeout(timer));
+    if (!res) return false;
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
     byPlay.set(playName, res.factHashes);
     factHashes.set(host.name, byPlay);
