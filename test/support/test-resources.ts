@@ -38,28 +38,31 @@ export function kv(o: KvOptions): Resource<KvFacts> {
   return {
     ...common('kv', id, o),
     verifiable: o.verifiable ?? true,
-    writes: o.writes ? [o.path] : undefined,
+    // (its whole facts are the file's: a writer after it is diffed against the predicted value)
+    files: o.writes
+      ? [
+          {
+            path: o.path,
+            predict: (_, changes) => {
+              boom('predict', o);
+              return changes.length ? { value: o.value } : undefined;
+            },
+            use: (_, predicted) => {
+              boom('use', o);
+              return predicted as KvFacts;
+            },
+          },
+        ]
+      : undefined,
     probe: () => `cat ${shq(o.path)} 2>/dev/null || printf %s ${shq(ABSENT)}`,
-    parse(out): KvFacts {
+    parse({ stdout }): KvFacts {
       boom('parse', o);
-      return { value: out === ABSENT ? undefined : out };
+      return { value: stdout === ABSENT ? undefined : stdout };
     },
     diff(f): Change[] {
       boom('diff', o);
       return f.value === o.value ? [] : [{ summary: `${o.path}: ${f.value ?? '(absent)'} → ${o.value}` }];
     },
-    predictFiles: o.writes
-      ? (): Record<string, unknown> => {
-          boom('predict', o);
-          return { [o.path]: o.value };
-        }
-      : undefined,
-    useFiles: o.writes
-      ? (f, files): KvFacts => {
-          boom('use', o);
-          return o.path in files ? { value: files[o.path] as string } : f;
-        }
-      : undefined,
     apply(): Step[] {
       boom('apply', o);
       if (o.failStep !== undefined) return [{ name: `set ${id}`, script: `echo 'step failed on purpose' >&2; exit ${o.failStep}` }];
