@@ -57,6 +57,13 @@ export { sysctl, SYSCTL_KEY, type SysctlOptions, type SysctlValue, type SysctlFa
 export { limits, type LimitsOptions, type NofileLimits } from './resources/limits.ts';
 export { kmod, type KmodOptions } from './resources/kmod.ts';
 export { mount, type MountOptions, type MountFacts } from './resources/mount.ts';
+export {
+  kubeletConfig,
+  mergeUnsafeSysctls,
+  KUBELET_CONFIG,
+  type KubeletConfigOptions,
+  type KubeletEdit,
+} from './resources/kubelet-config.ts';
 export { xfsFormat, ioTuning, xattrCheck, diskMount, specText, type DiskSpec } from './resources/blockdev.ts';
 export type { XfsFormatOptions, IoTuningOptions, XattrCheckOptions, DiskMountOptions } from './resources/blockdev.ts';
 export {
