@@ -56,6 +56,18 @@ export interface Resource<F = unknown, D = unknown> {
    */
   readonly after?: readonly string[];
   /**
+   * Handlers to run when this resource changed (ids of resources with `handler: true` in the
+   * same play): a restart of the service that reads the file this resource wrote.
+   */
+  readonly notify?: readonly string[];
+  /**
+   * A handler: not converged like the others, but run once per host after the play's waves, and
+   * only when a resource that notifies it changed (in check mode reported as "would ..."). Its
+   * `diff` gives what it would do (a restart), or throws NotApplicable where it cannot run (no
+   * systemd); its steps do it and check the result (a health check: failing, the host fails).
+   */
+  readonly handler?: boolean;
+  /**
    * false for things that cannot be checked afterwards (an unguarded command): reported as
    * "always runs" and not probed again after applying.
    */
@@ -87,6 +99,17 @@ export class Refusal extends Error {
   }
 }
 
+/**
+ * Nothing to do on this host, and why: the resource is reported as skipped with this message,
+ * never hidden ("not restarted: no systemd", "not supported on this host"). Thrown by `diff`.
+ */
+export class NotApplicable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotApplicable';
+  }
+}
+
 /** The probe could not produce facts (missing tool, unreadable file...). */
 export class ProbeError extends Error {
   constructor(message: string) {
@@ -100,9 +123,15 @@ export interface CommonOptions {
   tags?: string[];
   dependsOn?: string[];
   after?: string[];
+  /** Handlers to run when this resource changed (see Resource.notify). */
+  notify?: string[];
 }
 
 /** The fields every resource fills the same way from its options. */
-export function common(kind: string, id: string, o: CommonOptions): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after'> {
-  return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after };
+export function common(
+  kind: string,
+  id: string,
+  o: CommonOptions,
+): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after' | 'notify'> {
+  return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after, notify: o.notify };
 }

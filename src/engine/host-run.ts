@@ -1,5 +1,5 @@
 import type { Connection } from '../connection/types.ts';
-import { Refusal, type Change, type Resource, type Step } from '../contract/resource.ts';
+import { NotApplicable, Refusal, type Change, type Resource, type Step } from '../contract/resource.ts';
 import { resourceResult, type Outcome, type ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
 import { ProbeSet, sameParts, type ProbeAnswers } from './probe-set.ts';
@@ -81,6 +81,8 @@ interface State {
   deps: State[];
   writers: State[];
   afters: State[];
+  /** A handler's notifiers (see links.ts). */
+  notifiers: State[];
   stacked?: State;
   facts?: unknown;
   factHash?: string;
@@ -132,12 +134,16 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     }
   }
 
+  let settled = false;
   for (let wave = 0; wave <= resources.length; wave++) {
     const toApply: State[] = [];
     const deferred: State[] = [];
     decideWave(o, states, toApply, deferred);
     if (toApply.length === 0) {
-      if (deferred.length === 0) break;
+      if (deferred.length === 0) {
+        settled = true;
+        break;
+      }
       continue; // nothing applied, so the deferred resources' facts are still current
     }
     if (o.signal?.aborted) {
@@ -151,8 +157,90 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     }
     for (const s of states) s.predictedFiles = undefined; // the re-probe superseded every prediction
   }
-  failUnfinished(o, states, 'not converged: dependency cycle');
+  if (!settled) for (const s of states) if (!s.r.handler && !s.result) failUnfinished(o, [s], 'not converged: dependency cycle');
+  const lost = await runHandlers(conn, o, states);
+  if (lost !== undefined) {
+    failUnfinished(o, states, lost);
+    return { results: collect(states), factHashes, lostConnection: lost };
+  }
   return { results: collect(states), factHashes };
+}
+
+/**
+ * The handlers, once the waves are done: each whose notifiers include a changed resource runs
+ * (in check mode: is reported as "would ..."), all in one exec; the others are ok. A handler's
+ * steps carry its own health check: a failing step fails it (and so the host).
+ */
+async function runHandlers(conn: Connection, o: HostRunOptions, states: State[]): Promise<string | undefined> {
+  const due: State[] = [];
+  for (const s of states) {
+    if (!s.r.handler || s.result) continue;
+    const by = s.notifiers.filter((n) => n.result?.status === 'changed');
+    if (by.length === 0) {
+      finishState(o, s, { status: 'ok', changes: NO_CHANGES });
+      continue;
+    }
+    const because = ` (${by.map((n) => n.r.id).join(', ')} changed)`;
+    let changes: Change[];
+    try {
+      changes = s.r.diff(s.facts);
+    } catch (e) {
+      if (e instanceof NotApplicable) finishState(o, s, { status: 'skipped', changes: NO_CHANGES, error: `${e.message}${because}` });
+      else
+        finishState(o, s, {
+          status: 'failed',
+          changes: NO_CHANGES,
+          error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}`,
+        });
+      continue;
+    }
+    if (changes.length === 0) finishState(o, s, { status: 'ok', changes: NO_CHANGES });
+    else if (o.check) finishState(o, s, { status: 'changed', changes: changes.map((c) => ({ summary: `would ${c.summary}${because}` })) });
+    else {
+      s.changes = changes.map((c) => ({ ...c, summary: `${c.summary}${because}` }));
+      due.push(s);
+    }
+  }
+  if (due.length === 0 || o.signal?.aborted) {
+    for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: 'interrupted before this change was applied' });
+    return undefined;
+  }
+  const sections: Section[] = [];
+  const ran: State[] = [];
+  for (const s of due) {
+    try {
+      s.steps = s.r.apply(s.facts, s.changes!);
+    } catch (e) {
+      finishState(o, s, { status: 'failed', changes: s.changes!, error: `apply: ${(e as Error).message}` });
+      continue;
+    }
+    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
+    ran.push(s);
+  }
+  if (sections.length === 0) {
+    for (const s of ran) finishState(o, s, { status: 'changed', changes: s.changes! });
+    return undefined;
+  }
+  o.onApply?.('start');
+  const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
+  if (typeof out === 'string') return out;
+  let k = 0;
+  for (const s of ran) {
+    for (const step of s.steps!) {
+      const so = out[k++];
+      if (s.result || so.code === 0) continue;
+      finishState(o, s, { status: 'failed', changes: s.changes!, error: stepError(step, so) });
+    }
+    if (!s.result) finishState(o, s, { status: 'changed', changes: s.changes! });
+  }
+  return undefined;
+}
+
+/** A failed step's message: its name, exit code and the last lines it printed. */
+function stepError(step: Step, so: SectionOutput): string {
+  const why = so.code === null ? 'did not run (connection lost or earlier failure)' : `exit ${so.code}`;
+  const detail = (so.stderr || so.stdout).trim().split('\n').slice(-5).join('\n');
+  return `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}`;
 }
 
 /**
@@ -162,7 +250,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
  */
 function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferred: State[]): void {
   for (const s of states) {
-    if (s.result) continue;
+    if (s.result || s.r.handler) continue; // (handlers run after the waves: runHandlers)
     const { deps, writers, afters, stacked } = s;
     const blocker = deps.find(notConverged) ?? afters.find(notConverged);
     if (blocker) {
@@ -275,11 +363,7 @@ async function applyWave(
     for (const step of s.steps!) {
       const so = out[k++];
       if (s.result) continue;
-      if (so.code !== 0) {
-        const why = so.code === null ? 'did not run (connection lost or earlier failure)' : `exit ${so.code}`;
-        const detail = (so.stderr || so.stdout).trim().split('\n').slice(-5).join('\n');
-        finishState(o, s, { status: 'failed', changes: s.changes!, error: `step "${step.name}" ${why}${detail ? `: ${detail}` : ''}` });
-      }
+      if (so.code !== 0) finishState(o, s, { status: 'failed', changes: s.changes!, error: stepError(step, so) });
     }
   }
   reprobe.forEach((s, i) => {
@@ -365,6 +449,7 @@ function newStates(resources: readonly Resource[]): State[] {
       deps: NONE,
       writers: NONE,
       afters: NONE,
+      notifiers: NONE,
       stacked: undefined,
       facts: undefined,
       factHash: undefined,
@@ -380,6 +465,7 @@ function newStates(resources: readonly Resource[]): State[] {
     s.deps = statesAt(states, l.deps);
     s.writers = statesAt(states, l.writers);
     s.afters = statesAt(states, l.afters);
+    s.notifiers = statesAt(states, l.notifiers);
     if (l.stacked >= 0) s.stacked = states[l.stacked];
   }
   return states;

@@ -11,6 +11,10 @@
  * |          | files (see FileSlot)          |                          | not blocked (its probe holds)     | file: exact diffs                         |
  * | writers  | every earlier writer of its   | after them               | never blocks (compare-and-swap    | "depends on a pending change" unless it   |
  * |          | files                         |                          | writes still hold)                | stacks on that writer                     |
+ * | notifiers| `notify` of other resources   | a handler runs once per  | runs if any other notifier        | "would <what it does> (X changed)"        |
+ * |          | naming this handler           | host after all waves,    | changed; none changed: ok, not    |                                           |
+ * |          |                               | only if a notifier       | run                               |                                           |
+ * |          |                               | changed                  |                                   |                                           |
  */
 import type { Resource } from '../contract/resource.ts';
 
@@ -22,12 +26,14 @@ export interface Links {
   writers: readonly number[];
   /** The single earlier writer it is diffed against (-1: none, or more than one). */
   stacked: number;
+  /** A handler's notifiers: the resources whose `notify` names it. */
+  notifiers: readonly number[];
 }
 
 // Per resource list: the hosts of a play's build share it, so a fleet resolves ids once.
 const linksOfList = new WeakMap<readonly Resource[], Links[]>();
 
-/** The links of every resource of a list (checked: dependsOn and after name resources of the list). */
+/** The links of every resource of a list (checked: dependsOn, after and notify name resources of the list). */
 export function listLinks(resources: readonly Resource[]): Links[] {
   let links = linksOfList.get(resources);
   if (!links) linksOfList.set(resources, (links = resolveLinks(resources)));
@@ -38,6 +44,13 @@ function resolveLinks(resources: readonly Resource[]): Links[] {
   const byId = new Map(resources.map((r, i) => [r.id, i]));
   const indexes = (ids: readonly string[] | undefined): readonly number[] => (ids?.length ? ids.map((id) => byId.get(id)!) : NO_LINKS);
   const lastWriter = new Map<string, number>();
+  const notifiers = new Map<number, number[]>();
+  resources.forEach((r, i) => {
+    for (const h of r.notify ?? []) {
+      const at = byId.get(h)!;
+      notifiers.set(at, [...(notifiers.get(at) ?? []), i]);
+    }
+  });
   return resources.map((r, i): Links => {
     const earlier = new Set<number>();
     for (const slot of r.files ?? []) {
@@ -47,7 +60,13 @@ function resolveLinks(resources: readonly Resource[]): Links[] {
     }
     const writers = earlier.size ? [...earlier] : NO_LINKS;
     // Stacking needs a single predecessor whose prediction covers what this one reads.
-    return { deps: indexes(r.dependsOn), afters: indexes(r.after), writers, stacked: writers.length === 1 ? writers[0] : -1 };
+    return {
+      deps: indexes(r.dependsOn),
+      afters: indexes(r.after),
+      writers,
+      stacked: writers.length === 1 ? writers[0] : -1,
+      notifiers: notifiers.get(i) ?? NO_LINKS,
+    };
   });
 }
 

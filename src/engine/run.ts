@@ -72,13 +72,23 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
         throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
     declared.add(r.id);
   }
+  const handlers = new Set(all.filter((r) => r.handler).map((r) => r.id));
+  for (const r of all)
+    for (const h of r.notify ?? [])
+      if (!handlers.has(h))
+        throw new InputError(`${r.id} notifies ${h}, which play '${play.name}' does not declare as a handler for host ${n}`);
   const kept = all.filter((r) => tagSelected(r.tags, sel));
   const keptIds = new Set(kept.map((r) => r.id));
-  // A dependency left out by --tags is treated as satisfied, as Ansible does.
+  // A dependency left out by --tags is treated as satisfied, as Ansible does (and a handler left out is not run).
   const resources = kept.map((r) =>
-    [...r.dependsOn, ...(r.after ?? [])].every((d) => keptIds.has(d))
+    [...r.dependsOn, ...(r.after ?? []), ...(r.notify ?? [])].every((d) => keptIds.has(d))
       ? r
-      : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
+      : {
+          ...r,
+          dependsOn: r.dependsOn.filter((d) => keptIds.has(d)),
+          after: r.after?.filter((d) => keptIds.has(d)),
+          notify: r.notify?.filter((d) => keptIds.has(d)),
+        },
   );
   return resources.map(uniformShape);
 }
@@ -96,6 +106,8 @@ function uniformShape(r: Resource): Resource {
     tags: r.tags,
     dependsOn: r.dependsOn,
     after: r.after,
+    notify: r.notify,
+    handler: r.handler,
     verifiable: r.verifiable,
     files: r.files,
     probe: r.probe,

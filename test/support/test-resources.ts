@@ -4,7 +4,7 @@
  * methods throw, as a buggy resource would.
  */
 import { join } from 'node:path';
-import { common, type Change, type CommonOptions, type Resource, type Step } from '../../src/contract/resource.ts';
+import { common, NotApplicable, type Change, type CommonOptions, type Resource, type Step } from '../../src/contract/resource.ts';
 import { shq } from '../../src/shell/quote.ts';
 
 export type Stage = 'parse' | 'diff' | 'predict' | 'use' | 'apply';
@@ -80,5 +80,29 @@ export function logStep(o: CommonOptions & { log: string; name: string }): Resou
     parse: () => ({ done: false }),
     diff: () => [{ summary: `log ${o.name}` }],
     apply: () => [{ name: `log ${o.name}`, script: `printf '%s\\n' ${shq(o.name)} >> ${shq(o.log)}` }],
+  };
+}
+
+/**
+ * A handler for engine tests: when notified, appends `restart NAME` to a log file; `healthFail`
+ * makes its health check fail; `notApplicable` makes it say why it cannot run here.
+ */
+export function logHandler(
+  o: CommonOptions & { log: string; name: string; healthFail?: boolean; notApplicable?: string },
+): Resource<{ here: boolean }> {
+  return {
+    ...common('handler', `restart:${o.name}`, o),
+    handler: true,
+    verifiable: false,
+    probe: () => 'echo here',
+    parse: ({ stdout }) => ({ here: stdout.trim() === 'here' }),
+    diff: () => {
+      if (o.notApplicable) throw new NotApplicable(o.notApplicable);
+      return [{ summary: `restart ${o.name}` }];
+    },
+    apply: () => [
+      { name: `restart ${o.name}`, script: `printf 'restart %s\\n' ${shq(o.name)} >> ${shq(o.log)}` },
+      { name: `${o.name} health`, script: o.healthFail ? `echo '${o.name} is not healthy' >&2; exit 1` : 'true' },
+    ],
   };
 }

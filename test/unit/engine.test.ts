@@ -11,7 +11,7 @@ import type { RunEvent } from '../../src/engine/events.ts';
 import type { PlannedResource } from '../../src/engine/host-run.ts';
 import { line } from '../../src/resources/text-edit.ts';
 import { FakeFleet } from '../support/fake-host.ts';
-import { kv, logStep, type Stage } from '../support/test-resources.ts';
+import { kv, logHandler, logStep, type Stage } from '../support/test-resources.ts';
 
 type RunOptions = Partial<Pick<ExecuteOptions, 'check' | 'planned' | 'hashFacts' | 'forks' | 'hostTimeoutMs' | 'signal'>>;
 
@@ -274,5 +274,116 @@ describe('a resource that throws fails alone', () => {
     for (const id of ['kv:bad', 'kv:dep', 'log:after-bad', 'kv:other']) expect(r.result('h2', id).status).toBe('changed');
     expect(r.outcome.exitCode).toBe(1);
     expect(r.events.at(-1)).toMatchObject({ type: 'recap' });
+  });
+});
+
+describe('restart handlers', () => {
+  // kv resources that write their value into `log` too (to see the order of steps and restarts)
+  const logged = (f: FakeFleet, log: string, name: string, value: string, o: { notify?: string[]; dependsOn?: string[] } = {}) => {
+    const r = kv({ path: at(f, 'h1', name), value, ...o });
+    return {
+      ...r,
+      apply: () => [{ name: `set ${name}`, script: `printf %s ${value} > '${at(f, 'h1', name)}'; echo 'set ${name}' >> '${log}'` }],
+    };
+  };
+
+  it('several notifiers changed, in two waves: one restart, after the last wave; a second run restarts nothing', async () => {
+    const f = new FakeFleet(['h1']);
+    const log = at(f, 'h1', 'log');
+    const rs = () => [
+      logged(f, log, 'a', '1', { notify: ['restart:svc'] }),
+      logged(f, log, 'b', '2', { notify: ['restart:svc'] }),
+      logged(f, log, 'c', '3', { notify: ['restart:svc'], dependsOn: ['kv:a'] }), // a later wave
+      logHandler({ log, name: 'svc' }),
+    ];
+    const r = await run(f, [play(rs)]);
+    expect(read(log)).toBe('set a\nset b\nset c\nrestart svc\n');
+    expect(r.result('h1', 'restart:svc')).toMatchObject({
+      status: 'changed',
+      changes: [{ summary: 'restart svc (kv:a, kv:b, kv:c changed)' }],
+    });
+    expect(r.execs('h1')).toBe(4); // probe, wave 1, wave 2, the handler
+    expect(r.outcome.exitCode).toBe(0);
+
+    const again = await run(f, [play(rs)]);
+    expect(read(log)).toBe('set a\nset b\nset c\nrestart svc\n');
+    expect(again.result('h1', 'restart:svc')).toMatchObject({ status: 'ok', changes: [] });
+    expect(again.execs('h1')).toBe(1); // converged: one exec, the handler's probe in it
+  });
+
+  it('not run when nothing it watches changed, though other resources did', async () => {
+    const f = new FakeFleet(['h1']);
+    const log = at(f, 'h1', 'log');
+    mkdirSync(f.dir('h1'), { recursive: true });
+    writeFileSync(at(f, 'h1', 'a'), '1');
+    const r = await run(f, [
+      play(() => [logged(f, log, 'a', '1', { notify: ['restart:svc'] }), logged(f, log, 'z', '9'), logHandler({ log, name: 'svc' })]),
+    ]);
+    expect(r.result('h1', 'kv:z').status).toBe('changed');
+    expect(r.result('h1', 'restart:svc')).toMatchObject({ status: 'ok', changes: [] });
+    expect(read(log)).toBe('set z\n');
+    expect(r.execs('h1')).toBe(2);
+  });
+
+  it('a failing health check fails the handler and the host (exit 1); the changes stay applied', async () => {
+    const f = new FakeFleet(['h1']);
+    const log = at(f, 'h1', 'log');
+    const r = await run(f, [
+      play(() => [logged(f, log, 'a', '1', { notify: ['restart:svc'] }), logHandler({ log, name: 'svc', healthFail: true })]),
+    ]);
+    expect(r.result('h1', 'kv:a').status).toBe('changed');
+    expect(r.result('h1', 'restart:svc')).toMatchObject({ status: 'failed', error: 'step "svc health" exit 1: svc is not healthy' });
+    expect(r.recap('h1').failed).toBe(1);
+    expect(r.outcome.exitCode).toBe(1);
+  });
+
+  it('check mode: "would restart", nothing run; converged: ok', async () => {
+    const f = new FakeFleet(['h1']);
+    const log = at(f, 'h1', 'log');
+    const rs = () => [logged(f, log, 'a', '1', { notify: ['restart:svc'] }), logHandler({ log, name: 'svc' })];
+    const r = await run(f, [play(rs)], { check: true });
+    expect(r.result('h1', 'restart:svc')).toMatchObject({ status: 'changed', changes: [{ summary: 'would restart svc (kv:a changed)' }] });
+    expect(read(log)).toBeUndefined();
+    expect(r.execs('h1')).toBe(1);
+    expect(r.outcome.exitCode).toBe(2);
+  });
+
+  it('a handler that cannot run here is reported skipped with why, not hidden; the run still succeeds', async () => {
+    const f = new FakeFleet(['h1']);
+    const log = at(f, 'h1', 'log');
+    const r = await run(f, [
+      play(() => [
+        logged(f, log, 'a', '1', { notify: ['restart:svc'] }),
+        logHandler({ log, name: 'svc', notApplicable: 'not restarted: no systemd' }),
+      ]),
+    ]);
+    expect(r.result('h1', 'restart:svc')).toMatchObject({ status: 'skipped', error: 'not restarted: no systemd (kv:a changed)' });
+    expect(read(log)).toBe('set a\n');
+    expect(r.outcome.exitCode).toBe(0);
+  });
+
+  it('a notifier that failed does not trigger it; one that changed on another host does not either', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const rs: Play['resources'] = (h) => [
+      kv({ path: join(h.var('dir', ''), 'a'), value: '1', notify: ['restart:svc'], failStep: h.name === 'h1' ? 3 : undefined }),
+      logHandler({ log: join(h.var('dir', ''), 'log'), name: 'svc' }),
+    ];
+    const r = await run(f, [play(rs)]);
+    expect(r.result('h1', 'kv:a').status).toBe('failed');
+    expect(r.result('h1', 'restart:svc').status).toBe('ok');
+    expect(read(at(f, 'h1', 'log'))).toBeUndefined();
+    expect(r.result('h2', 'restart:svc').status).toBe('changed');
+    expect(read(at(f, 'h2', 'log'))).toBe('restart svc\n');
+  });
+
+  it('notifying a resource that is not a handler of the play is bad input', () => {
+    const f = new FakeFleet(['h1']);
+    expect(() =>
+      prepare(
+        f.inventory(),
+        [{ name: 't', plays: [play(() => [kv({ path: at(f, 'h1', 'a'), value: '1', notify: ['restart:nope'] })])] }],
+        {},
+      ),
+    ).toThrow(/kv:a notifies restart:nope, which play 'p' does not declare as a handler/);
   });
 });
