@@ -1,6 +1,7 @@
 import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import type { Resource } from '../src/contract/resource.ts';
 import { KUBELET_CONFIG, kubeletConfig } from '../src/resources/kubelet-config.ts';
+import { KUBELET_HEALTHZ, restartHandler } from '../src/resources/service.ts';
 
 /**
  * Node configuration of AIStore and Kubernetes hosts beyond sysctls (ais-k8s host-config's
@@ -8,7 +9,7 @@ import { KUBELET_CONFIG, kubeletConfig } from '../src/resources/kubelet-config.t
  *
  * Inventory variables (group_vars / host_vars / -e):
  *   kubelet_allowed_unsafe_sysctls: [net.*]   sysctls pods may set, merged into the kubelet config
- *                     (its other keys untouched). Default [net.*] on AIS nodes of the cluster (hosts
+ *                     (its other keys untouched), then kubelet restarted and /healthz awaited. Default [net.*] on AIS nodes of the cluster (hosts
  *                     in storage or ais and in kube_node or kube_control_plane), else none.
  *   kubelet_config_path: /var/lib/kubelet/config.yaml   (Kubespray: /etc/kubernetes/kubelet-config.yaml)
  */
@@ -28,8 +29,18 @@ export function nodeResources(host: HostContext): Resource[] {
   host.validate(validateVars);
   const out: Resource[] = [];
   const unsafe = host.var<string[]>('kubelet_allowed_unsafe_sysctls', aisKubeNode(host) ? ['net.*'] : []);
-  if (unsafe.length)
-    out.push(kubeletConfig({ path: host.var('kubelet_config_path', KUBELET_CONFIG), allowedUnsafeSysctls: unsafe, tags: ['kubelet'] }));
+  if (unsafe.length) {
+    const kubelet = restartHandler({ service: 'kubelet', healthUrl: KUBELET_HEALTHZ, tags: ['kubelet'] });
+    out.push(
+      kubeletConfig({
+        path: host.var('kubelet_config_path', KUBELET_CONFIG),
+        allowedUnsafeSysctls: unsafe,
+        notify: [kubelet.id],
+        tags: ['kubelet'],
+      }),
+      kubelet,
+    );
+  }
   return out;
 }
 

@@ -12,6 +12,7 @@ export type { Host, Vars } from './inventory/model.ts';
 // The resource contract, for writing resource families (docs/resources.md)
 export {
   common,
+  NotApplicable,
   Refusal,
   ProbeError,
   type Change,
@@ -54,6 +55,7 @@ export { line, block, textEdit, type LineOptions, type BlockOptions, type TextEd
 export { directory, type DirectoryOptions } from './resources/directory.ts';
 export { command, type CommandOptions } from './resources/command.ts';
 export { sysctl, SYSCTL_KEY, type SysctlOptions, type SysctlValue, type SysctlFacts, type HostMemory } from './resources/sysctl.ts';
+export { restartHandler, pollScript, KUBELET_HEALTHZ, type RestartHandlerOptions, type RestartHandlerFacts } from './resources/service.ts';
 export { limits, type LimitsOptions, type NofileLimits } from './resources/limits.ts';
 export { kmod, type KmodOptions } from './resources/kmod.ts';
 export { mount, type MountOptions, type MountFacts } from './resources/mount.ts';

@@ -48,9 +48,42 @@ describe('kubelet allowedUnsafeSysctls', () => {
     expect(await cat('tb1', CONF)).toBe(`${KUBEADM}allowedUnsafeSysctls:\n- net.*\n`);
     expect(await cat('tb2', CONF)).toBe(`${KUBEADM}allowedUnsafeSysctls:\n- kernel.shm*\n- net.*\n`);
 
+    // the bed runs no systemd: the restart is reported, not silently skipped
+    const handler = first.events.find((e) => e.type === 'resource' && e.host === 'tb1' && e.id === 'restart:kubelet');
+    expect(handler).toMatchObject({ status: 'skipped', error: `not restarted: no systemd (kubelet-config:${CONF} changed)` });
+
     const second = await provision([PB, '-i', inventory(), '--json']);
     expect(second.code, second.stderr).toBe(0);
     for (const h of HOSTS) expect(recaps(second)[h]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
+  it('with systemd (a stand-in systemctl and curl): restarted once, /healthz awaited; --check says "would restart kubelet"', async () => {
+    await tb.reset(['tb1']);
+    await put('tb1', CONF, KUBEADM);
+    // Test doubles: there is no systemd in the bed. systemctl records what it was asked; curl
+    // answers /healthz. Both in /usr/local/bin, first on PATH.
+    await tb.hostExec(
+      'tb1',
+      `mkdir -p /run/systemd/system /usr/local/bin
+printf '#!/bin/sh\necho "$*" >> /var/log/systemctl-double.log\n' > /usr/local/bin/systemctl
+printf '#!/bin/sh\necho "$*" >> /var/log/curl-double.log\n' > /usr/local/bin/curl
+chmod +x /usr/local/bin/systemctl /usr/local/bin/curl`,
+    );
+    const inv = writeInventory({ hosts: ['tb1'], groups: { storage: { hosts: ['tb1'] }, kube_node: { hosts: ['tb1'] } } });
+    const check = await provision([PB, '-i', inv, '--check']);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain(`would restart kubelet (kubelet-config:${CONF} changed)`);
+    expect((await tb.hostExec('tb1', 'cat /var/log/systemctl-double.log')).code).not.toBe(0); // never called
+
+    const run = await provision([PB, '-i', inv, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.events.find((e) => e.id === 'restart:kubelet')).toMatchObject({ status: 'changed' });
+    expect(await cat('tb1', '/var/log/systemctl-double.log')).toBe('restart kubelet\nis-active --quiet kubelet\n');
+    expect(await cat('tb1', '/var/log/curl-double.log')).toContain('http://127.0.0.1:10248/healthz');
+
+    const again = await provision([PB, '-i', inv, '--json']);
+    expect(recaps(again).tb1).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+    expect(await cat('tb1', '/var/log/systemctl-double.log')).toBe('restart kubelet\nis-active --quiet kubelet\n');
   });
 
   it('a host without a kubelet config fails with a clear message; the path is configurable', async () => {
