@@ -7,7 +7,8 @@ import { kubeClusterResources, kubeNodeResources } from '../src/plays/kube-netwo
  *
  * Play 1, every node (kube_control_plane + kube_node): kernel modules (overlay, br_netfilter, and
  * the ip_vs set when kube-proxy runs IPVS) in /etc/modules-load.d/racksmith-k8s.conf; sysctls
- * (ip_forward, bridge-nf-call-ip{,6}tables) in /etc/sysctl.d/90-racksmith-k8s.conf; /etc/cni/net.d
+ * (ip_forward, bridge-nf-call-ip{,6}tables) in /etc/sysctl.d/99-zz-racksmith-k8s.conf
+ * (checked by its effect at boot); /etc/cni/net.d
  * and /opt/cni/bin; the containernetworking plugins from a checksummed tarball; a stale config of
  * another CNI in /etc/cni/net.d is refused (or moved away); Calico: NetworkManager leaves cali*,
  * tunl*, vxlan.calico alone (only where NetworkManager is installed).

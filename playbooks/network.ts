@@ -3,17 +3,22 @@ import { kmod } from '../src/resources/kmod.ts';
 import { limits } from '../src/resources/limits.ts';
 import { sysctl, SYSCTL_KEY, type SysctlValue } from '../src/resources/sysctl.ts';
 import type { Resource } from '../src/contract/resource.ts';
-import { SYSCTL_PROFILES } from '../src/profiles/sysctl-profiles.ts';
+import { OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, SYSCTL_PROFILES, sysctlFile } from '../src/profiles/sysctl-profiles.ts';
+import { sysctlEffect, type ManagedSysctls } from '../src/resources/sysctl-effect.ts';
 
 /**
  * Network tuning for AIStore targets and Kubernetes nodes: socket limits, port reuse, buffers
- * (sysctl.d drop-ins, one per profile, applied live), nofile limits, kernel modules.
+ * (sysctl.d drop-ins /etc/sysctl.d/99-zz-racksmith-<profile>.conf, one per profile, applied
+ * live), nofile limits, kernel modules. The drop-ins are checked by their effect at boot: a file
+ * the loader reads after them that sets a managed key otherwise fails (file:line, both values).
  *
  * Inventory variables (group_vars / host_vars / -e):
- *   sysctl_profiles:  [required, network, vm]      profiles to apply
+ *   sysctl_profiles:  [required, network, vm]      profiles to apply (also: jobs, vm.max_map_count for RDMA/GPU jobs)
  *   sysctl_overrides: { net.core.somaxconn: 32768, net.core.netdev_max_backlog: null }
  *                     change a profile value; null drops the key (e.g. absent in containers)
  *   sysctl_extra:     { net.ipv4.tcp_keepalive_time: 600 }   keys outside the profiles
+ *   sysctl_take_over: [/etc/sysctl.d/99-ais-*.conf]  legacy files racksmith takes over: moved aside
+ *                     (every key in them must be one racksmith sets)
  *   nofile:           1048576 | { soft: 1048576, hard: 1048576 }
  *   kernel_modules:   [tcp_bbr]                     loaded now and at boot
  */
@@ -46,6 +51,10 @@ const validateVars = varsSchema({
       ],
     },
     kernel_modules: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
+    sysctl_take_over: {
+      type: 'array',
+      items: { type: 'string', pattern: '^/(etc|run|usr/lib|usr/local/lib|lib)/sysctl\\.d/[A-Za-z0-9._*?\\[\\]-]+\\.conf$' },
+    },
   },
 });
 
@@ -62,6 +71,7 @@ export function networkResources(host: HostContext): Resource[] {
       );
   }
   const out: Resource[] = [];
+  const managed: ManagedSysctls[] = [];
   for (const p of profiles) {
     const values: Record<string, SysctlValue> = {};
     for (const [k, v] of Object.entries(SYSCTL_PROFILES[p])) {
@@ -69,12 +79,26 @@ export function networkResources(host: HostContext): Resource[] {
       if (o === null) continue;
       values[k] = o ?? v;
     }
-    if (Object.keys(values).length)
-      out.push(sysctl({ file: `/etc/sysctl.d/90-racksmith-${p}.conf`, profile: p, values, tags: ['sysctl'] }));
+    if (Object.keys(values).length) {
+      const optional = OPTIONAL_SYSCTLS.filter((k) => k in values);
+      out.push(sysctl({ file: sysctlFile(p), profile: p, values, optional, tags: ['sysctl'] }));
+      managed.push({ file: sysctlFile(p), values });
+    }
   }
   const extra = host.var<Record<string, number | string>>('sysctl_extra', {});
-  if (Object.keys(extra).length)
-    out.push(sysctl({ file: '/etc/sysctl.d/91-racksmith-extra.conf', profile: 'extra', values: extra, tags: ['sysctl'] }));
+  if (Object.keys(extra).length) {
+    out.push(sysctl({ file: sysctlFile('extra'), profile: 'extra', values: extra, tags: ['sysctl'] }));
+    managed.push({ file: sysctlFile('extra'), values: extra });
+  }
+  out.push(
+    sysctlEffect({
+      name: 'network',
+      managed,
+      takeOver: host.var<string[]>('sysctl_take_over', []),
+      retire: RETIRED_SYSCTL_FILES.filter((f) => !f.endsWith('-k8s.conf')), // (the Kubernetes play's own)
+      tags: ['sysctl'],
+    }),
+  );
   const nofile = host.var<number | { soft: number; hard: number }>('nofile', 1048576);
   out.push(...limits({ nofile, tags: ['limits'] }));
   const modules = host.var<string[]>('kernel_modules', []);

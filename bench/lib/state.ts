@@ -13,7 +13,7 @@ import type { Testbed } from './bed.ts';
 import { SYSCTL_PROFILES } from '../../src/profiles/sysctl-profiles.ts';
 import { RACKSMITH_VARS } from './workload.ts';
 
-const SYSCTL_FILES = ['required', 'network', 'vm'].map((p) => `/etc/sysctl.d/90-racksmith-${p}.conf`);
+const SYSCTL_FILES = ['required', 'network', 'vm'].map((p) => `/etc/sysctl.d/99-zz-racksmith-${p}.conf`);
 const FILES = [
   '/etc/security/limits.d/90-racksmith.conf',
   '/etc/systemd/system.conf.d/90-racksmith-nofile.conf',
@@ -48,7 +48,7 @@ function script(disks: string[]): string {
   const ks = disks.map((d) => d.replace('/dev/', ''));
   return `
 for f in ${SYSCTL_FILES.join(' ')}; do
-  if [ -f "$f" ]; then echo "== sysctl-file $f $(stat -c '%a %U:%G' "$f")"; grep -v '^[[:space:]]*[#;]' "$f" | grep . | sed 's/[[:space:]]*=[[:space:]]*/=/; s/[[:space:]]\\+/ /g' | sort
+  if [ -f "$f" ]; then echo "== sysctl-file $f $(stat -c '%a %U:%G' "$f")"; grep -v '^[[:space:]]*[#;]' "$f" | grep . | sed 's/^-//; s/[[:space:]]*=[[:space:]]*/=/; s/[[:space:]]\\+/ /g' | sort
   else echo "== sysctl-file $f absent"; fi
 done
 for f in ${FILES.join(' ')}; do

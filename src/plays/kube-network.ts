@@ -18,6 +18,8 @@ import {
   type ManifestDoc,
 } from '../resources/kube.ts';
 import { sysctl } from '../resources/sysctl.ts';
+import { sysctlEffect } from '../resources/sysctl-effect.ts';
+import { sysctlFile } from '../profiles/sysctl-profiles.ts';
 import type { Resource } from '../contract/resource.ts';
 import { InputError, InputErrors } from '../util/errors.ts';
 import { loadArtifact, type LoadedArtifact } from '../kube/artifacts.ts';
@@ -35,7 +37,7 @@ import { crdSchemas, schemaKey, validateCustomResource } from '../kube/schema.ts
 import { kubeSettings, type KubeSettings } from './kube-settings.ts';
 
 export const MODULES_FILE = '/etc/modules-load.d/racksmith-k8s.conf';
-export const SYSCTL_FILE = '/etc/sysctl.d/90-racksmith-k8s.conf';
+export const SYSCTL_FILE = sysctlFile('k8s');
 
 interface Loaded {
   problems: string[];
@@ -84,7 +86,15 @@ export function kubeNodeResources(host: HostContext): Resource[] {
   const sysctls = sysctl({ file: SYSCTL_FILE, profile: 'kubernetes', values, dependsOn: [modules.id], after, tags: ['kube-kernel'] });
   const confDir = directory({ path: '/etc/cni/net.d', mode: '0755', after, tags: ['cni'] });
   const binDir = directory({ path: '/opt/cni/bin', mode: '0755', after, tags: ['cni'] });
-  const out: Resource[] = [guard, modules, sysctls, confDir, binDir];
+  // checked by its effect at boot; racksmith's earlier name of the drop-in removed
+  const effect = sysctlEffect({
+    name: 'kubernetes',
+    managed: [{ file: SYSCTL_FILE, values }],
+    retire: ['/etc/sysctl.d/90-racksmith-k8s.conf'],
+    after,
+    tags: ['kube-kernel'],
+  });
+  const out: Resource[] = [guard, modules, sysctls, effect, confDir, binDir];
   const src = s.cniPlugins.source;
   let source: CniPluginsSource | undefined;
   if (src.fetch === 'controller') {

@@ -39,10 +39,28 @@ export const SYSCTL_PROFILES: Record<string, Record<string, SysctlValue>> = {
     'net.ipv4.tcp_slow_start_after_idle': 0,
     'net.ipv4.tcp_max_syn_backlog': 100000,
     'net.ipv4.tcp_rfc1337': 1,
+    // ais-k8s (2026-04): conntrack must not drop the long-lived data connections' out-of-window packets
+    'net.netfilter.nf_conntrack_tcp_be_liberal': 1,
   },
   vm: {
     'vm.swappiness': 10,
     'vm.min_free_kbytes': minFreeKbytes,
     'vm.vfs_cache_pressure': 50,
   },
+  // RDMA and GPU jobs (Soperator's workers): memory maps of large jobs
+  jobs: {
+    'vm.max_map_count': 655300,
+  },
 };
+
+/** Keys set only where the kernel has them: net.netfilter.* exists once nf_conntrack is loaded. */
+export const OPTIONAL_SYSCTLS = ['net.netfilter.nf_conntrack_tcp_be_liberal'];
+
+/** racksmith's drop-in of a profile: sorts after 99-sysctl.conf (→ /etc/sysctl.conf) and ais-k8s's 99-ais-*.conf, so it wins at boot. */
+export const sysctlFile = (profile: string) => `/etc/sysctl.d/99-zz-racksmith-${profile}.conf`;
+
+/** The names racksmith used before (sorted before 99-*: overridden at boot); removed when found. */
+export const RETIRED_SYSCTL_FILES = [
+  ...['required', 'network', 'vm', 'k8s'].map((p) => `/etc/sysctl.d/90-racksmith-${p}.conf`),
+  '/etc/sysctl.d/91-racksmith-extra.conf',
+];

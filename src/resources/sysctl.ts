@@ -19,6 +19,11 @@ export interface SysctlOptions extends CommonOptions {
   values: Record<string, SysctlValue>;
   /** Name shown in the file header. */
   profile?: string;
+  /**
+   * Keys set only where the kernel has them (net.netfilter.* exists once nf_conntrack is loaded):
+   * written with `-` (the loader ignores them where absent), no change where missing.
+   */
+  optional?: string[];
 }
 
 export interface SysctlFacts {
@@ -36,7 +41,7 @@ const SYSCTL_VALUE = /^[A-Za-z0-9_.:, -]*$/;
  * size is the shell's own first mapping's KernelPageSize (builtins only: getconf is a process on
  * every host and run), getconf where smaps cannot tell.
  */
-const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo
+export const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo
 rs_ps=
 while read -r k v _; do case $k in KernelPageSize:) rs_ps=$v; break ;; esac; done 2>/dev/null < /proc/self/smaps
 case $rs_ps in ''|*[!0-9]*) rs_ps=$(getconf PAGESIZE 2>/dev/null || echo 4096) ;; *) rs_ps=$((rs_ps * 1024)) ;; esac
@@ -79,10 +84,16 @@ export function sysctlPath(key: string): string {
   return p;
 }
 
-export function renderSysctlFile(profile: string, values: Record<string, string>): string {
+export function renderSysctlFile(profile: string, values: Record<string, string>, optional: readonly string[] = []): string {
   const lines = [`# Managed by racksmith (profile: ${profile}). Local edits are overwritten.`];
-  for (const [k, v] of Object.entries(values)) lines.push(`${k} = ${v}`);
+  for (const [k, v] of Object.entries(values)) lines.push(`${optional.includes(k) ? '-' : ''}${k} = ${v}`);
   return lines.join('\n') + '\n';
+}
+
+/** The memory line of MEMORY_PROBE. */
+export function parseMemory(out: string): HostMemory {
+  const mem = /^mem=(\d+) (\d+)/m.exec(out);
+  return { memTotalKb: mem ? Number(mem[1]) : 0, pageSize: (mem && Number(mem[2])) || 4096 };
 }
 
 /**
@@ -100,6 +111,8 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
       throw new InputError(`sysctl ${path}: invalid value for ${k}: ${JSON.stringify(v)}`);
   }
   const profile = o.profile ?? path;
+  const optional = o.optional ?? [];
+  for (const k of optional) if (!keys.includes(k)) throw new InputError(`sysctl ${path}: optional key ${k} is not among its values`);
   const desired = (m: HostMemory): Record<string, string> =>
     Object.fromEntries(
       keys.map((k) => {
@@ -116,17 +129,17 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
     probe: () => [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), mf.probe()],
     parse(out) {
       // parts: the memory line, each key's live value, the file
-      const mem = /^mem=(\d+) (\d+)/m.exec(out.parts[0] as string);
-      const memory: HostMemory = { memTotalKb: mem ? Number(mem[1]) : 0, pageSize: (mem && Number(mem[2])) || 4096 };
+      const memory = parseMemory(out.parts[0] as string);
       const live: Record<string, string | null> = {};
       keys.forEach((k, i) => (live[k] = out.parts[1 + i] as string | null));
       return { file: fileFacts(out.parts[1 + keys.length]), live, memory };
     },
     diff(f) {
       const want = desired(f.memory);
-      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want));
+      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want, optional));
       for (const [k, v] of Object.entries(want)) {
         const live = f.live[k];
+        if (live === null && optional.includes(k)) continue; // not on this host (its module is not loaded)
         if (live === null || live === undefined)
           changes.push({ summary: `${k}: unknown on this host (${sysctlPath(k)} missing)`, data: 'live' });
         else if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: 'live' });
@@ -136,7 +149,9 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
     apply(_, changes): Step[] {
       const steps = mf.steps(changes);
       // `sysctl -p` exits 0 even when a write fails: the verify probe afterwards catches that.
-      if (changes.some((c) => c.data === 'live')) steps.push({ name: `apply ${path}`, script: `sysctl -q -p ${shq(path)}` });
+      // (with optional keys absent here it exits 1 after setting the others: the verify probe judges)
+      if (changes.some((c) => c.data === 'live'))
+        steps.push({ name: `apply ${path}`, script: `sysctl -q -p ${shq(path)}${optional.length ? ' 2>/dev/null || :' : ''}` });
       return steps;
     },
   };

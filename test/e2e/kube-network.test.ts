@@ -182,7 +182,7 @@ describe('Flannel + MetalLB', () => {
     // host level, every node
     for (const h of HOSTS) {
       expect(await hostFile(h, '/etc/modules-load.d/racksmith-k8s.conf')).toMatch(/^overlay\nbr_netfilter\n$/m);
-      expect(await hostFile(h, '/etc/sysctl.d/90-racksmith-k8s.conf')).toContain('net.bridge.bridge-nf-call-iptables = 1');
+      expect(await hostFile(h, '/etc/sysctl.d/99-zz-racksmith-k8s.conf')).toContain('net.bridge.bridge-nf-call-iptables = 1');
       expect(await live(h, 'net.ipv4.ip_forward')).toBe('1');
       expect(await live(h, 'net.bridge.bridge-nf-call-iptables')).toBe('1');
       expect(await live(h, 'net.bridge.bridge-nf-call-ip6tables')).toBe('1');

@@ -49,7 +49,7 @@ describe('network tuning', () => {
       expect(await live(h, 'vm.swappiness')).toBe('10');
       const files = await tb.hostExec(
         h,
-        'cat /etc/sysctl.d/90-racksmith-required.conf /etc/security/limits.d/90-racksmith.conf /etc/modules-load.d/racksmith.conf',
+        'cat /etc/sysctl.d/99-zz-racksmith-required.conf /etc/security/limits.d/90-racksmith.conf /etc/modules-load.d/racksmith.conf',
       );
       expect(files.stdout).toContain('net.ipv4.ip_local_port_range = 2048 65535');
       expect(files.stdout).toContain('* soft nofile 65536');
@@ -81,11 +81,11 @@ describe('network tuning', () => {
     const check = await provision([PB, '-i', inventory(), '--check', '--json']);
     expect(check.code).toBe(2);
     const changed = check.events.filter((e) => e.type === 'resource' && e.status === 'changed');
-    expect(changed.map((e) => [e.host, e.id])).toEqual([['tb9', 'sysctl:/etc/sysctl.d/90-racksmith-required.conf']]);
+    expect(changed.map((e) => [e.host, e.id])).toEqual([['tb9', 'sysctl:/etc/sysctl.d/99-zz-racksmith-required.conf']]);
     expect(changed[0].changes.map((c: { summary: string }) => c.summary)).toEqual(['net.ipv4.tcp_tw_reuse: 0 → 1']);
     const fix = await provision([PB, '-i', inventory(), '--json']);
     expect(fix.code).toBe(0);
-    expect(changedResources(fix)).toEqual([{ host: 'tb9', id: 'sysctl:/etc/sysctl.d/90-racksmith-required.conf' }]);
+    expect(changedResources(fix)).toEqual([{ host: 'tb9', id: 'sysctl:/etc/sysctl.d/99-zz-racksmith-required.conf' }]);
     expect(await live('tb9', 'net.ipv4.tcp_tw_reuse')).toBe('1');
   });
 
@@ -94,7 +94,7 @@ describe('network tuning', () => {
     const run = await provision([PB, '-i', inventory({ sysctl_overrides: {} }), '-l', 'tb9', '--json']);
     expect(run.code).toBe(1);
     const failed = run.events.filter((e) => e.type === 'resource' && e.status === 'failed');
-    expect(failed.map((e) => e.id)).toEqual(['sysctl:/etc/sysctl.d/90-racksmith-network.conf']);
+    expect(failed.map((e) => e.id)).toEqual(['sysctl:/etc/sysctl.d/99-zz-racksmith-network.conf']);
     expect(failed[0].error).toMatch(/netdev_max_backlog/);
     expect(await live('tb9', 'net.ipv4.tcp_mtu_probing')).toBe('2');
     expect(await live('tb9', 'net.core.somaxconn')).toBe('65535');
@@ -106,6 +106,48 @@ describe('network tuning', () => {
     const failed = run.events.find((e) => e.type === 'resource' && e.status === 'failed');
     expect(failed?.id).toBe('kmod:/etc/modules-load.d/racksmith.conf');
     expect(failed?.error).toMatch(/modprobe racksmith_no_such_module.*not found/s);
+  });
+
+  it("a file read after racksmith's at boot that overrides a managed key fails, naming file:line and both values; --check too", async () => {
+    await tb.reset(['tb9']);
+    await tb.hostExec('tb9', "printf '# local\\nnet.core.somaxconn = 1024\\n' > /etc/sysctl.d/99-zzz.conf");
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', inventory(), '-l', 'tb9', '--json', ...mode]);
+      expect(run.code).toBe(1);
+      const failed = run.events.filter((e) => e.type === 'resource' && e.status === 'failed');
+      expect(failed.map((e) => [e.id, e.error])).toEqual([
+        [
+          'sysctl-effect:network',
+          'refused: net.core.somaxconn = 65535 (/etc/sysctl.d/99-zz-racksmith-required.conf) is overridden at boot by /etc/sysctl.d/99-zzz.conf:2 (net.core.somaxconn = 1024)',
+        ],
+      ]);
+    }
+    // the live value racksmith set is what a boot (the loader) would undo
+    await tb.reboot(['tb9']);
+    expect(await live('tb9', 'net.core.somaxconn')).toBe('1024');
+  });
+
+  it("takes over ais-k8s's 99-ais-*.conf when told, and removes its own earlier 90-racksmith-* names", async () => {
+    await tb.reset(['tb9']);
+    await tb.hostExec(
+      'tb9',
+      "printf 'net.core.somaxconn = 65535\\nnet.ipv4.tcp_tw_reuse = 1\\n' > /etc/sysctl.d/99-ais-required.conf; printf 'net.core.somaxconn = 65535\\n' > /etc/sysctl.d/90-racksmith-required.conf",
+    );
+    const inv = inventory({ sysctl_take_over: ['/etc/sysctl.d/99-ais-*.conf'] });
+    const check = await provision([PB, '-i', inv, '-l', 'tb9', '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain('take over /etc/sysctl.d/99-ais-required.conf: moved to 99-ais-required.conf.racksmith-taken-over');
+    expect(check.stderr).toContain("remove /etc/sysctl.d/90-racksmith-required.conf (racksmith's earlier name for its drop-in)");
+    const run = await provision([PB, '-i', inv, '-l', 'tb9']);
+    expect(run.code, run.stderr).toBe(0);
+    expect((await tb.hostExec('tb9', 'ls /etc/sysctl.d')).stdout.split('\n').filter((l) => /racksmith|ais/.test(l))).toEqual([
+      '99-ais-required.conf.racksmith-taken-over',
+      '99-zz-racksmith-network.conf',
+      '99-zz-racksmith-required.conf',
+      '99-zz-racksmith-vm.conf',
+    ]);
+    const again = await provision([PB, '-i', inv, '-l', 'tb9', '--json']);
+    expect(recaps(again).tb9).toMatchObject({ changed: 0, failed: 0, execs: 1 });
   });
 
   it.each([

@@ -1,0 +1,163 @@
+// sysctlEffect: the boot-time loader's order, overrides of managed keys, take-over and retired
+// files, as tables over recorded probe answers.
+import { describe, expect, it } from 'vitest';
+import {
+  findOverrides,
+  loaderOrder,
+  normaliseKey,
+  parseEffectProbe,
+  sysctlEffect,
+  type SysctlConfFile,
+  type SysctlEffectFacts,
+} from '../../src/resources/sysctl-effect.ts';
+import { InputError } from '../../src/util/errors.ts';
+
+const f = (path: string, ...lines: Array<[string, string]>): SysctlConfFile => ({
+  path,
+  assignments: lines.map(([key, value], i) => ({ line: i + 1, key, value })),
+});
+const OURS = '/etc/sysctl.d/99-zz-racksmith-required.conf';
+
+describe('normaliseKey', () => {
+  it.each([
+    ['net.core.somaxconn', 'net.core.somaxconn'],
+    [' -net.core.somaxconn ', 'net.core.somaxconn'],
+    ['net/core/somaxconn', 'net.core.somaxconn'],
+    ['net/ipv4/conf/eth0.100/rp_filter', 'net.ipv4.conf.eth0/100.rp_filter'],
+    ['net.ipv4.conf.eth0/100.rp_filter', 'net.ipv4.conf.eth0/100.rp_filter'],
+  ])('%j → %j', (raw, key) => expect(normaliseKey(raw)).toBe(key));
+});
+
+describe('parseEffectProbe', () => {
+  it('files (empty ones too) and their assignments; comments were left out by grep', () => {
+    const out = `@f /etc/sysctl.d/99-zzz.conf
+@f /etc/sysctl.d/empty.conf
+@f /usr/lib/sysctl.d/50-default.conf
+@f /etc/sysctl.conf
+@lines
+/etc/sysctl.d/99-zzz.conf:3:net.core.somaxconn=1024
+/usr/lib/sysctl.d/50-default.conf:1:kernel.sysrq = 0x01b6
+/usr/lib/sysctl.d/50-default.conf:2:-net.ipv4.conf.default.rp_filter = 2
+/etc/sysctl.conf:60:net.ipv4.tcp_rmem = 4096\t87380   6291456
+/etc/sysctl.conf:61:not an assignment
+`;
+    expect(parseEffectProbe(out)).toEqual(
+      [
+        f('/etc/sysctl.d/99-zzz.conf'),
+        f('/etc/sysctl.d/empty.conf'),
+        {
+          path: '/usr/lib/sysctl.d/50-default.conf',
+          assignments: [
+            { line: 1, key: 'kernel.sysrq', value: '0x01b6' },
+            { line: 2, key: 'net.ipv4.conf.default.rp_filter', value: '2' },
+          ],
+        },
+        { path: '/etc/sysctl.conf', assignments: [{ line: 60, key: 'net.ipv4.tcp_rmem', value: '4096 87380 6291456' }] },
+      ].map((x, i) => (i === 0 ? { ...x, assignments: [{ line: 3, key: 'net.core.somaxconn', value: '1024' }] } : x)),
+    );
+  });
+
+  it('an answer cut short is a probe error', () => {
+    expect(() => parseEffectProbe('@f /etc/sysctl.conf\n')).toThrow(/incomplete/);
+  });
+});
+
+describe('loaderOrder', () => {
+  it('by name over all directories, /etc hides /run hides /usr/lib; /etc/sysctl.conf last', () => {
+    const order = loaderOrder([
+      f('/etc/sysctl.conf'),
+      f('/usr/lib/sysctl.d/99-protect-links.conf'),
+      f('/lib/sysctl.d/99-protect-links.conf'),
+      f('/etc/sysctl.d/99-sysctl.conf'),
+      f('/run/sysctl.d/10-x.conf'),
+      f('/usr/lib/sysctl.d/10-x.conf'),
+      f(OURS),
+      f('/etc/sysctl.d/99-ais-network.conf'),
+      f('/etc/sysctl.d/90-racksmith-network.conf'),
+      f('/srv/elsewhere/00.conf'),
+    ]);
+    expect(order.map((x) => x.path)).toEqual([
+      '/run/sysctl.d/10-x.conf',
+      '/etc/sysctl.d/90-racksmith-network.conf',
+      '/etc/sysctl.d/99-ais-network.conf',
+      '/usr/lib/sysctl.d/99-protect-links.conf',
+      '/etc/sysctl.d/99-sysctl.conf',
+      OURS,
+      '/etc/sysctl.conf',
+    ]);
+  });
+});
+
+describe('findOverrides', () => {
+  const managed = [{ file: OURS, values: { 'net.core.somaxconn': '65535', 'net.ipv4.tcp_tw_reuse': '1' } }];
+  it.each<[string, SysctlConfFile[], string[]]>([
+    ['nothing else sets the keys', [f('/etc/sysctl.d/50-x.conf', ['kernel.sysrq', '1'])], []],
+    ['an earlier file with another value: ours wins', [f('/etc/sysctl.d/99-ais-required.conf', ['net.core.somaxconn', '1024'])], []],
+    ['a later file with the same value', [f('/etc/sysctl.d/99-zzz.conf', ['net.core.somaxconn', '65535'])], []],
+    [
+      'a later file with another value',
+      [f('/etc/sysctl.d/99-zzz.conf', ['vm.x', '1'], ['net.core.somaxconn', '1024'])],
+      ['net.core.somaxconn /etc/sysctl.d/99-zzz.conf:2 1024'],
+    ],
+    [
+      '/etc/sysctl.conf is read last',
+      [f('/etc/sysctl.conf', ['net.ipv4.tcp_tw_reuse', '0'])],
+      ['net.ipv4.tcp_tw_reuse /etc/sysctl.conf:1 0'],
+    ],
+    ['a glob key', [f('/run/sysctl.d/zz.conf', ['net.ipv4.tcp_*', '2'])], ['net.ipv4.tcp_tw_reuse /run/sysctl.d/zz.conf:1 2']],
+    [
+      'a later file hidden by an /etc name does not count',
+      [f('/usr/lib/sysctl.d/99-zzz.conf', ['net.core.somaxconn', '1']), f('/etc/sysctl.d/99-zzz.conf')],
+      [],
+    ],
+    ["our own file's current content does not count (it is rewritten)", [f(OURS, ['net.core.somaxconn', '1'])], []],
+  ])('%s', (_, files, want) => {
+    expect(findOverrides(files, managed).map((o) => `${o.key} ${o.by}:${o.line} ${o.value}`)).toEqual(want);
+  });
+});
+
+describe('sysctlEffect diff', () => {
+  const memory = { memTotalKb: 1 << 20, pageSize: 4096 };
+  const r = sysctlEffect({
+    name: 'network',
+    managed: [{ file: OURS, values: { 'net.core.somaxconn': 65535, 'vm.x': (m) => m.memTotalKb / 1024 } }],
+    takeOver: ['/etc/sysctl.d/99-ais-*.conf'],
+    retire: ['/etc/sysctl.d/90-racksmith-required.conf'],
+  });
+  const facts = (...files: SysctlConfFile[]): SysctlEffectFacts => ({ files, memory });
+
+  it('converged: no change', () => expect(r.diff(facts(f('/etc/sysctl.d/10-a.conf', ['kernel.sysrq', '1'])))).toEqual([]));
+
+  it('an override is refused, naming file:line and both values (a computed value too)', () => {
+    expect(() => r.diff(facts(f('/etc/sysctl.conf', ['vm.x', '5'])))).toThrow(
+      'vm.x = 1024 (/etc/sysctl.d/99-zz-racksmith-required.conf) is overridden at boot by /etc/sysctl.conf:1 (vm.x = 5)',
+    );
+  });
+
+  it('a taken-over file is moved aside, and its values no longer count', () => {
+    const changes = r.diff(facts(f('/etc/sysctl.d/99-ais-required.conf', ['net.core.somaxconn', '1024'])));
+    expect(changes.map((c) => c.summary)).toEqual([
+      'take over /etc/sysctl.d/99-ais-required.conf: moved to 99-ais-required.conf.racksmith-taken-over (racksmith sets its 1 keys)',
+    ]);
+    expect(r.apply(facts(), changes)[0].script).toBe(
+      'mv -f -- /etc/sysctl.d/99-ais-required.conf /etc/sysctl.d/99-ais-required.conf.racksmith-taken-over',
+    );
+  });
+
+  it('a file to take over with keys racksmith does not set is refused (they would be lost at boot)', () => {
+    expect(() => r.diff(facts(f('/etc/sysctl.d/99-ais-vm.conf', ['vm.swappiness', '10'])))).toThrow(
+      /cannot take over \/etc\/sysctl.d\/99-ais-vm.conf: racksmith does not manage vm.swappiness/,
+    );
+  });
+
+  it("racksmith's earlier file name is removed", () => {
+    const changes = r.diff(facts(f('/etc/sysctl.d/90-racksmith-required.conf', ['net.core.somaxconn', '65535'])));
+    expect(changes.map((c) => c.summary)).toEqual([
+      "remove /etc/sysctl.d/90-racksmith-required.conf (racksmith's earlier name for its drop-in)",
+    ]);
+  });
+
+  it.each([['/etc/sysctl.conf'], ['/etc/sysctl.d/../x.conf'], ['/tmp/x.conf']])('refuses to take over %j', (p) => {
+    expect(() => sysctlEffect({ name: 'n', managed: [], takeOver: [p] })).toThrow(InputError);
+  });
+});
