@@ -287,6 +287,10 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
       own = s.changes.length && s.r.files ? predictFiles(s.r, s.facts, s.changes) : undefined;
     } catch (e) {
       if (inherited) s.predictedFiles = inherited;
+      if (e instanceof NotApplicable) {
+        finishState(o, s, { status: 'skipped', changes: NO_CHANGES, error: e.message });
+        continue;
+      }
       finishState(o, s, {
         status: 'failed',
         changes: NO_CHANGES,

@@ -16,6 +16,8 @@ export interface KvOptions extends CommonOptions {
   /** Id suffix (default: the path's last part). */
   name?: string;
   throwIn?: Stage;
+  /** diff throws NotApplicable with this message. */
+  notApplicable?: string;
   /** Declare the file as written (for stacking with other writers of it). */
   writes?: boolean;
   /** The apply step exits with this code instead of writing. */
@@ -61,6 +63,7 @@ export function kv(o: KvOptions): Resource<KvFacts> {
     },
     diff(f): Change[] {
       boom('diff', o);
+      if (o.notApplicable) throw new NotApplicable(o.notApplicable);
       return f.value === o.value ? [] : [{ summary: `${o.path}: ${f.value ?? '(absent)'} → ${o.value}` }];
     },
     apply(): Step[] {

@@ -387,3 +387,21 @@ describe('restart handlers', () => {
     ).toThrow(/kv:a notifies restart:nope, which play 'p' does not declare as a handler/);
   });
 });
+
+describe('not applicable', () => {
+  it('a resource whose diff says it cannot apply here is skipped with why; its dependants are skipped; exit 0', async () => {
+    const f = new FakeFleet(['h1']);
+    const d = (x: string) => at(f, 'h1', x);
+    const r = await run(f, [
+      play(() => [
+        kv({ path: d('a'), value: '1', notApplicable: 'not supported on this host' }),
+        kv({ path: d('b'), value: '2', dependsOn: ['kv:a'] }),
+        kv({ path: d('c'), value: '3' }),
+      ]),
+    ]);
+    expect(r.result('h1', 'kv:a')).toMatchObject({ status: 'skipped', error: 'not supported on this host' });
+    expect(r.result('h1', 'kv:b')).toMatchObject({ status: 'skipped', error: 'dependency kv:a did not converge' });
+    expect(r.result('h1', 'kv:c').status).toBe('changed');
+    expect(r.outcome.exitCode).toBe(0);
+  });
+});
