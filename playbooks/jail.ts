@@ -3,6 +3,7 @@ import { directory } from '../src/resources/directory.ts';
 import { gpuBinds, DEFAULT_GPU_DIRS, DEFAULT_GPU_PATTERNS } from '../src/resources/gpu-binds.ts';
 import { mount } from '../src/resources/mount.ts';
 import type { Resource } from '../src/contract/resource.ts';
+import { jailPackages, prerequisites } from '../src/plays/prerequisites.ts';
 
 /**
  * The Soperator-style jail on bare-metal hosts (facts: shared/reference/soperator-jail.md): the
@@ -19,6 +20,7 @@ import type { Resource } from '../src/contract/resource.ts';
  *   jail_tmp_source: /var/lib/racksmith/jail-tmp   (node-local directory bound on the jail's /tmp)
  *   jail_bind_files: [/etc/resolv.conf, /etc/hosts]
  *   jail_gpu:      true | false;  jail_gpu_dirs, jail_gpu_patterns, jail_lib_dir
+ *   package_mirror, install_packages: nfs-common (nfs-utils) installed where the jail is NFS
  */
 const ABS = '^/[^\\n\\0]*$';
 const OPTION = '^[^\\s,]+$';
@@ -66,8 +68,10 @@ export function jailResources(host: HostContext): Resource[] {
   host.validate(validateVars);
   const J = host.var('jail_path', '/mnt/jail');
   const after = `x-systemd.requires-mounts-for=${J}`;
+  const pre = prerequisites(host, 'jail', jailPackages(host)); // mount.nfs before the jail mounts
   const root = mount({
     path: J,
+    after: pre.map((r) => r.id),
     source: host.var<string>('jail_source', ''),
     fstype: host.var('jail_fstype', 'nfs'),
     options: host.var<string[]>('jail_options', ['defaults', '_netdev']),
@@ -80,7 +84,7 @@ export function jailResources(host: HostContext): Resource[] {
   const sub = (o: Parameters<typeof mount>[0]) =>
     mount({ ...o, dependsOn: [root.id, ...(o.dependsOn ?? [])], within: J, options: [...(o.options ?? []), after] });
 
-  const out: Resource[] = [root];
+  const out: Resource[] = [...pre, root];
   for (const s of host.var<Submount[]>('jail_submounts', [])) {
     out.push(
       sub({

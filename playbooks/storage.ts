@@ -12,6 +12,7 @@ import { checkAbsolutePath } from '../src/resources/file-common.ts';
 import type { Resource } from '../src/contract/resource.ts';
 import { IO_RULES_FILE, ioUdevRules } from '../src/resources/udev.ts';
 import { InputError } from '../src/util/errors.ts';
+import { prerequisites, STORAGE_PACKAGES } from '../src/plays/prerequisites.ts';
 
 /**
  * Data disks of AIStore storage targets: XFS on whole disks, mounted by UUID under /ais, xattrs
@@ -31,6 +32,7 @@ import { InputError } from '../src/util/errors.ts';
  *   io_profiles:            { hdd: {scheduler, nr_requests, read_ahead_kb, rq_affinity, max_sectors_kb}, nvme: {...}, ssd: {...} }
  *                           key-by-key over the defaults; null leaves a key alone
  *   storage_udev_rules_file: /etc/udev/rules.d/60-racksmith-io.rules
+ *   package_mirror, install_packages: xfsprogs and attr installed where missing (src/plays/prerequisites.ts)
  */
 
 export const AIS_MOUNT_OPTIONS = [
@@ -178,10 +180,12 @@ export function storageConfig(host: HostContext): StorageConfig {
 
 export function storageResources(host: HostContext): Resource[] {
   const c = storageConfig(host);
-  const out: Resource[] = [];
+  // mkfs.xfs and setfattr first: the same wave, the format's steps after the install
+  const out: Resource[] = prerequisites(host, 'storage', STORAGE_PACKAGES);
+  const after = out.map((r) => r.id);
   for (const d of c.disks) {
     const others = c.disks.filter((x) => x !== d).map((x) => x.spec);
-    const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, others, tags: ['mkfs'] });
+    const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, others, after, tags: ['mkfs'] });
     const mnt = diskMount({
       spec: d.spec,
       path: d.mountpoint,

@@ -1,0 +1,86 @@
+// Host prerequisites on the test bed: a host whose rootfs lacks xfsprogs and attr (removed with
+// dpkg after reset) gets them from a local Debian repository (test/e2e/local-repo.ts, served
+// through the bed's shared directory: the hosts have no internet) in one apt transaction, and
+// the storage playbook then formats and mounts as usual.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import { provision, recaps, writeInventory } from './helpers.ts';
+import { localAptRepo } from './local-repo.ts';
+
+const H = 'tb3';
+let mirror: string;
+
+beforeAll(() => {
+  mirror = localAptRepo(['xfsprogs', 'attr', 'ethtool']);
+});
+
+const installed = async (pkgs: string[]) =>
+  (await tb.hostExec(H, `dpkg-query -W -f='\${Package} \${db:Status-Abbrev}\\n' ${pkgs.join(' ')} 2>/dev/null`)).stdout;
+
+function inventory(vars: Record<string, unknown> = {}): string {
+  const disks = tb.host(H).disks.map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: d.dev.replace('/dev/', '') } }));
+  return writeInventory({
+    hosts: [H],
+    vars: { package_mirror: { apt: mirror }, ...vars },
+    hostVars: { [H]: { storage_disks: disks, format_allow: tb.host(H).disks.map((d) => d.dev) } },
+    groups: { storage: { hosts: [H] } },
+  });
+}
+
+describe('host prerequisites', () => {
+  it('a host without xfsprogs and attr gets them from the local repository, then formats; re-run 0 changes; --check changes nothing', async () => {
+    await tb.reset([H]);
+    await tb.hostExec(H, 'dpkg -r xfsprogs attr');
+    expect(await installed(['xfsprogs', 'attr'])).not.toMatch(/ ii/);
+
+    const check = await provision(['playbooks/storage.ts', '-i', inventory(), '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain(`install xfsprogs, attr (apt from ${mirror})`);
+    expect(await installed(['xfsprogs', 'attr'])).not.toMatch(/ ii/);
+
+    const run = await provision(['playbooks/storage.ts', '-i', inventory(), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.events.find((e) => e.id === 'packages:storage')).toMatchObject({ status: 'changed' });
+    expect(await installed(['xfsprogs', 'attr'])).toBe('attr ii \nxfsprogs ii \n');
+    for (const [i, d] of tb.host(H).disks.entries()) {
+      expect((await tb.hostExec(H, `blkid -p -s TYPE -o value ${d.dev}`)).stdout.trim()).toBe('xfs');
+      expect((await tb.hostExec(H, `findmnt -n -o SOURCE /ais/d${i + 1}`)).code).toBe(0);
+    }
+    // the host's own apt sources were not touched
+    expect((await tb.hostExec(H, 'cat /etc/apt/sources.list 2>/dev/null; ls /etc/apt/sources.list.d')).stdout).not.toContain('apt-repo');
+
+    const again = await provision(['playbooks/storage.ts', '-i', inventory(), '--json']);
+    expect(recaps(again)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
+  it("site.ts installs every play's packages in ONE transaction per host", async () => {
+    await tb.reset([H]);
+    await tb.hostExec(H, 'dpkg -r xfsprogs attr');
+    const inv = inventory({
+      nic_queues: [{ name: 'eth0', channels: 2 }],
+      sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null },
+    });
+    const run = await provision(['playbooks/site.ts', '-i', inv, '-t', 'packages', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const installs = run.events.filter((e) => e.type === 'resource' && e.kind === 'packages' && e.status === 'changed');
+    expect(installs.map((e) => [e.id, e.changes[0].summary])).toEqual([
+      ['packages:site', `install ethtool, xfsprogs, attr (apt from ${mirror})`],
+    ]);
+    expect(await installed(['xfsprogs', 'attr', 'ethtool'])).toBe('attr ii \nethtool ii \nxfsprogs ii \n');
+  });
+
+  it('a package the mirror does not have: the install fails clearly (apt exit 100)', async () => {
+    await tb.reset([H]);
+    await tb.hostExec(H, 'dpkg -r attr');
+    // an empty repository (the hosts have no network: never let apt try the host's own sources)
+    mkdirSync(join(tb.sharedDir, 'empty-repo'), { recursive: true });
+    writeFileSync(join(tb.sharedDir, 'empty-repo', 'Packages'), '');
+    const empty = { apt: `deb [trusted=yes] file:${tb.sharedMount}/empty-repo ./` };
+    const run = await provision(['playbooks/storage.ts', '-i', inventory({ package_mirror: empty }), '--json', '-t', 'packages']);
+    expect(run.code).toBe(1);
+    const failed = run.events.find((e) => e.type === 'resource' && e.status === 'failed');
+    expect(failed).toMatchObject({ id: 'packages:storage', error: expect.stringMatching(/step "install attr" exit 100/) });
+  });
+});
