@@ -2,6 +2,9 @@ import { playbook, varsSchema, type HostContext } from '../src/contract/playbook
 import type { Resource } from '../src/contract/resource.ts';
 import { KUBELET_CONFIG, kubeletConfig } from '../src/resources/kubelet-config.ts';
 import { KUBELET_HEALTHZ, restartHandler } from '../src/resources/service.ts';
+import { mtu } from '../src/resources/mtu.ts';
+import { nicQueues, type NicSelector } from '../src/resources/nic.ts';
+import { nodePackages, prerequisites } from '../src/plays/prerequisites.ts';
 
 /**
  * Node configuration of AIStore and Kubernetes hosts beyond sysctls (ais-k8s host-config's
@@ -12,13 +15,57 @@ import { KUBELET_HEALTHZ, restartHandler } from '../src/resources/service.ts';
  *                     (its other keys untouched), then kubelet restarted and /healthz awaited. Default [net.*] on AIS nodes of the cluster (hosts
  *                     in storage or ais and in kube_node or kube_control_plane), else none.
  *   kubelet_config_path: /var/lib/kubelet/config.yaml   (Kubespray: /etc/kubernetes/kubelet-config.yaml)
+ *   nic_mtu:          [{ driver: mlx5_core, mtu: 9000 }]   by name, mac or driver; set live and persisted
+ *                     through the stack the host uses (netplan, NetworkManager, systemd-networkd,
+ *                     ifupdown; none of them: refused). ais-k8s: 9000 on mlx5_core NICs.
+ *   nic_queues:       [{ driver: mlx5_core, channels: cores, rings: { rx: 8192 } }]   ethtool -L (a
+ *                     count or `cores`, physical cores) and -G, live and at boot (udev rule); a setting
+ *                     the driver lacks is reported per NIC. ais-k8s: the example above.
+ *   package_mirror, install_packages: ethtool / chrony installed where missing (src/plays/prerequisites.ts)
  */
 const validateVars = varsSchema({
   properties: {
     kubelet_allowed_unsafe_sysctls: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_]+(\\.[A-Za-z0-9_-]+)*(\\.\\*|\\*)?$' } },
     kubelet_config_path: { type: 'string', pattern: '^/[^\\n\\0]*$' },
+    nic_mtu: { type: 'array', items: nicItem({ mtu: { type: 'integer', minimum: 576, maximum: 65536 } }, ['mtu']) },
+    nic_queues: {
+      type: 'array',
+      items: nicItem(
+        {
+          channels: { anyOf: [{ type: 'integer', minimum: 1, maximum: 65535 }, { const: 'cores' }] },
+          rings: {
+            type: 'object',
+            minProperties: 1,
+            additionalProperties: false,
+            properties: { rx: { type: 'integer', minimum: 1, maximum: 65535 }, tx: { type: 'integer', minimum: 1, maximum: 65535 } },
+          },
+        },
+        [],
+        [{ required: ['channels'] }, { required: ['rings'] }],
+      ),
+    },
   },
 });
+
+/** A NIC entry: exactly one of name, mac, driver, and the setting's own keys. */
+function nicItem(props: Record<string, object>, required: string[] = [], anyOf?: object[]) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required,
+    oneOf: [{ required: ['name'] }, { required: ['mac'] }, { required: ['driver'] }],
+    ...(anyOf ? { anyOf } : {}),
+    properties: {
+      name: { type: 'string', pattern: '^[A-Za-z0-9_.:@-]{1,15}$' },
+      mac: { type: 'string', pattern: '^([0-9a-f]{2}:){5}[0-9a-f]{2}$' },
+      driver: { type: 'string', pattern: '^[A-Za-z0-9_.-]+$' },
+      ...props,
+    },
+  };
+}
+
+type NicEntry = NicSelector & { mtu?: number; channels?: number | 'cores'; rings?: { rx?: number; tx?: number } };
+const selectorOf = (e: NicEntry): NicSelector => (e.name ? { name: e.name } : e.mac ? { mac: e.mac } : { driver: e.driver });
 
 /** An AIStore node that runs a kubelet: its pods need the host's net.* sysctls allowed. */
 function aisKubeNode(host: HostContext): boolean {
@@ -27,7 +74,15 @@ function aisKubeNode(host: HostContext): boolean {
 
 export function nodeResources(host: HostContext): Resource[] {
   host.validate(validateVars);
-  const out: Resource[] = [];
+  const out: Resource[] = prerequisites(host, 'node', nodePackages(host));
+  const after = out.map((r) => r.id);
+  for (const e of host.var<NicEntry[]>('nic_mtu', [])) out.push(mtu({ select: selectorOf(e), mtu: e.mtu!, after, tags: ['mtu'] }));
+  for (const e of host.var<NicEntry[]>('nic_queues', [])) {
+    // ethtool's answers need ethtool: probed again once the packages are in
+    if (e.channels !== undefined)
+      out.push(nicQueues({ select: selectorOf(e), channels: e.channels, dependsOn: after, tags: ['nic-queues'] }));
+    if (e.rings !== undefined) out.push(nicQueues({ select: selectorOf(e), rings: e.rings, dependsOn: after, tags: ['nic-queues'] }));
+  }
   const unsafe = host.var<string[]>('kubelet_allowed_unsafe_sysctls', aisKubeNode(host) ? ['net.*'] : []);
   if (unsafe.length) {
     const kubelet = restartHandler({ service: 'kubelet', healthUrl: KUBELET_HEALTHZ, tags: ['kubelet'] });

@@ -2,7 +2,8 @@
 // changes nothing. Each test resets the hosts it uses.
 import { describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { provision, recaps, writeInventory } from './helpers.ts';
+import { provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+import { localAptRepo } from './local-repo.ts';
 
 const PB = 'playbooks/node.ts';
 
@@ -102,5 +103,107 @@ chmod +x /usr/local/bin/systemctl /usr/local/bin/curl`,
     const run = await provision([PB, '-i', inv]);
     expect(run.code, run.stderr).toBe(0);
     expect(await cat('tb1', alt)).toBe(`${KUBEADM}allowedUnsafeSysctls:\n- net.core.somaxconn\n`);
+  });
+});
+
+const event = (run: CliRun, host: string, id: string) => run.events.find((e) => e.type === 'resource' && e.host === host && e.id === id);
+
+describe('NIC queues (ethtool), ethtool from the local repository', () => {
+  const H = 'tb4';
+  const inv = () =>
+    writeInventory({
+      hosts: [H],
+      vars: { package_mirror: { apt: localAptRepo(['ethtool']) }, nic_queues: [{ name: 'eth0', channels: 2, rings: { rx: 256 } }] },
+    });
+  const channels = async () =>
+    (await tb.hostExec(H, "ethtool -l eth0 | sed -n '/Current/,$p' | grep -E '^(RX|TX):'")).stdout.replace(/\s+/g, ' ').trim();
+
+  it('channels applied on veth live and at boot (udev rule), idempotent; rings reported unsupported by veth; --check changes nothing', async () => {
+    await tb.reset([H]);
+    const check = await provision([PB, '-i', inv(), '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(event(check, H, 'packages:node')?.changes[0].summary).toMatch(/^install ethtool \(apt from /);
+    expect(event(check, H, 'nic-channels:eth0')).toMatchObject({ status: 'changed', pending: 'packages:node' });
+    expect((await tb.hostExec(H, 'command -v ethtool')).code).not.toBe(0);
+
+    const first = await provision([PB, '-i', inv(), '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(event(first, H, 'nic-channels:eth0')).toMatchObject({
+      status: 'changed',
+      changes: [
+        { summary: 'create /etc/udev/rules.d/60-racksmith-nic-channels-eth0.rules' },
+        { summary: 'eth0 channels: rx 1 → 2, tx 1 → 2' },
+      ],
+    });
+    expect(event(first, H, 'nic-rings:eth0')).toMatchObject({ status: 'skipped', error: 'rings: not supported by driver veth (eth0)' });
+    expect(await channels()).toBe('RX: 2 TX: 2');
+    expect(await cat(H, '/etc/udev/rules.d/60-racksmith-nic-channels-eth0.rules')).toContain(
+      'ACTION=="add", SUBSYSTEM=="net", KERNEL=="eth0", RUN+="/usr/sbin/ethtool -L $name rx 2 tx 2"',
+    );
+
+    const second = await provision([PB, '-i', inv(), '--json']);
+    expect(recaps(second)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+    expect(event(second, H, 'nic-rings:eth0')).toMatchObject({ status: 'skipped', error: 'rings: not supported by driver veth (eth0)' });
+
+    await tb.hostExec(H, 'ethtool -L eth0 rx 1 tx 1');
+    const drift = await provision([PB, '-i', inv(), '--check', '--json']);
+    expect(drift.code).toBe(2);
+    expect(event(drift, H, 'nic-channels:eth0')?.changes.map((c: { summary: string }) => c.summary)).toEqual([
+      'eth0 channels: rx 1 → 2, tx 1 → 2',
+    ]);
+    expect(await channels()).toBe('RX: 1 TX: 1');
+  });
+});
+
+describe('MTU per interface, persisted through the detected network stack', () => {
+  const H = 'tb5';
+  const inv = () => writeInventory({ hosts: [H], vars: { nic_mtu: [{ name: 'eth0', mtu: 9000 }] } });
+  const liveMtu = async () => (await cat(H, '/sys/class/net/eth0/mtu')).trim();
+  const IFACES = 'auto lo\niface lo inet loopback\n\nauto eth0\niface eth0 inet manual\n';
+
+  it('ifupdown: 9000 live and in the eth0 stanza; re-run 0 changes; --check changes nothing', async () => {
+    await tb.reset([H]);
+    await put(H, '/etc/network/interfaces', IFACES);
+    const check = await provision([PB, '-i', inv(), '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain('eth0 mtu: 1500 → 9000');
+    expect(check.stderr).toContain('persist mtu 9000 for eth0 in /etc/network/interfaces (ifupdown)');
+    expect(await liveMtu()).toBe('1500');
+    expect(await cat(H, '/etc/network/interfaces')).toBe(IFACES);
+
+    const run = await provision([PB, '-i', inv()]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(await liveMtu()).toBe('9000');
+    expect(await cat(H, '/etc/network/interfaces')).toBe(
+      'auto lo\niface lo inet loopback\n\nauto eth0\niface eth0 inet manual\n    post-up ip link set dev eth0 mtu 9000 # racksmith\n',
+    );
+    const again = await provision([PB, '-i', inv(), '--json']);
+    expect(recaps(again)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
+  it('systemd-networkd: a drop-in for the .network file that matches eth0', async () => {
+    await tb.reset([H]);
+    await put(H, '/etc/systemd/network/10-eth0.network', '[Match]\nName=eth0\n\n[Network]\nAddress=10.0.0.1/24\n');
+    const run = await provision([PB, '-i', inv()]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(await liveMtu()).toBe('9000');
+    expect(await cat(H, '/etc/systemd/network/10-eth0.network.d/90-racksmith-mtu.conf')).toBe(
+      '# Managed by racksmith.\n[Link]\nMTUBytes=9000\n',
+    );
+    const again = await provision([PB, '-i', inv(), '--json']);
+    expect(recaps(again)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
+  it('no known network stack configures eth0: refused, nothing changed (not even live)', async () => {
+    await tb.reset([H]);
+    const run = await provision([PB, '-i', inv(), '--json']);
+    expect(run.code).toBe(1);
+    expect(event(run, H, 'mtu:eth0')).toMatchObject({
+      status: 'failed',
+      error:
+        'refused: cannot persist mtu 9000 for eth0: no network stack racksmith knows configures it (netplan, NetworkManager, systemd-networkd, ifupdown)',
+    });
+    expect(await liveMtu()).toBe('1500');
+    await tb.reset([H]); // (no host keeps the jumbo MTU after this file)
   });
 });
