@@ -1,6 +1,7 @@
 import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import { kmod } from '../src/resources/kmod.ts';
-import { limits } from '../src/resources/limits.ts';
+import { limits, type JobLimits } from '../src/resources/limits.ts';
+import { restartHandler } from '../src/resources/service.ts';
 import { sysctl, SYSCTL_KEY, type SysctlValue } from '../src/resources/sysctl.ts';
 import type { Resource } from '../src/contract/resource.ts';
 import { OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, SYSCTL_PROFILES, sysctlFile } from '../src/profiles/sysctl-profiles.ts';
@@ -20,6 +21,10 @@ import { sysctlEffect, type ManagedSysctls } from '../src/resources/sysctl-effec
  *   sysctl_take_over: [/etc/sysctl.d/99-ais-*.conf]  legacy files racksmith takes over: moved aside
  *                     (every key in them must be one racksmith sets)
  *   nofile:           1048576 | { soft: 1048576, hard: 1048576 }
+ *   job_limits:       true | { memlock: unlimited, stack: unlimited, nproc: unlimited }   limits of RDMA and
+ *                     GPU jobs (Soperator: unlimited) for PAM, systemd and containerd; true = all unlimited.
+ *                     Default: none. Use with sysctl_profiles [..., jobs] (vm.max_map_count 655300).
+ *                     containerd is restarted (once, after the play) when its limits drop-in changed.
  *   kernel_modules:   [tcp_bbr]                     loaded now and at boot
  */
 const INT_VECTOR = '^[0-9]+( [0-9]+)*$';
@@ -51,6 +56,18 @@ const validateVars = varsSchema({
       ],
     },
     kernel_modules: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9_-]+$' } },
+    job_limits: {
+      anyOf: [
+        { type: 'boolean' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          properties: Object.fromEntries(
+            ['memlock', 'stack', 'nproc'].map((k) => [k, { anyOf: [{ const: 'unlimited' }, { type: 'integer', minimum: 1 }] }]),
+          ),
+        },
+      ],
+    },
     sysctl_take_over: {
       type: 'array',
       items: { type: 'string', pattern: '^/(etc|run|usr/lib|usr/local/lib|lib)/sysctl\\.d/[A-Za-z0-9._*?\\[\\]-]+\\.conf$' },
@@ -100,7 +117,11 @@ export function networkResources(host: HostContext): Resource[] {
     }),
   );
   const nofile = host.var<number | { soft: number; hard: number }>('nofile', 1048576);
-  out.push(...limits({ nofile, tags: ['limits'] }));
+  const jobVar = host.var<boolean | JobLimits>('job_limits', false);
+  const jobs: JobLimits | undefined =
+    jobVar === true ? { memlock: 'unlimited', stack: 'unlimited', nproc: 'unlimited' } : jobVar === false ? undefined : jobVar;
+  const containerd = restartHandler({ service: 'containerd', tags: ['limits'] });
+  out.push(...limits({ nofile, jobs, containerdNotify: [containerd.id], tags: ['limits'] }), containerd);
   const modules = host.var<string[]>('kernel_modules', []);
   if (modules.length) out.push(kmod({ modules, tags: ['kmod'] }));
   return out;

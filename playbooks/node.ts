@@ -3,6 +3,8 @@ import type { Resource } from '../src/contract/resource.ts';
 import { KUBELET_CONFIG, kubeletConfig } from '../src/resources/kubelet-config.ts';
 import { KUBELET_HEALTHZ, restartHandler } from '../src/resources/service.ts';
 import { mtu } from '../src/resources/mtu.ts';
+import { chronySources } from '../src/resources/chrony.ts';
+import { cpuGovernor } from '../src/resources/cpu-governor.ts';
 import { nicQueues, type NicSelector } from '../src/resources/nic.ts';
 import { nodePackages, prerequisites } from '../src/plays/prerequisites.ts';
 
@@ -21,12 +23,21 @@ import { nodePackages, prerequisites } from '../src/plays/prerequisites.ts';
  *   nic_queues:       [{ driver: mlx5_core, channels: cores, rings: { rx: 8192 } }]   ethtool -L (a
  *                     count or `cores`, physical cores) and -G, live and at boot (udev rule); a setting
  *                     the driver lacks is reported per NIC. ais-k8s: the example above.
+ *   ntp_servers:      [ntp1.example, 10.0.0.1]   chrony's servers (/etc/chrony/sources.d/racksmith.sources),
+ *                     chrony restarted after a change; chrony_conf, chrony_sources_dir, chrony_service (chrony)
+ *   cpu_governor:     performance   through sysfs, at boot by a udev rule ("not supported on this host"
+ *                     without cpufreq). Default: unset (ais-k8s: performance, opt-in tag)
  *   package_mirror, install_packages: ethtool / chrony installed where missing (src/plays/prerequisites.ts)
  */
 const validateVars = varsSchema({
   properties: {
     kubelet_allowed_unsafe_sysctls: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_]+(\\.[A-Za-z0-9_-]+)*(\\.\\*|\\*)?$' } },
     kubelet_config_path: { type: 'string', pattern: '^/[^\\n\\0]*$' },
+    ntp_servers: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9.:-]+$' } },
+    chrony_conf: { type: 'string', pattern: '^/[^\\n\\0]*$' },
+    chrony_sources_dir: { type: 'string', pattern: '^/[^\\n\\0]*$' },
+    chrony_service: { type: 'string', pattern: '^[A-Za-z0-9:_.@-]+$' },
+    cpu_governor: { type: 'string', pattern: '^[a-z0-9_]+$' },
     nic_mtu: { type: 'array', items: nicItem({ mtu: { type: 'integer', minimum: 576, maximum: 65536 } }, ['mtu']) },
     nic_queues: {
       type: 'array',
@@ -83,6 +94,23 @@ export function nodeResources(host: HostContext): Resource[] {
       out.push(nicQueues({ select: selectorOf(e), channels: e.channels, dependsOn: after, tags: ['nic-queues'] }));
     if (e.rings !== undefined) out.push(nicQueues({ select: selectorOf(e), rings: e.rings, dependsOn: after, tags: ['nic-queues'] }));
   }
+  const servers = host.var<string[]>('ntp_servers', []);
+  if (servers.length) {
+    const chronyd = restartHandler({ service: host.var('chrony_service', 'chrony'), tags: ['ntp'] });
+    out.push(
+      chronySources({
+        servers,
+        conf: host.var<string | undefined>('chrony_conf', undefined),
+        sourcesDir: host.var<string | undefined>('chrony_sources_dir', undefined),
+        dependsOn: after, // chrony.conf comes with the package
+        notify: [chronyd.id],
+        tags: ['ntp'],
+      }),
+      chronyd,
+    );
+  }
+  const governor = host.var<string | undefined>('cpu_governor', undefined);
+  if (governor) out.push(cpuGovernor({ governor, tags: ['cpufreq'] }));
   const unsafe = host.var<string[]>('kubelet_allowed_unsafe_sysctls', aisKubeNode(host) ? ['net.*'] : []);
   if (unsafe.length) {
     const kubelet = restartHandler({ service: 'kubelet', healthUrl: KUBELET_HEALTHZ, tags: ['kubelet'] });

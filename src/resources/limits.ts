@@ -10,26 +10,58 @@ export interface NofileLimits {
   hard: number;
 }
 
+/** A resource limit for jobs: a number, or unlimited (Soperator sets them unlimited). */
+export type JobLimit = number | 'unlimited';
+
+/** Limits of RDMA and GPU jobs (pinned memory, deep stacks, many threads). */
+export interface JobLimits {
+  memlock?: JobLimit;
+  stack?: JobLimit;
+  nproc?: JobLimit;
+}
+
 export interface LimitsOptions extends CommonOptions {
   nofile: NofileLimits | number;
+  /** memlock / stack / nproc at the same three levels as nofile. */
+  jobs?: JobLimits;
+  /** Handlers to notify when containerd's drop-in changed (its restart: containers inherit its limits). */
+  containerdNotify?: string[];
   /** pam_limits drop-in (never limits.conf itself). */
   file?: string;
   /** Domains the limits.d lines apply to. `*` does not cover root in pam_limits, so root is listed too. */
   domains?: string[];
 }
 
-export function renderLimitsFile(n: NofileLimits, domains: string[]): string {
+const JOB_KEYS = ['memlock', 'stack', 'nproc'] as const;
+const jobEntries = (j: JobLimits = {}) => JOB_KEYS.filter((k) => j[k] !== undefined).map((k) => [k, j[k]!] as const);
+/** systemd's spelling: infinity for unlimited; its unit keys (LimitMEMLOCK ...). */
+const systemdValue = (v: JobLimit) => (v === 'unlimited' ? 'infinity' : String(v));
+const systemdKey = (k: (typeof JOB_KEYS)[number]) => `Limit${k.toUpperCase()}`;
+
+export function renderLimitsFile(n: NofileLimits, domains: string[], jobs?: JobLimits): string {
   const lines = ['# Managed by racksmith. Applies to new login sessions (pam_limits).'];
-  for (const d of domains) lines.push(`${d} soft nofile ${n.soft}`, `${d} hard nofile ${n.hard}`);
+  for (const d of domains) {
+    lines.push(`${d} soft nofile ${n.soft}`, `${d} hard nofile ${n.hard}`);
+    for (const [k, v] of jobEntries(jobs)) lines.push(`${d} soft ${k} ${v}`, `${d} hard ${k} ${v}`);
+  }
   return lines.join('\n') + '\n';
 }
 
-export function renderSystemdManager(n: NofileLimits): string {
-  return `# Managed by racksmith: default open-file limit of services started by systemd.\n[Manager]\nDefaultLimitNOFILE=${n.soft}:${n.hard}\n`;
+export function renderSystemdManager(n: NofileLimits, jobs?: JobLimits): string {
+  const extra = jobEntries(jobs).map(([k, v]) => `Default${systemdKey(k)}=${systemdValue(v)}\n`);
+  return `# Managed by racksmith: default open-file limit of services started by systemd.\n[Manager]\nDefaultLimitNOFILE=${n.soft}:${n.hard}\n${extra.join('')}`;
 }
 
-export function renderContainerdDropin(n: NofileLimits): string {
-  return `# Managed by racksmith: the open-file limit that containers (and pods) inherit.\n[Service]\nLimitNOFILE=${n.hard}\n`;
+export function renderContainerdDropin(n: NofileLimits, jobs?: JobLimits): string {
+  const extra = jobEntries(jobs).map(([k, v]) => `${systemdKey(k)}=${systemdValue(v)}\n`);
+  return `# Managed by racksmith: the open-file limit that containers (and pods) inherit.\n[Service]\nLimitNOFILE=${n.hard}\n${extra.join('')}`;
+}
+
+function checkJobs(j: JobLimits | undefined): JobLimits | undefined {
+  for (const [k, v] of jobEntries(j))
+    if (v !== 'unlimited' && (!Number.isInteger(v) || v < 1))
+      throw new InputError(`limits: ${k} must be a positive whole number or unlimited, got ${v}`);
+  return j;
 }
 
 function checkNofile(v: NofileLimits | number): NofileLimits {
@@ -81,21 +113,27 @@ const DAEMON_RELOAD = 'if [ -d /run/systemd/system ]; then systemctl daemon-relo
 /**
  * nofile limits at every level a process can get them from: PAM logins (limits.d), services
  * (systemd DefaultLimitNOFILE) and containers (containerd's LimitNOFILE, where containerd is
- * installed). containerd only picks the new limit up when it restarts: that is left to the
- * operator's maintenance window.
+ * installed), and memlock / stack / nproc for RDMA and GPU jobs the same way. containerd only
+ * picks new limits up when it restarts: `containerdNotify` names its restart handler.
  */
 export function limits(o: LimitsOptions): Resource[] {
   const n = checkNofile(o.nofile);
+  const jobs = checkJobs(o.jobs);
   const domains = o.domains ?? ['*', 'root'];
   for (const d of domains) if (!/^[*@%A-Za-z0-9_.:-]+$/.test(d)) throw new InputError(`limits: invalid domain ${JSON.stringify(d)}`);
   return [
-    dropin('limits', { path: o.file ?? '/etc/security/limits.d/90-racksmith.conf', content: renderLimitsFile(n, domains) }, o, ''),
-    dropin('limits', { path: '/etc/systemd/system.conf.d/90-racksmith-nofile.conf', content: renderSystemdManager(n) }, o, DAEMON_RELOAD),
+    dropin('limits', { path: o.file ?? '/etc/security/limits.d/90-racksmith.conf', content: renderLimitsFile(n, domains, jobs) }, o, ''),
+    dropin(
+      'limits',
+      { path: '/etc/systemd/system.conf.d/90-racksmith-nofile.conf', content: renderSystemdManager(n, jobs) },
+      o,
+      DAEMON_RELOAD,
+    ),
     dropin(
       'limits',
       {
         path: '/etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf',
-        content: renderContainerdDropin(n),
+        content: renderContainerdDropin(n, jobs),
         onlyIf: [
           '/usr/bin/containerd',
           '/usr/local/bin/containerd',
@@ -103,7 +141,7 @@ export function limits(o: LimitsOptions): Resource[] {
           '/etc/systemd/system/containerd.service',
         ],
       },
-      o,
+      { ...o, notify: o.containerdNotify },
       DAEMON_RELOAD,
     ),
   ];

@@ -150,6 +150,32 @@ describe('network tuning', () => {
     expect(recaps(again).tb9).toMatchObject({ changed: 0, failed: 0, execs: 1 });
   });
 
+  it('limits for RDMA and GPU jobs: memlock, stack, nproc unlimited for PAM, systemd and containerd; its restart reported', async () => {
+    await tb.reset(['tb9']);
+    await tb.hostExec('tb9', ': > /usr/bin/containerd'); // containerd "installed": its drop-in applies
+    const inv = inventory({ job_limits: true, sysctl_profiles: ['required', 'network', 'vm', 'jobs'] });
+    const run = await provision([PB, '-i', inv, '-l', 'tb9', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(await tb.hostExec('tb9', 'cat /etc/security/limits.d/90-racksmith.conf').then((r) => r.stdout)).toContain(
+      '* soft memlock unlimited\n* hard memlock unlimited\n* soft stack unlimited',
+    );
+    expect((await tb.hostExec('tb9', 'cat /etc/systemd/system.conf.d/90-racksmith-nofile.conf')).stdout).toContain(
+      'DefaultLimitMEMLOCK=infinity\nDefaultLimitSTACK=infinity\nDefaultLimitNPROC=infinity\n',
+    );
+    expect((await tb.hostExec('tb9', 'cat /etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf')).stdout).toBe(
+      '# Managed by racksmith: the open-file limit that containers (and pods) inherit.\n[Service]\nLimitNOFILE=65536\nLimitMEMLOCK=infinity\nLimitSTACK=infinity\nLimitNPROC=infinity\n',
+    );
+    expect(await live('tb9', 'vm.max_map_count')).toBe('655300');
+    expect(run.events.find((e) => e.type === 'resource' && e.id === 'restart:containerd')).toMatchObject({
+      status: 'skipped',
+      error: 'not restarted: no systemd (limits:/etc/systemd/system/containerd.service.d/90-racksmith-nofile.conf changed)',
+    });
+    // a new login gets the unlimited stack (memlock is capped by the bed's hard ceiling, like nofile)
+    expect((await tb.sshExec('tb9', 'ulimit -s')).stdout.trim()).toBe('unlimited');
+    const again = await provision([PB, '-i', inv, '-l', 'tb9', '--json']);
+    expect(recaps(again).tb9).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+  });
+
   it.each([
     ['a non-integer value', { sysctl_overrides: { 'net.core.somaxconn': 'lots' } }, /sysctl_overrides/],
     ['a key outside the profiles', { sysctl_overrides: { 'net.core.somaxcon': 1 } }, /somaxcon' is not in the enabled profiles/],

@@ -207,3 +207,40 @@ describe('MTU per interface, persisted through the detected network stack', () =
     await tb.reset([H]); // (no host keeps the jumbo MTU after this file)
   });
 });
+
+describe('chrony from ntp_servers, and the CPU governor', () => {
+  const H = 'tb6';
+  const inv = (vars: Record<string, unknown>) =>
+    writeInventory({ hosts: [H], vars: { package_mirror: { apt: localAptRepo(['chrony']) }, ...vars } });
+
+  it('chrony installed from the local repository, its sources written, the restart reported (no systemd); re-run 0 changes; --check changes nothing', async () => {
+    await tb.reset([H]);
+    const vars = { ntp_servers: ['10.85.0.1', 'ntp.example'] };
+    const check = await provision([PB, '-i', inv(vars), '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect((await tb.hostExec(H, 'ls /etc/chrony')).code).not.toBe(0);
+    const first = await provision([PB, '-i', inv(vars), '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(await cat(H, '/etc/chrony/sources.d/racksmith.sources')).toBe(
+      '# Managed by racksmith: NTP servers (ntp_servers).\nserver 10.85.0.1 iburst\nserver ntp.example iburst\n',
+    );
+    expect(event(first, H, 'restart:chrony')).toMatchObject({
+      status: 'skipped',
+      error: 'not restarted: no systemd (chrony:/etc/chrony/sources.d/racksmith.sources changed)',
+    });
+    const second = await provision([PB, '-i', inv(vars), '--json']);
+    expect(recaps(second)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+    expect(event(second, H, 'restart:chrony')).toMatchObject({ status: 'ok' });
+  });
+
+  it('the governor where cpufreq does not exist: "not supported on this host", every run, nothing written', async () => {
+    await tb.reset([H]);
+    const run = await provision([PB, '-i', inv({ cpu_governor: 'performance' }), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(event(run, H, 'cpu-governor')).toMatchObject({
+      status: 'skipped',
+      error: 'cpufreq: not supported on this host (no /sys/devices/system/cpu/cpu*/cpufreq)',
+    });
+    expect((await tb.hostExec(H, 'ls /etc/udev/rules.d/60-racksmith-cpufreq.rules')).code).not.toBe(0);
+  });
+});

@@ -17,6 +17,9 @@ import {
   type NetworkdFile,
 } from '../../src/resources/mtu.ts';
 import { InputError } from '../../src/util/errors.ts';
+import { cpuGovernor, cpuList, parseGovernors } from '../../src/resources/cpu-governor.ts';
+import { chronySources } from '../../src/resources/chrony.ts';
+import { limits, renderContainerdDropin, renderLimitsFile, renderSystemdManager } from '../../src/resources/limits.ts';
 
 describe('packages', () => {
   const r = packages({
@@ -264,5 +267,67 @@ MTUBytes=1500
     });
     expect(r.diff(done)).toEqual([]);
     expect(() => mtu({ select: { name: 'eth0' }, mtu: 100 })).toThrow(InputError);
+  });
+});
+
+describe('cpuGovernor', () => {
+  const r = cpuGovernor({ governor: 'performance' });
+  const cpus = parseGovernors(
+    'cpu0 powersave|performance powersave\ncpu1 powersave|performance powersave\ncpu2 performance|performance powersave\ncpu3 powersave|performance powersave\n',
+  );
+  it('summarises the CPUs that differ as ranges', () => {
+    expect(cpuList(['cpu0', 'cpu1', 'cpu3', 'cpu4', 'cpu7'])).toBe('cpu0-1,3-4,7');
+    expect(r.diff({ cpus, rules: { type: 'absent' } }).map((c) => c.summary)).toEqual([
+      'create /etc/udev/rules.d/60-racksmith-cpufreq.rules',
+      'cpu0-1,3 scaling_governor: powersave → performance',
+    ]);
+  });
+  it('no cpufreq: not supported on this host; a governor not offered: refused', () => {
+    expect(() => r.diff({ cpus: [], rules: { type: 'absent' } })).toThrow(NotApplicable);
+    expect(() => r.diff({ cpus: [], rules: { type: 'absent' } })).toThrow(/^cpufreq: not supported on this host/);
+    expect(() => cpuGovernor({ governor: 'ondemand' }).diff({ cpus, rules: { type: 'absent' } })).toThrow(
+      /ondemand is not offered by cpu0-3/,
+    );
+  });
+});
+
+describe('chronySources', () => {
+  const r = chronySources({ servers: ['10.0.0.1', 'ntp.example'] });
+  const conf = (t: string): FileFacts => ({ type: 'file', content: Buffer.from(t), size: t.length, mode: '644' });
+  it.each<[string, FileFacts, string[] | RegExp]>([
+    [
+      'Debian conf reading sources.d',
+      conf('pool 2.debian.pool.ntp.org iburst\nsourcedir /etc/chrony/sources.d\n'),
+      ['create /etc/chrony/sources.d/racksmith.sources'],
+    ],
+    ['a conf that does not read it', conf('pool x iburst\n'), /does not read \/etc\/chrony\/sources.d/],
+    ['no chrony', { type: 'absent' }, /is chrony installed/],
+  ])('%s', (_, c, want) => {
+    if (Array.isArray(want)) expect(r.diff({ conf: c, sources: { type: 'absent' } }).map((x) => x.summary)).toEqual(want);
+    else expect(() => r.diff({ conf: c, sources: { type: 'absent' } })).toThrow(want);
+  });
+  it.each([[['bad server']], [[]]])('refuses %j', (servers) => expect(() => chronySources({ servers })).toThrow(InputError));
+});
+
+describe('limits for jobs', () => {
+  const n = { soft: 1024, hard: 2048 };
+  const jobs = { memlock: 'unlimited' as const, nproc: 4096 };
+  it('PAM, systemd and containerd lines; without jobs the files are as before', () => {
+    expect(renderLimitsFile(n, ['*'], jobs)).toBe(
+      '# Managed by racksmith. Applies to new login sessions (pam_limits).\n* soft nofile 1024\n* hard nofile 2048\n* soft memlock unlimited\n* hard memlock unlimited\n* soft nproc 4096\n* hard nproc 4096\n',
+    );
+    expect(renderSystemdManager(n, jobs)).toMatch(/DefaultLimitNOFILE=1024:2048\nDefaultLimitMEMLOCK=infinity\nDefaultLimitNPROC=4096\n$/);
+    expect(renderContainerdDropin(n, jobs)).toMatch(/LimitNOFILE=2048\nLimitMEMLOCK=infinity\nLimitNPROC=4096\n$/);
+    expect(renderContainerdDropin(n)).toBe(
+      '# Managed by racksmith: the open-file limit that containers (and pods) inherit.\n[Service]\nLimitNOFILE=2048\n',
+    );
+  });
+  it('containerd drop-in notifies its restart handler', () => {
+    expect(limits({ nofile: 65536, containerdNotify: ['restart:containerd'] }).map((r) => r.notify)).toEqual([
+      undefined,
+      undefined,
+      ['restart:containerd'],
+    ]);
+    expect(() => limits({ nofile: 65536, jobs: { stack: 0 } })).toThrow(InputError);
   });
 });
