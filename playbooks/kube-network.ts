@@ -66,6 +66,11 @@ import { kubeClusterResources, kubeNodeResources } from '../src/plays/kube-netwo
  *                         offline) | host (curl/wget or a path on the host; verified there)
  *   cni_plugins_required: [bridge, host-local, loopback, portmap]
  *   cni_remove_stale_conf: false              move another CNI's config out of /etc/cni/net.d
+ *   ais_external_lb:      false                AIStore external access through MetalLB: the pools must
+ *                          hold at least ais_targets + 1 addresses (refused before anything runs)
+ *   ais_targets:          number of AIS targets (default: the inventory's hosts in storage)
+ *   kube_host_mtu:        the nodes' MTU (default: the smallest nic_mtu of node.ts); calico_mtu /
+ *                          flannel_mtu must fit it minus the encapsulation (VXLAN 50, IPIP 20, WireGuard 80)
  */
 export default playbook({
   name: 'kubernetes network',

@@ -85,6 +85,16 @@ export function checkPoolAddress(a: string): string | undefined {
   return undefined;
 }
 
+/** How many addresses a valid pool entry (CIDR or first-last range) holds. */
+export function poolAddressCount(a: string): bigint {
+  if (a.includes('-')) {
+    const [x, y] = a.split('-').map((t) => ipToBigInt(t.trim())!);
+    return y.value - x.value + 1n;
+  }
+  const c = parseCidr(a)!;
+  return 1n << BigInt((c.family === 4 ? 32 : 128) - c.prefix);
+}
+
 export function cidrText(c: Cidr): string {
   if (c.family === 4) {
     const o = [24n, 16n, 8n, 0n].map((s) => String((c.base >> s) & 255n));

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import { InputError, InputErrors } from '../util/errors.ts';
-import { checkPoolAddress, cidrsOverlap, cidrWithin, ipToBigInt, parseCidr } from '../kube/cidr.ts';
+import { checkPoolAddress, cidrsOverlap, cidrWithin, ipToBigInt, parseCidr, poolAddressCount } from '../kube/cidr.ts';
 import {
   CNI_PLUGINS_PINS,
   COMPONENT_FILES,
@@ -135,8 +135,53 @@ export const validateKubeVars = varsSchema({
     cni_plugins_fetch: { enum: ['controller', 'host'] },
     cni_plugins_required: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9._-]+$' } },
     cni_remove_stale_conf: { type: 'boolean' },
+    ais_external_lb: { type: 'boolean' },
+    ais_targets: { type: 'integer', minimum: 1 },
+    kube_host_mtu: { type: 'integer', minimum: 576, maximum: 65536 },
   },
 });
+
+/** Bytes each encapsulation takes from the host MTU (Calico's and Flannel's documented overheads, IPv4). */
+export const ENCAP_OVERHEAD: Record<string, number> = {
+  VXLAN: 50,
+  VXLANCrossSubnet: 50,
+  IPIP: 20,
+  IPIPCrossSubnet: 20,
+  None: 0,
+  vxlan: 50,
+  'host-gw': 0,
+  wireguard: 80,
+  udp: 28,
+  ipip: 20,
+  ipsec: 73,
+};
+
+/**
+ * The CNI MTU must fit the host MTU minus the encapsulation: a larger one drops every full-size
+ * packet between nodes. The host MTU: kube_host_mtu, else the smallest of node.ts's nic_mtu.
+ */
+export function cniMtuProblem(
+  cniMtu: number | undefined,
+  hostMtu: number | undefined,
+  encapsulations: string[],
+  what: string,
+): string | undefined {
+  if (cniMtu === undefined || hostMtu === undefined) return undefined;
+  const overhead = Math.max(0, ...encapsulations.map((e) => ENCAP_OVERHEAD[e] ?? 0));
+  if (cniMtu <= hostMtu - overhead) return undefined;
+  const via = encapsulations.filter((e) => (ENCAP_OVERHEAD[e] ?? 0) === overhead)[0] ?? 'none';
+  return `${what} ${cniMtu} does not fit the host MTU ${hostMtu} minus ${overhead} bytes of ${via} encapsulation (at most ${hostMtu - overhead})`;
+}
+
+/**
+ * AIStore's external access (one LoadBalancer per target and one for the proxy) needs at least
+ * targets + 1 addresses in the MetalLB pools.
+ */
+export function aisPoolProblem(pools: ReadonlyArray<{ addresses: string[] }>, targets: number): string | undefined {
+  const have = pools.reduce((n, p) => n + p.addresses.reduce((m, a) => m + poolAddressCount(a), 0n), 0n);
+  if (have >= BigInt(targets + 1)) return undefined;
+  return `metallb_pools hold ${have} address${have === 1n ? '' : 'es'}; AIS external access (ais_external_lb) needs one per target plus one for the proxy: ${targets} targets + 1 = ${targets + 1}`;
+}
 
 export type CniPluginsSourceSpec =
   { fetch: 'controller'; src: string } | { fetch: 'host'; kind: 'url'; url: string } | { fetch: 'host'; kind: 'file'; path: string };
@@ -331,6 +376,23 @@ export function kubeSettings(host: HostContext): KubeSettings {
       nodeSelector: p.node_selector as Record<string, string> | undefined,
     };
   });
+  if (v('ais_external_lb', false)) {
+    // AIS targets: the inventory's storage hosts unless given
+    const targets =
+      v<number | undefined>('ais_targets', undefined) ?? host.inventoryHosts.filter((h) => h.groups.includes('storage')).length;
+    if (!metallbEnabled) err('ais_external_lb', 'ais_external_lb needs MetalLB: set metallb_pools');
+    else if (!errors.length) {
+      const problem = aisPoolProblem(metallbPoolsVar, targets);
+      if (problem) err('metallb_pools', problem);
+    }
+  }
+  const hostMtu =
+    v<number | undefined>('kube_host_mtu', undefined) ??
+    (v<Array<{ mtu: number }>>('nic_mtu', []).length ? Math.min(...v<Array<{ mtu: number }>>('nic_mtu', []).map((e) => e.mtu)) : undefined);
+  const mtuWhat = cni === 'calico' ? 'calico_mtu' : 'flannel_mtu';
+  const encaps = cni === 'calico' ? calicoPools.map((p) => p.encapsulation) : [v('flannel_backend', 'vxlan')];
+  const mtuProblem = cniMtuProblem(v<number | undefined>(mtuWhat, undefined), hostMtu, encaps, mtuWhat);
+  if (mtuProblem) err(mtuWhat, mtuProblem);
   if (metallbEnabled) {
     if (!metallbPools.length)
       err('metallb_enabled', 'metallb_enabled is true but metallb_pools is empty: MetalLB needs at least one address pool');

@@ -825,3 +825,43 @@ it('printObjects round-trips through parseObjects', () => {
   expect(parseObjects(printObjects(objs))).toEqual(objs);
   expect(displayName({ apiVersion: 'v1', kind: 'Namespace', name: 'x' })).toBe('Namespace x');
 });
+
+describe('plan-time checks of issue #23: MetalLB pools for AIS external access, CNI MTU against the host MTU', () => {
+  const ok = { kube_cni: 'flannel', kube_pod_cidr: '10.244.0.0/16' };
+  const pools = (addresses: string[]) => ({ metallb_pools: [{ name: 'ais', addresses }] });
+
+  it.each<[string, Record<string, unknown>, RegExp | undefined]>([
+    ['4 targets, 5 addresses', { ...pools(['10.0.0.1-10.0.0.5']), ais_external_lb: true, ais_targets: 4 }, undefined],
+    [
+      '4 targets, 4 addresses: refused with the numbers',
+      { ...pools(['10.0.0.1-10.0.0.2', '10.0.1.0/31']), ais_external_lb: true, ais_targets: 4 },
+      /inv.yaml:3:3: n1: metallb_pools hold 4 addresses; AIS external access \(ais_external_lb\) needs one per target plus one for the proxy: 4 targets \+ 1 = 5/,
+    ],
+    ['off: no check', { ...pools(['10.0.0.1-10.0.0.1']), ais_targets: 4 }, undefined],
+    ['on without MetalLB', { ais_external_lb: true }, /ais_external_lb needs MetalLB/],
+    ['flannel vxlan 8950 on 9000 hosts', { nic_mtu: [{ name: 'eth0', mtu: 9000 }], flannel_mtu: 8950 }, undefined],
+    [
+      'flannel vxlan 8980 on 9000 hosts: refused',
+      { nic_mtu: [{ name: 'eth0', mtu: 9000 }], flannel_mtu: 8980 },
+      /flannel_mtu 8980 does not fit the host MTU 9000 minus 50 bytes of vxlan encapsulation \(at most 8950\)/,
+    ],
+    ['host-gw: no overhead', { kube_host_mtu: 9000, flannel_backend: 'host-gw', flannel_mtu: 9000 }, undefined],
+    [
+      'calico IPIP pool 8990 on 9000 (ais-k8s says host - 20)',
+      { kube_cni: 'calico', kube_host_mtu: 9000, calico_mtu: 8990, calico_ip_pools: [{ cidr: '10.244.0.0/16', encapsulation: 'IPIP' }] },
+      /calico_mtu 8990 does not fit the host MTU 9000 minus 20 bytes of IPIP encapsulation \(at most 8980\)/,
+    ],
+    ['no host MTU known: no check', { flannel_mtu: 9000 }, undefined],
+  ])('%s', (_, vars, want) => {
+    if (want) expect(settingsError({ ...ok, ...vars })).toMatch(want);
+    else expect(() => kubeSettings(ctx({ ...ok, ...vars }))).not.toThrow();
+  });
+
+  it('AIS targets default to the inventory hosts in storage', () => {
+    const mk = (name: string, groups: string[]): Host => ({ name, vars: {}, varSources: {}, groups, pos: { file: 'inv.yaml' } });
+    const vars = { ...ok, ...pools(['10.0.0.1-10.0.0.2']), ais_external_lb: true };
+    const host: Host = { name: 'cp', vars, varSources: {}, groups: ['all'], pos: { file: 'inv.yaml' } };
+    const all = [host, mk('s1', ['all', 'storage']), mk('s2', ['all', 'storage'])];
+    expect(() => kubeSettings(new HostContext(host, all))).toThrow(/2 targets \+ 1 = 3/);
+  });
+});
