@@ -6,6 +6,7 @@ import { ProbeSet, sameParts, type ProbeAnswers } from './probe-set.ts';
 import type { ProbeOutput, ProbeText } from '../contract/probe.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
 import { listLinks } from './links.ts';
+import { emptyObjectList } from './v8-shapes.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -346,10 +347,8 @@ function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {
   for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
 }
 
-// No dependencies. Holding an object once gives it the elements kind of every other state list
-// (V8 then meets one array map in the loops over them, not a second one as a play brings links).
-const NONE: State[] = [{} as State];
-NONE.pop();
+/** No dependencies (with the elements kind of every other state list: see v8-shapes.ts). */
+const NONE: State[] = emptyObjectList({} as State);
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 const NO_STEPS = Object.freeze([]) as unknown as Step[];

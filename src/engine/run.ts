@@ -11,6 +11,7 @@ import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withRetry } from '../connection/retry.ts';
+import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
   limit?: string;
@@ -80,32 +81,7 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
       ? r
       : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
   );
-  return resources.map(uniformShape);
-}
-
-/**
- * The resource as an object of the same shape for every kind: its fields in one order, absent
- * ones undefined (and any others after them). The engine reads these fields for every resource
- * of every host; a dozen kinds of object literal made V8 throw away and recompile the run's
- * optimised code each time a play brought new kinds.
- */
-function uniformShape(r: Resource): Resource {
-  const u: Resource = {
-    id: r.id,
-    kind: r.kind,
-    tags: r.tags,
-    dependsOn: r.dependsOn,
-    after: r.after,
-    verifiable: r.verifiable,
-    files: r.files,
-    probe: r.probe,
-    parse: r.parse,
-    diff: r.diff,
-    apply: r.apply,
-  };
-  for (const k of Object.keys(r))
-    if (!(k in u)) (u as unknown as Record<string, unknown>)[k] = (r as unknown as Record<string, unknown>)[k];
-  return u;
+  return resources.map(uniformResource);
 }
 
 /**
@@ -238,10 +214,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     pre.byPlay.delete(playIndex);
     if (!current) prefetched.delete(host.name);
     const later = probed || applying > 0 ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
-    // Built by push, not map: an array that map makes in optimised code has another elements kind
-    // than one the builtin makes, and runHost's optimised code, fed the first, would be thrown away.
-    const prefetch: Resource[][] = [];
-    for (const [, rs] of later) prefetch.push(rs);
+    const prefetch = mapByPush(later, ([, rs]) => rs);
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
       probed,
@@ -341,10 +314,8 @@ interface Prefetched {
 /** No answers (never current: apply epochs start at 0; never written to, only deleted from: a no-op). */
 const NOT_PREFETCHED: Prefetched = { epoch: -1, byPlay: new Map() };
 
-// None, with the elements kind of laterPlays' lists (it held one once): the loops over them in
-// runOne meet one array map, whether a play probes or uses prefetched answers. Never written to.
-const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = [[0, []]];
-NO_LATER_PLAYS.pop();
+/** None (with the elements kind of laterPlays' lists, see v8-shapes.ts). Never written to. */
+const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = emptyObjectList<readonly [number, Resource[]]>([0, []]);
 
 /** The host's resource lists of the plays after `playIndex` (to probe with this play's exec). */
 function laterPlays(resourcesOf: Array<Map<string, Resource[]>>, playIndex: number, host: string): Array<readonly [number, Resource[]]> {
