@@ -133,11 +133,6 @@ export interface GpuDriverFacts {
   disagreement?: string;
 }
 
-/** The jail agreement's view of a host (CPU hosts share the key, see gpu-standins.ts: they never disagree). */
-export interface FleetMember {
-  role: 'gpu' | 'cpu';
-}
-
 /** The driver of one host from its answer, as the group compares it. */
 export function driverReport(host: string, f: unknown): DriverReport | undefined {
   const g = f as GpuDriverFacts;

@@ -27,12 +27,16 @@ const OLD_DRIVER = '535.104.05';
 const MARKER = 'racksmith gpu placeholder\n';
 const ROOTFS = join(repoRoot, '.cache/testbed-rootfs');
 
-/** The main fleet: two GPU hosts found by globs, one by a fake nvidia-container-cli, one CPU host. */
+/**
+ * The main fleet: two GPU hosts found by globs, one by a fake nvidia-container-cli, one CPU host
+ * (not tb6/tb7: storage.test.ts may use those on the same bed meanwhile). The other cases reuse
+ * these hosts, each set up afresh, and the fleet is set up again when a test needs it after them.
+ */
 const GLOB_GPU = ['tb8', 'tb9'];
-const CLI_GPU = 'tb7';
+const CLI_GPU = 'tb5';
 const CPU = 'tb10';
 const FLEET = [CLI_GPU, ...GLOB_GPU, CPU];
-const ALL = ['tb1', 'tb2', 'tb3', 'tb4', 'tb5', 'tb6', ...FLEET];
+let fleetReady = false;
 
 const exportDir = (name: string) => join(tb.sharedDir, name);
 const vars = (exp: string) => ({
@@ -135,6 +139,7 @@ function populateExport(name: string, setup?: (dir: string) => void) {
 
 /** Hosts fresh, their driver files (or none) installed, node-local spool directories made. */
 async function freshHosts(hosts: string[], drivers: Record<string, Record<string, string>>) {
+  fleetReady = false;
   await tb.reset(hosts);
   for (const h of hosts) {
     const r = await sh(h, `mkdir -p /var/spool/slurmd && echo ${h} > /var/spool/slurmd/who`);
@@ -146,12 +151,12 @@ async function freshHosts(hosts: string[], drivers: Record<string, Record<string
 async function freshFleet() {
   populateExport('jail');
   await freshHosts(FLEET, { [CLI_GPU]: cliHostFiles(), ...Object.fromEntries(GLOB_GPU.map((h) => [h, driverFiles(DRIVER)])) });
+  fleetReady = true;
 }
 
-/** The fleet converged (a fresh one provisioned unless it already is). */
+/** The fleet converged (set up afresh unless the test before left it as it was). */
 async function convergedFleet() {
-  if (!existsSync(join(exportDir('jail'), 'etc/soperator-jail-populated')) || !(await sh(CPU, 'findmnt -rn /mnt/jail')).stdout)
-    await freshFleet();
+  if (!fleetReady) await freshFleet();
   const run = await provision([PB, '-i', fleetInventory(), '--json']);
   expect(run.code, run.stderr).toBe(0);
 }
@@ -173,11 +178,11 @@ async function danglingCacheEntries(h: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  await tb.reset(ALL);
+  await tb.reset(FLEET);
 }, 300_000);
 
 afterAll(async () => {
-  await tb.reset(ALL); // drop the jail mounts before the exports go away
+  await tb.reset(FLEET); // drop the jail mounts before the exports go away
   for (const e of ['jail', 'jail-2v', 'jail-mixed', 'jail-arm', 'jail-race']) rmSync(exportDir(e), { recursive: true, force: true });
 }, 300_000);
 
@@ -320,65 +325,65 @@ describe('jail', () => {
 
   it('two driver versions on one host: only the running one is bound', async () => {
     populateExport('jail-2v');
-    await freshHosts(['tb5'], { tb5: { ...driverFiles(OLD_DRIVER), ...driverFiles(DRIVER) } });
-    const inv = inventory(['tb5'], 'jail-2v');
+    await freshHosts(['tb9'], { tb9: { ...driverFiles(OLD_DRIVER), ...driverFiles(DRIVER) } });
+    const inv = inventory(['tb9'], 'jail-2v');
     // without the kernel module's answer the two cannot be told apart: refused, nothing mounted
     const blind = await provision([PB, '-i', inv, '--json']);
     expect(blind.code).toBe(1);
-    expect(resourceEvent(blind, 'tb5', 'gpu-driver:/mnt/jail')?.error).toMatch(
+    expect(resourceEvent(blind, 'tb9', 'gpu-driver:/mnt/jail')?.error).toMatch(
       new RegExp(`driver versions ${OLD_DRIVER.replace(/\./g, '\\.')} and ${DRIVER.replace(/\./g, '\\.')} are installed`),
     );
-    expect(await jailMounts('tb5')).toBe('0');
-    await fakeProcVersion('tb5', DRIVER);
+    expect(await jailMounts('tb9')).toBe('0');
+    await fakeProcVersion('tb9', DRIVER);
     const run = await provision([PB, '-i', inv, '--json']);
     expect(run.code, run.stderr).toBe(0);
-    const bound = (await sh('tb5', `findmnt -rn -o TARGET | grep '^/mnt/jail${LIB}/' | sort`)).stdout;
+    const bound = (await sh('tb9', `findmnt -rn -o TARGET | grep '^/mnt/jail${LIB}/' | sort`)).stdout;
     expect(bound).toBe(`/mnt/jail${LIB}/libcuda.so.${DRIVER}\n/mnt/jail${LIB}/libnvidia-ml.so.${DRIVER}\n`);
     expect(existsSync(join(exportDir('jail-2v'), LIB.slice(1), `libcuda.so.${OLD_DRIVER}`))).toBe(false); // no placeholder for it
-    expect((await sh('tb5', 'cat /etc/fstab')).stdout).toContain(`# driver ${DRIVER} (/proc/driver/nvidia/version)`);
+    expect((await sh('tb9', 'cat /etc/fstab')).stdout).toContain(`# driver ${DRIVER} (/proc/driver/nvidia/version)`);
     const again = await provision([PB, '-i', inv, '--json']);
-    expect(recaps(again)['tb5']).toMatchObject({ changed: 0, failed: 0 });
+    expect(recaps(again)['tb9']).toMatchObject({ changed: 0, failed: 0 });
   });
 
   it('two GPU hosts sharing a jail with different driver versions: refused on both, nothing mounted', async () => {
     populateExport('jail-mixed');
-    await freshHosts(['tb3', 'tb4'], { tb3: driverFiles(DRIVER), tb4: driverFiles(OLD_DRIVER) });
-    const inv = inventory(['tb3', 'tb4'], 'jail-mixed');
-    const fstab = (await sh('tb3', 'cat /etc/fstab')).stdout;
+    await freshHosts(['tb8', 'tb9'], { tb8: driverFiles(DRIVER), tb9: driverFiles(OLD_DRIVER) });
+    const inv = inventory(['tb8', 'tb9'], 'jail-mixed');
+    const fstab = (await sh('tb8', 'cat /etc/fstab')).stdout;
     for (const mode of [['--check'], []]) {
       const run = await provision([PB, '-i', inv, '--json', ...mode]);
       expect(run.code, run.stderr).toBe(1);
-      for (const h of ['tb3', 'tb4']) {
+      for (const h of ['tb8', 'tb9']) {
         const e = resourceEvent(run, h, 'gpu-driver:/mnt/jail');
         expect(e?.status).toBe('failed');
-        expect(e?.error).toContain(`tb3 ${DRIVER} (libnvidia-ml.so.${DRIVER}), tb4 ${OLD_DRIVER} (libnvidia-ml.so.${OLD_DRIVER})`);
+        expect(e?.error).toContain(`tb8 ${DRIVER} (libnvidia-ml.so.${DRIVER}), tb9 ${OLD_DRIVER} (libnvidia-ml.so.${OLD_DRIVER})`);
         expect(resourceEvent(run, h, 'mount:/mnt/jail')?.status).toBe('skipped');
         expect(await jailMounts(h)).toBe('0');
       }
     }
-    expect((await sh('tb3', 'cat /etc/fstab')).stdout).toBe(fstab);
+    expect((await sh('tb8', 'cat /etc/fstab')).stdout).toBe(fstab);
     expect(readFileSync(join(exportDir('jail-mixed'), 'etc/ld.so.cache')).equals(readFileSync(join(ROOTFS, 'etc/ld.so.cache')))).toBe(true);
   });
 
   it('an aarch64 host uses aarch64-linux-gnu, from its own answer', async () => {
     // the jail of aarch64 nodes is an aarch64 rootfs; here the x86 rootfs with the aarch64 directory in its ld.so.conf
     populateExport('jail-arm', (dir) => writeFileSync(join(dir, 'etc/ld.so.conf.d/aarch64-linux-gnu.conf'), `${ARM_LIB}\n`));
-    await freshHosts(['tb6'], {
-      tb6: {
+    await freshHosts(['tb10'], {
+      tb10: {
         ...driverFiles(DRIVER, ARM_LIB),
         '/usr/local/bin/uname': Buffer.from(
           '#!/bin/sh\n# test double: an aarch64 machine\n[ "$1" = -m ] && { echo aarch64; exit 0; }\nexec /usr/bin/uname "$@"\n',
         ).toString('base64'),
       },
     });
-    const inv = inventory(['tb6'], 'jail-arm');
+    const inv = inventory(['tb10'], 'jail-arm');
     const run = await provision([PB, '-i', inv, '--json']);
     expect(run.code, run.stderr).toBe(0);
-    const bound = (await sh('tb6', `findmnt -rn -o TARGET | grep -- '-linux-gnu/' | sort`)).stdout;
+    const bound = (await sh('tb10', `findmnt -rn -o TARGET | grep -- '-linux-gnu/' | sort`)).stdout;
     expect(bound).toBe(`/mnt/jail${ARM_LIB}/libcuda.so.${DRIVER}\n/mnt/jail${ARM_LIB}/libnvidia-ml.so.${DRIVER}\n`);
-    expect((await inJail('tb6', 'ldconfig -p')).stdout).toMatch(/libnvidia-ml\.so\.1 .*=> \S*\/aarch64-linux-gnu\/libnvidia-ml\.so\.1/);
+    expect((await inJail('tb10', 'ldconfig -p')).stdout).toMatch(/libnvidia-ml\.so\.1 .*=> \S*\/aarch64-linux-gnu\/libnvidia-ml\.so\.1/);
     const again = await provision([PB, '-i', inv, '--json']);
-    expect(recaps(again)['tb6']).toMatchObject({ changed: 0, failed: 0 });
+    expect(recaps(again)['tb10']).toMatchObject({ changed: 0, failed: 0 });
   });
 
   it('two hosts whose GPU steps overlap: the second waits on the lock, one consistent ld.so.cache', async () => {
@@ -392,9 +397,9 @@ describe('jail', () => {
         { mode: 0o755 },
       );
     });
-    await freshHosts(['tb1', 'tb2'], { tb1: driverFiles(DRIVER), tb2: driverFiles(DRIVER) });
-    const inv = inventory(['tb1', 'tb2'], 'jail-race');
-    const runs = Promise.all(['tb1', 'tb2'].map((h) => provision([PB, '-i', inv, '-l', h, '--json'])));
+    await freshHosts(['tb8', 'tb9'], { tb8: driverFiles(DRIVER), tb9: driverFiles(DRIVER) });
+    const inv = inventory(['tb8', 'tb9'], 'jail-race');
+    const runs = Promise.all(['tb8', 'tb9'].map((h) => provision([PB, '-i', inv, '-l', h, '--json'])));
     // the event: one host holds the ldconfig lock while the other is blocked on it (/proc/locks)
     const lock = join(race, 'etc/complement_jail_ldconfig.lock');
     const waiting = await pollUntil(() => {
@@ -410,7 +415,7 @@ describe('jail', () => {
     const log = readFileSync(join(race, 'etc/rs-ldconfig.log'), 'utf8').trim().split('\n');
     expect(log.length).toBeGreaterThanOrEqual(2);
     for (let i = 0; i < log.length; i += 2) expect(log[i + 1]).toBe(log[i].replace('start', 'end'));
-    for (const h of ['tb1', 'tb2']) {
+    for (const h of ['tb8', 'tb9']) {
       const p = await inJail(h, 'ldconfig -p');
       expect(p.stdout).toMatch(/libnvidia-ml\.so\.1 /);
       expect(p.stdout).toMatch(/libcuda\.so\.1 /);
@@ -422,28 +427,28 @@ describe('jail', () => {
 
   it('a held jail lock: the host fails after jail_lock_timeout, naming the lock', async () => {
     populateExport('jail-race');
-    await freshHosts(['tb1'], { tb1: driverFiles(DRIVER) });
+    await freshHosts(['tb8'], { tb8: driverFiles(DRIVER) });
     const lock = join(exportDir('jail-race'), 'etc/complement_jail_ldconfig.lock');
     // another node (the runner stands in) holds Soperator's ldconfig lock until we let go
     const holder = spawn('flock', [lock, 'sh', '-c', 'echo held; cat >/dev/null'], { stdio: ['pipe', 'pipe', 'inherit'] });
     await new Promise<void>((res) => holder.stdout.once('data', () => res()));
     try {
       const t0 = Date.now();
-      const run = await provision([PB, '-i', inventory(['tb1'], 'jail-race', { jail_lock_timeout: 2 }), '--json']);
+      const run = await provision([PB, '-i', inventory(['tb8'], 'jail-race', { jail_lock_timeout: 2 }), '--json']);
       expect(run.code).toBe(1);
-      const e = resourceEvent(run, 'tb1', 'gpu-binds:/mnt/jail');
+      const e = resourceEvent(run, 'tb8', 'gpu-binds:/mnt/jail');
       expect(e?.status).toBe('failed');
       expect(e?.error).toContain('timed out after 2 s waiting for the lock /mnt/jail/etc/complement_jail_ldconfig.lock');
       expect(Date.now() - t0).toBeGreaterThanOrEqual(2000);
     } finally {
       holder.stdin.end();
     }
-    const run = await provision([PB, '-i', inventory(['tb1'], 'jail-race'), '--json']);
+    const run = await provision([PB, '-i', inventory(['tb8'], 'jail-race'), '--json']);
     expect(run.code, run.stderr).toBe(0);
   });
 
   it('a jail without its populated marker: that host fails with a clear message, nothing mounted', async () => {
-    await tb.reset([CPU]);
+    await freshHosts([CPU], {});
     const empty = exportDir('jail-empty');
     execFileSync('mkdir', ['-p', join(empty, 'etc')]);
     const fstab = (await sh(CPU, 'cat /etc/fstab')).stdout;
