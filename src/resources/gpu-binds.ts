@@ -1,17 +1,9 @@
 import { shq } from '../shell/quote.ts';
-import {
-  atomicWriteScript,
-  checkAbsolutePath,
-  contentDiff,
-  contentText,
-  fileProbe,
-  parseFileFacts,
-  predictWrite,
-  type FileFacts,
-} from './file-common.ts';
-import { fstabMarkPart, mountProbeParsers, mountTableProbe, parseMountTable, type MountProbeOutput } from './mount-table.ts';
+import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
+import { mountTableProbe, parseMountTable } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
 import { DEFAULT_GPU_CAPS, driverFileSet, fileKind, readDriverScan, type GpuCap } from './gpu-files.ts';
 import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MARKER, underJailLock } from './jail-shared.ts';
@@ -59,6 +51,12 @@ export interface GpuFacts {
 
 const MARKER = '# {mark} RACKSMITH JAIL GPU BINDS';
 
+/** What a change does, decided in diff (besides writing fstab: a FileWrite). */
+export type GpuChange = GpuFileChange | GpuCacheChange;
+type GpuFileChange = { do: 'placeholder' | 'mark' | 'bind' | 'remount'; file: GpuFile };
+/** nvml: this host's libnvidia-ml, which the jail's libnvidia-ml.so.1 must lead to afterwards. */
+type GpuCacheChange = { do: 'cache'; nvml?: string };
+
 /** The fstab block of a host's GPU binds, with a comment saying where its file set came from. */
 export function gpuFstabBlock(
   jail: string,
@@ -80,7 +78,7 @@ export function gpuFstabBlock(
  * them; after a refresh libnvidia-ml.so.1 must resolve to this host's driver file. The file set
  * is the driver check's (gpu-driver.ts): the CLI's list or the globs, the running version only.
  */
-export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
+export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | FileWrite> {
   const settings = gpuProbeSettings(o);
   const jail = settings.jail;
   const caps = o.caps ?? DEFAULT_GPU_CAPS;
@@ -89,18 +87,26 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
   const part = gpuProbePart(settings);
   const newFstab = (f: GpuFacts) =>
     editBlock(contentText(f.fstab), gpuFstabBlock(jail, f, caps), MARKER, f.files.length ? 'present' : 'absent');
+  const fstab = managedFile<GpuFacts>({
+    path: fstabFile,
+    get: (f) => f.fstab,
+    set: (f, file) => ({ ...f, fstab: file }),
+    backup: true,
+    stepName: 'fstab GPU binds',
+  });
 
-  const readFacts = ({ own, table, fstab }: MountProbeOutput): GpuFacts => {
+  const readFacts = (own: string, table: string, fstabFacts: FileFacts): GpuFacts => {
     const scan = readDriverScan(own);
     const set = driverFileSet(scan, caps);
     const base: Omit<GpuFacts, 'files'> = {
-      fstab: parseFileFacts(fstab),
+      fstab: fstabFacts,
       source: scan.source === 'nvidia-container-cli' ? 'nvidia-container-cli list' : 'globs',
       version: set.version,
       versionFrom: set.versionFrom,
       libDir: scan.libDir,
       problem: set.problem,
     };
+    // The mount table only matters for driver files found (most hosts without GPUs have none).
     const mounts = set.files.length ? parseMountTable(table) : new Map<string, never>();
     const realJail = scan.jailReal ?? jail;
     const files: GpuFile[] = [];
@@ -123,6 +129,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
         emptyPlaceholder: g.targetKind === 'file' && g.targetEmpty && !g.targetSame,
         mounted: mount !== undefined,
         readOnly: mount?.options.includes('ro') ?? false,
+        // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
         cached: kind === 'lib' || kind === 'lib32' ? (scan.links.get(name) ?? []).some((l) => scan.cached.has(l)) : undefined,
       });
     }
@@ -130,96 +137,91 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
     return { ...base, files };
   };
 
-  const needsBind = (g: GpuFile) => !g.mounted || !g.bound || (!g.dir && !g.readOnly);
   /** This host's libnvidia-ml, when bound: after a cache refresh, the jail's libnvidia-ml.so.1 must be it. */
   const nvml = (f: GpuFacts) =>
     f.files.find((g) => /^libnvidia-ml\.so\.\d/.test(g.host.slice(g.host.lastIndexOf('/') + 1)) && fileKind(g) === 'lib');
+  /** The data of the changes to files of the set that do one of `what`. */
+  const decided = (changes: readonly Change<GpuChange | FileWrite>[], what: readonly GpuFileChange['do'][]): GpuFileChange[] =>
+    changes.flatMap((c) => (c.data && 'file' in c.data && what.includes(c.data.do) ? [c.data] : []));
 
   return {
     ...common('gpu-binds', `gpu-binds:${jail}`, o),
     verifiable: true,
-    writes: [fstabFile],
-    probe: () => [part, mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)],
-    ...mountProbeParsers(readFacts),
-    diff(f): Change[] {
+    files: [fstab],
+    probe: () => [part, mountTableProbe(`${jail}/`), fstab.probe()],
+    parse(out) {
+      const [own, table, fstabAnswer] = out.parts;
+      if (out.parts.length !== 3 || typeof own !== 'string' || typeof table !== 'string') {
+        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      }
+      return readFacts(own, table, fileFacts(fstabAnswer));
+    },
+    diff(f): Change<GpuChange | FileWrite>[] {
       if (f.problem) throw new Refusal(`GPU binds: ${f.problem}`);
-      const changes: Change[] = [];
+      const changes: Change<GpuChange | FileWrite>[] = [];
       for (const g of f.files) {
         if (g.targetKind === 'other' || (g.targetKind !== 'absent' && (g.targetKind === 'dir') !== g.dir)) {
           throw new Refusal(
             `${g.target} exists and is not a ${g.dir ? 'directory' : 'regular file'} (a symlink?); not binding ${g.host} over it`,
           );
         }
-        if (g.targetKind === 'absent') changes.push({ summary: `create placeholder ${g.target} (shared jail)` });
-        else if (g.emptyPlaceholder) changes.push({ summary: `mark placeholder ${g.target} (0 bytes → ${PLACEHOLDER_MARKER.length})` });
-        if (!g.mounted || !g.bound) changes.push({ summary: `bind ${g.host} → ${g.target}${g.dir ? '' : ' (ro)'}, from ${f.source}` });
-        else if (!g.dir && !g.readOnly) changes.push({ summary: `remount ${g.target} read-only` });
+        if (g.targetKind === 'absent')
+          changes.push({ summary: `create placeholder ${g.target} (shared jail)`, data: { do: 'placeholder', file: g } });
+        else if (g.emptyPlaceholder)
+          changes.push({ summary: `mark placeholder ${g.target} (0 bytes → ${PLACEHOLDER_MARKER.length})`, data: { do: 'mark', file: g } });
+        if (!g.mounted || !g.bound)
+          changes.push({ summary: `bind ${g.host} → ${g.target}${g.dir ? '' : ' (ro)'}, from ${f.source}`, data: { do: 'bind', file: g } });
+        else if (!g.dir && !g.readOnly) changes.push({ summary: `remount ${g.target} read-only`, data: { do: 'remount', file: g } });
       }
-      const after = newFstab(f);
-      if (after !== contentText(f.fstab))
-        changes.push({
-          summary: f.files.length
-            ? `${fstabFile}: GPU bind entries (driver ${f.version} from ${f.versionFrom}, files from ${f.source})`
-            : `${fstabFile}: GPU bind entries removed`,
-          diff: contentDiff(fstabFile, f.fstab.content, Buffer.from(after), f.fstab.type === 'file'),
-        });
+      const text = f.files.length
+        ? `${fstabFile}: GPU bind entries (driver ${f.version} from ${f.versionFrom}, files from ${f.source})`
+        : `${fstabFile}: GPU bind entries removed`;
+      changes.push(...fstab.changes(f, newFstab(f), { create: text, update: text }));
       const uncached = f.files.filter((g) => g.cached === false);
       if (uncached.length)
         changes.push({
           summary: `refresh ${jail}/etc/ld.so.cache (missing ${uncached.map((g) => g.host.slice(g.host.lastIndexOf('/') + 1)).join(', ')})`,
+          data: { do: 'cache', nvml: nvml(f)?.host },
         });
       return changes;
     },
-    predictFiles: (f) => ({ [fstabFile]: predictWrite(f.fstab, Buffer.from(newFstab(f))) }),
-    useFiles: (f, files) => ({ ...f, fstab: (files[fstabFile] as FileFacts | undefined) ?? f.fstab }),
-    apply(f): Step[] {
+    apply(f, changes): Step[] {
       const steps: Step[] = [];
-      const placeholders = f.files.filter((g) => g.targetKind === 'absent' || g.emptyPlaceholder);
+      const placeholders = decided(changes, ['placeholder', 'mark']);
       if (placeholders.length) {
         // Placeholders live on the shared FS: created (or given the marker) once, under the
         // cross-node lock, re-checked under it; never written while something is bound there.
         const body = placeholders
-          .map((g) => {
+          .map(({ do: what, file: g }) => {
             const t = shq(g.target);
             if (g.dir) return `[ -e ${t} ] || mkdir -p -- ${t}`;
-            if (g.targetKind === 'absent') return placeholderScript(g.target, `--reference=${shq(g.host)}`);
+            if (what === 'placeholder') return placeholderScript(g.target, `--reference=${shq(g.host)}`);
             return `if [ -f ${t} ] && [ ! -s ${t} ] && ! [ ${t} -ef ${shq(g.host)} ]; then printf %s ${shq(PLACEHOLDER_MARKER)} > ${t}; fi`;
           })
           .join('\n');
         steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
       }
-      const binds = f.files.filter(needsBind);
+      const binds = decided(changes, ['bind', 'remount']);
       if (binds.length) {
         steps.push({
           name: 'GPU binds',
           script: binds
-            .map((g) => {
+            .map(({ do: what, file: g }) => {
               const t = shq(g.target);
-              const bind = g.mounted && g.bound ? '' : `mount --bind -- ${shq(g.host)} ${t}\n`;
+              const bind = what === 'bind' ? `mount --bind -- ${shq(g.host)} ${t}\n` : '';
               return g.dir ? bind || ':' : `${bind}mount -o remount,bind,ro ${t}`;
             })
             .join('\n'),
         });
       }
-      const after = newFstab(f);
-      if (after !== contentText(f.fstab)) {
-        steps.push({
-          name: 'fstab GPU binds',
-          script: atomicWriteScript({
-            path: fstabFile,
-            content: Buffer.from(after),
-            expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
-            backup: true,
-          }),
-        });
-      }
-      if (f.files.some((g) => g.cached === false)) {
+      steps.push(...fstab.steps(changes));
+      const cache = changes.find((c) => c.data && 'do' in c.data && c.data.do === 'cache')?.data as GpuCacheChange | undefined;
+      if (cache) {
         // A candidate cache replaces the shared one (atomic rename) only if it differs; then the
         // NVML soname must lead to this host's driver (Soperator's ensure_nvml_soname, stricter).
-        const ml = nvml(f);
         const so1 = `${jail}${f.libDir}/libnvidia-ml.so.1`;
-        const check = ml
-          ? `\nif ! [ ${shq(so1)} -ef ${shq(ml.host)} ]; then printf '%s %s, %s\\n' ${shq(`after refreshing ${jail}/etc/ld.so.cache, ${so1} resolves to`)} "$(readlink -f ${shq(so1)} || echo nothing)" ${shq(`not this host's driver file ${ml.host}`)} >&2; exit 6; fi`
+        const check = cache.nvml
+          ? `\nif ! [ ${shq(so1)} -ef ${shq(cache.nvml)} ]; then printf '%s %s, %s\\n' ${shq(`after refreshing ${jail}/etc/ld.so.cache, ${so1} resolves to`)} "$(readlink -f ${shq(so1)} || echo nothing)" ${shq(`not this host's driver file ${cache.nvml}`)} >&2; exit 6; fi`
           : '';
         const body = `J=${shq(jail)}
 chroot "$J" /sbin/ldconfig -C /etc/ld.so.cache.racksmith-new

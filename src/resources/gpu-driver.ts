@@ -158,9 +158,9 @@ export function gpuDriver(o: GpuDriverOptions): Resource<GpuDriverFacts> {
     verifiable: true,
     fleet: jailFleetKey(o.jailId),
     probe: () => [part],
-    parse(out, code, stderr) {
+    parse({ stdout, code, stderr }) {
       if (code !== 0) throw new ProbeError(`GPU driver probe failed (exit ${code}): ${stderr.trim().slice(-300)}`);
-      const scan = readDriverScan(out);
+      const scan = readDriverScan(stdout);
       const { files, ...set } = driverFileSet(scan, caps);
       if (set.problem && scan.cliExit) set.problem += `: ${stderr.trim().split('\n').slice(-2).join(' ')}`;
       return {

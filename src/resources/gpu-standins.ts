@@ -1,24 +1,8 @@
 import { inline } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
-import {
-  atomicWriteScript,
-  checkAbsolutePath,
-  contentDiff,
-  contentText,
-  fileProbe,
-  hasContent,
-  parseFileFacts,
-  predictWrite,
-  type FileFacts,
-} from './file-common.ts';
-import {
-  fstabMarkPart,
-  mountProbeParsers,
-  mountTableProbe,
-  parseMountTable,
-  type MountEntry,
-  type MountProbeOutput,
-} from './mount-table.ts';
+import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
+import { mountTableProbe, parseMountTable, type MountEntry } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
@@ -56,8 +40,10 @@ export interface StandinFacts {
   fleetLibs: Map<string, string>;
 }
 
+/** What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). */
+export type StandinChange = { do: 'placeholder' | 'bind' | 'remount'; target: string; mode?: string; overMount?: boolean };
+
 const MARKER = '# {mark} RACKSMITH JAIL GPU STAND-INS';
-const STANDIN_MARK = '== standin\n';
 
 /**
  * On a CPU or login node of a jail that GPU nodes share: a harmless stand-in library (see
@@ -66,16 +52,30 @@ const STANDIN_MARK = '== standin\n';
  * libdummy.so the same way: complement_jail.sh, CPU workers and login nodes in GPU clusters).
  * The placeholders are the ones in the jail (versioned lib*.so.* under 64 bytes, Soperator's
  * rule) and the ones the GPU hosts of the run are about to bind (their file sets, through the
- * jail's fleet group: this host needs not wait for them; missing ones are created here, under
+ * jail's fleet group: this host need not wait for them; missing ones are created here, under
  * the placeholder lock). This host never runs ldconfig on the shared jail: a stand-in has no
  * soname, and a cache built here would drop the drivers' entries for everyone.
  */
-export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts> {
+export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, StandinChange | FileWrite> {
   const jail = checkAbsolutePath(o.jail, 'jail');
   const standinPath = checkAbsolutePath(o.standin ?? '/var/lib/racksmith/jail-gpu-standin.so', 'standin');
   const libDir = o.libDir === undefined ? undefined : checkAbsolutePath(o.libDir, 'libDir');
   const timeout = o.lockTimeout ?? DEFAULT_LOCK_TIMEOUT_S;
   const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
+  const standin = managedFile<StandinFacts>({
+    path: standinPath,
+    get: (f) => f.standin,
+    set: (f, file) => ({ ...f, standin: file }),
+    mode: '644',
+    stepName: 'GPU stand-in library',
+  });
+  const fstab = managedFile<StandinFacts>({
+    path: fstabFile,
+    get: (f) => f.fstab,
+    set: (f, file) => ({ ...f, fstab: file }),
+    backup: true,
+    stepName: 'fstab GPU stand-ins',
+  });
 
   const standinOf = (f: StandinFacts) => {
     const lib = standinLibrary(f.arch);
@@ -95,22 +95,9 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts> {
     return editBlock(contentText(f.fstab), block, MARKER, all.length ? 'present' : 'absent');
   };
 
-  const readFacts = ({ own, table, fstab }: MountProbeOutput): StandinFacts => {
-    const cut = own.indexOf(STANDIN_MARK);
-    if (cut < 0) throw new ProbeError(`unexpected probe output: ${own.slice(0, 200)}`);
-    const f: StandinFacts = {
-      role: 'cpu',
-      arch: '',
-      libDir: '',
-      realLibDir: '',
-      placeholders: new Map(),
-      bound: new Set(),
-      mounts: parseMountTable(table),
-      standin: parseFileFacts(own.slice(cut + STANDIN_MARK.length)),
-      fstab: parseFileFacts(fstab),
-      fleetLibs: new Map(),
-    };
-    for (const line of own.slice(0, cut).split('\n')) {
+  const readOwn = (own: string) => {
+    const f = { arch: '', libDir: '', realLibDir: '', placeholders: new Map<string, number>(), bound: new Set<string>() };
+    for (const line of own.split('\n')) {
       const t = line.split('\t');
       if (t[0] === 'sti-ph' && t.length === 3) f.placeholders.set(t[1], Number(t[2]));
       else if (t[0] === 'sti-bound' && t.length === 2) f.bound.add(t[1]);
@@ -126,7 +113,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts> {
     ...common('gpu-standins', `gpu-standins:${jail}`, o),
     verifiable: true,
     fleet: jailFleetKey(o.jailId),
-    writes: [standinPath, fstabFile],
+    files: [standin, fstab],
     probe() {
       const body = `J=${shq(jail)}; S=${shq(standinPath)}
 a=$(uname -m); echo "sti-arch=$a"
@@ -135,11 +122,23 @@ if [ -d "$J$L" ]; then
   if cd -P -- "$J$L" 2>/dev/null; then echo "sti-real=$PWD"; fi; cd /
   if [ -f "$S" ]; then find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' \\( -samefile "$S" -printf 'sti-bound\\t%f\\n' -o -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' \\) 2>/dev/null
   else find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' 2>/dev/null; fi
-fi
-echo '${STANDIN_MARK.trim()}'`;
-      return [inline(body), fileProbe(standinPath), mountTableProbe(`${jail}/`), fstabMarkPart(), fileProbe(fstabFile)];
+fi`;
+      return [inline(body), standin.probe(), mountTableProbe(`${jail}/`), fstab.probe()];
     },
-    ...mountProbeParsers(readFacts),
+    parse(out) {
+      const [own, standinAnswer, table, fstabAnswer] = out.parts;
+      if (out.parts.length !== 4 || typeof own !== 'string' || typeof table !== 'string') {
+        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      }
+      return {
+        role: 'cpu',
+        ...readOwn(own),
+        mounts: parseMountTable(table),
+        standin: fileFacts(standinAnswer),
+        fstab: fileFacts(fstabAnswer),
+        fleetLibs: new Map(),
+      };
+    },
     useFleet(f, fleet) {
       const fleetLibs = new Map<string, string>();
       for (const facts of fleet.values()) {
@@ -152,81 +151,54 @@ echo '${STANDIN_MARK.trim()}'`;
       }
       return fleetLibs.size || f.fleetLibs.size ? { ...f, fleetLibs } : f;
     },
-    diff(f): Change[] {
+    diff(f): Change<StandinChange | FileWrite>[] {
       const want = standinOf(f);
-      const changes: Change[] = [];
       if (f.standin.type !== 'absent' && f.standin.type !== 'file') throw new Refusal(`${standinPath} is a ${f.standin.type}, not a file`);
-      if (!hasContent(f.standin, want))
-        changes.push({ summary: `write the GPU stand-in library ${standinPath} (${want.length} bytes, ELF ${f.arch})` });
+      const text = `write the GPU stand-in library ${standinPath} (${want.length} bytes, ELF ${f.arch})`;
+      const changes: Change<StandinChange | FileWrite>[] = [...standin.changes(f, want, { create: text, update: text, hideDiff: true })];
       for (const n of names(f)) {
-        const t = targetOf(f, n);
+        const target = targetOf(f, n);
         if (f.bound.has(n)) {
-          if (!f.mounts.get(t)?.options.includes('ro')) changes.push({ summary: `remount ${t} read-only` });
+          if (!f.mounts.get(target)?.options.includes('ro'))
+            changes.push({ summary: `remount ${target} read-only`, data: { do: 'remount', target } });
           continue;
         }
-        if (!f.placeholders.has(n) && !f.mounts.has(t)) changes.push({ summary: `create placeholder ${t} (shared jail), if missing` });
-        changes.push({ summary: `bind the stand-in ${standinPath} → ${t} (ro)` });
+        const overMount = f.mounts.has(target); // a stale bind there (an older stand-in): bound over
+        if (!f.placeholders.has(n) && !overMount)
+          changes.push({
+            summary: `create placeholder ${target} (shared jail), if missing`,
+            data: { do: 'placeholder', target, mode: f.fleetLibs.get(n) },
+          });
+        changes.push({ summary: `bind the stand-in ${standinPath} → ${target} (ro)`, data: { do: 'bind', target, overMount } });
       }
-      const after = newFstab(f);
-      if (after !== contentText(f.fstab))
-        changes.push({
-          summary: `${fstabFile}: GPU stand-in entries`,
-          diff: contentDiff(fstabFile, f.fstab.content, Buffer.from(after), f.fstab.type === 'file'),
-        });
+      changes.push(
+        ...fstab.changes(f, newFstab(f), { create: `${fstabFile}: GPU stand-in entries`, update: `${fstabFile}: GPU stand-in entries` }),
+      );
       return changes;
     },
-    predictFiles: (f) => ({
-      [standinPath]: predictWrite(f.standin, standinOf(f), '644'),
-      [fstabFile]: predictWrite(f.fstab, Buffer.from(newFstab(f))),
-    }),
-    useFiles: (f, files) => ({
-      ...f,
-      standin: (files[standinPath] as FileFacts | undefined) ?? f.standin,
-      fstab: (files[fstabFile] as FileFacts | undefined) ?? f.fstab,
-    }),
-    apply(f): Step[] {
-      const steps: Step[] = [];
-      const want = standinOf(f);
-      if (!hasContent(f.standin, want)) {
-        steps.push({
-          name: 'GPU stand-in library',
-          script: atomicWriteScript({
-            path: standinPath,
-            content: want,
-            mode: '644',
-            expectSha256: f.standin.type === 'absent' ? 'absent' : f.standin.sha256,
-          }),
-        });
-      }
-      const unbound = names(f).filter((n) => !f.bound.has(n));
-      const create = unbound.filter((n) => !f.placeholders.has(n) && !f.mounts.has(targetOf(f, n)));
+    apply(_, changes): Step[] {
+      const steps: Step[] = [...standin.steps(changes)];
+      const decided = (what: StandinChange['do']) =>
+        changes.flatMap((c) => (c.data && 'do' in c.data && c.data.do === what ? [c.data] : []));
+      const create = decided('placeholder');
       if (create.length) {
-        const body = create.map((n) => placeholderScript(targetOf(f, n), shq(f.fleetLibs.get(n) ?? '644'))).join('\n');
+        const body = create.map((c) => placeholderScript(c.target, shq(c.mode ?? '644'))).join('\n');
         steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
       }
       const S = shq(standinPath);
-      const binds = names(f).map((n) => {
-        const t = shq(targetOf(f, n));
-        if (f.bound.has(n)) return f.mounts.get(targetOf(f, n))?.options.includes('ro') ? '' : `mount -o remount,bind,ro ${t}`;
-        // Only over a placeholder (or a stale bind): a real library at a GPU target is left alone, and this host fails.
-        const guard = f.mounts.has(targetOf(f, n))
-          ? ''
-          : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${targetOf(f, n)} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
-        return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
-      });
-      if (binds.some(Boolean)) steps.push({ name: 'GPU stand-in binds', script: binds.filter(Boolean).join('\n') });
-      const after = newFstab(f);
-      if (after !== contentText(f.fstab)) {
-        steps.push({
-          name: 'fstab GPU stand-ins',
-          script: atomicWriteScript({
-            path: fstabFile,
-            content: Buffer.from(after),
-            expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
-            backup: true,
-          }),
-        });
-      }
+      const binds = [
+        ...decided('bind').map((c) => {
+          const t = shq(c.target);
+          // Only over a placeholder (or a stale bind): a real library at a GPU target is left alone, and this host fails.
+          const guard = c.overMount
+            ? ''
+            : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
+          return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
+        }),
+        ...decided('remount').map((c) => `mount -o remount,bind,ro ${shq(c.target)}`),
+      ];
+      if (binds.length) steps.push({ name: 'GPU stand-in binds', script: binds.join('\n') });
+      steps.push(...fstab.steps(changes));
       return steps;
     },
   };

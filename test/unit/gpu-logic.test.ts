@@ -300,10 +300,9 @@ describe('GPU binds diff', () => {
   });
 
   it('waits for the jail locks with the timeout and names the lock on timeout', () => {
-    const steps = gpuBinds({ jail: '/mnt/jail', lockTimeout: 7 }).apply(
-      facts([{ ...lib, targetKind: 'absent', bound: false, mounted: false, cached: false }]),
-      [],
-    );
+    const b = gpuBinds({ jail: '/mnt/jail', lockTimeout: 7 });
+    const f = facts([{ ...lib, targetKind: 'absent', bound: false, mounted: false, cached: false }]);
+    const steps = b.apply(f, b.diff(f));
     const byName = Object.fromEntries(steps.map((s) => [s.name, s.script]));
     expect(byName['GPU placeholders']).toContain('flock -w 7 -E 75 /mnt/jail/etc/complement_jail_gpu_placeholders.lock');
     expect(byName['jail ld.so.cache']).toContain('flock -w 7 -E 75 /mnt/jail/etc/complement_jail_ldconfig.lock');
@@ -384,6 +383,21 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
       [`remount ${lib(ml)} read-only`],
     ],
   ])('%s', (_, f, want) => expect(r.diff(f).map((c) => c.summary)).toEqual(want));
+
+  it('applies exactly what diff decided: placeholders under the lock, binds guarded against real libraries', () => {
+    const f = facts({
+      fleetLibs: new Map([[ml, '755']]),
+      mounts: new Map([[lib('libcuda.so.1'), ro]]),
+      placeholders: new Map([['libcuda.so.1', 0]]),
+    });
+    const steps = Object.fromEntries(r.apply(f, r.diff(f)).map((s) => [s.name, s.script]));
+    expect(Object.keys(steps)).toEqual(['GPU placeholders', 'GPU stand-in binds', 'fstab GPU stand-ins']);
+    expect(steps['GPU placeholders']).toContain('/mnt/jail/etc/complement_jail_gpu_placeholders.lock');
+    expect(steps['GPU placeholders']).toContain(`chmod 755 -- ${lib(ml)}`);
+    expect(steps['GPU stand-in binds']).toContain(`is not a placeholder`);
+    // a name already mounted (a stale bind) is bound over without the size guard
+    expect(steps['GPU stand-in binds'].split('\n').filter((l) => l.includes('stat -c %s'))).toHaveLength(1);
+  });
 
   it('refuses an architecture it has no stand-in for', () =>
     expect(() => r.diff(facts({ arch: 'ppc64le' }))).toThrow(/no stand-in library for ppc64le/));
