@@ -155,8 +155,12 @@ fi`;
       const want = standinOf(f);
       if (f.standin.type !== 'absent' && f.standin.type !== 'file') throw new Refusal(`${standinPath} is a ${f.standin.type}, not a file`);
       const text = `write the GPU stand-in library ${standinPath} (${want.length} bytes, ELF ${f.arch})`;
-      const changes: Change<StandinChange | FileWrite>[] = [...standin.changes(f, want, { create: text, update: text, hideDiff: true })];
-      for (const n of names(f)) {
+      const all = names(f);
+      // Written only where there is something to cover (a jail without GPU nodes needs none).
+      const changes: Change<StandinChange | FileWrite>[] = all.length
+        ? [...standin.changes(f, want, { create: text, update: text, hideDiff: true })]
+        : [];
+      for (const n of all) {
         const target = targetOf(f, n);
         if (f.bound.has(n)) {
           if (!f.mounts.get(target)?.options.includes('ro'))

@@ -374,9 +374,13 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
     ],
     [
       'the stand-in missing on this host',
-      facts({ standin: absent }),
-      [`write the GPU stand-in library ${S} (${standinLibrary('x86_64')!.length} bytes, ELF x86_64)`],
+      facts({ standin: absent, placeholders: new Map([[ml, 26]]), fstab: fileWith(block([ml])) }),
+      [
+        `write the GPU stand-in library ${S} (${standinLibrary('x86_64')!.length} bytes, ELF x86_64)`,
+        `bind the stand-in ${S} → ${lib(ml)} (ro)`,
+      ],
     ],
+    ['nothing to cover: no stand-in written', facts({ standin: absent }), []],
     [
       'bound read-write',
       facts({ bound: new Set([ml]), mounts: new Map([[lib(ml), { ...ro, options: ['rw'] }]]), fstab: fileWith(block([ml])) }),
