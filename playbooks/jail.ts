@@ -133,7 +133,8 @@ export function jailResources(host: HostContext): Resource[] {
         searchDirs: host.var<string[] | undefined>('jail_gpu_dirs', undefined),
         patterns: host.var<string[] | undefined>('jail_gpu_patterns', undefined),
         caps,
-        tags: ['jail-gpu'],
+        // every tag of the jail's resources: whichever of them a run selects, the check gates them
+        tags: ['jail-gpu', 'jail-root', 'jail-submounts', 'jail-local'],
       })
     : undefined;
   const gate = driver ? [driver.id] : [];

@@ -55,6 +55,16 @@ describe('jail playbook', () => {
     expect(standins.dependsOn).toEqual(['mount:/mnt/jail']);
   });
 
+  it('the driver check is selected with any of the jail tags (a gate left out would count as satisfied)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-jailpb-'));
+    const file = join(dir, 'hosts.yaml');
+    writeFileSync(file, 'all:\n  children:\n    jail:\n      vars: { jail_source: nfs:/j }\n      hosts: { gpu1: {} }\n');
+    for (const tag of ['jail-root', 'jail-local', 'jail-gpu']) {
+      const [p] = prepare(loadInventory(file), [jail], { tags: [tag] });
+      expect(p.hosts[0].resources.map((r) => r.id)).toContain('gpu-driver:/mnt/jail');
+    }
+  });
+
   it('the driver check and the binds share one probe part (run once per host)', () => {
     const gpu = build('        jail_source: nfs:/j').byHost.gpu1;
     const driver = gpu.find((r) => r.id === 'gpu-driver:/mnt/jail')!.probe() as string[];
