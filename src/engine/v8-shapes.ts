@@ -54,6 +54,8 @@ export function uniformResource(r: Resource): Resource {
     after: r.after,
     verifiable: r.verifiable,
     files: r.files,
+    fleet: r.fleet,
+    useFleet: r.useFleet,
     probe: r.probe,
     parse: r.parse,
     diff: r.diff,
