@@ -209,11 +209,12 @@ describe('disk selection from inventory vars', () => {
     if (Object.keys(vars).length) expect(e.message).toMatch(/^inv\.yaml:\d+:5: /m);
   });
 
-  it('per disk: format → mount (dependsOn format) → xattr (dependsOn mount); then io tuning and one udev rule file', () => {
+  it('xfsprogs and attr first; per disk: format (after them) → mount (dependsOn format) → xattr (dependsOn mount); then io tuning and one udev rule file', () => {
     const rs = storageResources(
       hostCtx({ storage_disks: [{ device: '/dev/loop3', name: 'd1', match: { KERNEL: 'loop3' } }, { serial: 'S2' }] }),
     );
     expect(rs.map((r) => r.id)).toEqual([
+      'packages:storage',
       'disk:d1',
       'mount:/ais/d1',
       'xattr:/ais/d1',
@@ -225,6 +226,7 @@ describe('disk selection from inventory vars', () => {
       'udev-rules:/etc/udev/rules.d/60-racksmith-io.rules',
     ]);
     const byId = new Map(rs.map((r) => [r.id, r]));
+    expect(byId.get('disk:d1')!.after).toEqual(['packages:storage']);
     expect(byId.get('mount:/ais/d1')!.dependsOn).toEqual(['disk:d1']);
     expect(byId.get('xattr:/ais/d1')!.dependsOn).toEqual(['mount:/ais/d1']);
     expect(byId.get('io:d1')!.dependsOn).toEqual([]);
