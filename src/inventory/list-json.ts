@@ -83,7 +83,7 @@ export function pythonJson(value: unknown, indent = 0): string {
     case 'number':
       if (Number.isNaN(value)) return 'NaN';
       if (!Number.isFinite(value)) return value > 0 ? 'Infinity' : '-Infinity';
-      return String(value);
+      return Object.is(value, -0) ? '-0.0' : String(value); // only a float is negative zero
     case 'string':
       return JSON.stringify(value);
   }
