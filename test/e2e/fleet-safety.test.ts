@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { changedResources, provision, recaps, repoRoot, writeInventory } from './helpers.ts';
 
 const ALL = Array.from({ length: 10 }, (_, i) => `tb${i + 1}`);
@@ -168,19 +168,35 @@ describe('interruptions and slow hosts', () => {
 });
 
 describe('secrets', () => {
-  // The two ways to mark a secret: a YAML tag in the inventory, a {"secret": ...} wrapper in a
-  // JSON host_vars file (JSON has no tags).
+  // The ways to mark a secret: a YAML tag in the inventory, a {"secret": ...} wrapper in a
+  // JSON host_vars file (JSON has no tags), and a value encrypted with ansible-vault.
   it.each([
     [
       'a !secret value in the inventory',
-      (inv: string, value: string) =>
-        writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`)),
+      (inv: string, value: string): string[] => {
+        writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`));
+        return [];
+      },
     ],
     [
       'a {"secret": ...} value in a JSON host_vars file',
-      (inv: string, value: string) => {
+      (inv: string, value: string): string[] => {
         mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
         writeFileSync(join(dirname(inv), 'host_vars', 'tb7.json'), JSON.stringify({ fx_secret: { secret: value } }));
+        return [];
+      },
+    ],
+    [
+      'an ansible-vault encrypt_string value in host_vars',
+      (inv: string, value: string): string[] => {
+        const pw = join(dirname(inv), 'vault-pw');
+        writeFileSync(pw, 'vault-password-' + sha(value).slice(0, 8) + '\n');
+        const enc = execFileSync('ansible-vault', ['encrypt_string', '--vault-password-file', pw, '--name', 'fx_secret', value], {
+          encoding: 'utf8',
+        });
+        mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
+        writeFileSync(join(dirname(inv), 'host_vars', 'tb7.yml'), enc);
+        return ['--vault-password-file', pw];
       },
     ],
   ])('%s reaches the host but never stdout, stderr, the plan or the journal', async (_, mark) => {
@@ -188,11 +204,25 @@ describe('secrets', () => {
     const value = 'S3cr3t-v4lue-' + Math.random().toString(36).slice(2);
     const dir = tmp();
     const inv = join(dir, 'inv.yaml');
-    writeFileSync(inv, readFileSync(writeInventory({ hosts: ['tb7'] }), 'utf8'));
-    mark(inv, value);
+    writeFileSync(inv, readFileSync(writeInventory({ hosts: ['tb7'], format: 'yaml' }), 'utf8')); // edited as YAML text below
+    const extra = mark(inv, value);
     const plan = join(dir, 'p.plan');
     const journal = join(dir, 'j.ndjson');
-    const check = await provision([PB, '-i', inv, '--check', '--diff', '-v', '-v', '--json', '--plan-out', plan, '--journal', journal]);
+    const check = await provision([
+      PB,
+      '-i',
+      inv,
+      ...extra,
+      '--check',
+      '--diff',
+      '-v',
+      '-v',
+      '--json',
+      '--plan-out',
+      plan,
+      '--journal',
+      journal,
+    ]);
     expect(check.code, check.stderr).toBe(2);
     const apply = await provision(['apply', plan, '--json', '-D', '--journal', journal]);
     expect(apply.code, apply.stderr).toBe(0);
