@@ -92,7 +92,7 @@ export function readIni(file: string, text: string, inv: InventoryBuilder, hooks
       try {
         ({ names, port } = expandHostPattern(pattern));
       } catch (e) {
-        return fail((e as Error).message, col(toks[0]));
+        return fail(printable((e as Error).message), col(toks[0]));
       }
       if (names.some((n) => n.trim() === '---')) fail(`invalid host pattern '---': this looks like a YAML file`, col(toks[0]));
       const vars: IniVar[] = [];

@@ -68,7 +68,7 @@ export function readYamlInventory(src: YamlSource, inv: InventoryBuilder, hooks:
           try {
             ({ names, port } = expandHostPattern(pattern));
           } catch (e) {
-            throw new InputError((e as Error).message, keyPos);
+            throw new InputError(printable((e as Error).message), keyPos);
           }
           const hv = section[pattern] ?? {};
           if (!isObj(hv))

@@ -88,6 +88,11 @@ export class YamlSource {
   }
 
   private static library(file: string, text: string, o: ParseOptions, f: Flags): YamlSource {
+    // Deep flow nesting costs the library (and what walks its result) far more than its size:
+    // refused before it is parsed.
+    const deepAt = flowTooDeep(text);
+    if (deepAt !== undefined)
+      throw new InputError(`YAML: nested more than ${MAX_DEPTH} levels deep`, { file, ...lineCounterOf(text)(deepAt) });
     const { LineCounter, parseDocument } = yamlLib();
     let lines = new LineCounter();
     const options = {
@@ -468,6 +473,26 @@ function hasDuplicateKey(doc: Document.Parsed): boolean {
     },
   });
   return dup;
+}
+
+/**
+ * The offset of the first `[` or `{` nested deeper than MAX_DEPTH, counted outside quoted
+ * scalars and comments (a conservative count: anything it finds is certainly too deep).
+ */
+function flowTooDeep(text: string): number | undefined {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */ || c === 39 /* ' */) {
+      const q = c;
+      for (i++; i < text.length && text.charCodeAt(i) !== q; i++) if (q === 34 && text.charCodeAt(i) === 92) i++;
+    } else if (c === 35 /* # */ && (i === 0 || text[i - 1] === ' ' || text[i - 1] === '\t' || text[i - 1] === '\n')) {
+      while (i < text.length && text.charCodeAt(i) !== 10) i++;
+    } else if (c === 91 || c === 123) {
+      if (++depth > MAX_DEPTH) return i;
+    } else if ((c === 93 || c === 125) && depth > 0) depth--;
+  }
+  return undefined;
 }
 
 /** The offset of the first node nested deeper than MAX_DEPTH (walked without recursion), if any. */

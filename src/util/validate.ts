@@ -73,6 +73,8 @@ export function lazySchema(schema: object, refs: readonly object[] = []): Valida
     validate.errors = compiled.errors;
     return ok;
   }) as ValidateFunction;
+  // what it checks, known before compiling (HostContext.validate reads the variable names)
+  Object.defineProperty(validate, 'schema', { value: schema });
   return validate;
 }
 
