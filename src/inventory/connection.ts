@@ -67,11 +67,12 @@ export function hostConnection(
   const port = pick('port');
   const timeout = pick('timeoutSeconds');
   const jump = pick('jump');
+  const user = pick('user');
   return {
     kind: kind?.value === 'local' ? 'local' : 'ssh',
     address: String(pick('address')?.value ?? name),
     port: port ? Number(port.value) : undefined,
-    user: pick('user') === undefined ? undefined : String(pick('user')!.value),
+    user: user === undefined ? undefined : String(user.value),
     privateKeyFile: path(pick('privateKeyFile')),
     timeoutSeconds: timeout ? Number(timeout.value) : undefined,
     knownHostsFile: path(pick('knownHostsFile')),

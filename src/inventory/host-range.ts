@@ -46,6 +46,8 @@ export function parseAddress(address: string): { host: string; port?: number } |
 
 /** _expand_hostpattern: the host names of a pattern and the port given with it. */
 export function expandHostPattern(pattern: string): { names: string[]; port?: number } {
+  // without ':' (a port) or '[' (a range) the pattern is the name, address or not
+  if (!pattern.includes(':') && !pattern.includes('[')) return { names: [pattern] };
   const a = parseAddress(pattern);
   const host = a ? a.host : pattern;
   return { names: host.includes('[') ? expandHostRange(host) : [host], port: a?.port };

@@ -8,7 +8,7 @@ import { CONNECTION_VAR_NAMES, hostConnection, templatingError } from './connect
 import { hostNameProblem } from './host-range.ts';
 import { readIni, type IniVar } from './ini-reader.ts';
 import type { Group, Host, Inventory, Vars } from './model.ts';
-import { validateVars } from './schema.ts';
+import { validateHostsVars, validateVars } from './schema.ts';
 import { readScriptJson, isScriptJson } from './script-json.ts';
 import { settle, TEMPLATE } from './values.ts';
 import type { VaultKeyring } from './vault.ts';
@@ -127,9 +127,11 @@ function checkTemplatedConnectionVars(vars: Record<string, unknown>, pos: (k: st
 }
 
 const yamlHooks = {
-  vars(vars: Record<string, unknown>, path: string[], src: YamlSource): Record<string, SourcePos> {
-    checkTemplatedConnectionVars(vars, (k) => src.pos([...path, k]));
-    validateOrThrow(validateVars, vars, src, path);
+  vars(vars: Record<string, unknown>, path: string[], src: YamlSource, checked = false): Record<string, SourcePos> {
+    if (!checked) {
+      checkTemplatedConnectionVars(vars, (k) => src.pos([...path, k]));
+      validateOrThrow(validateVars, vars, src, path);
+    }
     const templates: Record<string, SourcePos> = {};
     for (const k of Object.keys(vars)) {
       const s = settle(vars[k], [...path, k], (p) => src.pos(p), src);
@@ -137,6 +139,14 @@ const yamlHooks = {
       if (s.template) templates[k] = s.template;
     }
     return templates;
+  },
+  checkHosts(hosts: Record<string, unknown>, path: string[], src: YamlSource): boolean {
+    const all = Object.values(hosts);
+    if (!all.every((v) => v === null || (typeof v === 'object' && !Array.isArray(v)))) return false;
+    for (const [h, v] of Object.entries(hosts))
+      if (v) checkTemplatedConnectionVars(v as Record<string, unknown>, (k) => src.pos([...path, h, k]));
+    validateOrThrow(validateHostsVars, hosts, src, path);
+    return true;
   },
   checkGroupName,
   checkHostName,

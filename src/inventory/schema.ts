@@ -43,3 +43,6 @@ export const varsSchema = {
 
 /** Inventory vars sections, host vars, group_vars/ and host_vars/ files and `-e` mappings. */
 export const validateVars = lazySchema(varsSchema);
+
+/** A `hosts:` mapping's host variables, checked in one call (a 1,000-host section: one call, not 1,000). */
+export const validateHostsVars = lazySchema({ type: 'object', additionalProperties: { $ref: 'racksmith/vars' } }, [varsSchema]);

@@ -12,8 +12,13 @@ import type { YamlSource } from './yaml-source.ts';
  * unknown key in a group or a group that is not a mapping is an error, not a warning.
  */
 export interface YamlReaderHooks {
-  /** Check a mapping of variables (names, connection values) and settle its values; returns where templates are, by name. */
-  vars(vars: Record<string, unknown>, path: string[], src: YamlSource): Record<string, SourcePos>;
+  /**
+   * Check a mapping of variables (names, connection values) and settle its values; returns where
+   * templates are, by name. `checked`: the names and types were checked already (checkHosts).
+   */
+  vars(vars: Record<string, unknown>, path: string[], src: YamlSource, checked?: boolean): Record<string, SourcePos>;
+  /** Check every host's variables of a `hosts:` mapping at once; false when it could not (then vars() checks each). */
+  checkHosts(hosts: Record<string, unknown>, path: string[], src: YamlSource): boolean;
   checkGroupName(name: string, pos: SourcePos): void;
   checkHostName(name: string, pos: SourcePos): void;
 }
@@ -60,6 +65,7 @@ export function readYamlInventory(src: YamlSource, inv: InventoryBuilder, hooks:
           inv.addChild(name, child, src.pos([...at, child], true));
         }
       } else {
+        const checked = hooks.checkHosts(section, at, src);
         for (const pattern of src.keys(at, section)) {
           const hpath = [...at, pattern];
           const keyPos = src.pos(hpath, true);
@@ -74,7 +80,7 @@ export function readYamlInventory(src: YamlSource, inv: InventoryBuilder, hooks:
           if (!isObj(hv))
             throw new InputError(`host ${printable(pattern)}: its variables must be a mapping, got ${kind(hv)}`, src.pos(hpath));
           for (const n of names) hooks.checkHostName(n, keyPos);
-          const t = hooks.vars(hv, hpath, src);
+          const t = hooks.vars(hv, hpath, src, checked);
           const entries = src.keys(hpath, hv).map((k) => [k, { value: hv[k], pos: src.pos([...hpath, k]), template: t[k] }] as const);
           for (const n of names) {
             inv.addHost(n, keyPos, name, port !== undefined ? { value: port, pos: keyPos } : undefined);

@@ -36,11 +36,15 @@ export function resolvePlain11(s: string): unknown {
   const c = s.charCodeAt(0);
   // 0-9 + - .
   if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 46) {
+    // two dots (an IPv4 address, a version): no number and no date has them
+    if (s.indexOf('.') !== s.lastIndexOf('.')) return s;
     if (FLOAT.test(s)) return pyFloat(s);
     if (INT.test(s)) return pyInt(s);
     if (c >= 48 && c <= 57 && TIMESTAMP.test(s)) return pyTimestamp(s);
     return s;
   }
+  // every boolean and null word is at most 5 letters (`false`)
+  if (s.length > 5) return s;
   switch (s[0]) {
     case 'y':
     case 'Y':
@@ -89,6 +93,7 @@ export function pyInt(text: string): number | bigint {
   if (v[0] === '+' || v[0] === '-') v = v.slice(1);
   let n: bigint;
   if (v === '0') return 0;
+  if (v.length < 16 && v[0] !== '0' && !v.includes(':')) return Number(text.replace(/_/g, '')); // decimal, exact as a number
   if (v === '' || v === '0b' || v === '0x') throw new Yaml11Error(`'${text}' is not a number`);
   if (v.startsWith('0b')) n = BigInt(v);
   else if (v.startsWith('0x')) n = BigInt(v);
