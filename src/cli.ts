@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -6,7 +6,8 @@ import { parseExtraVars } from './inventory/extra-vars.ts';
 import { loadInventory } from './inventory/load.ts';
 import { execute, prepare, type PreparedPlay, type RunEvent } from './engine/index.ts';
 import type { Playbook } from './contract/playbook.ts';
-import { checkPlan, makePlan, parseDuration, plannedFrom, playbookFingerprint, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
+import { checkPlan, makePlan, parseDuration, plannedFrom, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
+import { codeHashes, type CodeHashes } from './plan/code.ts';
 import { defaultJournalPath, hostsToResume, journalSink } from './output/journal.ts';
 import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
@@ -205,7 +206,8 @@ interface Loaded {
   opts: CliOptions;
   inventory: Inventory;
   prepared: PreparedPlay[];
-  playbookFingerprint: string;
+  /** The code the playbooks run (for saved plans): hashed while loading them, only when a plan is made or applied. */
+  code?: CodeHashes;
   /** --list-hosts: the hosts, nothing prepared. */
   listed?: string[];
 }
@@ -225,7 +227,13 @@ async function keyring(o: VaultOptions): Promise<VaultKeyring | undefined> {
 }
 
 /** Everything up to the first connection: parse, load, validate, build every resource. */
-async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit?: string[], baseDir?: string): Promise<Loaded | 'help'> {
+async function load(
+  argv: string[],
+  importPlaybook: PlaybookImporter,
+  extraLimit?: string[],
+  baseDir?: string,
+  forPlan = false,
+): Promise<Loaded | 'help'> {
   const opts = parseCli(argv);
   if (opts === 'help') return 'help';
   // A plan's paths are relative to where it was made.
@@ -238,13 +246,7 @@ async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
   if (opts.listHosts) {
     const names = new Set(prepareHostsOnly(inventory, playbooks, opts.limit));
-    return {
-      opts,
-      inventory,
-      prepared: [],
-      playbookFingerprint: '',
-      listed: inventory.hosts.map((h) => h.name).filter((n) => names.has(n)),
-    };
+    return { opts, inventory, prepared: [], listed: inventory.hosts.map((h) => h.name).filter((n) => names.has(n)) };
   }
   let limit = opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
@@ -259,7 +261,8 @@ async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
-  return { opts, inventory, prepared, playbookFingerprint: playbookFingerprint(files, VERSION) };
+  const code = forPlan || opts.planOut !== undefined ? codeHashes(files, PACKAGE_ROOT) : undefined;
+  return { opts, inventory, prepared, code };
 }
 
 /** The arguments a plan records: the same selection, minus the dry-run switches. */
@@ -278,8 +281,6 @@ function planArgv(argv: string[]): string[] {
   return out;
 }
 
-const VERSION = JSON.parse(readFileSync(resolve(PACKAGE_ROOT, 'package.json'), 'utf8')).version as string;
-
 /** Parse, load, prepare, run. Returns the exit code; never calls process.exit itself. */
 export async function run(
   argv: string[],
@@ -292,9 +293,9 @@ export async function run(
     if (argv[0] === 'inventory') return await inventoryCommand(argv.slice(1), out);
     if (argv[0] === 'apply') {
       const { plan, file, rest } = parseApply(argv.slice(1));
-      const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd);
+      const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd, true);
       if (l === 'help') throw new InputError('apply takes a plan file, not --help');
-      checkPlan(plan, file, { inventory: l.inventory, playbookFingerprint: l.playbookFingerprint, maxAgeMs: l.opts.maxPlanAgeMs });
+      checkPlan(plan, file, { inventory: l.inventory, code: l.code!, maxAgeMs: l.opts.maxPlanAgeMs });
       planned = plannedFrom(plan);
       loaded = l;
     } else {
@@ -367,7 +368,7 @@ export async function run(
           argv: planArgv(argv),
           cwd: process.cwd(),
           inventory: loaded.inventory,
-          playbookFingerprint: loaded.playbookFingerprint,
+          code: loaded.code!,
           outcome,
         }),
       );
