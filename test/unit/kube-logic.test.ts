@@ -869,9 +869,17 @@ describe('plan-time checks of issue #23: MetalLB pools for AIS external access, 
   });
 
   it('AIS targets default to the inventory hosts in storage', () => {
-    const mk = (name: string, groups: string[]): Host => ({ name, vars: {}, varSources: {}, groups, pos: { file: 'inv.yaml' } });
+    const mk = (name: string, groups: string[], vars: Record<string, unknown> = {}): Host => ({
+      name,
+      vars,
+      varSources: {},
+      templated: {},
+      groups,
+      connection: { kind: 'ssh', address: name },
+      pos: { file: 'inv.yaml' },
+    });
     const vars = { ...ok, ...pools(['10.0.0.1-10.0.0.2']), ais_external_lb: true };
-    const host: Host = { name: 'cp', vars, varSources: {}, groups: ['all'], pos: { file: 'inv.yaml' } };
+    const host = mk('cp', ['all'], vars);
     const all = [host, mk('s1', ['all', 'storage']), mk('s2', ['all', 'storage'])];
     expect(() => kubeSettings(new HostContext(host, all))).toThrow(/2 targets \+ 1 = 3/);
   });
