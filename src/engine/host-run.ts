@@ -5,6 +5,7 @@ import { factsHash } from './facts-hash.ts';
 import { ProbeSet, sameParts } from './probe-set.ts';
 import type { ProbeText } from '../contract/probe.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
+import { applyLockScript, LOCK_WAITED, type ApplyLockOptions } from './apply-lock.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -33,6 +34,8 @@ export interface HostRunOptions {
   hashFacts?: boolean;
   /** Around every exec that applies steps (the caller tracks whether prefetched facts still hold). */
   onApply?: (phase: 'start' | 'end') => void;
+  /** Take the host's apply lock in every exec that applies steps (apply-lock.ts). */
+  lock?: ApplyLockOptions;
 }
 
 export interface PlannedResource {
@@ -54,6 +57,8 @@ export interface HostRunResult {
   lostConnection?: string;
   /** Saved-plan mode: resources whose facts moved since the plan (the host was refused). */
   drift?: Array<{ id: string; now: string[]; planned: string[] }>;
+  /** Another run held the host's apply lock: whom this run waited for (it re-read the host after). */
+  lockWaits?: string[];
 }
 
 /** A resource's probe output as read by its parse: its facts, or why they could not be read. */
@@ -131,6 +136,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     }
   }
 
+  let lockWaits: string[] | undefined;
   for (let wave = 0; wave <= resources.length; wave++) {
     const toApply: State[] = [];
     const deferred: State[] = [];
@@ -143,15 +149,43 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       failUnfinished(o, states, 'interrupted before this change was applied');
       break;
     }
-    const lost = await applyWave(conn, o, factHashes, toApply, deferred);
-    if (lost !== undefined) {
-      failUnfinished(o, states, lost);
-      return { results: collect(states), factHashes, lostConnection: lost };
+    const res = await applyWave(conn, o, factHashes, toApply, deferred);
+    if (res?.lost !== undefined) {
+      failUnfinished(o, states, res.lost);
+      return { results: collect(states), factHashes, lostConnection: res.lost, lockWaits };
+    }
+    if (res?.lockFailed !== undefined) {
+      failUnfinished(o, states, `not applied: ${res.lockFailed}`);
+      return { results: collect(states), factHashes, lockWaits };
     }
     for (const s of states) s.predictedFiles = undefined; // the re-probe superseded every prediction
+    if (res?.lockWaited !== undefined) {
+      // Nothing was applied: what this run read came before the other run's changes. Read again.
+      (lockWaits ??= []).push(res.lockWaited);
+      const lost = lockWaits.length > 3 ? 'the apply lock was lost to other runs 4 times' : await reprobe(conn, o, factHashes, states);
+      if (lost !== undefined) {
+        failUnfinished(o, states, lost);
+        return { results: collect(states), factHashes, lostConnection: lockWaits.length > 3 ? undefined : lost, lockWaits };
+      }
+      wave--; // this wave changed nothing
+    }
   }
   failUnfinished(o, states, 'not converged: dependency cycle');
-  return { results: collect(states), factHashes };
+  return { results: collect(states), factHashes, lockWaits };
+}
+
+/** Probe the undecided resources again (after waiting for the apply lock); why the exec failed, if it did. */
+async function reprobe(conn: Connection, o: HostRunOptions, factHashes: Map<string, string>, states: State[]): Promise<string | undefined> {
+  const open = states.filter((s) => !s.result);
+  const sections: Section[] = [];
+  const set = new ProbeSet(
+    sections,
+    open.map((s) => probeOf(s.r)),
+  );
+  const out = await execSections(conn, sections);
+  if (typeof out === 'string') return out;
+  open.forEach((s, i) => ingestAnswer(o, factHashes, s, readAnswer(s.r, set.output(out, i))));
+  return undefined;
 }
 
 /**
@@ -219,15 +253,26 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
   }
 }
 
-/** Apply `toApply`'s steps and re-probe in one exec; returns why the connection was lost, if it was. */
+/** What became of an apply wave other than its results: the connection was lost, or the apply lock was not held. */
+interface WaveTrouble {
+  lost?: string;
+  /** The lock was taken only after another run let it go (named here): nothing ran. */
+  lockWaited?: string;
+  /** The lock could not be taken (another run holds it): nothing ran. */
+  lockFailed?: string;
+}
+
+/** Apply `toApply`'s steps and re-probe in one exec (behind the apply lock when asked). */
 async function applyWave(
   conn: Connection,
   o: HostRunOptions,
   factHashes: Map<string, string>,
   toApply: State[],
   deferred: State[],
-): Promise<string | undefined> {
+): Promise<WaveTrouble | undefined> {
   const sections: Section[] = [];
+  // The lock first: when it is not held as it should be, the script ends before any step.
+  if (o.lock) sections.push({ kind: 'step', stop: true, body: applyLockScript(o.lock, conn) });
   for (const s of toApply) {
     s.steps = s.r.apply(s.facts, s.changes!);
     for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
@@ -239,9 +284,17 @@ async function applyWave(
   );
   o.onApply?.('start');
   const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
-  if (typeof out === 'string') return out;
+  if (typeof out === 'string') return { lost: out };
+  if (o.lock) {
+    const lock = out[0];
+    if (lock.code === LOCK_WAITED) return { lockWaited: lock.stdout.trim().replace(/^waited for run /, '') || 'another run' };
+    if (lock.code !== 0) {
+      const why = (lock.stderr || lock.stdout).trim();
+      return { lockFailed: why || (lock.code === null ? 'the apply lock step did not run' : `the apply lock step exited ${lock.code}`) };
+    }
+  }
   // Attribute step outcomes to their resources.
-  let k = 0;
+  let k = o.lock ? 1 : 0;
   for (const s of toApply) {
     // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
     let under = s.stacked;

@@ -11,6 +11,8 @@ import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withRetry } from '../connection/retry.ts';
+import { newRunId } from './apply-lock.ts';
+import { hostname } from 'node:os';
 
 export interface RunSelection {
   limit?: string;
@@ -165,6 +167,10 @@ export interface ExecuteOptions extends ConnectOptions {
   signal?: AbortSignal;
   /** Give up on a host after this long (its connection is closed; it counts as unreachable). */
   hostTimeoutMs?: number;
+  /** How long an apply waits for another run's lock on a host (apply-lock.ts; default 300 s). */
+  lockTimeoutSec?: number;
+  /** Who this run is in the hosts' apply locks (default: controller host, pid, start time). */
+  runId?: string;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
 }
@@ -183,6 +189,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const results: ResourceResult[] = [];
   const factHashes = new Map<string, Map<string, Map<string, string>>>();
   const connector = o.connector ?? connect;
+  // Changes take each host's apply lock; check mode changes nothing and never takes it.
+  const lock = o.check
+    ? undefined
+    : { runId: o.runId ?? newRunId(hostname(), process.pid, new Date(t0)), timeoutSec: o.lockTimeoutSec ?? 300 };
   const recapOf = (host: string) => {
     let r = recaps.get(host);
     if (!r) {
@@ -276,6 +286,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       check: o.check,
       planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
       signal: o.signal,
+      lock,
       onResult,
     }).finally(() => clearTimeout(timer));
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
@@ -283,6 +294,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
+    if (res.lockWaits) recap.lockWaits = [...(recap.lockWaits ?? []), ...res.lockWaits];
     if (res.lostConnection || timedOut) {
       recap.unreachable = true;
       recap.error = timedOut ? `timed out after ${o.hostTimeoutMs! / 1000}s` : res.lostConnection;

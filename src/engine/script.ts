@@ -9,6 +9,8 @@ export interface Section {
   kind: 'probe' | 'step' | 'define';
   /** Apply steps of one resource share a group: after a failed step the group's later steps are skipped. */
   group?: string;
+  /** A gate (the apply lock): when it fails, the script ends there and no later section runs. */
+  stop?: boolean;
   body: string;
 }
 
@@ -58,6 +60,7 @@ export function scriptBody(sections: readonly Section[]): string {
     } else {
       lines.push(...run);
     }
+    if (s.stop) lines.push('[ "$rs_rc" = 0 ] || exit 0');
   });
   return lines.join('\n');
 }
