@@ -1,16 +1,26 @@
-// Module resolve hook (see prebuilt.mjs): while the CLI runs from dist/, a TypeScript playbook's
-// import of one of racksmith's sources resolves to its built module in dist/.
+// Module resolve hook for users' TypeScript playbooks (see prebuilt.mjs). A playbook's
+// `import ... from 'racksmith'` resolves to the running CLI's own public API, wherever the playbook
+// lives (its own node_modules need not hold racksmith); and while the CLI runs from dist/, an
+// import of one of racksmith's sources (../src/x.ts) resolves to its built module: one copy of
+// every module, whichever way a playbook names it.
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { prebuiltFor } from './prebuilt.mjs';
 
 let root;
+let dist;
 export function initialize(data) {
   root = data.root;
+  dist = data.dist;
 }
 
 export async function resolve(specifier, context, next) {
+  if (specifier === 'racksmith') {
+    const url = pathToFileURL(join(root, dist ? 'dist/src/index.js' : 'src/index.ts')).href;
+    return next(url, context);
+  }
   const r = await next(specifier, context);
-  if (!r.url.startsWith('file:') || !r.url.endsWith('.ts')) return r;
+  if (!dist || !r.url.startsWith('file:') || !r.url.endsWith('.ts')) return r;
   const built = prebuiltFor(root, fileURLToPath(r.url));
   return built ? { ...r, url: pathToFileURL(built).href, format: 'module' } : r;
 }

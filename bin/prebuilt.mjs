@@ -69,7 +69,7 @@ export function prebuiltPlaybookImporter(root) {
       register();
       // registered after tsx, so it runs first and sees tsx's resolution
       const { register: registerHooks } = await import('node:module');
-      registerHooks('./prebuilt-hooks.mjs', import.meta.url, { data: { root } });
+      registerHooks('./prebuilt-hooks.mjs', import.meta.url, { data: { root, dist: true } });
     })();
     await tsx;
     return import(pathToFileURL(file).href);

@@ -12,6 +12,9 @@ if (prebuiltIsCurrent(root)) {
 } else {
   const { register } = await import('tsx/esm/api');
   register();
+  // (after tsx: a playbook's `import ... from 'racksmith'` is these sources too)
+  const { register: registerHooks } = await import('node:module');
+  registerHooks('./prebuilt-hooks.mjs', import.meta.url, { data: { root, dist: false } });
   const { main } = await import('../src/cli.ts');
   await main(process.argv.slice(2));
 }

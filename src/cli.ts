@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -6,7 +6,8 @@ import { parseExtraVars } from './inventory/extra-vars.ts';
 import { loadInventory } from './inventory/load.ts';
 import { execute, prepare, type PreparedPlay, type RunEvent } from './engine/index.ts';
 import type { Playbook } from './contract/playbook.ts';
-import { checkPlan, makePlan, parseDuration, plannedFrom, playbookFingerprint, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
+import { checkPlan, makePlan, parseDuration, plannedFrom, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
+import { codeHashes, type CodeHashes } from './plan/code.ts';
 import { defaultJournalPath, hostsToResume, journalSink } from './output/journal.ts';
 import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
@@ -197,11 +198,18 @@ interface Loaded {
   opts: CliOptions;
   inventory: Inventory;
   prepared: PreparedPlay[];
-  playbookFingerprint: string;
+  /** The code the playbooks run (for saved plans): hashed while loading them, only when a plan is made or applied. */
+  code?: CodeHashes;
 }
 
 /** Everything up to the first connection: parse, load, validate, build every resource. */
-async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit?: string[], baseDir?: string): Promise<Loaded | 'help'> {
+async function load(
+  argv: string[],
+  importPlaybook: PlaybookImporter,
+  extraLimit?: string[],
+  baseDir?: string,
+  forPlan = false,
+): Promise<Loaded | 'help'> {
   const opts = parseCli(argv);
   if (opts === 'help') return 'help';
   // A plan's paths are relative to where it was made.
@@ -224,7 +232,8 @@ async function load(argv: string[], importPlaybook: PlaybookImporter, extraLimit
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
-  return { opts, inventory, prepared, playbookFingerprint: playbookFingerprint(files, VERSION) };
+  const code = forPlan || opts.planOut !== undefined ? codeHashes(files, PACKAGE_ROOT) : undefined;
+  return { opts, inventory, prepared, code };
 }
 
 /** The arguments a plan records: the same selection, minus the dry-run switches. */
@@ -243,8 +252,6 @@ function planArgv(argv: string[]): string[] {
   return out;
 }
 
-const VERSION = JSON.parse(readFileSync(resolve(PACKAGE_ROOT, 'package.json'), 'utf8')).version as string;
-
 /** Parse, load, prepare, run. Returns the exit code; never calls process.exit itself. */
 export async function run(
   argv: string[],
@@ -256,9 +263,9 @@ export async function run(
   try {
     if (argv[0] === 'apply') {
       const { plan, file, rest } = parseApply(argv.slice(1));
-      const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd);
+      const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd, true);
       if (l === 'help') throw new InputError('apply takes a plan file, not --help');
-      checkPlan(plan, file, { inventory: l.inventory, playbookFingerprint: l.playbookFingerprint, maxAgeMs: l.opts.maxPlanAgeMs });
+      checkPlan(plan, file, { inventory: l.inventory, code: l.code!, maxAgeMs: l.opts.maxPlanAgeMs });
       planned = plannedFrom(plan);
       loaded = l;
     } else {
@@ -328,7 +335,7 @@ export async function run(
           argv: planArgv(argv),
           cwd: process.cwd(),
           inventory: loaded.inventory,
-          playbookFingerprint: loaded.playbookFingerprint,
+          code: loaded.code!,
           outcome,
         }),
       );

@@ -7,17 +7,22 @@ import { randomBytes } from 'node:crypto';
 /**
  * Probe work that many resources ask of a host, each for its own argument (a path): the engine
  * runs it once per script for all arguments (one `find` for every file instead of one per file).
+ * `A` is the type of one argument's answer, as the asking resources' parse reads it.
  */
-export interface ProbeBatch {
+export interface ProbeBatch<A = string> {
   /** Shell answering for all of these arguments at once. */
   script(args: readonly string[]): string;
-  /** Each argument's answer (in `args` order), as the asking resource's parse expects it. */
-  split(stdout: string, args: readonly string[]): string[];
+  /**
+   * Each argument's answer, in `args` order. Answers are facts (read-only once made); an answer
+   * equal to the last one given for the same argument may be that very object, which lets hosts
+   * that answer alike share one parse.
+   */
+  split(stdout: string, args: readonly string[]): A[];
 }
 
 /** One argument of a batch, as a part of a resource's probe. */
-export interface BatchPart {
-  batch: ProbeBatch;
+export interface BatchPart<A = string> {
+  batch: ProbeBatch<A>;
   arg: string;
 }
 
@@ -30,7 +35,7 @@ export interface DefinePart {
   define: string;
 }
 
-export type ProbePart = string | BatchPart | DefinePart;
+export type ProbePart = string | BatchPart<unknown> | DefinePart;
 
 export function define(body: string): DefinePart {
   return { define: body };
@@ -69,3 +74,21 @@ export function inline(body: string): BatchPart {
 
 /** A resource's probe: one shell snippet, or parts whose outputs are joined in order. */
 export type ProbeText = string | readonly ProbePart[];
+
+/**
+ * What a resource's `parse` gets: the answer of each part that answers (define parts do not), in
+ * the probe's order. A plain or inline part answers its stdout; a batch part its batch's answer.
+ */
+export interface ProbeOutput {
+  readonly parts: readonly unknown[];
+  /** The text parts' stdout joined: for a probe of one snippet, simply its stdout. */
+  readonly stdout: string;
+  /** The first non-zero exit code of the probe's sections, else 0. */
+  readonly code: number;
+  readonly stderr: string;
+}
+
+/** A probe's output from its text (tests, a probe run on its own). */
+export function textOutput(stdout: string, code = 0, stderr = ''): ProbeOutput {
+  return { parts: [stdout], stdout, code, stderr };
+}

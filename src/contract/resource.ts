@@ -1,11 +1,16 @@
-import type { ProbeText } from './probe.ts';
+import type { ProbeOutput, ProbeText } from './probe.ts';
 
-/** One difference between desired and actual state, as shown to the user. */
-export interface Change {
+/**
+ * One difference between desired and actual state. `summary` and `diff` are what the user sees
+ * (and what a saved plan records); `data` is what `apply` acts on, typed by the resource: the
+ * decision made once, in `diff`, never computed again. `data` is never shown nor recorded.
+ */
+export interface Change<D = unknown> {
   /** One line: "net.core.somaxconn: 4096 → 65535", "create /etc/x (12 bytes)". */
   summary: string;
   /** Unified diff, for file-like resources. */
   diff?: string;
+  data?: D;
 }
 
 /** A named piece of shell that converges part of a resource. */
@@ -15,71 +20,63 @@ export interface Step {
 }
 
 /**
- * The unit of desired state: probe (shell that prints facts) -> diff (pure) -> apply (shell).
- * `F` is the parsed facts type. Resources never open connections themselves. They are plain
- * objects (no classes): the engine copies their own fields (play tags added, one object shape for
- * every kind).
+ * A file a resource rewrites, as the engine sees it (made by `managedFile`, resources/managed-file.ts).
+ * Two resources that write the same path are ordered by declaration, and the later one is diffed
+ * against the file the earlier one's changes will leave (so both apply in one wave and check mode
+ * shows exact diffs for the second edit too). What "a file's facts" are is the slot's business.
  */
-export interface Resource<F = unknown> {
+export interface FileSlot<F = unknown> {
+  readonly path: string;
+  /** This file's facts after `changes` apply, or undefined when they leave it as probed. */
+  predict(facts: F, changes: readonly Change[]): unknown;
+  /** `facts` with this file's facts replaced by predicted ones (an earlier writer's). */
+  use(facts: F, predicted: unknown): F;
+}
+
+/**
+ * The unit of desired state: probe (shell that prints facts) -> parse -> diff (pure) -> apply
+ * (shell steps). `F` is the facts type, `D` the type of its changes' data. Resources never open
+ * connections, and everything here is a function of the resource's options and its arguments only.
+ * docs/resources.md is the guide to writing one; the engine's own bookkeeping about a resource
+ * (links, predictions, results) lives in the engine, never on this object.
+ */
+export interface Resource<F = unknown, D = unknown> {
   /** Unique on a host, e.g. `file:/etc/sysctl.d/90-net.conf`. */
   readonly id: string;
   readonly kind: string;
   readonly tags: readonly string[];
-  /** Ids of resources whose changes must be applied (and verified) before this one is diffed. */
+  /**
+   * Resources whose changes must be applied (and verified) before this one is probed again and
+   * diffed: its facts depend on them (a mount on the mkfs that makes its UUID).
+   */
   readonly dependsOn: readonly string[];
   /**
-   * Ids of resources that must be applied first, without this one's facts depending on them
-   * (a file after its directory). They share a wave; steps run in declaration order.
+   * Resources whose steps must run first, without this one's facts depending on them (a file
+   * after its directory): the same wave, steps in declaration order.
    */
   readonly after?: readonly string[];
   /**
-   * false for things that cannot be checked afterwards (an unguarded command): they are
-   * reported as "always runs" and not re-probed after applying.
+   * false for things that cannot be checked afterwards (an unguarded command): reported as
+   * "always runs" and not probed again after applying.
    */
   readonly verifiable: boolean;
+  /** The files this resource rewrites (see FileSlot). */
+  readonly files?: readonly FileSlot<F>[];
   /**
-   * Paths this resource rewrites. Two resources that write the same path are ordered (the later
-   * one depends on the earlier), so neither overwrites the other's edit.
-   */
-  readonly writes?: readonly string[];
-  /**
-   * Set by the engine: the earlier resource that writes the same path. This one is diffed
-   * against that one's predicted files, so both apply in one wave and check mode shows exact
-   * diffs for the second edit too.
-   */
-  readonly stacksOn?: string;
-  /**
-   * Set by the engine: earlier resources that write the same paths. They order this one but
-   * never block it: if one fails without writing, this one's own probe of the file still holds
-   * (and its write is compare-and-swap on that probe anyway).
-   */
-  readonly writeAfter?: readonly string[];
-  /** The facts of each path in `writes` after applying `changes` (opaque to the engine). */
-  predictFiles?(facts: F, changes: Change[]): Record<string, unknown>;
-  /** These facts with the given paths' facts replaced by predicted ones. */
-  useFiles?(facts: F, files: Record<string, unknown>): F;
-  /**
-   * POSIX sh that prints the facts; its stdout is handed to `parse`. Must not change anything.
-   * Parts (an array) run as separate sections and their outputs are joined: a part that other
-   * resources of the script share word for word (a file they all read) runs once.
+   * POSIX sh that prints the facts. Must not change anything. Parts (an array) run as separate
+   * sections or batches (contract/probe.ts); a part that other resources share word for word
+   * runs once per script.
    */
   probe(): ProbeText;
   /**
-   * Turn probe output into facts. Throws ProbeError when the host cannot answer. A function of
-   * its arguments only, and the facts are never changed afterwards: hosts whose probe answered
-   * the same (converged hosts mostly do) share one parse.
+   * The facts from the probe's answers. Throws ProbeError when the host cannot answer. Pure:
+   * hosts whose probe answered the same share one parse, and facts are never changed afterwards.
    */
-  parse(stdout: string, exitCode: number, stderr: string): F;
-  /**
-   * The same as `parse` for a probe of several parts, given each part's stdout (in probe order)
-   * instead of them joined: for a resource parsed anew on most hosts (a mount: its lines of the
-   * mount table and the host's fstab differ host by host), no joined copy is built and re-split.
-   */
-  parseParts?(parts: readonly string[], exitCode: number, stderr: string): F;
+  parse(out: ProbeOutput): F;
   /** Pure: what differs. Throws Refusal when converging would be unsafe. */
-  diff(facts: F): Change[];
-  /** Shell steps that converge the host, given the facts and changes from `diff`. */
-  apply(facts: F, changes: Change[]): Step[];
+  diff(facts: F): Change<D>[];
+  /** Shell steps that converge the host, given the facts and the changes `diff` returned. */
+  apply(facts: F, changes: readonly Change<D>[]): Step[];
 }
 
 /** The host's state makes this resource unsafe or impossible to converge (e.g. a disk with data). */

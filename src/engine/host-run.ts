@@ -2,10 +2,11 @@ import type { Connection } from '../connection/types.ts';
 import { Refusal, type Change, type Resource, type Step } from '../contract/resource.ts';
 import { resourceResult, type Outcome, type ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
-import { ProbeSet, sameParts } from './probe-set.ts';
-import type { ProbeText } from '../contract/probe.ts';
+import { ProbeSet, sameParts, type ProbeAnswers } from './probe-set.ts';
+import type { ProbeOutput, ProbeText } from '../contract/probe.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
 import { applyLockScript, LOCK_WAITED, type ApplyLockOptions } from './apply-lock.ts';
+import { listLinks } from './links.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -70,10 +71,10 @@ class Unreadable {
 }
 
 /** Read a probe output into facts (parse is pure: hosts answering alike share one parse). */
-function readAnswer(r: Resource, out: SectionOutput): Answer {
+function readAnswer(r: Resource, out: ProbeAnswers): Answer {
   if (out.code === null) return new Unreadable('probe did not run to completion');
   try {
-    return parseOnce(r, out as SectionOutput & { code: number });
+    return parseOnce(r, out as ProbeAnswers & ProbeOutput);
   } catch (e) {
     return new Unreadable(`probe: ${(e as Error).message}`);
   }
@@ -81,7 +82,7 @@ function readAnswer(r: Resource, out: SectionOutput): Answer {
 
 interface State {
   r: Resource;
-  /** The states of r.dependsOn, r.writeAfter, r.after and r.stacksOn (resolved once). */
+  /** The states of its links (see Links), resolved once. */
   deps: State[];
   writers: State[];
   afters: State[];
@@ -220,19 +221,25 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
       continue;
     }
     const inherited = stacked && stackable(s, stacked) ? stacked.predictedFiles : undefined;
-    if (inherited) s.facts = s.r.useFiles!(s.facts, inherited);
+    // The resource's own code may throw at each stage: it then fails alone (the prediction it
+    // stacks on still holds, so a later writer of the same file stacks on that one).
+    let stage = 'use';
+    let own: Record<string, unknown> | undefined;
     try {
+      if (inherited) s.facts = useFiles(s.r, s.facts, inherited);
+      stage = 'diff';
       s.changes = diffOnce(s.r, s.facts);
+      stage = 'predict';
+      own = s.changes.length && s.r.files ? predictFiles(s.r, s.facts, s.changes) : undefined;
     } catch (e) {
       if (inherited) s.predictedFiles = inherited;
       finishState(o, s, {
         status: 'failed',
         changes: NO_CHANGES,
-        error: e instanceof Refusal ? `refused: ${e.message}` : `diff: ${(e as Error).message}`,
+        error: e instanceof Refusal ? `refused: ${e.message}` : `${stage}: ${(e as Error).message}`,
       });
       continue;
     }
-    const own = s.changes.length && s.r.predictFiles ? s.r.predictFiles(s.facts, s.changes) : undefined;
     if (own || inherited) s.predictedFiles = { ...inherited, ...own };
     const reviewed = o.planned?.get(s.r.id);
     if (reviewed && !reviewed.pending && JSON.stringify(reviewed.changes) !== JSON.stringify(s.changes.map((c) => c.summary))) {
@@ -274,8 +281,22 @@ async function applyWave(
   // The lock first: when it is not held as it should be, the script ends before any step.
   if (o.lock) sections.push({ kind: 'step', stop: true, body: applyLockScript(o.lock, conn) });
   for (const s of toApply) {
-    s.steps = s.r.apply(s.facts, s.changes!);
-    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
+    const failed = wavePredecessorStates(s, toApply).find(notConverged);
+    if (failed) {
+      // (its apply threw or it was skipped itself: it sends no steps, so the script cannot tell)
+      s.steps = NO_STEPS;
+      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${failed.r.id} did not converge` });
+      continue;
+    }
+    try {
+      s.steps = s.r.apply(s.facts, s.changes!);
+    } catch (e) {
+      s.steps = NO_STEPS;
+      finishState(o, s, { status: 'failed', changes: s.changes!, error: `apply: ${(e as Error).message}` });
+      continue;
+    }
+    const skipIf = wavePredecessors(s, toApply);
+    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, skipIf, body: step.script });
   }
   const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
   const reprobeSet = new ProbeSet(
@@ -296,12 +317,12 @@ async function applyWave(
   // Attribute step outcomes to their resources.
   let k = o.lock ? 1 : 0;
   for (const s of toApply) {
-    // The writer whose prediction we built on (through skipped links) failed to write: ours would not fit.
-    let under = s.stacked;
-    while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
-    if (under && toApply.includes(under) && under.result?.status === 'failed') {
+    if (s.result) continue; // decided before the exec: no steps were sent
+    // A predecessor in this wave did not converge: the script skipped this one's steps.
+    const failed = wavePredecessorStates(s, toApply).find(notConverged);
+    if (failed) {
       k += s.steps!.length;
-      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${under.r.id} did not converge` });
+      finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${failed.r.id} did not converge` });
       continue;
     }
     for (const step of s.steps!) {
@@ -340,6 +361,24 @@ async function applyWave(
   return undefined;
 }
 
+/**
+ * The resources of this wave whose failure must skip `s`'s steps: its `after` dependencies, and
+ * the writer whose predicted file it was diffed against (through writers skipped by --tags...).
+ */
+function wavePredecessorStates(s: State, toApply: State[]): State[] {
+  const out: State[] = [];
+  for (const d of s.afters) if (toApply.includes(d)) out.push(d);
+  let under = s.stacked;
+  while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
+  if (under && toApply.includes(under)) out.push(under);
+  return out;
+}
+
+function wavePredecessors(s: State, toApply: State[]): string[] | undefined {
+  const ids = wavePredecessorStates(s, toApply).map((d) => d.r.id);
+  return ids.length ? ids : undefined;
+}
+
 /** Run sections as one script: their outputs, or why the exec failed as a whole. */
 async function execSections(conn: Connection, sections: Section[], body?: string): Promise<SectionOutput[] | string> {
   const { script, marker } = buildScript(sections, body);
@@ -366,6 +405,7 @@ const NONE: State[] = [{} as State];
 NONE.pop();
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
+const NO_STEPS = Object.freeze([]) as unknown as Step[];
 
 /** A host's states of a resource list, dependencies resolved (indexes worked out once per list). */
 function newStates(resources: readonly Resource[]): State[] {
@@ -408,8 +448,17 @@ function statesAt(states: State[], indexes: readonly number[]): State[] {
 // finishState and ingestAnswer are module functions, not closures made per host: V8 optimises
 // (and inlines) one function instead of a closure it meets thousands of times.
 function finishState(o: HostRunOptions, s: State, res: Outcome): void {
+  if (res.changes.length) res.changes = shown(res.changes);
   s.result = resourceResult(o.host, o.play, s.r.id, s.r.kind, res);
   o.onResult(s.result);
+}
+
+/** Changes as shown and recorded: without the data that apply reads (it may hold bytes, or secrets). */
+function shown(changes: Change[]): Change[] {
+  for (const c of changes) {
+    if (c.data !== undefined) return changes.map(({ summary, diff }) => (diff === undefined ? { summary } : { summary, diff }));
+  }
+  return changes;
 }
 
 /** Take a resource's answer: its facts, or it fails with why they could not be read. */
@@ -435,7 +484,24 @@ function afterPending(afters: State[], toApply: State[]): boolean {
 const notConverged = (d: State) => d.result?.status === 'failed' || d.result?.status === 'skipped';
 
 /** A writer of the same file that predicted its result does not make `s` wait: s diffs against it. */
-const stackable = (s: State, d: State) => d === s.stacked && d.predictedFiles !== undefined && !!s.r.useFiles;
+const stackable = (s: State, d: State) => d === s.stacked && d.predictedFiles !== undefined && s.r.files !== undefined;
+
+/** Facts with the files an earlier writer predicted in place of the probed ones. */
+function useFiles(r: Resource, facts: unknown, predicted: Record<string, unknown>): unknown {
+  let f = facts;
+  for (const slot of r.files!) if (slot.path in predicted) f = slot.use(f, predicted[slot.path]);
+  return f;
+}
+
+/** The files `changes` leave, by path (only those they change). */
+function predictFiles(r: Resource, facts: unknown, changes: readonly Change[]): Record<string, unknown> | undefined {
+  let out: Record<string, unknown> | undefined;
+  for (const slot of r.files!) {
+    const p = slot.predict(facts, changes);
+    if (p !== undefined) (out ??= {})[slot.path] = p;
+  }
+  return out;
+}
 
 /** Some of `list` is not decided yet (and `s` cannot diff against its prediction). */
 function anyUndecided(s: State, list: State[]): boolean {
@@ -451,22 +517,16 @@ function firstPending(s: State, list: State[]): State | undefined {
 
 // Each resource's last parse: hosts that share a play's build share its resource objects, and
 // converged hosts mostly answer a probe word for word alike (same file, same sysctl values).
-const lastParse = new WeakMap<Resource, { out: SectionOutput; facts: unknown }>();
+const lastParse = new WeakMap<Resource, { out: ProbeAnswers; facts: unknown }>();
 
 /** `r.parse` of this output, or the facts of the same output parsed just before (parse is pure). */
-function parseOnce(r: Resource, out: SectionOutput & { code: number }): unknown {
+function parseOnce(r: Resource, out: ProbeAnswers & ProbeOutput): unknown {
   const last = lastParse.get(r);
-  if (last && last.out.code === out.code && last.out.stderr === out.stderr && sameStdout(last.out, out)) return last.facts;
-  const facts = out.parts && r.parseParts ? r.parseParts(out.parts, out.code, out.stderr) : r.parse(out.stdout, out.code, out.stderr);
+  if (last && (last.out === out || (last.out.code === out.code && last.out.stderr === out.stderr && sameParts(last.out.parts, out.parts))))
+    return last.facts;
+  const facts = r.parse(out);
   lastParse.set(r, { out, facts });
   return facts;
-}
-
-/** Whether two outputs are the same text: part by part when both come in parts (no joining). */
-function sameStdout(a: SectionOutput, b: SectionOutput): boolean {
-  if (a === b) return true;
-  if (a.parts && b.parts && a.parts.length === b.parts.length) return sameParts(a.parts, b.parts);
-  return a.stdout === b.stdout;
 }
 
 /** The probe exec of some resource lists: its sections, their script (marker aside) and answer split. */
@@ -536,39 +596,6 @@ function collect(states: State[]): ResourceResult[] {
   for (const s of states) if (s.result) out.push(s.result);
   return out;
 }
-
-/**
- * Each resource's dependencies (dependsOn, writeAfter, after, stacksOn) as indexes into its list;
- * every field always set (no link: empty, -1), so that all Links share one object shape.
- */
-interface Links {
-  deps: readonly number[];
-  writers: readonly number[];
-  afters: readonly number[];
-  stacked: number;
-}
-
-// Per resource list: the hosts of a play's build share it, so a fleet resolves ids once.
-const linksOfList = new WeakMap<readonly Resource[], Links[]>();
-
-function listLinks(resources: readonly Resource[]): Links[] {
-  let links = linksOfList.get(resources);
-  if (!links) linksOfList.set(resources, (links = resolveLinks(resources)));
-  return links;
-}
-
-function resolveLinks(resources: readonly Resource[]): Links[] {
-  const byId = new Map(resources.map((r, i) => [r.id, i]));
-  const indexes = (ids: readonly string[] | undefined): readonly number[] => (ids?.length ? ids.map((id) => byId.get(id)!) : NO_LINKS);
-  return resources.map((r): Links => ({
-    deps: indexes(r.dependsOn),
-    writers: indexes(r.writeAfter),
-    afters: indexes(r.after),
-    stacked: r.stacksOn ? (byId.get(r.stacksOn) ?? -1) : -1,
-  }));
-}
-
-const NO_LINKS: readonly number[] = [];
 
 /** Resources whose facts no longer hash to the reviewed value, with what they would change now. */
 function findDrift(states: State[], planned: Map<string, PlannedResource>): NonNullable<HostRunResult['drift']> {

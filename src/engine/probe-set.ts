@@ -1,5 +1,5 @@
 import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
-import type { BatchPart, ProbeBatch, ProbeText } from '../contract/probe.ts';
+import type { BatchPart, ProbeBatch, ProbeOutput, ProbeText } from '../contract/probe.ts';
 
 /**
  * Where a part's answer is: a plain section, or a batch's slot. One object shape for both (batch
@@ -8,7 +8,7 @@ import type { BatchPart, ProbeBatch, ProbeText } from '../contract/probe.ts';
  */
 interface Ref {
   section: number;
-  batch: ProbeBatch | undefined;
+  batch: ProbeBatch<unknown> | undefined;
   slot: number;
 }
 
@@ -19,7 +19,7 @@ interface Ref {
  */
 export class ProbeSet {
   private readonly refs: Ref[][];
-  private readonly batches = new Map<ProbeBatch, { section: number; args: string[]; slots: Map<string, number> }>();
+  private readonly batches = new Map<ProbeBatch<unknown>, { section: number; args: string[]; slots: Map<string, number> }>();
   /**
    * The answers given last, per section's batch slot and per multi-part probe: an answer equal to
    * the last one is given as that very string, and a probe whose parts all are as that very
@@ -27,15 +27,15 @@ export class ProbeSet {
    * mostly answer alike, and the engine compares each answer with the last one parsed: by
    * identity, that costs nothing, and no joined output is built for it.
    */
-  private readonly lastBatch = new Map<number, { stdout: string | undefined; answers: string[] }>();
+  private readonly lastBatch = new Map<number, { stdout: string | undefined; answers: unknown[] }>();
   private readonly lastPlain = new Map<number, string>();
-  private readonly lastJoined = new Map<number, JoinedOutput>();
+  private readonly lastAnswers = new Map<number, ProbeAnswers>();
   /**
    * The batch answers of the exec output read last, per section: a host's probes are read one
    * after the other from its output (a set is shared by the hosts of a play's build), so each
    * batch is split once per output.
    */
-  private splitOf: { outs: readonly SectionOutput[]; answers: Map<number, string[]> } | undefined;
+  private splitOf: { outs: readonly SectionOutput[]; answers: Map<number, unknown[]> } | undefined;
 
   constructor(sections: Section[], probes: readonly ProbeText[]) {
     const seen = new Map<string, number>();
@@ -55,7 +55,7 @@ export class ProbeSet {
   }
 
   /** A part's place in the script: its own section (shared when word for word), or a batch's slot. */
-  private ref(sections: Section[], seen: Map<string, number>, part: string | BatchPart): Ref {
+  private ref(sections: Section[], seen: Map<string, number>, part: string | BatchPart<unknown>): Ref {
     if (typeof part !== 'string') {
       let b = this.batches.get(part.batch);
       if (!b) {
@@ -77,15 +77,13 @@ export class ProbeSet {
     return { section: i, batch: undefined, slot: -1 };
   }
 
-  /** Probe `i`'s output: its parts' stdout joined, the first failing exit code. */
-  output(outs: readonly SectionOutput[], i: number): SectionOutput {
+  /**
+   * Probe `i`'s answers: each part's, the first failing exit code (null when a section did not
+   * run), their stderr. An answer equal to the last one given for this probe is that same object.
+   */
+  output(outs: readonly SectionOutput[], i: number): ProbeAnswers {
     const refs = this.refs[i];
-    if (refs.length === 1) {
-      const r = refs[0];
-      const o = outs[r.section];
-      return { stdout: this.partAnswer(outs, r), stderr: o.stderr, code: o.code };
-    }
-    const parts: string[] = [];
+    const parts: unknown[] = [];
     let stderr = '';
     let didNotRun = false;
     let failed: number | undefined;
@@ -97,15 +95,15 @@ export class ProbeSet {
       else if (o.code !== 0) failed ??= o.code;
     }
     const code = didNotRun ? null : (failed ?? 0);
-    const last = this.lastJoined.get(i);
+    const last = this.lastAnswers.get(i);
     if (last && last.code === code && last.stderr === stderr && sameParts(last.parts, parts)) return last;
-    const out = new JoinedOutput(parts, stderr, code);
-    this.lastJoined.set(i, out);
+    const out = new ProbeAnswers(parts, stderr, code);
+    this.lastAnswers.set(i, out);
     return out;
   }
 
   /** A part's answer: its slot of a batch, or a plain section's stdout. */
-  private partAnswer(outs: readonly SectionOutput[], r: Ref): string {
+  private partAnswer(outs: readonly SectionOutput[], r: Ref): unknown {
     return r.batch !== undefined ? this.answers(outs, r.section, r.batch)[r.slot] : this.plain(outs, r.section);
   }
 
@@ -119,7 +117,7 @@ export class ProbeSet {
   }
 
   /** A batch's answers, split once per script output (see splitOf). */
-  private answers(outs: readonly SectionOutput[], section: number, batch: ProbeBatch): string[] {
+  private answers(outs: readonly SectionOutput[], section: number, batch: ProbeBatch<unknown>): unknown[] {
     if (this.splitOf?.outs !== outs) this.splitOf = { outs, answers: new Map() };
     const split = this.splitOf.answers;
     let a = split.get(section);
@@ -130,7 +128,8 @@ export class ProbeSet {
         a = last.answers; // answered word for word as last time
       else {
         const args = this.batches.get(batch)!.args;
-        a = sameWhereEqual(o.code === null ? args.map(() => '') : batch.split(o.stdout, args), last?.answers);
+        // (a batch that did not run answers nothing: its probes are not parsed)
+        a = sameWhereEqual(o.code === null ? args.map(() => undefined) : batch.split(o.stdout, args), last?.answers);
         this.lastBatch.set(section, { stdout: o.code === null ? undefined : o.stdout, answers: a });
       }
       split.set(section, a);
@@ -140,41 +139,58 @@ export class ProbeSet {
 }
 
 /**
- * A batch's fresh answers, each equal to the last answer in its slot given as that very string.
+ * A batch's fresh answers, each equal (===) to the last answer in its slot given as that very one.
  * Copied into an array built by push: a split makes its answers with map or split, whose arrays
  * have another elements kind once V8 optimises the split than before, and the code reading the
  * answers, optimised on the first kind, would be thrown away at the second.
  */
-function sameWhereEqual(fresh: readonly string[], last: readonly string[] | undefined): string[] {
-  const out: string[] = [];
+function sameWhereEqual(fresh: readonly unknown[], last: readonly unknown[] | undefined): unknown[] {
+  const out: unknown[] = [];
   for (let k = 0; k < fresh.length; k++) out.push(last !== undefined && fresh[k] === last[k] ? last[k] : fresh[k]);
   return out;
 }
 
-/** The same parts, each the very same string or an equal one. */
-export function sameParts(a: readonly string[], b: readonly string[]): boolean {
+/** The same parts, each the very same answer (or an equal string). */
+export function sameParts(a: readonly unknown[], b: readonly unknown[]): boolean {
   if (a.length !== b.length) return false;
   for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return false;
   return true;
 }
 
-/** A multi-part probe's output: its parts, joined only when read whole. */
-class JoinedOutput implements SectionOutput {
+/**
+ * A probe's answers from one exec: a ProbeOutput for the resource's parse once `code` is known not
+ * to be null (null: some section of it did not run). Its text parts are joined only when read.
+ */
+export class ProbeAnswers implements Omit<ProbeOutput, 'code'> {
   private joined: string | undefined;
   constructor(
-    readonly parts: readonly string[],
+    readonly parts: readonly unknown[],
     readonly stderr: string,
     readonly code: number | null,
   ) {}
   get stdout(): string {
-    return (this.joined ??= this.parts.join(''));
+    if (this.joined === undefined) {
+      let s = '';
+      for (const p of this.parts) if (typeof p === 'string') s += p;
+      this.joined = s;
+    }
+    return this.joined;
   }
 }
 
-/** A probe run on its own (tests, profiling): the script, and the resource's output from its stdout. */
-export function standaloneProbe(p: ProbeText): { script: string; output(stdout: string, stderr?: string): SectionOutput } {
+/**
+ * A probe run on its own (tests, profiling): the script, and what the resource's parse gets from
+ * its stdout (`code` -1 when a section did not run).
+ */
+export function standaloneProbe(p: ProbeText): { script: string; output(stdout: string, stderr?: string): ProbeOutput } {
   const sections: Section[] = [];
   const set = new ProbeSet(sections, [p]);
   const { script, marker } = buildScript(sections);
-  return { script, output: (stdout, stderr = '') => set.output(splitOutput(stdout, marker, sections.length, stderr), 0) };
+  return {
+    script,
+    output(stdout, stderr = '') {
+      const a = set.output(splitOutput(stdout, marker, sections.length, stderr), 0);
+      return { parts: a.parts, stdout: a.stdout, stderr: a.stderr, code: a.code ?? -1 };
+    },
+  };
 }

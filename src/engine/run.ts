@@ -82,7 +82,7 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
       ? r
       : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
   );
-  return orderWriters(resources).map(uniformShape);
+  return resources.map(uniformShape);
 }
 
 /**
@@ -99,14 +99,9 @@ function uniformShape(r: Resource): Resource {
     dependsOn: r.dependsOn,
     after: r.after,
     verifiable: r.verifiable,
-    writes: r.writes,
-    stacksOn: r.stacksOn,
-    writeAfter: r.writeAfter,
-    predictFiles: r.predictFiles,
-    useFiles: r.useFiles,
+    files: r.files,
     probe: r.probe,
     parse: r.parse,
-    parseParts: r.parseParts,
     diff: r.diff,
     apply: r.apply,
   };
@@ -126,18 +121,6 @@ function buildResources(play: Play, host: Host, inv: Inventory, memo: PlayMemo):
     if (e instanceof InputError && !e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
     throw e;
   }
-}
-
-/** Resources that rewrite the same path run one after the other, in declaration order. */
-function orderWriters(resources: Resource[]): Resource[] {
-  const lastWriter = new Map<string, string>();
-  return resources.map((r) => {
-    const earlier = [...new Set((r.writes ?? []).map((p) => lastWriter.get(p)).filter((d): d is string => !!d))];
-    for (const p of r.writes ?? []) lastWriter.set(p, r.id);
-    if (earlier.length === 0) return r;
-    // Stacking needs a single predecessor that can predict its result.
-    return { ...r, writeAfter: earlier, stacksOn: earlier.length === 1 ? earlier[0] : undefined };
-  });
 }
 
 function withPlayTags(r: Resource, playTags: string[]): Resource {
@@ -288,7 +271,15 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       signal: o.signal,
       lock,
       onResult,
-    }).finally(() => clearTimeout(timer));
+    })
+      .catch((e: Error): undefined => {
+        // A fault of the engine itself (resources' own errors fail those resources): this host
+        // ends failed, with its recap; the run and the other hosts go on.
+        recap.error = `internal error on this host: ${e.message}`;
+        return undefined;
+      })
+      .finally(() => clearTimeout(timer));
+    if (!res) return false;
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
     byPlay.set(playName, res.factHashes);
     factHashes.set(host.name, byPlay);

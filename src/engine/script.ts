@@ -9,6 +9,8 @@ export interface Section {
   kind: 'probe' | 'step' | 'define';
   /** Apply steps of one resource share a group: after a failed step the group's later steps are skipped. */
   group?: string;
+  /** Groups whose failure (or skip) earlier in the script skips this step's group too. */
+  skipIf?: readonly string[];
   /** A gate (the apply lock): when it fails, the script ends there and no later section runs. */
   stop?: boolean;
   body: string;
@@ -54,7 +56,9 @@ export function scriptBody(sections: readonly Section[]): string {
     ];
     if (s.kind === 'step' && s.group) {
       const t = token(s.group);
-      lines.push(`case " $rs_failed " in *' ${t} '*) ;; *)`);
+      const skip = [t, ...(s.skipIf ?? []).map(token)].map((x) => `*' ${x} '*`).join('|');
+      // a skipped group counts as failed for the groups that skip with it
+      lines.push(`case " $rs_failed " in ${skip}) rs_failed="$rs_failed ${t}" ;; *)`);
       lines.push(...run);
       lines.push(`[ "$rs_rc" = 0 ] || rs_failed="$rs_failed ${t}"`, ';; esac');
     } else {

@@ -5,9 +5,10 @@ import { InputError } from '../util/errors.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import type { RunOutcome } from '../engine/run.ts';
 import type { PlannedResource } from '../engine/host-run.ts';
+import { changedCode, codeDigest, type CodeHashes } from './code.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
-export const PLAN_VERSION = 1;
+export const PLAN_VERSION = 2;
 
 /**
  * A reviewed dry run, for a change window: per host and play, the hash of every resource's facts
@@ -22,13 +23,16 @@ export interface PlanFile {
   argv: string[];
   cwd: string;
   inventoryFingerprint: string;
+  /** The digest of `code`. */
   playbookFingerprint: string;
+  /** sha256 of every module the playbooks load and of racksmith's sources (plan/code.ts). */
+  code: CodeHashes;
   hosts: Record<string, Record<string, Record<string, PlannedResource>>>;
 }
 
 const planSchema = {
   type: 'object',
-  required: ['format', 'version', 'createdAt', 'argv', 'cwd', 'inventoryFingerprint', 'playbookFingerprint', 'hosts'],
+  required: ['format', 'version', 'createdAt', 'argv', 'cwd', 'inventoryFingerprint', 'playbookFingerprint', 'code', 'hosts'],
   properties: {
     format: { const: PLAN_FORMAT },
     version: { type: 'integer' },
@@ -37,6 +41,7 @@ const planSchema = {
     cwd: { type: 'string' },
     inventoryFingerprint: { type: 'string' },
     playbookFingerprint: { type: 'string' },
+    code: { type: 'object', additionalProperties: { type: 'string' } },
     hosts: {
       type: 'object',
       additionalProperties: {
@@ -66,25 +71,17 @@ export function inventoryFingerprint(inv: Inventory): string {
   return sha(JSON.stringify(inv.hosts.map((h) => [h.name, h.groups, h.vars])));
 }
 
-/** The playbook sources and racksmith's own version: a plan is for exactly this code. */
-export function playbookFingerprint(files: string[], racksmithVersion: string): string {
-  return sha(JSON.stringify([racksmithVersion, ...files.map((f) => sha(readFileSync(f)))]));
-}
-
-export function makePlan(o: {
-  argv: string[];
-  cwd: string;
-  inventory: Inventory;
-  playbookFingerprint: string;
-  outcome: RunOutcome;
-}): PlanFile {
+export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory; code: CodeHashes; outcome: RunOutcome }): PlanFile {
+  // each result by host, play and id: one pass over them, not a search per fact hash
+  const results = new Map<string, RunOutcome['results'][number]>();
+  for (const r of o.outcome.results) results.set(`${r.host}\0${r.play}\0${r.id}`, r);
   const hosts: PlanFile['hosts'] = {};
   for (const [host, byPlay] of o.outcome.factHashes) {
     hosts[host] = {};
     for (const [play, hashes] of byPlay) {
       hosts[host][play] = {};
       for (const [id, factHash] of hashes) {
-        const r = o.outcome.results.find((x) => x.host === host && x.play === play && x.id === id);
+        const r = results.get(`${host}\0${play}\0${id}`);
         hosts[host][play][id] = {
           factHash,
           changes: r?.status === 'changed' ? r.changes.map((c) => c.summary) : [],
@@ -100,7 +97,8 @@ export function makePlan(o: {
     argv: o.argv,
     cwd: o.cwd,
     inventoryFingerprint: inventoryFingerprint(o.inventory),
-    playbookFingerprint: o.playbookFingerprint,
+    playbookFingerprint: codeDigest(o.code),
+    code: o.code,
     hosts,
   };
 }
@@ -133,11 +131,7 @@ export function parseDuration(s: string): number {
 }
 
 /** Refuse plans that are too old or were made for other inputs. */
-export function checkPlan(
-  plan: PlanFile,
-  file: string,
-  now: { inventory: Inventory; playbookFingerprint: string; maxAgeMs: number },
-): void {
+export function checkPlan(plan: PlanFile, file: string, now: { inventory: Inventory; code: CodeHashes; maxAgeMs: number }): void {
   const age = Date.now() - Date.parse(plan.createdAt);
   if (!(age <= now.maxAgeMs)) {
     throw new InputError(
@@ -150,8 +144,13 @@ export function checkPlan(
       file,
     });
   }
-  if (plan.playbookFingerprint !== now.playbookFingerprint) {
-    throw new InputError('plan was made for another version of the playbooks or of racksmith; make a new one', { file });
+  const changed = changedCode(plan.code, now.code);
+  if (changed.length || plan.playbookFingerprint !== codeDigest(plan.code)) {
+    const list = changed.length > 10 ? [...changed.slice(0, 10), `and ${changed.length - 10} more`] : changed;
+    throw new InputError(
+      `plan was made for other code: ${list.join(', ') || 'its code fingerprint does not match its file list'} changed since; make a new one`,
+      { file },
+    );
   }
 }
 

@@ -681,12 +681,21 @@ export function ioDiffKeys(t: IoTarget, q: QueueFacts): IoKey[] {
   return t.values.filter(([k, v]) => currentValue(q, k) !== v).map(([k]) => k);
 }
 
+/** What an I/O tuning change writes: the whole target, and the key that differs. */
+export interface IoChange {
+  target: IoTarget;
+  key: IoKey;
+}
+
 /** One change per differing sysfs value: `/sys/block/sdb/queue/scheduler: none → mq-deadline`. */
-export function ioChanges(kname: string, t: IoTarget, q: QueueFacts): Change[] {
+export function ioChanges(kname: string, t: IoTarget, q: QueueFacts): Change<IoChange>[] {
   return ioDiffKeys(t, q).map((k) => {
     const want = t.values.find(([key]) => key === k)![1];
     const note = t.notes[k] ? ` (${t.notes[k]})` : '';
-    return { summary: `/sys/block/${kname}/queue/${k}: ${currentValue(q, k) ?? '(unreadable)'} → ${want}${note}` };
+    return {
+      summary: `/sys/block/${kname}/queue/${k}: ${currentValue(q, k) ?? '(unreadable)'} → ${want}${note}`,
+      data: { target: t, key: k },
+    };
   });
 }
 

@@ -12,7 +12,6 @@ import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import {
   ioChanges,
-  ioDiffKeys,
   ioTarget,
   mergeProfiles,
   parseDiskFacts,
@@ -22,6 +21,8 @@ import {
   xattrDiff,
   XATTR_NAME,
   type DiskFacts,
+  type FormatPlan,
+  type IoChange,
   type IoProfile,
   type ProfileName,
   type XattrFacts,
@@ -29,7 +30,7 @@ import {
 import { checkAbsolutePath } from './file-common.ts';
 import { mount, type MountFacts, type MountOptions } from './mount.ts';
 import { escapeMountinfo } from './mount-table.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
+import { common, ProbeError, Refusal, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
@@ -461,17 +462,12 @@ export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [],
   return [diskHelpers(), diskProbeBody(spec, o), ...others.map((x) => diskProbeBody(x, o))];
 }
 
-/** Facts of the first disk of `diskProbeParts` output, with `sameAs` from the others' maj:min. */
-export function parseDiskParts(out: string): DiskFacts {
-  const [self, ...others] = splitDiskOutputs(out).map((p) => parseDiskFacts(p));
-  if (!self) throw new ProbeError(`unexpected disk probe output: ${out.slice(0, 200)}`);
+/** Facts of the first disk of `diskProbeParts` answers (one per disk), with `sameAs` from the others' maj:min. */
+export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
+  if (!parts.length || parts.some((p) => typeof p !== 'string')) throw new ProbeError('unexpected disk probe output');
+  const [self, ...others] = (parts as string[]).map((p) => parseDiskFacts(p));
   if (!self.error) for (const x of others) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
   return self;
-}
-
-/** Split joined disk probe outputs: each starts with its spec= line (no other line does). */
-export function splitDiskOutputs(out: string): string[] {
-  return out.split(/^(?=spec=)/m).filter((p) => p.startsWith('spec='));
 }
 
 /** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
@@ -529,7 +525,7 @@ export interface XfsFormatOptions extends CommonOptions {
 }
 
 /** A whole disk carrying XFS: formats a blank disk, keeps an XFS one, refuses the rest (see planFormat). */
-export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
+export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> {
   const allow = o.allow ?? [];
   for (const a of allow)
     if (!a || /[\s\0]/.test(a)) throw new InputError(`format_allow entry ${JSON.stringify(a)} must not be empty or contain blanks`);
@@ -540,14 +536,14 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts> {
     ...common('xfs-format', `disk:${o.name}`, o),
     verifiable: true,
     probe: () => diskProbeParts(o.spec, o.others),
-    parse: (out) => parseDiskParts(out),
-    diff(f): Change[] {
+    parse: (out) => parseDiskParts(out.parts),
+    diff(f) {
       const plan = planFormat(f, { allow, mountpoint: o.mountpoint });
-      return plan.action === 'keep' ? [] : [{ summary: plan.summary }];
+      return plan.action === 'keep' ? [] : [{ summary: plan.summary, data: plan }];
     },
-    apply(f): Step[] {
-      const plan = planFormat(f, { allow, mountpoint: o.mountpoint });
-      if (plan.action === 'keep') return [];
+    apply(f, changes): Step[] {
+      const plan = changes[0]?.data;
+      if (plan?.action !== 'format') return [];
       const d = shq(`/dev/${f.kname}`);
       if (plan.blank) {
         // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
@@ -583,7 +579,7 @@ export interface IoTuningOptions extends CommonOptions {
 }
 
 /** Scheduler and queue values of a disk, written to sysfs now (the udev rule persists them). */
-export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
+export function ioTuning(o: IoTuningOptions): Resource<DiskFacts, IoChange> {
   const profiles = o.profiles ?? mergeProfiles();
   const target = (f: DiskFacts) => {
     if (f.error) throw new Refusal(f.error);
@@ -595,11 +591,11 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts> {
     verifiable: true,
     // The full disk probe, word for word the disk resource's: the engine runs it once for both.
     probe: () => diskProbeParts(o.spec),
-    parse: (out) => parseDiskFacts(out),
+    parse: (out) => parseDiskParts(out.parts),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
-    apply(f): Step[] {
-      const t = target(f);
-      const differ = new Set(ioDiffKeys(t, f.queue));
+    apply(f, changes): Step[] {
+      const t = changes[0].data!.target;
+      const differ = new Set(changes.map((c) => c.data!.key));
       // Switching the scheduler resets nr_requests: then every value is written again, after it.
       // Writing max_sectors_kb can raise read_ahead_kb: then read_ahead_kb is written after it.
       const all = differ.has('scheduler');
@@ -731,7 +727,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
     verifiable: true,
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
     probe: () => [{ batch: XATTR_CHECKS, arg: path }],
-    parse: (out) => parseXattrFacts(out),
+    parse: (out) => parseXattrFacts(out.stdout),
     diff: (f) => xattrDiff(path, f),
     apply: () => [],
   };
@@ -773,6 +769,6 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
         ? sub(p)
         : p.map((part) => (typeof part === 'string' ? sub(part) : 'define' in part ? part : { ...part, arg: sub(part.arg) }));
     },
-    apply: (f, changes) => inner.apply(f, changes).map((s) => ({ ...s, script: sub(s.script) })),
+    apply: (f, changes) => inner.apply(f, changes as Parameters<typeof inner.apply>[1]).map((s) => ({ ...s, script: sub(s.script) })),
   };
 }

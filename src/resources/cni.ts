@@ -6,8 +6,9 @@
 import { posix } from 'node:path';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import { checkAbsolutePath, type FileFacts } from './file-common.ts';
-import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
+import { inline } from '../contract/probe.ts';
+import { checkAbsolutePath, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
         `  if [ -f "$d/$n" ]; then echo "$n $(stat -c %s -- "$d/$n")"; else echo "$n -"; fi`,
         'done',
       ].join('\n'),
-    parse: (out) => parseCniPluginsProbe(out),
+    parse: (out) => parseCniPluginsProbe(out.stdout),
     diff: (f) => cniPluginsChanges(o, dir, f),
     apply(): Step[] {
       const fetch =
@@ -217,7 +218,8 @@ export interface CniConfFacts {
   files: string[];
 }
 
-export function cniConfChanges(o: CniConfGuardOptions, dir: string, f: CniConfFacts): Change[] {
+/** The changes move these config files (each change's data: the file's name). */
+export function cniConfChanges(o: CniConfGuardOptions, dir: string, f: CniConfFacts): Change<string>[] {
   const own = new Set(OWN_CNI_CONFIGS[o.cni]);
   const foreign = f.files.filter((n) => isCniConfig(n) && !own.has(n));
   if (!foreign.length) return [];
@@ -227,23 +229,21 @@ export function cniConfChanges(o: CniConfGuardOptions, dir: string, f: CniConfFa
       `stale CNI config in ${dir}: ${list}. The container runtime uses the lexicographically first config, so pods would be wired by the wrong CNI. Remove it, or set cni_remove_stale_conf: true to move it to ${dir}.racksmith-stale/`,
     );
   }
-  return foreign.map((n) => ({ summary: `move stale ${dir}/${n} (${cniConfOwner(n)}) to ${dir}.racksmith-stale/` }));
+  return foreign.map((n) => ({ summary: `move stale ${dir}/${n} (${cniConfOwner(n)}) to ${dir}.racksmith-stale/`, data: n }));
 }
 
 /** Refuses (or, when allowed, moves away) CNI configs in /etc/cni/net.d that the chosen CNI did not write. */
-export function cniConfGuard(o: CniConfGuardOptions): Resource<CniConfFacts> {
+export function cniConfGuard(o: CniConfGuardOptions): Resource<CniConfFacts, string> {
   const dir = checkAbsolutePath(o.dir ?? '/etc/cni/net.d', 'cni conf dir');
   const stale = `${dir}.racksmith-stale`;
   return {
     ...common('cni-conf', `cni-conf:${dir}`, o),
     verifiable: true,
     probe: () => `for f in ${shq(dir)}/* ${shq(dir)}/.[!.]*; do [ -f "$f" ] && printf '%s\\n' "\${f##*/}"; done; exit 0`,
-    parse: (out) => ({ files: out.split('\n').filter(Boolean) }),
+    parse: (out) => ({ files: out.stdout.split('\n').filter(Boolean) }),
     diff: (f) => cniConfChanges(o, dir, f),
-    apply(f): Step[] {
-      const own = new Set(OWN_CNI_CONFIGS[o.cni]);
-      const foreign = f.files.filter((n) => isCniConfig(n) && !own.has(n));
-      const moves = foreign.map((n) => `mv -f -- ${shq(`${dir}/${n}`)} ${shq(`${stale}/${n}`)}`);
+    apply(_, changes): Step[] {
+      const moves = changes.map((c) => `mv -f -- ${shq(`${dir}/${c.data!}`)} ${shq(`${stale}/${c.data!}`)}`);
       return [{ name: `move stale CNI configs out of ${dir}`, script: [`mkdir -p -- ${shq(stale)}`, ...moves].join('\n') }];
     },
   };
@@ -270,36 +270,31 @@ export interface NmUnmanagedFacts {
 }
 
 /** A NetworkManager conf.d drop-in, written only where NetworkManager is installed; NM reloads it. */
-export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFacts> {
+export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFacts, FileWrite> {
   const path = checkAbsolutePath(o.path ?? '/etc/NetworkManager/conf.d/calico.conf', 'NetworkManager conf');
   const content = o.content ?? CALICO_NM_CONF;
+  const mf = managedFile<NmUnmanagedFacts>({ path, get: (f) => f.file, set: (f, file) => ({ ...f, file }), mode: '644' });
   return {
     ...common('nm-unmanaged', `nm-unmanaged:${path}`, o),
     verifiable: true,
-    writes: [path],
-    probe: () =>
-      probeWithFile(
+    files: [mf],
+    probe: () => [
+      inline(
         [
           `if command -v NetworkManager >/dev/null 2>&1 || [ -x /usr/sbin/NetworkManager ]; then echo nm=yes; else echo nm=no; fi`,
           `if pidof NetworkManager >/dev/null 2>&1; then echo running=yes; else echo running=no; fi`,
         ].join('\n'),
-        path,
       ),
+      mf.probe(),
+    ],
     parse(out) {
-      const { live, file } = splitWithFile(out);
-      return { installed: live.includes('nm=yes'), running: live.includes('running=yes'), file };
+      const live = out.parts[0] as string;
+      return { installed: live.includes('nm=yes'), running: live.includes('running=yes'), file: fileFacts(out.parts[1]) };
     },
-    diff(f): Change[] {
-      if (!f.installed) return [];
-      const c = fileChange(path, f.file, content);
-      return c ? [c] : [];
-    },
-    predictFiles: (f) => ({ [path]: f.installed ? predictFile(f.file, content) : f.file }),
-    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
-    apply(f): Step[] {
-      const w = writeStep(path, f.file, content);
-      const steps: Step[] = w ? [w] : [];
-      if (f.running) {
+    diff: (f) => (f.installed ? mf.changes(f, content) : []),
+    apply(f, changes): Step[] {
+      const steps = mf.steps(changes);
+      if (f.running && steps.length) {
         steps.push({
           name: 'reload NetworkManager',
           script:

@@ -44,7 +44,7 @@ export function command(o: CommandOptions): Resource<CommandFacts> {
     ...common('command', `command:${o.name}`, o),
     verifiable: guarded,
     probe: () => (guarded ? `if ${guard}; then echo satisfied; else echo pending; fi` : 'echo pending'),
-    parse: (out) => ({ satisfied: out.trim() === 'satisfied' }),
+    parse: (out) => ({ satisfied: out.stdout.trim() === 'satisfied' }),
     diff: (f) => (f.satisfied ? [] : [{ summary: guarded ? `run ${o.name}` : `run ${o.name} (unguarded: always runs)` }]),
     apply: () => [{ name: o.name, script: toShell(o.run) }],
   };

@@ -1,13 +1,5 @@
 import { shq } from '../shell/quote.ts';
-import {
-  checkAbsolutePath,
-  chmodChownScript,
-  fileProbe,
-  metadataChanges,
-  normMode,
-  parseFileFacts,
-  type FileFacts,
-} from './file-common.ts';
+import { checkAbsolutePath, chmodChownScript, fileFacts, fileProbe, metadataChanges, normMode, type FileFacts } from './file-common.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface DirectoryOptions extends CommonOptions {
@@ -25,7 +17,7 @@ export function directory(o: DirectoryOptions): Resource<FileFacts> {
     ...common('directory', `directory:${path}`, o),
     verifiable: true,
     probe: () => [fileProbe(path)],
-    parse: (out) => parseFileFacts(out),
+    parse: (out) => fileFacts(out.parts[0]),
     diff(f): Change[] {
       if (f.type === 'absent') return [{ summary: `create directory ${path}${mode ? ` (mode ${mode})` : ''}` }];
       if (f.type !== 'dir') throw new Refusal(`${path} exists and is a ${f.type}, not a directory`);

@@ -41,17 +41,38 @@ export function normMode(mode: string | number | undefined): string | undefined 
   return String(parseInt(s, 8).toString(8));
 }
 
+/** Why a file's facts could not be read (its probe answer instead of FileFacts). */
+export class FileUnreadable {
+  constructor(readonly error: string) {}
+}
+
+/** A file probe's answer: the file's facts, or why they could not be read. */
+export type FileAnswer = FileFacts | FileUnreadable;
+
+/** The facts in a file probe's answer; ProbeError when the host could not tell. */
+export function fileFacts(answer: unknown): FileFacts {
+  if (answer instanceof FileUnreadable) throw new ProbeError(answer.error);
+  if (typeof answer !== 'object' || answer === null || typeof (answer as FileFacts).type !== 'string') {
+    throw new ProbeError(`no file facts in the probe output (${String(answer).slice(0, 100)})`);
+  }
+  return answer as FileFacts;
+}
+
 /**
  * A file's facts as a batched probe part: every file of every resource of a script is looked at
  * by one `find` (type, size, mode, owner), and the content of all small regular files is sent in
  * one `cat | base64` (their sha256 is computed here); a file too large to transfer is hashed on
- * the host. Each resource gets `parseFileFacts` text for its own path.
+ * the host. Each resource gets its own path's FileFacts.
  */
-export function fileProbe(path: string): BatchPart {
+export function fileProbe(path: string): BatchPart<FileAnswer> {
   return { batch: FILE_FACTS, arg: path };
 }
 
-export const FILE_FACTS: ProbeBatch = {
+const ABSENT: FileFacts = Object.freeze({ type: 'absent' });
+const LINK: FileFacts = Object.freeze({ type: 'link' });
+const OTHER: FileFacts = Object.freeze({ type: 'other' });
+
+export const FILE_FACTS: ProbeBatch<FileAnswer> = {
   script(paths) {
     const list = paths.map(shq).join(' ');
     const pick = (test: string) => `set --
@@ -71,7 +92,7 @@ echo @sha
   split(stdout, paths) {
     const c = stdout.indexOf('\n@content\n');
     const h = stdout.indexOf('\n@sha\n');
-    if (c < 0 || h < c) return paths.map(() => `error=file probe output is incomplete\n`);
+    if (c < 0 || h < c) return paths.map(() => new FileUnreadable('file probe output is incomplete'));
     // find's line of each path: `TYPE SIZE MODE UID USER GID GROUP PATH` (the path may hold spaces)
     const meta = new Map<string, string>();
     for (let at = 0; at < c;) {
@@ -101,88 +122,48 @@ echo @sha
       if (size <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += size)));
     }
     const whole = at === blob.length;
-    return paths.map((path) => {
+    return paths.map((path): FileAnswer => {
       const line = meta.get(path);
-      if (!line) return 'type=absent\n';
-      // (by index: destructuring goes through the array iterator, for every file of every host)
-      const f = line.split(' ', 7);
-      const y = f[0];
-      const size = f[1];
-      const owner = `mode=${f[2]}\nuid=${f[3]}\nuser=${f[4]}\ngid=${f[5]}\ngroup=${f[6]}\n`;
-      if (y === 'l') return 'type=link\n';
-      if (y === 'd') return `type=dir\n${owner}`;
-      if (y !== 'f') return 'type=other\n';
-      const head = `type=file\n${owner}size=${size}\n`;
-      if (Number(size) > MAX_PROBED_BYTES)
-        return `${head}${hashes.has(path) ? `sha256=${hashes.get(path)}\n` : 'error=could not hash it\n'}`;
+      if (!line) return ABSENT;
+      if (line[0] === 'l') return LINK;
+      if (line[0] !== 'd' && line[0] !== 'f') return OTHER;
       // A file that grew or shrank between find and cat: its content cannot be told apart.
-      if (!whole) return `${head}error=changed while it was read\n`;
-      return contentAnswer(path, line, head, content.get(path)!);
+      if (line[0] === 'f' && !whole && content.has(path)) return new FileUnreadable('changed while it was read');
+      return factsOf(path, line, content.get(path), hashes.get(path));
     });
   },
 };
 
-// A converged fleet's hosts send the same files: a file's answer is built again (its content
-// base64-encoded) only when its find line or content differs from the last answer for its path.
-const lastContentAnswer = new Map<string, { line: string; content: Buffer; answer: string }>();
+// A converged fleet's hosts send the same files: a path's facts are made again only when its find
+// line, its content or (for a file too large to send) its host-side hash differs from the last
+// answer for that path (the same object otherwise, so the resources' parses of it are shared too).
+const lastFacts = new Map<string, { line: string; content: Buffer | undefined; hash: string | undefined; facts: FileAnswer }>();
 
-function contentAnswer(path: string, line: string, head: string, content: Buffer): string {
-  const last = lastContentAnswer.get(path);
-  if (last && last.line === line && last.content.equals(content)) return last.answer;
-  const answer = `${head}content:\n${content.toString('base64')}\n`;
-  return remember(lastContentAnswer, path, { line, content, answer }).answer;
+function factsOf(path: string, line: string, content: Buffer | undefined, hash: string | undefined): FileAnswer {
+  const last = lastFacts.get(path);
+  const sameContent = last?.content === content || (content !== undefined && last?.content !== undefined && last.content.equals(content));
+  if (last && last.line === line && last.hash === hash && sameContent) return last.facts;
+  return remember(lastFacts, path, { line, content, hash, facts: readFacts(line, content, hash) }).facts;
 }
 
-// Mount resources of a host all read the same fstab answer, and converged hosts the same files:
-// the last answer parsed is kept (facts are read-only once parsed).
-let lastParsed: { out: string; facts: FileFacts } | undefined;
-
-/** A file's facts from its probe answer. Read-only: the same answer gives the same object. */
-export function parseFileFacts(out: string): FileFacts {
-  if (lastParsed?.out === out) return lastParsed.facts;
-  const facts = readFileFacts(out);
-  lastParsed = { out, facts };
-  return facts;
-}
-
-function readFileFacts(out: string): FileFacts {
-  const idx = out.indexOf('content:\n');
-  const head = idx < 0 ? out : out.slice(0, idx);
-  const kv = new Map<string, string>();
-  for (const line of head.split('\n')) {
-    const eq = line.indexOf('=');
-    if (eq > 0) kv.set(line.slice(0, eq), line.slice(eq + 1));
-  }
-  const type = kv.get('type') as FileFacts['type'] | undefined;
-  if (!type) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-  if (kv.has('error')) throw new ProbeError(kv.get('error')!);
-  const num = (k: string) => (kv.has(k) ? Number(kv.get(k)) : undefined);
-  const facts: FileFacts = {
-    type,
-    mode: kv.get('mode'),
-    uid: num('uid'),
-    user: kv.get('user'),
-    gid: num('gid'),
-    group: kv.get('group'),
-    size: num('size'),
-    sha256: kv.get('sha256'),
-  };
-  if (idx >= 0) {
-    const content = Buffer.from(out.slice(idx + 'content:\n'.length), 'base64');
-    facts.content = content;
-    if (facts.sha256 === undefined) {
-      // Hashed when asked for (a compare-and-swap write, a saved plan): comparing content needs no hash.
-      Object.defineProperty(facts, 'sha256', {
-        enumerable: true,
-        configurable: true,
-        get: () => {
-          const hash = sha256(content);
-          Object.defineProperty(facts, 'sha256', { value: hash, enumerable: true, writable: true, configurable: true });
-          return hash;
-        },
-      });
-    }
-  } else if (type === 'file' && !facts.sha256) throw new ProbeError(`no content or hash for a file: ${out.slice(0, 200)}`);
+function readFacts(line: string, content: Buffer | undefined, hash: string | undefined): FileAnswer {
+  // (by index: destructuring goes through the array iterator, for every file of every host)
+  const f = line.split(' ', 7);
+  const owner = { mode: f[2], uid: Number(f[3]), user: f[4], gid: Number(f[5]), group: f[6] };
+  if (f[0] === 'd') return { type: 'dir', ...owner };
+  const size = Number(f[1]);
+  if (size > MAX_PROBED_BYTES) return hash ? { type: 'file', ...owner, size, sha256: hash } : new FileUnreadable('could not hash it');
+  const facts: FileFacts = { type: 'file', ...owner, size, content };
+  // Hashed when asked for (a compare-and-swap write, a saved plan): comparing content needs no hash.
+  Object.defineProperty(facts, 'sha256', {
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      const value = sha256(content!);
+      Object.defineProperty(facts, 'sha256', { value, enumerable: true, writable: true, configurable: true });
+      return value;
+    },
+  });
   return facts;
 }
 

@@ -1,18 +1,10 @@
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import {
-  atomicWriteScript,
-  checkAbsolutePath,
-  contentDiff,
-  contentText,
-  fileProbe,
-  parseFileFacts,
-  predictWrite,
-  type FileFacts,
-} from './file-common.ts';
+import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
 import { fstabEscape } from './fstab.ts';
 import { inline } from '../contract/probe.ts';
-import { fstabMarkPart, mountProbeParsers, mountTableProbe, parseMountTable, type MountProbeOutput } from './mount-table.ts';
+import { mountTableProbe, parseMountTable } from './mount-table.ts';
 import { editBlock } from './text-edit.ts';
 import { common, ProbeError, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
@@ -84,7 +76,7 @@ export function gpuFstabBlock(jail: string, files: Array<{ host: string; target:
  * block, and the jail's ld.so.cache refreshed under the same lock only when it lacks them.
  * A host without driver files gets nothing and no error.
  */
-export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
+export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, FileWrite | GpuStep> {
   const jail = checkAbsolutePath(o.jail, 'jail');
   const libDir = checkAbsolutePath(o.libDir ?? '/usr/lib/x86_64-linux-gnu', 'libDir');
   const dirs = (o.searchDirs ?? DEFAULT_GPU_DIRS).map((d) => checkAbsolutePath(d, 'searchDirs'));
@@ -95,8 +87,16 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
   const newFstab = (f: GpuFacts) =>
     editBlock(contentText(f.fstab), gpuFstabBlock(jail, f.files), MARKER, f.files.length ? 'present' : 'absent');
 
+  const fstab = managedFile<GpuFacts>({
+    path: fstabFile,
+    get: (f) => f.fstab,
+    set: (f, file) => ({ ...f, fstab: file }),
+    backup: true,
+    stepName: 'fstab GPU binds',
+  });
+
   /** Facts from the probe's own lines (driver files, jail links, ld.so.cache), the jail's mount table lines and fstab. */
-  const readFacts = ({ own, table, fstab }: MountProbeOutput): GpuFacts => {
+  const readFacts = (own: string, table: string, fstabAnswer: unknown): GpuFacts => {
     const found = new Map<string, string[]>();
     const links = new Map<string, string[]>(); // link target (a library file name) -> link names
     const cache = new Set<string>(); // names ld.so.cache points at
@@ -126,13 +126,13 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts> {
           cached: /^lib.*\.so/.test(name) ? (links.get(name) ?? []).some((l) => cache.has(l)) : undefined,
         };
       });
-    return { files, fstab: parseFileFacts(fstab) };
+    return { files, fstab: fileFacts(fstabAnswer) };
   };
 
   return {
     ...common('gpu-binds', `gpu-binds:${jail}`, o),
     verifiable: true,
-    writes: [fstabFile],
+    files: [fstab],
     probe() {
       const names = patterns.map((p) => `-name ${shq(p)}`).join(' -o ');
       // Target layout as Soperator's: libraries flattened into the jail's multiarch directory,
@@ -161,36 +161,35 @@ if [ -n "$rs_lib" ]; then
 fi
 fi`),
         mountTableProbe(`${jail}/`),
-        fstabMarkPart(),
-        fileProbe(fstabFile),
+        fstab.probe(),
       ];
     },
-    ...mountProbeParsers(readFacts),
-    diff(f): Change[] {
-      const changes: Change[] = [];
+    parse(out) {
+      const [own, table, fstabAnswer] = out.parts;
+      if (out.parts.length !== 3 || typeof own !== 'string' || typeof table !== 'string') {
+        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      }
+      return readFacts(own, table, fstabAnswer);
+    },
+    diff(f): Change<FileWrite | GpuStep>[] {
+      const changes: Change<FileWrite | GpuStep>[] = [];
       for (const g of f.files) {
         if (g.targetKind === 'other') throw new ProbeError(`${g.target} exists and is not a regular file`);
-        if (g.targetKind === 'absent') changes.push({ summary: `create placeholder ${g.target} (shared jail)` });
-        if (!g.mounted || g.targetDevIno !== g.hostDevIno) changes.push({ summary: `bind ${g.host} → ${g.target} (ro)` });
-        else if (!g.readOnly) changes.push({ summary: `remount ${g.target} read-only` });
+        if (g.targetKind === 'absent') changes.push({ summary: `create placeholder ${g.target} (shared jail)`, data: 'placeholders' });
+        if (!g.mounted || g.targetDevIno !== g.hostDevIno) changes.push({ summary: `bind ${g.host} → ${g.target} (ro)`, data: 'binds' });
+        else if (!g.readOnly) changes.push({ summary: `remount ${g.target} read-only`, data: 'binds' });
       }
-      const after = newFstab(f);
-      const before = contentText(f.fstab);
-      if (after !== before)
-        changes.push({
-          summary: `${fstabFile}: GPU bind entries`,
-          diff: contentDiff(fstabFile, f.fstab.content, Buffer.from(after), f.fstab.type === 'file'),
-        });
+      const text = `${fstabFile}: GPU bind entries`;
+      changes.push(...fstab.changes(f, newFstab(f), { create: text, update: text }));
       const uncached = f.files.filter((g) => g.cached === false);
       if (uncached.length)
         changes.push({
           summary: `refresh ${jail}/etc/ld.so.cache (missing ${uncached.map((g) => g.host.slice(g.host.lastIndexOf('/') + 1)).join(', ')})`,
+          data: 'cache',
         });
       return changes;
     },
-    predictFiles: (f) => ({ [fstabFile]: predictWrite(f.fstab, Buffer.from(newFstab(f))) }),
-    useFiles: (f, files) => ({ ...f, fstab: (files[fstabFile] as FileFacts | undefined) ?? f.fstab }),
-    apply(f): Step[] {
+    apply(f, changes): Step[] {
       const steps: Step[] = [];
       const missing = f.files.filter((g) => g.targetKind === 'absent');
       if (missing.length) {
@@ -215,19 +214,8 @@ fi`),
             .join('\n'),
         });
       }
-      const after = newFstab(f);
-      if (after !== contentText(f.fstab)) {
-        steps.push({
-          name: 'fstab GPU binds',
-          script: atomicWriteScript({
-            path: fstabFile,
-            content: Buffer.from(after),
-            expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
-            backup: true,
-          }),
-        });
-      }
-      if (f.files.some((g) => g.cached === false)) {
+      steps.push(...fstab.steps(changes));
+      if (changes.some((c) => c.data === 'cache')) {
         // Build a candidate cache, replace the shared one (atomic rename) only if it differs.
         const body = `chroot "$J" /sbin/ldconfig -C /etc/ld.so.cache.racksmith-new
 if cmp -s "$J/etc/ld.so.cache.racksmith-new" "$J/etc/ld.so.cache"; then rm -f "$J/etc/ld.so.cache.racksmith-new"; else mv -f "$J/etc/ld.so.cache.racksmith-new" "$J/etc/ld.so.cache"; fi`;
@@ -237,3 +225,6 @@ if cmp -s "$J/etc/ld.so.cache.racksmith-new" "$J/etc/ld.so.cache"; then rm -f "$
     },
   };
 }
+
+/** What a GPU bind change does (besides writing fstab): the data of its changes. */
+type GpuStep = 'placeholders' | 'binds' | 'cache';

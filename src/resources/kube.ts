@@ -284,7 +284,7 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
     ...common('kube', `kube:${o.name}`, o),
     verifiable: true,
     probe,
-    parse: (out, code, stderr) => parseKubeApplyProbe(out, code, stderr, !!gate),
+    parse: (out) => parseKubeApplyProbe(out.stdout, out.code, out.stderr, !!gate),
     diff: (f) => kubeApplyChanges(o.docs, f),
     apply(): Step[] {
       const steps: Step[] = [];
@@ -583,9 +583,9 @@ export function clusterGuard(o: ClusterGuardOptions): Resource<ClusterFacts> {
         `k -n kube-system get configmap kube-proxy -o 'jsonpath={.data.config\\.conf}' --ignore-not-found || exit 3`,
         'echo; exit 0',
       ].join('\n'),
-    parse(out, code, stderr) {
+    parse({ stdout, code, stderr }) {
       if (code !== 0) throw probeFailure('kubectl', code, stderr);
-      return parseClusterProbe(out);
+      return parseClusterProbe(stdout);
     },
     diff(f) {
       const problems = clusterProblems(o, f);
@@ -658,9 +658,9 @@ export function strictArp(o: StrictArpOptions): Resource<StrictArpFacts> {
     ...common('kube', 'kube:kube-proxy-strict-arp', o),
     verifiable: true,
     probe: () => `${kubectlPrelude(o.access)}\nk -n kube-system get configmap kube-proxy -o json --ignore-not-found || exit 3`,
-    parse(out, code, stderr) {
+    parse({ stdout, code, stderr }) {
       if (code !== 0) throw probeFailure('kubectl', code, stderr);
-      return parseStrictArpProbe(out);
+      return parseStrictArpProbe(stdout);
     },
     diff: (f) => strictArpChanges(f, o.allow),
     apply(f): Step[] {

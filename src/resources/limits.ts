@@ -1,8 +1,9 @@
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import { checkAbsolutePath, type FileFacts } from './file-common.ts';
-import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
-import { common, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
+import { inline } from '../contract/probe.ts';
+import { checkAbsolutePath, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
+import { common, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface NofileLimits {
   soft: number;
@@ -53,29 +54,24 @@ export interface DropinFacts {
 }
 
 /** A config drop-in that only applies where a program is installed. */
-function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string): Resource<DropinFacts> {
+function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string): Resource<DropinFacts, FileWrite> {
   const path = checkAbsolutePath(spec.path);
   const cond = spec.onlyIf?.length ? spec.onlyIf.map((p) => `[ -e ${shq(p)} ]`).join(' || ') : 'true';
+  const mf = managedFile<DropinFacts>({
+    path,
+    get: (f) => f.file,
+    set: (f, file) => ({ ...f, file }),
+    mode: '644',
+    then: reload || undefined,
+  });
   return {
     ...common(kind, `${kind}:${path}`, o),
     verifiable: true,
-    writes: [path],
-    probe: () => probeWithFile(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`, path),
-    parse(out) {
-      const { live, file } = splitWithFile(out);
-      return { file, applicable: live.includes('applicable=yes') };
-    },
-    diff(f): Change[] {
-      if (!f.applicable) return [];
-      const c = fileChange(path, f.file, spec.content);
-      return c ? [c] : [];
-    },
-    predictFiles: (f) => (f.applicable ? { [path]: predictFile(f.file, spec.content) } : {}),
-    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
-    apply(f): Step[] {
-      const w = writeStep(path, f.file, spec.content);
-      return w ? [{ name: w.name, script: `${w.script}\n${reload}` }] : [];
-    },
+    files: [mf],
+    probe: () => [inline(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`), mf.probe()],
+    parse: (out) => ({ applicable: (out.parts[0] as string).includes('applicable=yes'), file: fileFacts(out.parts[1]) }),
+    diff: (f) => (f.applicable ? mf.changes(f, spec.content) : []),
+    apply: (_, changes) => mf.steps(changes),
   };
 }
 

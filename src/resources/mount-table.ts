@@ -1,15 +1,12 @@
 /**
  * The kernel's mount table as a batched probe part: /proc/self/mountinfo is read once per script
  * (no findmnt per resource on the host), and each resource gets only the lines of its mountpoint
- * (`/path`) or of a subtree (`/path/`), after MOUNT_TABLE_MARK.
+ * (`/path`) or of a subtree (`/path/`): its answer is those lines, as the table has them.
  */
-import { inline, type BatchPart, type ProbeBatch } from '../contract/probe.ts';
+import type { BatchPart, ProbeBatch } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
-import { ProbeError } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
-
-export const MOUNT_TABLE_MARK = '== mountinfo\n';
 
 export const MOUNT_TABLE: ProbeBatch = {
   // Only lines that may be asked for travel: a Kubernetes node's table runs to thousands of lines
@@ -35,10 +32,10 @@ export const MOUNT_TABLE: ProbeBatch = {
       at = end + 1;
     }
     return args.map((a) => {
-      if (!a.endsWith('/')) return MOUNT_TABLE_MARK + (byMountpoint.get(a) ?? '');
+      if (!a.endsWith('/')) return byMountpoint.get(a) ?? '';
       let under = '';
       for (const x of lines) if (x.mp.startsWith(a)) under += x.line;
-      return MOUNT_TABLE_MARK + under;
+      return under;
     });
   },
 };
@@ -123,63 +120,5 @@ function readMountLine(line: string): { mountpoint: string; entry: MountEntry } 
   return {
     mountpoint: unescapeMountinfo(f[4]),
     entry: { source: root === '/' ? device : `${device}[${root}]`, fstype: f[dash + 1], options, majmin: f[2] },
-  };
-}
-
-/**
- * A probe's output around its mount table: what came `before` the mark, and the `table` from the
- * mark to the next `== ` section or the end; undefined without the mark.
- */
-export function splitAtMountTable(out: string): { before: string; table: string } | undefined {
-  const i = out.indexOf(MOUNT_TABLE_MARK);
-  if (i < 0) return undefined;
-  const start = i + MOUNT_TABLE_MARK.length;
-  const end = out.indexOf('\n== ', start - 1);
-  return { before: out.slice(0, i), table: end < 0 ? out.slice(start) : out.slice(start, end + 1) };
-}
-
-/** Starts the fstab answer after the mount table in mount and GPU-bind probes. */
-export const FSTAB_MARK = '== fstab\n';
-
-/** The probe part that prints FSTAB_MARK. */
-export const fstabMarkPart = (): BatchPart => inline(`echo '${FSTAB_MARK.trim()}'`);
-
-/**
- * A mount-type probe's output, laid out as [own parts..., the mount table, FSTAB_MARK, the fstab
- * file's answer]: the own parts' text, the table's lines and the fstab answer.
- */
-export interface MountProbeOutput {
-  own: string;
-  table: string;
-  fstab: string;
-}
-
-/** A mount-type probe's output from its joined text; undefined when the marks are missing. */
-export function readMountProbe(out: string): MountProbeOutput | undefined {
-  const cut = out.indexOf(FSTAB_MARK);
-  const parts = splitAtMountTable(out);
-  if (cut < 0 || !parts) return undefined;
-  return { own: parts.before, table: parts.table, fstab: out.slice(cut + FSTAB_MARK.length) };
-}
-
-/** The same from each part's output, without a joined copy (anything laid out otherwise is read joined). */
-export function readMountProbeParts(parts: readonly string[]): MountProbeOutput | undefined {
-  const n = parts.length;
-  if (n < 3 || !parts[n - 3].startsWith(MOUNT_TABLE_MARK) || parts[n - 2] !== FSTAB_MARK) return readMountProbe(parts.join(''));
-  return { own: parts.slice(0, n - 3).join(''), table: parts[n - 3].slice(MOUNT_TABLE_MARK.length), fstab: parts[n - 1] };
-}
-
-/** `parse` and `parseParts` of a mount-type probe: its output laid out as above, then read by `read`. */
-export function mountProbeParsers<F>(read: (out: MountProbeOutput) => F): {
-  parse(out: string): F;
-  parseParts(parts: readonly string[]): F;
-} {
-  const readLaidOut = (out: MountProbeOutput | undefined, text: () => string): F => {
-    if (!out) throw new ProbeError(`unexpected probe output: ${text().slice(0, 200)}`);
-    return read(out);
-  };
-  return {
-    parse: (out) => readLaidOut(readMountProbe(out), () => out),
-    parseParts: (parts) => readLaidOut(readMountProbeParts(parts), () => parts.join('')),
   };
 }

@@ -1,20 +1,11 @@
 import { define, inline, type ProbeBatch, type ProbePart } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import {
-  atomicWriteScript,
-  checkAbsolutePath,
-  contentDiff,
-  contentText,
-  fileProbe,
-  normMode,
-  parseFileFacts,
-  predictWrite,
-  type FileFacts,
-} from './file-common.ts';
-import { fstabMarkPart, mountProbeParsers, mountTableProbe, topMount, type MountEntry, type MountProbeOutput } from './mount-table.ts';
+import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
+import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
 import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
 
 export interface MountOptions extends CommonOptions {
@@ -63,20 +54,28 @@ export interface MountFacts {
   marker?: boolean;
 }
 
-/**
- * Identity (st_dev:st_ino, symlinks followed), mode and emptiness of paths, one find for all the
- * mounts of a script: per path `pathid=DEV:INO MODE empty|nonempty PATH`, nothing when missing.
- */
-export const PATH_IDS: ProbeBatch = {
+/** A path's identity (st_dev:st_ino, symlinks followed), mode and emptiness. */
+export interface PathId {
+  devIno: string;
+  mode: string;
+  empty: boolean;
+}
+
+/** Identity, mode and emptiness of paths, one find for all the mounts of a script; undefined when missing. */
+export const PATH_IDS: ProbeBatch<PathId | undefined> = {
   script: (paths) =>
     `find -L ${paths.map(shq).join(' ')} -maxdepth 0 -printf '%D:%i %m ' \\( -empty -printf 'empty ' -o -printf 'nonempty ' \\) -printf '%p\\n' 2>/dev/null\n:`,
   split(stdout, paths) {
-    const found = new Map<string, string>();
+    const found = new Map<string, PathId>();
     for (const line of stdout.split('\n')) {
-      const f = line.split(' ');
-      if (f.length >= 4) found.set(f.slice(3).join(' '), line);
+      // DEV:INO MODE empty|nonempty PATH (the path may hold spaces)
+      const a = line.indexOf(' ');
+      const b = a < 0 ? -1 : line.indexOf(' ', a + 1);
+      const c = b < 0 ? -1 : line.indexOf(' ', b + 1);
+      if (c >= 0)
+        found.set(line.slice(c + 1), { devIno: line.slice(0, a), mode: line.slice(a + 1, b), empty: line.slice(b + 1, c) === 'empty' });
     }
-    return paths.map((p) => (found.has(p) ? `pathid=${found.get(p)}\n` : ''));
+    return paths.map((p) => found.get(p));
   },
 };
 
@@ -114,7 +113,7 @@ const hexMajMin = (hex: string) =>
   );
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
-export function mount(o: MountOptions): Resource<MountFacts> {
+export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWrite> {
   const path = checkAbsolutePath(o.path, 'mount path');
   if (!o.fstype || /\s/.test(o.fstype)) throw new InputError(`mount ${path}: fstype is required and has no spaces`);
   if ((o.source === undefined) === (o.device === undefined)) throw new InputError(`mount ${path}: give exactly one of source or device`);
@@ -171,51 +170,33 @@ export function mount(o: MountOptions): Resource<MountFacts> {
     return `mount -t ${shq(o.fstype)}${opts} -- ${shq(src)} ${p}`;
   };
 
-  // The last own lines read (hosts alike answer them alike; the maps are only read).
-  let lastOwn: { own: string; kv: Map<string, string>; ids: Map<string, string[]> } | undefined;
+  // The last own lines read (hosts alike answer them alike; the map is only read).
+  let lastOwn: { own: string; kv: Map<string, string> } | undefined;
   const readOwn = (own: string) => {
-    if (lastOwn?.own === own) return lastOwn;
+    if (lastOwn?.own === own) return lastOwn.kv;
     const kv = new Map<string, string>();
-    const ids = new Map<string, string[]>();
     for (const l of own.split('\n')) {
       const eq = l.indexOf('=');
-      if (eq <= 0) continue;
-      if (l.startsWith('pathid=')) {
-        // pathid=DEV:INO MODE empty|nonempty PATH (the path may hold spaces)
-        const a = l.indexOf(' ', 7);
-        const b = a < 0 ? -1 : l.indexOf(' ', a + 1);
-        const c = b < 0 ? -1 : l.indexOf(' ', b + 1);
-        if (c >= 0) ids.set(l.slice(c + 1), [l.slice(7, a), l.slice(a + 1, b), l.slice(b + 1, c)]);
-      } else kv.set(l.slice(0, eq), l.slice(eq + 1));
+      if (eq > 0) kv.set(l.slice(0, eq), l.slice(eq + 1));
     }
-    return (lastOwn = { own, kv, ids });
+    lastOwn = { own, kv };
+    return kv;
   };
 
-  /** Facts from the probe's own lines (and path ids), its mount table lines and the fstab answer. */
-  const readFacts = ({ own, table, fstab }: MountProbeOutput): MountFacts => {
-    const { kv, ids } = readOwn(own);
-    const live = topMount(table, path);
-    const [tdevino, tmode, tempty] = ids.get(path) ?? [];
-    const kind = (kv.get('target') ?? 'absent') as MountFacts['target']['kind'];
-    const marker = live ? kv.get('marker_t') : kv.get('marker_s');
-    return {
-      marker: marker === undefined ? undefined : marker === 'yes',
-      fstab: parseFileFacts(fstab),
-      live,
-      target: { kind, devIno: tdevino || undefined, mode: tmode, empty: tempty === 'empty', real: kv.get('real') },
-      source: {
-        exists: kv.get('source') !== 'absent',
-        devIno: bindKind ? ids.get(o.source!)?.[0] : undefined,
-        majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
-        uuid: kv.get('uuid') || undefined,
-      },
-    };
-  };
+  const fstab = managedFile<MountFacts>({
+    path: fstabFile,
+    get: (f) => f.fstab,
+    set: (f, file) => ({ ...f, fstab: file }),
+    backup: true,
+    stepName: `fstab entry for ${path}`,
+    // Only syntax is fatal: findmnt also flags sources that are not reachable yet.
+    check: `findmnt --verify --tab-file "$t" >"$t.verify" 2>&1 || true; if grep -Eq '(^|[^0-9])[1-9][0-9]* parse error' "$t.verify"; then cat "$t.verify" >&2; rm -f "$t.verify"; exit 4; fi; rm -f "$t.verify"`,
+  });
 
   return {
     ...common('mount', `mount:${path}`, o),
     verifiable: true,
-    writes: persist ? [fstabFile] : [],
+    files: persist ? [fstab] : undefined,
     probe() {
       // Builtins here; the target's (and a bind source's) identity, mode and emptiness come from
       // one find for every mount of the script, what is mounted from the shared mount table.
@@ -246,12 +227,41 @@ cd /`);
         lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
         if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
       }
+      // Answers, in order: own lines, the target's id (and the bind source's), its mount table lines, fstab.
       const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
-      return [TARGET_KIND, inline(lines.join('\n')), ...ids, mountTableProbe(path), fstabMarkPart(), fileProbe(fstabFile)];
+      return [TARGET_KIND, inline(lines.join('\n')), ...ids, mountTableProbe(path), fstab.probe()];
     },
-    ...mountProbeParsers(readFacts),
-    diff(f): Change[] {
-      const changes: Change[] = [];
+    parse(out): MountFacts {
+      const a = out.parts;
+      const n = a.length;
+      if (n !== (bindKind ? 5 : 4) || typeof a[0] !== 'string' || typeof a[n - 2] !== 'string') {
+        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      }
+      const kv = readOwn(a[0]);
+      const target = a[1] as PathId | undefined;
+      const live = topMount(a[n - 2] as string, path);
+      const marker = live ? kv.get('marker_t') : kv.get('marker_s');
+      return {
+        marker: marker === undefined ? undefined : marker === 'yes',
+        fstab: fileFacts(a[n - 1]),
+        live,
+        target: {
+          kind: (kv.get('target') ?? 'absent') as MountFacts['target']['kind'],
+          devIno: target?.devIno || undefined,
+          mode: target?.mode,
+          empty: target?.empty ?? false,
+          real: kv.get('real'),
+        },
+        source: {
+          exists: kv.get('source') !== 'absent',
+          devIno: bindKind ? (a[2] as PathId | undefined)?.devIno : undefined,
+          majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
+          uuid: kv.get('uuid') || undefined,
+        },
+      };
+    },
+    diff(f): Change<MountStep | FileWrite>[] {
+      const changes: Change<MountStep | FileWrite>[] = [];
       if (f.live && !liveMatches(f)) {
         throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${device ?? o.source}; unmount it first`);
       }
@@ -269,7 +279,7 @@ cd /`);
       }
       if (f.target.kind === 'absent') {
         if (!mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
-        changes.push({ summary: `create mountpoint ${path}${mkdir === 'file' ? ' (empty file)' : ''}` });
+        changes.push({ summary: `create mountpoint ${path}${mkdir === 'file' ? ' (empty file)' : ''}`, data: 'mkdir' });
       } else if (!f.live && f.target.kind === 'dir' && !f.target.empty && !o.overNonEmpty) {
         throw new Refusal(`${path} is a non-empty directory; mounting would hide its content (set overNonEmpty to allow)`);
       } else if (f.target.kind === 'other') {
@@ -279,65 +289,49 @@ cd /`);
         const want = entryFor(f);
         const have = f.fstab.content !== undefined ? findEntry(contentText(f.fstab), path) : undefined;
         if (!have || !sameEntry(have, want)) {
-          const after = Buffer.from(newFstab(f));
-          changes.push({
-            summary: have ? `${fstabFile}: update ${path} entry` : `${fstabFile}: add ${formatEntry(want)}`,
-            diff: contentDiff(fstabFile, f.fstab.content, after, f.fstab.type === 'file'),
-          });
+          const summary = have ? `${fstabFile}: update ${path} entry` : `${fstabFile}: add ${formatEntry(want)}`;
+          changes.push(...fstab.changes(f, newFstab(f), { create: summary, update: summary }));
         }
       }
-      if (!f.live) changes.push({ summary: `mount ${device ?? o.source} on ${path} (${o.fstype}, ${options.join(',')})` });
+      if (!f.live) changes.push({ summary: `mount ${device ?? o.source} on ${path} (${o.fstype}, ${options.join(',')})`, data: 'mount' });
       else {
         const d = flagDiff(f.live);
-        if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}` });
+        if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}`, data: 'remount' });
       }
       if (mode && (f.live ? f.target.mode !== mode : true)) {
-        changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${mode}` });
+        changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${mode}`, data: 'mode' });
       }
       return changes;
     },
-    predictFiles: (f) => (persist ? { [fstabFile]: predictWrite(f.fstab, Buffer.from(newFstab(f))) } : {}),
-    useFiles: (f, files) => ({ ...f, fstab: (files[fstabFile] as FileFacts | undefined) ?? f.fstab }),
-    apply(f): Step[] {
+    apply(_, changes): Step[] {
+      const does = (what: MountStep) => changes.some((c) => c.data === what);
       const steps: Step[] = [];
       const p = shq(path);
-      if (f.target.kind === 'absent') {
+      if (does('mkdir')) {
         steps.push({
           name: `create mountpoint ${path}`,
           script: mkdir === 'file' ? `mkdir -p -- ${shq(path.replace(/\/[^/]*$/, '') || '/')}\n: >> ${p}` : `mkdir -p -- ${p}`,
         });
       }
-      if (!f.live) {
+      if (does('mount')) {
         const check =
           o.requireMarker === undefined
             ? ''
             : `\nif [ ! -e ${p}/${shq(o.requireMarker)} ]; then umount ${p}; echo ${shq(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
         steps.push({ name: `mount ${path}`, script: mountCommand() + check });
-      } else if (flagDiff(f.live).length) {
+      } else if (does('remount')) {
         steps.push({
           name: `remount ${path}`,
           script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(options.includes('rw') ? ['rw'] : []), ...wantFlags].join(','))} ${p}`,
         });
       }
       // fstab only after the mount worked: a broken entry never outlives a failed mount.
-      if (persist) {
-        const have = f.fstab.content !== undefined ? findEntry(contentText(f.fstab), path) : undefined;
-        if (!have || !sameEntry(have, entryFor(f))) {
-          steps.push({
-            name: `fstab entry for ${path}`,
-            script: atomicWriteScript({
-              path: fstabFile,
-              content: Buffer.from(newFstab(f)),
-              expectSha256: f.fstab.type === 'absent' ? 'absent' : f.fstab.sha256,
-              backup: true,
-              // Only syntax is fatal: findmnt also flags sources that are not reachable yet.
-              check: `findmnt --verify --tab-file "$t" >"$t.verify" 2>&1 || true; if grep -Eq '(^|[^0-9])[1-9][0-9]* parse error' "$t.verify"; then cat "$t.verify" >&2; rm -f "$t.verify"; exit 4; fi; rm -f "$t.verify"`,
-            }),
-          });
-        }
-      }
-      if (mode) steps.push({ name: `mode of ${path}`, script: `chmod ${shq(mode)} -- ${p}` });
+      steps.push(...fstab.steps(changes));
+      if (does('mode')) steps.push({ name: `mode of ${path}`, script: `chmod ${shq(mode!)} -- ${p}` });
       return steps;
     },
   };
 }
+
+/** What a mount's own changes do (besides its fstab file's): the data of its changes. */
+type MountStep = 'mkdir' | 'mount' | 'remount' | 'mode';

@@ -1,9 +1,8 @@
 import { inline, type ProbeBatch } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
-import { checkAbsolutePath } from './file-common.ts';
-import { fileChange, predictFile, probeWithFile, splitWithFile, writeStep } from './managed-file.ts';
-import type { FileFacts } from './file-common.ts';
+import { checkAbsolutePath, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
 import { common, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 
 /** Host facts a value may be computed from (RAM-scaled values). */
@@ -46,9 +45,10 @@ echo "mem=$kb $rs_ps"`;
 /**
  * Live values of every sysctl key of a script in one grep (a process per key adds up over dozens
  * of keys on every host; the shell's `read` cannot be used: /proc/sys answers one byte per read
- * call). Per key: `PATH:VALUE` (its first line) or `missing=KEY`.
+ * call). Per key: its value normalised (its first line), null when the key does not exist here,
+ * '' when it could not be read.
  */
-const SYSCTL_LIVE: ProbeBatch = {
+export const SYSCTL_LIVE: ProbeBatch<string | null> = {
   script: (keys) =>
     `set --\n${keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n')}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null\n:`,
   split(stdout, keys) {
@@ -59,7 +59,9 @@ const SYSCTL_LIVE: ProbeBatch = {
     }
     return keys.map((k) => {
       const l = lines.get(sysctlPath(k)) ?? lines.get(k);
-      return l === undefined ? '' : `${l}\n`;
+      if (l === undefined) return '';
+      // grep -H: /proc/sys/net/core/somaxconn:4096
+      return l.startsWith('missing=') ? null : normaliseSysctl(l.slice(l.indexOf(':') + 1));
     });
   },
 };
@@ -87,7 +89,7 @@ export function renderSysctlFile(profile: string, values: Record<string, string>
  * Kernel parameters: persisted in a sysctl.d drop-in and applied live. The diff compares the file
  * AND the live kernel values: a file that matches while the kernel differs is still a change.
  */
-export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
+export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'live'> {
   const path = checkAbsolutePath(o.file, 'sysctl file');
   const keys = Object.keys(o.values);
   if (keys.length === 0) throw new InputError(`sysctl ${path}: no values`);
@@ -98,7 +100,6 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
       throw new InputError(`sysctl ${path}: invalid value for ${k}: ${JSON.stringify(v)}`);
   }
   const profile = o.profile ?? path;
-  const keyOfPath = new Map(keys.map((k) => [sysctlPath(k), k]));
   const desired = (m: HostMemory): Record<string, string> =>
     Object.fromEntries(
       keys.map((k) => {
@@ -106,57 +107,36 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts> {
         return [k, normaliseSysctl(typeof v === 'function' ? v(m) : v)];
       }),
     );
+  const mf = managedFile<SysctlFacts>({ path, get: (f) => f.file, set: (f, file) => ({ ...f, file }), mode: '644' });
 
   return {
     ...common('sysctl', `sysctl:${path}`, o),
     verifiable: true,
-    writes: [path],
-    probe() {
-      return [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), ...probeWithFile('', path)];
-    },
+    files: [mf],
+    probe: () => [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), mf.probe()],
     parse(out) {
-      const { live, file } = splitWithFile(out);
-      const values: Record<string, string | null> = Object.fromEntries(keys.map((k) => [k, '']));
-      let memory: HostMemory = { memTotalKb: 0, pageSize: 4096 };
-      for (const l of live.split('\n')) {
-        if (l.startsWith('mem=')) {
-          const [kb, ps] = l.slice(4).split(' ');
-          memory = { memTotalKb: Number(kb), pageSize: Number(ps) || 4096 };
-        } else if (l.startsWith('missing=')) {
-          values[l.slice(8)] = null;
-        } else {
-          // grep -H: /proc/sys/net/core/somaxconn:4096 (SYSCTL_LIVE keeps a value's first line only)
-          const colon = l.indexOf(':');
-          const key = colon > 0 ? keyOfPath.get(l.slice(0, colon)) : undefined;
-          if (key !== undefined) values[key] = normaliseSysctl(l.slice(colon + 1));
-        }
-      }
-      return { file, live: values, memory };
+      // parts: the memory line, each key's live value, the file
+      const mem = /^mem=(\d+) (\d+)/m.exec(out.parts[0] as string);
+      const memory: HostMemory = { memTotalKb: mem ? Number(mem[1]) : 0, pageSize: (mem && Number(mem[2])) || 4096 };
+      const live: Record<string, string | null> = {};
+      keys.forEach((k, i) => (live[k] = out.parts[1 + i] as string | null));
+      return { file: fileFacts(out.parts[1 + keys.length]), live, memory };
     },
-    diff(f): Change[] {
+    diff(f) {
       const want = desired(f.memory);
-      const changes: Change[] = [];
-      const fc = fileChange(path, f.file, renderSysctlFile(profile, want));
-      if (fc) changes.push(fc);
+      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want));
       for (const [k, v] of Object.entries(want)) {
         const live = f.live[k];
-        if (live === null || live === undefined) changes.push({ summary: `${k}: unknown on this host (${sysctlPath(k)} missing)` });
-        else if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}` });
+        if (live === null || live === undefined)
+          changes.push({ summary: `${k}: unknown on this host (${sysctlPath(k)} missing)`, data: 'live' });
+        else if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: 'live' });
       }
       return changes;
     },
-    predictFiles: (f) => ({ [path]: predictFile(f.file, renderSysctlFile(profile, desired(f.memory))) }),
-    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
-    apply(f): Step[] {
-      const want = desired(f.memory);
-      const steps: Step[] = [];
-      const w = writeStep(path, f.file, renderSysctlFile(profile, want));
-      if (w) steps.push(w);
-      const stale = Object.keys(want).filter((k) => f.live[k] !== want[k]);
-      if (stale.length) {
-        // `sysctl -p` exits 0 even when a write fails: the verify probe afterwards catches that.
-        steps.push({ name: `apply ${path}`, script: `sysctl -q -p ${shq(path)}` });
-      }
+    apply(_, changes): Step[] {
+      const steps = mf.steps(changes);
+      // `sysctl -p` exits 0 even when a write fails: the verify probe afterwards catches that.
+      if (changes.some((c) => c.data === 'live')) steps.push({ name: `apply ${path}`, script: `sysctl -q -p ${shq(path)}` });
       return steps;
     },
   };

@@ -1,17 +1,6 @@
 import { InputError } from '../util/errors.ts';
-import {
-  atomicWriteScript,
-  contentText,
-  checkAbsolutePath,
-  chmodChownScript,
-  contentDiff,
-  fileProbe,
-  metadataChanges,
-  normMode,
-  parseFileFacts,
-  predictWrite,
-  type FileFacts,
-} from './file-common.ts';
+import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface TextEditOptions extends CommonOptions {
@@ -35,9 +24,9 @@ export function textEdit(
   edit: (old: string) => string,
   what: string,
   removing = false,
-): Resource<FileFacts> {
+): Resource<FileFacts, FileWrite> {
   const path = checkAbsolutePath(o.path);
-  const mode = normMode(o.mode);
+  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group });
   const next = (f: FileFacts): string => {
     if (f.type === 'absent') {
       if (!o.create) throw new Refusal(`${path} does not exist (set create: true to create it)`);
@@ -50,42 +39,14 @@ export function textEdit(
   return {
     ...common(kind, `${kind}:${path}:${idPart}`, o),
     verifiable: true,
-    writes: [path],
-    probe: () => [fileProbe(path)],
-    parse: (out) => parseFileFacts(out),
-    diff(f): Change[] {
+    files: [mf],
+    probe: () => [mf.probe()],
+    parse: (out) => fileFacts(out.parts[0]),
+    diff(f): Change<FileWrite>[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
-      const after = next(f);
-      const before = f.content ? contentText(f) : undefined;
-      const changes: Change[] = [];
-      if (f.type === 'absent')
-        changes.push({ summary: `create ${path} with ${what}`, diff: contentDiff(path, undefined, Buffer.from(after), false) });
-      else if (after !== before)
-        changes.push({ summary: `${what} in ${path}`, diff: contentDiff(path, f.content, Buffer.from(after), true) });
-      if (f.type === 'file') changes.push(...metadataChanges(path, f, mode, o.owner, o.group));
-      return changes;
+      return mf.changes(f, next(f), { create: `create ${path} with ${what}`, update: `${what} in ${path}` });
     },
-    predictFiles: (f) => ({ [path]: predictWrite(f, Buffer.from(next(f)), mode, o.owner, o.group) }),
-    useFiles: (f, files) => (files[path] as FileFacts | undefined) ?? f,
-    apply(f) {
-      const after = next(f);
-      if (f.type === 'file' && after === contentText(f)) {
-        return [{ name: `set mode/owner of ${path}`, script: chmodChownScript(path, mode, o.owner, o.group) }];
-      }
-      return [
-        {
-          name: `edit ${path}`,
-          script: atomicWriteScript({
-            path,
-            content: Buffer.from(after),
-            mode,
-            owner: o.owner,
-            group: o.group,
-            expectSha256: f.type === 'absent' ? 'absent' : f.sha256,
-          }),
-        },
-      ];
-    },
+    apply: (_, changes) => mf.steps(changes),
   };
 }
 

@@ -17,18 +17,10 @@ import {
   type ProfileName,
   type UdevEntry,
 } from './blockdev-logic.ts';
-import { diskHelpers, diskProbeBody, splitDiskOutputs, type DiskSpec } from './blockdev.ts';
-import {
-  atomicWriteScript,
-  checkAbsolutePath,
-  contentDiff,
-  fileProbe,
-  hasContent,
-  parseFileFacts,
-  predictWrite,
-  type FileFacts,
-} from './file-common.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
+import { diskHelpers, diskProbeBody, type DiskSpec } from './blockdev.ts';
+import { checkAbsolutePath, fileFacts, type FileFacts } from './file-common.ts';
+import { managedFile, type FileWrite } from './managed-file.ts';
+import { common, ProbeError, Refusal, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export const IO_RULES_FILE = '/etc/udev/rules.d/60-racksmith-io.rules';
 
@@ -70,52 +62,35 @@ export function ioRulesContent(disks: UdevDisk[], facts: DiskFacts[], profiles: 
   return udevRulesFile(entries);
 }
 
-export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts> {
+export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts, FileWrite> {
   const path = checkAbsolutePath(o.path ?? IO_RULES_FILE, 'udev rules path');
   const profiles = o.profiles ?? mergeProfiles();
-  const content = (f: IoUdevFacts) => Buffer.from(ioRulesContent(o.disks, f.disks, profiles));
+  const mf = managedFile<IoUdevFacts>({
+    path,
+    get: (f) => f.file,
+    set: (f, file) => ({ ...f, file }),
+    mode: '644',
+    owner: 0,
+    group: 0,
+    // No udevd (containers, early boot): the rule applies when udevd starts; sysfs is already set.
+    then: `udevadm control --reload-rules >/dev/null 2>&1 || echo ${shq(`udevd is not running: ${path} not reloaded (it applies when udevd starts)`)} >&2`,
+  });
   return {
     ...common('udev-rules', `udev-rules:${path}`, o),
     verifiable: true,
-    writes: [path],
+    files: [mf],
     // The disks' parts are their own resources' probes word for word: they run once per script.
-    probe: () => [fileProbe(path), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
+    probe: () => [mf.probe(), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
     parse(out): IoUdevFacts {
-      const first = out.search(/^spec=/m);
-      const disks = first < 0 ? [] : splitDiskOutputs(out.slice(first));
-      if (disks.length !== o.disks.length) throw new ProbeError(`unexpected probe output: ${out.slice(0, 200)}`);
-      return { file: parseFileFacts(first < 0 ? out : out.slice(0, first)), disks: disks.map((p) => parseDiskFacts(p)) };
+      const [file, ...disks] = out.parts;
+      if (disks.length !== o.disks.length) throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      return { file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p as string)) };
     },
-    diff(f): Change[] {
+    diff(f) {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
-      const want = content(f);
-      if (hasContent(f.file, want)) return f.file.mode === '644' ? [] : [{ summary: `${path}: mode ${f.file.mode} → 644` }];
-      return [
-        {
-          summary:
-            f.file.type === 'absent' ? `create ${path} (${o.disks.length} disk${o.disks.length === 1 ? '' : 's'})` : `update ${path}`,
-          diff: contentDiff(path, f.file.content, want, f.file.type === 'file'),
-        },
-      ];
+      const n = o.disks.length;
+      return mf.changes(f, ioRulesContent(o.disks, f.disks, profiles), { create: `create ${path} (${n} disk${n === 1 ? '' : 's'})` });
     },
-    predictFiles: (f) => ({ [path]: predictWrite(f.file, content(f), '644', 0, 0) }),
-    useFiles: (f, files) => ({ ...f, file: (files[path] as FileFacts | undefined) ?? f.file }),
-    apply(f): Step[] {
-      return [
-        {
-          name: `write ${path}`,
-          script: `${atomicWriteScript({
-            path,
-            content: content(f),
-            mode: '644',
-            owner: 0,
-            group: 0,
-            expectSha256: f.file.type === 'absent' ? 'absent' : f.file.sha256,
-          })}
-# No udevd (containers, early boot): the rule applies when udevd starts; sysfs is already set.
-udevadm control --reload-rules >/dev/null 2>&1 || echo ${shq(`udevd is not running: ${path} not reloaded (it applies when udevd starts)`)} >&2`,
-        },
-      ];
-    },
+    apply: (_, changes) => mf.steps(changes),
   };
 }

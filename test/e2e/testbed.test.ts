@@ -19,8 +19,8 @@ beforeAll(async () => {
   all = tb.hosts();
   shape = { hosts: all.length, disks: all[0]?.disks.length ?? 0 };
   expect(all.length).toBeGreaterThanOrEqual(3);
-  // other e2e files may have changed these hosts: start from fresh ones
-  all = await tb.reset(['tb1', 'tb2', 'tb3']);
+  // other e2e files may have changed (or stopped the sshd of) any host: start from fresh ones
+  all = await tb.reset(all.map((h) => h.name));
 });
 
 afterAll(async () => {
@@ -133,11 +133,15 @@ describe('test bed: hosts', () => {
     expect((await tb.hostExec('tb2', `cat ${tb.sharedMount}/from-tb1`)).stdout).toBe('hello\n');
     expect(readFileSync(join(tb.sharedDir, 'from-tb1'), 'utf8')).toBe('hello\n');
     // tb1 holds the lock for a while; tb2 cannot take it, then can
-    await tb.hostExec('tb1', `flock ${tb.sharedMount}/lock sleep 2 </dev/null >/dev/null 2>&1 & sleep 0.3`);
+    const held = `${tb.sharedMount}/lock-held`;
+    await tb.hostExec('tb1', `flock ${tb.sharedMount}/lock sh -c 'touch ${held}; sleep 2' </dev/null >/dev/null 2>&1 &`);
+    // (until tb1 really holds it)
+    for (let i = 0; i < 500 && !existsSync(join(tb.sharedDir, 'lock-held')); i++) await new Promise((r) => setTimeout(r, 10));
     expect((await tb.hostExec('tb2', `flock -n ${tb.sharedMount}/lock true`)).code).toBe(1);
     expect((await tb.hostExec('tb2', `flock -w 10 ${tb.sharedMount}/lock true`)).code).toBe(0);
     rmSync(join(tb.sharedDir, 'from-tb1'));
     rmSync(join(tb.sharedDir, 'lock'));
+    rmSync(join(tb.sharedDir, 'lock-held'));
   });
 
   it.skipIf(!existsSync('/usr/bin/kubectl'))('kubectl of the runner is available in hosts', async () => {

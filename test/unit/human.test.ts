@@ -1,9 +1,18 @@
 import { Writable } from 'node:stream';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
 import { HumanReporter, MAX_LISTED_HOSTS } from '../../src/output/human.ts';
+
+// Time is faked: the progress views throttle their redraws and listr2 starts its tasks on later
+// turns; the tests move the clock instead of waiting for it.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 /** A stream like stderr piped to a file or a CI log (no terminal): what was written, as text. */
 function pipe(): { out: NodeJS.WriteStream; text: () => string } {
@@ -41,7 +50,7 @@ describe('progress without a terminal', () => {
     }
     for (const host of hosts)
       recaps.push({ host, ok: host === 'h1' ? 6 : 4, changed: host === 'h1' ? 0 : 2, failed: 0, skipped: 0, unreachable: false, execs: 1 });
-    const turn = () => new Promise((r) => setTimeout(r, 10));
+    const turn = () => vi.advanceTimersByTimeAsync(10);
     human.onEvent(events[0]);
     await turn(); // the progress list starts its host tasks (before any host connects)
     for (const e of events.slice(1)) human.onEvent(e);
@@ -60,7 +69,7 @@ describe('progress without a terminal', () => {
     const human = new HumanReporter({ diff: false, verbose: 0, out });
     const hosts = ['h1', 'h2', 'h3'];
     human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: true });
-    await new Promise((r) => setTimeout(r, 10)); // as before any host connects
+    await vi.advanceTimersByTimeAsync(10); // as before any host connects
     human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
     const results = (['ok', 'changed', 'failed', 'skipped'] as const).map((status) =>
       resourceResult('h1', 'p', `x:${status}`, 'file', { status, changes: [], error: status === 'failed' ? 'boom' : undefined }),
@@ -119,7 +128,7 @@ describe('progress without a terminal', () => {
     try {
       const human = new HumanReporter({ diff: false, verbose: 0, out });
       human.onEvent({ type: 'run_start', playbooks: ['site'], hosts: ['h1'], check: false });
-      await new Promise((r) => setTimeout(r, 10));
+      await vi.advanceTimersByTimeAsync(10);
       human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
       const r = resourceResult('h1', 'p', 'file:/etc/x', 'file', { status: 'ok', changes: [] });
       human.onEvent(resourceEvent(r));
@@ -156,7 +165,8 @@ describe('progress without a terminal', () => {
       const finished = human
         .finish({ hosts: [recap], exitCode: 0, check: false, elapsedMs: 1, results: [r], factHashes: new Map() })
         .then(() => 'finished');
-      expect(await Promise.race([finished, new Promise((r) => setTimeout(() => r('still waiting'), 2000))])).toBe('finished');
+      // (it hung for ever once: the test's own timeout is the bound)
+      expect(await finished).toBe('finished');
     } finally {
       if (stdoutWasTTY) Object.defineProperty(process.stdout, 'isTTY', stdoutWasTTY);
       else delete (process.stdout as { isTTY?: boolean }).isTTY;
@@ -183,7 +193,8 @@ async function inTerminal(stdoutIsTTY: boolean, fn: (out: NodeJS.WriteStream, te
 describe('progress in a terminal', () => {
   /** Until `text` shows `what` (listr2 draws asynchronously: its renderer is set up with imports). */
   const drawn = async (text: () => string, what: string) => {
-    for (let i = 0; i < 200 && !text().includes(what); i++) await new Promise((r) => setTimeout(r, 10));
+    // (waitFor also moves the faked clock; the renderer's module loads in real time)
+    await vi.waitFor(() => expect(text()).toContain(what), { timeout: 5000, interval: 10 }).catch(() => undefined);
     return text();
   };
   const run = async (out: NodeJS.WriteStream, text: () => string, hosts: string[]) => {
@@ -250,7 +261,7 @@ describe('progress in a terminal', () => {
       for (const host of hosts)
         human.onEvent(resourceEvent(resourceResult(host, 'p', 'file:/etc/x', 'file', { status: 'ok', changes: [] })));
       await drawn(text, 'h9: 1 ok');
-      await new Promise((r) => setTimeout(r, 250));
+      await vi.advanceTimersByTimeAsync(250);
       // every frame draws h0's line: one per title set would be 10 frames and more
       const frames = text().slice(before).split('h0: ').length - 1;
       expect(frames).toBeGreaterThan(0);

@@ -408,9 +408,12 @@ describe('kubeApply: probe output → facts → changes', () => {
 
   it('a kubectl failure is a probe error with its message', () => {
     expect(() => parseKubeApplyProbe('rc=1\n== stderr\nerror: Unauthorized\n', 0, '', false)).toThrow(/Unauthorized/);
-    expect(() =>
-      parseKubeApplyProbe('rc=1\n@@object v1.Namespace..x\n@@create\n== stderr\nWarning: deprecated\n', 0, '', false),
-    ).not.toThrow();
+    // a warning on stderr next to a diff is not a failure: the diff is read
+    expect(parseKubeApplyProbe('rc=1\n@@object v1.Namespace..x\n@@create\n== stderr\nWarning: deprecated\n', 0, '', false).objects).toEqual(
+      {
+        'v1.Namespace..x': { create: true, diff: '' },
+      },
+    );
     expect(() => parseKubeApplyProbe('rc=2\n== stderr\nerror: You must be logged in to the server (Unauthorized)\n', 0, '', false)).toThrow(
       /kubectl diff failed \(exit 2\): error: You must be logged in/,
     );

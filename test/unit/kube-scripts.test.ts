@@ -48,7 +48,7 @@ async function facts<F>(r: Resource<F>): Promise<F> {
   const sp = standaloneProbe(r.probe());
   const r0 = await sh(sp.script);
   const o = sp.output(r0.stdout, r0.stderr);
-  return r.parse(o.stdout, o.code ?? -1, o.stderr);
+  return r.parse(o);
 }
 
 /** probe → diff → apply every step → probe → diff: returns the changes made; fails if any remain. */

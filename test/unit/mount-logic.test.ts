@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -188,9 +188,8 @@ describe('GPU binds diff', () => {
   });
 });
 
-// The engine hands a probe of several parts to parseParts (no joined copy); it must read exactly
-// what parse reads from the joined text. Real probes, run by the local sh (they only read).
-describe('mount and GPU-bind probes read in parts', () => {
+// Real probes, run by the local sh (they only read): each answer is read from its own part.
+describe('mount and GPU-bind probes, run for real', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rs-parts-'));
   const fstabFile = join(dir, 'fstab');
   writeFileSync(fstabFile, 'proc /proc proc defaults 0 0\n/tmp /mnt/x none bind 0 0\n');
@@ -198,27 +197,35 @@ describe('mount and GPU-bind probes read in parts', () => {
   const run = (r: Resource) => {
     const sp = standaloneProbe(r.probe());
     const res = spawnSync('sh', ['-c', sp.script], { encoding: 'utf8' });
-    const out = sp.output(res.stdout, res.stderr);
-    expect(out.parts?.length).toBeGreaterThan(3);
-    return out;
+    return sp.output(res.stdout, res.stderr);
   };
-  it.each<[string, Resource]>([
-    ['a virtual filesystem', mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile })],
+  it.each<[string, Resource, (f: Record<string, unknown>) => void]>([
+    [
+      'a virtual filesystem',
+      mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile }),
+      (f) => expect(f).toMatchObject({ live: { fstype: 'proc' }, target: { kind: 'dir' } }),
+    ],
     [
       'a bind mount (source ids, within)',
       mount({ path: '/tmp', source: '/tmp', fstype: 'none', options: ['bind'], within: '/', fstabFile }),
+      (f) => expect(f).toMatchObject({ source: { exists: true, devIno: expect.stringMatching(/^\d+:\d+$/) }, target: { real: '/tmp' } }),
     ],
-    ['a device mount, not mounted', mount({ path: join(dir, 'mnt'), device: '/dev/null', fstype: 'xfs', fstabFile })],
-    ['GPU binds', gpuBinds({ jail: dir, fstabFile, searchDirs: [dir] })],
-  ])('%s', (_, r) => {
-    const out = run(r);
-    const joined = r.parse(out.stdout, 0, out.stderr);
-    expect(r.parseParts!(out.parts!, 0, out.stderr)).toEqual(joined);
-    expect(JSON.stringify(joined)).toContain('"type":"file"'); // the fstab answer was read
+    [
+      'a device mount, not mounted',
+      mount({ path: join(dir, 'mnt'), device: '/dev/null', fstype: 'xfs', fstabFile }),
+      (f) => expect(f).toMatchObject({ live: undefined, target: { kind: 'absent' } }),
+    ],
+    ['GPU binds', gpuBinds({ jail: dir, fstabFile, searchDirs: [dir] }), (f) => expect(f).toMatchObject({ files: [] })],
+  ])('%s', (_, r, check) => {
+    const f = r.parse(run(r)) as Record<string, unknown>;
+    check(f);
+    expect(f.fstab).toMatchObject({ type: 'file', content: readFileSync(fstabFile) }); // the fstab answer was read
   });
-  it('parts laid out otherwise are read joined (the same error)', () => {
+  it('answers laid out otherwise are refused, not misread', () => {
     const r = mount({ path: '/proc', source: 'proc', fstype: 'proc', fstabFile });
-    expect(() => r.parseParts!(['target=dir\n', 'garbage'], 0, '')).toThrow(/unexpected probe output: target=dir\ngarbage/);
+    expect(() => r.parse({ parts: ['target=dir\n', 'garbage'], stdout: 'target=dir\ngarbage', code: 0, stderr: '' })).toThrow(
+      /unexpected probe output: target=dir\ngarbage/,
+    );
   });
 });
 
@@ -244,7 +251,7 @@ describe('mount probes in one script', () => {
       const outs = splitOutput(res.stdout, marker, sections.length, res.stderr);
       const facts = mounts.map((m, i) => {
         const o = set.output(outs, i);
-        return m.parseParts!(o.parts!, o.code ?? -1, o.stderr) as MountFacts;
+        return m.parse({ parts: o.parts, stdout: o.stdout, code: o.code ?? -1, stderr: o.stderr }) as MountFacts;
       });
       expect(facts.map((f) => f.target.kind)).toEqual(kinds);
     } finally {
@@ -255,7 +262,8 @@ describe('mount probes in one script', () => {
 
 describe('a device mount reads the source number sysfs gives', () => {
   const m = mount({ path: '/ais/d1', device: '/dev/nvme0n1', fstype: 'xfs' });
-  const facts = (own: string) => m.parse(`target=dir\n${own}uuid=u1\n== mountinfo\n== fstab\ntype=absent\n`, 0, '') as MountFacts;
+  const facts = (own: string) =>
+    m.parse({ parts: [`target=dir\n${own}uuid=u1\n`, undefined, '', { type: 'absent' }], stdout: '', code: 0, stderr: '' }) as MountFacts;
   it.each([
     ['majmin_dec=259:1\n', '103:1'], // decimal (sysfs) as stat's hex
     ['majmin_dec=7:0\n', '7:0'],

@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { factsHash } from '../../src/engine/facts-hash.ts';
-import { MOUNT_TABLE, MOUNT_TABLE_MARK, parseMountTable, splitAtMountTable, topMount } from '../../src/resources/mount-table.ts';
+import { MOUNT_TABLE, parseMountTable, topMount } from '../../src/resources/mount-table.ts';
 
 /** The mount table part of a probe's output (empty without one). */
-const mountTableText = (out: string) => splitAtMountTable(out)?.table ?? '';
 
 // Lines as the kernel writes /proc/self/mountinfo (escapes included).
 const TABLE = [
@@ -66,14 +65,14 @@ describe('mount table (shared probe part)', () => {
   it('the batch gives each mountpoint only its lines, and a subtree (trailing /) everything under it', () => {
     const [jailTmp, under, none, spaced] = MOUNT_TABLE.split(TABLE, ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space']);
     expect(jailTmp).toBe(
-      `${MOUNT_TABLE_MARK}${TABLE.split('\n')
+      `${TABLE.split('\n')
         .filter((l) => / \/mnt\/jail\/tmp /.test(l))
         .join('\n')}\n`,
     );
-    expect(parseMountTable(mountTableText(jailTmp)).get('/mnt/jail/tmp')).toMatchObject({ source: 'tmpfs2' });
-    expect(under.split('\n').filter(Boolean)).toHaveLength(4); // proc, tmp twice: not /mnt/jail itself
-    expect(none).toBe(MOUNT_TABLE_MARK);
-    expect(parseMountTable(mountTableText(spaced)).get('/mnt/with space')).toMatchObject({ fstype: 'tmpfs' });
+    expect(parseMountTable(jailTmp).get('/mnt/jail/tmp')).toMatchObject({ source: 'tmpfs2' });
+    expect(under.split('\n').filter(Boolean)).toHaveLength(3); // proc, tmp twice: not /mnt/jail itself
+    expect(none).toBe('');
+    expect(parseMountTable(spaced).get('/mnt/with space')).toMatchObject({ fstype: 'tmpfs' });
   });
 
   // The script sends only lines that may be asked for; split must then give what the whole table gives.
@@ -117,13 +116,6 @@ describe('mount table (shared probe part)', () => {
     const table = parseMountTable(whole);
     expect(table.size).toBeGreaterThan(0);
     for (const mp of mountpoints) expect(topMount(whole, mp)).toEqual(table.get(mp));
-  });
-
-  it('finds the table between its mark and the next part', () => {
-    const out = `kind=dir\n${MOUNT_TABLE_MARK}${TABLE}\n== fstab\ntype=absent\n`;
-    expect(mountTableText(out)).toBe(`${TABLE}\n`);
-    expect(mountTableText(`${MOUNT_TABLE_MARK}${TABLE}`)).toBe(TABLE);
-    expect(mountTableText('no table')).toBe('');
   });
 });
 

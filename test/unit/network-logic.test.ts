@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
 import { absent, fileWith } from './facts.ts';
 import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
-import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath } from '../../src/resources/sysctl.ts';
+import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath, SYSCTL_LIVE } from '../../src/resources/sysctl.ts';
 import { kmod } from '../../src/resources/kmod.ts';
 import { limits } from '../../src/resources/limits.ts';
 
@@ -68,11 +68,20 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
     expect(r.diff({ file, live, memory: mem }).map((c) => c.summary)).toEqual(want);
   });
 
-  it('parses live values as the kernel prints them (tabs) and missing keys', () => {
-    const out = `mem=${24 * GiB} 4096\nmissing=vm.min_free_kbytes\n/proc/sys/net/core/somaxconn:4096 \n/proc/sys/net/ipv4/ip_local_port_range:32768\t60999\n== file\ntype=absent\n`;
-    const f = r.parse(out, 0, '');
+  it('reads live values as the kernel prints them (tabs) and missing keys', () => {
+    const keys = ['net.core.somaxconn', 'net.ipv4.ip_local_port_range', 'vm.min_free_kbytes', 'net.core.rmem_max'];
+    const grep = `missing=vm.min_free_kbytes\n/proc/sys/net/core/somaxconn:4096 \n/proc/sys/net/ipv4/ip_local_port_range:32768\t60999\n`;
+    // (a key neither read nor missing: its file could not be read)
+    expect(SYSCTL_LIVE.split(grep, keys)).toEqual(['4096', '32768 60999', null, '']);
+    const f = r.parse({
+      parts: [`mem=${24 * GiB} 4096\n`, '4096', '32768 60999', null, { type: 'absent' }],
+      stdout: '',
+      code: 0,
+      stderr: '',
+    });
     expect(f.live).toEqual({ 'net.core.somaxconn': '4096', 'net.ipv4.ip_local_port_range': '32768 60999', 'vm.min_free_kbytes': null });
     expect(f.memory).toEqual({ memTotalKb: 24 * GiB, pageSize: 4096 });
+    expect(f.file).toEqual({ type: 'absent' });
   });
 
   it("the real probe reads this kernel's values whole (/proc/sys answers a byte at a time to the shell's read)", () => {
@@ -81,8 +90,7 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
       values: { 'net.ipv4.tcp_rmem': '1 2 3', 'kernel.pid_max': 1, 'net.no.such_key': 1 },
     });
     const sp = standaloneProbe(real.probe());
-    const out = sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).stdout;
-    const f = real.parse(out, 0, '');
+    const f = real.parse(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })));
     expect(f.live['kernel.pid_max']).toBe(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim());
     expect(f.live['net.ipv4.tcp_rmem']).toBe(readFileSync('/proc/sys/net/ipv4/tcp_rmem', 'utf8').trim().split(/\s+/).join(' '));
     expect(f.live['net.no.such_key']).toBeNull();

@@ -356,5 +356,6 @@ describe('plain YAML reader: generated documents', () => {
     // Both sides are exercised: documents read by the plain reader, and documents with errors.
     expect(read).toBeGreaterThan(900);
     expect(libraryErrors).toBeGreaterThan(900);
-  });
+    // (~2 s on a quiet machine; a busy one takes several times that)
+  }, 60_000);
 });

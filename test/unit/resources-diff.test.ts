@@ -14,7 +14,7 @@ import {
   fileProbe,
   MAX_PROBED_BYTES,
   normMode,
-  parseFileFacts,
+  fileFacts,
   predictWrite,
   type FileFacts,
 } from '../../src/resources/file-common.ts';
@@ -22,6 +22,7 @@ import { block, editBlock, editLine, line } from '../../src/resources/text-edit.
 import { ProbeError, Refusal, type Change, type Resource } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
+import { textOutput } from '../../src/contract/probe.ts';
 import { Secret } from '../../src/util/secret.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -73,8 +74,9 @@ function expectPatch(diff: string | undefined, before: string, after: string): v
 /** What the engine does for a stacked edit: the facts after applying this resource's changes. */
 function predicted(r: Resource<FileFacts>, f: FileFacts): FileFacts {
   const changes: Change[] = r.diff(f);
-  const files = r.predictFiles!(f, changes);
-  return r.useFiles!(f, files);
+  const slot = r.files![0];
+  const p = slot.predict(f, changes);
+  return p === undefined ? f : slot.use(f, p);
 }
 
 const summaries = (c: Change[]) => c.map((x) => x.summary);
@@ -439,7 +441,7 @@ describe('command()', () => {
   it('unguarded: true -> not verifiable, always pending, reported as "always runs"', () => {
     const c = command({ name: 'reload', run: ['true'], unguarded: true });
     expect(c.verifiable).toBe(false);
-    const f = c.parse(sh(c.probe() as string).stdout, 0, '');
+    const f = c.parse(textOutput(sh(c.probe() as string).stdout));
     expect(f).toEqual({ satisfied: false });
     const changes = c.diff(f);
     expect(summaries(changes)).toEqual(['run reload (unguarded: always runs)']);
@@ -459,7 +461,7 @@ describe('command()', () => {
     expect(c.verifiable).toBe(true);
     const r = sh(c.probe() as string);
     expect(r.status).toBe(0);
-    const f = c.parse(r.stdout, 0, '');
+    const f = c.parse(textOutput(r.stdout));
     expect(f).toEqual({ satisfied });
     expect(summaries(c.diff(f))).toEqual(satisfied ? [] : ['run c']);
   });
@@ -575,12 +577,12 @@ describe('normMode / checkAbsolutePath', () => {
   );
 });
 
-describe('fileProbe + parseFileFacts on real paths', () => {
+describe('fileProbe + fileFacts on real paths', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'rs-probe-'));
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
   const probe = (p: string) => {
     const sp = standaloneProbe([fileProbe(p)]);
-    return parseFileFacts(sp.output(sh(sp.script).stdout).stdout);
+    return fileFacts(sp.output(sh(sp.script).stdout).parts[0]);
   };
 
   it('a regular file: type, mode, owner, size, hash and exact content', () => {
@@ -628,7 +630,7 @@ describe('fileProbe + parseFileFacts on real paths', () => {
   });
 
   it('garbage probe output is a ProbeError', () => {
-    expect(thrown(() => parseFileFacts('sh: stat: not found\n'))).toBeInstanceOf(ProbeError);
+    expect(thrown(() => fileFacts('sh: stat: not found\n'))).toBeInstanceOf(ProbeError);
   });
 });
 
@@ -654,7 +656,7 @@ describe('file facts batch: every file of a script in one find, one cat | base64
     // one find and one base64 for all six paths
     expect(sp.script.match(/\bfind\b/g)).toHaveLength(1);
     const texts = FILE_FACTS.split(r.stdout.slice(r.stdout.indexOf('B 0\n') + 4), paths);
-    const facts = texts.map((t) => parseFileFacts(t));
+    const facts = texts.map((t) => fileFacts(t));
     expect(facts[0]).toMatchObject({ type: 'file', size: 6, sha256: sha('alpha\n') });
     expect(facts[0].content!.toString()).toBe('alpha\n');
     expect(facts[1].type).toBe('absent');
@@ -668,14 +670,14 @@ describe('file facts batch: every file of a script in one find, one cat | base64
   it('a file that changed size between find and cat is a probe error, not a wrong hash', () => {
     const out = `f 5 644 0 root 0 root /x/a\nf 3 644 0 root 0 root /x/b\n\n@content\n${Buffer.from('abcdefg').toString('base64')}\n@sha\n`;
     const [a, b] = FILE_FACTS.split(out, ['/x/a', '/x/b']);
-    expect(() => parseFileFacts(a)).toThrow(ProbeError);
-    expect(() => parseFileFacts(b)).toThrow(/changed while it was read/);
+    expect(() => fileFacts(a)).toThrow(ProbeError);
+    expect(() => fileFacts(b)).toThrow(/changed while it was read/);
     const ok = FILE_FACTS.split(out.replace(Buffer.from('abcdefg').toString('base64'), Buffer.from('abcdefgh').toString('base64')), [
       '/x/a',
       '/x/b',
     ]);
-    expect(parseFileFacts(ok[0]).content!.toString()).toBe('abcde');
-    expect(parseFileFacts(ok[1]).content!.toString()).toBe('fgh');
+    expect(fileFacts(ok[0]).content!.toString()).toBe('abcde');
+    expect(fileFacts(ok[1]).content!.toString()).toBe('fgh');
   });
 
   it('a file answered as before (same find line, same bytes) gets the same answer; any difference a new one', () => {
@@ -686,13 +688,22 @@ describe('file facts batch: every file of a script in one find, one cat | base64
     const [c] = FILE_FACTS.split(out('v=2\n'), ['/x/same']);
     const [d] = FILE_FACTS.split(out('v=2\n', '600'), ['/x/same']);
     expect(b).toBe(a);
-    expect(parseFileFacts(c).content!.toString()).toBe('v=2\n');
-    expect(parseFileFacts(d)).toMatchObject({ mode: '600', content: Buffer.from('v=2\n') });
-    expect(parseFileFacts(FILE_FACTS.split(out('v=1\n'), ['/x/same'])[0]).content!.toString()).toBe('v=1\n');
+    expect(fileFacts(c).content!.toString()).toBe('v=2\n');
+    expect(fileFacts(d)).toMatchObject({ mode: '600', content: Buffer.from('v=2\n') });
+    expect(fileFacts(FILE_FACTS.split(out('v=1\n'), ['/x/same'])[0]).content!.toString()).toBe('v=1\n');
+  });
+
+  it('a file too large to send, same find line but another host-side hash: a new answer with that hash', () => {
+    const big = MAX_PROBED_BYTES + 1;
+    const out = (hash: string) => `f ${big} 644 0 root 0 root /x/big\n\n@content\n\n@sha\n${hash}  /x/big\n`;
+    const [a] = FILE_FACTS.split(out('a'.repeat(64)), ['/x/big']);
+    const [b] = FILE_FACTS.split(out('b'.repeat(64)), ['/x/big']);
+    expect(fileFacts(a).sha256).toBe('a'.repeat(64));
+    expect(fileFacts(b).sha256).toBe('b'.repeat(64));
   });
 
   it('incomplete output (the script died) is an error for every path', () => {
-    expect(FILE_FACTS.split('f 5 644 0 root 0 root /x/a\n', ['/x/a']).map((t) => thrown(() => parseFileFacts(t)))).toEqual([
+    expect(FILE_FACTS.split('f 5 644 0 root 0 root /x/a\n', ['/x/a']).map((t) => thrown(() => fileFacts(t)))).toEqual([
       expect.any(ProbeError),
     ]);
   });

@@ -247,7 +247,7 @@ describe('probe parts: an identical part runs once per script, a batch once for 
     expect(c[3]).toMatch(/^y:\d+$/);
     expect(set.output(out, 3).stdout).toBe(`${b1[3]}\n`); // the same argument: the same answer
     expect(set.output(out, 4).stdout).toBe('shared\n1\n');
-    expect(set.output(out, 0)).toEqual({ stdout: 'a\n', stderr: '', code: 0 });
+    expect(set.output(out, 0)).toMatchObject({ parts: ['a\n'], stdout: 'a\n', stderr: '', code: 0 });
   });
 
   it.each<[string, SectionOutput[], SectionOutput]>([

@@ -740,7 +740,12 @@ describe('mount of a disk given by serial', () => {
     const probe = standaloneProbe(m.probe()).script;
     expect(probe).not.toContain('d=/dev/disk/by-serial/ZL2ABC12\n');
     expect(probe).toContain('rs_by_serial ZL2ABC12');
-    const facts = m.parse('target=absent\nmajmin=8:10\nuuid=u1\n== mountinfo\n== fstab\ntype=absent\n', 0, '');
+    const facts = m.parse({
+      parts: ['target=absent\nmajmin=8:10\nuuid=u1\n', undefined, '', { type: 'absent' }],
+      stdout: '',
+      code: 0,
+      stderr: '',
+    });
     const steps = m.apply(facts, m.diff(facts));
     const mountStep = steps.find((s) => s.name.startsWith('mount '))!;
     expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(R=; /);
@@ -831,7 +836,7 @@ describe('disk probe over a fake sysfs tree', () => {
   it('another entry of the list that is the same disk is reported', () => {
     const parts = diskProbeParts({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
     const sp = standaloneProbe(parts);
-    const f = parseDiskParts(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).stdout);
+    const f = parseDiskParts(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).parts);
     expect(f.kname).toBe('sdb');
     expect(f.majmin).toBe('8:16');
     expect(f.sameAs).toEqual(['serial ST20000_S1']);

@@ -1,0 +1,102 @@
+// racksmith as a package operators build on: `npm pack`'s tarball installed (offline, from the npm
+// cache `npm ci` filled) into a project outside the checkout, whose own playbook imports from
+// 'racksmith', type-checks against the package's declarations, and runs on the bed.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import { recaps, repoRoot, writeInventory } from './helpers.ts';
+
+const HOST = 'tb2';
+const project = mkdtempSync(join(tmpdir(), 'rs-user-project-'));
+const pkg = JSON.parse(execFileSync('cat', [join(repoRoot, 'package.json')], { encoding: 'utf8' }));
+
+const PLAYBOOK = `import { file, line, playbook, type HostContext, type Resource } from 'racksmith';
+
+// an operator's own composition, in their own repository
+function motd(host: HostContext): Resource[] {
+  return [
+    file({ path: '/etc/rs-user-motd', content: \`managed for \${host.name}\\n\`, mode: '0644' }),
+    line({ path: '/etc/rs-user-rack', line: \`rack: \${host.var('rack', 'none')}\`, create: true }),
+  ];
+}
+
+export default playbook({ name: 'operator playbook', hosts: 'all', resources: motd });
+`;
+
+function inProject(cmd: string, args: string[]) {
+  return spawnSync(cmd, args, {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: 180_000,
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
+}
+
+beforeAll(async () => {
+  await tb.reset([HOST]);
+  // the tarball of this checkout (dist/ as built by `npm ci`; --ignore-scripts: no rebuild here)
+  execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', project], { cwd: repoRoot, stdio: 'ignore' });
+  const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'))!;
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'rack-ops', private: true, type: 'module' }, null, 2));
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+      },
+    }),
+  );
+  const dev = pkg.devDependencies as Record<string, string>;
+  const install = inProject('npm', [
+    'install',
+    '--offline',
+    '--no-audit',
+    '--no-fund',
+    `./${tarball}`,
+    `typescript@${dev.typescript}`,
+    `@types/node@${dev['@types/node']}`,
+  ]);
+  if (install.status !== 0) throw new Error(`npm install --offline failed: ${install.stderr}`);
+}, 300_000);
+
+describe('a playbook outside the checkout, on racksmith installed from its tarball', () => {
+  it('type-checks against the package, and a type error in it is caught', () => {
+    writeFileSync(join(project, 'site.ts'), PLAYBOOK);
+    const ok = inProject('npx', ['tsc', '-p', '.']);
+    expect(ok.status, ok.stdout + ok.stderr).toBe(0);
+    writeFileSync(join(project, 'broken.ts'), "import { file } from 'racksmith';\nexport const r = file({ path: 42 });\n");
+    const bad = inProject('npx', ['tsc', '-p', '.']);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stdout).toMatch(/broken\.ts.*Type 'number' is not assignable to type 'string'/);
+    execFileSync('rm', [join(project, 'broken.ts')]);
+  });
+
+  it("runs with the installed package's provision: converges, then 0 changes", async () => {
+    writeFileSync(join(project, 'site.ts'), PLAYBOOK);
+    const inv = writeInventory({ hosts: [HOST], hostVars: { [HOST]: { rack: 'r12' } } });
+    const provision = join(project, 'node_modules', '.bin', 'provision');
+    const run = (args: string[]) => {
+      const r = inProject(provision, ['site.ts', '-i', inv, '--json', ...args]);
+      const events = r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      return { code: r.status ?? -1, stderr: r.stderr, stdout: r.stdout, events };
+    };
+    const first = run([]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(recaps(first)[HOST]).toMatchObject({ changed: 2, failed: 0 });
+    const again = run([]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(recaps(again)[HOST]).toMatchObject({ changed: 0, ok: 2, execs: 1 });
+    expect((await tb.hostExec(HOST, 'cat /etc/rs-user-motd /etc/rs-user-rack')).stdout).toBe(`managed for ${HOST}\nrack: r12\n`);
+  });
+});

@@ -1,0 +1,278 @@
+// The engine's rules, on fake hosts (test/support/fake-host.ts: each host a directory, each exec
+// a local /bin/sh run of the real script): dependencies, ordering, stacking, check mode, saved-plan
+// drift, prefetched answers, lost connections and resources that throw.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Play } from '../../src/contract/playbook.ts';
+import type { Resource } from '../../src/contract/resource.ts';
+import { execute, prepare, type ExecuteOptions } from '../../src/engine/run.ts';
+import type { RunEvent } from '../../src/engine/events.ts';
+import type { PlannedResource } from '../../src/engine/host-run.ts';
+import { line } from '../../src/resources/text-edit.ts';
+import { FakeFleet } from '../support/fake-host.ts';
+import { kv, logStep, type Stage } from '../support/test-resources.ts';
+
+type RunOptions = Partial<Pick<ExecuteOptions, 'check' | 'planned' | 'hashFacts' | 'forks' | 'hostTimeoutMs' | 'signal'>>;
+
+async function run(fleet: FakeFleet, plays: Play[], o: RunOptions = {}) {
+  for (const h of fleet.names) mkdirSync(fleet.dir(h), { recursive: true });
+  mkdirSync(join(fleet.root, 'shared'), { recursive: true });
+  const prepared = prepare(fleet.inventory(), [{ name: 'test', plays }], {});
+  const events: RunEvent[] = [];
+  const outcome = await execute(
+    prepared,
+    {
+      inventoryFile: 'fake-inventory',
+      acceptNewHostKeys: false,
+      connectTimeoutMs: 1000,
+      check: false,
+      forks: 10,
+      connectAttempts: 1,
+      connector: fleet.connector,
+      ...o,
+    },
+    (e) => events.push(e),
+  );
+  const result = (host: string, id: string, play?: string) => {
+    const r = outcome.results.find((x) => x.host === host && x.id === id && (play === undefined || x.play === play));
+    if (!r) throw new Error(`no result for ${host} ${id}: ${JSON.stringify(outcome.results.map((x) => [x.host, x.id, x.status]))}`);
+    return r;
+  };
+  const recap = (host: string) => outcome.hosts.find((h) => h.host === host)!;
+  return { outcome, events, result, recap, execs: (host: string) => fleet.conns.get(host)?.execCount ?? 0 };
+}
+
+const play = (resources: Play['resources'], name = 'p', hosts = 'all'): Play => ({ name, hosts, resources });
+const at = (fleet: FakeFleet, host: string, file: string) => join(fleet.dir(host), file);
+const read = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
+
+describe('dependencies: a failure skips only what depends on it', () => {
+  it.each<[string, 'dependsOn' | 'after']>([
+    ['dependsOn', 'dependsOn'],
+    ['after', 'after'],
+  ])('%s on a failed resource: the dependant and its dependants are skipped, the rest converges', async (_, link) => {
+    const f = new FakeFleet(['h1']);
+    const d = (x: string) => at(f, 'h1', x);
+    const r = await run(f, [
+      play(() => [
+        kv({ path: d('a'), value: '1', failStep: 7 }),
+        kv({ path: d('b'), value: '2', [link]: ['kv:a'] }),
+        kv({ path: d('c'), value: '3', dependsOn: ['kv:b'] }),
+        kv({ path: d('z'), value: '9' }),
+      ]),
+    ]);
+    expect(r.result('h1', 'kv:a')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/step "set kv:a" exit 7: step failed on purpose/),
+    });
+    expect(r.result('h1', 'kv:b')).toMatchObject({ status: 'skipped', error: 'dependency kv:a did not converge' });
+    expect(r.result('h1', 'kv:c')).toMatchObject({ status: 'skipped', error: 'dependency kv:b did not converge' });
+    expect(r.result('h1', 'kv:z').status).toBe('changed');
+    expect([read(d('a')), read(d('b')), read(d('c')), read(d('z'))]).toEqual([undefined, undefined, undefined, '9']);
+    expect(r.outcome.exitCode).toBe(1);
+    expect(r.events.at(-1)).toMatchObject({ type: 'recap', exitCode: 1 });
+  });
+
+  it('a dependant of a changed resource is diffed after that change applied (a later wave)', async () => {
+    const f = new FakeFleet(['h1']);
+    const d = (x: string) => at(f, 'h1', x);
+    // b's desired value is what a wrote: b's facts depend on a's change.
+    const r = await run(f, [
+      play(() => [kv({ path: d('a'), value: '1' }), kv({ path: d('a'), name: 'b', value: '1', dependsOn: ['kv:a'] })]),
+    ]);
+    expect(r.result('h1', 'kv:a').status).toBe('changed');
+    expect(r.result('h1', 'kv:b').status).toBe('ok'); // re-probed after a's wave, not guessed
+    expect(r.execs('h1')).toBe(2); // probe, then one wave that applies a and re-probes both
+  });
+});
+
+describe('order within a wave', () => {
+  it('`after` resources share one wave, their steps in declaration order; a second run changes nothing', async () => {
+    const f = new FakeFleet(['h1']);
+    const log = at(f, 'h1', 'log');
+    const rs = () => [
+      kv({ path: at(f, 'h1', 'x'), value: '1' }),
+      logStep({ log, name: 'first' }),
+      logStep({ log, name: 'second', after: ['log:first'] }),
+      logStep({ log, name: 'third', after: ['log:second', 'kv:x'] }),
+    ];
+    const r = await run(f, [play(rs)]);
+    expect(read(log)).toBe('first\nsecond\nthird\n');
+    expect(r.execs('h1')).toBe(2);
+    expect(r.result('h1', 'log:third')).toMatchObject({ status: 'changed', alwaysRuns: true });
+  });
+});
+
+describe('stacked edits of one file', () => {
+  it("check mode: the second edit is diffed against the first one's predicted file (exact diffs); apply: one wave", async () => {
+    const f = new FakeFleet(['h1']);
+    const file = at(f, 'h1', 'conf');
+    mkdirSync(f.dir('h1'), { recursive: true });
+    writeFileSync(file, 'x = 0\n');
+    const edits = () => [line({ path: file, line: 'a = 1', regexp: '^a = ' }), line({ path: file, line: 'b = 2', regexp: '^b = ' })];
+    const check = await run(f, [play(edits)], { check: true });
+    const [first, second] = [check.result('h1', `line:${file}:^a = `), check.result('h1', `line:${file}:^b = `)];
+    expect(first.status).toBe('changed');
+    expect(second.status).toBe('changed');
+    expect(second.pending).toBeUndefined(); // stacked, not "depends on a pending change"
+    // the second diff starts from the first edit's result
+    expect(second.changes[0].diff).toMatch(/ x = 0\n a = 1\n\+b = 2/);
+    expect(read(file)).toBe('x = 0\n');
+    expect(check.outcome.exitCode).toBe(2);
+
+    const apply = await run(f, [play(edits)]);
+    expect(read(file)).toBe('x = 0\na = 1\nb = 2\n');
+    expect(apply.execs('h1')).toBe(2);
+    const again = await run(f, [play(edits)]);
+    expect(again.outcome.results.map((x) => x.status)).toEqual(['ok', 'ok']);
+    expect(again.execs('h1')).toBe(1);
+  });
+});
+
+describe('check mode', () => {
+  it('a resource whose facts depend on a pending change is reported as such, never diffed', async () => {
+    const f = new FakeFleet(['h1']);
+    const d = (x: string) => at(f, 'h1', x);
+    // b would look converged (its file already holds its value) if it were diffed now
+    mkdirSync(f.dir('h1'), { recursive: true });
+    writeFileSync(d('b'), '2');
+    const r = await run(f, [play(() => [kv({ path: d('a'), value: '1' }), kv({ path: d('b'), value: '2', dependsOn: ['kv:a'] })])], {
+      check: true,
+    });
+    expect(r.result('h1', 'kv:b')).toMatchObject({
+      status: 'changed',
+      pending: 'kv:a',
+      changes: [{ summary: 'depends on a pending change of kv:a' }],
+    });
+    expect(read(d('a'))).toBeUndefined();
+    expect(r.execs('h1')).toBe(1);
+    expect(r.outcome.exitCode).toBe(2);
+  });
+});
+
+describe('saved plans', () => {
+  it('a host whose facts moved since the plan is refused with a drift report; nothing is applied there', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const rs: Play['resources'] = (h) => [kv({ path: join(h.var('dir', ''), 'a'), value: '1' })];
+    const reviewed = await run(f, [play(rs)], { check: true, hashFacts: true });
+    const planned = new Map<string, Map<string, Map<string, PlannedResource>>>();
+    for (const h of ['h1', 'h2']) {
+      const hashes = reviewed.outcome.factHashes.get(h)!.get('p')!;
+      planned.set(
+        h,
+        new Map([['p', new Map([...hashes].map(([id, factHash]) => [id, { factHash, changes: [`${at(f, h, 'a')}: (absent) → 1`] }]))]]),
+      );
+    }
+    writeFileSync(at(f, 'h1', 'a'), 'someone else');
+    const r = await run(f, [play(rs)], { planned });
+    expect(r.result('h1', 'kv:a')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^refused: facts changed since the plan: kv:a/),
+    });
+    expect(r.recap('h1').error).toMatch(/drift since the plan: kv:a/);
+    expect(read(at(f, 'h1', 'a'))).toBe('someone else');
+    expect(r.result('h2', 'kv:a').status).toBe('changed');
+    expect(read(at(f, 'h2', 'a'))).toBe('1');
+  });
+});
+
+describe('prefetched answers of later plays', () => {
+  const plays = (f: FakeFleet): Play[] => [
+    play(
+      (h) =>
+        h.name === 'h1' ? [kv({ path: join(f.root, 'shared', 'flag'), value: 'on' })] : [kv({ path: at(f, 'h2', 'own'), value: 'x' })],
+      'first',
+    ),
+    play(() => [kv({ path: join(f.root, 'shared', 'flag'), value: 'on', name: 'seen' })], 'second', 'h2'),
+  ];
+
+  it('are used while nothing was applied anywhere: one exec per host for every play', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    mkdirSync(join(f.root, 'shared'), { recursive: true });
+    writeFileSync(join(f.root, 'shared', 'flag'), 'on');
+    mkdirSync(f.dir('h2'), { recursive: true });
+    writeFileSync(at(f, 'h2', 'own'), 'x');
+    const r = await run(f, plays(f));
+    expect(r.result('h2', 'kv:seen', 'second').status).toBe('ok');
+    expect(r.execs('h2')).toBe(1);
+  });
+
+  it('are dropped once an earlier play changed any host: the later play probes again', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    mkdirSync(f.dir('h2'), { recursive: true });
+    writeFileSync(at(f, 'h2', 'own'), 'x');
+    // h1 applies (writes the shared flag) only after h2's first exec prefetched the second play
+    let h2Probed!: () => void;
+    const probed = new Promise<void>((res) => (h2Probed = res));
+    f.faults.set('h1', { before: async (n) => (n === 2 ? probed : undefined) });
+    const conn = f.connector;
+    f.connector = async (host) => {
+      const c = await conn(host);
+      if (host.name === 'h2') {
+        const exec = c.exec.bind(c);
+        c.exec = async (s) => exec(s).finally(() => c.execCount === 1 && h2Probed());
+      }
+      return c;
+    };
+    const r = await run(f, plays(f));
+    expect(r.result('h1', 'kv:flag', 'first').status).toBe('changed');
+    // h2's prefetched answer said "absent": trusting it would write the flag again
+    expect(r.result('h2', 'kv:seen', 'second').status).toBe('ok');
+    expect(r.execs('h2')).toBe(2);
+  });
+});
+
+describe('a lost connection', () => {
+  it('mid-wave: that host is unreachable, its unfinished resources failed; the others converge; recap written', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    f.faults.set('h1', { lostAfterExec: 2 });
+    const rs: Play['resources'] = (h) => [
+      kv({ path: join(h.var('dir', ''), 'a'), value: '1' }),
+      kv({ path: join(h.var('dir', ''), 'b'), value: '2', dependsOn: ['kv:a'] }),
+    ];
+    const r = await run(f, [play(rs)]);
+    expect(r.recap('h1')).toMatchObject({ unreachable: true, error: expect.stringMatching(/connection lost/) });
+    expect(r.result('h1', 'kv:a')).toMatchObject({ status: 'failed', error: expect.stringMatching(/connection lost/) });
+    expect(r.result('h1', 'kv:b').status).toBe('failed');
+    expect(r.result('h2', 'kv:a').status).toBe('changed');
+    expect(r.result('h2', 'kv:b').status).toBe('changed');
+    expect(r.outcome.exitCode).toBe(1);
+    expect(r.events.filter((e) => e.type === 'host_recap')).toHaveLength(2);
+  });
+});
+
+describe('a resource that throws fails alone', () => {
+  it.each<[Stage, RegExp]>([
+    ['parse', /^probe: parse exploded/],
+    ['diff', /^diff: diff exploded/],
+    ['predict', /^predict: predict exploded/],
+    ['use', /^use: use exploded/],
+    ['apply', /^apply: apply exploded/],
+  ])('in %s: it fails, its dependants are skipped, everything else converges, recap and exit 1', async (stage, error) => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const rs: Play['resources'] = (h) => {
+      const d = (x: string) => join(h.var('dir', ''), x);
+      // `use` is only called for a resource stacked on an earlier writer of its file
+      const out: Resource[] = stage === 'use' ? [kv({ path: d('shared-file'), name: 'writer', value: 'w', writes: true })] : [];
+      const bad = kv({ path: d('shared-file'), name: 'bad', value: 'v', writes: true, throwIn: h.name === 'h1' ? stage : undefined });
+      return [
+        ...out,
+        bad,
+        kv({ path: d('dep'), value: 'd', dependsOn: ['kv:bad'] }),
+        logStep({ log: d('log'), name: 'after-bad', after: ['kv:bad'] }),
+        kv({ path: d('other'), value: 'o' }),
+      ];
+    };
+    const r = await run(f, [play(rs)]);
+    expect(r.result('h1', 'kv:bad')).toMatchObject({ status: 'failed', error: expect.stringMatching(error) });
+    expect(r.result('h1', 'kv:dep').status).toBe('skipped');
+    expect(r.result('h1', 'log:after-bad')).toMatchObject({ status: 'skipped', error: 'dependency kv:bad did not converge' });
+    expect(read(at(f, 'h1', 'log'))).toBeUndefined();
+    expect(r.result('h1', 'kv:other').status).toBe('changed');
+    expect(read(at(f, 'h1', 'other'))).toBe('o');
+    for (const id of ['kv:bad', 'kv:dep', 'log:after-bad', 'kv:other']) expect(r.result('h2', id).status).toBe('changed');
+    expect(r.outcome.exitCode).toBe(1);
+    expect(r.events.at(-1)).toMatchObject({ type: 'recap' });
+  });
+});

@@ -1,0 +1,81 @@
+// The package's public API (src/index.ts, package.json `exports`): operators' playbooks import
+// these names from 'racksmith'. Removing or renaming one breaks them: this list changes only on
+// purpose, together with the README's note for users.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import * as api from '../../src/index.ts';
+
+const EXPORTS = [
+  'DEFAULT_GPU_DIRS',
+  'DEFAULT_GPU_PATTERNS',
+  'DEFAULT_IO_PROFILES',
+  'FileWrite',
+  'HostContext',
+  'IO_RULES_FILE',
+  'InputError',
+  'ProbeError',
+  'Refusal',
+  'SYSCTL_KEY',
+  'SYSCTL_PROFILES',
+  'Secret',
+  'UDEV_MATCH_KEY',
+  'UNSET',
+  'artifactsGuard',
+  'atomicWriteScript',
+  'block',
+  'checkAbsolutePath',
+  'clusterGuard',
+  'cniConfGuard',
+  'cniPlugins',
+  'command',
+  'common',
+  'contentDiff',
+  'contentText',
+  'define',
+  'directory',
+  'diskMount',
+  'file',
+  'fileFacts',
+  'fileProbe',
+  'gpuBinds',
+  'inline',
+  'ioTuning',
+  'ioUdevRules',
+  'kmod',
+  'kubeApply',
+  'kubeClusterResources',
+  'kubeNodeResources',
+  'limits',
+  'line',
+  'managedFile',
+  'mergeProfiles',
+  'mount',
+  'nmUnmanaged',
+  'normMode',
+  'playbook',
+  'shJoin',
+  'shq',
+  'specText',
+  'strictArp',
+  'sysctl',
+  'textEdit',
+  'textOutput',
+  'varsSchema',
+  'waitEstablished',
+  'waitRollout',
+  'waitTigeraStatus',
+  'xattrCheck',
+  'xfsFormat',
+];
+
+describe('public API', () => {
+  it('exports exactly the pinned names', () => {
+    expect(Object.keys(api).sort()).toEqual(EXPORTS);
+  });
+
+  it('package.json exports it (and its type declarations) as the package root, and nothing deeper', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    expect(pkg.exports['.']).toEqual({ types: './dist/src/index.d.ts', default: './dist/src/index.js' });
+    expect(Object.keys(pkg.exports)).toEqual(['.', './package.json']);
+  });
+});
