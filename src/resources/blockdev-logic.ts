@@ -432,7 +432,8 @@ export function usesOf(f: DiskFacts): string[] {
     const how = [...l.mounts.map((m) => `mounted at ${m}`), ...l.holders.map((h) => `held by ${h}`)];
     uses.push(`it backs loop device /dev/${l.name} (backing file ${l.backing}${how.length ? `; ${how.join(', ')}` : ''})`);
   }
-  if (f.exclusiveOpen) {
+  // (a read-only disk cannot be opened for writing at all: that is said as such)
+  if (f.exclusiveOpen && !(f.readOnly && /read-only/i.test(f.exclusiveOpen))) {
     const who = [
       ...f.nsMounts
         .filter((m, i) => f.nsMounts.findIndex((x) => x.mountpoint === m.mountpoint) === i)

@@ -373,7 +373,7 @@ mountfs=$fs"
     # A mounted disk is never formatted: its content is not read (no blkid, wipefs, sample).
     echo content=mounted
   else
-    rs_fp "$R/dev/$k" $((rs_size * 512))
+    rs_fp "$R/dev/$k" $((\${rs_size:-0} * 512))
     while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
 $rs_b
 RS_B_EOF

@@ -175,6 +175,13 @@ describe('blankness and in-use, from facts', () => {
     expect(usesOf(blank(o))).toEqual(want);
   });
 
+  it('a read-only disk is refused as read-only (its exclusive open for writing fails with EROFS)', () => {
+    expect(decide(blank({ readOnly: true, exclusiveOpen: 'Read-only file system' }), [])).toMatchObject({
+      action: 'refuse',
+      message: '/dev/loop26 is read-only',
+    });
+  });
+
   it('a disk whose probe did not try the exclusive open is never formatted', () => {
     expect(decide(blank({ exclusiveOpen: undefined }), [])).toMatchObject({
       action: 'refuse',
