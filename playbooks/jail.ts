@@ -1,8 +1,13 @@
 import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import { directory } from '../src/resources/directory.ts';
-import { gpuBinds, DEFAULT_GPU_DIRS, DEFAULT_GPU_PATTERNS } from '../src/resources/gpu-binds.ts';
+import { gpuBinds } from '../src/resources/gpu-binds.ts';
+import { gpuDriver } from '../src/resources/gpu-driver.ts';
+import { gpuStandins } from '../src/resources/gpu-standins.ts';
+import { DEFAULT_GPU_CAPS, GPU_CAPS, parseGpuCaps } from '../src/resources/gpu-files.ts';
+import { DEFAULT_LOCK_TIMEOUT_S } from '../src/resources/jail-shared.ts';
 import { mount } from '../src/resources/mount.ts';
 import type { Resource } from '../src/contract/resource.ts';
+import { InputError } from '../src/util/errors.ts';
 
 /**
  * The Soperator-style jail on bare-metal hosts (facts: shared/reference/soperator-jail.md): the
@@ -11,14 +16,21 @@ import type { Resource } from '../src/contract/resource.ts';
  *
  * Inventory variables:
  *   jail_path:     /mnt/jail
- *   jail_source:   nfs.example:/export/jail   (required)
+ *   jail_source:   nfs.example:/export/jail   (required; hosts with the same source share one jail)
  *   jail_fstype:   nfs | virtiofs | glusterfs | none (bind of a local path) ...
- *   jail_options:  [nfsvers=4.2, nconnect=16]
+ *   jail_options:  default for nfs: Soperator's NFS chart's mount options (NFS_JAIL_OPTIONS)
  *   jail_marker:   etc/soperator-jail-populated   (must exist: the jail is never populated here)
  *   jail_submounts: [{ path: /home, source: nfs:/home, fstype: nfs, options: [...], readonly: false }]
  *   jail_tmp_source: /var/lib/racksmith/jail-tmp   (node-local directory bound on the jail's /tmp)
  *   jail_bind_files: [/etc/resolv.conf, /etc/hosts]
- *   jail_gpu:      true | false;  jail_gpu_dirs, jail_gpu_patterns, jail_lib_dir
+ *   jail_bind_dirs: [/var/spool/slurmd, /var/lib/sss/pipes]   (node-local directories, e.g. a
+ *                  daemon's socket directory: bind the directory, daemons recreate their sockets)
+ *   jail_gpu:      true (a GPU node: its driver's files are bound) | false (a CPU or login node:
+ *                  a stand-in library is bound over the GPU placeholders)
+ *   jail_gpu_caps: compute,utility (NVIDIA driver capabilities, as NVIDIA_DRIVER_CAPABILITIES)
+ *   jail_lock_timeout: 60   (seconds to wait for a jail lock, then the host fails)
+ *   jail_gpu_dirs, jail_gpu_patterns (the globs, used where nvidia-container-cli is missing),
+ *   jail_lib_dir (default /usr/lib/<uname -m>-linux-gnu, from the host), jail_gpu_standin
  */
 const ABS = '^/[^\\n\\0]*$';
 const OPTION = '^[^\\s,]+$';
@@ -47,7 +59,16 @@ const validateVars = varsSchema({
     },
     jail_tmp_source: { type: 'string', pattern: ABS },
     jail_bind_files: { type: 'array', items: { type: 'string', pattern: ABS } },
+    jail_bind_dirs: { type: 'array', items: { type: 'string', pattern: ABS } },
     jail_gpu: { type: 'boolean' },
+    jail_gpu_caps: {
+      anyOf: [
+        { type: 'string', pattern: '^[a-z0-9]+(,[a-z0-9]+)*$' },
+        { type: 'array', minItems: 1, items: { enum: [...GPU_CAPS, 'all'] } },
+      ],
+    },
+    jail_lock_timeout: { type: 'integer', minimum: 1, maximum: 3600 },
+    jail_gpu_standin: { type: 'string', pattern: ABS },
     jail_gpu_dirs: { type: 'array', items: { type: 'string', pattern: ABS } },
     jail_gpu_patterns: { type: 'array', items: { type: 'string' } },
     jail_lib_dir: { type: 'string', pattern: ABS },
@@ -62,17 +83,69 @@ interface Submount {
   readonly?: boolean;
 }
 
+/**
+ * The jail mounted over NFS as Soperator's NFS server chart mounts its volumes
+ * (helm/nfs-server/values.yaml, storageClass.mountOptions), and _netdev for boot ordering.
+ */
+export const NFS_JAIL_OPTIONS = [
+  'nconnect=16',
+  'vers=4.2',
+  'hard',
+  'rsize=1048576',
+  'wsize=1048576',
+  'timeo=150',
+  'retrans=2',
+  'actimeo=30',
+  'proto=tcp',
+  'noresvport',
+  'noatime',
+  'nodiratime',
+  'noacl',
+  '_netdev',
+];
+
+/** The NVIDIA driver capabilities of a host (an unknown one is bad input, located where it was set). */
+function gpuCaps(host: HostContext) {
+  try {
+    return parseGpuCaps(host.var<string | string[]>('jail_gpu_caps', [...DEFAULT_GPU_CAPS]));
+  } catch (e) {
+    if (e instanceof InputError) throw host.error('jail_gpu_caps', e.detail);
+    throw e;
+  }
+}
+
 export function jailResources(host: HostContext): Resource[] {
   host.validate(validateVars);
   const J = host.var('jail_path', '/mnt/jail');
   const after = `x-systemd.requires-mounts-for=${J}`;
+  const source = host.var<string>('jail_source', '');
+  const fstype = host.var('jail_fstype', 'nfs');
+  const gpu = host.var('jail_gpu', true);
+  const lockTimeout = host.var('jail_lock_timeout', DEFAULT_LOCK_TIMEOUT_S);
+  const libDir = host.var<string | undefined>('jail_lib_dir', undefined);
+  const caps = gpuCaps(host);
+  // A GPU node's jail waits for its driver check: disagreeing drivers leave the jail unmounted.
+  const driver = gpu
+    ? gpuDriver({
+        jail: J,
+        jailId: source,
+        libDir,
+        searchDirs: host.var<string[] | undefined>('jail_gpu_dirs', undefined),
+        patterns: host.var<string[] | undefined>('jail_gpu_patterns', undefined),
+        caps,
+        // every tag of the jail's resources: whichever of them a run selects, the check gates them
+        tags: ['jail-gpu', 'jail-root', 'jail-submounts', 'jail-local'],
+      })
+    : undefined;
+  const gate = driver ? [driver.id] : [];
   const root = mount({
     path: J,
-    source: host.var<string>('jail_source', ''),
-    fstype: host.var('jail_fstype', 'nfs'),
-    options: host.var<string[]>('jail_options', ['defaults', '_netdev']),
+    source,
+    fstype,
+    options: host.var<string[]>('jail_options', fstype === 'nfs' ? NFS_JAIL_OPTIONS : ['defaults', '_netdev']),
     requireMarker: host.var('jail_marker', 'etc/soperator-jail-populated'),
     overNonEmpty: false,
+    dependsOn: gate,
     tags: ['jail-root'],
   });
   const inJail = (p: string) => `${J}${p}`;
@@ -80,7 +153,7 @@ export function jailResources(host: HostContext): Resource[] {
   const sub = (o: Parameters<typeof mount>[0]) =>
     mount({ ...o, dependsOn: [root.id, ...(o.dependsOn ?? [])], within: J, options: [...(o.options ?? []), after] });
 
-  const out: Resource[] = [root];
+  const out: Resource[] = [...(driver ? [driver] : []), root];
   for (const s of host.var<Submount[]>('jail_submounts', [])) {
     out.push(
       sub({
@@ -94,7 +167,7 @@ export function jailResources(host: HostContext): Resource[] {
   }
   // Node-local paths: never the shared FS.
   const tmpSource = host.var('jail_tmp_source', '/var/lib/racksmith/jail-tmp');
-  const tmpDir = directory({ path: tmpSource, mode: '1777', tags: ['jail-local'] });
+  const tmpDir = directory({ path: tmpSource, mode: '1777', dependsOn: gate, tags: ['jail-local'] });
   out.push(tmpDir);
   const local = (path: string, source: string, fstype: string, options: string[], extra: Partial<Parameters<typeof mount>[0]> = {}) =>
     sub({ path: inJail(path), source, fstype, options, overNonEmpty: true, tags: ['jail-local'], ...extra });
@@ -110,13 +183,29 @@ export function jailResources(host: HostContext): Resource[] {
   for (const f of host.var('jail_bind_files', ['/etc/resolv.conf', '/etc/hosts'])) {
     out.push(local(f, f, 'none', ['bind'], { mkdir: 'file', optional: true }));
   }
-  if (host.var('jail_gpu', true)) {
+  // Node-local directories (a spool, a daemon's socket directory), each persisted like the rest.
+  for (const d of host.var<string[]>('jail_bind_dirs', [])) out.push(local(d, d, 'none', ['bind']));
+  if (driver) {
     out.push(
       gpuBinds({
         jail: J,
-        libDir: host.var('jail_lib_dir', '/usr/lib/x86_64-linux-gnu'),
-        searchDirs: host.var('jail_gpu_dirs', DEFAULT_GPU_DIRS),
-        patterns: host.var('jail_gpu_patterns', DEFAULT_GPU_PATTERNS),
+        libDir,
+        searchDirs: host.var<string[] | undefined>('jail_gpu_dirs', undefined),
+        patterns: host.var<string[] | undefined>('jail_gpu_patterns', undefined),
+        caps,
+        lockTimeout,
+        dependsOn: [driver.id, root.id],
+        tags: ['jail-gpu'],
+      }),
+    );
+  } else {
+    out.push(
+      gpuStandins({
+        jail: J,
+        jailId: source,
+        libDir,
+        standin: host.var<string | undefined>('jail_gpu_standin', undefined),
+        lockTimeout,
         dependsOn: [root.id],
         tags: ['jail-gpu'],
       }),

@@ -68,7 +68,10 @@ export {
   type ProfileName,
 } from './resources/blockdev-logic.ts';
 export { ioUdevRules, IO_RULES_FILE, type IoUdevRulesOptions, type UdevDisk } from './resources/udev.ts';
-export { gpuBinds, DEFAULT_GPU_DIRS, DEFAULT_GPU_PATTERNS, type GpuBindOptions } from './resources/gpu-binds.ts';
+export { gpuBinds, type GpuBindOptions } from './resources/gpu-binds.ts';
+export { gpuDriver, type GpuDriverOptions } from './resources/gpu-driver.ts';
+export { gpuStandins, type GpuStandinOptions } from './resources/gpu-standins.ts';
+export { DEFAULT_GPU_CAPS, DEFAULT_GPU_PATTERNS, GPU_CAPS, type GpuCap } from './resources/gpu-files.ts';
 export { cniPlugins, cniConfGuard, nmUnmanaged } from './resources/cni.ts';
 export { kubeApply, waitEstablished, waitRollout, waitTigeraStatus, artifactsGuard, clusterGuard, strictArp } from './resources/kube.ts';
 export { SYSCTL_PROFILES } from './profiles/sysctl-profiles.ts';

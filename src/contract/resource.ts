@@ -73,6 +73,18 @@ export interface Resource<F = unknown, D = unknown> {
    * hosts whose probe answered the same share one parse, and facts are never changed afterwards.
    */
   parse(out: ProbeOutput): F;
+  /**
+   * Hosts whose resource carries the same `fleet` key must agree with each other before anything
+   * is applied (the GPU hosts sharing one jail: one driver version). The engine probes every host
+   * of such a play first, and hands each one its group's answers through `useFleet`.
+   */
+  readonly fleet?: string;
+  /**
+   * These facts together with the group's: `fleet` holds, per host of the run's play that carries
+   * the same key (this one included), that host's facts as probed before any of them applied
+   * anything. Pure, like diff, which can then refuse on every host of a group that disagrees.
+   */
+  useFleet?(facts: F, fleet: ReadonlyMap<string, unknown>): F;
   /** Pure: what differs. Throws Refusal when converging would be unsafe. */
   diff(facts: F): Change<D>[];
   /** Shell steps that converge the host, given the facts and the changes `diff` returned. */

@@ -51,7 +51,7 @@ rs_holder
 # Held by this session since an earlier exec: its holder still has the lock file open (fd 9).
 set -f; set -- $rs_h; set +f
 if [ $# = 3 ] && [ "$3" = "$sess" ] && [ "/proc/$2/fd/9" -ef "$l" ]; then
-  [ "$1" = "$me" ] || { printf '%s %s %s\\n' "$me" "$2" "$3" > "$h.tmp" && mv -f "$h.tmp" "$h"; }
+  [ "$1" = "$me" ] || { printf '%s %s %s\\n' "$me" "$2" "$3" > "$h.$$" && mv -f "$h.$$" "$h"; }
   exit 0
 fi
 waited=
@@ -67,7 +67,7 @@ if ! flock -n 9; then
 fi
 # Ours: keep it past this exec, for as long as this session lasts.
 tail --pid="$sess" -s 0.2 -f /dev/null </dev/null >/dev/null 2>&1 &
-printf '%s %s %s\\n' "$me" "$!" "$sess" > "$h.tmp" && mv -f "$h.tmp" "$h"
+printf '%s %s %s\\n' "$me" "$!" "$sess" > "$h.$$" && mv -f "$h.$$" "$h"
 if [ -n "$waited" ]; then printf 'waited for run %s\\n' "$other"; exit ${LOCK_WAITED}; fi
 exit 0`;
 }

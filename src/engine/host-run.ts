@@ -6,7 +6,9 @@ import { ProbeSet, sameParts, type ProbeAnswers } from './probe-set.ts';
 import type { ProbeOutput, ProbeText } from '../contract/probe.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
 import { applyLockScript, LOCK_WAITED, type ApplyLockOptions } from './apply-lock.ts';
+import { withFleet, type FleetViews } from './fleet.ts';
 import { listLinks } from './links.ts';
+import { emptyObjectList } from './v8-shapes.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -37,6 +39,8 @@ export interface HostRunOptions {
   onApply?: (phase: 'start' | 'end') => void;
   /** Take the host's apply lock in every exec that applies steps (apply-lock.ts). */
   lock?: ApplyLockOptions;
+  /** The play's fleet groups (fleet.ts): keyed resources diff their facts with their group's. */
+  fleet?: FleetViews;
 }
 
 export interface PlannedResource {
@@ -68,6 +72,29 @@ export type Answer = unknown;
 /** An answer that could not be read: the probe did not finish, or parse threw. */
 class Unreadable {
   constructor(readonly error: string) {}
+}
+
+/** Whether an answer holds facts (not why they could not be read). */
+export const isReadable = (answer: Answer): boolean => !(answer instanceof Unreadable);
+
+/**
+ * One exec that probes a play's resources and those of the host's later plays: their answers (in
+ * order), or why the exec failed as a whole.
+ */
+export async function probeHost(
+  conn: Connection,
+  resources: readonly Resource[],
+  later: ReadonlyArray<readonly Resource[]>,
+): Promise<{ answers: Answer[]; later: Answer[] } | string> {
+  const { set, sections, body } = probeLayout(resources, later);
+  const out = await execSections(conn, sections, body);
+  if (typeof out === 'string') return out;
+  const answers: Answer[] = [];
+  for (let i = 0; i < resources.length; i++) answers.push(readAnswer(resources[i], set.output(out, i)));
+  const rest: Answer[] = [];
+  let i = resources.length;
+  for (const rs of later) for (const r of rs) rest.push(readAnswer(r, set.output(out, i++)));
+  return { answers, later: rest };
 }
 
 /** Read a probe output into facts (parse is pure: hosts answering alike share one parse). */
@@ -108,21 +135,13 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   let probed = o.probed;
   if (!probed) {
     const later = o.prefetch ?? NO_LISTS;
-    const { set, sections, body } = probeLayout(resources, later);
-    const first = await execSections(conn, sections, body);
+    const first = await probeHost(conn, resources, later);
     if (typeof first === 'string') {
       failUnfinished(o, states, first);
       return { results: collect(states), factHashes, lostConnection: first };
     }
-    const answers: Answer[] = [];
-    for (let i = 0; i < states.length; i++) answers.push(readAnswer(states[i].r, set.output(first, i)));
-    probed = answers;
-    if (later.length && o.onPrefetched) {
-      const prefetched: Answer[] = [];
-      let i = states.length;
-      for (const rs of later) for (const r of rs) prefetched.push(readAnswer(r, set.output(first, i++)));
-      o.onPrefetched(prefetched);
-    }
+    probed = first.answers;
+    if (later.length && o.onPrefetched) o.onPrefetched(first.later);
   }
   for (let i = 0; i < states.length; i++) ingestAnswer(o, factHashes, states[i], probed[i]);
 
@@ -399,10 +418,8 @@ function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {
   for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
 }
 
-// No dependencies. Holding an object once gives it the elements kind of every other state list
-// (V8 then meets one array map in the loops over them, not a second one as a play brings links).
-const NONE: State[] = [{} as State];
-NONE.pop();
+/** No dependencies (with the elements kind of every other state list: see v8-shapes.ts). */
+const NONE: State[] = emptyObjectList({} as State);
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 const NO_STEPS = Object.freeze([]) as unknown as Step[];
@@ -472,6 +489,8 @@ function ingestAnswer(o: HostRunOptions, factHashes: Map<string, string>, s: Sta
     s.factHash = factsHash(s.facts);
     factHashes.set(s.r.id, s.factHash);
   }
+  // After hashing: a saved plan fingerprints the host's own facts, not its group's.
+  if (o.fleet) s.facts = withFleet(s.r, answer, o.fleet);
   return true;
 }
 

@@ -1,5 +1,6 @@
 import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
 import type { BatchPart, ProbeBatch, ProbeOutput, ProbeText } from '../contract/probe.ts';
+import { mapByPush } from './v8-shapes.ts';
 
 /**
  * Where a part's answer is: a plain section, or a batch's slot. One object shape for both (batch
@@ -139,15 +140,11 @@ export class ProbeSet {
 }
 
 /**
- * A batch's fresh answers, each equal (===) to the last answer in its slot given as that very one.
- * Copied into an array built by push: a split makes its answers with map or split, whose arrays
- * have another elements kind once V8 optimises the split than before, and the code reading the
- * answers, optimised on the first kind, would be thrown away at the second.
+ * A batch's fresh answers, each equal (===) to the last answer in its slot given as that very one,
+ * in an array built by push (a split's own arrays change elements kind: see v8-shapes.ts).
  */
 function sameWhereEqual(fresh: readonly unknown[], last: readonly unknown[] | undefined): unknown[] {
-  const out: unknown[] = [];
-  for (let k = 0; k < fresh.length; k++) out.push(last !== undefined && fresh[k] === last[k] ? last[k] : fresh[k]);
-  return out;
+  return mapByPush(fresh, (x, k) => (last !== undefined && x === last[k] ? last[k] : x));
 }
 
 /** The same parts, each the very same answer (or an equal string). */

@@ -6,13 +6,15 @@ import type { Resource } from '../contract/resource.ts';
 import { InputError } from '../util/errors.ts';
 import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
-import { runHost, type Answer, type PlannedResource } from './host-run.ts';
+import { isReadable, probeHost, runHost, type Answer, type PlannedResource } from './host-run.ts';
+import { fleetViews, playHasFleet, type FleetViews } from './fleet.ts';
 import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withRetry } from '../connection/retry.ts';
 import { newRunId } from './apply-lock.ts';
 import { hostname } from 'node:os';
+import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
   limit?: string;
@@ -82,32 +84,7 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
       ? r
       : { ...r, dependsOn: r.dependsOn.filter((d) => keptIds.has(d)), after: r.after?.filter((d) => keptIds.has(d)) },
   );
-  return resources.map(uniformShape);
-}
-
-/**
- * The resource as an object of the same shape for every kind: its fields in one order, absent
- * ones undefined (and any others after them). The engine reads these fields for every resource
- * of every host; a dozen kinds of object literal made V8 throw away and recompile the run's
- * optimised code each time a play brought new kinds.
- */
-function uniformShape(r: Resource): Resource {
-  const u: Resource = {
-    id: r.id,
-    kind: r.kind,
-    tags: r.tags,
-    dependsOn: r.dependsOn,
-    after: r.after,
-    verifiable: r.verifiable,
-    files: r.files,
-    probe: r.probe,
-    parse: r.parse,
-    diff: r.diff,
-    apply: r.apply,
-  };
-  for (const k of Object.keys(r))
-    if (!(k in u)) (u as unknown as Record<string, unknown>)[k] = (r as unknown as Record<string, unknown>)[k];
-  return u;
+  return resources.map(uniformResource);
 }
 
 /**
@@ -150,7 +127,11 @@ export interface ExecuteOptions extends ConnectOptions {
   signal?: AbortSignal;
   /** Give up on a host after this long (its connection is closed; it counts as unreachable). */
   hostTimeoutMs?: number;
-  /** How long an apply waits for another run's lock on a host (apply-lock.ts; default 300 s). */
+  /**
+   * Take each host's apply lock (apply-lock.ts) in every exec that applies, waiting this long for
+   * another run's. The CLI always sets it; unset, no lock (a caller of its own, or test hosts that
+   * are directories of this machine).
+   */
   lockTimeoutSec?: number;
   /** Who this run is in the hosts' apply locks (default: controller host, pid, start time). */
   runId?: string;
@@ -172,10 +153,11 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const results: ResourceResult[] = [];
   const factHashes = new Map<string, Map<string, Map<string, string>>>();
   const connector = o.connector ?? connect;
-  // Changes take each host's apply lock; check mode changes nothing and never takes it.
-  const lock = o.check
-    ? undefined
-    : { runId: o.runId ?? newRunId(hostname(), process.pid, new Date(t0)), timeoutSec: o.lockTimeoutSec ?? 300 };
+  // Changes take each host's apply lock (when asked: the CLI does); check mode never takes it.
+  const lock =
+    o.check || o.lockTimeoutSec === undefined
+      ? undefined
+      : { runId: o.runId ?? newRunId(hostname(), process.pid, new Date(t0)), timeoutSec: o.lockTimeoutSec };
   const recapOf = (host: string) => {
     let r = recaps.get(host);
     if (!r) {
@@ -208,23 +190,34 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   // code would be thrown away at each play that brings a new shape.
   const playNames = plays.map((pp) => pp.play.name);
 
-  const runOne = async (playIndex: number, host: Host, resources: Resource[]): Promise<boolean> => {
+  /** The host's one connection for the whole run (opened on first use, transient errors retried). */
+  const connection = (host: Host): Promise<Connection> => {
+    let p = conns.get(host.name);
+    if (!p) {
+      p = withRetry(
+        () => connector(host, o),
+        o.connectAttempts,
+        (e) => e instanceof ConnectError && e.transient,
+      );
+      conns.set(host.name, p);
+    }
+    return p;
+  };
+
+  const runOne = async (
+    playIndex: number,
+    host: Host,
+    resources: Resource[],
+    fromStart: readonly Answer[] | undefined,
+    fleet: FleetViews | undefined,
+  ): Promise<boolean> => {
     const playName = playNames[playIndex];
     const recap = recapOf(host.name);
     if (recap.unreachable) return false;
     emit({ type: 'host_start', host: host.name, play: playName });
     let conn: Connection;
     try {
-      let p = conns.get(host.name);
-      if (!p) {
-        p = withRetry(
-          () => connector(host, o),
-          o.connectAttempts,
-          (e) => e instanceof ConnectError && e.transient,
-        );
-        conns.set(host.name, p);
-      }
-      conn = await p;
+      conn = await connection(host);
     } catch (e) {
       recap.unreachable = true;
       recap.error = (e as Error).message;
@@ -243,15 +236,12 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     const pre = prefetched.get(host.name) ?? NOT_PREFETCHED;
     const current = pre.epoch === applyEpoch;
     const playAnswers = pre.byPlay.get(playIndex);
-    const probed = current ? playAnswers : undefined;
+    const probed = fromStart ?? (current ? playAnswers : undefined);
     // Answers are used once, and are worth nothing after any apply: do not keep them around.
     pre.byPlay.delete(playIndex);
     if (!current) prefetched.delete(host.name);
     const later = probed || applying > 0 ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
-    // Built by push, not map: an array that map makes in optimised code has another elements kind
-    // than one the builtin makes, and runHost's optimised code, fed the first, would be thrown away.
-    const prefetch: Resource[][] = [];
-    for (const [, rs] of later) prefetch.push(rs);
+    const prefetch = mapByPush(later, ([, rs]) => rs);
     const sentAt = applyEpoch;
     const res = await runHost(conn, resources, {
       probed,
@@ -271,6 +261,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       signal: o.signal,
       lock,
       onResult,
+      fleet,
     })
       .catch((e: Error): undefined => {
         // A fault of the engine itself (resources' own errors fail those resources): this host
@@ -294,12 +285,79 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     return !res.results.some((r) => r.status === 'failed');
   };
 
+  /**
+   * A fleet play's answers from its start (fleet.ts): every host probed before any of them
+   * applies anything, in one exec that also probes its later plays (or, when still current, the
+   * answers an earlier play's exec already brought: no exec at all). A host that cannot be
+   * reached or whose exec fails is left out here: its runOne meets the same and reports it.
+   */
+  const gather = async (playIndex: number, hosts: PreparedPlay['hosts']): Promise<Map<string, readonly Answer[]>> => {
+    const answers = new Map<string, readonly Answer[]>();
+    await mapLimit(hosts, o.forks, async ({ host, resources }) => {
+      if (o.signal?.aborted) return;
+      const pre = prefetched.get(host.name);
+      const ready = pre && pre.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+      if (ready) {
+        answers.set(host.name, ready);
+        pre!.byPlay.delete(playIndex);
+        return;
+      }
+      let conn: Connection;
+      try {
+        conn = await connection(host);
+      } catch {
+        return;
+      }
+      const later = laterPlays(resourcesOf, playIndex, host.name);
+      const sentAt = applyEpoch;
+      let timedOut = false;
+      const timer = o.hostTimeoutMs
+        ? setTimeout(() => {
+            timedOut = true;
+            void conn.close();
+          }, o.hostTimeoutMs)
+        : undefined;
+      // A fault of the engine itself: this host's runOne meets it again and reports it.
+      const res = await probeHost(
+        conn,
+        resources,
+        later.map(([, rs]) => rs),
+      )
+        .catch((e: Error) => e.message)
+        .finally(() => clearTimeout(timer));
+      if (timedOut) {
+        const recap = recapOf(host.name);
+        recap.unreachable = true;
+        recap.error = `timed out after ${o.hostTimeoutMs! / 1000}s`;
+      }
+      if (typeof res === 'string') return;
+      answers.set(host.name, res.answers);
+      const byPlay = new Map<number, readonly Answer[]>();
+      let k = 0;
+      for (const [j, rs] of later) byPlay.set(j, res.later.slice(k, (k += rs.length)));
+      prefetched.set(host.name, { epoch: sentAt, byPlay });
+    });
+    return answers;
+  };
+
   try {
     for (const [playIndex, pp] of plays.entries()) {
       const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable);
       emit({ type: 'play_start', play: pp.play.name, hosts: hosts.map((h) => h.host.name) });
       const sizes = batchSizes(hosts.length, o.serial ?? pp.play.serial);
       const maxFail = o.maxFailPercent ?? pp.play.maxFailPercent;
+      // A play with resources that must agree across hosts is probed on all of them first.
+      let gathered: Map<string, readonly Answer[]> | undefined;
+      let fleet: FleetViews | undefined;
+      let gatheredAt = -1;
+      if (playHasFleet(hosts)) {
+        gathered = await gather(playIndex, hosts);
+        gatheredAt = applyEpoch;
+        fleet = fleetViews(
+          hosts.map((h) => ({ name: h.host.name, resources: h.resources, answers: gathered!.get(h.host.name) })),
+          isReadable,
+        );
+      }
       let start = 0;
       let failedInPlay = 0;
       for (const size of sizes) {
@@ -309,8 +367,12 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         }
         const batch = hosts.slice(start, start + size);
         start += size;
+        // The answers from the play's start hold for a batch that starts before anything was
+        // applied since (its hosts run side by side, as if they had probed now); a later batch
+        // probes again, while the agreement stays the one reached at the start.
+        const fromStart = gathered && gatheredAt === applyEpoch ? gathered : undefined;
         const ok = await mapLimit(batch, o.forks, (h) => {
-          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources);
+          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources, fromStart?.get(h.host.name), fleet);
           recapOf(h.host.name).error ??= 'not run: interrupted';
           return Promise.resolve(false);
         });
@@ -353,10 +415,8 @@ interface Prefetched {
 /** No answers (never current: apply epochs start at 0; never written to, only deleted from: a no-op). */
 const NOT_PREFETCHED: Prefetched = { epoch: -1, byPlay: new Map() };
 
-// None, with the elements kind of laterPlays' lists (it held one once): the loops over them in
-// runOne meet one array map, whether a play probes or uses prefetched answers. Never written to.
-const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = [[0, []]];
-NO_LATER_PLAYS.pop();
+/** None (with the elements kind of laterPlays' lists, see v8-shapes.ts). Never written to. */
+const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = emptyObjectList<readonly [number, Resource[]]>([0, []]);
 
 /** The host's resource lists of the plays after `playIndex` (to probe with this play's exec). */
 function laterPlays(resourcesOf: Array<Map<string, Resource[]>>, playIndex: number, host: string): Array<readonly [number, Resource[]]> {

@@ -9,7 +9,8 @@ import { buildScript, splitOutput, type Section } from '../../src/engine/script.
 import { fileWith } from './facts.ts';
 import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
 import { mount, type MountFacts } from '../../src/resources/mount.ts';
-import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
+import { gpuBinds } from '../../src/resources/gpu-binds.ts';
+import { gpuStandins } from '../../src/resources/gpu-standins.ts';
 import { Refusal, type Resource } from '../../src/contract/resource.ts';
 
 describe('fstab text', () => {
@@ -145,49 +146,6 @@ describe('mount diff', () => {
   ])('refuses bad arguments %j', (o) => expect(() => mount(o as never)).toThrow());
 });
 
-describe('GPU binds diff', () => {
-  const r = gpuBinds({ jail: '/mnt/jail' });
-  const lib: GpuFile = {
-    host: '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15',
-    target: '/mnt/jail/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15',
-    hostDevIno: '254:10',
-    mode: '755',
-    targetKind: 'file',
-    targetDevIno: '254:10',
-    mounted: true,
-    readOnly: true,
-    cached: true,
-  };
-  const block = `# BEGIN RACKSMITH JAIL GPU BINDS\n${gpuFstabBlock('/mnt/jail', [lib])}\n# END RACKSMITH JAIL GPU BINDS\n`;
-  const facts = (files: GpuFile[], fstab = block): GpuFacts => ({ files, fstab: fileWith(fstab) });
-  it.each<[string, GpuFacts, string[]]>([
-    ['no GPU on this host: nothing to do', facts([], ''), []],
-    ['converged', facts([lib]), []],
-    [
-      'placeholder missing on the shared jail',
-      facts([{ ...lib, targetKind: 'absent', targetDevIno: undefined, mounted: false }]),
-      [`create placeholder ${lib.target} (shared jail)`, `bind ${lib.host} → ${lib.target} (ro)`],
-    ],
-    [
-      'bind unmounted',
-      facts([{ ...lib, mounted: false, targetDevIno: '254:99', readOnly: false }]),
-      [`bind ${lib.host} → ${lib.target} (ro)`],
-    ],
-    ['bound read-write', facts([{ ...lib, readOnly: false }]), [`remount ${lib.target} read-only`]],
-    [
-      'ld.so.cache lacks the library',
-      facts([{ ...lib, cached: false }]),
-      ['refresh /mnt/jail/etc/ld.so.cache (missing libnvidia-ml.so.550.54.15)'],
-    ],
-    ['fstab block missing', facts([lib], ''), ['/etc/fstab: GPU bind entries']],
-    ['driver removed: stale fstab block dropped', facts([]), ['/etc/fstab: GPU bind entries']],
-  ])('%s', (_, f, want) => expect(r.diff(f).map((c) => c.summary)).toEqual(want));
-
-  it('refuses globs that could inject into find', () => {
-    expect(() => gpuBinds({ jail: '/mnt/jail', patterns: ['lib*.so; rm -rf /'] })).toThrow(/invalid glob/);
-  });
-});
-
 // Real probes, run by the local sh (they only read): each answer is read from its own part.
 describe('mount and GPU-bind probes, run for real', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rs-parts-'));
@@ -215,7 +173,16 @@ describe('mount and GPU-bind probes, run for real', () => {
       mount({ path: join(dir, 'mnt'), device: '/dev/null', fstype: 'xfs', fstabFile }),
       (f) => expect(f).toMatchObject({ live: undefined, target: { kind: 'absent' } }),
     ],
-    ['GPU binds', gpuBinds({ jail: dir, fstabFile, searchDirs: [dir] }), (f) => expect(f).toMatchObject({ files: [] })],
+    [
+      'GPU binds',
+      gpuBinds({ jail: dir, fstabFile, searchDirs: [dir] }),
+      (f) => expect(f).toMatchObject({ files: [], source: expect.any(String) }),
+    ],
+    [
+      'GPU stand-ins',
+      gpuStandins({ jail: dir, jailId: 'x', fstabFile, standin: join(dir, 'standin.so') }),
+      (f) => expect(f).toMatchObject({ role: 'cpu', arch: expect.any(String), standin: { type: 'absent' } }),
+    ],
   ])('%s', (_, r, check) => {
     const f = r.parse(run(r)) as Record<string, unknown>;
     check(f);

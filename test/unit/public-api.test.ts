@@ -6,10 +6,11 @@ import { describe, expect, it } from 'vitest';
 import * as api from '../../src/index.ts';
 
 const EXPORTS = [
-  'DEFAULT_GPU_DIRS',
+  'DEFAULT_GPU_CAPS',
   'DEFAULT_GPU_PATTERNS',
   'DEFAULT_IO_PROFILES',
   'FileWrite',
+  'GPU_CAPS',
   'HostContext',
   'IO_RULES_FILE',
   'InputError',
@@ -38,6 +39,8 @@ const EXPORTS = [
   'fileFacts',
   'fileProbe',
   'gpuBinds',
+  'gpuDriver',
+  'gpuStandins',
   'inline',
   'ioTuning',
   'ioUdevRules',
