@@ -56,19 +56,19 @@ if [ $# = 3 ] && [ "$3" = "$sess" ] && [ "/proc/$2/fd/9" -ef "$l" ]; then
 fi
 waited=
 if ! flock -n 9; then
-  # A holder whose session ended lets go within 0.2 s: that is no other run to wait for.
-  other=; [ $# = 3 ] && kill -0 "$3" 2>/dev/null && other=$1
+  # Whoever held it may have changed the host after this run read it: wait, then read it again.
   if ! flock -w ${timeout} 9; then
     rs_holder
     echo "the apply lock $l is held by run \${rs_h%% *}; gave up after ${timeout} s (--lock-timeout)" >&2
     exit ${LOCK_TIMED_OUT}
   fi
-  [ -z "$other" ] || waited=1
+  # (the run that held it last wrote its name there right after taking it)
+  rs_holder; other=\${rs_h%% *}; waited=1
 fi
 # Ours: keep it past this exec, for as long as this session lasts.
 tail --pid="$sess" -s 0.2 -f /dev/null </dev/null >/dev/null 2>&1 &
 printf '%s %s %s\\n' "$me" "$!" "$sess" > "$h.$$" && mv -f "$h.$$" "$h"
-if [ -n "$waited" ]; then printf 'waited for run %s\\n' "$other"; exit ${LOCK_WAITED}; fi
+if [ -n "$waited" ]; then printf 'waited for run %s\\n' "\${other:-(unknown)}"; exit ${LOCK_WAITED}; fi
 exit 0`;
 }
 
