@@ -15,6 +15,9 @@ import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
 import { InputError } from './util/errors.ts';
 import { batchSizes } from './engine/batches.ts';
+import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
+import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
+import { promptPassword } from './util/prompt.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -28,8 +31,13 @@ function packageRoot(): string {
 
 const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
        provision apply PLAN [--max-plan-age 24h] [options]
+       provision inventory -i INVENTORY (--list | --host HOST) [-e VARS] [vault options]
 
-  -i, --inventory FILE     Ansible YAML inventory (group_vars/ and host_vars/ beside it)
+  -i, --inventory PATH     Ansible inventory: YAML, INI or JSON file, or a directory of them
+                           (group_vars/ and host_vars/ beside it); repeatable, merged in order
+      --list-hosts         print the hosts the run would reach (after -l), run nothing
+      --vault-password-file FILE, --vault-id [LABEL@]FILE|prompt, --ask-vault-pass
+                           passwords for !vault values and vault-encrypted files
   -C, --check              dry run: probe and diff, change nothing (exit 2 if changes are pending)
   -D, --diff               show file diffs and before → after values
   -l, --limit PATTERN      host pattern: host, group, glob, ~regex, !exclude, &intersect
@@ -56,7 +64,9 @@ Playbook defaults to playbooks/site.ts. Exit codes: 0 converged or nothing to do
 or was unreachable, 2 check mode found changes, 3 bad input (nothing was run on any host).`;
 
 export interface CliOptions {
-  inventory: string;
+  inventory: string[];
+  vault: VaultOptions;
+  listHosts: boolean;
   playbooks: string[];
   check: boolean;
   diff: boolean;
@@ -101,7 +111,11 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
       args: argv,
       allowPositionals: true,
       options: {
-        inventory: { type: 'string', short: 'i' },
+        inventory: { type: 'string', short: 'i', multiple: true },
+        'vault-password-file': { type: 'string', multiple: true },
+        'vault-id': { type: 'string', multiple: true },
+        'ask-vault-pass': { type: 'boolean' },
+        'list-hosts': { type: 'boolean' },
         check: { type: 'boolean', short: 'C' },
         diff: { type: 'boolean', short: 'D' },
         limit: { type: 'string', short: 'l' },
@@ -130,7 +144,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   }
   const v = parsed.values;
   if (v.help) return 'help';
-  if (!v.inventory) throw new InputError(`-i/--inventory is required\n\n${USAGE}`);
+  if (!v.inventory?.length) throw new InputError(`-i/--inventory is required\n\n${USAGE}`);
   const maxFail = v['max-fail-percent'];
   if (maxFail !== undefined && !(/^\d+(\.\d+)?$/.test(maxFail) && Number(maxFail) <= 100)) {
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${maxFail}'`);
@@ -144,6 +158,8 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
     inventory: v.inventory,
+    vault: { vaultIds: v['vault-id'] ?? [], passwordFiles: v['vault-password-file'] ?? [], askVaultPass: !!v['ask-vault-pass'] },
+    listHosts: !!v['list-hosts'],
     playbooks: parsed.positionals.length ? parsed.positionals : ['playbooks/site.ts'],
     check: !!v.check,
     diff: !!v.diff,
@@ -200,6 +216,22 @@ interface Loaded {
   prepared: PreparedPlay[];
   /** The code the playbooks run (for saved plans): hashed while loading them, only when a plan is made or applied. */
   code?: CodeHashes;
+  /** --list-hosts: the hosts, nothing prepared. */
+  listed?: string[];
+}
+
+/** The hosts each play would reach (its pattern within --limit), without building anything. */
+function prepareHostsOnly(inv: Inventory, playbooks: Playbook[], limit: string | undefined): string[] {
+  const within = limit !== undefined ? new Set(selectHosts(inv, limit, '--limit')) : undefined;
+  return playbooks.flatMap((pb) =>
+    pb.plays.flatMap((p) => selectHosts(inv, p.hosts, `pattern of play '${p.name}'`, true).filter((n) => !within || within.has(n))),
+  );
+}
+
+/** The vault passwords the options give, asked for on the terminal when they say so. */
+async function keyring(o: VaultOptions): Promise<VaultKeyring | undefined> {
+  const passwords = await vaultPasswords(o, promptPassword);
+  return passwords.length ? new VaultKeyring(passwords) : undefined;
 }
 
 /** Everything up to the first connection: parse, load, validate, build every resource. */
@@ -213,12 +245,17 @@ async function load(
   const opts = parseCli(argv);
   if (opts === 'help') return 'help';
   // A plan's paths are relative to where it was made.
-  if (baseDir) opts.inventory = resolve(baseDir, opts.inventory);
-  const extra = parseExtraVars(opts.extraVars);
-  const inventory = loadInventory(opts.inventory, extra.vars, extra.sources);
+  if (baseDir) opts.inventory = opts.inventory.map((i) => resolve(baseDir, i));
+  const vault = await keyring(opts.vault);
+  const extra = parseExtraVars(opts.extraVars, vault);
+  const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd()));
   const playbooks = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
+  if (opts.listHosts) {
+    const names = new Set(prepareHostsOnly(inventory, playbooks, opts.limit));
+    return { opts, inventory, prepared: [], listed: inventory.hosts.map((h) => h.name).filter((n) => names.has(n)) };
+  }
   let limit = opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
   if (opts.resume || extraLimit) {
@@ -261,6 +298,7 @@ export async function run(
   let loaded: Loaded | 'help';
   let planned: ReturnType<typeof plannedFrom> | undefined;
   try {
+    if (argv[0] === 'inventory') return await inventoryCommand(argv.slice(1), out);
     if (argv[0] === 'apply') {
       const { plan, file, rest } = parseApply(argv.slice(1));
       const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd, true);
@@ -273,6 +311,10 @@ export async function run(
     }
     if (loaded === 'help') {
       out.stdout.write(USAGE + '\n');
+      return EXIT.OK;
+    }
+    if (loaded.listed) {
+      out.stdout.write(`  hosts (${loaded.listed.length}):\n${loaded.listed.map((h) => `    ${h}\n`).join('')}`);
       return EXIT.OK;
     }
   } catch (e) {
@@ -309,7 +351,7 @@ export async function run(
     const outcome = await execute(
       prepared,
       {
-        inventoryFile: opts.inventory,
+        inventoryFile: opts.inventory[0],
         knownHostsFile: opts.knownHosts,
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
@@ -351,17 +393,65 @@ export async function run(
   }
 }
 
+/**
+ * `provision inventory -i INV --list | --host H`: what racksmith resolved, in ansible-inventory's
+ * JSON, so the two tools can be compared (secrets masked, vaulted values as their ciphertext).
+ */
+async function inventoryCommand(args: string[], out: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream }): Promise<number> {
+  const { values } = (() => {
+    try {
+      return parseArgs({
+        args,
+        options: {
+          inventory: { type: 'string', short: 'i', multiple: true },
+          list: { type: 'boolean' },
+          host: { type: 'string' },
+          'extra-vars': { type: 'string', short: 'e', multiple: true },
+          'vault-password-file': { type: 'string', multiple: true },
+          'vault-id': { type: 'string', multiple: true },
+          'ask-vault-pass': { type: 'boolean' },
+        },
+      });
+    } catch (e) {
+      throw new InputError(`inventory: ${(e as Error).message}\n\n${USAGE}`);
+    }
+  })();
+  if (!values.inventory?.length) throw new InputError(`inventory: -i/--inventory is required\n\n${USAGE}`);
+  if (!!values.list === (values.host !== undefined)) throw new InputError('inventory: give exactly one of --list or --host HOST');
+  const vault = await keyring({
+    vaultIds: values['vault-id'] ?? [],
+    passwordFiles: values['vault-password-file'] ?? [],
+    askVaultPass: !!values['ask-vault-pass'],
+  });
+  const extra = parseExtraVars(values['extra-vars'] ?? [], vault);
+  const inv = loadInventory(values.inventory, extra.vars, extra.sources, { vault });
+  if (values.list) {
+    out.stdout.write(pythonJson(inventoryList(inv)) + '\n');
+    return EXIT.OK;
+  }
+  const names = selectHosts(inv, values.host!, '--host');
+  if (names.length !== 1)
+    throw new InputError(`inventory --host: '${values.host}' must name exactly one host (it matches ${names.length})`);
+  out.stdout.write(pythonJson(hostVarsOf(inv.hosts.find((h) => h.name === names[0])!)) + '\n');
+  return EXIT.OK;
+}
+
 /** `apply PLAN [options]`: the plan file, plus options allowed to differ from the reviewed run. */
 function parseApply(args: string[]): { plan: PlanFile; file: string; rest: string[] } {
   const file = args[0];
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
   const rest = args.slice(1);
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff)(=.*)?$/;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
   for (let i = 0; i < rest.length; i++) {
     if (!allowed.test(rest[i]))
       throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
-    if (/^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout)$/.test(rest[i])) i++;
+    if (
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id)$/.test(
+        rest[i],
+      )
+    )
+      i++;
   }
   return { plan: readPlan(file), file, rest };
 }

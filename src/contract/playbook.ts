@@ -3,6 +3,7 @@ import type { Host, Vars } from '../inventory/model.ts';
 import type { Resource } from './resource.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
+import { templatingError } from '../inventory/connection.ts';
 
 /**
  * One thing a play read from its HostContext and what it got back: a play's resources are a
@@ -47,10 +48,19 @@ export class HostContext {
   }
   /** A variable, or `fallback` when the inventory does not set it. */
   var<T>(name: string, fallback: T): T {
+    this.refuseTemplate(name);
     // Recorded without the fallback: that comes from the play, the value from the inventory.
     const value = name in this.host.vars ? this.host.vars[name] : UNSET;
     this.reads?.push({ kind: 'var', arg: name, value });
     return value === UNSET ? fallback : (value as T);
+  }
+  /**
+   * racksmith does not template: a variable it reads that holds `{{ }}`/`{% %}`/`{# #}` (not
+   * `!unsafe`) is bad input at the string's file:line, never its literal text used as a value.
+   */
+  private refuseTemplate(name: string): void {
+    const at = this.host.templated?.[name];
+    if (at) throw templatingError(this.host.name, name, at);
   }
   /** Where a variable was set (inventory, group_vars, host_vars, -e). */
   varPos(name: string): SourcePos | undefined {
@@ -69,6 +79,7 @@ export class HostContext {
    * names). Errors name the file:line:col where the bad value was set.
    */
   validate(validate: ValidateFunction): void {
+    for (const name of Object.keys((validate.schema as { properties?: object } | undefined)?.properties ?? {})) this.refuseTemplate(name);
     this.reads?.push({ kind: 'validate', validate });
     const vars = this.host.vars;
     const sources = this.host.varSources;

@@ -3,6 +3,8 @@ import { validateOrThrow } from '../util/validate.ts';
 import { validateVars } from './schema.ts';
 import type { Vars } from './model.ts';
 import { YamlSource } from './yaml-source.ts';
+import { settle } from './values.ts';
+import type { VaultKeyring } from './vault.ts';
 
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -10,29 +12,31 @@ const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * `-e` values as ansible-playbook takes them: `@file.yaml`, a YAML/JSON mapping, or
  * `key=value` pairs (values stay strings). Later `-e` win over earlier ones.
  */
-export function parseExtraVars(args: string[]): { vars: Vars; sources: Record<string, SourcePos> } {
+export function parseExtraVars(args: string[], vault?: VaultKeyring): { vars: Vars; sources: Record<string, SourcePos> } {
   const vars: Vars = {};
   const sources: Record<string, SourcePos> = {};
   args.forEach((arg, i) => {
     const label = `-e #${i + 1}`;
     if (arg.startsWith('@')) {
-      const src = YamlSource.read(arg.slice(1));
+      const src = YamlSource.read(arg.slice(1), 'extra-vars file', { vault });
       if (src.value === null || typeof src.value !== 'object' || Array.isArray(src.value)) {
         throw new InputError('extra-vars file must hold a mapping of variables', src.pos([]));
       }
       validateOrThrow(validateVars, src.value, src);
       for (const [k, v] of Object.entries(src.value as Vars)) {
-        vars[k] = v;
+        vars[k] = settle(v, [k], (p) => src.pos(p), src).value;
         sources[k] = src.pos([k]);
       }
       return;
     }
     const trimmed = arg.trim();
     if (trimmed.startsWith('{')) {
-      const src = YamlSource.parse(label, trimmed);
+      const src = YamlSource.parse(label, trimmed, { vault });
+      if (src.value === null || typeof src.value !== 'object' || Array.isArray(src.value))
+        throw new InputError(`${label}: expected a mapping of variables`);
       validateOrThrow(validateVars, src.value, src);
       for (const [k, v] of Object.entries(src.value as Vars)) {
-        vars[k] = v;
+        vars[k] = settle(v, [k], (p) => src.pos(p), src).value;
         sources[k] = { file: label };
       }
       return;

@@ -1,4 +1,6 @@
+import { createRequire } from 'node:module';
 import { InputError } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
 import type { Inventory } from './model.ts';
 
 /**
@@ -15,7 +17,8 @@ export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', a
     const op = raw[0] === '&' || raw[0] === '!' ? raw[0] : '';
     const term = op ? raw.slice(1) : raw;
     const matched = matchTerm(inv, term);
-    if (matched.size === 0 && !op && !allowEmpty) throw new InputError(`host ${what} '${term}' matches no host or group in ${inv.file}`);
+    if (matched.size === 0 && !op && !allowEmpty)
+      throw new InputError(`host ${what} '${printable(term)}' matches no host or group in ${inv.file}`);
     if (op === '&') intersections.push(matched);
     else if (op === '!') for (const h of matched) exclusions.add(h);
     else for (const h of matched) union.add(h);
@@ -61,13 +64,9 @@ function matchTerm(inv: Inventory, term: string): Set<string> {
   if (term === 'all' || term === '*') return new Set(inv.hosts.map((h) => h.name));
   const group = inv.groups.get(term);
   if (group) return new Set(inv.hosts.filter((h) => h.groups.includes(term)).map((h) => h.name));
-  let re: RegExp;
+  let re: { test(s: string): boolean };
   if (term.startsWith('~')) {
-    try {
-      re = new RegExp(term.slice(1));
-    } catch (e) {
-      throw new InputError(`invalid regular expression in host pattern '${term}': ${(e as Error).message}`);
-    }
+    re = linearRegex(term);
   } else if (/[*?[]/.test(term)) {
     re = globToRegExp(term);
   } else {
@@ -79,6 +78,26 @@ function matchTerm(inv: Inventory, term: string): Set<string> {
     if (re.test(g.name)) for (const h of inv.hosts) if (h.groups.includes(g.name)) out.add(h.name);
   }
   return out;
+}
+
+let re2: typeof import('re2js') | undefined;
+
+/**
+ * A `~regex` term, matched as Ansible matches it (Python's re.match: anchored at the start of
+ * the name) but by RE2's linear-time engine (re2js), so no pattern can hang the run on
+ * backtracking (`~^(a+)+$`). RE2 has no backreferences or lookaround: such a pattern is exit 3.
+ */
+function linearRegex(term: string): { test(s: string): boolean } {
+  re2 ??= createRequire(import.meta.url)('re2js') as typeof import('re2js');
+  let p: import('re2js').RE2JS;
+  try {
+    p = re2.RE2JS.compile(term.slice(1));
+  } catch (e) {
+    throw new InputError(
+      `invalid regular expression in host pattern '${printable(term)}': ${printable((e as Error).message)} (RE2 syntax: no backreferences or lookaround)`,
+    );
+  }
+  return { test: (s) => p.matcher(s).lookingAt() };
 }
 
 function globToRegExp(glob: string): RegExp {

@@ -1,215 +1,349 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { InputError, InputErrors, type SourcePos } from '../util/errors.ts';
+import { accessSync, constants, readdirSync, statSync, type Stats } from 'node:fs';
+import { dirname, extname, join, resolve } from 'node:path';
+import { InputError, type SourcePos } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
 import { validateOrThrow } from '../util/validate.ts';
+import { InventoryBuilder, type BuiltGroup, type BuiltHost, type VarEntry } from './builder.ts';
+import { CONNECTION_VAR_NAMES, hostConnection, templatingError } from './connection.ts';
+import { hostNameProblem } from './host-range.ts';
+import { readIni, type IniVar } from './ini-reader.ts';
 import type { Group, Host, Inventory, Vars } from './model.ts';
-import { validateInventory, validateVars } from './schema.ts';
-import { YamlSource } from './yaml-source.ts';
-import { expandHostRange } from './host-range.ts';
+import { validateHostsVars, validateVars } from './schema.ts';
+import { readScriptJson, isScriptJson } from './script-json.ts';
+import { settle, TEMPLATE } from './values.ts';
+import type { VaultKeyring } from './vault.ts';
+import { readYamlInventory } from './yaml-reader.ts';
+import { readSourceText, unwrapSecrets, YamlSource } from './yaml-source.ts';
 
-interface RawGroup {
-  hosts?: Record<string, Vars | null> | null;
-  vars?: Vars | null;
-  children?: Record<string, RawGroup | null> | null;
+export interface LoadOptions {
+  /** Passwords for vaulted values and files. */
+  vault?: VaultKeyring;
 }
 
-interface HostEntry {
-  vars: Vars;
-  varSources: Record<string, SourcePos>;
-  pos: SourcePos;
-  groups: Set<string>;
-}
-
-const VAR_EXTENSIONS = ['', '.yaml', '.yml', '.json'];
+/** Group names: what Ansible accepts without a warning, plus `-` and `.` (common in the wild). */
+const GROUP_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+/** Entries of a directory source that are not inventories (ansible-core's IGNORED). */
+const IGNORED_NAME = /^\.|^host_vars$|^group_vars$|^vars_plugins$/;
+const IGNORED_EXTS = ['.pyc', '.pyo', '.swp', '.bak', '~', '.rpm', '.md', '.txt', '.rst', '.orig', '.ini', '.cfg', '.retry'];
+const VARS_EXTS = ['.yml', '.yaml', '.json'];
 
 /**
- * Names in a group_vars/ or host_vars/ directory, listed once per load: most of a fleet's hosts
- * have no file, and asking the file system for four names per host costs more than the rest.
+ * Read Ansible inventories exactly as ansible-core 2.14 reads them: every `-i` in order (a file
+ * in YAML, INI or JSON, or a directory of them) into one inventory, then the group_vars/ and
+ * host_vars/ beside each source, merged per host in Ansible's precedence (model.ts Host.vars).
  */
-function listing(dir: string): Set<string> {
+export function loadInventory(
+  sources: string | string[],
+  extraVars: Vars = {},
+  extraSources: Record<string, SourcePos> = {},
+  o: LoadOptions = {},
+): Inventory {
+  const list = typeof sources === 'string' ? [sources] : sources;
+  if (list.length === 0) throw new InputError('no inventory given (-i)');
+  const inv = new InventoryBuilder({ file: list[0] });
+  for (const s of list) readSource(s, inv, o, true);
+  inv.reconcile();
+  return resolveInventory(inv, list, extraVars, extraSources, o);
+}
+
+function statOf(path: string): Stats | undefined {
   try {
-    return new Set(readdirSync(dir));
+    return statSync(path);
   } catch {
-    return new Set();
+    return undefined;
   }
 }
 
-/** Vars files for `name` under group_vars/ or host_vars/: `name.yml` etc., or every file in `name/`. */
-function varsFilesFor(dir: string, name: string, names: Set<string>): string[] {
-  const files: string[] = [];
-  for (const ext of VAR_EXTENSIONS) {
-    // a name with a slash is not in the listing: the file system answers
-    if (!names.has(name + ext) && !name.includes('/')) continue;
-    const p = join(dir, name + ext);
-    if (!existsSync(p)) continue;
-    if (statSync(p).isDirectory()) {
-      for (const f of readdirSync(p).sort()) if (/\.(ya?ml|json)$/.test(f)) files.push(join(p, f));
-    } else if (ext !== '') files.push(p);
+function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: boolean): void {
+  const st = statOf(path);
+  if (!st) {
+    if (given) throw new InputError('inventory not found', { file: path });
+    return;
   }
-  return files;
+  if (st.isDirectory()) {
+    for (const name of readdirSync(path).sort()) {
+      if (IGNORED_NAME.test(name) || IGNORED_EXTS.some((e) => name.endsWith(e))) continue;
+      readSource(join(path, name), inv, o, false);
+    }
+    return;
+  }
+  readFile(path, inv, o);
 }
 
-function readVarsFiles(dir: string, name: string, names: Set<string>): { vars: Vars; sources: Record<string, SourcePos> } {
-  const vars: Vars = {};
-  const sources: Record<string, SourcePos> = {};
-  for (const file of varsFilesFor(dir, name, names)) {
-    const src = YamlSource.read(file);
-    if (src.value === null || src.value === undefined) continue;
-    validateOrThrow(validateVars, src.value, src);
-    for (const [k, v] of Object.entries(src.value as Vars)) {
-      vars[k] = v;
-      sources[k] = src.pos([k]);
+function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
+  const ext = extname(file).toLowerCase();
+  if (ext === '.toml') throw new InputError('TOML inventories are not supported (use YAML, INI or JSON)', { file });
+  const { text, encrypted } = readSourceText(file, 'inventory', o.vault);
+  if (text.startsWith('#!') && isExecutable(file))
+    throw new InputError(
+      'an executable inventory (dynamic inventory script) is not run by racksmith: save its output (`./inventory --list > inventory.json`) and give that',
+      {
+        file,
+      },
+    );
+  const yamlish = ext === '' || ext === '.yml' || ext === '.yaml' || ext === '.json';
+  if (yamlish) {
+    let src: YamlSource | undefined;
+    try {
+      src = YamlSource.parse(file, text, { vault: o.vault }, encrypted);
+    } catch (e) {
+      // no extension: Ansible tries the yaml plugin, then the ini plugin
+      if (ext !== '' || !(e instanceof InputError)) throw e;
+    }
+    const v = src?.value;
+    if (src && (ext !== '' || (v !== null && typeof v === 'object' && !Array.isArray(v)))) {
+      if (isScriptJson(v)) readScriptJson(src, inv, yamlHooks);
+      else readYamlInventory(src, inv, yamlHooks);
+      return;
     }
   }
-  return { vars, sources };
+  readIni(file, text, inv, iniHooks(encrypted));
 }
 
-/** Read an Ansible YAML inventory plus the group_vars/ and host_vars/ beside it. */
-export function loadInventory(file: string, extraVars: Vars = {}, extraSources: Record<string, SourcePos> = {}): Inventory {
-  const src = YamlSource.read(file);
-  if (src.value === null || typeof src.value !== 'object' || Array.isArray(src.value)) {
-    throw new InputError('an inventory must be a mapping of groups (start with `all:`)', src.pos([]));
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
-  validateOrThrow(validateInventory, src.value, src);
-  const root = src.value as Record<string, RawGroup | null>;
+}
 
-  const groups = new Map<string, Group>();
-  const hosts = new Map<string, HostEntry>();
-  const errors: InputError[] = [];
+function checkGroupName(name: string, pos: SourcePos): void {
+  if (!GROUP_NAME.test(name)) throw new InputError(`invalid group name '${printable(name)}' (letters, digits, _ . -)`, pos);
+}
 
-  const group = (name: string, pos: SourcePos): Group => {
-    let g = groups.get(name);
-    if (!g) {
-      g = { name, hosts: [], children: [], parents: [], vars: {}, varSources: {}, pos };
-      groups.set(name, g);
-    }
-    return g;
-  };
-  group('all', src.pos([]));
+function checkHostName(name: string, pos: SourcePos): void {
+  const problem = hostNameProblem(name);
+  if (problem) throw new InputError(printable(problem), pos);
+}
 
-  const walk = (name: string, raw: RawGroup | null, path: string[], parent: string | null) => {
-    const g = group(name, src.pos(path, true));
-    if (parent && parent !== name && !g.parents.includes(parent)) {
-      g.parents.push(parent);
-      groups.get(parent)!.children.push(name);
+/** Connection variables holding a template are refused where they are written. */
+function checkTemplatedConnectionVars(vars: Record<string, unknown>, pos: (k: string) => SourcePos): void {
+  for (const k of Object.keys(vars)) {
+    const v = vars[k];
+    if (CONNECTION_VAR_NAMES.has(k) && typeof v === 'string' && TEMPLATE.test(v)) throw templatingError('inventory', k, pos(k));
+  }
+}
+
+const yamlHooks = {
+  vars(vars: Record<string, unknown>, path: string[], src: YamlSource, checked = false): Record<string, SourcePos> {
+    if (!checked) {
+      checkTemplatedConnectionVars(vars, (k) => src.pos([...path, k]));
+      validateOrThrow(validateVars, vars, src, path);
     }
-    if (!raw) return;
-    for (const [k, v] of Object.entries(raw.vars ?? {})) {
-      g.vars[k] = v;
-      g.varSources[k] = src.pos([...path, 'vars', k]);
+    const templates: Record<string, SourcePos> = {};
+    for (const k of Object.keys(vars)) {
+      const s = settle(vars[k], [...path, k], (p) => src.pos(p), src);
+      vars[k] = s.value;
+      if (s.template) templates[k] = s.template;
     }
-    for (const [key, hv] of Object.entries(raw.hosts ?? {})) {
-      const keyPos = src.pos([...path, 'hosts', key], true);
-      let names: string[];
-      try {
-        names = expandHostRange(key);
-      } catch (e) {
-        errors.push(new InputError((e as Error).message, keyPos));
-        continue;
+    return templates;
+  },
+  checkHosts(hosts: Record<string, unknown>, path: string[], src: YamlSource): boolean {
+    const all = Object.values(hosts);
+    if (!all.every((v) => v === null || (typeof v === 'object' && !Array.isArray(v)))) return false;
+    for (const [h, v] of Object.entries(hosts))
+      if (v) checkTemplatedConnectionVars(v as Record<string, unknown>, (k) => src.pos([...path, h, k]));
+    validateOrThrow(validateHostsVars, hosts, src, path);
+    return true;
+  },
+  checkGroupName,
+  checkHostName,
+};
+
+function iniHooks(encrypted: boolean) {
+  return {
+    vars(vars: IniVar[]): void {
+      for (const v of vars) {
+        const obj = unwrapSecrets({ [v.key]: v.value }, [], () => v.pos) as Record<string, unknown>;
+        checkTemplatedConnectionVars(obj, () => v.pos);
+        validateOrThrow(validateVars, obj, { pos: () => v.pos });
+        const s = settle(obj[v.key], [], () => v.pos, { mayTemplate: true, mayUnsafe: false, encrypted });
+        v.value = s.value;
+        v.template = s.template;
       }
-      for (const hn of names) {
-        let h = hosts.get(hn);
-        if (!h) {
-          h = { vars: {}, varSources: {}, pos: keyPos, groups: new Set() };
-          hosts.set(hn, h);
-        }
-        // h.groups and g.hosts grow together: a Set lookup, not a scan of the group's hosts
-        if (!h.groups.has(name)) {
-          h.groups.add(name);
-          g.hosts.push(hn);
-        }
-        for (const [k, v] of Object.entries(hv ?? {})) {
-          h.vars[k] = v;
-          h.varSources[k] = src.pos([...path, 'hosts', key, k]);
-        }
+    },
+    checkGroupName,
+    checkHostName,
+  };
+}
+
+// ---------------------------------------------------------------- vars files and precedence
+
+/** group_vars/ or host_vars/ of one source directory, read once per load. */
+class VarsDir {
+  private readonly names: Set<string>;
+  private readonly cache = new Map<string, Map<string, VarEntry>>();
+  constructor(
+    private readonly dir: string,
+    private readonly o: LoadOptions,
+  ) {
+    let names: string[] = [];
+    try {
+      if (statSync(dir).isDirectory()) names = readdirSync(dir);
+    } catch {
+      // no such directory: nothing to read
+    }
+    this.names = new Set(names);
+  }
+
+  /** find_vars_files: `name` (a file or a directory), else name.yml, name.yaml, name.json: the first that exists. */
+  vars(name: string): Map<string, VarEntry> {
+    let v = this.cache.get(name);
+    if (v) return v;
+    v = new Map();
+    if (this.names.size && !name.startsWith('/')) {
+      for (const ext of ['', ...VARS_EXTS]) {
+        if (!this.names.has(name + ext)) continue;
+        const p = join(this.dir, name + ext);
+        const st = statOf(p);
+        if (!st) continue;
+        const files = st.isDirectory() ? dirVarsFiles(p) : [p];
+        for (const f of files) readVarsFile(f, v, this.o);
+        break;
       }
     }
-    for (const [child, craw] of Object.entries(raw.children ?? {})) {
-      walk(child, craw, [...path, 'children', child], name);
-    }
-  };
-  for (const [name, raw] of Object.entries(root)) walk(name, raw, [name], name === 'all' ? null : 'all');
-  if (errors.length) throw errors.length === 1 ? errors[0] : new InputErrors(errors);
-
-  for (const h of hosts.keys()) {
-    if (groups.has(h)) throw new InputError(`'${h}' is both a host and a group`, hosts.get(h)!.pos);
+    this.cache.set(name, v);
+    return v;
   }
-
-  const depth = groupDepths(groups);
-  const dir = dirname(file);
-  const groupVarsNames = listing(join(dir, 'group_vars'));
-  for (const g of groups.values()) {
-    const fromFiles = readVarsFiles(join(dir, 'group_vars'), g.name, groupVarsNames);
-    Object.assign(g.vars, fromFiles.vars);
-    Object.assign(g.varSources, fromFiles.sources);
-  }
-
-  const hostVarsDir = join(dir, 'host_vars');
-  const hostVarsNames = listing(hostVarsDir);
-  // Hosts listed in the same groups (most of a fleet) share their group order and group vars.
-  const byGroups = new Map<string, GroupVars>();
-  const result: Host[] = [];
-  for (const [name, entry] of hosts) {
-    const key = [...entry.groups].sort().join('\0');
-    let gv = byGroups.get(key);
-    if (!gv) byGroups.set(key, (gv = groupVarsOf(entry.groups, groups, depth)));
-    const hostFiles = readVarsFiles(hostVarsDir, name, hostVarsNames);
-    const vars: Vars = Object.assign({}, gv.vars, entry.vars, hostFiles.vars, extraVars);
-    const varSources: Record<string, SourcePos> = Object.assign({}, gv.sources, entry.varSources, hostFiles.sources, extraSources);
-    result.push({ name, vars, varSources, groups: gv.ordered, pos: entry.pos });
-  }
-  return { file, hosts: result, groups };
 }
 
-/** The groups a host is in (read-only, shared by the hosts in them) and their vars merged in order. */
-interface GroupVars {
-  ordered: string[];
-  vars: Vars;
-  sources: Record<string, SourcePos>;
-}
-
-function groupVarsOf(direct: Set<string>, groups: Map<string, Group>, depth: Map<string, number>): GroupVars {
-  const memberOf = ancestors(direct, groups);
-  memberOf.add('all');
-  // Ansible's order: shallower groups first, then by name; deeper (child) groups win.
-  const ordered = [...memberOf].sort((a, b) => depth.get(a)! - depth.get(b)! || a.localeCompare(b));
-  const vars: Vars = {};
-  const sources: Record<string, SourcePos> = {};
-  for (const gname of ordered) {
-    const g = groups.get(gname)!;
-    Object.assign(vars, g.vars);
-    Object.assign(sources, g.varSources);
-  }
-  return { ordered, vars, sources };
-}
-
-function ancestors(direct: Set<string>, groups: Map<string, Group>): Set<string> {
-  const out = new Set<string>();
-  const stack = [...direct];
-  while (stack.length) {
-    const g = stack.pop()!;
-    if (out.has(g)) continue;
-    out.add(g);
-    stack.push(...(groups.get(g)?.parents ?? []));
+/** _get_dir_vars_files: sorted, hidden and backup files skipped, subdirectories (without a dot) recursed. */
+function dirVarsFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    if (name.startsWith('.') || name.endsWith('~')) continue;
+    const full = join(dir, name);
+    const ext = pyExt(name);
+    const st = statOf(full);
+    if (!st) continue;
+    if (st.isDirectory() && !ext) out.push(...dirVarsFiles(full));
+    else if ((st.isFile() || full === '/dev/null') && (!ext || VARS_EXTS.includes(ext))) out.push(full);
+    else if (!st.isDirectory() && (!ext || VARS_EXTS.includes(ext))) out.push(full); // a FIFO or device: refused when read
   }
   return out;
 }
 
-/** Longest distance from `all`; a cycle in `children` is an input error. */
-function groupDepths(groups: Map<string, Group>): Map<string, number> {
-  const depth = new Map<string, number>();
-  const visiting = new Set<string>();
-  const visit = (name: string): number => {
-    const known = depth.get(name);
-    if (known !== undefined) return known;
-    const g = groups.get(name)!;
-    if (visiting.has(name)) throw new InputError(`group '${name}' is its own ancestor (children loop)`, g.pos);
-    visiting.add(name);
-    const d = name === 'all' ? 0 : Math.max(0, ...g.parents.map((p) => visit(p) + 1));
-    visiting.delete(name);
-    depth.set(name, d);
-    return d;
-  };
-  for (const name of groups.keys()) visit(name);
-  return depth;
+/** os.path.splitext's extension (leading dots of a name are not one). */
+function pyExt(name: string): string {
+  const stripped = name.replace(/^\.+/, '');
+  const dot = stripped.lastIndexOf('.');
+  return dot < 0 ? '' : stripped.slice(dot);
+}
+
+function readVarsFile(file: string, into: Map<string, VarEntry>, o: LoadOptions): void {
+  const src = YamlSource.read(file, 'vars file', { vault: o.vault });
+  const value = src.value;
+  if (value === null || value === undefined) return;
+  if (typeof value !== 'object' || Array.isArray(value) || value instanceof Object === false)
+    throw new InputError('a vars file must hold a mapping of variables', src.pos([]));
+  const vars = value as Record<string, unknown>;
+  checkTemplatedConnectionVars(vars, (k) => src.pos([k]));
+  validateOrThrow(validateVars, vars, src);
+  for (const k of src.keys([], vars)) {
+    const s = settle(vars[k], [k], (p) => src.pos(p), src);
+    into.delete(k);
+    into.set(k, { value: s.value, pos: src.pos([k]), template: s.template });
+  }
+}
+
+function resolveInventory(
+  inv: InventoryBuilder,
+  sources: string[],
+  extraVars: Vars,
+  extraSources: Record<string, SourcePos>,
+  o: LoadOptions,
+): Inventory {
+  for (const h of inv.hosts.values())
+    if (inv.groups.has(h.name)) throw new InputError(`'${printable(h.name)}' is both a host and a group`, h.pos);
+  const depth = inv.depths();
+  const order = (a: BuiltGroup, b: BuiltGroup) =>
+    depth.get(a)! - depth.get(b)! || a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  // vars_plugins look beside each source: the directory itself, or the file's directory
+  const dirs = sources.map((s) => (statOf(s)?.isDirectory() ? resolve(s) : dirname(resolve(s))));
+  const groupDirs = dirs.map((d) => new VarsDir(join(d, 'group_vars'), o));
+  const hostDirs = dirs.map((d) => new VarsDir(join(d, 'host_vars'), o));
+
+  const extraTemplates: Record<string, SourcePos> = {};
+  for (const [k, v] of Object.entries(extraVars)) if (hasTemplate(v)) extraTemplates[k] = extraSources[k] ?? { file: '-e' };
+
+  // Hosts in the same groups (most of a fleet) share their group order and group-level vars.
+  const byGroups = new Map<string, { ordered: BuiltGroup[]; vars: Map<string, VarEntry> }>();
+  const hosts: Host[] = [];
+  for (const h of inv.hosts.values()) {
+    const member = [...inv.groupsOf(h)].filter((g) => g !== inv.all).sort(order);
+    const key = member.map((g) => g.name).join('\0');
+    let gv = byGroups.get(key);
+    if (!gv) {
+      const vars = new Map<string, VarEntry>();
+      apply(vars, inv.all.vars);
+      for (const g of member) apply(vars, g.vars);
+      for (const d of groupDirs) apply(vars, d.vars('all'));
+      for (const d of groupDirs) for (const g of member) apply(vars, d.vars(g.name));
+      byGroups.set(key, (gv = { ordered: member, vars }));
+    }
+    const merged = new Map(gv.vars);
+    apply(merged, h.vars);
+    for (const d of hostDirs) apply(merged, d.vars(h.name));
+    hosts.push(finishHost(h, gv.ordered, merged, extraVars, extraSources, extraTemplates));
+  }
+
+  const groups = new Map<string, Group>();
+  for (const g of inv.groups.values()) {
+    const vars: Vars = {};
+    const varSources: Record<string, SourcePos> = {};
+    for (const [k, e] of g.vars) {
+      vars[k] = e.value;
+      varSources[k] = e.pos;
+    }
+    groups.set(g.name, {
+      name: g.name,
+      hosts: g.hosts.map((x) => x.name),
+      children: g.children.map((x) => x.name),
+      parents: g.parents.map((x) => x.name),
+      vars,
+      varSources,
+      depth: depth.get(g)!,
+      priority: g.priority,
+      pos: g.pos,
+    });
+  }
+  return { file: sources.join(', '), sources, hosts, groups };
+}
+
+function apply(into: Map<string, VarEntry>, from: Map<string, VarEntry>): void {
+  for (const [k, e] of from) into.set(k, e);
+}
+
+function hasTemplate(v: unknown): boolean {
+  if (typeof v === 'string') return TEMPLATE.test(v);
+  if (v === null || typeof v !== 'object') return false;
+  return Object.values(v).some(hasTemplate);
+}
+
+function finishHost(
+  h: BuiltHost,
+  ordered: BuiltGroup[],
+  merged: Map<string, VarEntry>,
+  extraVars: Vars,
+  extraSources: Record<string, SourcePos>,
+  extraTemplates: Record<string, SourcePos>,
+): Host {
+  const vars: Vars = {};
+  const varSources: Record<string, SourcePos> = {};
+  const templated: Record<string, SourcePos> = {};
+  for (const [k, e] of merged) {
+    vars[k] = e.value;
+    varSources[k] = e.pos;
+    if (e.template) templated[k] = e.template;
+  }
+  for (const [k, v] of Object.entries(extraVars)) {
+    vars[k] = v;
+    varSources[k] = extraSources[k] ?? { file: '-e' };
+    if (extraTemplates[k]) templated[k] = extraTemplates[k];
+    else delete templated[k];
+  }
+  const groups = ['all', ...ordered.map((g) => g.name)];
+  return { name: h.name, vars, varSources, templated, groups, connection: hostConnection(h.name, vars, varSources, templated), pos: h.pos };
 }

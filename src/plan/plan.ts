@@ -68,7 +68,13 @@ const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex')
 
 /** Every host's merged variables (secrets as their masked hash) and groups. */
 export function inventoryFingerprint(inv: Inventory): string {
-  return sha(JSON.stringify(inv.hosts.map((h) => [h.name, h.groups, h.vars])));
+  // integers beyond 2^53 are bigints in the inventory (exact, as in Ansible): hashed as their digits
+  return sha(
+    JSON.stringify(
+      inv.hosts.map((h) => [h.name, h.groups, h.vars]),
+      (_, v) => (typeof v === 'bigint' ? `${v}n` : v),
+    ),
+  );
 }
 
 export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory; code: CodeHashes; outcome: RunOutcome }): PlanFile {

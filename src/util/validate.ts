@@ -73,6 +73,8 @@ export function lazySchema(schema: object, refs: readonly object[] = []): Valida
     validate.errors = compiled.errors;
     return ok;
   }) as ValidateFunction;
+  // what it checks, known before compiling (HostContext.validate reads the variable names)
+  Object.defineProperty(validate, 'schema', { value: schema });
   return validate;
 }
 
@@ -132,8 +134,9 @@ export function validateOrThrow(validate: ValidateFunction, value: unknown, wher
   for (const e of errors) {
     if (e.propertyName !== undefined && e.keyword !== 'propertyNames') continue;
     if (e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && anyOfPaths.has(e.instancePath)) continue;
-    const d = describe(e, splitPointer(e.instancePath));
-    const full = [...prefix, ...d.path];
+    // the prefix names where the value stands (`all.vars`): part of the message and the position
+    const d = describe(e, [...prefix, ...splitPointer(e.instancePath)]);
+    const full = d.path;
     const text = d.text;
     if (seen.has(text)) continue;
     seen.add(text);

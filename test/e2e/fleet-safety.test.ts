@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { changedResources, provision, recaps, repoRoot, writeInventory } from './helpers.ts';
 
 const ALL = Array.from({ length: 10 }, (_, i) => `tb${i + 1}`);
@@ -58,8 +58,8 @@ describe('saved plans', () => {
     const inv = writeInventory({ hosts });
     const plan = join(dir, 'p.plan');
     expect((await provision([PB, '-i', inv, '--check', '--plan-out', plan])).code).toBe(2);
-    const changedInv = readFileSync(inv, 'utf8').replace('ansible_user: root', 'ansible_user: root\n    fx_generation: "2"');
-    writeFileSync(inv, changedInv);
+    // the same inventory with one more variable, in the same file (either format)
+    writeFileSync(inv, readFileSync(writeInventory({ hosts, vars: { fx_generation: '2' } }), 'utf8'));
     const r1 = await provision(['apply', plan]);
     expect(r1.code).toBe(3);
     expect(r1.stderr).toMatch(/another version of the inventory/);
@@ -168,19 +168,35 @@ describe('interruptions and slow hosts', () => {
 });
 
 describe('secrets', () => {
-  // The two ways to mark a secret: a YAML tag in the inventory, a {"secret": ...} wrapper in a
-  // JSON host_vars file (JSON has no tags).
+  // The ways to mark a secret: a YAML tag in the inventory, a {"secret": ...} wrapper in a
+  // JSON host_vars file (JSON has no tags), and a value encrypted with ansible-vault.
   it.each([
     [
       'a !secret value in the inventory',
-      (inv: string, value: string) =>
-        writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`)),
+      (inv: string, value: string): string[] => {
+        writeFileSync(inv, readFileSync(inv, 'utf8').replace('ansible_user: root', `ansible_user: root\n    fx_secret: !secret ${value}`));
+        return [];
+      },
     ],
     [
       'a {"secret": ...} value in a JSON host_vars file',
-      (inv: string, value: string) => {
+      (inv: string, value: string): string[] => {
         mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
         writeFileSync(join(dirname(inv), 'host_vars', 'tb7.json'), JSON.stringify({ fx_secret: { secret: value } }));
+        return [];
+      },
+    ],
+    [
+      'an ansible-vault encrypt_string value in host_vars',
+      (inv: string, value: string): string[] => {
+        const pw = join(dirname(inv), 'vault-pw');
+        writeFileSync(pw, 'vault-password-' + sha(value).slice(0, 8) + '\n');
+        const enc = execFileSync('ansible-vault', ['encrypt_string', '--vault-password-file', pw, '--name', 'fx_secret', value], {
+          encoding: 'utf8',
+        });
+        mkdirSync(join(dirname(inv), 'host_vars'), { recursive: true });
+        writeFileSync(join(dirname(inv), 'host_vars', 'tb7.yml'), enc);
+        return ['--vault-password-file', pw];
       },
     ],
   ])('%s reaches the host but never stdout, stderr, the plan or the journal', async (_, mark) => {
@@ -188,11 +204,25 @@ describe('secrets', () => {
     const value = 'S3cr3t-v4lue-' + Math.random().toString(36).slice(2);
     const dir = tmp();
     const inv = join(dir, 'inv.yaml');
-    writeFileSync(inv, readFileSync(writeInventory({ hosts: ['tb7'] }), 'utf8'));
-    mark(inv, value);
+    writeFileSync(inv, readFileSync(writeInventory({ hosts: ['tb7'], format: 'yaml' }), 'utf8')); // edited as YAML text below
+    const extra = mark(inv, value);
     const plan = join(dir, 'p.plan');
     const journal = join(dir, 'j.ndjson');
-    const check = await provision([PB, '-i', inv, '--check', '--diff', '-v', '-v', '--json', '--plan-out', plan, '--journal', journal]);
+    const check = await provision([
+      PB,
+      '-i',
+      inv,
+      ...extra,
+      '--check',
+      '--diff',
+      '-v',
+      '-v',
+      '--json',
+      '--plan-out',
+      plan,
+      '--journal',
+      journal,
+    ]);
     expect(check.code, check.stderr).toBe(2);
     const apply = await provision(['apply', plan, '--json', '-D', '--journal', journal]);
     expect(apply.code, apply.stderr).toBe(0);
@@ -216,22 +246,27 @@ describe('host keys', () => {
     const dir = tmp();
     const kh = join(dir, 'known_hosts');
     writeFileSync(kh, '');
+    const ip = tb.host('tb7').ip;
+    const otherIp = tb.host('tb8').ip;
+    const re = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const inv = writeInventory({ hosts: ['tb7'], vars: { racksmith_known_hosts: kh } });
     const unknown = await provision([PB, '-i', inv, '--check', '--json']);
     expect(unknown.code).toBe(1);
-    expect(recaps(unknown).tb7.error).toMatch(/host key for 10\.77\.0\.17:22 is unknown \(ssh-ed25519 SHA256:[A-Za-z0-9+/]{43}\)/);
+    expect(recaps(unknown).tb7.error).toMatch(
+      new RegExp(`host key for ${re(ip)}:22 is unknown \\(ssh-ed25519 SHA256:[A-Za-z0-9+/]{43}\\)`),
+    );
     const accepted = await provision([PB, '-i', inv, '--check', '--json', '--ssh-accept-new']);
     expect(recaps(accepted).tb7.unreachable).toBe(false);
     const recorded = readFileSync(kh, 'utf8');
-    expect(recorded).toMatch(/^10\.77\.0\.17 ssh-ed25519 AAAA/);
+    expect(recorded).toMatch(new RegExp(`^${re(ip)} ssh-ed25519 AAAA`));
     expect(recaps(await provision([PB, '-i', inv, '--check', '--json'])).tb7.unreachable).toBe(false);
     // another host's key recorded for tb7: a changed key, refused even with --ssh-accept-new
     const other = readFileSync(tb.knownHostsPath, 'utf8')
       .split('\n')
-      .find((l) => l.startsWith('10.77.0.18 '))!;
-    writeFileSync(kh, other.replace('10.77.0.18', '10.77.0.17') + '\n');
+      .find((l) => l.startsWith(`${otherIp} `))!;
+    writeFileSync(kh, other.replace(otherIp, ip) + '\n');
     const changed = await provision([PB, '-i', inv, '--check', '--json', '--ssh-accept-new']);
     expect(changed.code).toBe(1);
-    expect(recaps(changed).tb7.error).toMatch(/host key for 10\.77\.0\.17:22 has CHANGED/);
+    expect(recaps(changed).tb7.error).toMatch(new RegExp(`host key for ${re(ip)}:22 has CHANGED`));
   });
 });

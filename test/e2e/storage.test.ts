@@ -27,7 +27,7 @@ const disks = (h: string) => tb.host(h).disks;
 const kname = (dev: string) => dev.replace('/dev/', '');
 
 /** Inventory: each host's two loop disks as d1 (HDD) and d2 (SSD), matched by kernel name in udev. */
-function inventory(vars: Record<string, unknown> = {}, hostVars: Record<string, Record<string, unknown>> = {}): string {
+function inventory(vars: Record<string, unknown> = {}, hostVars: Record<string, Record<string, unknown>> = {}, format?: 'yaml'): string {
   const hv: Record<string, Record<string, unknown>> = {};
   for (const h of HOSTS) {
     hv[h] = {
@@ -35,7 +35,7 @@ function inventory(vars: Record<string, unknown> = {}, hostVars: Record<string, 
       ...hostVars[h],
     };
   }
-  return writeInventory({ hosts: HOSTS, vars, hostVars: hv, groups: { storage: { hosts: HOSTS } } });
+  return writeInventory({ hosts: HOSTS, vars, hostVars: hv, groups: { storage: { hosts: HOSTS } }, format });
 }
 
 const sh = async (h: string, cmd: string): Promise<string> => {
@@ -503,7 +503,8 @@ describe('storage playbook keeps an XFS disk and checks its input', () => {
   ])(
     '%s → exit 3 naming the inventory file:line, before any host is touched',
     async (_, hostVars: Record<string, Record<string, unknown>>, msg) => {
-      let inv = inventory({}, hostVars);
+      // the key is dropped from the YAML text below: that case is written as YAML
+      let inv = inventory({}, hostVars, hostVars[A].storage_disks === null ? 'yaml' : undefined);
       if (hostVars[A].storage_disks === null) {
         // drop the key entirely: missing, not null
         const text = readFileSync(inv, 'utf8');

@@ -87,18 +87,30 @@ export class FakeFleet {
       name,
       vars: { dir: this.dir(name), shared: join(this.root, 'shared'), ...extraVars },
       varSources: {},
+      templated: {},
       groups: ['all', ...(this.groupsOf[name] ?? [])],
+      connection: { kind: 'ssh' as const, address: name },
       pos: { file: 'fake-inventory', line: 1 },
     }));
     const groups = new Map<string, Group>();
     const group = (g: string) => {
       if (!groups.has(g))
-        groups.set(g, { name: g, hosts: [], children: [], parents: [], vars: {}, varSources: {}, pos: { file: 'fake-inventory' } });
+        groups.set(g, {
+          name: g,
+          hosts: [],
+          children: [],
+          parents: [],
+          vars: {},
+          varSources: {},
+          depth: g === 'all' ? 0 : 1,
+          priority: 1,
+          pos: { file: 'fake-inventory' },
+        });
       return groups.get(g)!;
     };
     group('all');
     for (const h of hosts) for (const g of h.groups) group(g).hosts.push(h.name);
-    return { file: 'fake-inventory', hosts, groups };
+    return { file: 'fake-inventory', sources: ['fake-inventory'], hosts, groups };
   }
 
   /** The `connector` for execute(): one FakeConnection per host, with its faults. */

@@ -53,7 +53,7 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       () => argv('-e', `@${fix('bad-extra.yml')}`),
       [`error: ${fix('bad-extra.yml')}:2:1: invalid name 'bad-name' in document`],
     ],
-    ['-e @missing file', () => argv('-e', `@${fix('missing.yml')}`), [`error: ${fix('missing.yml')}: cannot read: ENOENT`]],
+    ['-e @missing file', () => argv('-e', `@${fix('missing.yml')}`), [`error: ${fix('missing.yml')}: extra-vars file: not found`]],
     ['--limit matching nothing', () => argv('--limit', 'nosuch'), [`error: host --limit 'nosuch' matches no host or group in ${INV}`]],
     ['--limit group matching nothing', () => argv('-l', 'far:web'), [`host --limit 'web' matches no host`]],
     ['--limit with a bad regex', () => argv('-l', '~('), ['invalid regular expression']],
@@ -74,7 +74,7 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     [
       'a missing inventory file',
       () => [PLAYBOOK, '-i', 'no/such/inventory.yml', '--check'],
-      ['error: no/such/inventory.yml: cannot read: ENOENT'],
+      ['error: no/such/inventory.yml: inventory not found'],
     ],
     ['a missing playbook', () => [fix('no-such-playbook.ts'), '-i', INV, '--check'], [`playbook not found: ${fix('no-such-playbook.ts')}`]],
     [
@@ -135,7 +135,9 @@ describe('run(): bad input is exit 3, before anything runs', () => {
 describe('parseCli', () => {
   it('defaults', () => {
     expect(parseCli(['-i', 'inv.yml'])).toEqual({
-      inventory: 'inv.yml',
+      inventory: ['inv.yml'],
+      vault: { vaultIds: [], passwordFiles: [], askVaultPass: false },
+      listHosts: false,
       playbooks: ['playbooks/site.ts'],
       check: false,
       diff: false,
@@ -206,7 +208,9 @@ describe('parseCli', () => {
       'old.ndjson',
     ]);
     expect(o).toEqual({
-      inventory: 'inv.yml',
+      inventory: ['inv.yml'],
+      vault: { vaultIds: [], passwordFiles: [], askVaultPass: false },
+      listHosts: false,
       playbooks: ['a.ts', 'b.ts'],
       check: true,
       diff: true,
@@ -233,7 +237,16 @@ describe('parseCli', () => {
 
   it('long forms', () => {
     const o = parseCli(['--inventory=i', '--check', '--diff', '--limit=x', '--tags=t', '--forks=1', '--extra-vars=k=v', '--verbose']);
-    expect(o).toMatchObject({ inventory: 'i', check: true, diff: true, limit: 'x', tags: ['t'], forks: 1, extraVars: ['k=v'], verbose: 1 });
+    expect(o).toMatchObject({
+      inventory: ['i'],
+      check: true,
+      diff: true,
+      limit: 'x',
+      tags: ['t'],
+      forks: 1,
+      extraVars: ['k=v'],
+      verbose: 1,
+    });
   });
 
   it('--help wins', () => {

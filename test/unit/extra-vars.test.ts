@@ -95,7 +95,7 @@ describe('parseExtraVars: bad input is an InputError', () => {
     [[`@${F('bad-name.yml')}`], `${F('bad-name.yml')}:2:1: invalid name 'bad-name' in document`],
     [[`@${F('bad-port.yml')}`], `${F('bad-port.yml')}:2:15: ansible_port has an invalid value`],
     [[`@${F('list.yml')}`], `${F('list.yml')}:1:1: extra-vars file must hold a mapping of variables`],
-    [[`@${F('missing.yml')}`], `${F('missing.yml')}: cannot read: ENOENT`],
+    [[`@${F('missing.yml')}`], `${F('missing.yml')}: extra-vars file: not found`],
   ])('%j', (args, msg) => {
     let err: unknown;
     try {

@@ -2,7 +2,7 @@
 // position, or (values that are legal but hostile) be converged with the values written
 // literally. A canary file proves that no value was ever run as shell: every hostile value
 // tries to create it. Runs the CLI in-process against the local connection (no SSH needed).
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -42,6 +42,8 @@ interface Case {
   text: string;
   /** 'input': must be exit 3 with file:line; 'literal': must converge with fx_text written as is */
   expect: 'input' | 'literal' | 'input-or-literal';
+  /** Grow the file to this size (sparse) after writing the text. */
+  sparseSize?: number;
   fxText?: string;
 }
 
@@ -108,9 +110,9 @@ function cases(): Case[] {
   const good = base({});
   for (let i = 0; i < 5; i++)
     out.push({ name: `truncated ${i}`, text: good.slice(0, Math.floor((good.length * (i + 1)) / 7)) + '\n  hosts: [', expect: 'input' });
-  // 5. huge files (2)
-  out.push({ name: 'huge inventory', text: good + '# ' + 'x'.repeat(5 * 1024 * 1024) + '\n', expect: 'input' });
-  out.push({ name: 'huge vars', text: base({ big: 'y'.repeat(5 * 1024 * 1024) }), expect: 'input' });
+  // 5. huge files (2): over the 64 MiB input limit, written sparse
+  out.push({ name: 'huge inventory', text: good, sparseSize: 64 * 1024 * 1024 + 1, expect: 'input' });
+  out.push({ name: 'huge vars', text: base({ big: 'y' }), sparseSize: 65 * 1024 * 1024, expect: 'input' });
   // 6. hostile but legal values: must arrive literally, never run (40)
   for (let i = 0; i < 40; i++) {
     const v = [pick(SHELLY), pick(SHELLY), pick(SHELLY)].join(r() < 0.5 ? ' ' : '');
@@ -136,6 +138,7 @@ describe('fuzzed inventories', () => {
   it.each(ALL_CASES.map((c, i) => [i, c.name, c] as const))('#%i %s', async (i, _name, c) => {
     const file = join(ROOT, `inv-${i}.yml`);
     writeFileSync(file, c.text);
+    if (c.sparseSize) truncateSync(file, c.sparseSize);
     const res = await cli([PB, '-i', file, '--json', '--journal', join(ROOT, `j-${i}.ndjson`)]);
     if (c.expect === 'input') {
       expect(res.code, res.stderr).toBe(3);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -38,7 +38,10 @@ function writeCase(files: Record<string, string>): string {
   for (const [rel, text] of Object.entries(files)) {
     const p = join(dir, rel);
     mkdirSync(dirname(p), { recursive: true });
-    writeFileSync(p, text.replaceAll('PORT', String(PORT)));
+    if (text.startsWith('SPARSE:')) {
+      writeFileSync(p, HEAD.replaceAll('PORT', String(PORT)));
+      truncateSync(p, Number(text.slice(7)));
+    } else writeFileSync(p, text.replaceAll('PORT', String(PORT)));
   }
   return join(dir, 'hosts.yml');
 }
@@ -66,7 +69,8 @@ const BOMB =
     g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
 `;
 
-const HUGE = HEAD + '#' + 'x'.repeat(4 * 1024 * 1024) + '\n';
+/** Over the 64 MiB input limit: written sparse (truncate), so the test writes almost nothing. */
+const HUGE = 'SPARSE:' + String(64 * 1024 * 1024 + 1);
 
 interface Case {
   name: string;
@@ -137,19 +141,19 @@ const CASES: Case[] = [
     name: 'hosts as a list instead of a mapping',
     files: { 'hosts.yml': HEAD + '  children:\n    web:\n      hosts:\n        - far\n        - loc\n' },
     at: ['hosts.yml', 11, 9],
-    says: ['all.children.web.hosts must be object or null'],
+    says: ['all.children.web.hosts must be a mapping, got a list'],
   },
   {
     name: 'vars as a string',
     files: { 'hosts.yml': HEAD + '  vars: ansible_port=22\n' },
     at: ['hosts.yml', 8, 9],
-    says: ['all.vars must be object or null'],
+    says: ['all.vars must be a mapping, got string'],
   },
   {
     name: 'a group that is a number',
     files: { 'hosts.yml': HEAD + '  children:\n    web: 5\n' },
     at: ['hosts.yml', 9, 10],
-    says: ['all.children.web must be object or null'],
+    says: ['group all.children.web must be a mapping'],
   },
   {
     name: 'bad variable name (my-var)',
@@ -167,7 +171,7 @@ const CASES: Case[] = [
     name: 'host name with shell metacharacters',
     files: { 'hosts.yml': HEAD + '    "h;rm -rf /":\n' },
     at: ['hosts.yml', 8, 5],
-    says: ["invalid name 'h;rm -rf /' in all.hosts"],
+    says: ["invalid host name 'h;rm -rf /'"],
   },
   {
     name: 'host name starting with a dash',
@@ -179,7 +183,7 @@ const CASES: Case[] = [
     name: 'group name with a space',
     files: { 'hosts.yml': HEAD + '"web servers":\n  hosts:\n    far:\n' },
     at: ['hosts.yml', 8, 1],
-    says: ["invalid name 'web servers' in document"],
+    says: ["invalid group name 'web servers'"],
   },
   {
     name: 'host range that ends before it starts',
@@ -191,13 +195,13 @@ const CASES: Case[] = [
     name: 'host range mixing letters and digits',
     files: { 'hosts.yml': HEAD + '  children:\n    web:\n      hosts:\n        web[a:09]:\n' },
     at: ['hosts.yml', 11, 9],
-    says: ["invalid host range 'web[a:09]'"],
+    says: ["invalid number 'a' in host range 'web[a:09]'"],
   },
   {
     name: 'children loop (a child of b child of a)',
     files: { 'hosts.yml': HEAD + '  children:\n    a:\n      children:\n        b:\n          children:\n            a:\n' },
-    at: ['hosts.yml', 9, 5],
-    says: ["group 'a' is its own ancestor (children loop)"],
+    at: ['hosts.yml', 11, 9],
+    says: ["group 'b' is its own ancestor (children loop through 'a')"],
   },
   {
     name: 'recursive YAML alias (a group inside itself)',
@@ -221,7 +225,7 @@ const CASES: Case[] = [
     name: 'duplicate key',
     files: { 'hosts.yml': HEAD + '    loc:\n      ansible_connection: ssh\n' },
     at: ['hosts.yml', 8, 5],
-    says: ['Map keys must be unique', 'loc'],
+    says: ['Map keys must be unique'],
   },
   {
     name: 'YAML alias bomb (billion laughs)',
@@ -230,10 +234,10 @@ const CASES: Case[] = [
     says: ['alias'],
   },
   {
-    name: 'file bigger than 4 MiB',
+    name: 'file bigger than 64 MiB (a sparse file)',
     files: { 'hosts.yml': HUGE },
     at: ['hosts.yml', null, null],
-    says: ['bytes; the limit is 4194304'],
+    says: ['over the limit of 67108864'],
   },
   {
     name: 'host that is also a group',
@@ -300,7 +304,7 @@ const CASES: Case[] = [
     name: 'group_vars file that is a list',
     files: { 'hosts.yml': HEAD, 'group_vars/all.yml': '- a\n- b\n' },
     at: ['group_vars/all.yml', 1, 1],
-    says: ['must be object'],
+    says: ['a vars file must hold a mapping'],
   },
 ];
 

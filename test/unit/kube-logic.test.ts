@@ -702,7 +702,15 @@ describe('CNI plugins and configs on the host', () => {
 
 function ctx(vars: Record<string, unknown>): HostContext {
   const varSources = Object.fromEntries(Object.keys(vars).map((k, i) => [k, { file: 'inv.yaml', line: i + 1, col: 3 }]));
-  const host: Host = { name: 'n1', vars, varSources, groups: ['all'], pos: { file: 'inv.yaml' } };
+  const host: Host = {
+    name: 'n1',
+    vars,
+    varSources,
+    templated: {},
+    groups: ['all'],
+    connection: { kind: 'ssh', address: 'n1' },
+    pos: { file: 'inv.yaml' },
+  };
   return new HostContext(host, [host]);
 }
 const settingsError = (vars: Record<string, unknown>): string => {

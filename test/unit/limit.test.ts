@@ -1,3 +1,5 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +9,11 @@ import { InputError } from '../../src/util/errors.ts';
 
 const FILE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'limit', 'hosts.yml');
 const inv = loadInventory(FILE);
+const writeTmp = (text: string) => {
+  const f = join(mkdtempSync(join(tmpdir(), 'rs-limit-')), 'hosts.yml');
+  writeFileSync(f, text);
+  return f;
+};
 const ALL = ['tb1', 'tb2', 'web01', 'web02', 'web03', 'db1', 'db2', 'ctl'];
 
 describe('selectHosts', () => {
@@ -55,7 +62,9 @@ describe('selectHosts', () => {
     ['~^db', ['web02', 'db1', 'db2']], // group db matches too
     ['~^web0[13]$', ['web01', 'web03']],
     ['~web0[13],db1', ['web01', 'web03', 'db1']],
-    ['~web,!~3$', ['web01', 'web02']],
+    ['~web,!~.*3$', ['web01', 'web02']],
+    ['~web,!~3$', ['web01', 'web02', 'web03']], // anchored at the start, as Python's re.match: 3$ matches no name
+    ['~.eb0[12]', ['web01', 'web02']],
     // subscripts (inclusive ranges, as in Ansible)
     ['web[0]', ['web01']],
     ['web[2]', ['web03']],
@@ -83,6 +92,8 @@ describe('selectHosts', () => {
     ['', /empty host pattern/],
     [' , ', /empty host pattern/],
     ['~[', /invalid regular expression in host pattern '~\['/],
+    ['~(web)\\1', /RE2 syntax: no backreferences/],
+    ['~web(?=01)', /invalid regular expression/],
   ])('%j is an InputError', (pattern, re) => {
     let err: unknown;
     try {
@@ -92,6 +103,12 @@ describe('selectHosts', () => {
     }
     expect(err).toBeInstanceOf(InputError);
     expect((err as Error).message).toMatch(re);
+  });
+
+  it('a backtracking bomb (~^(a+)+$ on a long name) is matched in linear time', () => {
+    const long = loadInventory(writeTmp(`all:\n  hosts:\n    ${'a'.repeat(900)}b:\n    aaa:\n`));
+    // a backtracking engine takes years on this name: the test's timeout is the proof
+    expect(selectHosts(long, '~^(a+)+$')).toEqual(['aaa']);
   });
 
   it('names what the pattern is for, and the inventory file, when it matches nothing', () => {

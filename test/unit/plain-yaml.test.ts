@@ -5,9 +5,10 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parsePlainYaml, resolvePlain } from '../../src/inventory/plain-yaml.ts';
+import { parsePlainYaml } from '../../src/inventory/plain-yaml.ts';
+import { resolvePlain11, YAML11_PATTERNS } from '../../src/inventory/yaml11.ts';
+import { spawnSync } from 'node:child_process';
 import { YamlSource } from '../../src/inventory/yaml-source.ts';
-import { parseDocument } from 'yaml';
 import { rng } from './rng.ts';
 
 type Path = Array<string | number>;
@@ -22,7 +23,7 @@ function paths(v: unknown, p: Path = [], out: Path[] = []): Path[] {
 /** Library's answer for `text`: its value and positions, or its error. */
 function library(text: string): YamlSource | Error {
   try {
-    return YamlSource.parse('t.yaml', text, 'library');
+    return YamlSource.parse('t.yaml', text, { reader: 'library' });
   } catch (e) {
     return e as Error;
   }
@@ -137,10 +138,57 @@ describe('plain YAML reader: documents it leaves to the library', () => {
   });
 });
 
-describe('resolvePlain', () => {
-  it('resolves like the library for every shape', () => {
+/**
+ * What Ansible's loader (PyYAML's SafeLoader rules, run here by the real PyYAML) makes of each
+ * plain scalar: [type, value as text].
+ */
+function pyyaml(shapes: string[]): Array<[string, string]> {
+  const script = `
+import json, sys, yaml, datetime, math
+out = []
+for s in json.load(sys.stdin):
+    try:
+        v = yaml.safe_load('v: ' + s + '\\n')['v']
+    except Exception as e:
+        out.append(['error', type(e).__name__]); continue
+    if isinstance(v, bool): out.append(['bool', str(v).lower()])
+    elif v is None: out.append(['null', ''])
+    elif isinstance(v, int): out.append(['int', str(v)])
+    elif isinstance(v, float): out.append(['float', 'nan' if math.isnan(v) else repr(v)])
+    elif isinstance(v, (datetime.date, datetime.datetime)): out.append(['str', v.isoformat()])
+    else: out.append(['str', v])
+print(json.dumps(out))
+`;
+  const r = spawnSync('/usr/bin/python3', ['-c', script], { input: JSON.stringify(shapes), encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+function ours(s: string): [string, string] {
+  let v: unknown;
+  try {
+    v = resolvePlain11(s);
+  } catch {
+    return ['error', ''];
+  }
+  if (typeof v === 'boolean') return ['bool', String(v)];
+  if (v === null) return ['null', ''];
+  if (typeof v === 'bigint') return ['int', v.toString()];
+  if (typeof v === 'number') return !YAML11_PATTERNS.FLOAT.test(s) ? ['int', String(v)] : ['float', Number.isNaN(v) ? 'nan' : pyRepr(v)];
+  return ['str', String(v)];
+}
+
+/** Python's float repr for the values here. */
+function pyRepr(v: number): string {
+  if (v === Infinity) return 'inf';
+  if (v === -Infinity) return '-inf';
+  if (Number.isInteger(v) && Math.abs(v) < 1e16) return `${v}.0`;
+  return String(v).replace(/e\+?/, 'e+').replace('e+-', 'e-');
+}
+
+describe('YAML 1.1 scalars: resolvePlain11 against PyYAML', () => {
+  it('types every shape as PyYAML does', () => {
     const shapes = [
-      '',
       '~',
       'null',
       'Null',
@@ -152,41 +200,82 @@ describe('resolvePlain', () => {
       'tRUE',
       'false',
       'no',
+      'No',
+      'NO',
       'yes',
+      'Yes',
+      'on',
+      'On',
+      'ON',
+      'off',
+      'Off',
+      'OFF',
+      'y',
+      'Y',
+      'n',
+      'N',
+      'oN',
       '0',
       '-0',
       '+1',
       '007',
+      '0644',
+      '09',
       '0o17',
       '0o8',
       '0x1f',
       '0X1F',
-      '0b1',
+      '0xFFFFFFFFFFFFFFFF',
+      '-0x10',
+      '0b101',
+      '0B1',
       '1.5',
       '1.',
       '.5',
       '-.5',
+      '+1.5',
       '1e3',
       '1E-3',
+      '1.0e+3',
+      '1.0e3',
+      '1.5E-2',
       '.inf',
       '-.Inf',
       '+.INF',
       '.nan',
       '.NaN',
       '1_0',
+      '1_000',
+      '1_0.5',
       '1:30',
+      '-1:30',
+      '1:30.5',
+      '190:20:30',
       '10.0.0.1',
       'nan',
       'inf',
       '.',
       '+',
+      '2001-12-14',
+      '2001-12-14t21:59:43.10-05:00',
+      '2001-12-14 21:59:43.10',
+      '2001-12-14T21:59:43Z',
+      '2002-1-1 1:00:00',
+      '2001-12-14 21:59:43.1234567 +05:30',
+      '2001-1-14',
+      '12345678901234567890',
+      '-9007199254740993',
+      '9007199254740991',
+      '0_',
+      '00',
+      '0.0',
+      'web1',
+      'node01',
+      'Off-line',
+      'yes!',
     ];
-    for (const s of shapes) {
-      const lib = parseDocument(`v: ${s === '' ? "''" : s}\n`).toJS().v;
-      if (s === '') continue; // an empty plain scalar is null; '' above is quoted
-      expect(resolvePlain(s), s).toStrictEqual(lib);
-    }
-    expect(resolvePlain('')).toBeNull();
+    const want = pyyaml(shapes);
+    shapes.forEach((s, i) => expect(ours(s), s).toEqual(want[i][0] === 'error' ? ['error', ''] : want[i]));
   });
 });
 

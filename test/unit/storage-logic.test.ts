@@ -133,7 +133,15 @@ const refusal = (fn: () => unknown): string => {
 
 function hostCtx(vars: Record<string, unknown>): HostContext {
   const varSources = Object.fromEntries(Object.keys(vars).map((k, i) => [k, { file: 'inv.yaml', line: 10 + i, col: 5 }]));
-  const host: Host = { name: 'h1', vars, varSources, groups: ['all', 'storage'], pos: { file: 'inv.yaml', line: 1 } };
+  const host: Host = {
+    name: 'h1',
+    vars,
+    varSources,
+    templated: {},
+    groups: ['all', 'storage'],
+    connection: { kind: 'ssh', address: 'h1' },
+    pos: { file: 'inv.yaml', line: 1 },
+  };
   return new HostContext(host);
 }
 const inputError = (fn: () => unknown): InputError => {

@@ -234,7 +234,9 @@ describe('udev match globs', () => {
       name: 'h1',
       vars,
       varSources: { storage_disks: { file: 'inv.yaml', line: 12, col: 5 } },
+      templated: {},
       groups: ['all', 'storage'],
+      connection: { kind: 'ssh', address: 'h1' },
       pos: { file: 'inv.yaml', line: 1 },
     };
     let err: unknown;
