@@ -11,7 +11,8 @@
  * the session, which over SSH is sshd's process for the run's connection (it closes at the end
  * of the run, or drops), and on a local connection a child of the controller that the connection
  * ends (Connection.sessionPid); /run is emptied at boot. /run/racksmith/apply.holder says who
- * holds it: `RUN_ID HOLDER_PID SESSION_PID`.
+ * holds it: `RUN_ID HOLDER_PID SESSION_PID`. A user who cannot write /run/racksmith (not root)
+ * takes a lock of its own in $TMPDIR/racksmith-UID: it can only change what that user may.
  */
 import { shq } from '../shell/quote.ts';
 
@@ -45,7 +46,12 @@ export function applyLockScript(o: ApplyLockOptions, session: LockSession = {}):
   const sess = session.sessionPid !== undefined ? shq(session.sessionPid) : '"$PPID"';
   return `l=${shq(APPLY_LOCK)}; h=${shq(APPLY_LOCK_HOLDER)}; me=${me}; sess=${sess}
 rs_holder() { rs_h=; IFS= read -r rs_h < "$h" || :; } 2>/dev/null
-mkdir -p "\${l%/*}"
+if ! { mkdir -p "\${l%/*}" && [ -w "\${l%/*}" ]; } 2>/dev/null; then
+  # Not root: this user changes only what it may, so the lock is this user's own.
+  l="\${TMPDIR:-/tmp}/racksmith-$(id -u)/apply.lock"; h="\${l%/*}/apply.holder"
+  mkdir -p -m 700 "\${l%/*}"
+  [ -O "\${l%/*}" ] || { echo "\${l%/*} belongs to another user: no apply lock" >&2; exit 1; }
+fi
 exec 9>>"$l"
 rs_holder
 # Held by this session since an earlier exec: its holder still has the lock file open (fd 9).
