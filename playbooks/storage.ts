@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import {
   mergeProfiles,
+  udevGlobError,
   UDEV_MATCH_KEY,
   type IoProfile,
   type IoProfileOverride,
@@ -28,7 +29,10 @@ import { prerequisites, STORAGE_PACKAGES } from '../src/plays/prerequisites.ts';
  *   storage_mount_prefix:   /ais
  *   storage_mount_options:  [noatime, nodiratime, logbufs=8, logbsize=256k, largeio, inode64, swalloc, allocsize=131072k, nofail]
  *   format_allow:           [/dev/disk/by-id/..., SERIAL]   disks that may be erased although not blank
- *                           (a kernel path only counts for disks with no serial and no WWN, e.g. loop devices)
+ *                           (a kernel path only counts for disks with no serial and no WWN, e.g. loop devices;
+ *                           a serial or WWN only when exactly one disk of the host carries it)
+ *   storage_mount_mode:     0750   mode of each data filesystem's root, enforced; unset: a filesystem
+ *                           racksmith makes gets 0750, a kept one is left as it is
  *   io_profiles:            { hdd: {scheduler, nr_requests, read_ahead_kb, rq_affinity, max_sectors_kb}, nvme: {...}, ssd: {...} }
  *                           key-by-key over the defaults; null leaves a key alone
  *   storage_udev_rules_file: /etc/udev/rules.d/60-racksmith-io.rules
@@ -84,7 +88,8 @@ export const validateStorageVars = varsSchema({
     },
     storage_mount_prefix: { type: 'string', pattern: '^/' },
     storage_mount_options: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^[^\\s,]+$' } },
-    format_allow: { type: 'array', items: { type: 'string', minLength: 1 } },
+    format_allow: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[^\\s]+$' } },
+    storage_mount_mode: { type: 'string', pattern: '^0?[0-7]{3}$' },
     io_profiles: {
       type: 'object',
       additionalProperties: false,
@@ -107,6 +112,8 @@ export interface StorageConfig {
   prefix: string;
   options: string[];
   allow: string[];
+  /** storage_mount_mode: enforced on every data mount when set. */
+  mountMode?: string;
   profiles: Record<ProfileName, IoProfile>;
   rulesFile: string;
 }
@@ -161,6 +168,10 @@ export function storageConfig(host: HostContext): StorageConfig {
     const prevName = names.get(name);
     if (prevName !== undefined)
       throw host.error('storage_disks', `${where}: name '${name}' is already used by storage_disks[${prevName}] (mountpoints must differ)`);
+    for (const [key, pattern] of Object.entries(d.match ?? {})) {
+      const bad = udevGlobError(pattern);
+      if (bad) throw host.error('storage_disks', `${where}.match.${key}: not a udev glob: ${bad}`);
+    }
     const prevSpec = specs.get(specText(spec));
     if (prevSpec !== undefined)
       throw host.error('storage_disks', `${where}: ${specText(spec)} is already listed as storage_disks[${prevSpec}]`);
@@ -173,6 +184,7 @@ export function storageConfig(host: HostContext): StorageConfig {
     prefix,
     options: host.var('storage_mount_options', AIS_MOUNT_OPTIONS),
     allow: host.var<string[]>('format_allow', []),
+    mountMode: host.var<string | undefined>('storage_mount_mode', undefined),
     profiles: mergeProfiles(host.var<Partial<Record<ProfileName, IoProfileOverride>>>('io_profiles', {})),
     rulesFile: host.var('storage_udev_rules_file', IO_RULES_FILE),
   };
@@ -185,13 +197,23 @@ export function storageResources(host: HostContext): Resource[] {
   const after = out.map((r) => r.id);
   for (const d of c.disks) {
     const others = c.disks.filter((x) => x !== d).map((x) => x.spec);
-    const fmt = xfsFormat({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, allow: c.allow, others, after, tags: ['mkfs'] });
+    const fmt = xfsFormat({
+      spec: d.spec,
+      name: d.name,
+      mountpoint: d.mountpoint,
+      allow: c.allow,
+      others,
+      after,
+      rootMode: c.mountMode,
+      tags: ['mkfs'],
+    });
+    // The root mode of a filesystem racksmith makes is set by mkfs; a kept one's only when asked.
     const mnt = diskMount({
       spec: d.spec,
       path: d.mountpoint,
       fstype: 'xfs',
       options: c.options,
-      mode: '0750',
+      mode: c.mountMode,
       dependsOn: [fmt.id],
       tags: ['mount'],
     });

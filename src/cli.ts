@@ -51,6 +51,7 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
       --timeout SECONDS    SSH connect timeout (default 10)
       --host-timeout SECS  give up on a host that takes longer than this (it counts as unreachable)
+      --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
@@ -80,6 +81,7 @@ export interface CliOptions {
   acceptNew: boolean;
   timeoutMs: number;
   hostTimeoutMs?: number;
+  lockTimeoutSec: number;
   planOut?: string;
   maxPlanAgeMs: number;
   journal?: string;
@@ -127,6 +129,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
         'ssh-accept-new': { type: 'boolean' },
         timeout: { type: 'string' },
         'host-timeout': { type: 'string' },
+        'lock-timeout': { type: 'string' },
         'plan-out': { type: 'string' },
         'max-plan-age': { type: 'string' },
         journal: { type: 'string' },
@@ -147,6 +150,10 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${maxFail}'`);
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
+  const lockTimeout = v['lock-timeout'];
+  if (lockTimeout !== undefined && !(/^[0-9]+$/.test(lockTimeout) && Number(lockTimeout) <= 86400)) {
+    throw new InputError(`--lock-timeout must be a whole number of seconds from 0 to 86400, got '${lockTimeout}'`);
+  }
   const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
   if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
@@ -167,6 +174,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     acceptNew: !!v['ssh-accept-new'],
     timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
     hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
+    lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
     planOut: v['plan-out'],
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
@@ -348,6 +356,7 @@ export async function run(
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
         hostTimeoutMs: opts.hostTimeoutMs,
+        lockTimeoutSec: opts.lockTimeoutSec,
         check: opts.check,
         forks: opts.forks,
         serial: opts.serial,
@@ -433,11 +442,15 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
   const rest = args.slice(1);
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
   for (let i = 0; i < rest.length; i++) {
     if (!allowed.test(rest[i]))
       throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
-    if (/^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--vault-password-file|--vault-id)$/.test(rest[i]))
+    if (
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id)$/.test(
+        rest[i],
+      )
+    )
       i++;
   }
   return { plan: readPlan(file), file, rest };

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Connection, ExecResult } from './types.ts';
 import { scriptAsStdin } from './transport.ts';
 
@@ -8,14 +8,30 @@ import { scriptAsStdin } from './transport.ts';
  */
 export class LocalConnection implements Connection {
   execCount = 0;
+  /** `cat` reading a pipe from this process: it ends when the connection closes, or this process dies. */
+  private anchor: ChildProcess | undefined;
   constructor(readonly host: string) {}
+
+  /** The scripts' parent is this (long-lived) process: the session is a child that close() ends. */
+  get sessionPid(): number | undefined {
+    if (!this.anchor) {
+      this.anchor = spawn('cat', [], { stdio: ['pipe', 'ignore', 'ignore'] });
+      this.anchor.on('error', () => {});
+      this.anchor.unref();
+    }
+    return this.anchor.pid;
+  }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
     return stdin === undefined ? sh(['-s'], scriptAsStdin(script)) : sh(['-c', script], stdin);
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    const a = this.anchor;
+    this.anchor = undefined;
+    if (a && a.exitCode === null) await new Promise<void>((resolve) => (a.once('exit', () => resolve()), a.stdin?.end()));
+  }
 }
 
 function sh(args: string[], input: string): Promise<ExecResult> {

@@ -15,6 +15,12 @@ export interface Connection {
   readonly execCount: number;
   exec(script: string, stdin?: string): Promise<ExecResult>;
   close(): Promise<void>;
+  /**
+   * A process on the host that lives exactly as long as this connection, for state that must end
+   * with it (the apply lock's holder, engine/apply-lock.ts). Unset: the remote shell's parent,
+   * which over SSH is sshd's process for this connection.
+   */
+  readonly sessionPid?: number;
 }
 
 /** A host could not be reached or authenticated: the host is "unreachable", not "failed". */

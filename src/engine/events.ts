@@ -27,6 +27,8 @@ export interface HostRecap {
   /** Remote execs (round trips) made on this host's connection. */
   execs: number;
   error?: string;
+  /** The runs whose apply lock on this host this run waited for (then it read the host again). */
+  lockWaits?: string[];
 }
 
 export interface Recap {

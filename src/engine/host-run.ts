@@ -5,6 +5,7 @@ import { factsHash } from './facts-hash.ts';
 import { ProbeSet, sameParts, type ProbeAnswers } from './probe-set.ts';
 import type { ProbeOutput, ProbeText } from '../contract/probe.ts';
 import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput } from './script.ts';
+import { applyLockScript, LOCK_WAITED, type ApplyLockOptions } from './apply-lock.ts';
 import { withFleet, type FleetViews } from './fleet.ts';
 import { listLinks } from './links.ts';
 import { emptyObjectList } from './v8-shapes.ts';
@@ -36,6 +37,8 @@ export interface HostRunOptions {
   hashFacts?: boolean;
   /** Around every exec that applies steps (the caller tracks whether prefetched facts still hold). */
   onApply?: (phase: 'start' | 'end') => void;
+  /** Take the host's apply lock in every exec that applies steps (apply-lock.ts). */
+  lock?: ApplyLockOptions;
   /** The play's fleet groups (fleet.ts): keyed resources diff their facts with their group's. */
   fleet?: FleetViews;
 }
@@ -59,6 +62,8 @@ export interface HostRunResult {
   lostConnection?: string;
   /** Saved-plan mode: resources whose facts moved since the plan (the host was refused). */
   drift?: Array<{ id: string; now: string[]; planned: string[] }>;
+  /** Another run held the host's apply lock: whom this run waited for (it re-read the host after). */
+  lockWaits?: string[];
 }
 
 /** A resource's probe output as read by its parse: its facts, or why they could not be read. */
@@ -154,6 +159,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   }
 
   let settled = false;
+  let lockWaits: string[] | undefined;
   for (let wave = 0; wave <= resources.length; wave++) {
     const toApply: State[] = [];
     const deferred: State[] = [];
@@ -169,20 +175,48 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       failUnfinished(o, states, 'interrupted before this change was applied');
       break;
     }
-    const lost = await applyWave(conn, o, factHashes, toApply, deferred);
-    if (lost !== undefined) {
-      failUnfinished(o, states, lost);
-      return { results: collect(states), factHashes, lostConnection: lost };
+    const res = await applyWave(conn, o, factHashes, toApply, deferred);
+    if (res?.lost !== undefined) {
+      failUnfinished(o, states, res.lost);
+      return { results: collect(states), factHashes, lostConnection: res.lost, lockWaits };
+    }
+    if (res?.lockFailed !== undefined) {
+      failUnfinished(o, states, `not applied: ${res.lockFailed}`);
+      return { results: collect(states), factHashes, lockWaits };
     }
     for (const s of states) s.predictedFiles = undefined; // the re-probe superseded every prediction
+    if (res?.lockWaited !== undefined) {
+      // Nothing was applied: what this run read came before the other run's changes. Read again.
+      (lockWaits ??= []).push(res.lockWaited);
+      const lost = lockWaits.length > 3 ? 'the apply lock was lost to other runs 4 times' : await reprobe(conn, o, factHashes, states);
+      if (lost !== undefined) {
+        failUnfinished(o, states, lost);
+        return { results: collect(states), factHashes, lostConnection: lockWaits.length > 3 ? undefined : lost, lockWaits };
+      }
+      wave--; // this wave changed nothing
+    }
   }
   if (!settled) for (const s of states) if (!s.r.handler && !s.result) failUnfinished(o, [s], 'not converged: dependency cycle');
   const lost = await runHandlers(conn, o, states);
   if (lost !== undefined) {
     failUnfinished(o, states, lost);
-    return { results: collect(states), factHashes, lostConnection: lost };
+    return { results: collect(states), factHashes, lostConnection: lost, lockWaits };
   }
-  return { results: collect(states), factHashes };
+  return { results: collect(states), factHashes, lockWaits };
+}
+
+/** Probe the undecided resources again (after waiting for the apply lock); why the exec failed, if it did. */
+async function reprobe(conn: Connection, o: HostRunOptions, factHashes: Map<string, string>, states: State[]): Promise<string | undefined> {
+  const open = states.filter((s) => !s.result);
+  const sections: Section[] = [];
+  const set = new ProbeSet(
+    sections,
+    open.map((s) => probeOf(s.r)),
+  );
+  const out = await execSections(conn, sections);
+  if (typeof out === 'string') return out;
+  open.forEach((s, i) => ingestAnswer(o, factHashes, s, readAnswer(s.r, set.output(out, i))));
+  return undefined;
 }
 
 /**
@@ -225,6 +259,8 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
     return undefined;
   }
   const sections: Section[] = [];
+  // Behind the apply lock too (held by this run since its first apply: the quick path).
+  if (o.lock) sections.push({ kind: 'step', stop: true, body: applyLockScript(o.lock, conn) });
   const ran: State[] = [];
   for (const s of due) {
     try {
@@ -236,7 +272,8 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
     for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, body: step.script });
     ran.push(s);
   }
-  if (sections.length === 0) {
+  if (sections.length === (o.lock ? 1 : 0)) {
+    // (handlers without steps: nothing to send)
     for (const s of ran) finishState(o, s, { status: 'changed', changes: s.changes! });
     return undefined;
   }
@@ -244,6 +281,15 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
   const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
   if (typeof out === 'string') return out;
   let k = 0;
+  if (o.lock) {
+    const lock = out[k++];
+    if (lock.code !== 0) {
+      // (another run took the host in between: these restarts are left to it, or to the next run)
+      const why = (lock.stderr || lock.stdout).trim() || 'the apply lock was not held';
+      for (const s of ran) finishState(o, s, { status: 'failed', changes: s.changes!, error: `not run: ${why}` });
+      return undefined;
+    }
+  }
   for (const s of ran) {
     for (const step of s.steps!) {
       const so = out[k++];
@@ -337,15 +383,26 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
   }
 }
 
-/** Apply `toApply`'s steps and re-probe in one exec; returns why the connection was lost, if it was. */
+/** What became of an apply wave other than its results: the connection was lost, or the apply lock was not held. */
+interface WaveTrouble {
+  lost?: string;
+  /** The lock was taken only after another run let it go (named here): nothing ran. */
+  lockWaited?: string;
+  /** The lock could not be taken (another run holds it): nothing ran. */
+  lockFailed?: string;
+}
+
+/** Apply `toApply`'s steps and re-probe in one exec (behind the apply lock when asked). */
 async function applyWave(
   conn: Connection,
   o: HostRunOptions,
   factHashes: Map<string, string>,
   toApply: State[],
   deferred: State[],
-): Promise<string | undefined> {
+): Promise<WaveTrouble | undefined> {
   const sections: Section[] = [];
+  // The lock first: when it is not held as it should be, the script ends before any step.
+  if (o.lock) sections.push({ kind: 'step', stop: true, body: applyLockScript(o.lock, conn) });
   for (const s of toApply) {
     const failed = wavePredecessorStates(s, toApply).find(notConverged);
     if (failed) {
@@ -371,9 +428,17 @@ async function applyWave(
   );
   o.onApply?.('start');
   const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
-  if (typeof out === 'string') return out;
+  if (typeof out === 'string') return { lost: out };
+  if (o.lock) {
+    const lock = out[0];
+    if (lock.code === LOCK_WAITED) return { lockWaited: lock.stdout.trim().replace(/^waited for run /, '') || 'another run' };
+    if (lock.code !== 0) {
+      const why = (lock.stderr || lock.stdout).trim();
+      return { lockFailed: why || (lock.code === null ? 'the apply lock step did not run' : `the apply lock step exited ${lock.code}`) };
+    }
+  }
   // Attribute step outcomes to their resources.
-  let k = 0;
+  let k = o.lock ? 1 : 0;
   for (const s of toApply) {
     if (s.result) continue; // decided before the exec: no steps were sent
     // A predecessor in this wave did not converge: the script skipped this one's steps.

@@ -12,6 +12,8 @@ import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withRetry } from '../connection/retry.ts';
+import { newRunId } from './apply-lock.ts';
+import { hostname } from 'node:os';
 import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
@@ -135,6 +137,14 @@ export interface ExecuteOptions extends ConnectOptions {
   signal?: AbortSignal;
   /** Give up on a host after this long (its connection is closed; it counts as unreachable). */
   hostTimeoutMs?: number;
+  /**
+   * Take each host's apply lock (apply-lock.ts) in every exec that applies, waiting this long for
+   * another run's. The CLI always sets it; unset, no lock (a caller of its own, or test hosts that
+   * are directories of this machine).
+   */
+  lockTimeoutSec?: number;
+  /** Who this run is in the hosts' apply locks (default: controller host, pid, start time). */
+  runId?: string;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
 }
@@ -153,6 +163,11 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const results: ResourceResult[] = [];
   const factHashes = new Map<string, Map<string, Map<string, string>>>();
   const connector = o.connector ?? connect;
+  // Changes take each host's apply lock (when asked: the CLI does); check mode never takes it.
+  const lock =
+    o.check || o.lockTimeoutSec === undefined
+      ? undefined
+      : { runId: o.runId ?? newRunId(hostname(), process.pid, new Date(t0)), timeoutSec: o.lockTimeoutSec };
   const recapOf = (host: string) => {
     let r = recaps.get(host);
     if (!r) {
@@ -254,6 +269,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       check: o.check,
       planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
       signal: o.signal,
+      lock,
       onResult,
       fleet,
     })
@@ -270,6 +286,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
+    if (res.lockWaits) recap.lockWaits = [...(recap.lockWaits ?? []), ...res.lockWaits];
     if (res.lostConnection || timedOut) {
       recap.unreachable = true;
       recap.error = timedOut ? `timed out after ${o.hostTimeoutMs! / 1000}s` : res.lostConnection;

@@ -11,6 +11,8 @@ export interface Section {
   group?: string;
   /** Groups whose failure (or skip) earlier in the script skips this step's group too. */
   skipIf?: readonly string[];
+  /** A gate (the apply lock): when it fails, the script ends there and no later section runs. */
+  stop?: boolean;
   body: string;
 }
 
@@ -62,6 +64,7 @@ export function scriptBody(sections: readonly Section[]): string {
     } else {
       lines.push(...run);
     }
+    if (s.stop) lines.push('[ "$rs_rc" = 0 ] || exit 0');
   });
   return lines.join('\n');
 }

@@ -80,7 +80,56 @@ export interface DiskFacts {
   contentProbed: boolean;
   /** Filesystem type of the whole disk's mount, when mounted. */
   mountedFs?: string;
+  /** What the data sample read (a content-probed disk without any signature), else undefined. */
+  sample?: DataSample;
+  /** Signatures blkid finds at the usual partition start offsets (probed only when the sample is not all zeros). */
+  offsetSignatures: OffsetSignature[];
+  /**
+   * The exclusive open (O_EXCL) of the disk, as the kernel answers it: undefined when not tried
+   * (a mounted or XFS disk), '' when it opened, else the error (EBUSY: mounted in some mount
+   * namespace, held by dm/md/swap, or open exclusively by a process).
+   */
+  exclusiveOpen?: string;
+  /** When the exclusive open failed: mounts of the disk or its partitions in other mount namespaces. */
+  nsMounts: Array<{ pid: string; majmin: string; mountpoint: string }>;
+  /** When the exclusive open failed: processes that have the disk or a partition open. */
+  openBy: Array<{ pid: string; comm: string }>;
+  /** Loop devices backed by the disk or one of its partitions (loop/backing_file), with their mounts and holders. */
+  loops: LoopUse[];
+  /** For a disk that may be formatted: each of its serial/WWN values → the host's disks that carry it. */
+  idDisks: Record<string, string[]>;
+  /** For an unmounted XFS disk: every device of the host that carries its filesystem UUID (itself included). */
+  uuidDevices?: string[];
   queue: QueueFacts;
+}
+
+export interface DataSample {
+  /** Bytes read and bytes meant to be read (less: a read error or a shorter device). */
+  read: number;
+  want: number;
+  /** Per sampled region with non-zero data: its first non-zero byte and the 4 bytes from there (hex). */
+  hits: Array<{ offset: number; hex: string }>;
+  /** 4 KiB-aligned offsets (not 0) where an XFS superblock magic (XFSB) was read: secondary superblocks. */
+  xfsSuperblocks: number[];
+  /** A tar header magic (ustar at offset 257). */
+  tar: boolean;
+}
+
+export interface OffsetSignature {
+  offset: number;
+  type?: string;
+  pttype?: string;
+  uuid?: string;
+  label?: string;
+}
+
+export interface LoopUse {
+  /** Kernel name of the loop device. */
+  name: string;
+  /** Its backing file as the kernel shows it (the disk or a partition of it). */
+  backing: string;
+  mounts: string[];
+  holders: string[];
 }
 
 const num = (s: string | undefined): number | undefined => (s !== undefined && /^\d+$/.test(s.trim()) ? Number(s.trim()) : undefined);
@@ -108,9 +157,24 @@ export function parseDiskFacts(out: string): DiskFacts {
     signatures: [],
     fingerprint: '',
     contentProbed: true,
+    offsetSignatures: [],
+    nsMounts: [],
+    openBy: [],
+    loops: [],
+    idDisks: {},
     queue: { schedulers: [], caps: {} },
   };
   let sawEnd = false;
+  const loop = (name: string): LoopUse => {
+    let l = f.loops.find((x) => x.name === name);
+    if (!l) f.loops.push((l = { name, backing: '', mounts: [], holders: [] }));
+    return l;
+  };
+  const offsetSig = (offset: number): OffsetSignature => {
+    let o = f.offsetSignatures.find((x) => x.offset === offset);
+    if (!o) f.offsetSignatures.push((o = { offset }));
+    return o;
+  };
   for (const line of out.split('\n')) {
     const eq = line.indexOf('=');
     if (eq <= 0) continue;
@@ -147,6 +211,43 @@ export function parseDiskFacts(out: string): DiskFacts {
       const [offset, type, uuid, ...label] = v.split(',');
       f.signatures.push({ offset, type, uuid: uuid || undefined, label: label.join(',') || undefined });
     } else if (k === 'fp') f.fingerprint = v;
+    else if (k === 'sample') {
+      const [read, want] = v.split(' ').map((x) => num(x) ?? 0);
+      f.sample = { read, want, hits: f.sample?.hits ?? [], xfsSuperblocks: f.sample?.xfsSuperblocks ?? [], tar: f.sample?.tar ?? false };
+    } else if (k === 'data' || k === 'xfsb' || k === 'tar') {
+      f.sample ??= { read: 0, want: -1, hits: [], xfsSuperblocks: [], tar: false };
+      const [off, hex] = v.split(' ');
+      if (k === 'data') f.sample.hits.push({ offset: num(off) ?? -1, hex: hex ?? '' });
+      else if (k === 'xfsb') f.sample.xfsSuperblocks.push(num(off) ?? -1);
+      else f.sample.tar = true;
+    } else if (k.startsWith('psig.')) {
+      // psig.OFFSET.KEY=VALUE: blkid -p -O OFFSET -o export
+      const dot = k.indexOf('.', 5);
+      const o = offsetSig(num(k.slice(5, dot)) ?? -1);
+      const key = k.slice(dot + 1);
+      if (key === 'TYPE') o.type = v;
+      else if (key === 'PTTYPE') o.pttype = v;
+      else if (key === 'UUID') o.uuid = v;
+      else if (key === 'LABEL') o.label = v;
+    } else if (k === 'excl') f.exclusiveOpen = v === 'ok' ? '' : v;
+    else if (k === 'nsmount') {
+      const [pid, majmin, ...mp] = v.split(' ');
+      f.nsMounts.push({ pid, majmin, mountpoint: unescapeMountinfo(mp.join(' ')) });
+    } else if (k === 'openby') {
+      const sp = v.indexOf(' ');
+      f.openBy.push({ pid: sp < 0 ? v : v.slice(0, sp), comm: sp < 0 ? '' : v.slice(sp + 1) });
+    } else if (k === 'loop' || k === 'loopmount' || k === 'loopholder') {
+      const sp = v.indexOf(' ');
+      const l = loop(sp < 0 ? v : v.slice(0, sp));
+      const rest = sp < 0 ? '' : v.slice(sp + 1);
+      if (k === 'loop') l.backing = rest;
+      else if (k === 'loopmount') l.mounts.push(unescapeMountinfo(rest));
+      else l.holders.push(rest);
+    } else if (k === 'iddisks') {
+      const tab = v.indexOf('\t');
+      const id = tab < 0 ? v : v.slice(0, tab);
+      f.idDisks[id] = [...new Set([...(f.idDisks[id] ?? []), ...(tab < 0 ? '' : v.slice(tab + 1)).split(' ').filter(Boolean)])];
+    } else if (k === 'uuiddev') (f.uuidDevices ??= []).push(v);
     else if (k === 'q.scheduler') {
       const words = v.trim().split(/\s+/).filter(Boolean);
       f.queue.schedulers = words.map((w) => w.replace(/^\[|\]$/g, ''));
@@ -221,15 +322,23 @@ export interface FormatOptions {
   mountpoint: string;
 }
 
+/** What blkid's TYPE is, in words: "ext4 signature", "LVM2 physical volume", "linux_raid_member RAID member". */
+function describeType(type: string, usage: string | undefined): string {
+  if (type === 'LVM2_member') return 'LVM2 physical volume';
+  if (usage === 'raid') return `${type} RAID member`;
+  if (usage === 'crypto') return `${type} encrypted volume`;
+  return `${type} signature`;
+}
+
+const joinIds = (parts: Array<string | undefined>) => parts.filter(Boolean).join(', ');
+
 function describeSignature(f: DiskFacts): string[] {
   if (!f.contentProbed) return [`${f.mountedFs ?? 'a'} filesystem mounted (signatures not read)`];
   const out: string[] = [];
   const seen = new Set<string>();
   if (f.blkid.TYPE) {
-    const extra = [f.blkid.UUID ? `UUID ${f.blkid.UUID}` : '', f.blkid.LABEL ? `label ${f.blkid.LABEL}` : ''].filter(Boolean).join(', ');
-    out.push(
-      `${f.blkid.TYPE} ${f.blkid.USAGE === 'raid' ? 'RAID member' : f.blkid.USAGE === 'crypto' ? 'encrypted volume' : 'signature'}${extra ? ` (${extra})` : ''}`,
-    );
+    const extra = joinIds([f.blkid.UUID && `UUID ${f.blkid.UUID}`, f.blkid.LABEL && `label ${f.blkid.LABEL}`]);
+    out.push(`${describeType(f.blkid.TYPE, f.blkid.USAGE)}${extra ? ` (${extra})` : ''}`);
     seen.add(f.blkid.TYPE);
   }
   if (f.blkid.PTTYPE || f.partitions.length) {
@@ -243,6 +352,36 @@ function describeSignature(f: DiskFacts): string[] {
   const others = f.signatures.filter((s) => !seen.has(s.type));
   if (others.length) out.push(`signatures ${others.map((s) => `${s.type} at ${s.offset}`).join(', ')}`);
   if (f.blkidCode !== 0 && f.blkidCode !== 2 && !out.length) out.push(`an unclear probe result (blkid -p exit ${f.blkidCode})`);
+  if (!out.length) out.push(...describeData(f));
+  return out;
+}
+
+/** A disk without any signature: what its data sample and the partition offsets show. */
+function describeData(f: DiskFacts): string[] {
+  const s = f.sample;
+  if (!s) return ['its data was not sampled'];
+  const out: string[] = [];
+  if (s.read < s.want || s.want < 0) out.push(`its data could not be read (read ${s.read} of ${s.want} sampled bytes)`);
+  const first = s.hits.reduce<DataSample['hits'][number] | undefined>((a, h) => (!a || h.offset < a.offset ? h : a), undefined);
+  if (first) {
+    const what =
+      s.tar && first.offset === 0
+        ? ' (a tar archive: ustar header at offset 257)'
+        : first.hex.startsWith('58414746')
+          ? ' (an XFS allocation group header: the primary superblock sector before it is gone)'
+          : '';
+    out.push(`non-zero data at offset ${first.offset}${what}`);
+  }
+  for (const o of f.offsetSignatures) {
+    const extra = joinIds([o.uuid && `UUID ${o.uuid}`, o.label && `label ${o.label}`]);
+    const name = o.type ? `${o.type} filesystem` : `${o.pttype} partition table`;
+    out.push(`${name} at offset ${o.offset}${extra ? ` (${extra})` : ''}, where a partition starts (its partition table is gone)`);
+  }
+  if (s.xfsSuperblocks.length) {
+    out.push(
+      `XFS secondary superblock${s.xfsSuperblocks.length > 1 ? 's' : ''} at offset${s.xfsSuperblocks.length > 1 ? 's' : ''} ${s.xfsSuperblocks.join(', ')}: an XFS filesystem whose primary superblock is damaged (xfs_repair can restore it)`,
+    );
+  }
   return out;
 }
 
@@ -252,15 +391,79 @@ export function isCleanXfs(f: DiskFacts): boolean {
   return f.blkid.TYPE === 'xfs' && !f.blkid.PTTYPE && f.partitions.length === 0 && f.signatures.every((s) => s.type === 'xfs');
 }
 
-/** Nothing at all on the disk: no signature, no partition table, no partitions. */
+/**
+ * Nothing at all on the disk: no signature (whole disk and the usual partition offsets), no
+ * partition table, no partitions, and every sampled region read back as zeros.
+ */
 export function isBlank(f: DiskFacts): boolean {
-  return f.contentProbed && f.blkidCode === 2 && !f.blkid.TYPE && !f.blkid.PTTYPE && f.signatures.length === 0 && f.partitions.length === 0;
+  const s = f.sample;
+  return (
+    f.contentProbed &&
+    f.blkidCode === 2 &&
+    !f.blkid.TYPE &&
+    !f.blkid.PTTYPE &&
+    f.signatures.length === 0 &&
+    f.partitions.length === 0 &&
+    s !== undefined &&
+    s.want > 0 &&
+    s.read === s.want &&
+    s.hits.length === 0 &&
+    f.offsetSignatures.length === 0
+  );
+}
+
+/**
+ * Who uses the disk, as the kernel and the system show it: the root filesystem, swap, holders
+ * (dm, md), loop devices backed by it, and a failed exclusive open (named by the mounts in other
+ * mount namespaces and the processes that have it open). Mounts in this namespace are the
+ * caller's (whether a mount is a use depends on what is mounted).
+ */
+export function usesOf(f: DiskFacts): string[] {
+  const uses: string[] = [];
+  const root = f.mounts.find((m) => m.mountpoint === '/');
+  if (root) uses.push(`it holds the root filesystem (/ on ${root.dev})`);
+  if (f.swaps.length) uses.push(`it is in use as swap (${f.swaps.join(', ')})`);
+  if (f.holders.length) {
+    uses.push(
+      `it is held by ${f.holders.map((h) => (h.of === f.kname ? h.holder : `${h.holder} (on ${h.of})`)).join(', ')} (LVM, md RAID or device-mapper)`,
+    );
+  }
+  for (const l of f.loops) {
+    const how = [...l.mounts.map((m) => `mounted at ${m}`), ...l.holders.map((h) => `held by ${h}`)];
+    uses.push(`it backs loop device /dev/${l.name} (backing file ${l.backing}${how.length ? `; ${how.join(', ')}` : ''})`);
+  }
+  // (a read-only disk cannot be opened for writing at all: that is said as such)
+  if (f.exclusiveOpen && !(f.readOnly && /read-only/i.test(f.exclusiveOpen))) {
+    const who = [
+      ...f.nsMounts
+        .filter((m, i) => f.nsMounts.findIndex((x) => x.mountpoint === m.mountpoint) === i)
+        .map((m) => `mounted at ${m.mountpoint} in another mount namespace (pid ${m.pid})`),
+      ...f.openBy.map((p) => `open by pid ${p.pid}${p.comm ? ` (${p.comm})` : ''}`),
+    ];
+    // Swap and holders already say why the kernel refuses; anything else is named here.
+    if (who.length) uses.push(`the kernel refuses to open it exclusively (${f.exclusiveOpen}): ${who.join(', ')}`);
+    else if (!f.swaps.length && !f.holders.length) {
+      uses.push(
+        /busy/i.test(f.exclusiveOpen)
+          ? `the kernel refuses to open it exclusively (${f.exclusiveOpen}): something holds it that racksmith cannot name (no mount, holder or process found)`
+          : `it cannot be opened exclusively: ${f.exclusiveOpen}`,
+      );
+    }
+  }
+  return uses;
+}
+
+/** Devices other than this disk (and its partitions) that carry its filesystem UUID. */
+function uuidTwins(f: DiskFacts): string[] {
+  const own = new Set([`/dev/${f.kname}`, ...f.partitions.map((p) => `/dev/${p.name}`)]);
+  return [...new Set(f.uuidDevices ?? [])].filter((d) => !own.has(d));
 }
 
 /**
  * Keep, format, or refuse (throws Refusal naming what was found). Never formats: a disk in use
- * (mounted, swap, holders such as LVM/md/dm, the root disk), or one that carries XFS. Formats a
- * blank disk, or a disk with other content only when format_allow names it.
+ * (mounted in any mount namespace, swap, holders such as LVM/md/dm, a loop device over it, open
+ * exclusively, the root disk), or one that carries XFS. Formats a blank disk, or a disk with other
+ * content only when format_allow names exactly this disk.
  */
 export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   if (f.error) throw new Refusal(f.error);
@@ -268,24 +471,24 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   if (f.isPartition) throw new Refusal(`${f.spec} is a partition (${f.kname}); storage_disks takes whole disks`);
   if (f.sameAs.length) throw new Refusal(`${f.spec} and ${f.sameAs.join(', ')} are the same disk (${dev}); list it once`);
 
-  const inUse: string[] = [];
+  const inUse = usesOf(f);
   const root = f.mounts.find((m) => m.mountpoint === '/');
-  if (root) inUse.push(`it holds the root filesystem (/ on ${root.dev})`);
   const atTarget = f.mounts.some((m) => m.majmin === f.majmin && m.mountpoint === o.mountpoint);
   const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && m.mountpoint === o.mountpoint));
-  if (f.swaps.length) inUse.push(`it is in use as swap (${f.swaps.join(', ')})`);
-  if (f.holders.length) {
-    inUse.push(
-      `it is held by ${f.holders.map((h) => (h.of === f.kname ? h.holder : `${h.holder} (on ${h.of})`)).join(', ')} (LVM, md RAID or device-mapper)`,
-    );
-  }
 
-  if (isCleanXfs(f) && !root && !f.swaps.length && !f.holders.length) {
+  if (isCleanXfs(f) && !inUse.length) {
     // Converged, or a kept XFS disk waiting to be mounted. Extra mounts beside the target are
     // bind mounts of it (e.g. kubelet volumes) and fine; mounted only elsewhere is not ours.
+    const uuid = f.blkid.UUID ? ` (UUID ${f.blkid.UUID})` : '';
     if (!atTarget && elsewhere.length) {
       throw new Refusal(
-        `${dev} carries XFS (UUID ${f.blkid.UUID ?? '?'}) and is mounted at ${elsewhere.map((m) => m.mountpoint).join(', ')}, not at ${o.mountpoint}; unmount it first`,
+        `${dev} carries XFS${uuid} and is mounted at ${elsewhere.map((m) => m.mountpoint).join(', ')}, not at ${o.mountpoint}; unmount it first`,
+      );
+    }
+    const twins = uuidTwins(f);
+    if (twins.length) {
+      throw new Refusal(
+        `${dev} carries XFS${uuid} and so does ${twins.join(', ')} (a cloned filesystem): fstab mounts by UUID, so either could end up at ${o.mountpoint}; give the copy a new UUID first (xfs_admin -U generate DEVICE, unmounted)`,
       );
     }
     return { action: 'keep' };
@@ -307,17 +510,33 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
     );
   }
   if (f.readOnly) throw new Refusal(`${dev} is read-only`);
-  if (isBlank(f)) return { action: 'format', blank: true, summary: `format ${dev} (blank, ${about}) as XFS` };
   if (f.blkid.TYPE === 'xfs' || f.signatures.some((s) => s.type === 'xfs')) {
     throw new Refusal(
       `not formatting ${dev}: it carries XFS together with other content (${found.join('; ')}); an XFS disk is never re-formatted, clean it up by hand`,
     );
   }
+  // Only the kernel knows every user (another mount namespace, an exclusive open): never format unasked.
+  if (f.exclusiveOpen === undefined) throw new Refusal(`not formatting ${dev}: the probe did not try to open it exclusively`);
+  if (isBlank(f)) return { action: 'format', blank: true, summary: `format ${dev} (blank, ${about}) as XFS` };
   const allowed = allowedBy(f, o.allow, f.spec);
   if (!allowed) {
     throw new Refusal(
       `not formatting ${dev} (${about}): it is not blank: ${found.join('; ')}. To erase it, list its by-id path or serial in format_allow`,
     );
+  }
+  // A serial or WWN names one disk only if no other disk of the host carries it (the namespaces
+  // of one NVMe controller share its serial).
+  if (!allowed.startsWith('/')) {
+    const carriers = f.idDisks[allowed];
+    if (!carriers || carriers.length !== 1) {
+      throw new Refusal(
+        `not formatting ${dev} (${about}): format_allow entry ${allowed} is ambiguous: ${
+          carriers
+            ? `${carriers.length} disks of this host carry it (${carriers.join(', ')})`
+            : 'the probe could not count the disks that carry it'
+        }; name the disk by a /dev/disk/by-id path or an identifier only it has (its WWN)`,
+      );
+    }
   }
   return {
     action: 'format',
@@ -487,28 +706,52 @@ export function ioChanges(kname: string, t: IoTarget, q: QueueFacts): Change<IoC
 /** Match keys accepted in storage_disks[].match. */
 export const UDEV_MATCH_KEY = /^(KERNEL|ENV\{[A-Z0-9_]+\}|ATTRS?\{[A-Za-z0-9_/]+\})$/;
 
-/** udev's glob: *, ?, [...] and | alternatives. */
-export function udevGlob(pattern: string, value: string): boolean {
-  return pattern.split('|').some((alt) => {
+/**
+ * udev's glob (*, ?, [...] with ranges and ! negation, | between alternatives) as a RegExp.
+ * Throws an Error saying what is wrong: an empty alternative, a [ without its ], an empty set,
+ * a range written backwards. The inventory's patterns are checked with it when they are read.
+ */
+export function udevGlobRegExp(pattern: string): RegExp {
+  const alts = pattern.split('|');
+  const res = alts.map((alt) => {
+    if (!alt) throw new Error(`an empty alternative in ${JSON.stringify(pattern)}`);
     let re = '';
     for (let i = 0; i < alt.length; i++) {
       const c = alt[i];
       if (c === '*') re += '.*';
       else if (c === '?') re += '.';
       else if (c === '[') {
-        const end = alt.indexOf(']', i + 1);
-        if (end < 0) re += '\\[';
-        else {
-          re += `[${alt
-            .slice(i + 1, end)
-            .replace(/^!/, '^')
-            .replace(/\\/g, '\\\\')}]`;
-          i = end;
+        // (a ] right after [ or [! belongs to the set, as in fnmatch)
+        const from = alt[i + 1] === '!' ? i + 2 : i + 1;
+        const end = alt.indexOf(']', from + 1);
+        if (end < 0) throw new Error(`a [ without a closing ] in ${JSON.stringify(pattern)}`);
+        const set = alt.slice(from, end);
+        for (let j = 0; j + 2 < set.length; j++) {
+          if (set[j + 1] === '-' && set[j] > set[j + 2])
+            throw new Error(`the range ${set.slice(j, j + 3)} is backwards in ${JSON.stringify(pattern)}`);
         }
-      } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
+        re += `[${alt[i + 1] === '!' ? '^' : ''}${set.replace(/[\\\]^]/g, '\\$&')}]`;
+        i = end;
+      } else re += c.replace(/[.+^${}()|\\[\]]/g, '\\$&');
     }
-    return new RegExp(`^${re}$`).test(value);
+    return re;
   });
+  return new RegExp(`^(?:${res.join('|')})$`);
+}
+
+/** Why a udev match pattern is not a valid glob, or undefined when it is. */
+export function udevGlobError(pattern: string): string | undefined {
+  try {
+    udevGlobRegExp(pattern);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/** udev's glob: *, ?, [...] and | alternatives. */
+export function udevGlob(pattern: string, value: string): boolean {
+  return udevGlobRegExp(pattern).test(value);
 }
 
 /**

@@ -63,27 +63,61 @@ const UDEV_FN = `rs_udev() {
   return 0
 }`;
 
+/** udev properties that name a disk: what a serial spec and format_allow entries are matched against. */
+const UDEV_ID_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*';
+/**
+ * Shell that sets $rs_ids to the serial and WWN values of the disk at sysfs dir $1 with decimal
+ * maj:min $2 (udev's and sysfs's, trimmed), each between tabs: `<TAB>S1<TAB>0x5000c5...<TAB>`.
+ */
+const IDS_FN = `rs_ids() {
+  rs_ids='\t'
+  if [ -r "$R/run/udev/data/b$2" ]; then
+    while IFS= read -r l; do
+      case $l in ${UDEV_ID_KEYS}) rs_trim "\${l#*=}"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t" ;; esac
+    done < "$R/run/udev/data/b$2"
+  fi
+  for x in device/serial serial device/wwid wwid; do
+    [ -r "$1/$x" ] || continue
+    rs_rd "$1/$x" || :; rs_trim "$rs_v"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t"
+  done
+  return 0
+}`;
+
 /** Shell that sets $mm (decimal maj:min) for the one disk whose serial or WWN is $1, or prints error=. */
 const SERIAL_FN = `rs_by_serial() {
   rs_n=0; rs_found=; mm=
   for s in "$R"/sys/block/*; do
     [ -r "$s/dev" ] || continue
-    rs_rd "$s/dev"; m=$rs_v; rs_hit=
-    db="$R/run/udev/data/b$m"
-    if [ -r "$db" ]; then
-      while IFS= read -r l; do
-        case $l in ${UDEV_KEYS}) rs_trim "\${l#*=}"; [ "$rs_v" = "$1" ] && rs_hit=1 ;; esac
-      done < "$db"
-    fi
-    for x in device/serial serial device/wwid wwid; do
-      [ -r "$s/$x" ] || continue
-      rs_rd "$s/$x"; rs_trim "$rs_v"; [ "$rs_v" = "$1" ] && rs_hit=1
-    done
-    if [ -n "$rs_hit" ]; then rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m; fi
+    rs_rd "$s/dev"; m=$rs_v
+    rs_ids "$s" "$m"
+    case $rs_ids in *"\t$1\t"*) rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m ;; esac
   done
   if [ "$rs_n" = 0 ]; then echo "error=no disk has serial or WWN $1"; mm=; return 1; fi
   if [ "$rs_n" -gt 1 ]; then echo "error=serial $1 matches several disks:$rs_found"; mm=; return 1; fi
   return 0
+}`;
+
+/**
+ * Shell that prints, for each serial/WWN value of the disk at sysfs dir $1 (maj:min $2), the
+ * host's disks that carry it: `iddisks=VALUE<TAB>sdb sdc`. A format_allow serial must name one.
+ */
+const IDDISKS_FN = `rs_iddisks() {
+  rs_ids "$1" "$2"; rs_mine=\${rs_ids#?}; rs_all=
+  for s in "$R"/sys/block/*; do
+    [ -r "$s/dev" ] || continue
+    rs_rd "$s/dev"; rs_ids "$s" "$rs_v"; rs_all="$rs_all\${s##*/}$rs_ids
+"
+  done
+  set -f
+  while [ -n "$rs_mine" ]; do
+    v=\${rs_mine%%"\t"*}; rs_mine=\${rs_mine#*"\t"}; l=
+    rs_o=$IFS; IFS='
+'
+    for d in $rs_all; do case $d in *"\t$v\t"*) l="$l \${d%%"\t"*}" ;; esac; done
+    IFS=$rs_o
+    printf 'iddisks=%s\\t%s\\n' "$v" "\${l# }"
+  done
+  set +f
 }`;
 
 /** Shell that sets $rs_mm to the decimal maj:min of block device file $1 (stat prints hex). */
@@ -93,17 +127,163 @@ const MAJMIN_FN = `rs_majmin() {
   rs_mm=$(stat -L -c '%t:%T' -- "$1") && rs_mm="$((0x\${rs_mm%:*})):$((0x\${rs_mm#*:}))"
 }`;
 
-/** The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of the disk. */
+/** Where a partition usually starts (bytes): 34, 63, 64 and 128 sectors, GPT on 4Kn, 1-16 MiB alignments. */
+export const PARTITION_OFFSETS = [17408, 24576, 32256, 32768, 65536, 1048576, 2097152, 4194304, 8388608, 16777216];
+
+/**
+ * Shell that samples the data of device $1 (size $2 bytes): the first 1 MiB + 128 KiB, 128 KiB
+ * at each partition alignment from 2 MiB to 16 MiB, 80 KiB around each sixteenth (where XFS puts
+ * its secondary superblocks), the last 1 MiB; a device up to 32 MiB is read whole. One dd per
+ * region into one od and one awk. Sets $rs_s to what is not zero: `data=OFFSET HEX` (each
+ * region's first non-zero byte), `xfsb=OFFSET` (an XFS superblock magic at a 4 KiB boundary),
+ * `tar=257` (a ustar header), `sample=READ WANT`, and with `psig.OFFSET.KEY=VALUE` what blkid
+ * finds at the partition offsets inside regions that are not zero.
+ */
+const SAMPLE_FN = `rs_sample() {
+  rs_sd=$1; rs_sz=$2; rs_s=
+  if [ "$rs_sz" -le 33554432 ]; then set -- 0 "$rs_sz"
+  else
+    set -- 0 1179648 2097152 131072 4194304 131072 8388608 131072 16777216 131072
+    i=1; while [ $i -lt 16 ]; do set -- "$@" $((rs_sz / 16 * i / 4096 * 4096 - 16384)) 81920; i=$((i + 1)); done
+    set -- "$@" $((rs_sz - 1048576)) 1048576
+  fi
+  rs_segs=$*
+  rs_s=$({ while [ $# -gt 1 ]; do dd if="$rs_sd" bs=65536 iflag=skip_bytes,count_bytes skip="$1" count="$2" 2>/dev/null; shift 2; done; } |
+    od -A d -t x1 -w512 | awk -v segs="$rs_segs" -v probes=${shq(PARTITION_OFFSETS.join(' '))} '
+function segof(p) { while (seg < ns && p >= ss[seg] + sl[seg]) seg++; return seg }
+function hit(p, c,   s, b, h) {
+  s = segof(p); if (done[s]) return; done[s] = 1
+  match(c, /[1-9a-f]/); b = int((RSTART - 2) / 3); h = substr(c, 3 * b + 1, 12); gsub(/ /, "", h)
+  printf "data=%.0f %s\\n", so[s] + p - ss[s] + b, h
+}
+function line(p, c,   d) {
+  last = p; lastc = c; lastz = c !~ /[1-9a-f]/
+  if (lastz) return
+  hit(p, c); d = so[seg] + p - ss[seg]
+  if (d > 0 && d % 4096 == 0 && substr(c, 1, 12) == " 58 46 53 42" && nx++ < 16) printf "xfsb=%.0f\\n", d
+  if (d == 0 && substr(c, 772, 15) == " 75 73 74 61 72") print "tar=257"
+}
+BEGIN {
+  n = split(segs, a, " ")
+  for (i = 1; i < n; i += 2) { ns++; so[ns] = a[i]; sl[ns] = a[i + 1]; ss[ns] = t; t += a[i + 1] }
+  seg = 1; last = -512; lastz = 1
+}
+$0 == "*" { rep = 1; next }
+{
+  sp = index($0, " "); p = (sp ? substr($0, 1, sp - 1) : $0) + 0
+  # od wrote "*" for lines equal to the last one: those not zero count in every region they span
+  if (rep && !lastz) for (q = last + 512; q < p; ) { s = segof(q); hit(q, lastc); q = ss[s] + sl[s] }
+  rep = 0
+  if (sp) line(p, substr($0, sp)); else got = p
+}
+END {
+  printf "sample=%.0f %.0f\\n", got, t
+  m = split(probes, o, " ")
+  for (i = 1; i <= m; i++) for (s = 1; s <= ns; s++) if (done[s] && o[i] >= so[s] && o[i] < so[s] + sl[s]) { print "probe=" o[i]; break }
+}')
+  case $rs_s in *probe=*) ;; *) return 0 ;; esac
+  rs_p=$rs_s; rs_s=
+  while IFS= read -r l; do
+    case $l in
+    probe=*)
+      o=\${l#probe=}; rs_b2=$(blkid -p -O "$o" -o export -- "$rs_sd" 2>/dev/null) || continue
+      while IFS= read -r l2; do case $l2 in DEVNAME=*|'') ;; *) rs_s="$rs_s
+psig.$o.$l2" ;; esac; done <<RS_P_EOF
+$rs_b2
+RS_P_EOF
+      ;;
+    *) rs_s="$rs_s
+$l" ;;
+    esac
+  done <<RS_S_EOF
+$rs_p
+RS_S_EOF
+  rs_s=\${rs_s#"
+"}
+  return 0
+}`;
+
+/**
+ * The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of device $1 and,
+ * when they find nothing, of its data sample (size $2 bytes).
+ */
 const FP_FN = `rs_fp() {
   # (exit codes kept with || so that apply steps, which run under set -e, go on)
   rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
   rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
+  rs_s=
+  if [ "$rs_brc" = 2 ] && [ "$rs_wrc" = 0 ] && [ -z "$rs_w" ]; then rs_sample "$1" "$2"; fi
   rs_fpv=$(sha256sum <<RS_FP_EOF
 $rs_b
 $rs_w
+$rs_s
 RS_FP_EOF
 )
   rs_fpv=\${rs_fpv%% *}
+}`;
+
+/** Shell that sets $rs_bmv to the `FSTYPE<TAB> MOUNTPOINT...` of maj:min $1 in $rs_bm, or returns 1. */
+const BM_GET_FN = `rs_bm_get() {
+  case $rs_bm in "$1\t"*) rs_bmv=\${rs_bm#"$1\t"} ;; *"
+$1\t"*) rs_bmv=\${rs_bm#*"
+$1\t"} ;; *) return 1 ;; esac
+  rs_bmv=\${rs_bmv%%"
+"*}
+}`;
+
+/**
+ * Shell that prints who uses device $1 the way the kernel sees it, for its `MAJ:MIN=NAME` pairs
+ * $2 (the disk and its partitions): `excl=ok` or `excl=ERROR` from an exclusive open (wipefs
+ * --no-act opens O_EXCL and, with a type nothing has, touches nothing: EBUSY when mounted in any
+ * mount namespace, held by dm/md/swap or open exclusively); when that fails, `nsmount=PID MAJ:MIN
+ * MOUNTPOINT` (mounts in other mount namespaces) and `openby=PID COMM`; and `loop=NAME BACKING`,
+ * `loopmount=NAME MOUNTPOINT`, `loopholder=NAME HOLDER` for loop devices backed by the disk or a
+ * partition (a loop over a block device claims nothing, so only loop/backing_file tells).
+ */
+const INUSE_FN = `rs_wipefs_excl=
+rs_inuse() {
+  rs_dv=$1; rs_pairs=$2
+  # (wipefs opens O_EXCL since util-linux 2.24, the one that has --force: asked once per script)
+  [ -n "$rs_wipefs_excl" ] || case $(wipefs --help 2>&1) in *--force*) rs_wipefs_excl=yes ;; *) rs_wipefs_excl=no ;; esac
+  rs_xrc=0; rs_x=$(LOCK_BLOCK_DEVICE=no wipefs --no-act --quiet --types racksmith-exclusive-open --all -- "$rs_dv" 2>&1) || rs_xrc=$?
+  if [ "$rs_wipefs_excl" = no ]; then echo 'excl=wipefs of util-linux before 2.24 cannot open a disk exclusively'
+  elif [ "$rs_xrc" = 0 ]; then echo excl=ok
+  else
+    rs_x=\${rs_x%%"
+"*}
+    printf 'excl=%s\\n' "\${rs_x##*: }"
+    set --; for pr in $rs_pairs; do set -- "$@" -e " \${pr%%=*} "; done
+    grep -s -H -F "$@" "$R"/proc/[0-9]*/mountinfo | {
+      seen=
+      while IFS= read -r l; do
+        p=\${l%%/mountinfo:*}; p=\${p##*/}; set -f; set -- \${l#*/mountinfo:}; set +f
+        case $seen in *"|$3 $5|"*) continue ;; esac
+        seen="$seen|$3 $5|"; echo "nsmount=$p $3 $5"
+      done
+    }
+    set --; for pr in $rs_pairs; do [ $# -gt 0 ] && set -- "$@" -o; set -- "$@" -lname "/dev/\${pr#*=}"; done
+    find "$R"/proc/[0-9]*/fd "$@" 2>/dev/null | {
+      seen=
+      while IFS= read -r l; do
+        p=\${l%/fd/*}; p=\${p##*/}
+        case $seen in *" $p "*) continue ;; esac
+        seen="$seen $p "; rs_rd "$R/proc/$p/comm" || :; echo "openby=$p $rs_v"
+      done
+    }
+  fi
+  for b in "$R"/sys/class/block/loop*/loop/backing_file; do
+    [ -r "$b" ] || continue
+    rs_rd "$b" || :; bf=$rs_v
+    case $bf in /*) [ -b "$R$bf" ] || continue ;; *) continue ;; esac
+    rs_majmin "$R$bf" || continue
+    case " $rs_pairs " in *" $rs_mm="*) ;; *) continue ;; esac
+    ln=\${b%/loop/backing_file}; ln=\${ln##*/}
+    echo "loop=$ln $bf"
+    rs_rd "$R/sys/class/block/$ln/dev" || :; rs_block_mounts
+    if rs_bm_get "$rs_v"; then set -f; for mp in \${rs_bmv#*"\t"}; do echo "loopmount=$ln $mp"; done; set +f; fi
+    for h in "$R/sys/class/block/$ln"/holders/*; do [ -e "$h" ] && echo "loopholder=$ln \${h##*/}"; done
+  done
+  return 0
 }`;
 
 /**
@@ -128,6 +308,11 @@ rs_block_mounts() {
  * device PATH | rs_disk ROOT SPEC_TEXT serial SERIAL. A function, so that each disk's part is an
  * inline part (no subshell of its own): it returns where a section would exit, reads only what
  * it set, and leaves the working directory at /.
+ *
+ * A mounted disk costs builtins only (it is never formatted: its content is not read). An
+ * unmounted one is read (blkid, wipefs; XFS: which devices share its UUID); one that might be
+ * formatted also gets the data sample (when no signature is found), the exclusive open, the
+ * loop devices over it and the count of disks sharing each of its serials.
  */
 const DISK_FN = `rs_disk() {
   # (the default field separators: the lists below are split on them, whatever ran before)
@@ -148,7 +333,7 @@ const DISK_FN = `rs_disk() {
   echo "kname=$k"
   echo "majmin=$mm"
   [ -e "$sys/partition" ] && echo partition=1
-  rs_rd "$sys/size"; echo "size=$rs_v"
+  rs_rd "$sys/size"; rs_size=$rs_v; echo "size=$rs_v"
   rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
   rs_rd "$sys/ro"; echo "ro=$rs_v"
   rs_udev "$mm"
@@ -166,14 +351,10 @@ const DISK_FN = `rs_disk() {
   rs_mnt=
   for pr in $pairs; do
     pm=\${pr%%=*}
-    case $rs_bm in "$pm\t"*) rest=\${rs_bm#"$pm\t"} ;; *"
-$pm\t"*) rest=\${rs_bm#*"
-$pm\t"} ;; *) continue ;; esac
-    rest=\${rest%%"
-"*}
-    fs=\${rest%%"\t"*}
+    rs_bm_get "$pm" || continue
+    fs=\${rs_bmv%%"\t"*}
     set -f # mountpoints are words of the list: never patterns
-    for mp in \${rest#*"\t"}; do rs_mnt="$rs_mnt
+    for mp in \${rs_bmv#*"\t"}; do rs_mnt="$rs_mnt
 mount=$pm \${pr#*=} $mp"; done
     set +f
     [ "$pm" = "$mm" ] && [ -n "$fs" ] && rs_mnt="$rs_mnt
@@ -189,10 +370,10 @@ mountfs=$fs"
     done < "$R/proc/swaps"
   fi
   if [ -n "$rs_mnt" ]; then
-    # A mounted disk is never formatted: its signatures are not read (blkid, wipefs, sha256sum).
+    # A mounted disk is never formatted: its content is not read (no blkid, wipefs, sample).
     echo content=mounted
   else
-    rs_fp "$R/dev/$k"
+    rs_fp "$R/dev/$k" $((\${rs_size:-0} * 512))
     while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
 $rs_b
 RS_B_EOF
@@ -202,7 +383,28 @@ RS_B_EOF
 $rs_w
 RS_W_EOF
     else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
+    [ -n "$rs_s" ] && printf '%s\\n' "$rs_s"
     echo "fp=$rs_fpv"
+    case "
+$rs_b
+" in
+    *"
+TYPE=xfs
+"*)
+      # Kept, not formatted: only whether another device carries its UUID (a clone) matters.
+      # (blkid scans the host's devices: not over a fake root, whose /proc/partitions is not its own)
+      rs_u=
+      case $rs_b in *"
+UUID="*) rs_u=\${rs_b#*"
+UUID="}; rs_u=\${rs_u%%"
+"*} ;; esac
+      if [ -z "$R" ] && [ -n "$rs_u" ]; then
+        for dv in $(blkid -c /dev/null -o device -t "UUID=$rs_u" 2>/dev/null); do echo "uuiddev=$dv"; done
+      fi ;;
+    *)
+      rs_inuse "$R/dev/$k" "$pairs"
+      rs_iddisks "$sys" "$mm" ;;
+    esac
   fi
   q="$sys/queue"
   for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
@@ -216,7 +418,21 @@ RS_W_EOF
 }`;
 
 /** The shell functions every disk probe calls: defined once per script, however many disks. */
-const DISK_HELPERS = [READ_FN, TRIM_FN, MAJMIN_FN, UDEV_FN, SERIAL_FN, FP_FN, BLOCK_MOUNTS_FN, DISK_FN].join('\n');
+const DISK_HELPERS = [
+  READ_FN,
+  TRIM_FN,
+  MAJMIN_FN,
+  UDEV_FN,
+  IDS_FN,
+  SERIAL_FN,
+  IDDISKS_FN,
+  SAMPLE_FN,
+  FP_FN,
+  BLOCK_MOUNTS_FN,
+  BM_GET_FN,
+  INUSE_FN,
+  DISK_FN,
+].join('\n');
 
 /** The probe part that defines the disk probes' helpers. */
 export const diskHelpers = (): DefinePart => define(DISK_HELPERS);
@@ -254,18 +470,44 @@ export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
   return self;
 }
 
-/** Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk: same maj:min, same content fingerprint, not mounted, no holders. */
+/** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
+const GUARD_HELPERS = [READ_FN, MAJMIN_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
+
+/**
+ * Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk, right before mkfs: same
+ * maj:min and size, same content fingerprint (signatures, and the data sample where there were
+ * none), not mounted here, no holders, the kernel's exclusive open still succeeds and no loop
+ * device is backed by it.
+ */
 function guardScript(f: DiskFacts): string {
   const k = f.kname;
-  return `${FP_FN}
+  const sys = `/sys/class/block/${k}`;
+  const pairs = [`${f.majmin}=${k}`, ...f.partitions.map((p) => `${p.majmin}=${p.name}`)].join(' ');
+  return `${GUARD_HELPERS}
+R=
 d=${shq(`/dev/${k}`)}
 [ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
-[ "$(cat ${shq(`/sys/class/block/${k}/dev`)})" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}" >&2; exit 3; }
-rs_fp "$d"
-[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures differ); not formatting" >&2; exit 3; }
+rs_rd ${shq(`${sys}/dev`)} || :
+[ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}" >&2; exit 3; }
+rs_rd ${shq(`${sys}/size`)} || :
+[ "$rs_v" = ${shq(String(f.sizeBytes / 512))} ] || { echo "$d changed size since it was probed; not formatting" >&2; exit 3; }
+rs_fp "$d" $((rs_v * 512))
+[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures or data differ); not formatting" >&2; exit 3; }
 mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
 if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is mounted now; not formatting" >&2; exit 3; fi
-if [ -n "$(ls -A ${shq(`/sys/class/block/${k}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device now; not formatting" >&2; exit 3; fi`;
+if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device now; not formatting" >&2; exit 3; fi
+rs_u=$(rs_inuse "$d" ${shq(pairs)})
+case $rs_u in excl=ok*) ;; *) echo "$d is in use now, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\\n' ' '); not formatting" >&2; exit 3 ;; esac
+case $rs_u in *loop=*) echo "$d backs a loop device now: $(printf '%s' "$rs_u" | tr '\\n' ' '); not formatting" >&2; exit 3 ;; esac`;
+}
+
+/** mkfs.xfs of /dev/KNAME whose root directory gets `mode` (a protofile: mkfs.xfs -p, in xfsprogs for decades). */
+function mkfsScript(kname: string, mode: string, force: boolean): string {
+  const proto = `/dev/null\n0 0\nd--${mode.slice(-3)} 0 0\n$\n`;
+  return `rs_pf=$(mktemp)
+trap 'rm -f "$rs_pf"' EXIT
+printf '%s' ${shq(proto)} > "$rs_pf"
+mkfs.xfs${force ? ' -f' : ''} -q -p "$rs_pf" ${shq(`/dev/${kname}`)}`;
 }
 
 export interface XfsFormatOptions extends CommonOptions {
@@ -278,11 +520,18 @@ export interface XfsFormatOptions extends CommonOptions {
   allow?: readonly string[];
   /** The other disks of the host's list: one that is this same disk makes this one refuse. */
   others?: readonly DiskSpec[];
+  /** Mode of the root directory of a filesystem this resource makes (default 0750); a kept one is left alone. */
+  rootMode?: string;
 }
 
 /** A whole disk carrying XFS: formats a blank disk, keeps an XFS one, refuses the rest (see planFormat). */
 export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> {
   const allow = o.allow ?? [];
+  for (const a of allow)
+    if (!a || /[\s\0]/.test(a)) throw new InputError(`format_allow entry ${JSON.stringify(a)} must not be empty or contain blanks`);
+  const rootMode = o.rootMode ?? '0750';
+  if (!/^0?[0-7]{3}$/.test(rootMode))
+    throw new InputError(`disk ${o.name}: root mode ${JSON.stringify(rootMode)} is not an octal mode like 0750`);
   return {
     ...common('xfs-format', `disk:${o.name}`, o),
     verifiable: true,
@@ -298,7 +547,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> 
       const d = shq(`/dev/${f.kname}`);
       if (plan.blank) {
         // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
-        return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\nmkfs.xfs -q ${d}` }];
+        return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\n${mkfsScript(f.kname, rootMode, false)}` }];
       }
       const wipeParts = f.partitions
         .map(
@@ -314,7 +563,7 @@ ${wipeParts}
 # (wipefs warns that a loop device cannot re-read its partition table, and exits 0)
 wipefs -a -q -- ${d}
 blockdev --rereadpt ${d} 2>/dev/null || true
-mkfs.xfs -f -q ${d}`,
+${mkfsScript(f.kname, rootMode, true)}`,
         },
       ];
     },
@@ -353,34 +602,54 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts, IoChange> {
       if (differ.has('max_sectors_kb')) differ.add('read_ahead_kb');
       const writes = t.values.filter(([k]) => all || differ.has(k)).map(([k, v]) => `rs_set ${k} ${shq(v)}`);
       const k = f.kname;
+      // The scheduler the device has once the writes are done: a cap is only measured under it.
+      const sched = t.values.find(([key]) => key === 'scheduler')?.[1] ?? f.queue.scheduler ?? '';
       return [
         {
           name: `I/O tuning of /dev/${k} (${profileFor(f, o.profile)} profile)`,
-          script: `k=${shq(k)}; q="/sys/block/$k/queue"
+          script: `k=${shq(k)}; q="/sys/block/$k/queue"; want_sched=${shq(sched)}; rs_capped=
 [ "$(cat "/sys/block/$k/dev" 2>/dev/null)" = ${shq(f.majmin)} ] || { echo "/sys/block/$k is no longer the probed disk ${f.majmin}" >&2; exit 3; }
+# The largest value between the current one and $2 that the kernel takes for $1 (it is then set).
+rs_bisect() {
+  f="$q/$1"; lo=$(cat "$f"); hi=$2
+  while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(( (lo + hi) / 2 ))
+    if { printf '%s\\n' "$mid" > "$f"; } 2>/dev/null; then lo=$mid; else hi=$mid; fi
+  done
+  { printf '%s\\n' "$lo" > "$f"; } 2>/dev/null || :
+}
 rs_set() {
   f="$q/$1"
-  if { printf '%s\\n' "$2" > "$f"; } 2>/dev/null; then :
-  elif [ "$1" = scheduler ]; then echo "$f: the kernel refused $2" >&2; return 1
-  else
-    # The driver caps it: find the largest value it takes between the current one and ours.
-    lo=$(cat "$f"); hi=$2
-    while [ $((hi - lo)) -gt 1 ]; do
-      mid=$(( (lo + hi) / 2 ))
-      if { printf '%s\\n' "$mid" > "$f"; } 2>/dev/null; then lo=$mid; else hi=$mid; fi
-    done
-    { printf '%s\\n' "$lo" > "$f"; } 2>/dev/null || :
+  if { printf '%s\\n' "$2" > "$f"; } 2>/dev/null; then
+    # (a value the kernel took but clamped silently is a cap to confirm too)
+    [ "$1" = scheduler ] || [ "$(cat "$f")" -ge "$2" ] || rs_capped="$rs_capped $1=$2"
+    return 0
   fi
-  if [ "$1" != scheduler ]; then
-    got=$(cat "$f")
-    if [ "$got" -lt "$2" ]; then
-      mkdir -p /run/racksmith/io-caps && printf '%s\\n' "$got" > "/run/racksmith/io-caps/$k.$1"
-      echo "$f: the kernel accepted at most $got (wanted $2)" >&2
-    fi
-  fi
-  return 0
+  if [ "$1" = scheduler ]; then echo "$f: the kernel refused $2" >&2; return 1; fi
+  rs_bisect "$1" "$2"
+  echo "$f: the kernel accepted at most $(cat "$f") (wanted $2)" >&2
+  rs_capped="$rs_capped $1=$2"
 }
-${writes.join('\n')}`,
+rs_sched() { rs_sc=$(cat "$q/scheduler"); case $rs_sc in *"["*) rs_sc=\${rs_sc#*"["}; rs_sc=\${rs_sc%%"]"*} ;; esac; }
+${writes.join('\n')}
+# A refused value becomes a driver cap (/run/racksmith/io-caps, used until boot) only when it is
+# confirmed on a settled device: the scheduler is still the one this step set or found (another
+# run's switch resets and limits nr_requests for a moment), the value is refused again, and the
+# cap is measured again then. A one-off refusal is reported and the next run tries again.
+for c in $rs_capped; do
+  key=\${c%%=*}; want=\${c#*=}; f="$q/$key"
+  rs_sched
+  if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
+  if { printf '%s\\n' "$want" > "$f"; } 2>/dev/null && [ "$(cat "$f")" -ge "$want" ]; then echo "$f: $want accepted on a second try: not a driver cap" >&2; continue; fi
+  rs_bisect "$key" "$want"; got=$(cat "$f")
+  rs_sched
+  if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
+  if [ "$got" -lt "$want" ]; then
+    mkdir -p /run/racksmith/io-caps
+    printf '%s\\n' "$got" > "/run/racksmith/io-caps/$k.$key.tmp" && mv -f "/run/racksmith/io-caps/$k.$key.tmp" "/run/racksmith/io-caps/$k.$key"
+    echo "$f: driver cap $got recorded (confirmed)" >&2
+  fi
+done`,
         },
       ];
     },
@@ -399,8 +668,10 @@ export interface XattrCheckOptions extends CommonOptions {
  */
 export const XATTR_CHECKS: ProbeBatch = {
   script(paths) {
-    const n = shq(XATTR_NAME);
-    return `v="racksmith-$$"
+    // The attribute is this shell's own (its pid in the name): two runs checking one mount at the
+    // same moment neither read nor remove each other's.
+    const n = '"$n"';
+    return `v="racksmith-$$"; n=${shq(XATTR_NAME)}."$$"
 rs_m=$(RS_MPS=${shq(paths.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
 rs_m="
 $rs_m
@@ -409,7 +680,7 @@ set --
 ${paths.map((p) => `case "$rs_m" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
 if [ $# -gt 0 ]; then
-  echo "want=$v"
+  echo "want=$v"; echo "name=$n"
   echo @set; setfattr -n ${n} -v "$v" -- "$@" 2>&1; echo "@rc=$?"
   echo @get; getfattr --absolute-names -n ${n} -- "$@" 2>/dev/null
   echo @removed; setfattr -x ${n} -- "$@" 2>&1; echo "@rc=$?"
@@ -426,6 +697,7 @@ fi
       else sec[cur].push(l);
     }
     const want = (sec.head.find((l) => l.startsWith('want=')) ?? 'want=').slice(5);
+    const name = sec.head.find((l) => l.startsWith('name='))?.slice(5) ?? XATTR_NAME;
     // setfattr/getfattr name the file in each message ("setfattr: /ais/d1: Operation not supported")
     const outcome = (lines: string[] | undefined, p: string) => {
       if (!lines) return 'did not run';
@@ -437,8 +709,7 @@ fi
     let file: string | undefined;
     for (const l of sec.get ?? []) {
       if (l.startsWith('# file: ')) file = l.slice(8);
-      else if (file !== undefined && l.startsWith(`${XATTR_NAME}=`))
-        got.set(file, l.slice(XATTR_NAME.length + 1).replace(/^"(.*)"$/, '$1'));
+      else if (file !== undefined && l.startsWith(`${name}=`)) got.set(file, l.slice(name.length + 1).replace(/^"(.*)"$/, '$1'));
     }
     return paths.map((p) =>
       !mounted.has(p)
@@ -470,7 +741,7 @@ export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'
 function serialResolver(serial: string): string {
   return `$(R=; ${READ_FN}
 ${TRIM_FN}
-${UDEV_FN}
+${IDS_FN}
 ${SERIAL_FN}
 rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && echo "/dev/\${k##*/}")`;
 }

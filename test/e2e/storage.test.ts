@@ -495,6 +495,11 @@ describe('storage playbook keeps an XFS disk and checks its input', () => {
       /exactly one of device or serial/,
     ],
     ['an unknown profile key', { [A]: { io_profiles: { hdd: { scheduler: 'mq-deadline', elevator: 'x' } } } }, /unknown key 'elevator'/],
+    [
+      'a udev match that is not a glob',
+      { [A]: { storage_disks: [{ device: '/dev/loop0', match: { KERNEL: 'loop[0' } }] } },
+      /storage_disks\[0\]\.match\.KERNEL: not a udev glob: a \[ without a closing \] in "loop\[0"/,
+    ],
   ])(
     '%s → exit 3 naming the inventory file:line, before any host is touched',
     async (_, hostVars: Record<string, Record<string, unknown>>, msg) => {

@@ -144,6 +144,15 @@ describe('buildScript + splitOutput round trip through /bin/sh', () => {
     expect(out[2]).toEqual({ stdout: '', stderr: '', code: null });
   });
 
+  it('a failing gate section (stop) ends the script: no later section runs', () => {
+    const gate = (code: number): Section => ({ kind: 'step', stop: true, body: `exit ${code}` });
+    const open = roundTrip([gate(0), step('echo after'), probe('echo probe')]).out;
+    expect(open.map((o) => o.code)).toEqual([0, 0, 0]);
+    const shut = roundTrip([gate(76), step('echo after'), probe('echo probe')]);
+    expect(shut.out.map((o) => o.code)).toEqual([76, null, null]);
+    expect(shut.status).toBe(0);
+  });
+
   it('an exit in a section only ends that section (subshell)', () => {
     const { out, status } = roundTrip([probe('exit 4'), step('exit 5'), probe('echo still')]);
     expect(out.map((o) => o.code)).toEqual([4, 5, 0]);

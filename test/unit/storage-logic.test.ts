@@ -47,6 +47,9 @@ const loopQueue: QueueFacts = {
   caps: {},
 };
 
+/** Bytes the data sample reads of a disk over 32 MiB (blockdev.ts SAMPLE_FN). */
+const SAMPLED = 1179648 + 4 * 131072 + 15 * 81920 + 1048576;
+
 /** Facts of a blank 20 GiB SATA HDD sdb with serial S1, unless overridden. */
 function disk(o: Partial<DiskFacts> = {}): DiskFacts {
   return {
@@ -70,6 +73,13 @@ function disk(o: Partial<DiskFacts> = {}): DiskFacts {
     signatures: [],
     fingerprint: 'f',
     contentProbed: true,
+    sample: { read: SAMPLED, want: SAMPLED, hits: [], xfsSuperblocks: [], tar: false },
+    offsetSignatures: [],
+    exclusiveOpen: '',
+    nsMounts: [],
+    openBy: [],
+    loops: [],
+    idDisks: { ST20000_S1: ['sdb'], S1: ['sdb'], '0x5000c500a1b2c3d4': ['sdb'] },
     queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 256, max_hw_sectors_kb: 32767, max_sectors_kb: 1280, nr_tags: 32 },
     ...o,
   };
@@ -91,6 +101,9 @@ const mountedUnread = (fs: string, mountpoint: string, more: Partial<DiskFacts> 
   blkid: {},
   blkidCode: -1,
   fingerprint: '',
+  sample: undefined,
+  exclusiveOpen: undefined,
+  idDisks: {},
   mounts: [{ majmin: '8:16', dev: 'sdb', mountpoint }],
   ...more,
 });
@@ -299,7 +312,7 @@ describe('format decision (planFormat)', () => {
       'LVM physical volume signature',
       disk({ blkid: { TYPE: 'LVM2_member', UUID: 'pv' }, blkidCode: 0, signatures: [{ offset: '0x218', type: 'LVM2_member' }] }),
       [],
-      /LVM2_member signature/,
+      /it is not blank: LVM2 physical volume \(UUID pv\)/,
     ],
     [
       'md RAID member',
@@ -366,7 +379,7 @@ describe('format decision (planFormat)', () => {
       'XFS mounted elsewhere only, signatures not read',
       disk(mountedUnread('xfs', '/data')),
       [],
-      /carries XFS \(UUID \?\) and is mounted at \/data, not at \/ais\/d1/,
+      /^\/dev\/sdb carries XFS and is mounted at \/data, not at \/ais\/d1/,
     ],
     [
       'XFS plus a partition table',
@@ -655,8 +668,9 @@ describe('format steps', () => {
   it('blank: mkfs.xfs without -f, after re-checking fingerprint, mounts and holders', () => {
     const f = loop();
     const script = r().apply(f, r().diff(f))[0].script;
-    expect(script).toMatch(/\nmkfs\.xfs -q \/dev\/loop3$/);
-    expect(script).not.toContain('-f');
+    expect(script).toMatch(/\nmkfs\.xfs -q -p "\$rs_pf" \/dev\/loop3$/);
+    expect(script).toContain('d--750 0 0');
+    expect(script).not.toMatch(/mkfs\.xfs.* -f/);
     expect(script).toContain('changed since it was probed');
     expect(script).toContain('is mounted now; not formatting');
     expect(script).toContain('is held by another device now');
@@ -664,7 +678,7 @@ describe('format steps', () => {
   it('allowed: wipe the signatures, then mkfs.xfs -f', () => {
     const f = loop({ ...ext4 });
     const steps = r(['/dev/loop3']).apply(f, r(['/dev/loop3']).diff(f));
-    expect(steps[0].script).toMatch(/wipefs -a -q -- \/dev\/loop3[^\n]*\n.*\nmkfs\.xfs -f -q \/dev\/loop3$/s);
+    expect(steps[0].script).toMatch(/wipefs -a -q -- \/dev\/loop3[^\n]*\n.*\nmkfs\.xfs -f -q -p "\$rs_pf" \/dev\/loop3$/s);
   });
   it('XFS already: nothing to do', () => {
     const f = loop(xfs);
@@ -930,8 +944,10 @@ describe('disk probes: mounts from one read of the mount table', () => {
     expect(sdc.mounts).toEqual([]);
     expect(sdc.contentProbed).toBe(true);
     expect(sdc.blkidCode).toBe(2); // read: blank
-    // one awk for the three disks (it was one per disk)
-    expect(awkRuns).toBe(1);
+    // one awk for the mount table of the three disks (it was one per disk), one for the data
+    // sample of the unmounted disk without a signature
+    expect(awkRuns).toBe(2);
+    expect(sdc.sample).toMatchObject({ read: 1048576, want: 1048576, hits: [] });
   });
 
   it('a disk probed on its own reads the table itself', () => {

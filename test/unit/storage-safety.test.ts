@@ -1,0 +1,253 @@
+// Table tests of the blankness and in-use decisions (planFormat) over the disk probe's real
+// answers, recorded on the test bed (test/unit/fixtures/disk-probes/record.ts makes them again),
+// plus the cases the bed cannot make (device-mapper, swap) from facts, and the udev glob check.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { HostContext } from '../../src/contract/playbook.ts';
+import { Refusal } from '../../src/contract/resource.ts';
+import type { Host } from '../../src/inventory/model.ts';
+import {
+  isBlank,
+  parseDiskFacts,
+  planFormat,
+  udevGlob,
+  udevGlobError,
+  usesOf,
+  type DiskFacts,
+} from '../../src/resources/blockdev-logic.ts';
+import { storageConfig } from '../../playbooks/storage.ts';
+import { InputError } from '../../src/util/errors.ts';
+
+const fixture = (name: string): DiskFacts =>
+  parseDiskFacts(readFileSync(join(import.meta.dirname, 'fixtures/disk-probes', `${name}.txt`), 'utf8'));
+const MP = '/ais/d1';
+const decide = (f: DiskFacts, allow: string[]) => {
+  try {
+    return planFormat(f, { allow, mountpoint: MP });
+  } catch (e) {
+    if (!(e instanceof Refusal)) throw e;
+    return { action: 'refuse' as const, message: e.message };
+  }
+};
+
+describe('blankness and in-use, from recorded probe answers', () => {
+  it.each<[string, string[], string, RegExp]>([
+    ['blank', [], 'format', /^format \/dev\/loop26 \(blank, 1 GiB, no serial\) as XFS$/],
+    [
+      'ext4-in-wiped-partition',
+      [],
+      'refuse',
+      /^not formatting \/dev\/loop26 \(1 GiB, no serial\): it is not blank: non-zero data at offset 440; ext4 filesystem at offset 1048576 \(UUID [0-9a-f-]+\), where a partition starts \(its partition table is gone\)\. To erase it/,
+    ],
+    [
+      'ext4-in-wiped-partition',
+      ['/dev/loop26'],
+      'format',
+      /erasing non-zero data at offset 440; ext4 filesystem at offset 1048576 .* \(format_allow: \/dev\/loop26\)$/,
+    ],
+    ['tar', [], 'refuse', /it is not blank: non-zero data at offset 0 \(a tar archive: ustar header at offset 257\)\./],
+    [
+      'xfs-primary-zeroed',
+      [],
+      'refuse',
+      /non-zero data at offset 512 \(an XFS allocation group header: the primary superblock sector before it is gone\); XFS secondary superblocks at offsets 268435456, 536870912, 805306368: an XFS filesystem whose primary superblock is damaged \(xfs_repair can restore it\)/,
+    ],
+    ['xfs-primary-zeroed', ['/dev/loop26'], 'format', /erasing non-zero data at offset 512/],
+    ['one-byte-at-2mib', [], 'refuse', /it is not blank: non-zero data at offset 2097160\. To erase it/],
+    ['xfs-kept', [], 'keep', /^$/],
+    ['xfs-mounted', [], 'keep', /^$/],
+    [
+      'xfs-cloned',
+      [],
+      'refuse',
+      /^\/dev\/loop26 carries XFS \(UUID [0-9a-f-]+\) and so does \/dev\/loop27 \(a cloned filesystem\): fstab mounts by UUID/,
+    ],
+    [
+      'mounted-in-other-namespace',
+      ['/dev/loop27'],
+      'refuse',
+      /^not formatting \/dev\/loop27: the kernel refuses to open it exclusively \(Device or resource busy\): mounted at \/mnt\/ns in another mount namespace \(pid 332\); ext4 signature .*even when format_allow names it$/,
+    ],
+    [
+      'held-open-exclusively',
+      [],
+      'refuse',
+      /^not formatting \/dev\/loop27: the kernel refuses to open it exclusively \(Device or resource busy\): open by pid 353 \(python3\)\. A disk in use/,
+    ],
+    [
+      'backs-mounted-loop',
+      ['/dev/loop27'],
+      'refuse',
+      /^not formatting \/dev\/loop27: it backs loop device \/dev\/loop148 \(backing file \/dev\/loop27; mounted at \/mnt\/lp\); ext4 signature/,
+    ],
+    [
+      'shared-serial',
+      ['SHARED1'],
+      'refuse',
+      /^not formatting \/dev\/loop27 \(1 GiB, serial SHARED1\): format_allow entry SHARED1 is ambiguous: 2 disks of this host carry it \(loop26, loop27\); name the disk by a \/dev\/disk\/by-id path/,
+    ],
+    ['shared-serial', ['RS_SHARED_NVME'], 'refuse', /format_allow entry RS_SHARED_NVME is ambiguous: 2 disks/],
+    // a kernel path never names a disk that has a serial
+    ['shared-serial', ['/dev/loop27'], 'refuse', /it is not blank: ext4 signature .*To erase it, list its by-id path or serial/],
+  ])('%s, format_allow %j → %s', (name, allow, action, text) => {
+    const d = decide(fixture(name), allow);
+    expect(d.action).toBe(action);
+    expect('message' in d ? d.message : 'summary' in d ? d.summary : '').toMatch(text);
+  });
+
+  it('what each answer says about blankness', () => {
+    expect(isBlank(fixture('blank'))).toBe(true);
+    for (const n of ['ext4-in-wiped-partition', 'tar', 'xfs-primary-zeroed', 'one-byte-at-2mib', 'held-open-exclusively', 'xfs-kept'])
+      expect(isBlank(fixture(n)), n).toBe(n === 'held-open-exclusively'); // blank, but in use
+    expect(fixture('blank').sample).toEqual({ read: 3981312, want: 3981312, hits: [], xfsSuperblocks: [], tar: false });
+    // a mounted disk is neither read nor sampled
+    const mounted = fixture('xfs-mounted');
+    expect([mounted.contentProbed, mounted.sample, mounted.exclusiveOpen]).toEqual([false, undefined, undefined]);
+  });
+});
+
+/** A blank disk's facts as the probe reports them, for what the bed cannot make. */
+function blank(o: Partial<DiskFacts> = {}): DiskFacts {
+  return { ...fixture('blank'), ...o };
+}
+
+describe('blankness and in-use, from facts', () => {
+  it.each<[string, Partial<DiskFacts>, boolean]>([
+    ['sampled, all zeros', {}, true],
+    ['not sampled', { sample: undefined }, false],
+    ['a short read', { sample: { read: 1000, want: 3981312, hits: [], xfsSuperblocks: [], tar: false } }, false],
+    ['a signature at a partition offset only', { offsetSignatures: [{ offset: 1048576, type: 'ext4' }] }, false],
+    [
+      'non-zero data in one region',
+      { sample: { read: 1, want: 1, hits: [{ offset: 4096, hex: '01' }], xfsSuperblocks: [], tar: false } },
+      false,
+    ],
+    ['kernel partitions without a table', { partitions: [{ name: 'loop26p1', majmin: '259:0' }] }, false],
+  ])('isBlank: %s → %s', (_, o, want) => {
+    expect(isBlank(blank(o))).toBe(want);
+  });
+
+  it('a read that came back short is said so', () => {
+    const d = decide(blank({ sample: { read: 1000, want: 3981312, hits: [], xfsSuperblocks: [], tar: false } }), []);
+    expect(d).toMatchObject({
+      action: 'refuse',
+      message: expect.stringMatching(/its data could not be read \(read 1000 of 3981312 sampled bytes\)/),
+    });
+  });
+
+  it.each<[string, Partial<DiskFacts>, string[]]>([
+    ['nothing', {}, []],
+    [
+      'dm holder: the failed exclusive open is not named again',
+      { exclusiveOpen: 'Device or resource busy', holders: [{ of: 'loop26', holder: 'dm-0' }] },
+      ['it is held by dm-0 (LVM, md RAID or device-mapper)'],
+    ],
+    ['swap: the same', { exclusiveOpen: 'Device or resource busy', swaps: ['/dev/loop26'] }, ['it is in use as swap (/dev/loop26)']],
+    [
+      'busy, nobody found',
+      { exclusiveOpen: 'Device or resource busy' },
+      [
+        'the kernel refuses to open it exclusively (Device or resource busy): something holds it that racksmith cannot name (no mount, holder or process found)',
+      ],
+    ],
+    ['another error', { exclusiveOpen: 'Permission denied' }, ['it cannot be opened exclusively: Permission denied']],
+    [
+      'a namespace mount seen by many processes is named once',
+      {
+        exclusiveOpen: 'Device or resource busy',
+        nsMounts: [
+          { pid: '10', majmin: '7:26', mountpoint: '/data' },
+          { pid: '11', majmin: '7:26', mountpoint: '/data' },
+        ],
+        openBy: [{ pid: '12', comm: 'dd' }],
+      },
+      [
+        'the kernel refuses to open it exclusively (Device or resource busy): mounted at /data in another mount namespace (pid 10), open by pid 12 (dd)',
+      ],
+    ],
+    [
+      'a loop device over it, held by device-mapper',
+      { loops: [{ name: 'loop9', backing: '/dev/loop26', mounts: [], holders: ['dm-2'] }] },
+      ['it backs loop device /dev/loop9 (backing file /dev/loop26; held by dm-2)'],
+    ],
+  ])('usesOf: %s', (_, o, want) => {
+    expect(usesOf(blank(o))).toEqual(want);
+  });
+
+  it('a read-only disk is refused as read-only (its exclusive open for writing fails with EROFS)', () => {
+    expect(decide(blank({ readOnly: true, exclusiveOpen: 'Read-only file system' }), [])).toMatchObject({
+      action: 'refuse',
+      message: '/dev/loop26 is read-only',
+    });
+  });
+
+  it('a disk whose probe did not try the exclusive open is never formatted', () => {
+    expect(decide(blank({ exclusiveOpen: undefined }), [])).toMatchObject({
+      action: 'refuse',
+      message: 'not formatting /dev/loop26: the probe did not try to open it exclusively',
+    });
+  });
+
+  it('format_allow by serial: exactly one disk of the host must carry it', () => {
+    const ext4 = fixture('shared-serial');
+    expect(decide({ ...ext4, idDisks: { SHARED1: ['loop27'], RS_SHARED_NVME: ['loop27'] } }, ['SHARED1'])).toMatchObject({
+      action: 'format',
+      allowedBy: 'SHARED1',
+    });
+    expect(decide({ ...ext4, idDisks: {} }, ['SHARED1'])).toMatchObject({
+      action: 'refuse',
+      message: expect.stringMatching(/format_allow entry SHARED1 is ambiguous: the probe could not count the disks that carry it/),
+    });
+  });
+});
+
+describe('udev match globs', () => {
+  it.each<[string, string | undefined]>([
+    ['loop3', undefined],
+    ['sd[a-z]|nvme*n1', undefined],
+    ['[!a]?', undefined],
+    ['[]x]', undefined],
+    ['loop[3', 'a [ without a closing ] in "loop[3"'],
+    ['a||b', 'an empty alternative in "a||b"'],
+    ['|sda', 'an empty alternative in "|sda"'],
+    ['sd[z-a]', 'the range z-a is backwards in "sd[z-a]"'],
+  ])('%s → %s', (pattern, error) => {
+    expect(udevGlobError(pattern)).toBe(error);
+  });
+
+  it.each<[string, string, boolean]>([
+    ['sd[a-z]|nvme*n1', 'sdc', true],
+    ['sd[a-z]|nvme*n1', 'nvme0n1', true],
+    ['sd[a-z]|nvme*n1', 'nvme0n2', false],
+    ['[!a]?', 'ba', true],
+    ['[!a]?', 'ab', false],
+    ['[]x]', ']', true],
+    ['loop.3', 'loopx3', false],
+  ])('%s matches %s: %s', (pattern, value, want) => {
+    expect(udevGlob(pattern, value)).toBe(want);
+  });
+
+  it('a bad glob in storage_disks[].match is an input error at the variable file:line, when the vars are read', () => {
+    const vars = { storage_disks: [{ device: '/dev/sdb', match: { KERNEL: 'sd[b' } }] };
+    const host: Host = {
+      name: 'h1',
+      vars,
+      varSources: { storage_disks: { file: 'inv.yaml', line: 12, col: 5 } },
+      templated: {},
+      groups: ['all', 'storage'],
+      connection: { kind: 'ssh', address: 'h1' },
+      pos: { file: 'inv.yaml', line: 1 },
+    };
+    let err: unknown;
+    try {
+      storageConfig(new HostContext(host));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(InputError);
+    expect(String((err as InputError).message)).toMatch(
+      /inv\.yaml:12:5: .*storage_disks\[0\]\.match\.KERNEL: not a udev glob: a \[ without a closing \] in "sd\[b"/,
+    );
+  });
+});
