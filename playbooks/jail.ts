@@ -1,14 +1,21 @@
-import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
-import { directory } from '../src/resources/directory.ts';
-import { gpuBinds } from '../src/resources/gpu-binds.ts';
-import { gpuDriver } from '../src/resources/gpu-driver.ts';
-import { gpuStandins } from '../src/resources/gpu-standins.ts';
-import { DEFAULT_GPU_CAPS, GPU_CAPS, parseGpuCaps } from '../src/resources/gpu-files.ts';
-import { DEFAULT_LOCK_TIMEOUT_S } from '../src/resources/jail-shared.ts';
-import { mount } from '../src/resources/mount.ts';
-import type { Resource } from '../src/contract/resource.ts';
-import { jailPackages, prerequisites } from '../src/plays/prerequisites.ts';
-import { InputError } from '../src/util/errors.ts';
+import {
+  playbook,
+  varsSchema,
+  type HostContext,
+  directory,
+  gpuBinds,
+  gpuDriver,
+  gpuStandins,
+  DEFAULT_GPU_CAPS,
+  GPU_CAPS,
+  parseGpuCaps,
+  DEFAULT_LOCK_TIMEOUT_S,
+  mount,
+  type Resource,
+  jailPackages,
+  prerequisites,
+  InputError,
+} from '../src/index.ts';
 
 /**
  * The Soperator-style jail on bare-metal hosts (facts: shared/reference/soperator-jail.md): the

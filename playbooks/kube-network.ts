@@ -1,5 +1,4 @@
-import { playbook } from '../src/contract/playbook.ts';
-import { kubeClusterResources, kubeNodeResources } from '../src/plays/kube-network.ts';
+import { playbook, kubeClusterResources, kubeNodeResources } from '../src/index.ts';
 
 /**
  * Kubernetes networking on bare metal: one CNI (Flannel or Calico via the Tigera operator) and,

@@ -1,11 +1,22 @@
-import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
-import { kmod } from '../src/resources/kmod.ts';
-import { limits, type JobLimits } from '../src/resources/limits.ts';
-import { restartHandler } from '../src/resources/service.ts';
-import { sysctl, SYSCTL_KEY, type SysctlValue } from '../src/resources/sysctl.ts';
-import type { Resource } from '../src/contract/resource.ts';
-import { OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, SYSCTL_PROFILES, sysctlFile } from '../src/profiles/sysctl-profiles.ts';
-import { sysctlEffect, type ManagedSysctls } from '../src/resources/sysctl-effect.ts';
+import {
+  playbook,
+  varsSchema,
+  type HostContext,
+  kmod,
+  limits,
+  type JobLimits,
+  restartHandler,
+  sysctl,
+  SYSCTL_KEY,
+  type SysctlValue,
+  type Resource,
+  OPTIONAL_SYSCTLS,
+  RETIRED_SYSCTL_FILES,
+  SYSCTL_PROFILES,
+  sysctlFile,
+  sysctlEffect,
+  type ManagedSysctls,
+} from '../src/index.ts';
 
 /**
  * Network tuning for AIStore targets and Kubernetes nodes: socket limits, port reuse, buffers

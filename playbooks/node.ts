@@ -1,12 +1,20 @@
-import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
-import type { Resource } from '../src/contract/resource.ts';
-import { KUBELET_CONFIG, kubeletConfig } from '../src/resources/kubelet-config.ts';
-import { KUBELET_HEALTHZ, restartHandler } from '../src/resources/service.ts';
-import { mtu } from '../src/resources/mtu.ts';
-import { chronySources } from '../src/resources/chrony.ts';
-import { cpuGovernor } from '../src/resources/cpu-governor.ts';
-import { nicQueues, type NicSelector } from '../src/resources/nic.ts';
-import { nodePackages, prerequisites } from '../src/plays/prerequisites.ts';
+import {
+  playbook,
+  varsSchema,
+  type HostContext,
+  type Resource,
+  KUBELET_CONFIG,
+  kubeletConfig,
+  KUBELET_HEALTHZ,
+  restartHandler,
+  mtu,
+  chronySources,
+  cpuGovernor,
+  nicQueues,
+  type NicSelector,
+  nodePackages,
+  prerequisites,
+} from '../src/index.ts';
 
 /**
  * Node configuration of AIStore and Kubernetes hosts beyond sysctls (ais-k8s host-config's

@@ -1,8 +1,7 @@
 // Everything, in the order a new rack needs it: the packages every play below needs (one
 // transaction per host), host tuning and node configuration first, then storage, the jail, and
 // the Kubernetes network (whose cluster step runs once, on the first control-plane host).
-import { playbook, type HostContext } from '../src/contract/playbook.ts';
-import { jailPackages, nodePackages, prerequisites, STORAGE_PACKAGES } from '../src/plays/prerequisites.ts';
+import { playbook, type HostContext, jailPackages, nodePackages, prerequisites, STORAGE_PACKAGES } from '../src/index.ts';
 import network from './network.ts';
 import node from './node.ts';
 import storage from './storage.ts';

@@ -1,19 +1,28 @@
 import { posix } from 'node:path';
-import { playbook, varsSchema, type HostContext } from '../src/contract/playbook.ts';
 import {
+  playbook,
+  varsSchema,
+  type HostContext,
   mergeProfiles,
   udevGlobError,
   UDEV_MATCH_KEY,
   type IoProfile,
   type IoProfileOverride,
   type ProfileName,
-} from '../src/resources/blockdev-logic.ts';
-import { diskMount, ioTuning, specText, xattrCheck, xfsFormat, type DiskSpec } from '../src/resources/blockdev.ts';
-import { checkAbsolutePath } from '../src/resources/file-common.ts';
-import type { Resource } from '../src/contract/resource.ts';
-import { IO_RULES_FILE, ioUdevRules } from '../src/resources/udev.ts';
-import { InputError } from '../src/util/errors.ts';
-import { prerequisites, STORAGE_PACKAGES } from '../src/plays/prerequisites.ts';
+  diskMount,
+  ioTuning,
+  specText,
+  xattrCheck,
+  xfsFormat,
+  type DiskSpec,
+  checkAbsolutePath,
+  type Resource,
+  IO_RULES_FILE,
+  ioUdevRules,
+  InputError,
+  prerequisites,
+  STORAGE_PACKAGES,
+} from '../src/index.ts';
 
 /**
  * Data disks of AIStore storage targets: XFS on whole disks, mounted by UUID under /ais, xattrs

@@ -56,7 +56,7 @@ export { directory, type DirectoryOptions } from './resources/directory.ts';
 export { command, type CommandOptions } from './resources/command.ts';
 export { sysctl, SYSCTL_KEY, type SysctlOptions, type SysctlValue, type SysctlFacts, type HostMemory } from './resources/sysctl.ts';
 export { restartHandler, pollScript, KUBELET_HEALTHZ, type RestartHandlerOptions, type RestartHandlerFacts } from './resources/service.ts';
-export { limits, type LimitsOptions, type NofileLimits } from './resources/limits.ts';
+export { limits, type LimitsOptions, type NofileLimits, type JobLimit, type JobLimits } from './resources/limits.ts';
 export { kmod, type KmodOptions } from './resources/kmod.ts';
 export { mount, type MountOptions, type MountFacts } from './resources/mount.ts';
 export {
@@ -72,16 +72,25 @@ export {
   mergeProfiles,
   DEFAULT_IO_PROFILES,
   UDEV_MATCH_KEY,
+  udevGlobError,
   type IoProfile,
   type IoProfileOverride,
   type ProfileName,
 } from './resources/blockdev-logic.ts';
 export { ioUdevRules, IO_RULES_FILE, type IoUdevRulesOptions, type UdevDisk } from './resources/udev.ts';
 export { gpuBinds, type GpuBindOptions } from './resources/gpu-binds.ts';
+export { DEFAULT_LOCK_TIMEOUT_S } from './resources/jail-shared.ts';
 export { gpuDriver, type GpuDriverOptions } from './resources/gpu-driver.ts';
 export { gpuStandins, type GpuStandinOptions } from './resources/gpu-standins.ts';
-export { DEFAULT_GPU_CAPS, DEFAULT_GPU_PATTERNS, GPU_CAPS, type GpuCap } from './resources/gpu-files.ts';
+export { DEFAULT_GPU_CAPS, DEFAULT_GPU_PATTERNS, GPU_CAPS, parseGpuCaps, type GpuCap } from './resources/gpu-files.ts';
 export { cniPlugins, cniConfGuard, nmUnmanaged } from './resources/cni.ts';
 export { kubeApply, waitEstablished, waitRollout, waitTigeraStatus, artifactsGuard, clusterGuard, strictArp } from './resources/kube.ts';
-export { SYSCTL_PROFILES } from './profiles/sysctl-profiles.ts';
+export { SYSCTL_PROFILES, OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, sysctlFile } from './profiles/sysctl-profiles.ts';
+export { sysctlEffect, type ManagedSysctls, type SysctlEffectOptions } from './resources/sysctl-effect.ts';
+export { mtu, type MtuOptions, type NetworkStack } from './resources/mtu.ts';
+export { nicQueues, type NicQueuesOptions, type NicSelector } from './resources/nic.ts';
+export { chronySources, type ChronyOptions } from './resources/chrony.ts';
+export { cpuGovernor, type CpuGovernorOptions } from './resources/cpu-governor.ts';
+export { packages, type PackagesOptions, type PackageName, type PackageMirror } from './resources/packages.ts';
+export { prerequisites, STORAGE_PACKAGES, jailPackages, nodePackages } from './plays/prerequisites.ts';
 export { kubeClusterResources, kubeNodeResources } from './plays/kube-network.ts';
