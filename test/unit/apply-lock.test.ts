@@ -12,7 +12,7 @@ import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import { APPLY_LOCK, APPLY_LOCK_HOLDER, newRunId } from '../../src/engine/apply-lock.ts';
 import { runHost } from '../../src/engine/host-run.ts';
 import type { ResourceResult } from '../../src/engine/events.ts';
-import { directory, file } from '../../src/resources/index.ts';
+import { directory, file } from '../../src/index.ts';
 import { common, type Resource } from '../../src/contract/resource.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-lock-'));
