@@ -51,6 +51,8 @@ describe('foundation: converge, idempotence, check mode', () => {
   });
 
   it('--check on a host changed by hand: exit 2, reports the drift, files byte-identical before and after', async () => {
+    // from converged hosts (as the test before leaves them; run alone, made so here)
+    expect((await provision([PB, '-i', inv()])).code).toBe(0);
     await tb.hostExec(
       'tb5',
       "echo 'value = tampered' > /srv/rs-fixture/app.conf; chmod 600 /srv/rs-fixture/app.conf; sed -i s/second=1/second=2/ /srv/rs-fixture/lines.conf",
@@ -95,7 +97,9 @@ describe('foundation: failures stay on their host', () => {
 
 describe('foundation: --json', () => {
   it('every stdout line is a JSON event and the recap matches the resource events and the hosts', async () => {
+    // tb4 fresh, tb5 converged
     await tb.reset(['tb4']);
+    expect((await provision([PB, '-i', writeInventory({ hosts: ['tb5'] })])).code).toBe(0);
     const run = await provision([PB, '-i', writeInventory({ hosts: ['tb4', 'tb5'] }), '--json']);
     const lines = run.stdout.trim().split('\n');
     for (const l of lines) expect(() => JSON.parse(l)).not.toThrow();

@@ -42,6 +42,8 @@ let work: string;
 let tarball: string;
 let tarSha: string;
 let double: KubeApiDouble | undefined;
+/** What the hosts and the current double were converged with (a test that needs it, run alone, makes it). */
+let convergedWith: 'flannel' | 'calico' | undefined;
 
 /** A small stand-in for cni-plugins-linux-amd64-<v>.tgz: executables named like the plugins. */
 function makeTarball(dir: string): { path: string; sha: string } {
@@ -59,6 +61,7 @@ function makeTarball(dir: string): { path: string; sha: string } {
 /** A fresh API double on the runner, its kubeconfig written to tb1's admin.conf. */
 async function cluster(opts: Parameters<typeof startKubeApiDouble>[0] = {}): Promise<KubeApiDouble> {
   await double?.stop();
+  convergedWith = undefined;
   double = await startKubeApiDouble({ host: tb.runnerIp, nodes: NODES, kubeadm: { podSubnet: '10.250.0.0/16' }, ...opts });
   const r = await tb.hostExec(
     'tb1',
@@ -143,6 +146,15 @@ describe('Flannel + MetalLB', () => {
       flannel_backend: 'vxlan',
       metallb_pools: [{ name: 'rack-a', addresses: ['10.77.0.200-10.77.0.220', '10.77.5.0/28'] }],
     });
+  /** Hosts and cluster converged with these vars (as the first-run test leaves them). */
+  const converged = async (): Promise<KubeApiDouble> => {
+    if (convergedWith === 'flannel') return double!;
+    const d = await cluster({ webhookReadyAfterMs: 500 });
+    const run = await provision([PB, '-i', inventory(vars()), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    convergedWith = 'flannel';
+    return d;
+  };
 
   it('--check on fresh hosts and a fresh cluster: host diffs and the objects to create, nothing changed, exit 2', async () => {
     const d = await cluster({ webhookReadyAfterMs: 3000 });
@@ -237,10 +249,11 @@ describe('Flannel + MetalLB', () => {
     expect(recaps(second).tb2).toMatchObject({ changed: 0, failed: 0, execs: 1 });
     expect(recaps(second).tb3).toMatchObject({ changed: 0, failed: 0, execs: 1 });
     expect(kubeWrites(d).length).toBe(writes);
+    convergedWith = 'flannel';
   });
 
   it('drift by hand in the cluster is shown as a diff in --check and restored by the next run', async () => {
-    const d = double!;
+    const d = await converged();
     const k = kubectlFor(d.kubeconfig());
     try {
       const r = await k.run([
@@ -272,7 +285,7 @@ describe('Flannel + MetalLB', () => {
   });
 
   it('a pod CIDR that disagrees with the cluster is refused before anything is applied', async () => {
-    const d = double!;
+    const d = await converged();
     const writes = kubeWrites(d).length;
     const run = await provision([PB, '-i', inventory(vars()), '-e', 'kube_pod_cidr=10.99.0.0/16', '--json']);
     expect(run.code).toBe(1);
@@ -344,6 +357,18 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
   }
   afterEach(() => clearInterval(operator));
 
+  /** Hosts and cluster converged with strictARP allowed (as the first-run test leaves them). */
+  const converged = async (): Promise<KubeApiDouble> => {
+    if (convergedWith === 'calico') return double!;
+    await tb.reset(HOSTS);
+    const d = await calicoCluster();
+    simulateOperator(d);
+    const run = await provision([PB, '-i', inventory(vars({ metallb_allow_strict_arp: true })), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    convergedWith = 'calico';
+    return d;
+  };
+
   it('strictARP needed but not allowed: refused in --check, before anything is applied', async () => {
     await tb.reset(HOSTS);
     const d = await calicoCluster();
@@ -410,10 +435,11 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
     expect(changedResources(second)).toEqual([]);
     expect(recaps(second).tb1).toMatchObject({ changed: 0, execs: 1 }); // both plays, one exec
     expect(recaps(second).tb2).toMatchObject({ changed: 0, execs: 1 });
+    convergedWith = 'calico';
   });
 
   it('a Calico pool outside the cluster pod CIDR is refused with an explanation', async () => {
-    const d = double!;
+    const d = await converged();
     const writes = kubeWrites(d).length;
     const run = await provision([
       PB,
@@ -433,6 +459,7 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
   });
 
   it("another CNI's config in /etc/cni/net.d is refused on that node, or moved away when allowed", async () => {
+    await converged();
     await tb.hostExec('tb3', 'printf "{}\\n" > /etc/cni/net.d/10-flannel.conflist');
     const inv = (extra: Record<string, unknown>) => inventory(vars({ metallb_allow_strict_arp: true, ...extra }));
     const run = await provision([PB, '-i', inv({}), '--json']);
@@ -505,7 +532,7 @@ describe('safety: pinned manifests and input validation', () => {
       /kube_pod_cidr: '10\.250\.0\.1\/16' is not a CIDR with its host bits zero/,
     ],
   ])('%s in the inventory → exit 3 naming file:line, before any host is touched', async (_, extra, msg) => {
-    const d = double!;
+    const d = double ?? (await cluster());
     const before = d.requests.length;
     const inv = inventory(base({ kube_cni: 'flannel', ...extra }));
     const run = await provision([PB, '-i', inv]);

@@ -69,6 +69,15 @@ beforeAll(async () => {
 });
 
 describe('storage playbook on fresh hosts', () => {
+  // The tests after the first run start from its converged hosts; run alone, each converges them first.
+  let convergedOnce = false;
+  const converged = async () => {
+    if (convergedOnce) return;
+    const run = await provision([PB, '-i', inventory(), '--json']);
+    expect(run.code, why(run)).toBe(0);
+    convergedOnce = true;
+  };
+
   it('--check: exit 2, shows format / sysfs before → after / udev rule diff; disks stay blank, fstab unchanged', async () => {
     const fstabBefore = await Promise.all(HOSTS.map((h) => sh(h, 'sha256sum /etc/fstab 2>/dev/null || echo none')));
     const run = await provision([PB, '-i', inventory(), '--check', '--diff', '--json']);
@@ -135,9 +144,11 @@ describe('storage playbook on fresh hosts', () => {
         expect((await sh(h, `stat -c '%a %U %G' /ais/d${i + 1}`)).trim()).toBe('750 root root');
       }
     }
+    convergedOnce = true;
   });
 
   it('xattrs work on each mount (set, read back, remove)', async () => {
+    await converged();
     for (const h of HOSTS) {
       for (const m of ['/ais/d1', '/ais/d2']) {
         const out = await sh(
@@ -152,6 +163,7 @@ describe('storage playbook on fresh hosts', () => {
   });
 
   it('scheduler and queue values read back from sysfs: HDD profile on the rotational disk, NVMe/SSD profile on the other', async () => {
+    await converged();
     for (const h of HOSTS) {
       const [d1, d2] = disks(h);
       expect(await queue(h, d1.dev, 'rotational')).toBe('1');
@@ -169,6 +181,7 @@ describe('storage playbook on fresh hosts', () => {
   });
 
   it('the udev rule exists, matches each disk, and `udevadm test` re-applies the values', async () => {
+    await converged();
     for (const h of HOSTS) {
       const [d1, d2] = disks(h);
       const rules = await sh(h, 'cat /etc/udev/rules.d/60-racksmith-io.rules');
@@ -196,12 +209,14 @@ describe('storage playbook on fresh hosts', () => {
   });
 
   it('second run: 0 changes, one round trip per host', async () => {
+    await converged();
     const run = await provision([PB, '-i', inventory(), '--json']);
     expect(run.code, why(run)).toBe(0);
     for (const h of HOSTS) expect(recaps(run)[h]).toMatchObject({ ok: 10, changed: 0, failed: 0, execs: 1 });
   });
 
   it('a data disk unmounted by hand is mounted again, and nothing else changes', async () => {
+    await converged();
     const [d1] = disks(A);
     await sh(A, 'umount /ais/d1');
     const run = await provision([PB, '-i', inventory(), '--json']);
@@ -212,6 +227,7 @@ describe('storage playbook on fresh hosts', () => {
   });
 
   it('after a reboot, fstab and the udev rule restore mounts and tuning: the next run changes nothing', async () => {
+    await converged();
     await tb.reboot([B]);
     const [d1] = disks(B);
     expect(await queue(B, d1.dev, 'scheduler')).toBe('none [mq-deadline] kyber bfq');
