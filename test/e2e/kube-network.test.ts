@@ -474,7 +474,7 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
     expect((await tb.hostExec('tb3', 'ls /etc/cni/net.d /etc/cni/net.d.racksmith-stale')).stdout).toMatch(
       /net\.d:\n\n.*stale:\n10-flannel\.conflist/s,
     );
-  });
+  }, 240_000); // three runs, the first a full converge when this test runs alone
 });
 
 describe('safety: pinned manifests and input validation', () => {
