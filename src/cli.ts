@@ -8,6 +8,7 @@ import { execute, prepare, type PreparedPlay, type RunEvent } from './engine/ind
 import type { Playbook } from './contract/playbook.ts';
 import { checkPlan, makePlan, parseDuration, plannedFrom, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
 import { codeHashes, type CodeHashes } from './plan/code.ts';
+import { maskExtraVars, unmaskExtraVars } from './plan/extra-secrets.ts';
 import { defaultJournalPath, hostsToResume, journalSink } from './output/journal.ts';
 import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
@@ -18,6 +19,7 @@ import { batchSizes } from './engine/batches.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
+import { scrub, scrubbingStream } from './util/secret.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -104,40 +106,42 @@ function positiveInt(name: string, v: string | undefined, fallback: number): num
   return Number(v);
 }
 
+const CLI_OPTIONS = {
+  inventory: { type: 'string', short: 'i', multiple: true },
+  'vault-password-file': { type: 'string', multiple: true },
+  'vault-id': { type: 'string', multiple: true },
+  'ask-vault-pass': { type: 'boolean' },
+  'list-hosts': { type: 'boolean' },
+  check: { type: 'boolean', short: 'C' },
+  diff: { type: 'boolean', short: 'D' },
+  limit: { type: 'string', short: 'l' },
+  tags: { type: 'string', short: 't' },
+  'skip-tags': { type: 'string' },
+  forks: { type: 'string', short: 'f' },
+  'extra-vars': { type: 'string', short: 'e', multiple: true },
+  serial: { type: 'string' },
+  'max-fail-percent': { type: 'string' },
+  'known-hosts': { type: 'string' },
+  'ssh-accept-new': { type: 'boolean' },
+  timeout: { type: 'string' },
+  'host-timeout': { type: 'string' },
+  'lock-timeout': { type: 'string' },
+  'plan-out': { type: 'string' },
+  'max-plan-age': { type: 'string' },
+  journal: { type: 'string' },
+  resume: { type: 'string' },
+  json: { type: 'boolean' },
+  verbose: { type: 'boolean', short: 'v', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export function parseCli(argv: string[]): CliOptions | 'help' {
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: {
-        inventory: { type: 'string', short: 'i', multiple: true },
-        'vault-password-file': { type: 'string', multiple: true },
-        'vault-id': { type: 'string', multiple: true },
-        'ask-vault-pass': { type: 'boolean' },
-        'list-hosts': { type: 'boolean' },
-        check: { type: 'boolean', short: 'C' },
-        diff: { type: 'boolean', short: 'D' },
-        limit: { type: 'string', short: 'l' },
-        tags: { type: 'string', short: 't' },
-        'skip-tags': { type: 'string' },
-        forks: { type: 'string', short: 'f' },
-        'extra-vars': { type: 'string', short: 'e', multiple: true },
-        serial: { type: 'string' },
-        'max-fail-percent': { type: 'string' },
-        'known-hosts': { type: 'string' },
-        'ssh-accept-new': { type: 'boolean' },
-        timeout: { type: 'string' },
-        'host-timeout': { type: 'string' },
-        'lock-timeout': { type: 'string' },
-        'plan-out': { type: 'string' },
-        'max-plan-age': { type: 'string' },
-        journal: { type: 'string' },
-        resume: { type: 'string' },
-        json: { type: 'boolean' },
-        verbose: { type: 'boolean', short: 'v', multiple: true },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: CLI_OPTIONS,
     });
   } catch (e) {
     throw new InputError(`${(e as Error).message}\n\n${USAGE}`);
@@ -218,6 +222,9 @@ interface Loaded {
   code?: CodeHashes;
   /** --list-hosts: the hosts, nothing prepared. */
   listed?: string[];
+  /** The hosts the selection (playbooks' patterns within --limit) reaches: recorded in and checked against plans. */
+  selection?: string[];
+  vault?: VaultKeyring;
 }
 
 /** The hosts each play would reach (its pattern within --limit), without building anything. */
@@ -269,24 +276,55 @@ async function load(
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
-  const code = forPlan || opts.planOut !== undefined ? codeHashes(files, PACKAGE_ROOT) : undefined;
-  return { opts, inventory, prepared, code };
+  const planning = forPlan || opts.planOut !== undefined;
+  const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
+  const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
+  return { opts, inventory, prepared, code, selection, vault };
 }
 
-/** The arguments a plan records: the same selection, minus the dry-run switches. */
-function planArgv(argv: string[]): string[] {
+/**
+ * Options that decide whom racksmith trusts (host keys, privilege): a plan never records them,
+ * `provision apply` takes them from its own command line only. Every `become` option is one.
+ */
+const isSecurityOption = (name: string) => name === 'known-hosts' || name === 'ssh-accept-new' || /become/.test(name);
+/** Options of the dry run that are not part of what was reviewed. */
+const NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help']);
+
+/** The options of an argv, as parseArgs reads them (the same grouping and `=` forms). */
+function optionTokens(argv: string[]) {
+  return parseArgs({ args: argv, allowPositionals: true, options: CLI_OPTIONS, tokens: true }).tokens;
+}
+
+/**
+ * The arguments a plan records, in one canonical form (`--name value`): the same selection,
+ * minus the dry-run switches and the security options, `-e` secrets as placeholders with their masks.
+ */
+function planArgv(argv: string[], vault: VaultKeyring | undefined): string[] {
   const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '-C' || a === '--check') continue;
-    if (a === '--plan-out' || a === '--journal' || a === '--resume') {
-      i++;
-      continue;
+  for (const t of optionTokens(argv)) {
+    if (t.kind === 'positional') {
+      if (t.value.startsWith('-'))
+        throw new InputError(`a plan cannot record the playbook '${t.value}' (it starts with '-'): give it as ./${t.value}`);
+      out.push(t.value);
+    } else if (t.kind === 'option' && !NOT_RECORDED.has(t.name) && !isSecurityOption(t.name)) {
+      if (t.value === undefined) out.push(`--${t.name}`);
+      else out.push(`--${t.name}`, t.name === 'extra-vars' ? maskExtraVars(t.value, vault) : t.value);
     }
-    if (/^--(plan-out|journal|resume)=/.test(a)) continue;
-    out.push(a);
   }
   return out;
+}
+
+/** A plan's argv holds only what planArgv records (it is signed; this is the second lock). */
+function checkPlanArgv(argv: string[], file: string): void {
+  let tokens;
+  try {
+    tokens = optionTokens(argv);
+  } catch (e) {
+    throw new InputError(`plan's argv: ${(e as Error).message}`, { file });
+  }
+  for (const t of tokens)
+    if (t.kind === 'option' && (NOT_RECORDED.has(t.name) || isSecurityOption(t.name)))
+      throw new InputError(`plan's argv holds ${t.rawName}: apply takes it from its own command line only`, { file });
 }
 
 /** Parse, load, prepare, run. Returns the exit code; never calls process.exit itself. */
@@ -295,15 +333,19 @@ export async function run(
   out: { stdout: NodeJS.WriteStream; stderr: NodeJS.WriteStream } = process,
   importPlaybook: PlaybookImporter = importSource,
 ): Promise<number> {
+  // Every secret of the run is masked in whatever reaches the terminal or a pipe.
+  out = { stdout: scrubbingStream(out.stdout), stderr: scrubbingStream(out.stderr) };
   let loaded: Loaded | 'help';
   let planned: ReturnType<typeof plannedFrom> | undefined;
   try {
     if (argv[0] === 'inventory') return await inventoryCommand(argv.slice(1), out);
     if (argv[0] === 'apply') {
-      const { plan, file, rest } = parseApply(argv.slice(1));
-      const l = await load([...plan.argv, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd, true);
+      const { plan, file, rest, extra } = parseApply(argv.slice(1));
+      checkPlanArgv(plan.argv, file);
+      const planArgs = await unmaskExtraVars(plan.argv, extra, async (what) => (await promptPassword(what)).toString('utf8'));
+      const l = await load([...planArgs, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd, true);
       if (l === 'help') throw new InputError('apply takes a plan file, not --help');
-      checkPlan(plan, file, { inventory: l.inventory, code: l.code!, maxAgeMs: l.opts.maxPlanAgeMs });
+      checkPlan(plan, file, { inventory: l.inventory, code: l.code!, maxAgeMs: l.opts.maxPlanAgeMs, selection: l.selection! });
       planned = plannedFrom(plan);
       loaded = l;
     } else {
@@ -374,8 +416,9 @@ export async function run(
       writePlan(
         opts.planOut,
         makePlan({
-          argv: planArgv(argv),
+          argv: planArgv(argv, loaded.vault),
           cwd: process.cwd(),
+          selection: loaded.selection!,
           inventory: loaded.inventory,
           code: loaded.code!,
           outcome,
@@ -436,31 +479,46 @@ async function inventoryCommand(args: string[], out: { stdout: NodeJS.WriteStrea
   return EXIT.OK;
 }
 
-/** `apply PLAN [options]`: the plan file, plus options allowed to differ from the reviewed run. */
-function parseApply(args: string[]): { plan: PlanFile; file: string; rest: string[] } {
+/**
+ * `apply PLAN [options]`: the plan file, plus options allowed to differ from the reviewed run
+ * (output, forks, timeouts, journal), the security options (host keys: never from the plan) and
+ * `-e` giving the plan's `-e` secrets again (`extra`).
+ */
+function parseApply(args: string[]): { plan: PlanFile; file: string; rest: string[]; extra: string[] } {
   const file = args[0];
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
-  const rest = args.slice(1);
+  const rest: string[] = [];
+  const extra: string[] = [];
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
-  for (let i = 0; i < rest.length; i++) {
-    if (!allowed.test(rest[i]))
-      throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
-    if (
-      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id)$/.test(
-        rest[i],
-      )
-    )
-      i++;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars)(=.*)?$/;
+  const args1 = args.slice(1);
+  for (let i = 0; i < args1.length; i++) {
+    const a = args1[i];
+    if (!allowed.test(a))
+      throw new InputError(
+        `apply: ${a} cannot change a reviewed plan (only output, forks, timeouts, journal, host-key options and -e secrets)`,
+      );
+    const takesValue =
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars)$/.test(
+        a,
+      );
+    if (/^(-e|--extra-vars)(=|$)/.test(a)) {
+      const v = takesValue ? args1[++i] : a.slice(a.indexOf('=') + 1);
+      if (v === undefined) throw new InputError('apply: -e needs a value');
+      extra.push(v);
+      continue;
+    }
+    rest.push(a);
+    if (takesValue && i + 1 < args1.length) rest.push(args1[++i]);
   }
-  return { plan: readPlan(file), file, rest };
+  return { plan: readPlan(file), file, rest, extra };
 }
 
 export async function main(argv: string[], importPlaybook?: PlaybookImporter): Promise<void> {
   try {
     process.exitCode = await run(argv, process, importPlaybook);
   } catch (e) {
-    process.stderr.write(`internal error: ${(e as Error).stack ?? e}\n`);
+    process.stderr.write(scrub(`internal error: ${(e as Error).stack ?? e}\n`));
     process.exitCode = EXIT.FAILED;
   }
 }

@@ -1,21 +1,32 @@
 import { createHash, createHmac } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
 
-/** One usable line of an OpenSSH known_hosts file. */
-interface KnownKey {
-  patterns: string[]; // plain names or |1|salt|hash entries
+/**
+ * One line of an OpenSSH known_hosts file (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT"): an optional
+ * marker, host patterns (a comma list with `*`/`?` wildcards and `!` negation, or one hashed
+ * name `|1|salt|hash`), the key type and the key.
+ */
+export interface KnownHostsLine {
+  line: number;
+  marker?: 'revoked' | 'cert-authority';
+  patterns: string;
   keyType: string;
   keyB64: string;
-  revoked: boolean;
 }
 
 export type HostKeyVerdict =
   | { status: 'match' }
   | { status: 'unknown'; fingerprint: string; keyType: string }
-  | { status: 'changed'; fingerprint: string; keyType: string };
+  | { status: 'changed'; fingerprint: string; keyType: string }
+  | { status: 'revoked'; fingerprint: string; keyType: string }
+  /** Keys of other types are recorded, none of this type (the host no longer serves them). */
+  | { status: 'other-type'; fingerprint: string; keyType: string; recorded: string[] }
+  /** Only @cert-authority lines name the host: a host certificate, which racksmith cannot verify. */
+  | { status: 'certificate-only'; fingerprint: string; keyType: string };
 
-/** The name OpenSSH uses for a host in known_hosts: `host` on port 22, `[host]:port` otherwise. */
+/** The name OpenSSH looks a host up by: `host` on port 22, `[host]:port` otherwise. */
 export function knownHostsName(host: string, port: number): string {
   return port === 22 ? host : `[${host}]:${port}`;
 }
@@ -31,59 +42,125 @@ export function keyTypeOf(keyBlob: Buffer): string {
   return keyBlob.subarray(4, 4 + len).toString('latin1');
 }
 
-function parse(text: string): KnownKey[] {
-  const keys: KnownKey[] = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const fields = line.split(/\s+/);
-    let revoked = false;
-    if (fields[0] === '@revoked') {
-      revoked = true;
+/** The lines of a known_hosts text OpenSSH would read (comments, blank and short lines skipped). */
+export function parseKnownHosts(text: string): KnownHostsLine[] {
+  const out: KnownHostsLine[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const fields = raw.trim().split(/[ \t]+/);
+    if (!fields[0] || fields[0].startsWith('#')) return;
+    let marker: KnownHostsLine['marker'];
+    if (fields[0] === '@revoked' || fields[0] === '@cert-authority') {
+      marker = fields[0] === '@revoked' ? 'revoked' : 'cert-authority';
       fields.shift();
-    } else if (fields[0]?.startsWith('@')) {
-      continue; // @cert-authority: not supported, ignore rather than misread
-    }
-    if (fields.length < 3) continue;
-    keys.push({ patterns: fields[0].split(','), keyType: fields[1], keyB64: fields[2], revoked });
-  }
-  return keys;
+    } else if (fields[0].startsWith('@')) return; // an unknown marker: OpenSSH skips the line
+    if (fields.length < 3) return;
+    out.push({ line: i + 1, marker, patterns: fields[0], keyType: fields[1], keyB64: fields[2] });
+  });
+  return out;
 }
 
-function patternMatches(pattern: string, name: string): boolean {
-  if (pattern.startsWith('|1|')) {
-    const [, , salt, hash] = pattern.split('|');
+/** OpenSSH's match_pattern: `*` any run, `?` one character, the rest literal (case already folded). */
+function wildcard(pattern: string, s: string): boolean {
+  // iterative glob with backtracking to the last `*`: linear-ish, no regex built from input
+  let p = 0;
+  let i = 0;
+  let star = -1;
+  let mark = 0;
+  while (i < s.length) {
+    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === s[i])) {
+      p++;
+      i++;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      mark = i;
+    } else if (star >= 0) {
+      p = star + 1;
+      i = ++mark;
+    } else return false;
+  }
+  while (pattern[p] === '*') p++;
+  return p === pattern.length;
+}
+
+/**
+ * Does a line's host field name `name`? As OpenSSH's hostfile.c: a hashed name is
+ * HMAC-SHA1(salt, name); else match_hostname: a negated pattern that matches excludes the host
+ * whatever else matches, else any positive pattern that matches includes it (case-insensitive).
+ */
+export function hostMatches(patterns: string, name: string): boolean {
+  if (patterns.startsWith('|1|')) {
+    const [, , salt, hash] = patterns.split('|');
     if (!salt || !hash) return false;
     return createHmac('sha1', Buffer.from(salt, 'base64')).update(name).digest('base64') === hash;
   }
-  if (pattern.startsWith('!')) return false;
-  if (!/[*?]/.test(pattern)) return pattern === name;
-  const re = new RegExp(
-    '^' +
-      pattern
-        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-        .replace(/\*/g, '.*')
-        .replace(/\?/g, '.') +
-      '$',
-  );
-  return re.test(name);
+  const host = name.toLowerCase();
+  let positive = false;
+  for (const raw of patterns.split(',')) {
+    const negated = raw.startsWith('!');
+    const p = (negated ? raw.slice(1) : raw).toLowerCase();
+    if (!wildcard(p, host)) continue;
+    if (negated) return false;
+    positive = true;
+  }
+  return positive;
 }
+
+/** The algorithms ssh2 negotiates for a key type recorded in known_hosts. */
+const ALGORITHMS_OF: Record<string, string[]> = {
+  'ssh-ed25519': ['ssh-ed25519'],
+  'ecdsa-sha2-nistp256': ['ecdsa-sha2-nistp256'],
+  'ecdsa-sha2-nistp384': ['ecdsa-sha2-nistp384'],
+  'ecdsa-sha2-nistp521': ['ecdsa-sha2-nistp521'],
+  'ssh-rsa': ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'],
+};
+/** ssh2's default host key algorithms, in its order of preference. */
+const DEFAULT_ALGORITHMS = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
+];
 
 /** Known-hosts checking as OpenSSH does it with StrictHostKeyChecking=yes (or accept-new). */
 export class KnownHosts {
   constructor(readonly file: string) {}
 
-  verify(host: string, port: number, keyBlob: Buffer): HostKeyVerdict {
+  /** The lines that name this host (what `ssh-keygen -F` finds). */
+  linesFor(host: string, port: number): KnownHostsLine[] {
     const name = knownHostsName(host, port);
+    if (!existsSync(this.file)) return [];
+    const text = readInputFile(this.file, 'known_hosts file', INPUT_LIMITS.sshConfig).toString('utf8');
+    return parseKnownHosts(text).filter((l) => hostMatches(l.patterns, name));
+  }
+
+  /**
+   * The host key algorithms to offer, the types recorded for the host first (as OpenSSH orders
+   * them): a host serving ed25519 and ECDSA whose ECDSA key alone is recorded shows that key.
+   */
+  algorithmsFor(host: string, port: number): string[] {
+    const recorded = new Set(
+      this.linesFor(host, port)
+        .filter((l) => !l.marker)
+        .flatMap((l) => ALGORITHMS_OF[l.keyType] ?? []),
+    );
+    const first = DEFAULT_ALGORITHMS.filter((a) => recorded.has(a));
+    return [...first, ...DEFAULT_ALGORITHMS.filter((a) => !recorded.has(a))];
+  }
+
+  verify(host: string, port: number, keyBlob: Buffer): HostKeyVerdict {
+    const lines = this.linesFor(host, port);
     const type = keyTypeOf(keyBlob);
     const b64 = keyBlob.toString('base64');
-    const text = existsSync(this.file) ? readFileSync(this.file, 'utf8') : '';
-    const forHost = parse(text).filter((k) => k.patterns.some((p) => patternMatches(p, name)));
     const fp = fingerprint(keyBlob);
-    if (forHost.some((k) => k.revoked && k.keyB64 === b64)) return { status: 'changed', fingerprint: fp, keyType: type };
-    if (forHost.some((k) => !k.revoked && k.keyB64 === b64)) return { status: 'match' };
-    // A host with any recorded key that is not this one has a changed key (OpenSSH refuses it too).
-    if (forHost.some((k) => !k.revoked)) return { status: 'changed', fingerprint: fp, keyType: type };
+    if (lines.some((l) => l.marker === 'revoked' && l.keyB64 === b64)) return { status: 'revoked', fingerprint: fp, keyType: type };
+    const plain = lines.filter((l) => !l.marker);
+    if (plain.some((l) => l.keyB64 === b64 && l.keyType === type)) return { status: 'match' };
+    if (plain.some((l) => l.keyType === type)) return { status: 'changed', fingerprint: fp, keyType: type };
+    if (plain.length) return { status: 'other-type', fingerprint: fp, keyType: type, recorded: [...new Set(plain.map((l) => l.keyType))] };
+    if (lines.some((l) => l.marker === 'cert-authority')) return { status: 'certificate-only', fingerprint: fp, keyType: type };
     return { status: 'unknown', fingerprint: fp, keyType: type };
   }
 

@@ -1,9 +1,10 @@
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import type { NodeSSH } from 'node-ssh';
+import type { ServerHostKeyAlgorithm } from 'ssh2';
 import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
-import { KnownHosts } from './known-hosts.ts';
+import { KnownHosts, type HostKeyVerdict } from './known-hosts.ts';
 import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
 import { shq } from '../shell/quote.ts';
 
@@ -91,6 +92,8 @@ export class SshConnection implements Connection {
         privateKey: opts.privateKeyFile ? readFileSync(opts.privateKeyFile, 'utf8') : undefined,
         agent: opts.agent ?? process.env.SSH_AUTH_SOCK,
         readyTimeout: opts.connectTimeoutMs,
+        // toward the key types known_hosts records for the host, as OpenSSH orders them
+        algorithms: { serverHostKey: knownHosts.algorithmsFor(opts.address, opts.port) as ServerHostKeyAlgorithm[] },
         hostVerifier: (key: Buffer) => {
           const v = knownHosts.verify(opts.address, opts.port, key);
           if (v.status === 'match') return true;
@@ -98,10 +101,7 @@ export class SshConnection implements Connection {
             knownHosts.add(opts.address, opts.port, key);
             return true;
           }
-          keyProblem =
-            v.status === 'changed'
-              ? `host key for ${opts.address}:${opts.port} has CHANGED (${v.keyType} ${v.fingerprint}); refusing to connect. If the host was reinstalled, remove its old key from ${opts.knownHostsFile}`
-              : `host key for ${opts.address}:${opts.port} is unknown (${v.keyType} ${v.fingerprint}); not in ${opts.knownHostsFile}. Verify it, then add it or run with --ssh-accept-new`;
+          keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
           return false;
         },
       });
@@ -146,4 +146,21 @@ export class SshConnection implements Connection {
 function inlineScript(script: string): string {
   if (script.length > MAX_INLINE_SCRIPT) throw new Error(`script of ${script.length} bytes is too long to pass with separate stdin`);
   return script;
+}
+
+/** Why a host key is refused, with what to do about it. */
+function keyRefusal(v: Exclude<HostKeyVerdict, { status: 'match' }>, at: string, file: string): string {
+  const key = `${v.keyType} ${v.fingerprint}`;
+  switch (v.status) {
+    case 'changed':
+      return `host key for ${at} has CHANGED (${key}); refusing to connect. If the host was reinstalled, remove its old key from ${file}`;
+    case 'revoked':
+      return `host key for ${at} is REVOKED in ${file} (${key}); refusing to connect`;
+    case 'other-type':
+      return `host key for ${at} is of a type not recorded for it (${key}; ${file} has ${v.recorded.join(', ')}) and the host offers none of those; refusing to connect. If that is expected, record its new key`;
+    case 'certificate-only':
+      return `only @cert-authority lines of ${file} name ${at}: racksmith's SSH library (ssh2) cannot verify host certificates, so it refuses the host; record the host's own key (${key}) if you trust it`;
+    case 'unknown':
+      return `host key for ${at} is unknown (${key}); not in ${file}. Verify it, then add it or run with --ssh-accept-new`;
+  }
 }

@@ -1,4 +1,5 @@
 import type { ProbeOutput, ProbeText } from './probe.ts';
+import { refuseSecrets } from '../util/secret.ts';
 
 /**
  * One difference between desired and actual state. `summary` and `diff` are what the user sees
@@ -144,6 +145,9 @@ export function common(
   kind: string,
   id: string,
   o: CommonOptions,
+  /** Options that take a Secret (file content): every other one refuses secrets (exit 3). */
+  takesSecrets: readonly string[] = [],
 ): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after' | 'notify'> {
+  refuseSecrets(o, id, takesSecrets);
   return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after, notify: o.notify };
 }

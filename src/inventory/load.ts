@@ -2,6 +2,7 @@ import { accessSync, constants, readdirSync, statSync, type Stats } from 'node:f
 import { dirname, extname, join, resolve } from 'node:path';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
+import { locateSecrets } from '../util/secret.ts';
 import { validateOrThrow } from '../util/validate.ts';
 import { InventoryBuilder, type BuiltGroup, type BuiltHost, type VarEntry } from './builder.ts';
 import { CONNECTION_VAR_NAMES, hostConnection, templatingError } from './connection.ts';
@@ -344,6 +345,7 @@ function finishHost(
     if (extraTemplates[k]) templated[k] = extraTemplates[k];
     else delete templated[k];
   }
+  for (const k in vars) locateSecrets(vars[k], varSources[k]);
   const groups = ['all', ...ordered.map((g) => g.name)];
   return { name: h.name, vars, varSources, templated, groups, connection: hostConnection(h.name, vars, varSources, templated), pos: h.pos };
 }

@@ -216,7 +216,7 @@ export function unwrapSecrets(v: unknown, path: Array<string | number>, pos: (pa
   const o = v as Record<string, unknown>;
   const keys = Object.keys(o);
   if (!Array.isArray(v) && keys.length === 1 && keys[0] === 'secret') {
-    if (typeof o.secret === 'string') return new Secret(o.secret);
+    if (typeof o.secret === 'string') return new Secret(o.secret, pos([...path, 'secret']));
     if (o.secret instanceof Secret) return o.secret;
     // YAML has already made `secret: 0123` the number 83: what the user wrote is lost
     throw new InputError(

@@ -1,14 +1,14 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
+import { scrub } from '../util/secret.ts';
+import { stateDir } from '../util/state-dir.ts';
 import { eventLine } from './event-line.ts';
 import { isRunEdge, type RunEvent } from '../engine/events.ts';
 
 /** Where runs are journaled unless --journal says otherwise. */
 export function defaultJournalPath(now = new Date()): string {
-  const base = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
-  return join(base, 'racksmith', 'journal', `${now.toISOString().replace(/[:.]/g, '-')}-${process.pid}.ndjson`);
+  return join(stateDir(), 'journal', `${now.toISOString().replace(/[:.]/g, '-')}-${process.pid}.ndjson`);
 }
 
 export interface JournalSink {
@@ -39,7 +39,7 @@ let exitHooked = false;
  * which --resume runs again anyway (they have no recap yet).
  */
 export function journalSink(file: string): JournalSink {
-  mkdirSync(dirname(file), { recursive: true });
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   let fd: number | undefined;
   let buf = '';
   let timer: NodeJS.Timeout | undefined;
@@ -50,9 +50,9 @@ export function journalSink(file: string): JournalSink {
     timer = undefined;
     turnEnd = undefined;
     if (!buf) return;
-    const text = buf;
+    const text = scrub(buf);
     buf = '';
-    fd ??= openSync(file, 'a');
+    fd ??= openPrivate(file);
     // The string as is (encoded by the write itself, no Buffer copy in between: the journal of a
     // large fleet is megabytes); a short write's remainder goes through a Buffer.
     const written = writeSync(fd, text);
@@ -84,6 +84,14 @@ export function journalSink(file: string): JournalSink {
     });
   }
   return sink;
+}
+
+/** Open for appending, mode 0600 (a journal holds hosts' changes): an existing file of ours is made 0600 too. */
+function openPrivate(file: string): number {
+  const fd = openSync(file, 'a', 0o600);
+  const st = fstatSync(fd);
+  if (st.isFile() && (st.mode & 0o077) !== 0 && st.uid === process.getuid?.()) fchmodSync(fd, 0o600);
+  return fd;
 }
 
 /**

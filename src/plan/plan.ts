@@ -1,14 +1,17 @@
-import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { renameSync, writeFileSync } from 'node:fs';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
+import { scrub } from '../util/secret.ts';
+import { installationKey } from '../util/state-dir.ts';
+import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import type { RunOutcome } from '../engine/run.ts';
 import type { PlannedResource } from '../engine/host-run.ts';
 import { changedCode, codeDigest, type CodeHashes } from './code.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
-export const PLAN_VERSION = 2;
+export const PLAN_VERSION = 3;
 
 /**
  * A reviewed dry run, for a change window: per host and play, the hash of every resource's facts
@@ -19,26 +22,52 @@ export interface PlanFile {
   format: typeof PLAN_FORMAT;
   version: number;
   createdAt: string;
-  /** The provision arguments of the reviewed run (without --check/--plan-out). */
+  /**
+   * The provision arguments of the reviewed run: its selection, without --check/--plan-out and
+   * without the security options (host keys, become: apply takes those from its own command
+   * line), `-e` secrets as their masks.
+   */
   argv: string[];
   cwd: string;
+  /** Every host the recorded selection reached (`hosts` has those that were reviewed). */
+  selection: string[];
   inventoryFingerprint: string;
   /** The digest of `code`. */
   playbookFingerprint: string;
   /** sha256 of every module the playbooks load and of racksmith's sources (plan/code.ts). */
   code: CodeHashes;
   hosts: Record<string, Record<string, Record<string, PlannedResource>>>;
+  /**
+   * `hmac-sha256:` of the rest of the file under this installation's key: an edit (an option
+   * added to argv, a host added, createdAt moved) cannot be signed again without that key.
+   */
+  signature: string;
 }
 
 const planSchema = {
   type: 'object',
-  required: ['format', 'version', 'createdAt', 'argv', 'cwd', 'inventoryFingerprint', 'playbookFingerprint', 'code', 'hosts'],
+  required: [
+    'format',
+    'version',
+    'createdAt',
+    'argv',
+    'cwd',
+    'selection',
+    'inventoryFingerprint',
+    'playbookFingerprint',
+    'code',
+    'hosts',
+    'signature',
+  ],
+  additionalProperties: false,
   properties: {
     format: { const: PLAN_FORMAT },
     version: { type: 'integer' },
     createdAt: { type: 'string' },
     argv: { type: 'array', items: { type: 'string' } },
     cwd: { type: 'string' },
+    selection: { type: 'array', items: { type: 'string' } },
+    signature: { type: 'string' },
     inventoryFingerprint: { type: 'string' },
     playbookFingerprint: { type: 'string' },
     code: { type: 'object', additionalProperties: { type: 'string' } },
@@ -77,7 +106,14 @@ export function inventoryFingerprint(inv: Inventory): string {
   );
 }
 
-export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory; code: CodeHashes; outcome: RunOutcome }): PlanFile {
+export function makePlan(o: {
+  argv: string[];
+  cwd: string;
+  selection: string[];
+  inventory: Inventory;
+  code: CodeHashes;
+  outcome: RunOutcome;
+}): Omit<PlanFile, 'signature'> {
   // each result by host, play and id: one pass over them, not a search per fact hash
   const results = new Map<string, RunOutcome['results'][number]>();
   for (const r of o.outcome.results) results.set(`${r.host}\0${r.play}\0${r.id}`, r);
@@ -102,6 +138,7 @@ export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory;
     createdAt: new Date().toISOString(),
     argv: o.argv,
     cwd: o.cwd,
+    selection: o.selection,
     inventoryFingerprint: inventoryFingerprint(o.inventory),
     playbookFingerprint: codeDigest(o.code),
     code: o.code,
@@ -109,23 +146,44 @@ export function makePlan(o: { argv: string[]; cwd: string; inventory: Inventory;
   };
 }
 
-export function writePlan(file: string, plan: PlanFile): void {
+/** The plan's signature: its content without `signature`, as written, under a key derived from the installation key. */
+function signatureOf(body: Omit<PlanFile, 'signature'>): string {
+  const key = createHmac('sha256', installationKey()).update('racksmith plan signature v1').digest();
+  return 'hmac-sha256:' + createHmac('sha256', key).update(JSON.stringify(body)).digest('hex');
+}
+
+export function writePlan(file: string, plan: Omit<PlanFile, 'signature'>): void {
+  // scrubbed first (a change summary may quote a file that holds a secret), then signed as written
+  const body = JSON.parse(scrub(JSON.stringify(plan))) as Omit<PlanFile, 'signature'>;
   const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(plan, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(tmp, JSON.stringify({ ...body, signature: signatureOf(body) }, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
   renameSync(tmp, file);
 }
 
+/** A saved plan, refused (exit 3) unless it is exactly as this installation wrote it. */
 export function readPlan(file: string): PlanFile {
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
+    value = JSON.parse(readInputFile(file, 'plan', INPUT_LIMITS.plan).toString('utf8'));
   } catch (e) {
+    if (e instanceof InputError) throw e;
     throw new InputError(`cannot read plan: ${(e as Error).message}`, { file });
   }
+  const v = value as Partial<PlanFile> | null;
+  if (v && typeof v === 'object' && v.format === PLAN_FORMAT && v.version !== PLAN_VERSION)
+    throw new InputError(`plan format version ${v.version} is not supported (this racksmith reads ${PLAN_VERSION}); make a new one`, {
+      file,
+    });
   validateOrThrow(validatePlan, value, { pos: () => ({ file }) });
   const plan = value as PlanFile;
-  if (plan.version !== PLAN_VERSION)
-    throw new InputError(`plan format version ${plan.version} is not supported (this racksmith reads ${PLAN_VERSION})`, { file });
+  const { signature, ...body } = plan;
+  const want = Buffer.from(signatureOf(body));
+  const got = Buffer.from(signature);
+  if (got.length !== want.length || !timingSafeEqual(got, want))
+    throw new InputError(
+      'plan was edited since it was made, or made by another racksmith installation (its signature does not match); make a new one',
+      { file },
+    );
   return plan;
 }
 
@@ -137,8 +195,13 @@ export function parseDuration(s: string): number {
 }
 
 /** Refuse plans that are too old or were made for other inputs. */
-export function checkPlan(plan: PlanFile, file: string, now: { inventory: Inventory; code: CodeHashes; maxAgeMs: number }): void {
+export function checkPlan(
+  plan: PlanFile,
+  file: string,
+  now: { inventory: Inventory; code: CodeHashes; maxAgeMs: number; selection: string[] },
+): void {
   const age = Date.now() - Date.parse(plan.createdAt);
+  if (age < 0 || Number.isNaN(age)) throw new InputError(`plan's createdAt (${plan.createdAt}) is not a time in the past`, { file });
   if (!(age <= now.maxAgeMs)) {
     throw new InputError(
       `plan is ${Math.round(age / 60000)} minutes old; the limit is ${Math.round(now.maxAgeMs / 60000)} (--max-plan-age). Make a new one`,
@@ -150,6 +213,14 @@ export function checkPlan(plan: PlanFile, file: string, now: { inventory: Invent
       file,
     });
   }
+  const same = (a: string[], b: string[]) => a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+  if (!same(plan.selection, now.selection))
+    throw new InputError(
+      `plan's hosts are not the hosts its selection reaches in this inventory (plan: ${plan.selection.length}, now: ${now.selection.length}); make a new one`,
+      { file },
+    );
+  const stray = Object.keys(plan.hosts).filter((h) => !plan.selection.includes(h));
+  if (stray.length) throw new InputError(`plan lists hosts outside its selection: ${stray.slice(0, 10).join(', ')}`, { file });
   const changed = changedCode(plan.code, now.code);
   if (changed.length || plan.playbookFingerprint !== codeDigest(plan.code)) {
     const list = changed.length > 10 ? [...changed.slice(0, 10), `and ${changed.length - 10} more`] : changed;

@@ -23,7 +23,7 @@ export function file(o: FileOptions): Resource<FileFacts, FileWrite> {
   const want = o.content instanceof Secret ? Buffer.from(o.content.reveal()) : Buffer.from(o.content ?? '');
   const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group });
   return {
-    ...common('file', `file:${path}`, o),
+    ...common('file', `file:${path}`, o, ['content']),
     verifiable: true,
     files: [mf],
     probe: () => [mf.probe()],

@@ -1,3 +1,6 @@
+import { InputError } from '../util/errors.ts';
+import { MASK_PATTERN } from '../util/secret.ts';
+
 /**
  * The one place where values become shell words. Every value that reaches a remote shell goes
  * through `shq`: POSIX single quotes, with embedded single quotes closed, escaped and reopened.
@@ -5,7 +8,12 @@
  * arrive literally.
  */
 export function shq(value: string | number): string {
+  // A secret (or a string built from one) would reach the host as its mask: resources refuse it
+  // at build time (contract/resource.ts common()); this is the last line.
+  if (typeof value === 'object') throw new InputError('a secret cannot be passed as a shell word: it would reach the host as its mask');
   const s = String(value);
+  if (MASK_PATTERN.test(s))
+    throw new InputError('a string built from a secret cannot be passed as a shell word: it holds the mask, not the value');
   if (s.includes('\0')) throw new Error('a NUL byte cannot be passed through a shell word');
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s)) return s;
   return `'${s.replace(/'/g, `'\\''`)}'`;

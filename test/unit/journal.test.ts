@@ -70,7 +70,7 @@ describe('run journal', () => {
     expect(start).toMatchObject({ type: 'run_start', playbooks: ['site'], hosts: ['a'], check: false });
     expect(Object.keys(start)[0]).toBe('ts');
     expect(new Date(start.ts).toISOString()).toBe(start.ts);
-    expect(res.changes[0].before).toMatch(/^<secret sha256:/);
+    expect(res.changes[0].before).toMatch(/^<secret hmac:/);
   });
 
   it('shares one serialisation with --json: the same event gives the same line', async () => {

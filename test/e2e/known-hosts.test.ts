@@ -1,0 +1,94 @@
+// Issue 19, trust: racksmith accepts or refuses a bed host exactly as the real OpenSSH client
+// does with StrictHostKeyChecking=yes on the same known_hosts file: patterns and `!` negation,
+// hashed names, [host]:port, @revoked, @cert-authority (refused: ssh2 cannot check certificates,
+// and the host serves none), and a host serving ed25519 + ECDSA whose ECDSA key alone is recorded.
+import { execFile } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import { provision, recaps, writeInventory } from './helpers.ts';
+
+const HOST = 'tb10';
+const OTHER = 'tb8';
+const PB = 'test/fixtures/playbooks/secrets.ts'; // with no secret: one directory, nothing else
+const tmp = () => mkdtempSync(join(tmpdir(), 'rs-kh-'));
+
+/** The real OpenSSH client's answer for this known_hosts file: does it connect? */
+function opensshAccepts(kh: string, ip: string): Promise<boolean> {
+  const args = tb.sshArgs().map((a) => (a.startsWith('UserKnownHostsFile=') ? `UserKnownHostsFile=${kh}` : a));
+  return new Promise((res) => execFile('ssh', [...args, '-o', 'CheckHostIP=no', `root@${ip}`, 'true'], (err) => res(!err)));
+}
+
+async function racksmithAccepts(kh: string): Promise<{ accepted: boolean; error?: string }> {
+  const inv = writeInventory({ hosts: [HOST], vars: { racksmith_known_hosts: kh } });
+  const r = await provision([PB, '-i', inv, '--check', '--json', '--journal', join(tmp(), 'j')]);
+  const recap = recaps(r)[HOST];
+  expect(recap, r.stderr).toBeDefined();
+  return { accepted: !recap.unreachable, error: recap.error };
+}
+
+const keyLineOf = (file: string, ip: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${ip} `))!
+    .split(' ')
+    .slice(1)
+    .join(' ');
+const hashed = (name: string) => {
+  const salt = randomBytes(20);
+  return `|1|${salt.toString('base64')}|${createHmac('sha1', salt).update(name).digest('base64')}`;
+};
+
+let ip: string;
+let own: string; // HOST's ed25519 key: "ssh-ed25519 AAAA..."
+let other: string; // another host's ed25519 key
+let ecdsa: string; // HOST's ECDSA key, served beside its ed25519 one
+
+beforeAll(async () => {
+  await tb.reset([HOST]);
+  ip = tb.host(HOST).ip;
+  own = keyLineOf(tb.knownHostsPath, ip);
+  other = keyLineOf(tb.knownHostsPath, tb.host(OTHER).ip);
+  // the host serves an ECDSA key too (sshd offers both; a reset takes it away again)
+  const r = await tb.hostExec(
+    HOST,
+    "rm -f /etc/ssh/ssh_host_ecdsa_key*; ssh-keygen -q -t ecdsa -N '' -f /etc/ssh/ssh_host_ecdsa_key && " +
+      "printf 'HostKey /etc/ssh/ssh_host_ed25519_key\\nHostKey /etc/ssh/ssh_host_ecdsa_key\\n' > /etc/ssh/sshd_config.d/05-hostkeys.conf && " +
+      'cut -d" " -f1,2 /etc/ssh/ssh_host_ecdsa_key.pub',
+  );
+  expect(r.code, r.stderr).toBe(0);
+  ecdsa = r.stdout.trim();
+  await tb.stopSshd(HOST);
+  await tb.startSshd(HOST);
+});
+
+describe('known_hosts: racksmith decides as OpenSSH does', () => {
+  const cases: Array<[string, () => string[], boolean, RegExp?]> = [
+    ['the host’s own key', () => [`${ip} ${own}`], true],
+    ['a wildcard that covers it', () => [`10.82.0.*,10.77.0.* ${own}`.replace('10.82.0.*', ip.replace(/\d+$/, '*'))], true],
+    ['a negation that excludes it', () => [`${ip.replace(/\d+$/, '*')},!${ip} ${own}`], false, /is unknown/],
+    ['a negation of another host', () => [`${ip.replace(/\d+$/, '*')},!${tb.host(OTHER).ip} ${own}`], true],
+    ['a hashed name', () => [`${hashed(ip)} ${own}`], true],
+    ['a hashed name of another host', () => [`${hashed(tb.host(OTHER).ip)} ${own}`], false, /is unknown/],
+    ['[host]:22 (OpenSSH looks up port 22 by the bare name)', () => [`[${ip}]:22 ${own}`], false, /is unknown/],
+    ['another host’s key', () => [`${ip} ${other}`], false, /has CHANGED/],
+    ['its key @revoked (and recorded)', () => [`${ip} ${own}`, `@revoked * ${own}`], false, /REVOKED/],
+    ['only a @cert-authority line', () => [`@cert-authority * ${own}`], false, /cannot verify host certificates/],
+    ['its ECDSA key alone (it serves ed25519 and ECDSA)', () => [`${ip} ${ecdsa}`], true],
+    ['its ECDSA key, hashed and with a comment', () => [`${hashed(ip)} ${ecdsa} ecdsa key`], true],
+  ];
+  it.each(cases)('%s', async (_, lines, accepted, why) => {
+    const kh = join(tmp(), 'known_hosts');
+    const text = lines().join('\n') + '\n';
+    writeFileSync(kh, text);
+    expect(await opensshAccepts(kh, ip)).toBe(accepted);
+    const ours = await racksmithAccepts(kh);
+    expect(ours.accepted, ours.error).toBe(accepted);
+    if (why) expect(ours.error).toMatch(why);
+    // neither client wrote to the file (strict checking)
+    expect(readFileSync(kh, 'utf8')).toBe(text);
+  });
+});
