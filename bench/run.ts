@@ -1,9 +1,9 @@
 // npm run bench -- --hosts N [--runs R] [--profile] [--synthetic] [--keep]
 //
-// racksmith against ansible-core, side by side on the same test hosts (the benchmark's own test
-// bed, never the e2e one). Per run, each tool in turn (A B A B ...): reset every host, first run
-// (fresh hosts), converged run (nothing to do), end state read back and compared between the
-// tools; then the floor (node-ssh: connect + `true` on every host, same concurrency).
+// racksmith against ansible-core and ansible-core with Mitogen, side by side on the same test hosts
+// (the benchmark's own test bed, never the e2e one). Per run, each tool in turn (A B C A B C ...):
+// reset every host, first run (fresh hosts), converged run (nothing to do), end state read back
+// and compared with the first tool's, host by host; then the floor (node-ssh: connect + `true` on every host, same concurrency).
 // See bench/README.md.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,13 +15,13 @@ import { prebuiltIsCurrent } from '../bin/prebuilt.mjs';
 import { benchState, BED_ENV, downBed, ensureBed, lockBed, populateJailExport, repoRoot, resetHosts } from './lib/bed.ts';
 import { compare, snapshot, type Comparison, type HostState } from './lib/state.ts';
 import { fmtRange, summarize, table, type Summary } from './lib/stats.ts';
-import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, type Case, type Tool, type ToolRun } from './lib/tools.ts';
-import { sitePlays, writeWorkload } from './lib/workload.ts';
+import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, TOOLS, type Case, type Tool, type ToolRun } from './lib/tools.ts';
+import { mitogenStrategyDir, sitePlays, writeWorkload } from './lib/workload.ts';
 
 const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
   --hosts N            test hosts (default 20; the bench bed, rsbb0 / 10.78.0.0/24 / .testbed-bench)
-  --runs R             runs per tool and case, alternating racksmith / ansible (default 3)
-  --tools LIST         racksmith,ansible (default both)
+  --runs R             runs per tool and case, alternating racksmith / ansible / ansible-mitogen (default 3)
+  --tools LIST         racksmith,ansible,ansible-mitogen (default all three)
   --cases LIST         first-run,converged,floor (default all)
   --forks N            concurrency of both tools and of the floor (default: N hosts)
   --profile            afterwards, where racksmith's time goes (in-process, instrumented connection)
@@ -113,15 +113,16 @@ async function main(argv: string[]): Promise<number> {
   if (N > 200) throw new Error('--hosts: the test bed holds at most 200 hosts');
   const R = int(values.runs, 3, '--runs');
   const forks = int(values.forks, N, '--forks');
-  const tools = (values.tools ?? 'racksmith,ansible').split(',').map((s) => s.trim()) as Tool[];
-  for (const t of tools) if (t !== 'racksmith' && t !== 'ansible') throw new Error(`--tools: unknown tool ${t}`);
+  const tools = (values.tools ?? TOOLS.join(',')).split(',').map((s) => s.trim()) as Tool[];
+  for (const t of tools) if (!TOOLS.includes(t)) throw new Error(`--tools: unknown tool ${t} (${TOOLS.join(', ')})`);
+  if (new Set(tools).size !== tools.length) throw new Error('--tools: a tool is named twice');
   const cases = new Set((values.cases ?? 'first-run,converged,floor').split(',').map((s) => s.trim()) as Case[]);
   for (const c of cases) if (!['first-run', 'converged', 'floor'].includes(c)) throw new Error(`--cases: unknown case ${c}`);
   const syntheticHosts =
     values.synthetic || values['synthetic-hosts'] !== undefined ? int(values['synthetic-hosts'], 1000, '--synthetic-hosts') : 0;
   const out = resolve(values.out ?? join(repoRoot, 'bench/results/latest.json'));
   if (process.getuid?.() !== 0) throw new Error('the benchmark needs root (it builds its own test bed)');
-  if (tools.includes('ansible')) {
+  if (tools.some((t) => t !== 'racksmith')) {
     if (version('ansible-playbook', ['--version']) === 'unavailable')
       throw new Error('ansible-playbook not found (apt-get install ansible-core)');
     const posix = collectionModules('ansible.posix');
@@ -131,6 +132,9 @@ async function main(argv: string[]): Promise<number> {
       );
     }
   }
+  const mitogenDir = tools.includes('ansible-mitogen') ? mitogenStrategyDir() : undefined;
+  if (tools.includes('ansible-mitogen') && !mitogenDir)
+    throw new Error('ansible-mitogen is not installed (apt-get install ansible-mitogen), or leave it out of --tools');
 
   const unlock = await lockBed();
   const t0 = Date.now();
@@ -151,17 +155,18 @@ async function main(argv: string[]): Promise<number> {
   const tb = await ensureBed(N, storage ? 2 : 1, log);
   const exportDir = await populateJailExport(tb);
   const runDir = mkdtempSync(join(tmpdir(), 'racksmith-bench-'));
-  const w = writeWorkload(tb, runDir, forks, storage);
+  const w = writeWorkload(tb, runDir, forks, storage, mitogenDir);
   const allHosts = w.hosts;
   log(
     `${N} hosts, ${R} run(s), tools ${tools.join(' / ')}, forks ${forks}; plays: network${storage ? ', storage (2 disks per host)' : ''}, jail (export ${exportDir}); work dir ${runDir}`,
   );
 
   const samples: Sample[] = [];
-  const comparisons: Array<{ run: number } & Comparison> = [];
+  /** Per run, the first tool (racksmith) against each other tool. */
+  const comparisons: Array<{ run: number; a: Tool; b: Tool } & Comparison> = [];
   const settles: Array<{ run: number; tool: Tool; wall: number; ok: boolean; changed: number }> = [];
   const backups: Record<string, number> = {};
-  const runTool = (t: Tool) => (t === 'racksmith' ? runRacksmith(w, forks) : runAnsible(w));
+  const runTool = (t: Tool) => (t === 'racksmith' ? runRacksmith(w, forks) : runAnsible(w, t));
   const record = (run: number, c: Case, r: ToolRun, extra: Partial<Sample> = {}) => {
     const { stdout: _o, stderr: _e, ...rest } = r;
     samples.push({ ...rest, run, case: c, ...extra });
@@ -198,15 +203,16 @@ async function main(argv: string[]): Promise<number> {
           states.set(tool, st);
           backups[tool] = Math.max(backups[tool] ?? 0, ...st.map((s) => s.fstabBackups));
         }
-        if (tools.length === 2) {
-          const c = compare(states.get(tools[0])!, states.get(tools[1])!);
-          comparisons.push({ run, ...c });
+        for (const other of tools.slice(1)) {
+          const pair = [tools[0], other];
+          const c = compare(states.get(tools[0])!, states.get(other)!);
+          comparisons.push({ run, a: tools[0], b: other, ...c });
           if (c.identical) {
             log(
-              `run ${run}: end state identical on all ${c.hosts} hosts (${tools.join(' vs ')})${c.orderOnly.length ? `, except the ORDER of lines in ${[...new Set(c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0]))].join(', ')} on ${new Set(c.orderOnly.map((o) => o.host)).size} host(s)` : ''}`,
+              `run ${run}: end state identical on all ${c.hosts} hosts (${pair.join(' vs ')})${c.orderOnly.length ? `, except the ORDER of lines in ${[...new Set(c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0]))].join(', ')} on ${new Set(c.orderOnly.map((o) => o.host)).size} host(s)` : ''}`,
             );
           } else {
-            log(`run ${run}: END STATE DIFFERS on ${c.differences.length} of ${c.hosts} hosts (< ${tools[0]}, > ${tools[1]}):`);
+            log(`run ${run}: END STATE DIFFERS on ${c.differences.length} of ${c.hosts} hosts (< ${tools[0]}, > ${other}):`);
             for (const d of c.differences.slice(0, 3))
               for (const l of d.lines) log(`  ${d.host} ${l.a !== undefined ? '< ' + l.a : '> ' + l.b}`);
           }
@@ -215,7 +221,7 @@ async function main(argv: string[]): Promise<number> {
       if (cases.has('floor')) {
         const f = await runFloor(tb, w, forks);
         record(run, 'floor', f, { connectMs: f.connectMs, execMs: f.execMs });
-        if (tools.includes('ansible')) record(run, 'floor', await runAnsibleRawFloor(w));
+        if (tools.some((t) => t !== 'racksmith')) record(run, 'floor', await runAnsibleRawFloor(w));
       }
     }
 
@@ -266,28 +272,32 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     const wall = (c: Case, t: string) => summary[c]?.[t]?.wall.median ?? NaN;
-    const paired = (c: Case) =>
+    const paired = (c: Case, other: Tool) =>
       [...new Set(samples.map((s) => s.run))]
         .map((run) => {
-          const a = samples.find((s) => s.run === run && s.case === c && s.tool === 'ansible');
+          const a = samples.find((s) => s.run === run && s.case === c && s.tool === other);
           const r = samples.find((s) => s.run === run && s.case === c && s.tool === 'racksmith');
           return a && r ? a.wall / r.wall : NaN;
         })
         .filter(Number.isFinite);
     const lines: string[] = [];
-    const ratioLine = (c: Case) => {
+    // `converged: racksmith X ansible Y ratio Z` (plain ansible-core), `converged-mitogen: racksmith X ansible-mitogen Y ratio Z`
+    const ratioLine = (c: Case, other: Tool) => {
       const r = wall(c, 'racksmith');
-      const a = wall(c, 'ansible');
+      const a = wall(c, other);
       if (!Number.isFinite(r) && !Number.isFinite(a)) return;
-      const notOk = tools
+      const notOk = (['racksmith', other] as Tool[])
         .filter((t) => (summary[c]?.[t]?.ok ?? 0) < (summary[c]?.[t]?.n ?? 0))
         .map((t) => `${t} NOT OK in ${summary[c][t].n - summary[c][t].ok} of ${summary[c][t].n} runs`);
       lines.push(
-        `${c}: racksmith ${Number.isFinite(r) ? secs(r) : '-'} ansible ${Number.isFinite(a) ? secs(a) : '-'} ratio ${Number.isFinite(a / r) ? (a / r).toFixed(1) + 'x' : '-'}${notOk.length ? `  (${notOk.join('; ')})` : ''}`,
+        `${c}${other === 'ansible-mitogen' ? '-mitogen' : ''}: racksmith ${Number.isFinite(r) ? secs(r) : '-'} ${other} ${Number.isFinite(a) ? secs(a) : '-'} ratio ${Number.isFinite(a / r) ? (a / r).toFixed(1) + 'x' : '-'}${notOk.length ? `  (${notOk.join('; ')})` : ''}`,
       );
     };
-    ratioLine('converged');
-    ratioLine('first-run');
+    for (const other of ['ansible', 'ansible-mitogen'] as Tool[]) {
+      if (other !== 'ansible' && !tools.includes(other)) continue;
+      ratioLine('converged', other);
+      ratioLine('first-run', other);
+    }
     const fl = wall('floor', 'floor-node-ssh');
     if (Number.isFinite(fl)) {
       const rc = wall('converged', 'racksmith');
@@ -297,10 +307,18 @@ async function main(argv: string[]): Promise<number> {
       );
     }
     const orderRuns = comparisons.filter((c) => c.orderOnly.length).length;
+    const equalTo = (b: Tool) => {
+      const cs = comparisons.filter((c) => c.b === b);
+      return cs.every((c) => c.identical)
+        ? `identical to ${b}'s on all ${N} hosts in ${cs.length} of ${cs.length} runs`
+        : `DIFFERS from ${b}'s in ${cs.filter((c) => !c.identical).length} of ${cs.length} runs`;
+    };
     const equal = comparisons.length
-      ? (comparisons.every((c) => c.identical)
-          ? `identical end state on all ${N} hosts in ${comparisons.length} of ${comparisons.length} runs`
-          : `END STATE DIFFERS in ${comparisons.filter((c) => !c.identical).length} of ${comparisons.length} runs`) +
+      ? `${tools[0]}'s ` +
+        tools
+          .slice(1)
+          .map((b) => equalTo(b))
+          .join(', ') +
         (orderRuns
           ? ` (same lines in a different order in ${orderRuns} run(s): ${[...new Set(comparisons.flatMap((c) => c.orderOnly.map((o) => o.section.replace(/^== /, '').split(' ')[0])))].join(', ')})`
           : '')
@@ -314,7 +332,7 @@ async function main(argv: string[]): Promise<number> {
     log(codeNote);
     const text = [
       '',
-      `racksmith vs ansible-core, ${N} hosts, ${R} run(s), forks ${forks}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
+      `${tools.join(' vs ')}, ${N} hosts, ${R} run(s), forks ${forks}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
       '',
       table(['case', 'tool', 'wall', 'tool CPU', 'machine CPU', 'peak RSS MiB (tree)', 'peak PSS MiB (tree)', 'ok'], rows),
       '',
@@ -354,6 +372,7 @@ async function main(argv: string[]): Promise<number> {
         memGb: Math.round(totalmem() / 2 ** 30),
         node: process.version,
         ansible: version('ansible-playbook', ['--version']),
+        ansibleMitogen: mitogenDir ? `${version('dpkg-query', ['-W', '-f', '${Version}', 'ansible-mitogen'])} (${mitogenDir})` : undefined,
         loadAtEnd: loadavg(),
       },
       config: {
@@ -374,8 +393,16 @@ async function main(argv: string[]): Promise<number> {
         converged: wall('converged', 'ansible') / wall('converged', 'racksmith'),
         firstRun: wall('first-run', 'ansible') / wall('first-run', 'racksmith'),
         racksmithOverFloor: wall('converged', 'racksmith') / fl,
-        pairedConverged: paired('converged'),
-        pairedFirstRun: paired('first-run'),
+        pairedConverged: paired('converged', 'ansible'),
+        pairedFirstRun: paired('first-run', 'ansible'),
+        mitogen: tools.includes('ansible-mitogen')
+          ? {
+              converged: wall('converged', 'ansible-mitogen') / wall('converged', 'racksmith'),
+              firstRun: wall('first-run', 'ansible-mitogen') / wall('first-run', 'racksmith'),
+              pairedConverged: paired('converged', 'ansible-mitogen'),
+              pairedFirstRun: paired('first-run', 'ansible-mitogen'),
+            }
+          : undefined,
       },
       endState: { comparisons, fstabBackupsPerHost: backups },
       settles,

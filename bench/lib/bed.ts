@@ -137,13 +137,15 @@ export async function downBed(tb: Testbed): Promise<void> {
  * host without GPU driver files, so it is made once per bed.
  */
 export async function populateJailExport(tb: Testbed): Promise<string> {
+  // the bed's read-only lower layer: TB_ROOTFS when set (a rootfs shared between worktrees), as the bed's scripts read it
+  const rootfs = process.env.TB_ROOTFS || join(repoRoot, '.cache/testbed-rootfs');
   const exp = join(tb.sharedDir, 'jail');
   const marker = join(exp, 'etc/soperator-jail-populated');
   if (existsSync(marker)) return exp;
   rmSync(exp, { recursive: true, force: true });
-  execFileSync('cp', ['-al', join(repoRoot, '.cache/testbed-rootfs'), exp]);
+  execFileSync('cp', ['-al', rootfs, exp]);
   rmSync(join(exp, 'etc/ld.so.cache'), { force: true });
-  execFileSync('cp', [join(repoRoot, '.cache/testbed-rootfs/etc/ld.so.cache'), join(exp, 'etc/ld.so.cache')]);
+  execFileSync('cp', [join(rootfs, 'etc/ld.so.cache'), join(exp, 'etc/ld.so.cache')]);
   writeFileSync(marker, 'populated by the racksmith benchmark\n');
   return exp;
 }

@@ -1,4 +1,4 @@
-// The measured commands: racksmith's CLI, ansible-playbook, and the two floors.
+// The measured commands: racksmith's CLI, ansible-playbook (plain and with Mitogen), and the two floors.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Testbed } from './bed.ts';
@@ -6,7 +6,10 @@ import { repoRoot } from './bed.ts';
 import { measure, type Measurement } from './measure.ts';
 import { ansibleEnv, ansiblePlaybook, sitePlaybook, type Workload } from './workload.ts';
 
-export type Tool = 'racksmith' | 'ansible';
+export type Tool = 'racksmith' | 'ansible' | 'ansible-mitogen';
+export const TOOLS: readonly Tool[] = ['racksmith', 'ansible', 'ansible-mitogen'];
+/** The Ansible tools: the same playbook, inventory and settings; `ansible-mitogen` with strategy = mitogen_linear. */
+export type AnsibleTool = Exclude<Tool, 'racksmith'>;
 export type Case = 'first-run' | 'converged' | 'floor';
 
 export interface ToolRun extends Measurement {
@@ -91,10 +94,13 @@ function ansibleRecap(out: string): { changed: number; failed: number; unreachab
   return r;
 }
 
-export async function runAnsible(w: Workload): Promise<ToolRun> {
-  const m = await measure(['ansible-playbook', '-i', w.ansibleInventory, ansiblePlaybook], {
+export async function runAnsible(w: Workload, tool: AnsibleTool = 'ansible'): Promise<ToolRun> {
+  // Mitogen compresses its SSH stream by default: off, as plain Ansible's (no -C) and racksmith's
+  // are (compression only costs CPU on a local bridge).
+  const mitogenArgs = tool === 'ansible-mitogen' ? ['-e', '{"mitogen_ssh_compression": false}'] : [];
+  const m = await measure(['ansible-playbook', '-i', w.ansibleInventory, ...mitogenArgs, ansiblePlaybook], {
     cwd: repoRoot,
-    env: ansibleEnv(w),
+    env: ansibleEnv(w, tool === 'ansible-mitogen'),
     timeoutMs: TIMEOUT,
   });
   const r = ansibleRecap(m.stdout);
@@ -110,7 +116,7 @@ export async function runAnsible(w: Workload): Promise<ToolRun> {
     ...m,
     stdout: ok ? '' : m.stdout.slice(-4000),
     stderr: ok ? '' : m.stderr.slice(-2000),
-    tool: 'ansible',
+    tool,
     ok,
     changed: r.changed,
     failed: r.failed,

@@ -32,6 +32,16 @@ function ansibleUsable(): boolean {
   }
 }
 
+/** The third tool needs ansible-mitogen (Debian package, as .ci/run installs it). */
+function mitogenUsable(): boolean {
+  try {
+    execFileSync('dpkg-query', ['-W', 'ansible-mitogen'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((res, rej) => {
     const child = spawn('npm', ['run', '-s', 'bench', '--', ...args], { cwd: repoRoot, env: { ...process.env, RS_BENCH_BED: 'smoke' } });
@@ -39,7 +49,7 @@ function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: 
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGTERM'), 170_000);
+    const timer = setTimeout(() => child.kill('SIGTERM'), 400_000);
     child.on('error', rej);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -51,10 +61,11 @@ function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('benchmark smoke test', () => {
-  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 180_000 }, async () => {
+  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 420_000 }, async () => {
     const e2eBed = linkExists('rsbr0');
-    const tools = ansibleUsable() ? 'racksmith,ansible' : 'racksmith';
+    const tools = ansibleUsable() ? (mitogenUsable() ? 'racksmith,ansible,ansible-mitogen' : 'racksmith,ansible') : 'racksmith';
     if (tools === 'racksmith') console.warn('[bench-smoke] ansible.posix is not installed (Debian package `ansible`): racksmith side only');
+    else if (!tools.includes('mitogen')) console.warn('[bench-smoke] ansible-mitogen is not installed: no third tool');
     const run = await bench(['--hosts', '2', '--runs', '1', '--tools', tools, '--synthetic-hosts', '20', '--out', out]);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/^converged: racksmith \d+\.\d\ds ansible /m);
@@ -71,7 +82,27 @@ describe('benchmark smoke test', () => {
     );
     if (tools.includes('ansible')) {
       expect(result.summary.converged.ansible.ok).toBe(1);
+      expect(result.endState.comparisons[0]).toMatchObject({ a: 'racksmith', b: 'ansible' });
       expect(result.endState.comparisons[0].identical, JSON.stringify(result.endState.comparisons[0].differences)).toBe(true);
+    }
+    // the third tool: Ansible with Mitogen's strategy, measured in the same run, its end state
+    // compared with racksmith's host by host
+    if (tools.includes('ansible-mitogen')) {
+      expect(result.config.tools).toEqual(['racksmith', 'ansible', 'ansible-mitogen']);
+      expect(result.machine.ansibleMitogen).toMatch(/ansible_mitogen\/plugins\/strategy\)$/);
+      expect(run.stdout).toMatch(/^converged-mitogen: racksmith \d+\.\d\ds ansible-mitogen \d+\.\d\ds ratio \d+\.\dx$/m);
+      expect(run.stdout).toMatch(/^first-run-mitogen: racksmith \d+\.\d\ds ansible-mitogen \d+\.\d\ds ratio \d+\.\dx$/m);
+      expect(result.summary.converged['ansible-mitogen'].ok).toBe(1);
+      expect(result.summary['first-run']['ansible-mitogen'].ok).toBe(1);
+      const mitogenConverged = result.samples.filter(
+        (s: { case: string; tool: string }) => s.case === 'converged' && s.tool === 'ansible-mitogen',
+      );
+      expect(mitogenConverged).toHaveLength(1);
+      expect(mitogenConverged[0].changed).toBe(0);
+      const vsMitogen = result.endState.comparisons.find((c: { b: string }) => c.b === 'ansible-mitogen');
+      expect(vsMitogen, JSON.stringify(result.endState.comparisons)).toMatchObject({ a: 'racksmith', hosts: 2 });
+      expect(vsMitogen.identical, JSON.stringify(vsMitogen.differences)).toBe(true);
+      expect(result.ratios.mitogen.converged).toBeGreaterThan(0);
     }
 
     // --synthetic: a converged bed host's answers replayed for 20 hosts, each answering its own way,
