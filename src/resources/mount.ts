@@ -4,7 +4,7 @@ import { InputError } from '../util/errors.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite } from './managed-file.ts';
 import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
-import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
+import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
 
@@ -287,9 +287,16 @@ cd /`);
       }
       if (persist) {
         const want = entryFor(f);
-        const have = f.fstab.content !== undefined ? findEntry(contentText(f.fstab), path) : undefined;
-        if (!have || !sameEntry(have, want)) {
-          const summary = have ? `${fstabFile}: update ${path} entry` : `${fstabFile}: add ${formatEntry(want)}`;
+        const text = f.fstab.content !== undefined ? contentText(f.fstab) : '';
+        const have = findEntry(text, path);
+        // Several entries for the path (another tool's, or an older racksmith's): collapsed into one.
+        const duplicates = entryCount(text, path) > 1;
+        if (!have || !sameEntry(have, want) || duplicates) {
+          const summary = !have
+            ? `${fstabFile}: add ${formatEntry(want)}`
+            : duplicates
+              ? `${fstabFile}: one ${path} entry instead of ${entryCount(text, path)}`
+              : `${fstabFile}: update ${path} entry`;
           changes.push(...fstab.changes(f, newFstab(f), { create: summary, update: summary }));
         }
       }
