@@ -11,7 +11,6 @@ export interface FstabEntry {
 
 // eslint-disable-next-line no-control-regex -- control characters are what it escapes
 const FSTAB_SPECIAL = /[\x00-\x20\x7f\\]/g;
-// eslint-disable-next-line no-control-regex -- the kernel's set (seq_path's " \t\n\\")
 const MOUNTINFO_SPECIAL = /[ \t\n\\]/g;
 const octal = (c: string) => '\\' + c.charCodeAt(0).toString(8).padStart(3, '0');
 
