@@ -18,6 +18,8 @@ import { batchSizes } from './engine/batches.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
+import { checkConnectionFiles } from './connection/connect.ts';
+import { printableLines } from './util/printable.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -269,6 +271,7 @@ async function load(
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
+  checkConnectionFiles([...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))]);
   const code = forPlan || opts.planOut !== undefined ? codeHashes(files, PACKAGE_ROOT) : undefined;
   return { opts, inventory, prepared, code };
 }
@@ -319,7 +322,7 @@ export async function run(
     }
   } catch (e) {
     if (e instanceof InputError) {
-      out.stderr.write(`error: ${e.message}\n`);
+      out.stderr.write(`error: ${printableLines(e.message)}\n`);
       return EXIT.BAD_INPUT;
     }
     throw e;
@@ -460,7 +463,7 @@ export async function main(argv: string[], importPlaybook?: PlaybookImporter): P
   try {
     process.exitCode = await run(argv, process, importPlaybook);
   } catch (e) {
-    process.stderr.write(`internal error: ${(e as Error).stack ?? e}\n`);
+    process.stderr.write(`internal error: ${printableLines(String((e as Error).stack ?? e))}\n`);
     process.exitCode = EXIT.FAILED;
   }
 }

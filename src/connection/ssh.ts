@@ -1,11 +1,11 @@
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
 import type { NodeSSH } from 'node-ssh';
 import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts } from './known-hosts.ts';
 import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
 import { shq } from '../shell/quote.ts';
+import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -78,6 +78,15 @@ export class SshConnection implements Connection {
       );
     }
 
+    // A key file that is missing or unreadable stays so: a permanent error, never retried.
+    let privateKey: string | undefined;
+    try {
+      privateKey = opts.privateKeyFile ? readInputText(opts.privateKeyFile, 'private key file', INPUT_LIMITS.key) : undefined;
+    } catch (e) {
+      sock.destroy();
+      await via?.close();
+      throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
+    }
     const knownHosts = new KnownHosts(opts.knownHostsFile);
     let keyProblem: string | undefined;
     const { NodeSSH } = await nodeSsh;
@@ -88,7 +97,7 @@ export class SshConnection implements Connection {
         host: opts.address,
         port: opts.port,
         username: opts.user,
-        privateKey: opts.privateKeyFile ? readFileSync(opts.privateKeyFile, 'utf8') : undefined,
+        privateKey,
         agent: opts.agent ?? process.env.SSH_AUTH_SOCK,
         readyTimeout: opts.connectTimeoutMs,
         hostVerifier: (key: Buffer) => {

@@ -1,3 +1,4 @@
+import { checkToken, VALUE_LIMITS } from '../util/input-value.ts';
 import type { ProbeOutput, ProbeText } from './probe.ts';
 
 /**
@@ -145,5 +146,7 @@ export function common(
   id: string,
   o: CommonOptions,
 ): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after' | 'notify'> {
+  // Every resource's id is made of what identifies it (a path, a name): one check covers them all.
+  checkToken(id, `${kind} id`, VALUE_LIMITS.path + 256);
   return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after, notify: o.notify };
 }

@@ -3,7 +3,9 @@ import { ConnectError } from '../connection/types.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
 import { selectHosts } from '../inventory/limit.ts';
 import type { Resource } from '../contract/resource.ts';
-import { InputError } from '../util/errors.ts';
+import { InputError, type SourcePos } from '../util/errors.ts';
+import { BadValue } from '../util/input-value.ts';
+import { printable } from '../util/printable.ts';
 import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { isReadable, probeHost, runHost, type Answer, type PlannedResource } from './host-run.ts';
@@ -105,9 +107,24 @@ function buildResources(play: Play, host: Host, inv: Inventory, memo: PlayMemo):
   try {
     return memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
   } catch (e) {
-    if (e instanceof InputError && !e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
+    if (e instanceof InputError && !e.pos)
+      throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
     throw e;
   }
+}
+
+/**
+ * Where a bad value a resource refused was set: the first variable of the host holding a string
+ * with the same problem (a control character, an over-long word), else nowhere known.
+ */
+function culpritPos(e: InputError, host: Host): SourcePos | undefined {
+  if (!(e instanceof BadValue)) return undefined;
+  const has = (v: unknown, depth: number): boolean =>
+    typeof v === 'string'
+      ? e.culprit(v)
+      : depth < 100 && v !== null && typeof v === 'object' && Object.values(v).some((x) => has(x, depth + 1));
+  for (const [name, value] of Object.entries(host.vars)) if (has(value, 0)) return host.varSources[name];
+  return undefined;
 }
 
 function withPlayTags(r: Resource, playTags: string[]): Resource {

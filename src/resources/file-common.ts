@@ -3,6 +3,7 @@ import { posix } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { shBytes, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
+import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../util/input-value.ts';
 import type { BatchPart, ProbeBatch } from '../contract/probe.ts';
 import { ProbeError } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
@@ -25,10 +26,11 @@ export interface FileFacts {
 
 export function checkAbsolutePath(path: string, what = 'path'): string {
   if (typeof path !== 'string' || !path.startsWith('/'))
-    throw new InputError(`${what} must be an absolute path, got ${JSON.stringify(path)}`);
-  if (path.includes('\0') || path.includes('\n')) throw new InputError(`${what} must not contain NUL or newline: ${JSON.stringify(path)}`);
+    throw new InputError(`${what} must be an absolute path, got ${typeof path === 'string' ? shown(path) : typeof path}`);
+  checkToken(path, what, VALUE_LIMITS.path);
+  checkPathLength(path, what);
   if (posix.normalize(path) !== path || (path.length > 1 && path.endsWith('/'))) {
-    throw new InputError(`${what} must be normalised (no '..', '.', '//' or trailing '/'): ${path}`);
+    throw new InputError(`${what} must be normalised (no '..', '.', '//' or trailing '/'): ${shown(path)}`);
   }
   return path;
 }

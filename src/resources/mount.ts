@@ -1,6 +1,7 @@
 import { define, inline, type ProbeBatch, type ProbePart } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
+import { checkToken, VALUE_LIMITS } from '../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite } from './managed-file.ts';
 import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
@@ -117,6 +118,9 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
   const path = checkAbsolutePath(o.path, 'mount path');
   if (!o.fstype || /\s/.test(o.fstype)) throw new InputError(`mount ${path}: fstype is required and has no spaces`);
   if ((o.source === undefined) === (o.device === undefined)) throw new InputError(`mount ${path}: give exactly one of source or device`);
+  checkToken(o.fstype, `mount ${path}: fstype`, 64);
+  if (o.source !== undefined) checkToken(o.source, `mount ${path}: source`, VALUE_LIMITS.path);
+  for (const opt of o.options ?? []) checkToken(opt, `mount ${path}: option`, VALUE_LIMITS.path);
   const device = o.device !== undefined ? checkAbsolutePath(o.device, 'device') : undefined;
   const options = o.options?.length ? o.options : ['defaults'];
   for (const opt of options) if (!opt || /[\s,]/.test(opt)) throw new InputError(`mount ${path}: invalid option ${JSON.stringify(opt)}`);
