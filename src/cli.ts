@@ -19,6 +19,7 @@ import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vau
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
 import { checkConnectionFiles } from './connection/connect.ts';
+import { DEFAULT_KEEPALIVE_MS } from './connection/ssh.ts';
 import { printableLines } from './util/printable.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
@@ -52,7 +53,9 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
       --timeout SECONDS    SSH connect timeout (default 10)
-      --host-timeout SECS  give up on a host that takes longer than this (it counts as unreachable)
+      --host-timeout SECS  give up on a host that takes longer than this, connecting included: its
+                           remote commands are killed, its link dropped (it counts as unreachable)
+      --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
@@ -83,6 +86,7 @@ export interface CliOptions {
   acceptNew: boolean;
   timeoutMs: number;
   hostTimeoutMs?: number;
+  keepaliveMs: number;
   lockTimeoutSec: number;
   planOut?: string;
   maxPlanAgeMs: number;
@@ -131,6 +135,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
         'ssh-accept-new': { type: 'boolean' },
         timeout: { type: 'string' },
         'host-timeout': { type: 'string' },
+        'ssh-keepalive': { type: 'string' },
         'lock-timeout': { type: 'string' },
         'plan-out': { type: 'string' },
         'max-plan-age': { type: 'string' },
@@ -156,6 +161,10 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (lockTimeout !== undefined && !(/^[0-9]+$/.test(lockTimeout) && Number(lockTimeout) <= 86400)) {
     throw new InputError(`--lock-timeout must be a whole number of seconds from 0 to 86400, got '${lockTimeout}'`);
   }
+  const keepalive = v['ssh-keepalive'];
+  if (keepalive !== undefined && !(/^[0-9]{1,4}$/.test(keepalive) && Number(keepalive) <= 3600)) {
+    throw new InputError(`--ssh-keepalive must be a whole number of seconds from 0 to 3600, got '${keepalive}'`);
+  }
   const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
   if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
@@ -176,6 +185,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     acceptNew: !!v['ssh-accept-new'],
     timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
     hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
+    keepaliveMs: keepalive === undefined ? DEFAULT_KEEPALIVE_MS : Number(keepalive) * 1000,
     lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
     planOut: v['plan-out'],
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
@@ -340,12 +350,13 @@ export async function run(
   };
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
   emit({ type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check });
-  // Ctrl-C: finish what is in flight, write the journal, exit cleanly. A second one is final.
+  // Ctrl-C: no new host or step; the steps in flight get a moment, then their hosts are aborted
+  // (remote commands killed) and reported as interrupted; journal and recap are written. A second one is final.
   const abort = new AbortController();
   const onSignal = () => {
     journal.flush();
     if (abort.signal.aborted) process.exit(130);
-    out.stderr.write('\ninterrupted: finishing the steps in flight (Ctrl-C again to quit now)\n');
+    out.stderr.write('\ninterrupted: stopping the steps in flight, then writing the recap (Ctrl-C again to quit now)\n');
     abort.abort();
   };
   process.on('SIGINT', onSignal);
@@ -359,6 +370,7 @@ export async function run(
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
         hostTimeoutMs: opts.hostTimeoutMs,
+        keepaliveMs: opts.keepaliveMs,
         lockTimeoutSec: opts.lockTimeoutSec,
         check: opts.check,
         forks: opts.forks,
@@ -445,12 +457,12 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
   const rest = args.slice(1);
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
   for (let i = 0; i < rest.length; i++) {
     if (!allowed.test(rest[i]))
       throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
     if (
-      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id)$/.test(
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id)$/.test(
         rest[i],
       )
     )

@@ -14,6 +14,8 @@ export interface ConnectOptions {
   knownHostsFile?: string;
   acceptNewHostKeys: boolean;
   connectTimeoutMs: number;
+  /** SSH keepalive interval in ms (default 10 s; 0: none). */
+  keepaliveMs?: number;
 }
 
 /** The SSH settings for a host, from its connection (resolved and checked by the inventory). */
@@ -26,6 +28,7 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
     connectTimeoutMs: c.timeoutSeconds !== undefined ? c.timeoutSeconds * 1000 : o.connectTimeoutMs,
     knownHostsFile: knownHosts,
     acceptNewHostKeys: o.acceptNewHostKeys,
+    keepaliveMs: o.keepaliveMs,
   };
   return {
     ...common,

@@ -232,6 +232,16 @@ export interface WriteSpec {
   check?: string;
 }
 
+/** Where the temp files of writes of `path` are made: `DIR/.NAME.racksmith-tmp.` + 6 random characters. */
+export function tempPrefix(path: string): string {
+  // (NAME cut so the temp name stays within NAME_MAX)
+  const name = Buffer.from(posix.basename(path))
+    .subarray(0, 200)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  return `${posix.dirname(path)}/.${name}.racksmith-tmp.`;
+}
+
 /**
  * Steps that replace a file atomically: write a temp file in the same directory, fsync it, set
  * mode/owner, rename over the target. A reader (or a crash) sees the old file or the new one,
@@ -248,7 +258,15 @@ export function atomicWriteScript(w: WriteSpec): string {
       `[ "$(sha256sum < "$p" | cut -c1-64)" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`,
     );
   }
-  lines.push(`t=$(mktemp ${shq(posix.dirname(w.path) + '/.racksmith.XXXXXX')})`, `trap 'rm -f "$t"' EXIT`, `${shBytes(w.content)} > "$t"`);
+  // The temp file is named after its file, so a run that writes the file removes what an
+  // interrupted write of it left (the host's apply lock: no other run is writing it now).
+  const tmp = tempPrefix(w.path);
+  lines.push(
+    `for s in ${shq(tmp)}??????; do [ -f "$s" ] && [ ! -L "$s" ] && rm -f -- "$s"; done`,
+    `t=$(mktemp ${shq(tmp + 'XXXXXX')})`,
+    `trap 'rm -f "$t"' EXIT`,
+    `${shBytes(w.content)} > "$t"`,
+  );
   // A new file keeps the mode/owner of the one it replaces unless told otherwise.
   lines.push(`if [ -e "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t"; chown "$(stat -c %u:%g -- "$p")" "$t"; else chmod 644 "$t"; fi`);
   if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);
