@@ -89,7 +89,7 @@ export const validateStorageVars = varsSchema({
             type: 'object',
             minProperties: 1,
             propertyNames: { pattern: UDEV_MATCH_KEY.source },
-            additionalProperties: { type: 'string', pattern: '^[^"\\\\\\n]+$' },
+            additionalProperties: { type: 'string', pattern: '^[^"\\\\\\x00-\\x1f\\x7f]+$', maxLength: 1024 },
           },
           profile: { enum: ['hdd', 'nvme', 'ssd'] },
         },

@@ -20,6 +20,9 @@ import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vau
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
 import { scrub, scrubbingStream } from './util/secret.ts';
+import { checkConnectionFiles } from './connection/connect.ts';
+import { DEFAULT_KEEPALIVE_MS } from './connection/ssh.ts';
+import { printableLines } from './util/printable.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -52,7 +55,9 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
       --timeout SECONDS    SSH connect timeout (default 10)
-      --host-timeout SECS  give up on a host that takes longer than this (it counts as unreachable)
+      --host-timeout SECS  give up on a host that takes longer than this, connecting included: its
+                           remote commands are killed, its link dropped (it counts as unreachable)
+      --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
@@ -83,6 +88,7 @@ export interface CliOptions {
   acceptNew: boolean;
   timeoutMs: number;
   hostTimeoutMs?: number;
+  keepaliveMs: number;
   lockTimeoutSec: number;
   planOut?: string;
   maxPlanAgeMs: number;
@@ -125,6 +131,7 @@ const CLI_OPTIONS = {
   'ssh-accept-new': { type: 'boolean' },
   timeout: { type: 'string' },
   'host-timeout': { type: 'string' },
+  'ssh-keepalive': { type: 'string' },
   'lock-timeout': { type: 'string' },
   'plan-out': { type: 'string' },
   'max-plan-age': { type: 'string' },
@@ -158,6 +165,10 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (lockTimeout !== undefined && !(/^[0-9]+$/.test(lockTimeout) && Number(lockTimeout) <= 86400)) {
     throw new InputError(`--lock-timeout must be a whole number of seconds from 0 to 86400, got '${lockTimeout}'`);
   }
+  const keepalive = v['ssh-keepalive'];
+  if (keepalive !== undefined && !(/^[0-9]{1,4}$/.test(keepalive) && Number(keepalive) <= 3600)) {
+    throw new InputError(`--ssh-keepalive must be a whole number of seconds from 0 to 3600, got '${keepalive}'`);
+  }
   const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
   if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
@@ -178,6 +189,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     acceptNew: !!v['ssh-accept-new'],
     timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
     hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
+    keepaliveMs: keepalive === undefined ? DEFAULT_KEEPALIVE_MS : Number(keepalive) * 1000,
     lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
     planOut: v['plan-out'],
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
@@ -276,6 +288,7 @@ async function load(
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
+  checkConnectionFiles([...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))]);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
   const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
@@ -361,7 +374,7 @@ export async function run(
     }
   } catch (e) {
     if (e instanceof InputError) {
-      out.stderr.write(`error: ${e.message}\n`);
+      out.stderr.write(`error: ${printableLines(e.message)}\n`);
       return EXIT.BAD_INPUT;
     }
     throw e;
@@ -379,12 +392,13 @@ export async function run(
   };
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
   emit({ type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check });
-  // Ctrl-C: finish what is in flight, write the journal, exit cleanly. A second one is final.
+  // Ctrl-C: no new host or step; the steps in flight get a moment, then their hosts are aborted
+  // (remote commands killed) and reported as interrupted; journal and recap are written. A second one is final.
   const abort = new AbortController();
   const onSignal = () => {
     journal.flush();
     if (abort.signal.aborted) process.exit(130);
-    out.stderr.write('\ninterrupted: finishing the steps in flight (Ctrl-C again to quit now)\n');
+    out.stderr.write('\ninterrupted: stopping the steps in flight, then writing the recap (Ctrl-C again to quit now)\n');
     abort.abort();
   };
   process.on('SIGINT', onSignal);
@@ -398,6 +412,7 @@ export async function run(
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
         hostTimeoutMs: opts.hostTimeoutMs,
+        keepaliveMs: opts.keepaliveMs,
         lockTimeoutSec: opts.lockTimeoutSec,
         check: opts.check,
         forks: opts.forks,
@@ -490,7 +505,7 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   const rest: string[] = [];
   const extra: string[] = [];
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars)(=.*)?$/;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars)(=.*)?$/;
   const args1 = args.slice(1);
   for (let i = 0; i < args1.length; i++) {
     const a = args1[i];
@@ -499,7 +514,7 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
         `apply: ${a} cannot change a reviewed plan (only output, forks, timeouts, journal, host-key options and -e secrets)`,
       );
     const takesValue =
-      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars)$/.test(
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars)$/.test(
         a,
       );
     if (/^(-e|--extra-vars)(=|$)/.test(a)) {
@@ -518,7 +533,7 @@ export async function main(argv: string[], importPlaybook?: PlaybookImporter): P
   try {
     process.exitCode = await run(argv, process, importPlaybook);
   } catch (e) {
-    process.stderr.write(scrub(`internal error: ${(e as Error).stack ?? e}\n`));
+    process.stderr.write(scrub(`internal error: ${printableLines(String((e as Error).stack ?? e))}\n`));
     process.exitCode = EXIT.FAILED;
   }
 }

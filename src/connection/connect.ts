@@ -4,6 +4,9 @@ import type { Host } from '../inventory/model.ts';
 import { LocalConnection } from './local.ts';
 import { SshConnection, type SshOptions } from './ssh.ts';
 import type { Connection } from './types.ts';
+import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
+import { InputError } from '../util/errors.ts';
+import { CONNECTION_VARS } from '../inventory/connection.ts';
 
 export interface ConnectOptions {
   inventoryFile: string;
@@ -11,6 +14,8 @@ export interface ConnectOptions {
   knownHostsFile?: string;
   acceptNewHostKeys: boolean;
   connectTimeoutMs: number;
+  /** SSH keepalive interval in ms (default 10 s; 0: none). */
+  keepaliveMs?: number;
 }
 
 /** The SSH settings for a host, from its connection (resolved and checked by the inventory). */
@@ -23,6 +28,7 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
     connectTimeoutMs: c.timeoutSeconds !== undefined ? c.timeoutSeconds * 1000 : o.connectTimeoutMs,
     knownHostsFile: knownHosts,
     acceptNewHostKeys: o.acceptNewHostKeys,
+    keepaliveMs: o.keepaliveMs,
   };
   return {
     ...common,
@@ -38,4 +44,23 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
 export async function connect(host: Host, o: ConnectOptions): Promise<Connection> {
   if (host.connection.kind === 'local') return new LocalConnection(host.name);
   return SshConnection.open(sshOptionsFor(host, o));
+}
+
+/**
+ * Every private key file the hosts name, read once each before any host is contacted: a missing,
+ * unreadable or special file (a FIFO, /dev/zero) is bad input at the variable that names it.
+ */
+export function checkConnectionFiles(hosts: readonly Host[]): void {
+  const seen = new Set<string>();
+  for (const h of hosts) {
+    const file = h.connection.kind === 'ssh' ? h.connection.privateKeyFile : undefined;
+    if (file === undefined || seen.has(file)) continue;
+    seen.add(file);
+    try {
+      readInputFile(file, 'private key file', INPUT_LIMITS.key);
+    } catch (e) {
+      const v = CONNECTION_VARS.privateKeyFile.find((n) => n in h.vars);
+      throw new InputError(`${h.name}: ${(e as InputError).detail ?? (e as Error).message}`, v ? h.varSources[v] : h.pos);
+    }
+  }
 }

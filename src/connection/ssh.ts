@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import type { NodeSSH } from 'node-ssh';
 import type { ServerHostKeyAlgorithm } from 'ssh2';
 import type { Duplex } from 'node:stream';
@@ -7,6 +7,7 @@ import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts, type HostKeyVerdict } from './known-hosts.ts';
 import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
 import { shq } from '../shell/quote.ts';
+import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -18,12 +19,22 @@ export interface SshOptions {
   /** ssh-agent socket; defaults to $SSH_AUTH_SOCK. */
   agent?: string;
   connectTimeoutMs: number;
+  /** SSH keepalive interval (default 10 s; 0: none); the link counts as dead after KEEPALIVE_COUNT unanswered. */
+  keepaliveMs?: number;
   knownHostsFile: string;
   /** Record unknown host keys instead of refusing them. A changed key is refused regardless. */
   acceptNewHostKeys: boolean;
   /** Reach the host through this one first (like ProxyJump). */
   jump?: Omit<SshOptions, 'jump' | 'name'> & { name?: string };
 }
+
+/** Keepalives unanswered before the link counts as dead: 3 x 10 s is ~30 s for a cut link. */
+export const KEEPALIVE_COUNT = 3;
+export const DEFAULT_KEEPALIVE_MS = 10_000;
+/** How long close() waits for a graceful end before it drops the socket (a dead link never answers). */
+const CLOSE_GRACE_MS = 1000;
+/** How long abort() gives the kill of the remote process group over a second channel. */
+const KILL_TIMEOUT_MS = 1000;
 
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
 
@@ -50,9 +61,13 @@ function tcpConnect(address: string, port: number, timeoutMs: number): Promise<n
 /** An SSH session through node-ssh, with OpenSSH-style host key checking. */
 export class SshConnection implements Connection {
   execCount = 0;
+  /** The tags of the remote shells running now (each exec's `sh` carries one in its argv). */
+  private readonly running = new Set<string>();
+  private dropped = false;
   private constructor(
     readonly host: string,
     private readonly ssh: NodeSSH,
+    private readonly sock: Duplex,
     private readonly via?: SshConnection,
   ) {}
 
@@ -79,6 +94,15 @@ export class SshConnection implements Connection {
       );
     }
 
+    // A key file that is missing or unreadable stays so: a permanent error, never retried.
+    let privateKey: string | undefined;
+    try {
+      privateKey = opts.privateKeyFile ? readInputText(opts.privateKeyFile, 'private key file', INPUT_LIMITS.key) : undefined;
+    } catch (e) {
+      sock.destroy();
+      await via?.close();
+      throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
+    }
     const knownHosts = new KnownHosts(opts.knownHostsFile);
     let keyProblem: string | undefined;
     const { NodeSSH } = await nodeSsh;
@@ -89,11 +113,13 @@ export class SshConnection implements Connection {
         host: opts.address,
         port: opts.port,
         username: opts.user,
-        privateKey: opts.privateKeyFile ? readFileSync(opts.privateKeyFile, 'utf8') : undefined,
+        privateKey,
         agent: opts.agent ?? process.env.SSH_AUTH_SOCK,
         readyTimeout: opts.connectTimeoutMs,
         // toward the key types known_hosts records for the host, as OpenSSH orders them
         algorithms: { serverHostKey: knownHosts.algorithmsFor(opts.address, opts.port) as ServerHostKeyAlgorithm[] },
+        keepaliveInterval: opts.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
+        keepaliveCountMax: KEEPALIVE_COUNT,
         hostVerifier: (key: Buffer) => {
           const v = knownHosts.verify(opts.address, opts.port, key);
           if (v.status === 'match') return true;
@@ -118,29 +144,73 @@ export class SshConnection implements Connection {
     // error in between (the host died: EPIPE, ECONNRESET) would be an unhandled 'error' event and
     // end the whole run. The next exec on this connection fails instead.
     ssh.connection?.on('error', () => {});
-    return new SshConnection(opts.name, ssh, via);
+    return new SshConnection(opts.name, ssh, sock, via);
   }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
+    // sshd runs each command as a session leader: its process group is the remote shell and
+    // everything it starts. The tag finds that shell again from a second channel (abort).
+    const tag = `rs-exec-${randomBytes(6).toString('hex')}`;
+    this.running.add(tag);
     try {
       const r =
         stdin === undefined
-          ? await this.ssh.execCommand(REMOTE_SHELL, { stdin: scriptAsStdin(script), noTrim: true })
-          : await this.ssh.execCommand(`exec /bin/sh -c ${shq(inlineScript(script))}`, { stdin, noTrim: true });
+          ? await this.ssh.execCommand(`${REMOTE_SHELL} ${tag}`, { stdin: scriptAsStdin(script), noTrim: true })
+          : await this.ssh.execCommand(`exec /bin/sh -c ${shq(inlineScript(script))} ${tag}`, { stdin, noTrim: true });
       // No exit status and no signal: the channel closed under the command (the host or its sshd
       // died). Not a result: the connection is lost (a killed remote shell reports its signal).
       if (r.code === null && r.signal === null) throw new Error('the command ended without an exit status');
       return { stdout: r.stdout, stderr: r.stderr, code: r.code };
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
+    } finally {
+      this.running.delete(tag);
     }
   }
 
+  /**
+   * End now (host timeout, Ctrl-C): kill the process groups of the commands still running on
+   * the host, over a second channel while the link still answers, then drop the socket without
+   * waiting for a graceful close. The exec in flight fails as a lost connection.
+   */
+  async abort(): Promise<void> {
+    if (this.dropped) return;
+    if (this.running.size > 0) {
+      const kill = this.ssh.execCommand(REMOTE_SHELL, { stdin: scriptAsStdin(killGroupsScript([...this.running])) }).catch(() => undefined);
+      await Promise.race([kill, new Promise((r) => setTimeout(r, KILL_TIMEOUT_MS).unref())]);
+    }
+    this.drop();
+  }
+
+  private drop(): void {
+    this.dropped = true;
+    this.sock.destroy();
+    this.via?.drop();
+  }
+
   async close(): Promise<void> {
+    if (this.dropped) return;
     this.ssh.dispose();
+    // A graceful end needs the other side: on a dead link the socket would stay open for good.
+    if (!this.sock.destroyed) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, CLOSE_GRACE_MS);
+        this.sock.once('close', () => (clearTimeout(t), resolve()));
+      });
+    }
+    this.drop();
     await this.via?.close();
   }
+}
+
+/** Shell that kills (SIGKILL; dash takes `kill -9 -PGID`, not `--`) the process group of every remote shell whose argv ends in one of `tags`. */
+export function killGroupsScript(tags: string[]): string {
+  return `for p in /proc/[0-9]*; do
+  c=$(tr '\\000' ' ' < "$p/cmdline" 2>/dev/null) || continue
+  case "$c" in ${tags.map((t) => `*" ${t} "`).join('|')}) kill -9 "-\${p#/proc/}" 2>/dev/null ;; esac
+done
+exit 0`;
 }
 
 function inlineScript(script: string): string {

@@ -16,6 +16,11 @@ export interface Connection {
   exec(script: string, stdin?: string): Promise<ExecResult>;
   close(): Promise<void>;
   /**
+   * End now (host timeout, interrupt): kill what this connection's commands still run on the
+   * host where it can, then drop the link without a graceful close. Unset: close().
+   */
+  abort?(): Promise<void>;
+  /**
    * A process on the host that lives exactly as long as this connection, for state that must end
    * with it (the apply lock's holder, engine/apply-lock.ts). Unset: the remote shell's parent,
    * which over SSH is sshd's process for this connection.

@@ -1,3 +1,4 @@
+import { checkToken, VALUE_LIMITS } from '../util/input-value.ts';
 import type { ProbeOutput, ProbeText } from './probe.ts';
 import { refuseSecrets } from '../util/secret.ts';
 
@@ -148,6 +149,8 @@ export function common(
   /** Options that take a Secret (file content): every other one refuses secrets (exit 3). */
   takesSecrets: readonly string[] = [],
 ): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after' | 'notify'> {
+  // Every resource's id is made of what identifies it (a path, a name): one check covers them all.
+  checkToken(id, `${kind} id`, VALUE_LIMITS.path + 256);
   refuseSecrets(o, id, takesSecrets);
   return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after, notify: o.notify };
 }

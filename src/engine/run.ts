@@ -3,7 +3,9 @@ import { ConnectError } from '../connection/types.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
 import { selectHosts } from '../inventory/limit.ts';
 import type { Resource } from '../contract/resource.ts';
-import { InputError } from '../util/errors.ts';
+import { InputError, type SourcePos } from '../util/errors.ts';
+import { BadValue } from '../util/input-value.ts';
+import { printable } from '../util/printable.ts';
 import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { isReadable, probeHost, runHost, type Answer, type PlannedResource } from './host-run.ts';
@@ -105,9 +107,24 @@ function buildResources(play: Play, host: Host, inv: Inventory, memo: PlayMemo):
   try {
     return memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
   } catch (e) {
-    if (e instanceof InputError && !e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
+    if (e instanceof InputError && !e.pos)
+      throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
     throw e;
   }
+}
+
+/**
+ * Where a bad value a resource refused was set: the first variable of the host holding a string
+ * with the same problem (a control character, an over-long word), else nowhere known.
+ */
+function culpritPos(e: InputError, host: Host): SourcePos | undefined {
+  if (!(e instanceof BadValue)) return undefined;
+  const has = (v: unknown, depth: number): boolean =>
+    typeof v === 'string'
+      ? e.culprit(v)
+      : depth < 100 && v !== null && typeof v === 'object' && Object.values(v).some((x) => has(x, depth + 1));
+  for (const [name, value] of Object.entries(host.vars)) if (has(value, 0)) return host.varSources[name];
+  return undefined;
 }
 
 function withPlayTags(r: Resource, playTags: string[]): Resource {
@@ -214,6 +231,48 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     return p;
   };
 
+  /**
+   * A host's end, when its --host-timeout passes or the run is interrupted (Ctrl-C: after a grace
+   * for the exec in flight): its connection is aborted (the remote process groups killed, the
+   * socket dropped), so nothing of a host outlasts either.
+   */
+  const watch = (conn: Promise<Connection>) => {
+    let reason: 'timeout' | 'interrupted' | undefined;
+    let fire: (r: 'timeout' | 'interrupted') => void = () => {};
+    const ended = new Promise<'timeout' | 'interrupted'>((r) => (fire = r));
+    let grace: NodeJS.Timeout | undefined;
+    const end = (r: 'timeout' | 'interrupted') => {
+      if (reason) return;
+      reason = r;
+      fire(r);
+      void conn.then(
+        (c) => (c.abort ? c.abort() : c.close()),
+        () => undefined,
+      );
+    };
+    const timer = o.hostTimeoutMs ? setTimeout(() => end('timeout'), o.hostTimeoutMs) : undefined;
+    const onAbort = () => (grace = setTimeout(() => end('interrupted'), INTERRUPT_GRACE_MS));
+    if (o.signal?.aborted) onAbort();
+    else o.signal?.addEventListener('abort', onAbort, { once: true });
+    return {
+      ended,
+      get reason() {
+        return reason;
+      },
+      clear() {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        o.signal?.removeEventListener('abort', onAbort);
+      },
+    };
+  };
+  /** What a host's recap says when its watch ended it. */
+  const endedError = (reason: 'timeout' | 'interrupted') =>
+    reason === 'timeout' ? `timed out after ${o.hostTimeoutMs! / 1000}s` : 'interrupted: the steps in flight were stopped';
+  /** `p`, or undefined once the watch ended and the host's work did not finish within a moment more. */
+  const until = <T>(p: Promise<T>, w: ReturnType<typeof watch>): Promise<T | undefined> =>
+    Promise.race([p, w.ended.then(() => new Promise<undefined>((r) => setTimeout(r, ABANDON_AFTER_MS)))]);
+
   const runOne = async (
     playIndex: number,
     host: Host,
@@ -225,21 +284,23 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     const recap = recapOf(host.name);
     if (recap.unreachable) return false;
     emit({ type: 'host_start', host: host.name, play: playName });
-    let conn: Connection;
+    const pending = connection(host);
+    const w = watch(pending);
+    let conn: Connection | undefined;
     try {
-      conn = await connection(host);
+      conn = await until(pending, w);
     } catch (e) {
+      w.clear();
       recap.unreachable = true;
       recap.error = (e as Error).message;
       return false;
     }
-    let timedOut = false;
-    const timer = o.hostTimeoutMs
-      ? setTimeout(() => {
-          timedOut = true;
-          void conn.close(); // the exec in flight fails: the host ends as unreachable
-        }, o.hostTimeoutMs)
-      : undefined;
+    if (!conn || w.reason) {
+      w.clear();
+      recap.unreachable = w.reason !== 'interrupted';
+      recap.error = endedError(w.reason ?? 'timeout');
+      return false;
+    }
     // A host without answers reads an empty entry (the same code path and object shape as one
     // with them), and this play's answers are looked up and dropped whether current or not: the
     // first play makes these calls too, so V8 has their feedback and keeps its code for the later.
@@ -253,33 +314,39 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     const later = probed || applying > 0 ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
     const prefetch = mapByPush(later, ([, rs]) => rs);
     const sentAt = applyEpoch;
-    const res = await runHost(conn, resources, {
-      probed,
-      prefetch,
-      onPrefetched: (answers) => {
-        const byPlay = new Map<number, readonly Answer[]>();
-        let k = 0;
-        for (const [j, rs] of later) byPlay.set(j, answers.slice(k, (k += rs.length)));
-        prefetched.set(host.name, { epoch: sentAt, byPlay });
-      },
-      onApply,
-      hashFacts: o.hashFacts || o.planned !== undefined,
-      host: host.name,
-      play: playName,
-      check: o.check,
-      planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
-      signal: o.signal,
-      lock,
-      onResult,
-      fleet,
-    })
-      .catch((e: Error): undefined => {
+    const res = await until(
+      runHost(conn, resources, {
+        probed,
+        prefetch,
+        onPrefetched: (answers) => {
+          const byPlay = new Map<number, readonly Answer[]>();
+          let k = 0;
+          for (const [j, rs] of later) byPlay.set(j, answers.slice(k, (k += rs.length)));
+          prefetched.set(host.name, { epoch: sentAt, byPlay });
+        },
+        onApply,
+        hashFacts: o.hashFacts || o.planned !== undefined,
+        host: host.name,
+        play: playName,
+        check: o.check,
+        planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
+        signal: o.signal,
+        lock,
+        onResult,
+        fleet,
+      }).catch((e: Error): undefined => {
         // A fault of the engine itself (resources' own errors fail those resources): this host
         // ends failed, with its recap; the run and the other hosts go on.
         recap.error = `internal error on this host: ${e.message}`;
         return undefined;
-      })
-      .finally(() => clearTimeout(timer));
+      }),
+      w,
+    ).finally(() => w.clear());
+    if (w.reason) {
+      recap.unreachable = w.reason === 'timeout';
+      recap.error = endedError(w.reason);
+      return false;
+    }
     if (!res) return false;
     const byPlay = factHashes.get(host.name) ?? new Map<string, Map<string, string>>();
     byPlay.set(playName, res.factHashes);
@@ -287,9 +354,9 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     recap.execs = conn.execCount;
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
     if (res.lockWaits) recap.lockWaits = [...(recap.lockWaits ?? []), ...res.lockWaits];
-    if (res.lostConnection || timedOut) {
+    if (res.lostConnection) {
       recap.unreachable = true;
-      recap.error = timedOut ? `timed out after ${o.hostTimeoutMs! / 1000}s` : res.lostConnection;
+      recap.error = res.lostConnection;
       return false;
     }
     return !res.results.some((r) => r.status === 'failed');
@@ -312,35 +379,30 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         pre!.byPlay.delete(playIndex);
         return;
       }
-      let conn: Connection;
-      try {
-        conn = await connection(host);
-      } catch {
-        return;
-      }
+      const pending = connection(host);
+      const w = watch(pending);
       const later = laterPlays(resourcesOf, playIndex, host.name);
       const sentAt = applyEpoch;
-      let timedOut = false;
-      const timer = o.hostTimeoutMs
-        ? setTimeout(() => {
-            timedOut = true;
-            void conn.close();
-          }, o.hostTimeoutMs)
-        : undefined;
       // A fault of the engine itself: this host's runOne meets it again and reports it.
-      const res = await probeHost(
-        conn,
-        resources,
-        later.map(([, rs]) => rs),
+      const res = await until(
+        pending.then((conn) =>
+          probeHost(
+            conn,
+            resources,
+            later.map(([, rs]) => rs),
+          ),
+        ),
+        w,
       )
         .catch((e: Error) => e.message)
-        .finally(() => clearTimeout(timer));
-      if (timedOut) {
+        .finally(() => w.clear());
+      if (w.reason) {
         const recap = recapOf(host.name);
-        recap.unreachable = true;
-        recap.error = `timed out after ${o.hostTimeoutMs! / 1000}s`;
+        recap.unreachable = w.reason === 'timeout';
+        recap.error = endedError(w.reason);
+        return;
       }
-      if (typeof res === 'string') return;
+      if (res === undefined || typeof res === 'string') return;
       answers.set(host.name, res.answers);
       const byPlay = new Map<number, readonly Answer[]>();
       let k = 0;
@@ -415,6 +477,11 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   emit({ type: 'recap', ...recap });
   return { ...recap, results, factHashes };
 }
+
+/** After an interrupt, how long the steps in flight get to finish before their hosts are aborted. */
+const INTERRUPT_GRACE_MS = 1500;
+/** After a host's abort, how long its work gets to notice (its exec fails) before it is left behind. */
+const ABANDON_AFTER_MS = 1500;
 
 /** A host's answers for later plays, made before any apply of epoch `epoch`. */
 interface Prefetched {

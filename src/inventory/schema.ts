@@ -14,7 +14,8 @@ const PORT = {
   ],
 };
 const USER = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_.-]*\\$?$', maxLength: 64 };
-const PATH = { type: 'string', minLength: 1 };
+// A file path: PATH_MAX, no control characters (they would only ever name the wrong file).
+const PATH = { type: 'string', minLength: 1, maxLength: 4096, pattern: '^[^\\x00-\\x1f\\x7f]+$' };
 const TIMEOUT = {
   anyOf: [
     { type: 'integer', minimum: 1, maximum: 86400 },
@@ -38,6 +39,8 @@ export const varsSchema = {
     ansible_private_key_file: PATH,
     ansible_ssh_timeout: TIMEOUT,
     ansible_timeout: TIMEOUT,
+    racksmith_known_hosts: PATH,
+    racksmith_ssh_jump: { type: 'string', minLength: 1, maxLength: 330 },
   },
 } as const;
 

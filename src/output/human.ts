@@ -4,6 +4,7 @@ import { FleetLine } from './fleet-line.ts';
 import { liveList, type LiveLine } from './live-renderer.ts';
 import { groupChanges, hostList } from './group-changes.ts';
 import { recapTable } from './recap.ts';
+import { printable, printableLines } from '../util/printable.ts';
 
 export interface HumanOptions {
   diff: boolean;
@@ -68,7 +69,7 @@ export class HumanReporter {
       if (!p) return;
       this.stale.delete(e.host);
       this.title(p, e.host, e); // the host's final counts
-      if (e.unreachable) p.title(`${e.host}: UNREACHABLE`);
+      if (e.unreachable) p.title(`${printable(e.host)}: UNREACHABLE`);
       p.done();
     }
   };
@@ -84,7 +85,7 @@ export class HumanReporter {
   };
 
   private title(p: HostProgress, host: string, n: Counts): void {
-    p.title(`${host}: ${n.ok} ok, ${n.changed} changed, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`);
+    p.title(`${printable(host)}: ${n.ok} ok, ${n.changed} changed, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`);
   }
 
   private startProgress(hosts: string[], check: boolean): void {
@@ -100,7 +101,7 @@ export class HumanReporter {
   /** In a terminal: listr2's live list, a line per host redrawn as its counts move. */
   private startLiveList(hosts: string[], doing: string, logger: ListrLogger): void {
     const { lines, done } = liveList(
-      hosts.map((host) => `${host}: ${doing}`),
+      hosts.map((host) => `${printable(host)}: ${doing}`),
       logger,
     );
     hosts.forEach((host, i) => this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, ...lines[i] }));
@@ -115,7 +116,7 @@ export class HumanReporter {
   private startLines(hosts: string[], doing: string): void {
     let text = '';
     for (const host of hosts) {
-      let title = `${host}: ${doing}`;
+      let title = `${printable(host)}: ${doing}`;
       text += `${color.yellow(figures.pointer)} ${title}\n`;
       const done = () => this.out.write(`${color.green(figures.tick)} ${title}\n`);
       this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (title = s), done });
@@ -138,9 +139,9 @@ export class HumanReporter {
       w();
       w(outcome.check ? 'Changes that would be made (check mode: nothing was changed):' : 'Changes made:');
       for (const g of groups) {
-        w(`\n● ${g.id}  [${hostList(g.hosts)}]`);
-        for (const s of g.summaries) w(`    ${s}`);
-        if (this.o.diff) for (const d of g.diffs) w(indent(d));
+        w(`\n● ${printable(g.id)}  [${printable(hostList(g.hosts))}]`);
+        for (const s of g.summaries) w(`    ${printable(s)}`);
+        if (this.o.diff) for (const d of g.diffs) w(indent(printableLines(d)));
       }
     }
     const failures = outcome.results.filter((r) => r.status === 'failed' || (r.status === 'skipped' && this.o.verbose > 0));
@@ -148,10 +149,11 @@ export class HumanReporter {
     if (failures.length || unreachable.length) {
       w();
       w('Problems:');
-      for (const h of unreachable) w(`  ${h.host}: ${h.unreachable ? 'UNREACHABLE: ' : ''}${h.error}`);
-      for (const r of failures) w(`  ${r.host}: ${r.id}: ${r.status.toUpperCase()}: ${r.error}`);
+      for (const h of unreachable) w(`  ${printable(h.host)}: ${h.unreachable ? 'UNREACHABLE: ' : ''}${printableLines(String(h.error))}`);
+      for (const r of failures)
+        w(`  ${printable(r.host)}: ${printable(r.id)}: ${r.status.toUpperCase()}: ${printableLines(String(r.error))}`);
     }
-    if (this.o.verbose > 1) for (const r of outcome.results) w(`  ${r.host}: ${r.id}: ${r.status}`);
+    if (this.o.verbose > 1) for (const r of outcome.results) w(`  ${printable(r.host)}: ${printable(r.id)}: ${r.status}`);
     w();
     w(recapTable(outcome));
   }

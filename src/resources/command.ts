@@ -1,5 +1,6 @@
 import { shJoin, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
+import { checkCommand, checkToken } from '../util/input-value.ts';
 import { checkAbsolutePath } from './file-common.ts';
 import { common, type CommonOptions, type Resource } from '../contract/resource.ts';
 
@@ -28,6 +29,9 @@ const toShell = (cmd: string[] | string) => (Array.isArray(cmd) ? shJoin(cmd) : 
 /** A command with a guard (`creates` / `unless`) so that converging is idempotent. */
 export function command(o: CommandOptions): Resource<CommandFacts> {
   if (!o.name) throw new InputError('command: name is required');
+  checkToken(o.name, 'command name');
+  checkCommand(o.run, `command ${o.name}: run`);
+  if (o.unless !== undefined) checkCommand(o.unless, `command ${o.name}: unless`);
   if (Array.isArray(o.run) ? o.run.length === 0 : !o.run) throw new InputError(`command ${o.name}: run is empty`);
   if (o.creates === undefined && o.unless === undefined && !o.unguarded) {
     throw new InputError(`command ${o.name}: needs a guard (creates or unless), or unguarded: true to run it every time`);

@@ -3,6 +3,7 @@ import { posix } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { shBytes, shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
+import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../util/input-value.ts';
 import type { BatchPart, ProbeBatch } from '../contract/probe.ts';
 import { ProbeError } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
@@ -25,10 +26,11 @@ export interface FileFacts {
 
 export function checkAbsolutePath(path: string, what = 'path'): string {
   if (typeof path !== 'string' || !path.startsWith('/'))
-    throw new InputError(`${what} must be an absolute path, got ${JSON.stringify(path)}`);
-  if (path.includes('\0') || path.includes('\n')) throw new InputError(`${what} must not contain NUL or newline: ${JSON.stringify(path)}`);
+    throw new InputError(`${what} must be an absolute path, got ${typeof path === 'string' ? shown(path) : typeof path}`);
+  checkToken(path, what, VALUE_LIMITS.path);
+  checkPathLength(path, what);
   if (posix.normalize(path) !== path || (path.length > 1 && path.endsWith('/'))) {
-    throw new InputError(`${what} must be normalised (no '..', '.', '//' or trailing '/'): ${path}`);
+    throw new InputError(`${what} must be normalised (no '..', '.', '//' or trailing '/'): ${shown(path)}`);
   }
   return path;
 }
@@ -230,6 +232,16 @@ export interface WriteSpec {
   check?: string;
 }
 
+/** Where the temp files of writes of `path` are made: `DIR/.NAME.racksmith-tmp.` + 6 random characters. */
+export function tempPrefix(path: string): string {
+  // (NAME cut so the temp name stays within NAME_MAX)
+  const name = Buffer.from(posix.basename(path))
+    .subarray(0, 200)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  return `${posix.dirname(path)}/.${name}.racksmith-tmp.`;
+}
+
 /**
  * Steps that replace a file atomically: write a temp file in the same directory, fsync it, set
  * mode/owner, rename over the target. A reader (or a crash) sees the old file or the new one,
@@ -246,7 +258,15 @@ export function atomicWriteScript(w: WriteSpec): string {
       `[ "$(sha256sum < "$p" | cut -c1-64)" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`,
     );
   }
-  lines.push(`t=$(mktemp ${shq(posix.dirname(w.path) + '/.racksmith.XXXXXX')})`, `trap 'rm -f "$t"' EXIT`, `${shBytes(w.content)} > "$t"`);
+  // The temp file is named after its file, so a run that writes the file removes what an
+  // interrupted write of it left (the host's apply lock: no other run is writing it now).
+  const tmp = tempPrefix(w.path);
+  lines.push(
+    `for s in ${shq(tmp)}??????; do [ -f "$s" ] && [ ! -L "$s" ] && rm -f -- "$s"; done`,
+    `t=$(mktemp ${shq(tmp + 'XXXXXX')})`,
+    `trap 'rm -f "$t"' EXIT`,
+    `${shBytes(w.content)} > "$t"`,
+  );
   // A new file keeps the mode/owner of the one it replaces unless told otherwise.
   lines.push(`if [ -e "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t"; chown "$(stat -c %u:%g -- "$p")" "$t"; else chmod 644 "$t"; fi`);
   if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);

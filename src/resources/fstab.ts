@@ -9,27 +9,60 @@ export interface FstabEntry {
   pass: number;
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what it escapes
+const FSTAB_SPECIAL = /[\x00-\x20\x7f\\]/g;
+const MOUNTINFO_SPECIAL = /[ \t\n\\]/g;
+const octal = (c: string) => '\\' + c.charCodeAt(0).toString(8).padStart(3, '0');
+
 /**
- * fstab escapes whitespace and backslashes as octal (`\040` is a space), as the kernel does in
- * /proc/self/mountinfo (mount-table.ts uses these too).
+ * A field as fstab holds it: space, backslash and every control character as a 3-digit octal
+ * escape (`\040` is a space), as util-linux's mangle() and fstab(5) have them. Other characters
+ * (a non-breaking space, any UTF-8) stay as they are: fstab separates fields by spaces and tabs only.
  */
 export function fstabEscape(s: string): string {
-  return s.replace(/[\\ \t\n]/g, (c) => '\\' + c.charCodeAt(0).toString(8).padStart(3, '0'));
+  return s.replace(FSTAB_SPECIAL, octal);
 }
 
+/** A path as /proc/self/mountinfo shows it: the kernel escapes only space, tab, newline and backslash. */
+export function mountinfoEscape(s: string): string {
+  return s.replace(MOUNTINFO_SPECIAL, octal);
+}
+
+/**
+ * The inverse of both: every `\ooo` is one byte (as the kernel and libmount read it), so escaped
+ * bytes of a multi-byte character decode together. A backslash not followed by 3 octal digits is itself.
+ */
 export function fstabUnescape(s: string): string {
   if (!s.includes('\\')) return s; // the common case: nothing escaped
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  const raw = Buffer.from(s, 'utf8');
+  const out = Buffer.allocUnsafe(raw.length);
+  let n = 0;
+  for (let i = 0; i < raw.length; i++) {
+    const b = raw[i];
+    if (b === 0x5c && i + 3 < raw.length && isOctal(raw[i + 1]) && isOctal(raw[i + 2]) && isOctal(raw[i + 3])) {
+      out[n++] = ((raw[i + 1] - 48) * 64 + (raw[i + 2] - 48) * 8 + (raw[i + 3] - 48)) & 0xff;
+      i += 3;
+    } else out[n++] = b;
+  }
+  return out.subarray(0, n).toString('utf8');
 }
+
+const isOctal = (b: number | undefined) => b !== undefined && b >= 0x30 && b <= 0x37;
 
 export function formatEntry(e: FstabEntry): string {
   return [fstabEscape(e.source), fstabEscape(e.target), e.fstype, e.options, e.dump, e.pass].join(' ');
 }
 
+/**
+ * The fields of an fstab line are split where libmount splits them: on C-locale isspace() bytes
+ * (space, tab, \v, \f, \r), never on other Unicode spaces (a non-breaking space is part of a path).
+ */
+const FIELD_SEPARATOR = /[ \t\v\f\r]+/;
+
 export function parseEntry(line: string): FstabEntry | undefined {
-  const t = line.trim();
+  const t = line.replace(/^[ \t\v\f\r]+|[ \t\v\f\r]+$/g, '');
   if (!t || t.startsWith('#')) return undefined;
-  const f = t.split(/\s+/);
+  const f = t.split(FIELD_SEPARATOR);
   if (f.length < 3) return undefined;
   return {
     source: fstabUnescape(f[0]),
@@ -42,19 +75,28 @@ export function parseEntry(line: string): FstabEntry | undefined {
 }
 
 // Every mount resource of a host looks its target up in the same fstab: keep the last one parsed.
-let parsed: { text: string; byTarget: Map<string, Readonly<FstabEntry>> } | undefined;
+let parsed: { text: string; byTarget: Map<string, Readonly<FstabEntry>>; count: Map<string, number> } | undefined;
 
 /** The last entry for `target` (mount(8) uses the last one too). Read-only: it is shared. */
 export function findEntry(text: string, target: string): Readonly<FstabEntry> | undefined {
   if (parsed?.text !== text) {
     const byTarget = new Map<string, Readonly<FstabEntry>>();
+    const count = new Map<string, number>();
     for (const line of text.split('\n')) {
       const e = parseEntry(line);
-      if (e) byTarget.set(e.target, Object.freeze(e)); // a later line wins
+      if (!e) continue;
+      byTarget.set(e.target, Object.freeze(e)); // a later line wins
+      count.set(e.target, (count.get(e.target) ?? 0) + 1);
     }
-    parsed = { text, byTarget };
+    parsed = { text, byTarget, count };
   }
   return parsed.byTarget.get(target);
+}
+
+/** How many entries `text` has for `target` (more than one: setEntry collapses them into one). */
+export function entryCount(text: string, target: string): number {
+  findEntry(text, target);
+  return parsed!.count.get(target) ?? 0;
 }
 
 export function sameEntry(a: FstabEntry, b: FstabEntry): boolean {

@@ -5,7 +5,7 @@
  */
 import type { BatchPart, ProbeBatch } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
-import { fstabEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
+import { mountinfoEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 import { remember } from '../util/memo.ts';
 
 export const MOUNT_TABLE: ProbeBatch = {
@@ -14,7 +14,7 @@ export const MOUNT_TABLE: ProbeBatch = {
   // anywhere in it, a superset of the lines whose mountpoint field matches, which split picks.
   // Exit 1 (nothing matched) is an empty table, not a failure.
   script: (paths) =>
-    `grep -F ${paths.map((p) => `-e ${shq(p.endsWith('/') ? ` ${fstabEscape(p)}` : ` ${fstabEscape(p)} `)}`).join(' ')} /proc/self/mountinfo\n[ $? -le 1 ]`,
+    `grep -F ${paths.map((p) => `-e ${shq(p.endsWith('/') ? ` ${mountinfoEscape(p)}` : ` ${mountinfoEscape(p)} `)}`).join(' ')} /proc/self/mountinfo\n[ $? -le 1 ]`,
   split(stdout, args) {
     // Each line with its mountpoint, in table order; the lines of each mountpoint (several when
     // mounts are stacked) joined once.
@@ -67,8 +67,8 @@ function mountpointField(line: string): string {
   return line.slice(at, end);
 }
 
-// mountinfo escapes space, tab, newline and backslash as \ooo, exactly as fstab does.
-export { unescapeMountinfo, fstabEscape as escapeMountinfo };
+// mountinfo escapes space, tab, newline and backslash as \ooo (fstab escapes these and more).
+export { unescapeMountinfo, mountinfoEscape as escapeMountinfo };
 
 /** Mountpoint -> the entry on top (the last one mounted there), from /proc/self/mountinfo text. */
 export function parseMountTable(text: string): Map<string, MountEntry> {

@@ -1,10 +1,11 @@
 import { define, inline, type ProbeBatch, type ProbePart } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
+import { checkToken, VALUE_LIMITS } from '../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite } from './managed-file.ts';
 import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
-import { findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
+import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
 
@@ -117,6 +118,9 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
   const path = checkAbsolutePath(o.path, 'mount path');
   if (!o.fstype || /\s/.test(o.fstype)) throw new InputError(`mount ${path}: fstype is required and has no spaces`);
   if ((o.source === undefined) === (o.device === undefined)) throw new InputError(`mount ${path}: give exactly one of source or device`);
+  checkToken(o.fstype, `mount ${path}: fstype`, 64);
+  if (o.source !== undefined) checkToken(o.source, `mount ${path}: source`, VALUE_LIMITS.path);
+  for (const opt of o.options ?? []) checkToken(opt, `mount ${path}: option`, VALUE_LIMITS.path);
   const device = o.device !== undefined ? checkAbsolutePath(o.device, 'device') : undefined;
   const options = o.options?.length ? o.options : ['defaults'];
   for (const opt of options) if (!opt || /[\s,]/.test(opt)) throw new InputError(`mount ${path}: invalid option ${JSON.stringify(opt)}`);
@@ -287,9 +291,16 @@ cd /`);
       }
       if (persist) {
         const want = entryFor(f);
-        const have = f.fstab.content !== undefined ? findEntry(contentText(f.fstab), path) : undefined;
-        if (!have || !sameEntry(have, want)) {
-          const summary = have ? `${fstabFile}: update ${path} entry` : `${fstabFile}: add ${formatEntry(want)}`;
+        const text = f.fstab.content !== undefined ? contentText(f.fstab) : '';
+        const have = findEntry(text, path);
+        // Several entries for the path (another tool's, or an older racksmith's): collapsed into one.
+        const duplicates = entryCount(text, path) > 1;
+        if (!have || !sameEntry(have, want) || duplicates) {
+          const summary = !have
+            ? `${fstabFile}: add ${formatEntry(want)}`
+            : duplicates
+              ? `${fstabFile}: one ${path} entry instead of ${entryCount(text, path)}`
+              : `${fstabFile}: update ${path} entry`;
           changes.push(...fstab.changes(f, newFstab(f), { create: summary, update: summary }));
         }
       }

@@ -4,12 +4,16 @@
  * clamped values the ioTuning resource writes to sysfs. Rules are reloaded where udevd runs.
  */
 import { shq } from '../shell/quote.ts';
+import { InputError } from '../util/errors.ts';
+import { BadValue, checkToken, shown } from '../util/input-value.ts';
 import {
   ioTarget,
   mergeProfiles,
   parseDiskFacts,
   profileFor,
+  udevGlobError,
   udevMatch,
+  UDEV_MATCH_KEY,
   udevRuleLine,
   udevRulesFile,
   type DiskFacts,
@@ -43,6 +47,19 @@ export interface IoUdevFacts {
   disks: DiskFacts[];
 }
 
+/**
+ * A disk's explicit match, checked when the resource is built: a key udev knows, a glob that
+ * compiles, and nothing that would end the rule's quoted value or line (`"`, `\`, control characters).
+ */
+function checkUdevMatch(d: UdevDisk): void {
+  for (const [k, v] of Object.entries(d.match ?? {})) {
+    if (!UDEV_MATCH_KEY.test(k)) throw new InputError(`${d.name}: udev match key ${shown(k)} is not KERNEL, ENV{NAME} or ATTR{name}`);
+    checkToken(v, `${d.name}: udev match ${k}`, 1024);
+    const bad = /["\\]/.test(v) ? 'a quote or backslash would end the rule value' : udevGlobError(v);
+    if (bad) throw new BadValue(`${d.name}: udev match ${k}=${shown(v)} is not a udev glob: ${bad}`, (s) => s === v);
+  }
+}
+
 /** Rule file content for these disk facts (pure). Throws Refusal when a disk cannot be matched. */
 export function ioRulesContent(disks: UdevDisk[], facts: DiskFacts[], profiles: Record<ProfileName, IoProfile>): string {
   const entries: UdevEntry[] = disks.map((d, i) => {
@@ -64,6 +81,7 @@ export function ioRulesContent(disks: UdevDisk[], facts: DiskFacts[], profiles: 
 
 export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts, FileWrite> {
   const path = checkAbsolutePath(o.path ?? IO_RULES_FILE, 'udev rules path');
+  for (const d of o.disks) checkUdevMatch(d);
   const profiles = o.profiles ?? mergeProfiles();
   const mf = managedFile<IoUdevFacts>({
     path,

@@ -17,3 +17,8 @@ export function printable(s: string): string {
         : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
   );
 }
+
+/** A message of several lines (racksmith's own line breaks kept): each line made printable. */
+export function printableLines(s: string): string {
+  return s.split('\n').map(printable).join('\n');
+}

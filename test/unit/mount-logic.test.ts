@@ -7,7 +7,17 @@ import { scriptAsStdin } from '../../src/connection/transport.ts';
 import { ProbeSet, standaloneProbe } from '../../src/engine/probe-set.ts';
 import { buildScript, splitOutput, type Section } from '../../src/engine/script.ts';
 import { fileWith } from './facts.ts';
-import { findEntry, fstabEscape, fstabUnescape, removeEntry, setEntry } from '../../src/resources/fstab.ts';
+import {
+  entryCount,
+  findEntry,
+  formatEntry,
+  fstabEscape,
+  fstabUnescape,
+  mountinfoEscape,
+  parseEntry,
+  removeEntry,
+  setEntry,
+} from '../../src/resources/fstab.ts';
 import { mount, type MountFacts } from '../../src/resources/mount.ts';
 import { gpuBinds } from '../../src/resources/gpu-binds.ts';
 import { gpuStandins } from '../../src/resources/gpu-standins.ts';
@@ -21,6 +31,85 @@ describe('fstab text', () => {
   ])('escapes %j', (raw, esc) => {
     expect(fstabEscape(raw)).toBe(esc);
     expect(fstabUnescape(esc)).toBe(raw);
+  });
+
+  // Every whitespace and control character is an octal escape (util-linux's mangle() and more);
+  // other characters, a non-breaking space among them, are part of the field as they are.
+  it.each([
+    ['/mnt/a\x01b', '/mnt/a\\001b'],
+    ['/mnt/nl\nx', '/mnt/nl\\012x'],
+    ['/mnt/cr\rx\vy\fz', '/mnt/cr\\015x\\013y\\014z'],
+    ['/mnt/del\x7f', '/mnt/del\\177'],
+    ['/mnt/esc\x1b[31m', '/mnt/esc\\033[31m'],
+    ['/mnt/nb\u00a0sp', '/mnt/nb\u00a0sp'],
+    ['/mnt/é\u2028', '/mnt/é\u2028'],
+  ])('fstab escaping of %j', (raw, esc) => {
+    expect(fstabEscape(raw)).toBe(esc);
+    expect(fstabUnescape(esc)).toBe(raw);
+  });
+
+  it('mountinfo escaping is the kernel set only (space, tab, newline, backslash)', () => {
+    expect(mountinfoEscape('/a b\tc\nd\\e\x01f')).toBe('/a\\040b\\011c\\012d\\134e\x01f');
+  });
+
+  it('octal escapes are bytes: the escaped UTF-8 bytes of a character decode together', () => {
+    expect(fstabUnescape('/mnt/nb\\302\\240sp')).toBe('/mnt/nb\u00a0sp');
+    expect(fstabUnescape('/a\\9xy\\')).toBe('/a\\9xy\\'); // not an escape: kept
+  });
+
+  it.each([
+    ['a non-breaking space is part of the path', '/src /mnt/nb\u00a0sp none bind 0 0', '/mnt/nb\u00a0sp'],
+    ['other Unicode spaces too', '/src /mnt/\u2003em\u3000x none bind 0 0', '/mnt/\u2003em\u3000x'],
+    ['tabs separate', '/src\t/mnt/t\tnone bind 0 0', '/mnt/t'],
+    ['\\v, \\f and \\r separate (isspace, as libmount)', '/src\v/mnt/v\fnone\rbind 0 0', '/mnt/v'],
+    ['a raw control character that is not a space stays', '/src /mnt/a\x01b none bind 0 0', '/mnt/a\x01b'],
+  ])('parseEntry: %s', (_, line, target) => {
+    expect(parseEntry(line)?.target).toBe(target);
+    expect(parseEntry(line)?.fstype).toBe('none');
+  });
+
+  // Paths no escaping should confuse: what racksmith writes is what util-linux reads back.
+  const tricky = [
+    '/mnt/a b',
+    '/mnt/t\tx',
+    '/mnt/nl\ny',
+    '/mnt/b\\s',
+    '/mnt/nb\u00a0sp',
+    '/mnt/c\x01\x02\x1f\x7f',
+    '/mnt/v\vf\fr\r',
+    '/mnt/é€😀',
+  ];
+  it('findmnt (util-linux) reads what formatEntry writes, and parseEntry reads it back the same', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-fstab-'));
+    try {
+      const file = join(dir, 'fstab');
+      const entries = tricky.map((t, i) => ({ source: `/src${i} x`, target: t, fstype: 'none', options: 'bind', dump: 0, pass: 0 }));
+      writeFileSync(file, entries.map(formatEntry).join('\n') + '\n');
+      const r = spawnSync('findmnt', ['--tab-file', file, '-J', '-o', 'SOURCE,TARGET'], { encoding: 'utf8' });
+      expect(r.status).toBe(0);
+      const got = (JSON.parse(r.stdout) as { filesystems: Array<{ source: string; target: string }> }).filesystems;
+      expect(got.map((g) => g.target)).toEqual(tricky);
+      expect(got.map((g) => g.source)).toEqual(entries.map((e) => e.source));
+      for (const e of entries) expect(parseEntry(formatEntry(e))).toEqual(e);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.each(tricky)('setEntry is idempotent for %j (no duplicate line on the next run)', (target) => {
+    const want = { source: '/s', target, fstype: 'none', options: 'bind', dump: 0, pass: 0 };
+    const once = setEntry('proc /proc proc defaults 0 0\n', want);
+    expect(setEntry(once, want)).toBe(once);
+    expect(findEntry(once, target)).toEqual(want);
+    expect(entryCount(once, target)).toBe(1);
+  });
+
+  it('duplicates of an entry (even identical ones) are counted, and setEntry collapses them into one', () => {
+    const want = { source: '/s', target: '/mnt/nb\u00a0sp', fstype: 'none', options: 'bind', dump: 0, pass: 0 };
+    const line = formatEntry(want);
+    const dup = `proc /proc proc defaults 0 0\n${line}\n# c\n${line}\n${line}\n`;
+    expect(entryCount(dup, want.target)).toBe(3);
+    expect(setEntry(dup, want)).toBe(`proc /proc proc defaults 0 0\n${line}\n# c\n`);
   });
 
   const base = '# comment\nUUID=1 / ext4 defaults 0 1\n/dev/x /data xfs noatime 0 0\n';
@@ -78,6 +167,11 @@ describe('mount diff', () => {
     ['not mounted', { live: undefined }, ['mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)']],
     ['fstab entry missing', { fstab: fileWith('') }, [`/etc/fstab: add ${fstabLine.trim()}`]],
     ['fstab entry differs', { fstab: fileWith('/old /mnt/jail/tmp none bind 0 0\n') }, ['/etc/fstab: update /mnt/jail/tmp entry']],
+    [
+      'the right entry twice (an older run appended a duplicate): collapsed',
+      { fstab: fileWith(fstabLine + fstabLine) },
+      ['/etc/fstab: one /mnt/jail/tmp entry instead of 2'],
+    ],
     [
       'mountpoint missing',
       { live: undefined, target: { kind: 'absent', real: '/mnt/jail/tmp' } },
