@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseExtraVars } from './inventory/extra-vars.ts';
@@ -8,7 +8,7 @@ import { execute, prepare, type PreparedPlay, type RunEvent } from './engine/ind
 import type { Playbook } from './contract/playbook.ts';
 import { checkPlan, makePlan, parseDuration, plannedFrom, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
 import { codeHashes, type CodeHashes } from './plan/code.ts';
-import { defaultJournalPath, hostsToResume, journalSink } from './output/journal.ts';
+import { defaultJournalPath, hostsToResume, journalSink, type JournalSink } from './output/journal.ts';
 import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './output/human.ts';
@@ -18,6 +18,7 @@ import { batchSizes } from './engine/batches.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
+import { printable } from './util/printable.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -98,10 +99,27 @@ const list = (s: string | undefined) =>
         .map((x) => x.trim())
         .filter(Boolean);
 
-function positiveInt(name: string, v: string | undefined, fallback: number): number {
+/** The longest a Node timer can wait (2^31-1 ms): a longer timeout would fire at once. */
+export const MAX_TIMER_SEC = Math.floor((2 ** 31 - 1) / 1000);
+/** More hosts in flight than this is a typo, not a fleet (and each costs sockets and memory). */
+export const MAX_FORKS = 10_000;
+
+/** A whole number from `min` to `max` (the option's range), or `fallback` when not given. */
+function wholeInRange(name: string, v: string | undefined, min: number, max: number, fallback: number, unit = ''): number {
   if (v === undefined) return fallback;
-  if (!/^[0-9]+$/.test(v) || Number(v) < 1) throw new InputError(`${name} must be a positive whole number, got '${v}'`);
+  if (!/^[0-9]+$/.test(v) || Number(v) < min || Number(v) > max)
+    throw new InputError(`${name} must be a whole number${unit} from ${min} to ${max}, got '${printable(v)}'`);
   return Number(v);
+}
+
+/** --serial: comma-separated counts and percentages; an empty entry is a typo, not "skip". */
+function serialList(v: string | undefined): Array<number | string> | undefined {
+  if (v === undefined) return undefined;
+  const entries = v.split(',').map((x) => x.trim());
+  if (entries.some((x) => x === '')) throw new InputError(`--serial has an empty entry: '${printable(v)}' (e.g. 1,10%,25%)`);
+  const serial = entries.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
+  return serial;
 }
 
 export function parseCli(argv: string[]): CliOptions | 'help' {
@@ -146,16 +164,11 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (v.help) return 'help';
   if (!v.inventory?.length) throw new InputError(`-i/--inventory is required\n\n${USAGE}`);
   const maxFail = v['max-fail-percent'];
-  if (maxFail !== undefined && !(/^\d+(\.\d+)?$/.test(maxFail) && Number(maxFail) <= 100)) {
-    throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${maxFail}'`);
+  if (maxFail !== undefined && !(/^\d{1,3}(\.\d{1,6})?$/.test(maxFail) && Number(maxFail) <= 100)) {
+    throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${printable(maxFail)}'`);
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
-  const lockTimeout = v['lock-timeout'];
-  if (lockTimeout !== undefined && !(/^[0-9]+$/.test(lockTimeout) && Number(lockTimeout) <= 86400)) {
-    throw new InputError(`--lock-timeout must be a whole number of seconds from 0 to 86400, got '${lockTimeout}'`);
-  }
-  const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-  if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
+  const serial = serialList(v.serial);
   return {
     inventory: v.inventory,
     vault: { vaultIds: v['vault-id'] ?? [], passwordFiles: v['vault-password-file'] ?? [], askVaultPass: !!v['ask-vault-pass'] },
@@ -166,15 +179,18 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     limit: v.limit,
     tags: list(v.tags),
     skipTags: list(v['skip-tags']),
-    forks: positiveInt('--forks', v.forks, 50),
+    forks: wholeInRange('--forks', v.forks, 1, MAX_FORKS, 50),
     extraVars: v['extra-vars'] ?? [],
     serial,
     maxFailPercent: maxFail === undefined ? undefined : Number(maxFail),
     knownHosts: v['known-hosts'],
     acceptNew: !!v['ssh-accept-new'],
-    timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
-    hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
-    lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
+    timeoutMs: wholeInRange('--timeout', v.timeout, 1, MAX_TIMER_SEC, 10, ' of seconds') * 1000,
+    hostTimeoutMs:
+      v['host-timeout'] === undefined
+        ? undefined
+        : wholeInRange('--host-timeout', v['host-timeout'], 1, MAX_TIMER_SEC, 0, ' of seconds') * 1000,
+    lockTimeoutSec: wholeInRange('--lock-timeout', v['lock-timeout'], 0, 86400, 300, ' of seconds'),
     planOut: v['plan-out'],
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
@@ -207,7 +223,7 @@ export async function loadPlaybook(file: string, importPlaybook: PlaybookImporte
   }
   const pb = mod.default as Playbook | undefined;
   if (!pb || !Array.isArray(pb.plays)) throw new InputError('playbook must `export default playbook({...})`', { file });
-  return pb;
+  return { ...pb, file: relative(process.cwd(), file) || file };
 }
 
 interface Loaded {
@@ -327,16 +343,42 @@ export async function run(
   const { opts, prepared } = loaded;
 
   const journalFile = opts.journal ?? defaultJournalPath();
+  const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
+  const runStart: RunEvent = { type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check };
+  // The journal is opened and its first line written before any host is contacted: a journal
+  // that cannot be written is bad input (exit 3); one that fails later (disk full) is a warning
+  // and the run goes on, its recap on the terminal (exit 1: the record of the run is incomplete).
+  let journal: JournalSink;
+  let journalStarted = false;
+  try {
+    journal = journalSink(journalFile, (err) => {
+      if (journalStarted)
+        out.stderr.write(`\nwarning: journal ${printable(journalFile)}: ${err.message}: the journal ends here; the run goes on\n`);
+    });
+    journal(runStart);
+    journalStarted = true;
+    if (journal.failure) {
+      journal.close();
+      throw new InputError(
+        `cannot write the journal ${printable(journalFile)}: ${journal.failure.message} (give another place with --journal FILE)`,
+      );
+    }
+  } catch (e) {
+    if (e instanceof InputError) {
+      out.stderr.write(`error: ${e.message}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    throw e;
+  }
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
-  const journal = journalSink(journalFile);
   const emit = (e: RunEvent) => {
     human.onEvent(e);
     json?.(e);
     journal(e);
   };
-  const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
-  emit({ type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check });
+  human.onEvent(runStart);
+  json?.(runStart);
   // Ctrl-C: finish what is in flight, write the journal, exit cleanly. A second one is final.
   const abort = new AbortController();
   const onSignal = () => {
@@ -382,6 +424,11 @@ export async function run(
         }),
       );
       out.stderr.write(`plan written to ${opts.planOut}: review it, then \`provision apply ${opts.planOut}\`\n`);
+    }
+    const journalFailure = journal.failure as Error | undefined; // set by a write during the run
+    if (journalFailure) {
+      out.stderr.write(`journal: ${journalFile} (incomplete: ${journalFailure.message})\n`);
+      return EXIT.FAILED;
     }
     out.stderr.write(`journal: ${journalFile}\n`);
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.

@@ -3,7 +3,8 @@ import { ConnectError } from '../connection/types.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
 import { selectHosts } from '../inventory/limit.ts';
 import type { Resource } from '../contract/resource.ts';
-import { InputError } from '../util/errors.ts';
+import { InputError, type SourcePos } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
 import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { isReadable, probeHost, runHost, type Answer, type PlannedResource } from './host-run.ts';
@@ -14,6 +15,7 @@ import { batchSizes } from './batches.ts';
 import { withRetry } from '../connection/retry.ts';
 import { newRunId } from './apply-lock.ts';
 import { hostname } from 'node:os';
+import { relative } from 'node:path';
 import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
@@ -45,7 +47,7 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
       const checked = new Map<Resource[], Resource[]>();
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
-        const built = buildResources(play, host, inv, memo);
+        const built = buildResources(pb, play, host, inv, memo);
         let resources = checked.get(built);
         if (!resources) {
           resources = checkResources(play, n, built, sel);
@@ -101,13 +103,38 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
  * A play's resources for one host. A resource refusing its arguments without saying where they
  * came from is pointed at the host's entry in the inventory, so every input error has a place.
  */
-function buildResources(play: Play, host: Host, inv: Inventory, memo: PlayMemo): Resource[] {
+function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, memo: PlayMemo): Resource[] {
+  let built: unknown;
   try {
-    return memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
+    built = memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
   } catch (e) {
-    if (e instanceof InputError && !e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
-    throw e;
+    if (e instanceof InputError) {
+      if (!e.pos) throw new InputError(`host ${host.name}, play '${play.name}': ${e.detail}`, host.pos);
+      throw e;
+    }
+    // A bug or an unchecked value in the playbook: still bad input found before any host, not a crash.
+    const err = e instanceof Error ? e : new Error(String(e));
+    throw new InputError(
+      `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: building its resources threw ${err.name}: ${printable(err.message.split('\n')[0])}`,
+      throwSite(err),
+    );
   }
+  if (!Array.isArray(built))
+    throw new InputError(
+      `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: resources() must return an array of resources`,
+    );
+  return built as Resource[];
+}
+
+/** Where a playbook's code threw: the first stack frame outside racksmith's own modules and Node's. */
+function throwSite(err: Error): SourcePos | undefined {
+  for (const line of (err.stack ?? '').split('\n').slice(1)) {
+    const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
+    if (!m || /\/(dist\/)?src\/|\/node_modules\//.test(m[1])) continue;
+    const file = m[1].replace(/^file:\/\//, '');
+    return { file: relative(process.cwd(), file) || file, line: Number(m[2]), col: Number(m[3]) };
+  }
+  return undefined;
 }
 
 function withPlayTags(r: Resource, playTags: string[]): Resource {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import type { RunOutcome } from '../engine/run.ts';
 import type { PlannedResource } from '../engine/host-run.ts';
@@ -132,9 +133,14 @@ export function readPlan(file: string): PlanFile {
 /** `24h`, `90m`, `3600s`, `2d` -> milliseconds. */
 export function parseDuration(s: string): number {
   const m = /^(\d+)\s*(s|m|h|d)$/.exec(s.trim());
-  if (!m) throw new InputError(`duration must look like 90m, 24h or 2d, got '${s}'`);
-  return Number(m[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  if (!m) throw new InputError(`--max-plan-age must look like 90m, 24h or 2d, got '${printable(s)}'`);
+  const ms = Number(m[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  // A plan is a review of the hosts as they were: a year old, it says nothing about them now.
+  if (!(ms >= 1000 && ms <= MAX_PLAN_AGE_MS)) throw new InputError(`--max-plan-age must be from 1s to 366d, got '${printable(s)}'`);
+  return ms;
 }
+
+export const MAX_PLAN_AGE_MS = 366 * 86400e3;
 
 /** Refuse plans that are too old or were made for other inputs. */
 export function checkPlan(plan: PlanFile, file: string, now: { inventory: Inventory; code: CodeHashes; maxAgeMs: number }): void {
