@@ -15,6 +15,7 @@ import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
 import { InputError } from './util/errors.ts';
 import { batchSizes } from './engine/batches.ts';
+import { withPlayGroups } from './engine/play-hosts.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
@@ -237,7 +238,8 @@ interface Loaded {
 }
 
 /** The hosts each play would reach (its pattern within --limit), without building anything. */
-function prepareHostsOnly(inv: Inventory, playbooks: Playbook[], limit: string | undefined): string[] {
+function prepareHostsOnly(written: Inventory, playbooks: Playbook[], limit: string | undefined): string[] {
+  const inv = withPlayGroups(written, playbooks);
   const within = limit !== undefined ? new Set(selectHosts(inv, limit, '--limit')) : undefined;
   return playbooks.flatMap((pb) =>
     pb.plays.flatMap((p) => selectHosts(inv, p.hosts, `pattern of play '${p.name}'`, true).filter((n) => !within || within.has(n))),
@@ -278,7 +280,9 @@ async function load(
     if (only.length === 0)
       throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
     const names = new Set(only);
-    const within = new Set(limit !== undefined ? selectHosts(inventory, limit, '--limit') : inventory.hosts.map((h) => h.name));
+    const within = new Set(
+      limit !== undefined ? selectHosts(withPlayGroups(inventory, playbooks), limit, '--limit') : inventory.hosts.map((h) => h.name),
+    );
     const chosen = inventory.hosts.map((h) => h.name).filter((h) => names.has(h) && within.has(h));
     if (chosen.length === 0) throw new InputError('none of the hosts to run again is in this inventory and --limit');
     limit = chosen.join(',');

@@ -12,6 +12,7 @@ import { fleetViews, playHasFleet, type FleetViews } from './fleet.ts';
 import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
+import { withPlayGroups } from './play-hosts.ts';
 import { withRetry } from '../connection/retry.ts';
 import { newRunId } from './apply-lock.ts';
 import { hostname } from 'node:os';
@@ -34,7 +35,8 @@ export interface PreparedPlay {
  * Build every resource of every play for every selected host before anything connects: bad
  * input (a wrong variable, an invalid path, a duplicate id) is found while nothing has run.
  */
-export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
+export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
+  const inv = withPlayGroups(written, playbooks); // racksmith_play_hosts: the plays' groups as the operator defines them
   const limited = sel.limit !== undefined ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
   const out: PreparedPlay[] = [];
