@@ -13,6 +13,7 @@ import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
+import { listing, type ListingMode } from './output/listing.ts';
 import { InputError } from './util/errors.ts';
 import { batchSizes } from './engine/batches.ts';
 import { withPlayGroups } from './engine/play-hosts.ts';
@@ -38,6 +39,9 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -i, --inventory PATH     Ansible inventory: YAML, INI or JSON file, or a directory of them
                            (group_vars/ and host_vars/ beside it); repeatable, merged in order
       --list-hosts         print the hosts the run would reach (after -l), run nothing
+      --list-tasks         print each host's resources (built and checked), connect to nothing
+      --list-tags          print the tags of each play's resources (built and checked), connect to nothing
+      --syntax-check       load and check the playbooks, inventory and every resource; connect to nothing
       --vault-password-file FILE, --vault-id [LABEL@]FILE|prompt, --ask-vault-pass
                            passwords for !vault values and vault-encrypted files
   -C, --check              dry run: probe and diff, change nothing (exit 2 if changes are pending)
@@ -69,6 +73,8 @@ export interface CliOptions {
   inventory: string[];
   vault: VaultOptions;
   listHosts: boolean;
+  /** --list-tasks, --list-tags, --syntax-check: build and check everything, print, connect to nothing. */
+  listing?: ListingMode;
   playbooks: string[];
   check: boolean;
   diff: boolean;
@@ -135,6 +141,9 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
         'vault-id': { type: 'string', multiple: true },
         'ask-vault-pass': { type: 'boolean' },
         'list-hosts': { type: 'boolean' },
+        'list-tasks': { type: 'boolean' },
+        'list-tags': { type: 'boolean' },
+        'syntax-check': { type: 'boolean' },
         check: { type: 'boolean', short: 'C' },
         diff: { type: 'boolean', short: 'D' },
         limit: { type: 'string', short: 'l' },
@@ -174,6 +183,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     inventory: v.inventory,
     vault: { vaultIds: v['vault-id'] ?? [], passwordFiles: v['vault-password-file'] ?? [], askVaultPass: !!v['ask-vault-pass'] },
     listHosts: !!v['list-hosts'],
+    listing: v['syntax-check'] ? 'syntax' : v['list-tasks'] ? 'tasks' : v['list-tags'] ? 'tags' : undefined,
     playbooks: parsed.positionals.length ? parsed.positionals : ['playbooks/site.ts'],
     check: !!v.check,
     diff: !!v.diff,
@@ -235,6 +245,8 @@ interface Loaded {
   code?: CodeHashes;
   /** --list-hosts: the hosts, nothing prepared. */
   listed?: string[];
+  /** --list-tasks / --list-tags / --syntax-check: what to print (everything built and checked). */
+  listingText?: string;
 }
 
 /** The hosts each play would reach (its pattern within --limit), without building anything. */
@@ -288,6 +300,7 @@ async function load(
     limit = chosen.join(',');
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
+  if (opts.listing) return { opts, inventory, prepared, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
   const code = forPlan || opts.planOut !== undefined ? codeHashes(files, PACKAGE_ROOT) : undefined;
   return { opts, inventory, prepared, code };
@@ -331,6 +344,10 @@ export async function run(
     }
     if (loaded === 'help') {
       out.stdout.write(USAGE + '\n');
+      return EXIT.OK;
+    }
+    if (loaded.listingText !== undefined) {
+      out.stdout.write(loaded.listingText);
       return EXIT.OK;
     }
     if (loaded.listed) {
