@@ -22,6 +22,9 @@ import {
  * shared jail root, its submounts, node-local paths bound into it, and the host's GPU driver
  * files, all persisted in fstab with x-systemd.requires-mounts-for so a reboot rebuilds it.
  *
+ * Hosts: group `jail`; point it at your own group or pattern without editing this file with
+ *   racksmith_play_hosts: { jail: 'ais:&gpu-nodes' } (all's vars or -e; README "Plays on your groups").
+ *
  * Inventory variables:
  *   jail_path:     /mnt/jail
  *   jail_source:   nfs.example:/export/jail   (required; hosts with the same source share one jail)

@@ -29,6 +29,11 @@ import { playbook, kubeClusterResources, kubeNodeResources } from '../src/index.
  * the very manifests being applied, and sends the rendered YAML inside the apply script: nodes
  * need no internet.
  *
+ * Hosts: groups `kube_control_plane` and `kube_node`; point them at your own groups or patterns
+ * without editing this file with racksmith_play_hosts: { kube_control_plane: controller,
+ * kube_node: ais } (all's vars or -e; README "Plays on your groups"): the cluster step then runs on
+ * the first host of `controller`.
+ *
  * Inventory variables (required: kube_cni, kube_pod_cidr):
  *   kube_cni:             flannel | calico
  *   kube_pod_cidr:        10.244.0.0/16        the cluster's pod CIDR (kubeadm podSubnet)

@@ -20,6 +20,9 @@ import {
  * Node configuration of AIStore and Kubernetes hosts beyond sysctls (ais-k8s host-config's
  * roles, shared/reference/ais-host-tuning.md).
  *
+ * Hosts: all. The kubelet default below asks for the groups storage/ais and kube_node/kube_control_plane
+ * as racksmith_play_hosts maps them (README "Plays on your groups").
+ *
  * Inventory variables (group_vars / host_vars / -e):
  *   kubelet_allowed_unsafe_sysctls: [net.*]   sysctls pods may set, merged into the kubelet config
  *                     (its other keys untouched), then kubelet restarted and /healthz awaited. Default [net.*] on AIS nodes of the cluster (hosts

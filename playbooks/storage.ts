@@ -28,6 +28,9 @@ import {
  * Data disks of AIStore storage targets: XFS on whole disks, mounted by UUID under /ais, xattrs
  * checked, I/O scheduler and queue tuned (sysfs now, a udev rule for boots).
  *
+ * Hosts: group `storage`; point it at your own group or pattern without editing this file with
+ *   racksmith_play_hosts: { storage: ais } (all's vars or -e; README "Plays on your groups").
+ *
  * Inventory variables (group_vars / host_vars / -e):
  *   storage_disks:          the disks, explicitly (racksmith never picks "all disks"):
  *     - device: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4   # or a kernel name: /dev/sdb

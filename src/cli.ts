@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseExtraVars } from './inventory/extra-vars.ts';
@@ -9,20 +9,22 @@ import type { Playbook } from './contract/playbook.ts';
 import { checkPlan, makePlan, parseDuration, plannedFrom, readPlan, writePlan, type PlanFile } from './plan/plan.ts';
 import { codeHashes, type CodeHashes } from './plan/code.ts';
 import { maskExtraVars, unmaskExtraVars } from './plan/extra-secrets.ts';
-import { defaultJournalPath, hostsToResume, journalSink } from './output/journal.ts';
+import { defaultJournalPath, hostsToResume, journalSink, type JournalSink } from './output/journal.ts';
 import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
+import { listing, type ListingMode } from './output/listing.ts';
 import { InputError } from './util/errors.ts';
 import { batchSizes } from './engine/batches.ts';
+import { withPlayGroups } from './engine/play-hosts.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
 import { scrub, scrubbingStream } from './util/secret.ts';
 import { checkConnectionFiles } from './connection/connect.ts';
 import { DEFAULT_KEEPALIVE_MS } from './connection/ssh.ts';
-import { printableLines } from './util/printable.ts';
+import { printable, printableLines } from './util/printable.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -41,6 +43,9 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -i, --inventory PATH     Ansible inventory: YAML, INI or JSON file, or a directory of them
                            (group_vars/ and host_vars/ beside it); repeatable, merged in order
       --list-hosts         print the hosts the run would reach (after -l), run nothing
+      --list-tasks         print each host's resources (built and checked), connect to nothing
+      --list-tags          print the tags of each play's resources (built and checked), connect to nothing
+      --syntax-check       load and check the playbooks, inventory and every resource; connect to nothing
       --vault-password-file FILE, --vault-id [LABEL@]FILE|prompt, --ask-vault-pass
                            passwords for !vault values and vault-encrypted files
   -C, --check              dry run: probe and diff, change nothing (exit 2 if changes are pending)
@@ -74,6 +79,8 @@ export interface CliOptions {
   inventory: string[];
   vault: VaultOptions;
   listHosts: boolean;
+  /** --list-tasks, --list-tags, --syntax-check: build and check everything, print, connect to nothing. */
+  listing?: ListingMode;
   playbooks: string[];
   check: boolean;
   diff: boolean;
@@ -106,9 +113,16 @@ const list = (s: string | undefined) =>
         .map((x) => x.trim())
         .filter(Boolean);
 
-function positiveInt(name: string, v: string | undefined, fallback: number): number {
+/** The longest a Node timer can wait (2^31-1 ms): a longer timeout would fire at once. */
+export const MAX_TIMER_SEC = Math.floor((2 ** 31 - 1) / 1000);
+/** More hosts in flight than this is a typo, not a fleet (and each costs sockets and memory). */
+export const MAX_FORKS = 10_000;
+
+/** A whole number from `min` to `max` (the option's range), or `fallback` when not given. */
+function wholeInRange(name: string, v: string | undefined, min: number, max: number, fallback: number, unit = ''): number {
   if (v === undefined) return fallback;
-  if (!/^[0-9]+$/.test(v) || Number(v) < 1) throw new InputError(`${name} must be a positive whole number, got '${v}'`);
+  if (!/^[0-9]+$/.test(v) || Number(v) < min || Number(v) > max)
+    throw new InputError(`${name} must be a whole number${unit} from ${min} to ${max}, got '${printable(v)}'`);
   return Number(v);
 }
 
@@ -118,6 +132,9 @@ const CLI_OPTIONS = {
   'vault-id': { type: 'string', multiple: true },
   'ask-vault-pass': { type: 'boolean' },
   'list-hosts': { type: 'boolean' },
+  'list-tasks': { type: 'boolean' },
+  'list-tags': { type: 'boolean' },
+  'syntax-check': { type: 'boolean' },
   check: { type: 'boolean', short: 'C' },
   diff: { type: 'boolean', short: 'D' },
   limit: { type: 'string', short: 'l' },
@@ -142,6 +159,16 @@ const CLI_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** --serial: comma-separated counts and percentages; an empty entry is a typo, not "skip". */
+function serialList(v: string | undefined): Array<number | string> | undefined {
+  if (v === undefined) return undefined;
+  const entries = v.split(',').map((x) => x.trim());
+  if (entries.some((x) => x === '')) throw new InputError(`--serial has an empty entry: '${printable(v)}' (e.g. 1,10%,25%)`);
+  const serial = entries.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+  batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
+  return serial;
+}
+
 export function parseCli(argv: string[]): CliOptions | 'help' {
   let parsed;
   try {
@@ -157,40 +184,35 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (v.help) return 'help';
   if (!v.inventory?.length) throw new InputError(`-i/--inventory is required\n\n${USAGE}`);
   const maxFail = v['max-fail-percent'];
-  if (maxFail !== undefined && !(/^\d+(\.\d+)?$/.test(maxFail) && Number(maxFail) <= 100)) {
-    throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${maxFail}'`);
+  if (maxFail !== undefined && !(/^\d{1,3}(\.\d{1,6})?$/.test(maxFail) && Number(maxFail) <= 100)) {
+    throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${printable(maxFail)}'`);
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
-  const lockTimeout = v['lock-timeout'];
-  if (lockTimeout !== undefined && !(/^[0-9]+$/.test(lockTimeout) && Number(lockTimeout) <= 86400)) {
-    throw new InputError(`--lock-timeout must be a whole number of seconds from 0 to 86400, got '${lockTimeout}'`);
-  }
-  const keepalive = v['ssh-keepalive'];
-  if (keepalive !== undefined && !(/^[0-9]{1,4}$/.test(keepalive) && Number(keepalive) <= 3600)) {
-    throw new InputError(`--ssh-keepalive must be a whole number of seconds from 0 to 3600, got '${keepalive}'`);
-  }
-  const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-  if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
+  const serial = serialList(v.serial);
   return {
     inventory: v.inventory,
     vault: { vaultIds: v['vault-id'] ?? [], passwordFiles: v['vault-password-file'] ?? [], askVaultPass: !!v['ask-vault-pass'] },
     listHosts: !!v['list-hosts'],
+    listing: v['syntax-check'] ? 'syntax' : v['list-tasks'] ? 'tasks' : v['list-tags'] ? 'tags' : undefined,
     playbooks: parsed.positionals.length ? parsed.positionals : ['playbooks/site.ts'],
     check: !!v.check,
     diff: !!v.diff,
     limit: v.limit,
     tags: list(v.tags),
     skipTags: list(v['skip-tags']),
-    forks: positiveInt('--forks', v.forks, 50),
+    forks: wholeInRange('--forks', v.forks, 1, MAX_FORKS, 50),
     extraVars: v['extra-vars'] ?? [],
     serial,
     maxFailPercent: maxFail === undefined ? undefined : Number(maxFail),
     knownHosts: v['known-hosts'],
     acceptNew: !!v['ssh-accept-new'],
-    timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
-    hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
-    keepaliveMs: keepalive === undefined ? DEFAULT_KEEPALIVE_MS : Number(keepalive) * 1000,
-    lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
+    timeoutMs: wholeInRange('--timeout', v.timeout, 1, MAX_TIMER_SEC, 10, ' of seconds') * 1000,
+    hostTimeoutMs:
+      v['host-timeout'] === undefined
+        ? undefined
+        : wholeInRange('--host-timeout', v['host-timeout'], 1, MAX_TIMER_SEC, 0, ' of seconds') * 1000,
+    lockTimeoutSec: wholeInRange('--lock-timeout', v['lock-timeout'], 0, 86400, 300, ' of seconds'),
+    keepaliveMs: wholeInRange('--ssh-keepalive', v['ssh-keepalive'], 0, 3600, DEFAULT_KEEPALIVE_MS / 1000, ' of seconds') * 1000,
     planOut: v['plan-out'],
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
@@ -223,7 +245,7 @@ export async function loadPlaybook(file: string, importPlaybook: PlaybookImporte
   }
   const pb = mod.default as Playbook | undefined;
   if (!pb || !Array.isArray(pb.plays)) throw new InputError('playbook must `export default playbook({...})`', { file });
-  return pb;
+  return { ...pb, file: relative(process.cwd(), file) || file };
 }
 
 interface Loaded {
@@ -237,10 +259,13 @@ interface Loaded {
   /** The hosts the selection (playbooks' patterns within --limit) reaches: recorded in and checked against plans. */
   selection?: string[];
   vault?: VaultKeyring;
+  /** --list-tasks / --list-tags / --syntax-check: what to print (everything built and checked). */
+  listingText?: string;
 }
 
 /** The hosts each play would reach (its pattern within --limit), without building anything. */
-function prepareHostsOnly(inv: Inventory, playbooks: Playbook[], limit: string | undefined): string[] {
+function prepareHostsOnly(written: Inventory, playbooks: Playbook[], limit: string | undefined): string[] {
+  const inv = withPlayGroups(written, playbooks);
   const within = limit !== undefined ? new Set(selectHosts(inv, limit, '--limit')) : undefined;
   return playbooks.flatMap((pb) =>
     pb.plays.flatMap((p) => selectHosts(inv, p.hosts, `pattern of play '${p.name}'`, true).filter((n) => !within || within.has(n))),
@@ -281,12 +306,15 @@ async function load(
     if (only.length === 0)
       throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
     const names = new Set(only);
-    const within = new Set(limit !== undefined ? selectHosts(inventory, limit, '--limit') : inventory.hosts.map((h) => h.name));
+    const within = new Set(
+      limit !== undefined ? selectHosts(withPlayGroups(inventory, playbooks), limit, '--limit') : inventory.hosts.map((h) => h.name),
+    );
     const chosen = inventory.hosts.map((h) => h.name).filter((h) => names.has(h) && within.has(h));
     if (chosen.length === 0) throw new InputError('none of the hosts to run again is in this inventory and --limit');
     limit = chosen.join(',');
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
+  if (opts.listing) return { opts, inventory, prepared, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
   checkConnectionFiles([...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))]);
   const planning = forPlan || opts.planOut !== undefined;
@@ -368,6 +396,10 @@ export async function run(
       out.stdout.write(USAGE + '\n');
       return EXIT.OK;
     }
+    if (loaded.listingText !== undefined) {
+      out.stdout.write(loaded.listingText);
+      return EXIT.OK;
+    }
     if (loaded.listed) {
       out.stdout.write(`  hosts (${loaded.listed.length}):\n${loaded.listed.map((h) => `    ${h}\n`).join('')}`);
       return EXIT.OK;
@@ -382,16 +414,42 @@ export async function run(
   const { opts, prepared } = loaded;
 
   const journalFile = opts.journal ?? defaultJournalPath();
+  const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
+  const runStart: RunEvent = { type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check };
+  // The journal is opened and its first line written before any host is contacted: a journal
+  // that cannot be written is bad input (exit 3); one that fails later (disk full) is a warning
+  // and the run goes on, its recap on the terminal (exit 1: the record of the run is incomplete).
+  let journal: JournalSink;
+  let journalStarted = false;
+  try {
+    journal = journalSink(journalFile, (err) => {
+      if (journalStarted)
+        out.stderr.write(`\nwarning: journal ${printable(journalFile)}: ${err.message}: the journal ends here; the run goes on\n`);
+    });
+    journal(runStart);
+    journalStarted = true;
+    if (journal.failure) {
+      journal.close();
+      throw new InputError(
+        `cannot write the journal ${printable(journalFile)}: ${journal.failure.message} (give another place with --journal FILE)`,
+      );
+    }
+  } catch (e) {
+    if (e instanceof InputError) {
+      out.stderr.write(`error: ${e.message}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    throw e;
+  }
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
-  const journal = journalSink(journalFile);
   const emit = (e: RunEvent) => {
     human.onEvent(e);
     json?.(e);
     journal(e);
   };
-  const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
-  emit({ type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check });
+  human.onEvent(runStart);
+  json?.(runStart);
   // Ctrl-C: no new host or step; the steps in flight get a moment, then their hosts are aborted
   // (remote commands killed) and reported as interrupted; journal and recap are written. A second one is final.
   const abort = new AbortController();
@@ -440,6 +498,11 @@ export async function run(
         }),
       );
       out.stderr.write(`plan written to ${opts.planOut}: review it, then \`provision apply ${opts.planOut}\`\n`);
+    }
+    const journalFailure = journal.failure as Error | undefined; // set by a write during the run
+    if (journalFailure) {
+      out.stderr.write(`journal: ${journalFile} (incomplete: ${journalFailure.message})\n`);
+      return EXIT.FAILED;
     }
     out.stderr.write(`journal: ${journalFile}\n`);
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.

@@ -119,6 +119,8 @@ export interface Play {
 export interface Playbook {
   name: string;
   plays: Play[];
+  /** The file it was loaded from (set by the CLI), for messages. */
+  file?: string;
 }
 
 /** Declare a playbook: one play, or several run in order (each finishes on every host first). */

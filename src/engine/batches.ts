@@ -24,11 +24,16 @@ export function batchSizes(total: number, serial?: Array<number | string>): numb
 
 function toCount(spec: number | string, total: number): number {
   if (typeof spec === 'number') {
-    if (!Number.isInteger(spec) || spec < 1) throw new InputError(`serial: ${spec} is not a positive whole number`);
+    if (!Number.isSafeInteger(spec) || spec < 1) throw new InputError(`serial: ${spec} is not a positive whole number`);
     return spec;
   }
   const m = /^(\d+(?:\.\d+)?)%$/.exec(spec.trim());
-  if (m) return Math.floor((Number(m[1]) / 100) * total);
+  if (m) {
+    // Under 1% is a batch of (almost) nobody, over 100% more than the play has: both are typos.
+    const pct = Number(m[1]);
+    if (!(pct >= 1 && pct <= 100)) throw new InputError(`serial: '${spec.trim()}' is not a percentage from 1 to 100`);
+    return Math.floor((pct / 100) * total);
+  }
   if (/^\d+$/.test(spec.trim())) return toCount(Number(spec), total);
   throw new InputError(`serial: '${spec}' is neither a count nor a percentage`);
 }

@@ -13,9 +13,11 @@ import { fleetViews, playHasFleet, type FleetViews } from './fleet.ts';
 import { PlayMemo } from './play-memo.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
+import { withPlayGroups } from './play-hosts.ts';
 import { withRetry } from '../connection/retry.ts';
 import { newRunId } from './apply-lock.ts';
 import { hostname } from 'node:os';
+import { relative } from 'node:path';
 import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
@@ -34,7 +36,8 @@ export interface PreparedPlay {
  * Build every resource of every play for every selected host before anything connects: bad
  * input (a wrong variable, an invalid path, a duplicate id) is found while nothing has run.
  */
-export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
+export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
+  const inv = withPlayGroups(written, playbooks); // racksmith_play_hosts: the plays' groups as the operator defines them
   const limited = sel.limit !== undefined ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
   const out: PreparedPlay[] = [];
@@ -47,7 +50,7 @@ export function prepare(inv: Inventory, playbooks: Playbook[], sel: RunSelection
       const checked = new Map<Resource[], Resource[]>();
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
-        const built = buildResources(play, host, inv, memo);
+        const built = buildResources(pb, play, host, inv, memo);
         let resources = checked.get(built);
         if (!resources) {
           resources = checkResources(play, n, built, sel);
@@ -103,14 +106,39 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
  * A play's resources for one host. A resource refusing its arguments without saying where they
  * came from is pointed at the host's entry in the inventory, so every input error has a place.
  */
-function buildResources(play: Play, host: Host, inv: Inventory, memo: PlayMemo): Resource[] {
+function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, memo: PlayMemo): Resource[] {
+  let built: unknown;
   try {
-    return memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
+    built = memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
   } catch (e) {
-    if (e instanceof InputError && !e.pos)
-      throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
-    throw e;
+    if (e instanceof InputError) {
+      if (!e.pos)
+        throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
+      throw e;
+    }
+    // A bug or an unchecked value in the playbook: still bad input found before any host, not a crash.
+    const err = e instanceof Error ? e : new Error(String(e));
+    throw new InputError(
+      `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: building its resources threw ${err.name}: ${printable(err.message.split('\n')[0])}`,
+      throwSite(err),
+    );
   }
+  if (!Array.isArray(built))
+    throw new InputError(
+      `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: resources() must return an array of resources`,
+    );
+  return built as Resource[];
+}
+
+/** Where a playbook's code threw: the first stack frame outside racksmith's own modules and Node's. */
+function throwSite(err: Error): SourcePos | undefined {
+  for (const line of (err.stack ?? '').split('\n').slice(1)) {
+    const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
+    if (!m || /\/(dist\/)?src\/|\/node_modules\//.test(m[1])) continue;
+    const file = m[1].replace(/^file:\/\//, '');
+    return { file: relative(process.cwd(), file) || file, line: Number(m[2]), col: Number(m[3]) };
+  }
+  return undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
-import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
 import { scrub } from '../util/secret.ts';
 import { stateDir } from '../util/state-dir.ts';
 import { eventLine } from './event-line.ts';
@@ -17,6 +18,8 @@ export interface JournalSink {
   flush(): void;
   /** Flush and close the file (a later event opens it again). */
   close(): void;
+  /** The write error that ended the journal (disk full, I/O error): later events are dropped. */
+  readonly failure: Error | undefined;
 }
 
 /** Buffered resource events are written at most this late ... */
@@ -30,28 +33,63 @@ const live = new Set<JournalSink>();
 let exitHooked = false;
 
 /**
- * The run journal: every event as one JSON line (secrets masked). The file stays open and events
- * are buffered: resource events (the bulk: hosts x resources) are written at most
- * JOURNAL_FLUSH_MS late; a host or play starting and a host's recap when the current turn of the
- * event loop ends, with whatever else came in that turn (a fleet's hosts start and finish in
- * bursts: one write each, not one per host); the run's first and last events (run_start, recap)
- * at once. A crash loses at most the last JOURNAL_FLUSH_MS of events of hosts still running,
- * which --resume runs again anyway (they have no recap yet).
+ * Open (create, mode 0600) the journal file for appending. Anything that stops it is bad input,
+ * found before any host is contacted: a directory, a FIFO or socket (opening one would wait for a
+ * reader), a place that cannot be created or written.
  */
-export function journalSink(file: string): JournalSink {
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  let fd: number | undefined;
+function openJournal(file: string): number {
+  const refuse = (why: string) =>
+    new InputError(`cannot write the journal ${printable(file)}: ${why} (give another place with --journal FILE)`);
+  let st;
+  try {
+    st = statSync(file, { throwIfNoEntry: false });
+  } catch (e) {
+    throw refuse(errnoText(e));
+  }
+  if (st?.isDirectory()) throw refuse('it is a directory');
+  if (st && (st.isFIFO() || st.isSocket())) throw refuse('it is a FIFO or socket, not a file');
+  try {
+    makeParents(dirname(file));
+    return openPrivate(file);
+  } catch (e) {
+    throw refuse(errnoText(e));
+  }
+}
+
+/**
+ * The missing directories above the journal, made one level at a time: Node's recursive mkdir
+ * loops for ever where a level cannot be made but does not say so plainly (under /proc).
+ */
+function makeParents(dir: string): void {
+  const missing: string[] = [];
+  for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) missing.push(d);
+  for (const d of missing.reverse()) mkdirSync(d, 0o700);
+}
+
+/** `ENOSPC: no space left on device`: the code and what it means, without the syscall noise. */
+export function errnoText(e: unknown): string {
+  const message = (e as Error | undefined)?.message ?? String(e);
+  return printable(message.replace(/,\s*\w+(\s+'[^']*')?$/, ''));
+}
+
+/**
+ * The run journal: every event as one JSON line (secrets masked). The file is opened at once
+ * (failing: InputError, before any host) and stays open; events are buffered: resource events
+ * (the bulk: hosts x resources) are written at most JOURNAL_FLUSH_MS late; a host or play
+ * starting and a host's recap when the current turn of the event loop ends, with whatever else
+ * came in that turn (a fleet's hosts start and finish in bursts: one write each, not one per
+ * host); the run's first and last events (run_start, recap) at once. A crash loses at most the
+ * last JOURNAL_FLUSH_MS of events of hosts still running, which --resume runs again anyway (they
+ * have no recap yet). A write that fails (disk full) ends the journal: `onFailure` is told once
+ * and the run goes on without it, never stopped by its journal.
+ */
+export function journalSink(file: string, onFailure?: (err: Error) => void): JournalSink {
+  let fd: number | undefined = openJournal(file);
+  let failure: Error | undefined;
   let buf = '';
   let timer: NodeJS.Timeout | undefined;
   let turnEnd: NodeJS.Immediate | undefined;
-  const flush = () => {
-    if (timer) clearTimeout(timer);
-    if (turnEnd) clearImmediate(turnEnd);
-    timer = undefined;
-    turnEnd = undefined;
-    if (!buf) return;
-    const text = scrub(buf);
-    buf = '';
+  const write = (text: string) => {
     fd ??= openPrivate(file);
     // The string as is (encoded by the write itself, no Buffer copy in between: the journal of a
     // large fleet is megabytes); a short write's remainder goes through a Buffer.
@@ -61,14 +99,37 @@ export function journalSink(file: string): JournalSink {
       for (let off = 0; off < rest.length;) off += writeSync(fd, rest, off);
     }
   };
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    if (turnEnd) clearImmediate(turnEnd);
+    timer = undefined;
+    turnEnd = undefined;
+    if (!buf) return;
+    const text = scrub(buf);
+    buf = '';
+    if (failure) return;
+    try {
+      write(text);
+    } catch (e) {
+      failure = new Error(errnoText(e));
+      onFailure?.(failure);
+    }
+  };
   const close = () => {
     flush();
-    if (fd !== undefined) closeSync(fd);
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // a close that reports a late write error: the failure (if any) was seen at the write
+      }
+    }
     fd = undefined;
     live.delete(sink);
   };
-  const sink: JournalSink = Object.assign(
+  const sink = Object.assign(
     (e: RunEvent) => {
+      if (failure) return;
       buf += eventLine(e);
       live.add(sink);
       if (isRunEdge(e) || buf.length >= JOURNAL_FLUSH_BYTES) flush();
@@ -76,7 +137,9 @@ export function journalSink(file: string): JournalSink {
       else timer ??= setTimeout(flush, JOURNAL_FLUSH_MS).unref();
     },
     { flush, close },
-  );
+  ) as JournalSink;
+  Object.defineProperty(sink, 'failure', { get: () => failure });
+  live.add(sink);
   if (!exitHooked) {
     exitHooked = true;
     process.on('exit', () => {

@@ -5,6 +5,7 @@ import { InputError } from '../util/errors.ts';
 import { scrub } from '../util/secret.ts';
 import { installationKey } from '../util/state-dir.ts';
 import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
+import { printable } from '../util/printable.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import type { RunOutcome } from '../engine/run.ts';
 import type { PlannedResource } from '../engine/host-run.ts';
@@ -190,9 +191,14 @@ export function readPlan(file: string): PlanFile {
 /** `24h`, `90m`, `3600s`, `2d` -> milliseconds. */
 export function parseDuration(s: string): number {
   const m = /^(\d+)\s*(s|m|h|d)$/.exec(s.trim());
-  if (!m) throw new InputError(`duration must look like 90m, 24h or 2d, got '${s}'`);
-  return Number(m[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  if (!m) throw new InputError(`--max-plan-age must look like 90m, 24h or 2d, got '${printable(s)}'`);
+  const ms = Number(m[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  // A plan is a review of the hosts as they were: a year old, it says nothing about them now.
+  if (!(ms >= 1000 && ms <= MAX_PLAN_AGE_MS)) throw new InputError(`--max-plan-age must be from 1s to 366d, got '${printable(s)}'`);
+  return ms;
 }
+
+export const MAX_PLAN_AGE_MS = 366 * 86400e3;
 
 /** Refuse plans that are too old or were made for other inputs. */
 export function checkPlan(

@@ -1,8 +1,10 @@
-import { existsSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseCli } from '../../src/cli.ts';
 import { cli } from './run-cli.ts';
 import { InputError } from '../../src/util/errors.ts';
@@ -19,6 +21,20 @@ const INV = join(FIX, 'hosts.yml');
 const PLAYBOOK = 'test/fixtures/playbooks/demo.ts';
 const DEMO_DIR = '/tmp/rsdemo';
 const fix = (name: string) => relative(process.cwd(), join(FIX, name));
+const temps: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'rs-cli-input-'));
+  temps.push(d);
+  return d;
+};
+const fifo = () => {
+  const f = join(tempDir(), 'journal.fifo');
+  execFileSync('mkfifo', [f]);
+  return f;
+};
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
 
 let PORT = 0;
 beforeAll(async () => {
@@ -59,10 +75,10 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ['--limit with a bad regex', () => argv('-l', '~('), ['invalid regular expression']],
     ['--limit excluding every host', () => argv('-l', '!loc:!far'), ['no hosts matched: nothing to do']],
     ['--limit empty', () => argv('--limit', ''), ['--limit']],
-    ['--forks abc', () => argv('--forks', 'abc'), [`error: --forks must be a positive whole number, got 'abc'`]],
-    ['--forks 0', () => argv('-f', '0'), [`--forks must be a positive whole number, got '0'`]],
+    ['--forks abc', () => argv('--forks', 'abc'), [`error: --forks must be a whole number from 1 to 10000, got 'abc'`]],
+    ['--forks 0', () => argv('-f', '0'), [`--forks must be a whole number from 1 to 10000, got '0'`]],
     ['--forks 1.5', () => argv('--forks=1.5'), [`got '1.5'`]],
-    ['--timeout 0', () => argv('--timeout', '0'), [`--timeout must be a positive whole number, got '0'`]],
+    ['--timeout 0', () => argv('--timeout', '0'), [`--timeout must be a whole number of seconds from 1 to 2147483, got '0'`]],
     ['--timeout 10s', () => argv('--timeout', '10s'), [`got '10s'`]],
     ['--max-fail-percent 101', () => argv('--max-fail-percent', '101'), [`--max-fail-percent must be a number from 0 to 100, got '101'`]],
     ['--max-fail-percent -1', () => argv('--max-fail-percent=-1'), [`got '-1'`]],
@@ -92,6 +108,57 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       () => [fix('duplicate-ids.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
       ['declares directory:/tmp/rsdemo twice'],
     ],
+    [
+      'a playbook that throws while building names the playbook, the play, the host and the line',
+      () => [fix('throws.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
+      [
+        `error: ${fix('throws.ts')}:11:`,
+        `playbook ${fix('throws.ts')}, play 'throws', host loc: building its resources threw TypeError: Cannot read properties of undefined`,
+      ],
+    ],
+    [
+      '--forks beyond a safe integer',
+      () => argv('-f', '99999999999999999999'),
+      [`--forks must be a whole number from 1 to 10000, got '99999999999999999999'`],
+    ],
+    ['--forks 10001', () => argv('--forks', '10001'), ['--forks must be a whole number from 1 to 10000']],
+    [
+      '--timeout beyond the timer range',
+      () => argv('--timeout', '2147484'),
+      [`--timeout must be a whole number of seconds from 1 to 2147483, got '2147484'`],
+    ],
+    [
+      '--host-timeout beyond the timer range',
+      () => argv('--host-timeout', '99999999999'),
+      ['--host-timeout must be a whole number of seconds from 1 to 2147483'],
+    ],
+    ['--host-timeout 0', () => argv('--host-timeout', '0'), ['--host-timeout must be a whole number of seconds from 1']],
+    [
+      '--lock-timeout beyond a day',
+      () => argv('--lock-timeout', '99999999999999999999'),
+      ['--lock-timeout must be a whole number of seconds from 0 to 86400'],
+    ],
+    ['--serial 0%', () => argv('--serial', '0%'), [`serial: '0%' is not a percentage from 1 to 100`]],
+    ['--serial 150%', () => argv('--serial', '1,150%'), [`serial: '150%' is not a percentage from 1 to 100`]],
+    ['--serial 1,,2', () => argv('--serial', '1,,2'), [`--serial has an empty entry: '1,,2'`]],
+    ["--serial ''", () => argv('--serial', ''), [`--serial has an empty entry: ''`]],
+    [
+      '--serial beyond a safe integer',
+      () => argv('--serial', '99999999999999999999'),
+      ['serial: 100000000000000000000 is not a positive whole number'],
+    ],
+    [
+      '--max-fail-percent with a long fraction',
+      () => argv('--max-fail-percent', `1.${'0'.repeat(50)}`),
+      ['--max-fail-percent must be a number from 0 to 100'],
+    ],
+    ['--max-plan-age 0s', () => argv('--max-plan-age', '0s'), [`--max-plan-age must be from 1s to 366d, got '0s'`]],
+    ['--max-plan-age beyond a year', () => argv('--max-plan-age', '99999999999999999999d'), ['--max-plan-age must be from 1s to 366d']],
+    ['--journal naming a directory', () => argv('--journal', tempDir()), ['cannot write the journal', 'it is a directory']],
+    ['--journal under a regular file', () => argv('--journal', `${INV}/run.ndjson`), ['cannot write the journal', 'ENOTDIR']],
+    ['--journal that is a FIFO (would wait for a reader)', () => argv('--journal', fifo()), ['cannot write the journal', 'FIFO']],
+    ['--journal where nothing can be created', () => argv('--journal', '/proc/racksmith-journal/run.ndjson'), ['cannot write the journal']],
+    ['--journal on /dev/full (its first line fails)', () => argv('--journal', '/dev/full'), ['cannot write the journal /dev/full: ENOSPC']],
     [
       'a playbook refusing a host variable points at the inventory line',
       () => [fix('bad-var.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
@@ -138,6 +205,7 @@ describe('parseCli', () => {
       inventory: ['inv.yml'],
       vault: { vaultIds: [], passwordFiles: [], askVaultPass: false },
       listHosts: false,
+      listing: undefined,
       playbooks: ['playbooks/site.ts'],
       check: false,
       diff: false,
@@ -214,6 +282,7 @@ describe('parseCli', () => {
       inventory: ['inv.yml'],
       vault: { vaultIds: [], passwordFiles: [], askVaultPass: false },
       listHosts: false,
+      listing: undefined,
       playbooks: ['a.ts', 'b.ts'],
       check: true,
       diff: true,

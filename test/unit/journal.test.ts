@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -9,6 +9,7 @@ import { JOURNAL_FLUSH_BYTES, JOURNAL_FLUSH_MS, hostsToResume, journalSink } fro
 import { JSON_FLUSH_BYTES, jsonSink } from '../../src/output/json.ts';
 import { eventLine } from '../../src/output/event-line.ts';
 import { Secret } from '../../src/util/secret.ts';
+import { InputError } from '../../src/util/errors.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 let dir: string;
@@ -240,7 +241,8 @@ describe('run journal', () => {
     const file = join(dir, 'j.ndjson');
     const j = journalSink(file);
     let n = 0;
-    while (!existsSync(file)) j(resource('a', `r${n++}`));
+    expect(existsSync(file)).toBe(true); // opened at once, written in bursts
+    while (statSync(file).size === 0) j(resource('a', `r${n++}`));
     const written = lines(file).length;
     expect(written).toBe(n);
     expect(readFileSync(file).length).toBeGreaterThanOrEqual(JOURNAL_FLUSH_BYTES);
@@ -314,5 +316,29 @@ describe('run journal', () => {
     j(recap('b', 1));
     j.close();
     expect(hostsToResume(file)).toEqual(['b', 'c']);
+  });
+
+  it('is opened (mode 0600) when made: a place that cannot take it is an InputError before any event', () => {
+    const file = join(dir, 'sub', 'j.ndjson');
+    journalSink(file).close();
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    mkdirSync(join(dir, 'adir'));
+    expect(() => journalSink(join(dir, 'adir'))).toThrow(InputError);
+    expect(() => journalSink(join(file, 'below-a-file.ndjson'))).toThrow(/ENOTDIR/);
+  });
+
+  it('a write that fails ends the journal: told once, later events dropped, nothing thrown (also from a timer)', () => {
+    vi.useFakeTimers();
+    const told: string[] = [];
+    const j = journalSink('/dev/full', (e) => told.push(e.message));
+    expect(j.failure).toBeUndefined();
+    j(resource('a', 'x')); // buffered: written by the timer
+    expect(() => vi.advanceTimersByTime(JOURNAL_FLUSH_MS)).not.toThrow();
+    expect(told).toEqual(['ENOSPC: no space left on device']);
+    expect(j.failure?.message).toBe('ENOSPC: no space left on device');
+    j(recap('a'));
+    j.flush();
+    j.close();
+    expect(told).toHaveLength(1);
   });
 });
