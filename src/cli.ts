@@ -18,6 +18,8 @@ import { batchSizes } from './engine/batches.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
+import { Secret } from './util/secret.ts';
+import { hostConnection } from './inventory/connection.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -49,7 +51,20 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --max-fail-percent P stop later batches once more than P% of a play's hosts failed
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
-      --timeout SECONDS    SSH connect timeout (default 10)
+  -T, --timeout SECONDS    SSH connect timeout (default 10)
+  -u, --user USER          login user where the inventory names none (ansible_user wins)
+      --private-key FILE   key file where the inventory names none (also --key-file)
+  -k, --ask-pass           ask for the login password once (password authentication)
+  -c, --connection ssh|local   where the inventory's ansible_connection says nothing
+      --ssh-common-args ARGS, --ssh-extra-args ARGS
+                           OpenSSH options where the inventory gives none: -o ProxyJump=, -J,
+                           -o ProxyCommand='ssh -W %h:%p HOST', -o UserKnownHostsFile=,
+                           -o StrictHostKeyChecking=, -o ConnectTimeout=, -o IdentitiesOnly=, -i, -p, -l
+  -F, --ssh-config FILE    OpenSSH client config (default ~/.ssh/config; racksmith_ssh_config wins)
+  -b, --become             run every host's script escalated, in one shell (sudo)
+      --become-user USER   as this user (default root)
+      --become-method M    sudo (default) or su
+  -K, --ask-become-pass    ask for the become password once; fed to sudo on stdin
       --host-timeout SECS  give up on a host that takes longer than this (it counts as unreachable)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
@@ -79,6 +94,15 @@ export interface CliOptions {
   maxFailPercent?: number;
   knownHosts?: string;
   acceptNew: boolean;
+  become: { enabled?: boolean; user?: string; method?: 'sudo' | 'su' };
+  askBecomePass: boolean;
+  askPass: boolean;
+  user?: string;
+  privateKey?: string;
+  connection?: 'ssh' | 'local';
+  sshCommonArgs?: string;
+  sshExtraArgs?: string;
+  sshConfig?: string;
   timeoutMs: number;
   hostTimeoutMs?: number;
   lockTimeoutSec: number;
@@ -127,7 +151,19 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
         'max-fail-percent': { type: 'string' },
         'known-hosts': { type: 'string' },
         'ssh-accept-new': { type: 'boolean' },
-        timeout: { type: 'string' },
+        timeout: { type: 'string', short: 'T' },
+        become: { type: 'boolean', short: 'b' },
+        'become-user': { type: 'string' },
+        'become-method': { type: 'string' },
+        'ask-become-pass': { type: 'boolean', short: 'K' },
+        'ask-pass': { type: 'boolean', short: 'k' },
+        user: { type: 'string', short: 'u' },
+        'private-key': { type: 'string' },
+        'key-file': { type: 'string' },
+        connection: { type: 'string', short: 'c' },
+        'ssh-common-args': { type: 'string' },
+        'ssh-extra-args': { type: 'string' },
+        'ssh-config': { type: 'string', short: 'F' },
         'host-timeout': { type: 'string' },
         'lock-timeout': { type: 'string' },
         'plan-out': { type: 'string' },
@@ -154,6 +190,14 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (lockTimeout !== undefined && !(/^[0-9]+$/.test(lockTimeout) && Number(lockTimeout) <= 86400)) {
     throw new InputError(`--lock-timeout must be a whole number of seconds from 0 to 86400, got '${lockTimeout}'`);
   }
+  const method = v['become-method'];
+  if (method !== undefined && method !== 'sudo' && method !== 'su')
+    throw new InputError(`--become-method must be sudo or su, got '${method}'`);
+  const connection = v.connection;
+  if (connection !== undefined && connection !== 'ssh' && connection !== 'local')
+    throw new InputError(`-c/--connection must be ssh or local, got '${connection}'`);
+  if (v['ssh-config'] !== undefined && !existsSync(v['ssh-config']))
+    throw new InputError(`-F/--ssh-config: no such file: ${v['ssh-config']}`);
   const serial = list(v.serial)?.map((s) => (/^\d+$/.test(s) ? Number(s) : s));
   if (serial) batchSizes(1, serial); // validates every entry: bad input is exit 3, before any host
   return {
@@ -172,6 +216,15 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     maxFailPercent: maxFail === undefined ? undefined : Number(maxFail),
     knownHosts: v['known-hosts'],
     acceptNew: !!v['ssh-accept-new'],
+    become: { enabled: v.become ? true : undefined, user: v['become-user'], method },
+    askBecomePass: !!v['ask-become-pass'],
+    askPass: !!v['ask-pass'],
+    user: v.user,
+    privateKey: v['private-key'] ?? v['key-file'],
+    connection,
+    sshCommonArgs: v['ssh-common-args'],
+    sshExtraArgs: v['ssh-extra-args'],
+    sshConfig: v['ssh-config'],
     timeoutMs: positiveInt('--timeout', v.timeout, 10) * 1000,
     hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
     lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
@@ -249,6 +302,7 @@ async function load(
   const vault = await keyring(opts.vault);
   const extra = parseExtraVars(opts.extraVars, vault);
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
+  withCliSshArgs(inventory, opts);
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd()));
   const playbooks = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
@@ -267,10 +321,40 @@ async function load(
     if (chosen.length === 0) throw new InputError('none of the hosts to run again is in this inventory and --limit');
     limit = chosen.join(',');
   }
-  const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
+  const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
   const code = forPlan || opts.planOut !== undefined ? codeHashes(files, PACKAGE_ROOT) : undefined;
   return { opts, inventory, prepared, code };
+}
+
+/**
+ * --ssh-common-args / --ssh-extra-args are the default of ansible_ssh_common_args /
+ * ansible_ssh_extra_args, as in Ansible: a host whose inventory sets the variable keeps its own.
+ */
+function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
+  const given = [
+    ['ansible_ssh_common_args', opts.sshCommonArgs, '--ssh-common-args'],
+    ['ansible_ssh_extra_args', opts.sshExtraArgs, '--ssh-extra-args'],
+  ] as const;
+  if (given.every(([, v]) => v === undefined)) return;
+  for (const h of inv.hosts) {
+    const vars = { ...h.vars };
+    const sources = { ...h.varSources };
+    for (const [name, value, flag] of given) {
+      if (value === undefined || (name in vars && vars[name] !== null)) continue;
+      vars[name] = value;
+      sources[name] = { file: flag };
+    }
+    h.connection = hostConnection(h.name, vars, sources, h.templated);
+  }
+}
+
+/** The passwords the options ask for, once per run (before any host is reached). */
+async function askedPasswords(opts: CliOptions): Promise<{ password?: Secret; becomePassword?: Secret }> {
+  const ask = async (prompt: string) => new Secret((await promptPassword(prompt)).toString('utf8'));
+  const password = opts.askPass ? await ask('SSH password: ') : undefined;
+  const becomePassword = opts.askBecomePass ? await ask('BECOME password: ') : undefined;
+  return { password, becomePassword };
 }
 
 /** The arguments a plan records: the same selection, minus the dry-run switches. */
@@ -325,6 +409,16 @@ export async function run(
     throw e;
   }
   const { opts, prepared } = loaded;
+  let asked;
+  try {
+    asked = await askedPasswords(opts);
+  } catch (e) {
+    if (e instanceof InputError) {
+      out.stderr.write(`error: ${e.message}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    throw e;
+  }
 
   const journalFile = opts.journal ?? defaultJournalPath();
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
@@ -355,6 +449,11 @@ export async function run(
         knownHostsFile: opts.knownHosts,
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
+        user: opts.user,
+        privateKeyFile: opts.privateKey,
+        connection: opts.connection,
+        sshConfigFile: opts.sshConfig,
+        ...asked,
         hostTimeoutMs: opts.hostTimeoutMs,
         lockTimeoutSec: opts.lockTimeoutSec,
         check: opts.check,
@@ -442,12 +541,14 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
   const rest = args.slice(1);
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass)(=.*)?$/;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)(=.*)?$/;
   for (let i = 0; i < rest.length; i++) {
     if (!allowed.test(rest[i]))
-      throw new InputError(`apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal and host-key options)`);
+      throw new InputError(
+        `apply: ${rest[i]} cannot change a reviewed plan (only output, forks, timeouts, journal, connection, become and host-key options)`,
+      );
     if (
-      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--lock-timeout|--vault-password-file|--vault-id)$/.test(
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--lock-timeout|--vault-password-file|--vault-id|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)$/.test(
         rest[i],
       )
     )

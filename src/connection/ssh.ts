@@ -4,8 +4,10 @@ import type { NodeSSH } from 'node-ssh';
 import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts } from './known-hosts.ts';
-import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
-import { shq } from '../shell/quote.ts';
+import { MAX_INLINE_SCRIPT } from './transport.ts';
+import { shJoin } from '../shell/quote.ts';
+import { becomeFailure, execPlan, newNonce, type Become } from './become.ts';
+import type { Secret } from '../util/secret.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -14,6 +16,10 @@ export interface SshOptions {
   port: number;
   user: string;
   privateKeyFile?: string;
+  /** Password authentication (-k, ansible_password): tried after keys. */
+  password?: Secret;
+  /** Offer only privateKeyFile, not the agent's keys (IdentitiesOnly=yes). */
+  identitiesOnly?: boolean;
   /** ssh-agent socket; defaults to $SSH_AUTH_SOCK. */
   agent?: string;
   connectTimeoutMs: number;
@@ -21,7 +27,9 @@ export interface SshOptions {
   /** Record unknown host keys instead of refusing them. A changed key is refused regardless. */
   acceptNewHostKeys: boolean;
   /** Reach the host through this one first (like ProxyJump). */
-  jump?: Omit<SshOptions, 'jump' | 'name'> & { name?: string };
+  jump?: Omit<SshOptions, 'jump' | 'name' | 'become'> & { name?: string };
+  /** Run every exec escalated (sudo/su), in one shell. */
+  become?: Become;
 }
 
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
@@ -49,10 +57,13 @@ function tcpConnect(address: string, port: number, timeoutMs: number): Promise<n
 /** An SSH session through node-ssh, with OpenSSH-style host key checking. */
 export class SshConnection implements Connection {
   execCount = 0;
+  /** Marks where the script starts on stdin after a become password (see become.ts). */
+  private readonly nonce = newNonce();
   private constructor(
     readonly host: string,
     private readonly ssh: NodeSSH,
     private readonly via?: SshConnection,
+    private readonly become?: Become,
   ) {}
 
   static async open(opts: SshOptions): Promise<SshConnection> {
@@ -89,7 +100,8 @@ export class SshConnection implements Connection {
         port: opts.port,
         username: opts.user,
         privateKey: opts.privateKeyFile ? readFileSync(opts.privateKeyFile, 'utf8') : undefined,
-        agent: opts.agent ?? process.env.SSH_AUTH_SOCK,
+        password: opts.password?.reveal(),
+        agent: opts.identitiesOnly && opts.privateKeyFile ? undefined : (opts.agent ?? process.env.SSH_AUTH_SOCK),
         readyTimeout: opts.connectTimeoutMs,
         hostVerifier: (key: Buffer) => {
           const v = knownHosts.verify(opts.address, opts.port, key);
@@ -118,23 +130,25 @@ export class SshConnection implements Connection {
     // error in between (the host died: EPIPE, ECONNRESET) would be an unhandled 'error' event and
     // end the whole run. The next exec on this connection fails instead.
     ssh.connection?.on('error', () => {});
-    return new SshConnection(opts.name, ssh, via);
+    return new SshConnection(opts.name, ssh, via, opts.become);
   }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
+    const run = execPlan(this.become, this.nonce, script, stdin, inlineScript);
+    let r;
     try {
-      const r =
-        stdin === undefined
-          ? await this.ssh.execCommand(REMOTE_SHELL, { stdin: scriptAsStdin(script), noTrim: true })
-          : await this.ssh.execCommand(`exec /bin/sh -c ${shq(inlineScript(script))}`, { stdin, noTrim: true });
-      // No exit status and no signal: the channel closed under the command (the host or its sshd
-      // died). Not a result: the connection is lost (a killed remote shell reports its signal).
-      if (r.code === null && r.signal === null) throw new Error('the command ended without an exit status');
-      return { stdout: r.stdout, stderr: r.stderr, code: r.code };
+      r = await this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...run.args])}`, { stdin: run.stdin, noTrim: true });
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
     }
+    // No exit status and no signal: the channel closed under the command (the host or its sshd
+    // died). Not a result: the connection is lost (a killed remote shell reports its signal).
+    if (r.code === null && r.signal === null)
+      throw new ConnectError(`${this.host}: connection lost: the command ended without an exit status`, true);
+    const refused = this.become && becomeFailure(this.become, r.code, r.stderr);
+    if (refused) throw refused;
+    return { stdout: r.stdout, stderr: r.stderr, code: r.code };
   }
 
   async close(): Promise<void> {
