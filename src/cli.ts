@@ -13,7 +13,8 @@ import { selectHosts } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
-import { InputError } from './util/errors.ts';
+import { formatPos, InputError } from './util/errors.ts';
+import { ignoredConnectionVars } from './inventory/ansible-connection-vars.ts';
 import { batchSizes } from './engine/batches.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
@@ -431,6 +432,12 @@ export async function run(
   };
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
   emit({ type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check });
+  for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
+    const at = w.pos ? formatPos(w.pos) : undefined;
+    const message = `${at ? `${at}: ` : ''}${w.variable} is not honoured: ${w.why}`;
+    out.stderr.write(`warning: ${message}\n`);
+    json?.({ type: 'warning', message, variable: w.variable, at });
+  }
   // Ctrl-C: finish what is in flight, write the journal, exit cleanly. A second one is final.
   const abort = new AbortController();
   const onSignal = () => {
