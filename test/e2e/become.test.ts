@@ -130,6 +130,9 @@ describe('become: hosts reached as ops with sudo', () => {
     expect(first.code, first.stderr).toBe(0);
     for (const h of hosts) expect(recaps(first)[h]).toMatchObject({ failed: 0, unreachable: false });
     for (const h of hosts) expect(await sysctlOwner(h)).toBe('root:root');
+    // the apply lock is root's (/run/racksmith), not the login user's own in $TMPDIR
+    const lock = await tb.hostExec('tb2', 'cat /run/racksmith/apply.holder; ls -d /tmp/racksmith-* 2>/dev/null');
+    expect(lock.stdout).toMatch(/^\S+ \d+ \d+\n$/);
 
     const again = await provision(['playbooks/site.ts', '-i', inv, '-b', '--json', '--journal', journal()]);
     expect(again.code, again.stderr).toBe(0);
