@@ -25,6 +25,8 @@ const bedEnv: NodeJS.ProcessEnv = process.env.RS_TESTBED_STATE ? { TB_STATE: sta
 export const inventoryPath = join(stateDir, 'inventory.yaml');
 /** Ansible INI inventory (for the ansible-core baseline). */
 export const inventoryIniPath = join(stateDir, 'inventory.ini');
+/** The same hosts reached as `ops` with `ansible_become: true`. */
+export const inventoryOpsPath = join(stateDir, 'inventory-ops.yaml');
 /** known_hosts with every host's ed25519 key, under its IP and its name. */
 export const knownHostsPath = join(stateDir, 'known_hosts');
 /** Private key accepted by root on every host. */
