@@ -15,16 +15,18 @@ import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
 import { listing, type ListingMode } from './output/listing.ts';
-import { InputError } from './util/errors.ts';
+import { formatPos, InputError } from './util/errors.ts';
+import { ignoredConnectionVars } from './inventory/ansible-connection-vars.ts';
 import { batchSizes } from './engine/batches.ts';
 import { withPlayGroups } from './engine/play-hosts.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
-import { scrub, scrubbingStream } from './util/secret.ts';
+import { scrub, scrubbingStream, Secret } from './util/secret.ts';
 import { checkConnectionFiles } from './connection/connect.ts';
 import { DEFAULT_KEEPALIVE_MS } from './connection/ssh.ts';
 import { printable, printableLines } from './util/printable.ts';
+import { hostConnection } from './inventory/connection.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -59,7 +61,20 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --max-fail-percent P stop later batches once more than P% of a play's hosts failed
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
-      --timeout SECONDS    SSH connect timeout (default 10)
+  -T, --timeout SECONDS    SSH connect timeout (default 10)
+  -u, --user USER          login user where the inventory names none (ansible_user wins)
+      --private-key FILE   key file where the inventory names none (also --key-file)
+  -k, --ask-pass           ask for the login password once (password authentication)
+  -c, --connection ssh|local   where the inventory's ansible_connection says nothing
+      --ssh-common-args ARGS, --ssh-extra-args ARGS
+                           OpenSSH options where the inventory gives none: -o ProxyJump=, -J,
+                           -o ProxyCommand='ssh -W %h:%p HOST', -o UserKnownHostsFile=,
+                           -o StrictHostKeyChecking=, -o ConnectTimeout=, -o IdentitiesOnly=, -i, -p, -l
+  -F, --ssh-config FILE    OpenSSH client config (default ~/.ssh/config; racksmith_ssh_config wins)
+  -b, --become             run every host's script escalated, in one shell (sudo)
+      --become-user USER   as this user (default root)
+      --become-method M    sudo (default) or su
+  -K, --ask-become-pass    ask for the become password once; fed to sudo on stdin
       --host-timeout SECS  give up on a host that takes longer than this, connecting included: its
                            remote commands are killed, its link dropped (it counts as unreachable)
       --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
@@ -93,6 +108,15 @@ export interface CliOptions {
   maxFailPercent?: number;
   knownHosts?: string;
   acceptNew: boolean;
+  become: { enabled?: boolean; user?: string; method?: 'sudo' | 'su' };
+  askBecomePass: boolean;
+  askPass: boolean;
+  user?: string;
+  privateKey?: string;
+  connection?: 'ssh' | 'local';
+  sshCommonArgs?: string;
+  sshExtraArgs?: string;
+  sshConfig?: string;
   timeoutMs: number;
   hostTimeoutMs?: number;
   keepaliveMs: number;
@@ -146,7 +170,19 @@ const CLI_OPTIONS = {
   'max-fail-percent': { type: 'string' },
   'known-hosts': { type: 'string' },
   'ssh-accept-new': { type: 'boolean' },
-  timeout: { type: 'string' },
+  timeout: { type: 'string', short: 'T' },
+  become: { type: 'boolean', short: 'b' },
+  'become-user': { type: 'string' },
+  'become-method': { type: 'string' },
+  'ask-become-pass': { type: 'boolean', short: 'K' },
+  'ask-pass': { type: 'boolean', short: 'k' },
+  user: { type: 'string', short: 'u' },
+  'private-key': { type: 'string' },
+  'key-file': { type: 'string' },
+  connection: { type: 'string', short: 'c' },
+  'ssh-common-args': { type: 'string' },
+  'ssh-extra-args': { type: 'string' },
+  'ssh-config': { type: 'string', short: 'F' },
   'host-timeout': { type: 'string' },
   'ssh-keepalive': { type: 'string' },
   'lock-timeout': { type: 'string' },
@@ -188,6 +224,14 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${printable(maxFail)}'`);
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
+  const method = v['become-method'];
+  if (method !== undefined && method !== 'sudo' && method !== 'su')
+    throw new InputError(`--become-method must be sudo or su, got '${method}'`);
+  const connection = v.connection;
+  if (connection !== undefined && connection !== 'ssh' && connection !== 'local')
+    throw new InputError(`-c/--connection must be ssh or local, got '${connection}'`);
+  if (v['ssh-config'] !== undefined && !existsSync(v['ssh-config']))
+    throw new InputError(`-F/--ssh-config: no such file: ${v['ssh-config']}`);
   const serial = serialList(v.serial);
   return {
     inventory: v.inventory,
@@ -206,6 +250,15 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     maxFailPercent: maxFail === undefined ? undefined : Number(maxFail),
     knownHosts: v['known-hosts'],
     acceptNew: !!v['ssh-accept-new'],
+    become: { enabled: v.become ? true : undefined, user: v['become-user'], method },
+    askBecomePass: !!v['ask-become-pass'],
+    askPass: !!v['ask-pass'],
+    user: v.user,
+    privateKey: v['private-key'] ?? v['key-file'],
+    connection,
+    sshCommonArgs: v['ssh-common-args'],
+    sshExtraArgs: v['ssh-extra-args'],
+    sshConfig: v['ssh-config'],
     timeoutMs: wholeInRange('--timeout', v.timeout, 1, MAX_TIMER_SEC, 10, ' of seconds') * 1000,
     hostTimeoutMs:
       v['host-timeout'] === undefined
@@ -293,6 +346,7 @@ async function load(
   const vault = await keyring(opts.vault);
   const extra = parseExtraVars(opts.extraVars, vault);
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
+  withCliSshArgs(inventory, opts);
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd()));
   const playbooks = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
@@ -313,7 +367,7 @@ async function load(
     if (chosen.length === 0) throw new InputError('none of the hosts to run again is in this inventory and --limit');
     limit = chosen.join(',');
   }
-  const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags });
+  const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
   if (opts.listing) return { opts, inventory, prepared, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
   checkConnectionFiles([...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))]);
@@ -324,16 +378,59 @@ async function load(
 }
 
 /**
- * Options that decide whom racksmith trusts (host keys, privilege): a plan never records them,
- * `provision apply` takes them from its own command line only. Every `become` option is one.
+ * Options that decide whom racksmith trusts and how it reaches hosts (host keys, login, proxies,
+ * privilege): a plan never records them, `provision apply` takes them from its own command line
+ * only. Every `become` option is one.
  */
-const isSecurityOption = (name: string) => name === 'known-hosts' || name === 'ssh-accept-new' || /become/.test(name);
+const SECURITY_OPTIONS = new Set([
+  'known-hosts',
+  'ssh-accept-new',
+  'ask-pass',
+  'user',
+  'private-key',
+  'key-file',
+  'connection',
+  'ssh-common-args',
+  'ssh-extra-args',
+  'ssh-config',
+]);
+const isSecurityOption = (name: string) => SECURITY_OPTIONS.has(name) || /become/.test(name);
 /** Options of the dry run that are not part of what was reviewed. */
 const NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help']);
 
 /** The options of an argv, as parseArgs reads them (the same grouping and `=` forms). */
 function optionTokens(argv: string[]) {
   return parseArgs({ args: argv, allowPositionals: true, options: CLI_OPTIONS, tokens: true }).tokens;
+}
+
+/**
+ * --ssh-common-args / --ssh-extra-args are the default of ansible_ssh_common_args /
+ * ansible_ssh_extra_args, as in Ansible: a host whose inventory sets the variable keeps its own.
+ */
+function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
+  const given = [
+    ['ansible_ssh_common_args', opts.sshCommonArgs, '--ssh-common-args'],
+    ['ansible_ssh_extra_args', opts.sshExtraArgs, '--ssh-extra-args'],
+  ] as const;
+  if (given.every(([, v]) => v === undefined)) return;
+  for (const h of inv.hosts) {
+    const vars = { ...h.vars };
+    const sources = { ...h.varSources };
+    for (const [name, value, flag] of given) {
+      if (value === undefined || (name in vars && vars[name] !== null)) continue;
+      vars[name] = value;
+      sources[name] = { file: flag };
+    }
+    h.connection = hostConnection(h.name, vars, sources, h.templated);
+  }
+}
+
+/** The passwords the options ask for, once per run (before any host is reached). */
+async function askedPasswords(opts: CliOptions): Promise<{ password?: Secret; becomePassword?: Secret }> {
+  const ask = async (prompt: string) => new Secret((await promptPassword(prompt)).toString('utf8'));
+  const password = opts.askPass ? await ask('SSH password: ') : undefined;
+  const becomePassword = opts.askBecomePass ? await ask('BECOME password: ') : undefined;
+  return { password, becomePassword };
 }
 
 /**
@@ -441,6 +538,16 @@ export async function run(
     }
     throw e;
   }
+  let asked;
+  try {
+    asked = await askedPasswords(opts);
+  } catch (e) {
+    if (e instanceof InputError) {
+      out.stderr.write(`error: ${e.message}\n`);
+      return EXIT.BAD_INPUT;
+    }
+    throw e;
+  }
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
   const emit = (e: RunEvent) => {
@@ -450,6 +557,12 @@ export async function run(
   };
   human.onEvent(runStart);
   json?.(runStart);
+  for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
+    const at = w.pos ? formatPos(w.pos) : undefined;
+    const message = `${at ? `${at}: ` : ''}${w.variable} is not honoured: ${w.why}`;
+    out.stderr.write(`warning: ${message}\n`);
+    json?.({ type: 'warning', message, variable: w.variable, at });
+  }
   // Ctrl-C: no new host or step; the steps in flight get a moment, then their hosts are aborted
   // (remote commands killed) and reported as interrupted; journal and recap are written. A second one is final.
   const abort = new AbortController();
@@ -469,6 +582,11 @@ export async function run(
         knownHostsFile: opts.knownHosts,
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
+        user: opts.user,
+        privateKeyFile: opts.privateKey,
+        connection: opts.connection,
+        sshConfigFile: opts.sshConfig,
+        ...asked,
         hostTimeoutMs: opts.hostTimeoutMs,
         keepaliveMs: opts.keepaliveMs,
         lockTimeoutSec: opts.lockTimeoutSec,
@@ -568,16 +686,16 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   const rest: string[] = [];
   const extra: string[] = [];
   const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars)(=.*)?$/;
+    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)(=.*)?$/;
   const args1 = args.slice(1);
   for (let i = 0; i < args1.length; i++) {
     const a = args1[i];
     if (!allowed.test(a))
       throw new InputError(
-        `apply: ${a} cannot change a reviewed plan (only output, forks, timeouts, journal, host-key options and -e secrets)`,
+        `apply: ${a} cannot change a reviewed plan (only output, forks, timeouts, journal, connection, become and host-key options, and -e secrets)`,
       );
     const takesValue =
-      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars)$/.test(
+      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)$/.test(
         a,
       );
     if (/^(-e|--extra-vars)(=|$)/.test(a)) {

@@ -1,8 +1,11 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Host } from '../inventory/model.ts';
+import type { Secret } from '../util/secret.ts';
+import type { Become } from './become.ts';
 import { LocalConnection } from './local.ts';
 import { SshConnection, type SshOptions } from './ssh.ts';
+import { sshConfigFor } from './ssh-config.ts';
 import type { Connection } from './types.ts';
 import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
 import { InputError } from '../util/errors.ts';
@@ -16,33 +19,81 @@ export interface ConnectOptions {
   connectTimeoutMs: number;
   /** SSH keepalive interval in ms (default 10 s; 0: none). */
   keepaliveMs?: number;
+  /** -u: the login user where the inventory names none. */
+  user?: string;
+  /** --private-key: the key where the inventory names none. */
+  privateKeyFile?: string;
+  /** -c: the connection where the inventory says none. */
+  connection?: 'ssh' | 'local';
+  /** -k: the login password where the inventory gives none. */
+  password?: Secret;
+  /** -K: the become password where the inventory gives none. */
+  becomePassword?: Secret;
+  /** -F: the OpenSSH client config (default ~/.ssh/config; racksmith_ssh_config per host wins). */
+  sshConfigFile?: string;
 }
 
-/** The SSH settings for a host, from its connection (resolved and checked by the inventory). */
+/** The escalation a host's execs run under (the engine resolved whom; the password comes from the host or -K). */
+export function becomeFor(host: Host, o: Pick<ConnectOptions, 'becomePassword'>): Become | undefined {
+  const e = host.connection.escalate;
+  if (!e) return undefined;
+  return { ...e, password: host.connection.become?.password ?? o.becomePassword };
+}
+
+/**
+ * The SSH settings for a host: its connection (inventory variables, then its ssh args), then
+ * ~/.ssh/config for what those leave unset (inventory values win, as in Ansible), then the
+ * command line's defaults.
+ */
 export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
   const c = host.connection;
-  const knownHosts = o.knownHostsFile ? resolve(o.knownHostsFile) : (c.knownHostsFile ?? join(homedir(), '.ssh', 'known_hosts'));
+  const cfg = sshConfigFor(c.address, c.sshConfigFile ?? o.sshConfigFile);
+  const knownHosts = o.knownHostsFile
+    ? resolve(o.knownHostsFile)
+    : (c.knownHostsFile ?? cfg.knownHostsFile ?? join(homedir(), '.ssh', 'known_hosts'));
+  const timeoutSeconds = c.timeoutSeconds ?? cfg.connectTimeoutSeconds;
   const common = {
-    user: c.user ?? process.env.USER ?? 'root',
-    privateKeyFile: c.privateKeyFile,
-    connectTimeoutMs: c.timeoutSeconds !== undefined ? c.timeoutSeconds * 1000 : o.connectTimeoutMs,
+    user: c.user ?? cfg.user ?? o.user ?? process.env.USER ?? 'root',
+    privateKeyFile: c.privateKeyFile ?? cfg.identityFile ?? o.privateKeyFile,
+    password: c.password ?? o.password,
+    identitiesOnly: c.identitiesOnly ?? cfg.identitiesOnly,
+    connectTimeoutMs: timeoutSeconds !== undefined ? timeoutSeconds * 1000 : o.connectTimeoutMs,
     knownHostsFile: knownHosts,
-    acceptNewHostKeys: o.acceptNewHostKeys,
+    // --ssh-accept-new is this run's choice; else what the host's ssh args or config say
+    acceptNewHostKeys: o.acceptNewHostKeys || (c.acceptNewHostKeys ?? cfg.acceptNewHostKeys ?? false),
     keepaliveMs: o.keepaliveMs,
   };
+  const jump = c.jump ?? (c.noJump ? undefined : cfg.jump);
   return {
     ...common,
     name: host.name,
-    address: c.address,
-    port: c.port ?? 22,
-    jump: c.jump
-      ? ({ ...common, ...Object.fromEntries(Object.entries(c.jump).filter(([, x]) => x !== undefined)) } as SshOptions['jump'])
-      : undefined,
+    address: cfg.hostName ?? c.address,
+    port: c.port ?? cfg.port ?? 22,
+    become: becomeFor(host, o),
+    jump: jump ? jumpOptions(jump, common, c.sshConfigFile ?? o.sshConfigFile) : undefined,
+  };
+}
+
+/** The jump host's settings: its own entry in the ssh config (an alias like `bastion`), else the target's. */
+function jumpOptions(
+  jump: { user?: string; address: string; port?: number },
+  target: Omit<SshOptions, 'name' | 'address' | 'port'>,
+  configFile: string | undefined,
+): SshOptions['jump'] {
+  const cfg = sshConfigFor(jump.address, configFile);
+  return {
+    ...target,
+    password: undefined,
+    privateKeyFile: cfg.identityFile ?? target.privateKeyFile,
+    user: jump.user ?? cfg.user ?? target.user,
+    name: jump.address,
+    address: cfg.hostName ?? jump.address,
+    port: jump.port ?? cfg.port ?? 22,
   };
 }
 
 export async function connect(host: Host, o: ConnectOptions): Promise<Connection> {
-  if (host.connection.kind === 'local') return new LocalConnection(host.name);
+  if ((host.connection.kind ?? o.connection) === 'local') return new LocalConnection(host.name, becomeFor(host, o));
   return SshConnection.open(sshOptionsFor(host, o));
 }
 

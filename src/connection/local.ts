@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Connection, ExecResult } from './types.ts';
-import { scriptAsStdin } from './transport.ts';
+import { becomeFailure, execPlan, newNonce, type Become } from './become.ts';
 
 /**
  * Runs scripts on this machine through /bin/sh (pull mode and the local dry-run default).
@@ -10,7 +10,12 @@ export class LocalConnection implements Connection {
   execCount = 0;
   /** `cat` reading a pipe from this process: it ends when the connection closes, or this process dies. */
   private anchor: ChildProcess | undefined;
-  constructor(readonly host: string) {}
+  private readonly nonce = newNonce();
+  constructor(
+    readonly host: string,
+    /** -c local -b: the scripts run escalated, as over SSH. */
+    private readonly become?: Become,
+  ) {}
 
   /** The scripts' parent is this (long-lived) process: the session is a child that close() ends. */
   get sessionPid(): number | undefined {
@@ -24,7 +29,11 @@ export class LocalConnection implements Connection {
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
-    return stdin === undefined ? sh(['-s'], scriptAsStdin(script)) : sh(['-c', script], stdin);
+    const run = execPlan(this.become, this.nonce, script, stdin, (s) => s);
+    const r = await sh(run.args, run.stdin);
+    const refused = this.become && becomeFailure(this.become, r.code, r.stderr);
+    if (refused) throw refused;
+    return r;
   }
 
   async close(): Promise<void> {

@@ -6,8 +6,10 @@ import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts, type HostKeyVerdict } from './known-hosts.ts';
 import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
-import { shq } from '../shell/quote.ts';
+import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
+import { becomeFailure, execPlan, newNonce, type Become } from './become.ts';
+import type { Secret } from '../util/secret.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -16,6 +18,10 @@ export interface SshOptions {
   port: number;
   user: string;
   privateKeyFile?: string;
+  /** Password authentication (-k, ansible_password): tried after keys. */
+  password?: Secret;
+  /** Offer only privateKeyFile, not the agent's keys (IdentitiesOnly=yes). */
+  identitiesOnly?: boolean;
   /** ssh-agent socket; defaults to $SSH_AUTH_SOCK. */
   agent?: string;
   connectTimeoutMs: number;
@@ -25,7 +31,9 @@ export interface SshOptions {
   /** Record unknown host keys instead of refusing them. A changed key is refused regardless. */
   acceptNewHostKeys: boolean;
   /** Reach the host through this one first (like ProxyJump). */
-  jump?: Omit<SshOptions, 'jump' | 'name'> & { name?: string };
+  jump?: Omit<SshOptions, 'jump' | 'name' | 'become'> & { name?: string };
+  /** Run every exec escalated (sudo/su), in one shell. */
+  become?: Become;
 }
 
 /** Keepalives unanswered before the link counts as dead: 3 x 10 s is ~30 s for a cut link. */
@@ -64,11 +72,14 @@ export class SshConnection implements Connection {
   /** The tags of the remote shells running now (each exec's `sh` carries one in its argv). */
   private readonly running = new Set<string>();
   private dropped = false;
+  /** Marks where the script starts on stdin after a become password (see become.ts). */
+  private readonly nonce = newNonce();
   private constructor(
     readonly host: string,
     private readonly ssh: NodeSSH,
     private readonly sock: Duplex,
     private readonly via?: SshConnection,
+    private readonly become?: Become,
   ) {}
 
   static async open(opts: SshOptions): Promise<SshConnection> {
@@ -114,7 +125,8 @@ export class SshConnection implements Connection {
         port: opts.port,
         username: opts.user,
         privateKey,
-        agent: opts.agent ?? process.env.SSH_AUTH_SOCK,
+        password: opts.password?.reveal(),
+        agent: opts.identitiesOnly && opts.privateKeyFile ? undefined : (opts.agent ?? process.env.SSH_AUTH_SOCK),
         readyTimeout: opts.connectTimeoutMs,
         // toward the key types known_hosts records for the host, as OpenSSH orders them
         algorithms: { serverHostKey: knownHosts.algorithmsFor(opts.address, opts.port) as ServerHostKeyAlgorithm[] },
@@ -144,29 +156,32 @@ export class SshConnection implements Connection {
     // error in between (the host died: EPIPE, ECONNRESET) would be an unhandled 'error' event and
     // end the whole run. The next exec on this connection fails instead.
     ssh.connection?.on('error', () => {});
-    return new SshConnection(opts.name, ssh, sock, via);
+    return new SshConnection(opts.name, ssh, sock, via, opts.become);
   }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
     // sshd runs each command as a session leader: its process group is the remote shell and
-    // everything it starts. The tag finds that shell again from a second channel (abort).
+    // everything it starts. The tag (the login shell's last argument) finds that shell again from
+    // a second channel (abort).
     const tag = `rs-exec-${randomBytes(6).toString('hex')}`;
+    const run = execPlan(this.become, this.nonce, script, stdin, inlineScript);
+    let r;
     this.running.add(tag);
     try {
-      const r =
-        stdin === undefined
-          ? await this.ssh.execCommand(`${REMOTE_SHELL} ${tag}`, { stdin: scriptAsStdin(script), noTrim: true })
-          : await this.ssh.execCommand(`exec /bin/sh -c ${shq(inlineScript(script))} ${tag}`, { stdin, noTrim: true });
-      // No exit status and no signal: the channel closed under the command (the host or its sshd
-      // died). Not a result: the connection is lost (a killed remote shell reports its signal).
-      if (r.code === null && r.signal === null) throw new Error('the command ended without an exit status');
-      return { stdout: r.stdout, stderr: r.stderr, code: r.code };
+      r = await this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...run.args, tag])}`, { stdin: run.stdin, noTrim: true });
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
     } finally {
       this.running.delete(tag);
     }
+    // No exit status and no signal: the channel closed under the command (the host or its sshd
+    // died). Not a result: the connection is lost (a killed remote shell reports its signal).
+    if (r.code === null && r.signal === null)
+      throw new ConnectError(`${this.host}: connection lost: the command ended without an exit status`, true);
+    const refused = this.become && becomeFailure(this.become, r.code, r.stderr);
+    if (refused) throw refused;
+    return { stdout: r.stdout, stderr: r.stderr, code: r.code };
   }
 
   /**

@@ -110,6 +110,14 @@ export interface Play {
   /** Stop later batches when more than this percentage of the play's hosts failed. */
   maxFailPercent?: number;
   /**
+   * Run as another user (sudo/su), like Ansible's play keywords. A host's ansible_become* variables
+   * win over these, and these over -b/--become-user/--become-method. One exec runs one shell, so
+   * all plays that reach a host must agree on it.
+   */
+  become?: boolean;
+  becomeUser?: string;
+  becomeMethod?: 'sudo' | 'su';
+  /**
    * The play's resources for one host. It must depend only on what it reads from `host` (and
    * on what is the same for the whole run): hosts that answer the same reads share one build.
    */

@@ -10,7 +10,8 @@
  * The holder is `tail --pid=SESSION -s 0.2 -f /dev/null` (GNU coreutils): it ends within 0.2 s of
  * the session, which over SSH is sshd's process for the run's connection (it closes at the end
  * of the run, or drops), and on a local connection a child of the controller that the connection
- * ends (Connection.sessionPid); /run is emptied at boot. /run/racksmith/apply.holder says who
+ * ends (Connection.sessionPid); under become, the login shell's parent the become wrapper passes on
+ * as RS_SESSION_PID (sudo, the escalated shell's parent, lasts one exec only); /run is emptied at boot. /run/racksmith/apply.holder says who
  * holds it: `RUN_ID HOLDER_PID SESSION_PID`. A user who cannot write /run/racksmith (not root)
  * takes a lock of its own in $TMPDIR/racksmith-UID: it can only change what that user may.
  */
@@ -43,7 +44,8 @@ export interface LockSession {
 export function applyLockScript(o: ApplyLockOptions, session: LockSession = {}): string {
   const me = shq(o.runId);
   const timeout = Math.max(0, Math.floor(o.timeoutSec));
-  const sess = session.sessionPid !== undefined ? shq(session.sessionPid) : '"$PPID"';
+  // Under become the shell's parent is sudo (gone after this exec): the wrapper names the session (connection/become.ts).
+  const sess = session.sessionPid !== undefined ? shq(session.sessionPid) : '"${RS_SESSION_PID:-$PPID}"';
   return `l=${shq(APPLY_LOCK)}; h=${shq(APPLY_LOCK_HOLDER)}; me=${me}; sess=${sess}
 rs_holder() { rs_h=; IFS= read -r rs_h < "$h" || :; } 2>/dev/null
 if ! { mkdir -p "\${l%/*}" && [ -w "\${l%/*}" ]; } 2>/dev/null; then

@@ -1,4 +1,5 @@
 import type { Connection } from '../connection/types.ts';
+import { BecomeError } from '../connection/become.ts';
 import { NotApplicable, Refusal, type Change, type Resource, type Step } from '../contract/resource.ts';
 import { resourceResult, type Outcome, type ResourceResult } from './events.ts';
 import { factsHash } from './facts-hash.ts';
@@ -60,6 +61,8 @@ export interface HostRunResult {
   factHashes: Map<string, string>;
   /** Set when the connection broke mid-run: the host counts as unreachable. */
   lostConnection?: string;
+  /** The host could be reached but not escalated (sudo refused): it failed, with this cause. */
+  becomeFailed?: string;
   /** Saved-plan mode: resources whose facts moved since the plan (the host was refused). */
   drift?: Array<{ id: string; now: string[]; planned: string[] }>;
   /** Another run held the host's apply lock: whom this run waited for (it re-read the host after). */
@@ -140,6 +143,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     const first = await probeHost(conn, resources, later);
     if (typeof first === 'string') {
       failUnfinished(o, states, first);
+      if (first.startsWith(BECOME_FAILED_PREFIX)) return { results: collect(states), factHashes, becomeFailed: first };
       return { results: collect(states), factHashes, lostConnection: first };
     }
     probed = first.answers;
@@ -509,9 +513,12 @@ async function execSections(conn: Connection, sections: Section[], body?: string
     }
     return splitOutput(res.stdout, marker, sections.length, res.stderr);
   } catch (e) {
-    return (e as Error).message;
+    return e instanceof BecomeError ? `${BECOME_FAILED_PREFIX}${e.message}` : (e as Error).message;
   }
 }
+
+/** Begins an exec's failure that is a refused escalation, not a lost connection. */
+const BECOME_FAILED_PREFIX = 'not run: ';
 
 /** Every resource without an outcome yet fails with `msg`. */
 function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {

@@ -15,6 +15,7 @@ import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withPlayGroups } from './play-hosts.ts';
 import { withRetry } from '../connection/retry.ts';
+import { resolveBecome, type BecomeSetting } from '../connection/become.ts';
 import { newRunId } from './apply-lock.ts';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
@@ -24,6 +25,8 @@ export interface RunSelection {
   limit?: string;
   tags?: string[];
   skipTags?: string[];
+  /** -b, --become-user, --become-method (hosts' variables and plays' keywords win). */
+  become?: BecomeSetting;
 }
 
 /** A play with each selected host's resources already built and checked. */
@@ -41,6 +44,28 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
   const limited = sel.limit !== undefined ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
   const out: PreparedPlay[] = [];
+  // Each host as it is reached: with whom its execs run as (the same in every play: one shell per exec).
+  const reached = new Map<string, { host: Host; play: string }>();
+  const reachedAs = (h: Host, play: Play): Host => {
+    const escalate = resolveBecome(
+      h.connection.become,
+      { enabled: play.become, user: play.becomeUser, method: play.becomeMethod },
+      sel.become ?? {},
+    );
+    const seen = reached.get(h.name);
+    if (seen) {
+      const before = seen.host.connection.escalate;
+      if (before?.user !== escalate?.user || before?.method !== escalate?.method)
+        throw new InputError(
+          `host ${h.name}: play '${seen.play}' runs as ${who(before)} and play '${play.name}' as ${who(escalate)}: racksmith runs one shell per host, so its plays must agree on become`,
+          h.pos,
+        );
+      return seen.host;
+    }
+    const host = escalate ? { ...h, connection: { ...h.connection, escalate } } : h;
+    reached.set(h.name, { host, play: play.name });
+    return host;
+  };
   for (const pb of playbooks) {
     for (const play of pb.plays) {
       const names = selectHosts(inv, play.hosts, `pattern of play '${play.name}'`, true).filter((n) => !limited || limited.has(n));
@@ -56,12 +81,16 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
           resources = checkResources(play, n, built, sel);
           checked.set(built, resources);
         }
-        return { host, resources };
+        return { host: reachedAs(host, play), resources };
       });
       out.push({ play, hosts });
     }
   }
   return out;
+}
+
+function who(e: { user: string; method: string } | undefined): string {
+  return e ? `${e.user} (${e.method})` : 'the login user';
 }
 
 /** A play's resources for host `n`, checked (ids, dependencies) and selected by tags. */
@@ -380,6 +409,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     byPlay.set(playName, res.factHashes);
     factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
+    if (res.becomeFailed) recap.error = res.becomeFailed;
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
     if (res.lockWaits) recap.lockWaits = [...(recap.lockWaits ?? []), ...res.lockWaits];
     if (res.lostConnection) {

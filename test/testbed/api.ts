@@ -25,6 +25,8 @@ const bedEnv: NodeJS.ProcessEnv = process.env.RS_TESTBED_STATE ? { TB_STATE: sta
 export const inventoryPath = join(stateDir, 'inventory.yaml');
 /** Ansible INI inventory (for the ansible-core baseline). */
 export const inventoryIniPath = join(stateDir, 'inventory.ini');
+/** The same hosts reached as `ops` with `ansible_become: true`. */
+export const inventoryOpsPath = join(stateDir, 'inventory-ops.yaml');
 /** known_hosts with every host's ed25519 key, under its IP and its name. */
 export const knownHostsPath = join(stateDir, 'known_hosts');
 /** Private key accepted by root on every host. */
@@ -306,4 +308,47 @@ export async function matches(want: { hosts: number; disks: number }): Promise<b
   if (!hs.every((h) => cmdline(h.initPid).includes('tb-init'))) return false;
   const open = await Promise.all(hs.map((h) => portOpen(h.ip, h.port, 1000)));
   return open.every(Boolean);
+}
+
+/** How a host lets the operator account `ops` in and escalate (see README: "Reached as ops"). */
+export interface OpsAccess {
+  /** nopasswd (the bed's default), password (sudo asks for ops' password), requiretty, none (not in sudoers). */
+  sudo: 'nopasswd' | 'password' | 'requiretty' | 'none';
+  /** ops' login/sudo password (fed to chpasswd on stdin). */
+  password?: string;
+  /** false: PermitRootLogin no (the default bed lets root in with the key). */
+  rootLogin?: boolean;
+  /** Refuse every SSH login from the runner: the host is reachable only through another bed host (a bastion). */
+  onlyViaBastion?: boolean;
+}
+
+/** Give a host an ops access profile (a reset host is back to: root and ops by key, ops NOPASSWD sudo). */
+export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
+  const sudoers = {
+    nopasswd: 'ops ALL=(ALL:ALL) NOPASSWD: ALL',
+    password: 'ops ALL=(ALL:ALL) ALL',
+    requiretty: 'Defaults:ops requiretty\nops ALL=(ALL:ALL) NOPASSWD: ALL',
+    none: '',
+  }[a.sudo];
+  const sshd = [
+    ...(a.rootLogin === false ? ['PermitRootLogin no'] : []),
+    ...(a.onlyViaBastion ? [`Match Address ${runnerIp}`, '  DenyUsers *'] : []),
+  ];
+  const script = [
+    'set -e',
+    sudoers
+      ? `printf '%s\\n' '${sudoers.replace(/\n/g, "' '")}' > /etc/sudoers.d/10-ops; chmod 440 /etc/sudoers.d/10-ops`
+      : 'rm -f /etc/sudoers.d/10-ops',
+    'visudo -c >/dev/null',
+    // before 10-testbed.conf: sshd keeps the first value it reads
+    sshd.length
+      ? `printf '%s\\n' ${sshd.map((l) => `'${l}'`).join(' ')} > /etc/ssh/sshd_config.d/05-ops.conf`
+      : 'rm -f /etc/ssh/sshd_config.d/05-ops.conf',
+    '/usr/sbin/sshd -t',
+    a.password !== undefined ? 'chpasswd' : 'usermod -p "*" ops',
+  ].join('\n');
+  const r = await hostExec(name, script, { input: a.password !== undefined ? `ops:${a.password}\n` : undefined });
+  if (r.code !== 0) throw new Error(`testbed: setOpsAccess ${name}: ${r.stderr}`);
+  await stopSshd(name);
+  await startSshd(name);
 }

@@ -8,7 +8,7 @@ set -euo pipefail
 R=$TB_ROOTFS
 K=$(uname -r)
 
-CUSTOMIZE_VERSION=rs1     # bump when the customisation below changes
+CUSTOMIZE_VERSION=rs2     # bump when the customisation below changes
 BASE="$TB_SUITE $TB_MIRROR $TB_INCLUDE"   # a rootfs (or tarball) built from anything else is rebuilt
 if [ "$(cat "$R/.tb-ready" 2>/dev/null)" = "$CUSTOMIZE_VERSION" ] && [ -f "$R/lib/modules/$K/modules.builtin" ] &&
    [ "$(cat "$R/.tb-debootstrap-ok" 2>/dev/null)" = "$BASE" ]; then
@@ -52,6 +52,13 @@ EOC
 # pam_loginuid cannot work without audit/systemd-logind in a container: make it optional
 sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$R/etc/pam.d/sshd"
 mkdir -p "$R/root/.ssh" && chmod 700 "$R/root/.ssh"
+# the operator account: hosts are also reached as `ops` with sudo (become). Its key is installed per
+# host by start_host; no password until a test gives it one ('*': key login works, password does not).
+chroot "$R" id ops >/dev/null 2>&1 || chroot "$R" useradd -m -u 1000 -U -s /bin/bash ops
+chroot "$R" usermod -p '*' ops
+mkdir -p "$R/home/ops/.ssh" && chmod 700 "$R/home/ops/.ssh" && chroot "$R" chown -R ops:ops /home/ops
+# default sudo policy of the bed: ops may become anyone without a password (tb.setBecome changes it per host)
+echo 'ops ALL=(ALL:ALL) NOPASSWD: ALL' > "$R/etc/sudoers.d/10-ops" && chmod 440 "$R/etc/sudoers.d/10-ops"
 install -m 755 "$TB_LIB/tb-init" "$R/usr/sbin/tb-init"     # mount point: host-init binds the latest copy on it
 mkdir -p "$R/.tb-oldroot" "$R/etc/modules-load.d" "$R/etc/sysctl.d" "$R/etc/udev/rules.d" \
          "$R/etc/security/limits.d" "$R/usr/local/bin" "$R$TB_SHARED_MOUNT"

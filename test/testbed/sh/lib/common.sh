@@ -52,7 +52,7 @@ TB_SHARED_SIZE=${TB_SHARED_SIZE:-2G}          # for TB_SHARED_FS=xfs (sparse)
 TB_KUBECTL=${TB_KUBECTL-/usr/bin/kubectl}     # bind-mounted read-only at /usr/local/bin/kubectl in hosts if present
 TB_SUITE=${TB_SUITE:-bookworm}
 TB_MIRROR=${TB_MIRROR:-http://deb.debian.org/debian}
-TB_INCLUDE=${TB_INCLUDE:-openssh-server,util-linux,xfsprogs,attr,kmod,procps,iproute2,e2fsprogs,udev,python3}
+TB_INCLUDE=${TB_INCLUDE:-openssh-server,util-linux,xfsprogs,attr,kmod,procps,iproute2,e2fsprogs,udev,python3,sudo}
 # /proc/sys policy inside hosts (see host-init.sh); keeps the runner's sysctls untouched:
 #  - net.* is per network namespace: real and writable
 #  - TB_FAKE_SYSCTL_DIRS: whole /proc/sys/<dir> replaced by a per-host writable snapshot

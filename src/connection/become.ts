@@ -1,0 +1,115 @@
+import { randomBytes } from 'node:crypto';
+import { shq } from '../shell/quote.ts';
+import type { Secret } from '../util/secret.ts';
+import { scriptAsStdin } from './transport.ts';
+
+/** Privilege escalation for a host's execs: the whole script runs in one escalated shell. */
+export interface Become {
+  method: 'sudo' | 'su';
+  user: string;
+  /** ansible_become_password or -K: fed on stdin, never in argv. */
+  password?: Secret;
+}
+
+/** The wrapper's exit status when it could not escalate (its stderr starts with BECOME_MARK). */
+export const BECOME_FAILED = 125;
+const BECOME_MARK = 'racksmith-become:';
+
+/** Why escalation failed, as the host's error names it (not retried: a password does not get better). */
+export class BecomeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BecomeError';
+  }
+}
+
+/** A become failure among an exec's results: the wrapper's own exit status and message. */
+export function becomeFailure(b: Become, code: number | null, stderr: string): BecomeError | undefined {
+  if (code !== BECOME_FAILED) return undefined;
+  const at = stderr.indexOf(BECOME_MARK);
+  if (at < 0) return undefined;
+  const why = stderr
+    .slice(at + BECOME_MARK.length)
+    .trim()
+    .replace(/\s*\n\s*/g, '; ');
+  return new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || 'no message'}`);
+}
+
+/** A line that cannot be a password racksmith sends: marks where the script starts on stdin. */
+export function newNonce(): string {
+  return `rs-become-${randomBytes(12).toString('hex')}`;
+}
+
+/**
+ * The command the login shell runs, and what goes on stdin before the script. The target shell
+ * gets the session's process (the login shell's parent, sshd's for this connection) as
+ * RS_SESSION_PID: the apply lock's holder lives as long as the session, not as long as sudo.
+ *
+ * With a password, sudo is first asked to validate it alone (`sudo -S -v` reading one line: a
+ * wrong one fails once, and sudo never reads the script as more tries); the real sudo then
+ * either reads the password line again or finds the credential cached, so the target shell
+ * skips lines up to the nonce either way.
+ * inline: the script is `$2` of the target shell instead of its stdin (caller-supplied stdin).
+ */
+export function becomeCommand(b: Become, nonce: string, inline?: string): { command: string; stdinPrefix: string } {
+  const pw = b.password?.reveal();
+  if (pw !== undefined && /[\n\r\0]/.test(pw))
+    throw new BecomeError('the become password holds a line break or NUL: it cannot be fed on stdin');
+  const skip = pw !== undefined ? `IFS= read -r l; [ "$l" = ${nonce} ] || IFS= read -r l; ` : '';
+  const target = `${skip}RS_SESSION_PID=$1; export RS_SESSION_PID; exec /bin/sh ${inline !== undefined ? '-c "$2"' : '-s'}`;
+  const args = `sh "$PPID"${inline !== undefined ? ` ${shq(inline)}` : ''}`;
+  const fail = `{ printf '${BECOME_MARK} %s\\n' "$rs_e" >&2; exit ${BECOME_FAILED}; }`;
+  const user = shq(b.user);
+  let command: string;
+  if (b.method === 'su') {
+    // su reads a password from a terminal only, and racksmith feeds scripts through a pipe.
+    command = `if [ "$(id -u)" != 0 ]; then rs_e='su asks for its password on a terminal, and racksmith runs without one: use --become-method sudo (or log in as root)'; ${fail}; fi
+exec su -s /bin/sh -c ${shq(target)} ${user} ${args}`;
+  } else if (pw === undefined) {
+    command = `rs_e=$(sudo -n -u ${user} -- true 2>&1 </dev/null) || ${fail}
+exec sudo -n -H -u ${user} -- /bin/sh -c ${shq(target)} ${args}`;
+  } else {
+    command = `IFS= read -r rs_pw || { rs_e='no password on stdin'; ${fail}; }
+rs_e=$(printf '%s\\n' "$rs_pw" | sudo -S -p '' -v 2>&1) || ${fail}
+{ printf '%s\\n' "$rs_pw"; exec cat; } | sudo -S -p '' -H -u ${user} -- /bin/sh -c ${shq(target)} ${args}`;
+  }
+  return { command, stdinPrefix: pw !== undefined ? `${pw}\n${nonce}\n` : '' };
+}
+
+/**
+ * What the login shell is given for one exec: the command (for `/bin/sh -c`) and its stdin. Without
+ * become, the script is the stdin of `sh -s` (or with caller-supplied stdin, `sh -c SCRIPT`).
+ */
+export function execPlan(
+  b: Become | undefined,
+  nonce: string,
+  script: string,
+  stdin: string | undefined,
+  inline: (script: string) => string,
+): { args: string[]; stdin: string } {
+  if (!b) return stdin === undefined ? { args: ['-s'], stdin: scriptAsStdin(script) } : { args: ['-c', inline(script)], stdin };
+  const { command, stdinPrefix } = becomeCommand(b, nonce, stdin === undefined ? undefined : inline(script));
+  return { args: ['-c', command], stdin: stdinPrefix + (stdin === undefined ? scriptAsStdin(script) : stdin) };
+}
+
+/** Become as one level gives it (host variables, a play's keywords, the command line). */
+export interface BecomeSetting {
+  enabled?: boolean;
+  user?: string;
+  method?: 'sudo' | 'su';
+}
+
+/**
+ * Whom a host's execs run as for one play, in Ansible's precedence: the host's ansible_become*
+ * variables, then the play's keywords, then -b/--become-user/--become-method. Undefined: the
+ * login user, no escalation.
+ */
+export function resolveBecome(
+  host: BecomeSetting | undefined,
+  play: BecomeSetting,
+  cli: BecomeSetting,
+): { user: string; method: 'sudo' | 'su' } | undefined {
+  const enabled = host?.enabled ?? play.enabled ?? cli.enabled ?? false;
+  if (!enabled) return undefined;
+  return { user: host?.user ?? play.user ?? cli.user ?? 'root', method: host?.method ?? play.method ?? cli.method ?? 'sudo' };
+}
