@@ -53,6 +53,7 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --host-timeout SECS  give up on a host that takes longer than this (it counts as unreachable)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
+      --yes                apply changes that destroy data (storage_wipe) without a reviewed plan
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
       --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
@@ -83,6 +84,7 @@ export interface CliOptions {
   hostTimeoutMs?: number;
   lockTimeoutSec: number;
   planOut?: string;
+  yes: boolean;
   maxPlanAgeMs: number;
   journal?: string;
   resume?: string;
@@ -131,6 +133,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
         'host-timeout': { type: 'string' },
         'lock-timeout': { type: 'string' },
         'plan-out': { type: 'string' },
+        yes: { type: 'boolean' },
         'max-plan-age': { type: 'string' },
         journal: { type: 'string' },
         resume: { type: 'string' },
@@ -176,6 +179,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     hostTimeoutMs: v['host-timeout'] === undefined ? undefined : positiveInt('--host-timeout', v['host-timeout'], 0) * 1000,
     lockTimeoutSec: lockTimeout === undefined ? 300 : Number(lockTimeout),
     planOut: v['plan-out'],
+    yes: !!v.yes,
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
     resume: v.resume,
@@ -358,6 +362,7 @@ export async function run(
         hostTimeoutMs: opts.hostTimeoutMs,
         lockTimeoutSec: opts.lockTimeoutSec,
         check: opts.check,
+        yes: opts.yes,
         forks: opts.forks,
         serial: opts.serial,
         maxFailPercent: opts.maxFailPercent,

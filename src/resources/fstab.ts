@@ -57,12 +57,20 @@ export function findEntry(text: string, target: string): Readonly<FstabEntry> | 
   return parsed.byTarget.get(target);
 }
 
+/** The same options in any order (an ais-k8s line lists AIStore's options with nofail first): adopted as they are. */
+function sameOptions(a: string, b: string): boolean {
+  if (a === b) return true;
+  const x = a.split(',').sort();
+  const y = b.split(',').sort();
+  return x.length === y.length && x.every((o, i) => o === y[i]);
+}
+
 export function sameEntry(a: FstabEntry, b: FstabEntry): boolean {
   return (
     a.source === b.source &&
     a.target === b.target &&
     a.fstype === b.fstype &&
-    a.options === b.options &&
+    sameOptions(a.options, b.options) &&
     a.dump === b.dump &&
     a.pass === b.pass
   );
