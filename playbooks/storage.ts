@@ -281,7 +281,8 @@ export function storageResources(host: HostContext): Resource[] {
     diskDecommission({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, wipe: c.wipe, tags: ['decommission'] }),
   );
   out.push(...retired);
-  if (c.wipe.length && c.decommission.length === c.disks.length) out.push(aisStatePurge({ dependsOn: retired.map((r) => r.id), tags: ['decommission'] }));
+  if (c.wipe.length && c.decommission.length === c.disks.length)
+    out.push(aisStatePurge({ dependsOn: retired.map((r) => r.id), tags: ['decommission'] }));
   const entries = c.active.map((d) => ({ name: d.name, mountpoint: d.mountpoint, spec: d.spec }));
   for (const [i, d] of c.active.entries()) {
     const fmt = formats[i];

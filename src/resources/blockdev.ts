@@ -472,24 +472,32 @@ export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
   return self;
 }
 
-/** Shell that prints `iddisks=` (rs_iddisks) for a disk given as rs_disk's arguments: ROOT device PATH | ROOT serial SERIAL. */
-const DISK_IDS_FN = `rs_disk_iddisks() {
+/**
+ * Shell that prints, for a disk given as rs_disk's arguments (ROOT device PATH | ROOT serial
+ * SERIAL), what a wipe must know whatever the disk holds: `iddisks=` (rs_iddisks) and who uses
+ * it (rs_inuse: loop devices over it, mounts in other mount namespaces, openers).
+ */
+const DISK_USERS_FN = `rs_disk_users() {
   IFS=' \t\n'; R=$1
   if [ "$2" = device ]; then [ -b "$R$3" ] || return 0; rs_majmin "$R$3" || return 0; mm=$rs_mm
   else rs_by_serial "$3" >/dev/null || return 0; fi
   sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
-  [ -n "$sys" ] && rs_iddisks "$sys" "$mm"
+  [ -n "$sys" ] || return 0
+  k=\${sys##*/}; pairs="$mm=$k"
+  for s2 in "$sys/$k"*; do [ -r "$s2/partition" ] && { rs_rd "$s2/dev"; pairs="$pairs $rs_v=\${s2##*/}"; }; done
+  rs_iddisks "$sys" "$mm"
+  rs_inuse "$R/dev/$k" "$pairs"
   return 0
 }`;
 
 /**
- * Probe parts that count, for each serial/WWN of a disk, the host's disks that carry it
- * (`iddisks=` lines, as parseDiskFacts reads them): the probe of a disk that is mounted or
- * carries XFS leaves them out, and a wipe by serial must know that only this disk has it.
+ * Probe parts that tell, for a disk that may be mounted or carry XFS (whose probe leaves them
+ * out), the count of the host's disks carrying each of its serials/WWNs and who else uses it
+ * (`iddisks=`, `loop=`, `nsmount=`, ... as parseDiskFacts reads them): what a wipe must know.
  */
-export function diskIdsParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[] {
+export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[] {
   const how = spec.device !== undefined ? `device ${shq(spec.device)}` : `serial ${shq(spec.serial)}`;
-  return [diskHelpers(), define(DISK_IDS_FN), inline(`rs_disk_iddisks ${shq(o.root ?? '')} ${how}`)];
+  return [diskHelpers(), define(DISK_USERS_FN), inline(`rs_disk_users ${shq(o.root ?? '')} ${how}`)];
 }
 
 /** The helpers the format guard calls (a step has its own shell: it defines what it uses). */

@@ -182,7 +182,10 @@ export function pruneSet(
         disk: d,
         unmount: ours,
         fstabLines: d.uuid === undefined ? [] : fstabLinesOf(fstabText, (e) => e.source === `UUID=${d.uuid}` && e.target === d.mountpoint),
-        note: !ours && other ? `${d.mountpoint} has ${other.source} (UUID ${other.uuid ?? '?'}) mounted, not the recorded filesystem: left mounted` : undefined,
+        note:
+          !ours && other
+            ? `${d.mountpoint} has ${other.source} (UUID ${other.uuid ?? '?'}) mounted, not the recorded filesystem: left mounted`
+            : undefined,
       };
     });
 }
@@ -233,7 +236,9 @@ export function wipeNamedBy(f: DiskFacts, wipe: readonly string[]): string | und
   if (!carriers || carriers.length !== 1) {
     throw new Refusal(
       `not wiping /dev/${f.kname}: storage_wipe entry ${by} is ambiguous: ${
-        carriers ? `${carriers.length} disks of this host carry it (${carriers.join(', ')})` : 'the probe could not count the disks that carry it'
+        carriers
+          ? `${carriers.length} disks of this host carry it (${carriers.join(', ')})`
+          : 'the probe could not count the disks that carry it'
       }; name the disk by a /dev/disk/by-id path or an identifier only it has`,
     );
   }
@@ -258,15 +263,18 @@ export function decommissionPlan(f: DiskFacts, record: readonly RecordDisk[], fs
   const unmount = [...new Set(f.mounts.map((m) => m.mountpoint))];
   const fstabLines = fstabLinesOf(fstabText, (e) => names.has(e.source));
   const recordLines = record
-    .filter((r) => (uuid !== undefined && r.uuid === uuid) || (serial !== undefined && r.serial === serial) || r.mountpoint === o.mountpoint)
+    .filter(
+      (r) => (uuid !== undefined && r.uuid === uuid) || (serial !== undefined && r.serial === serial) || r.mountpoint === o.mountpoint,
+    )
     .map((r) => r.mountpoint);
   const by = wipeNamedBy(f, o.wipe);
   if (by === undefined) return { unmount, fstabLines, recordLines };
   const uses = usesOf({ ...f, exclusiveOpen: undefined }).concat(
-    f.nsMounts.filter((m) => !unmount.includes(m.mountpoint)).map((m) => `mounted at ${m.mountpoint} in another mount namespace (pid ${m.pid})`),
+    f.nsMounts
+      .filter((m) => !unmount.includes(m.mountpoint))
+      .map((m) => `mounted at ${m.mountpoint} in another mount namespace (pid ${m.pid})`),
   );
   if (uses.length) throw new Refusal(`not wiping ${dev}: ${uses.join('; ')}. A disk in use is never wiped`);
   if (f.readOnly) throw new Refusal(`not wiping ${dev}: it is read-only`);
   return { unmount, fstabLines, recordLines, wipe: { by, kname: f.kname, mountpoints: unmount } };
 }
-

@@ -15,7 +15,16 @@ import { inline, type ProbePart } from '../contract/probe.ts';
 import { shq } from '../shell/quote.ts';
 import { InputError } from '../util/errors.ts';
 import { parseDiskFacts, type DiskFacts } from './blockdev-logic.ts';
-import { diskHelpers, diskIdsParts, diskProbeBody, resolvedMount, serialResolver, specText, wipeGuardScript, type DiskSpec } from './blockdev.ts';
+import {
+  diskHelpers,
+  diskUsersParts,
+  diskProbeBody,
+  resolvedMount,
+  serialResolver,
+  specText,
+  wipeGuardScript,
+  type DiskSpec,
+} from './blockdev.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite } from './managed-file.ts';
 import type { MountFacts, MountOptions } from './mount.ts';
@@ -335,7 +344,7 @@ export function diskDecommission(o: DiskDecommissionOptions): Resource<Decommiss
     ...common('disk-decommission', `decommission:${o.name}`, o),
     verifiable: true,
     files: [rec, fstab],
-    probe: () => [rec.probe(), fstab.probe(), ...disk, ...(wipe.length ? diskIdsParts(o.spec).slice(1) : [])],
+    probe: () => [rec.probe(), fstab.probe(), ...disk, ...(wipe.length ? diskUsersParts(o.spec).slice(1) : [])],
     parse(out): DecommissionFacts {
       const [record, tab, d, ids] = out.parts as [unknown, unknown, unknown, unknown];
       if (typeof d !== 'string') throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
@@ -351,7 +360,9 @@ export function diskDecommission(o: DiskDecommissionOptions): Resource<Decommiss
         data: { unmount: mp },
       }));
       if (plan.fstabLines.length)
-        changes.push(...fstab.changes(f, withoutLines(fstabText, plan.fstabLines), { update: `${fstabFile}: remove ${plan.fstabLines.join('; ')}` }));
+        changes.push(
+          ...fstab.changes(f, withoutLines(fstabText, plan.fstabLines), { update: `${fstabFile}: remove ${plan.fstabLines.join('; ')}` }),
+        );
       if (plan.recordLines.length) {
         const gone = new Set(plan.recordLines);
         changes.push(
@@ -361,7 +372,12 @@ export function diskDecommission(o: DiskDecommissionOptions): Resource<Decommiss
         );
       }
       // Wiped already: nothing left that a signature shows (a device without discard keeps its blocks).
-      const signed = !f.disk.contentProbed || !!f.disk.blkid.TYPE || !!f.disk.blkid.PTTYPE || f.disk.signatures.length > 0 || f.disk.partitions.length > 0;
+      const signed =
+        !f.disk.contentProbed ||
+        !!f.disk.blkid.TYPE ||
+        !!f.disk.blkid.PTTYPE ||
+        f.disk.signatures.length > 0 ||
+        f.disk.partitions.length > 0;
       if (plan.wipe && signed) {
         changes.push({
           summary: `wipe ${dev} (storage_wipe: ${plan.wipe.by}): erase its signatures and data, AIS metadata included`,
@@ -418,7 +434,10 @@ export function aisStatePurge(o: AisStatePurgeOptions = {}): Resource<string[], 
     ...common('ais-state-purge', `ais-state-purge:${dir}`, o),
     verifiable: true,
     probe: () => [inline(`for p in ${shq(dir)}/.ais.*; do [ -e "$p" ] && printf '%s\\n' "\${p##*/}"; done; :`)],
-    parse: (out) => String(out.parts[0] ?? '').split('\n').filter(Boolean),
+    parse: (out) =>
+      String(out.parts[0] ?? '')
+        .split('\n')
+        .filter(Boolean),
     diff: (files) => (files.length ? [{ summary: `remove the AIS node state ${dir}/{${files.join(',')}}`, data: 'purge' }] : []),
     apply: () => [{ name: `remove ${dir}/.ais.*`, script: `rm -rf -- ${shq(dir)}/.ais.*` }],
   };

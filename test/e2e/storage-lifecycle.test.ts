@@ -7,6 +7,7 @@
 // (/run/udev/data/b7:N, E:ID_SERIAL_SHORT = the bed's recorded serial), as storage.test.ts does.
 // A "slot move" is the inventory's two entries pointing at each other's loop device: the disk a
 // listed name points to is now the other one, as after swapping two disks between slots.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,12 +33,15 @@ const resources = (run: CliRun, host: string) =>
 const uuidOf = async (h: string, dev: string) => (await sh(h, `blkid -p -s UUID -o value ${dev}`)).trim();
 const source = async (h: string, mp: string) => (await tb.hostExec(h, `findmnt -rn -o SOURCE --mountpoint ${mp}`)).stdout.trim();
 const aisLines = async (h: string) => (await sh(h, 'cat /etc/fstab 2>/dev/null || true')).split('\n').filter((l) => l.includes(' /ais/'));
-const record = async (h: string) => JSON.parse(await sh(h, `cat ${RECORD}`)) as { version: number; disks: Array<Record<string, string | null>> };
+const record = async (h: string) =>
+  JSON.parse(await sh(h, `cat ${RECORD}`)) as { version: number; disks: Array<Record<string, string | null>> };
 /** What a --check must leave as it was. */
-const snapshot = async (h: string) =>
+const snapshot = async (h: string, o: { udev?: boolean } = {}) =>
   await sh(
     h,
-    `cat /etc/fstab ${RECORD} /etc/udev/rules.d/60-racksmith-io.rules 2>/dev/null; findmnt -rn -o SOURCE,TARGET | grep ' /ais' || true; for d in ${disks(h)
+    `cat /etc/fstab ${RECORD} ${o.udev === false ? '' : '/etc/udev/rules.d/60-racksmith-io.rules'} 2>/dev/null; findmnt -rn -o SOURCE,TARGET | grep ' /ais' || true; for d in ${disks(
+      h,
+    )
       .map((d) => d.dev)
       .join(' ')}; do blkid -p -o export $d || true; done`,
   );
@@ -125,7 +129,11 @@ describe('storage lifecycle: the record, prune, replacement, slot moves', () => 
     const before = await snapshot(H);
     const check = await provision([PB, '-i', onlyD1(), '--check', '--json']);
     expect(check.code, why(check)).toBe(2);
-    expect(resources(check, H).get(`storage-prune:${RECORD}`)!.changes.map((c: { summary: string }) => c.summary)).toEqual([
+    expect(
+      resources(check, H)
+        .get(`storage-prune:${RECORD}`)!
+        .changes.map((c: { summary: string }) => c.summary),
+    ).toEqual([
       `unmount /ais/d2 (d2, UUID ${u2}: no longer in storage_disks; its data is kept)`,
       '/etc/fstab: remove the line of pruned /ais/d2',
       `${RECORD}: forget /ais/d2 (no longer in storage_disks)`,
@@ -165,7 +173,9 @@ describe('storage lifecycle: the record, prune, replacement, slot moves', () => 
     const n1 = await uuidOf(H, a.dev);
     expect(n1).not.toBe(u1);
     expect(await source(H, '/ais/d1')).toBe(a.dev);
-    expect((await aisLines(H)).filter((l) => l.includes(' /ais/d1 '))).toEqual([expect.stringMatching(new RegExp(`^UUID=${n1} /ais/d1 xfs `))]);
+    expect((await aisLines(H)).filter((l) => l.includes(' /ais/d1 '))).toEqual([
+      expect.stringMatching(new RegExp(`^UUID=${n1} /ais/d1 xfs `)),
+    ]);
     expect((await record(H)).disks.find((d) => d.mountpoint === '/ais/d1')!.uuid).toBe(n1);
     // the other disk is untouched
     expect(await uuidOf(H, b.dev)).toBe(u2);
@@ -221,7 +231,11 @@ describe('storage lifecycle: decommission and wipe', () => {
     const check = await provision([PB, '-i', inv, '--check', '--tags', 'decommission', '--json']);
     expect(check.code, why(check)).toBe(2);
     const u1 = await uuidOf(H, a.dev);
-    expect(resources(check, H).get('decommission:d2')!.changes.map((c: { summary: string }) => c.summary)).toEqual([
+    expect(
+      resources(check, H)
+        .get('decommission:d2')!
+        .changes.map((c: { summary: string }) => c.summary),
+    ).toEqual([
       `unmount /ais/d2 (${b.dev}, decommissioned d2)`,
       expect.stringMatching(new RegExp(`^/etc/fstab: remove UUID=${u2} /ais/d2 xfs `)),
       `${RECORD}: forget /ais/d2 (decommissioned d2)`,
@@ -254,18 +268,28 @@ describe('storage lifecycle: decommission and wipe', () => {
       expect(await sh(H, 'cat /ais/d2/data')).toBe('precious\n');
     };
 
-    // not reviewed: the whole decommission is refused, nothing changed
-    const before = await snapshot(H);
+    // not reviewed: the whole decommission is refused, nothing of the disk changed (the udev rule
+    // file, another resource, drops its line all the same: d2 is no longer an active disk)
+    const before = await snapshot(H, { udev: false });
     const plain = await provision([PB, '-i', inv, '--json']);
     expect(plain.code, why(plain)).toBe(1);
     expect(resources(plain, H).get('decommission:d2')!.error).toBe(
       `refused: wipe ${b.dev} (storage_wipe: ${b.serial}): erase its signatures and data, AIS metadata included (erases the disk): only in a plan reviewed with --check --plan-out FILE, then \`provision apply FILE\`, or with --yes`,
     );
-    expect(await snapshot(H)).toBe(before);
+    expect(await snapshot(H, { udev: false })).toBe(before);
     await intact();
 
     // in use (a loop device over it): refused in check mode and with --yes alike
-    const lo = (await sh(H, `losetup -f --show -r ${b.dev}`)).trim();
+    // (hosts have no /dev/loop-control: the loop device is made on the runner, under the bed's loop lock)
+    const made = spawnSync(
+      'flock',
+      [process.env.TB_LOOP_LOCK ?? '/run/racksmith-testbed-loop.lock', 'losetup', '-f', '--show', '-r', b.dev],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(made.status, made.stderr).toBe(0);
+    const lo = made.stdout.trim();
     try {
       for (const args of [['--check'], ['--yes']]) {
         const r = await provision([PB, '-i', inv, ...args, '--json']);
@@ -275,7 +299,7 @@ describe('storage lifecycle: decommission and wipe', () => {
         );
       }
     } finally {
-      await sh(H, `losetup -d ${lo}`);
+      spawnSync('losetup', ['-d', lo]);
     }
     await intact();
 
@@ -294,9 +318,11 @@ describe('storage lifecycle: decommission and wipe', () => {
     const plan = join(mkdtempSync(join(tmpdir(), 'rs-wipe-')), 'plan.json');
     const check = await provision([PB, '-i', inv, '--check', '--plan-out', plan, '--json']);
     expect(check.code, why(check)).toBe(2);
-    expect(resources(check, H).get('decommission:d2')!.changes.map((c: { summary: string }) => c.summary)).toContain(
-      `wipe ${b.dev} (storage_wipe: ${b.serial}): erase its signatures and data, AIS metadata included`,
-    );
+    expect(
+      resources(check, H)
+        .get('decommission:d2')!
+        .changes.map((c: { summary: string }) => c.summary),
+    ).toContain(`wipe ${b.dev} (storage_wipe: ${b.serial}): erase its signatures and data, AIS metadata included`);
     await intact();
     const applied = await provision(['apply', plan, '--json']);
     expect(applied.code, why(applied)).toBe(0);
@@ -342,7 +368,9 @@ describe('storage lifecycle: migration from ais-k8s', () => {
     );
     const inv = writeInventory({
       hosts: [H],
-      hostVars: { [H]: { storage_mount_name: 'kernel', storage_disks: [a, b].map((d) => ({ device: d.dev, match: { KERNEL: kname(d.dev) } })) } },
+      hostVars: {
+        [H]: { storage_mount_name: 'kernel', storage_disks: [a, b].map((d) => ({ device: d.dev, match: { KERNEL: kname(d.dev) } })) },
+      },
       groups: { storage: { hosts: [H] } },
     });
     const check = await provision([PB, '-i', inv, '--check', '--json']);
@@ -353,12 +381,16 @@ describe('storage lifecycle: migration from ais-k8s', () => {
       expect(rs.get(`storage-record:${mps[i]}`)!.changes[0].summary).toMatch(new RegExp(`^${RECORD}: record ${mps[i]} → ${d.dev}`));
     }
     // the UUID line is adopted as it is (same options, ais-k8s's order); the legacy /dev line becomes a UUID line
-    expect(rs.get(`mount:${mps[0]}`)!.pending).toBe(`storage-record:${mps[0]}`);
+    expect(rs.get(`mount:${mps[0]}`)!.status).toBe('ok');
+    expect(rs.get(`mount:${mps[1]}`)!.changes.map((c: { summary: string }) => c.summary)).toEqual([`/etc/fstab: update ${mps[1]} entry`]);
+    expect(await aisLines(H)).toHaveLength(2);
     const run = await provision([PB, '-i', inv, '--json']);
     expect(run.code, why(run)).toBe(0);
     const after = resources(run, H);
     expect(after.get(`mount:${mps[0]}`)!.status).toBe('ok');
-    expect(after.get(`mount:${mps[1]}`)!.changes.map((c: { summary: string }) => c.summary)).toEqual(['/etc/fstab: update /ais/' + kname(b.dev) + ' entry']);
+    expect(after.get(`mount:${mps[1]}`)!.changes.map((c: { summary: string }) => c.summary)).toEqual([
+      '/etc/fstab: update /ais/' + kname(b.dev) + ' entry',
+    ]);
     expect(await aisLines(H)).toEqual([
       `UUID=${u1} ${mps[0]} xfs ${AIS_K8S_OPTIONS} 0 0`,
       expect.stringMatching(new RegExp(`^UUID=${u2} ${mps[1]} xfs `)),

@@ -28,7 +28,10 @@ const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtur
 
 /** A recorded answer with its disk renamed (the recordings are of loop26), and lines added. */
 function answer(name: string, kname: string, majmin: string, extra: string[] = []): string {
-  return fixture(name).replaceAll('loop26', kname).replaceAll('7:26', majmin).replace('end=1', [...extra, 'end=1'].join('\n'));
+  return fixture(name)
+    .replaceAll('loop26', kname)
+    .replaceAll('7:26', majmin)
+    .replace('end=1', [...extra, 'end=1'].join('\n'));
 }
 
 const U1 = '11111111-1111-4111-8111-111111111111';
@@ -194,7 +197,7 @@ describe('pruneSet: recorded mountpaths no longer listed', () => {
       want: [{ mp: '/ais/d3', unmount: false, lines: [`UUID=${U3} /ais/d3 xfs noatime 0 0`], note: undefined }],
     },
     {
-      case: "another filesystem mounted there now: left mounted, said so",
+      case: 'another filesystem mounted there now: left mounted, said so',
       keep: ['/ais/d1'],
       mounts: [{ ...mounted3, uuid: U2, source: '/dev/loop7' }],
       want: [
@@ -207,7 +210,12 @@ describe('pruneSet: recorded mountpaths no longer listed', () => {
       ],
     },
   ])('$case', ({ keep, mounts, want }) => {
-    const got = pruneSet(record, new Set(keep), mounts, fstab).map((a) => ({ mp: a.disk.mountpoint, unmount: a.unmount, lines: a.fstabLines, note: a.note }));
+    const got = pruneSet(record, new Set(keep), mounts, fstab).map((a) => ({
+      mp: a.disk.mountpoint,
+      unmount: a.unmount,
+      lines: a.fstabLines,
+      note: a.note,
+    }));
     expect(got).toEqual(want);
   });
 
@@ -233,7 +241,11 @@ describe('pruneSet: recorded mountpaths no longer listed', () => {
       '/etc/fstab: remove the line of pruned /ais/d3',
       '/var/lib/racksmith/storage.json: forget /ais/d3 (no longer in storage_disks)',
     ]);
-    expect(p.apply(f, changes).map((s) => s.name)).toEqual(['unmount /ais/d3', 'fstab: remove pruned mountpaths', 'record in /var/lib/racksmith/storage.json']);
+    expect(p.apply(f, changes).map((s) => s.name)).toEqual([
+      'unmount /ais/d3',
+      'fstab: remove pruned mountpaths',
+      'record in /var/lib/racksmith/storage.json',
+    ]);
     expect(p.diff({ ...f, record: absent })).toEqual([]);
   });
 });
@@ -249,7 +261,11 @@ describe('decommission and wipe', () => {
       case: 'mounted: unmount, every fstab line that mounts it, its record line; no wipe unless named',
       facts: d1(),
       wipe: [],
-      want: { unmount: ['/ais/d1'], fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'], recordLines: ['/ais/d1'] },
+      want: {
+        unmount: ['/ais/d1'],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+      },
     },
     {
       case: 'named by its serial (only it carries it): wiped',
@@ -266,22 +282,40 @@ describe('decommission and wipe', () => {
       case: 'another serial named: not wiped',
       facts: d1(['iddisks=S1\tloop1']),
       wipe: ['S9'],
-      want: { unmount: ['/ais/d1'], fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'], recordLines: ['/ais/d1'] },
+      want: {
+        unmount: ['/ais/d1'],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+      },
     },
     {
       case: 'already decommissioned (unmounted, lines gone): nothing left but the disk',
       facts: xfs('loop1', '7:1', U1, undefined, serial('S1')),
       wipe: [],
-      want: { unmount: [], fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'], recordLines: ['/ais/d1'] },
+      want: {
+        unmount: [],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+      },
     },
   ])('$case', ({ facts, wipe, want }) => {
     expect(decommissionPlan(facts, record, fstab, o(wipe))).toEqual(want);
   });
 
   it.each([
-    ['its serial is shared (NVMe namespaces)', d1(['iddisks=S1\tloop1 loop5']), ['S1'], /storage_wipe entry S1 is ambiguous: 2 disks of this host carry it \(loop1, loop5\)/],
+    [
+      'its serial is shared (NVMe namespaces)',
+      d1(['iddisks=S1\tloop1 loop5']),
+      ['S1'],
+      /storage_wipe entry S1 is ambiguous: 2 disks of this host carry it \(loop1, loop5\)/,
+    ],
     ['the disk count is unknown', d1(), ['S1'], /the probe could not count the disks that carry it/],
-    ['it backs a loop device', d1(['iddisks=S1\tloop1', 'loop=loop9 /dev/loop1', 'loopmount=loop9 /mnt/x']), ['S1'], /not wiping \/dev\/loop1: it backs loop device \/dev\/loop9.*A disk in use is never wiped/],
+    [
+      'it backs a loop device',
+      d1(['iddisks=S1\tloop1', 'loop=loop9 /dev/loop1', 'loopmount=loop9 /mnt/x']),
+      ['S1'],
+      /not wiping \/dev\/loop1: it backs loop device \/dev\/loop9.*A disk in use is never wiped/,
+    ],
     ['it is swap', d1(['iddisks=S1\tloop1', 'swap=/dev/loop1']), ['S1'], /it is in use as swap/],
     ['it holds the root filesystem', d1([], '/'), [], /holds the root filesystem; it is never decommissioned/],
   ])('refuses to wipe when %s', (_, facts, wipe, err) => {
@@ -289,10 +323,12 @@ describe('decommission and wipe', () => {
   });
 
   it('a kernel name never names a disk to wipe; a by-id path does', () => {
-    const f = parseDiskFacts(answer('xfs-kept', 'sdb', '8:16', ['byid=/dev/disk/by-id/wwn-0x5000'] ));
+    const f = parseDiskFacts(answer('xfs-kept', 'sdb', '8:16', ['byid=/dev/disk/by-id/wwn-0x5000']));
     expect(wipeNamedBy(f, ['/dev/sdb'])).toBeUndefined();
     expect(wipeNamedBy(f, ['/dev/disk/by-id/wwn-0x5000'])).toBe('/dev/disk/by-id/wwn-0x5000');
-    expect(() => diskDecommission({ spec: { device: '/dev/sdb' }, name: 'd1', mountpoint: '/ais/d1', wipe: ['/dev/sdb'] })).toThrow(InputError);
+    expect(() => diskDecommission({ spec: { device: '/dev/sdb' }, name: 'd1', mountpoint: '/ais/d1', wipe: ['/dev/sdb'] })).toThrow(
+      InputError,
+    );
   });
 
   it('the wipe change needs confirmation; a disk without signatures is wiped already', () => {
@@ -312,7 +348,11 @@ describe('decommission and wipe', () => {
       'record in /var/lib/racksmith/storage.json',
       'wipe /dev/loop1',
     ]);
-    const wiped = { disk: blank('loop1', '7:1', [...serial('S1'), 'iddisks=S1\tloop1']), record: fileWith(renderRecord([record[1]])), fstab: fileWith(`UUID=${U2} /ais/d2 xfs noatime 0 0\n`) };
+    const wiped = {
+      disk: blank('loop1', '7:1', [...serial('S1'), 'iddisks=S1\tloop1']),
+      record: fileWith(renderRecord([record[1]])),
+      fstab: fileWith(`UUID=${U2} /ais/d2 xfs noatime 0 0\n`),
+    };
     expect(r.diff(wiped)).toEqual([]);
   });
 });
@@ -339,9 +379,15 @@ describe('storage playbook variables of the lifecycle', () => {
   it('storage_mount_name: kernel names mountpoints after the kernel name, and wants kernel paths without name:', () => {
     const c = storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/sdb' }, { device: '/dev/nvme0n1' }] }));
     expect(c.disks.map((d) => d.mountpoint)).toEqual(['/ais/sdb', '/ais/nvme0n1']);
-    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/sdb', name: 'd1' }] }))).toThrow(/storage_mount_name: kernel/);
-    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ serial: 'S1' }] }))).toThrow(/device: \/dev\/<kernel name>/);
-    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/disk/by-id/wwn-1' }] }))).toThrow(InputError);
+    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/sdb', name: 'd1' }] }))).toThrow(
+      /storage_mount_name: kernel/,
+    );
+    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ serial: 'S1' }] }))).toThrow(
+      /device: \/dev\/<kernel name>/,
+    );
+    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/disk/by-id/wwn-1' }] }))).toThrow(
+      InputError,
+    );
   });
 
   it.each([
@@ -361,6 +407,8 @@ describe('storage playbook variables of the lifecycle', () => {
     expect(ids).toContain('storage-record:/ais/d1');
     const all = storageResources(ctx({ storage_disks: two, storage_decommission: ['d1', 'd2'], storage_wipe: ['S1'] })).map((r) => r.id);
     expect(all).toContain('ais-state-purge:/etc/ais');
-    expect(storageResources(ctx({ storage_disks: two, storage_prune: false })).map((r) => r.id)).not.toContain('storage-prune:/var/lib/racksmith/storage.json');
+    expect(storageResources(ctx({ storage_disks: two, storage_prune: false })).map((r) => r.id)).not.toContain(
+      'storage-prune:/var/lib/racksmith/storage.json',
+    );
   });
 });
