@@ -9,8 +9,12 @@ import {
   type IoProfile,
   type IoProfileOverride,
   type ProfileName,
-  diskMount,
   ioTuning,
+  storageRecordLine,
+  recordedDiskMount,
+  storagePrune,
+  diskDecommission,
+  aisStatePurge,
   specText,
   xattrCheck,
   xfsFormat,
@@ -39,6 +43,8 @@ import {
  *       match: { KERNEL: loop3 }                         # udev match for disks without serial/WWN
  *       profile: hdd                                     # force a profile (default: rotational → hdd, nvme* → nvme, else ssd)
  *   storage_mount_prefix:   /ais
+ *   storage_mount_name:     name (default): mountpoint PREFIX/<name> | kernel: PREFIX/<kernel name>, as ais-k8s
+ *                           names them (/ais/sdb; every entry then a kernel path, no name:)
  *   storage_mount_options:  [noatime, nodiratime, logbufs=8, logbsize=256k, largeio, inode64, swalloc, allocsize=131072k, nofail]
  *   format_allow:           [/dev/disk/by-id/..., SERIAL]   disks that may be erased although not blank
  *                           (a kernel path only counts for disks with no serial and no WWN, e.g. loop devices;
@@ -48,6 +54,23 @@ import {
  *   io_profiles:            { hdd: {scheduler, nr_requests, read_ahead_kb, rq_affinity, max_sectors_kb}, nvme: {...}, ssd: {...} }
  *                           key-by-key over the defaults; null leaves a key alone
  *   storage_udev_rules_file: /etc/udev/rules.d/60-racksmith-io.rules
+ *
+ * Lifecycle (the host records which disk serves each mountpath in /var/lib/racksmith/storage.json:
+ * kernel name, filesystem UUID, serial; written atomically, one line per mountpath):
+ *   - a disk keeps its mountpath: where it is mounted, else where storage.json recorded it, so a
+ *     disk moved to another slot (its entry's device now another disk's) keeps its data's mountpath;
+ *   - replacement: a blank disk arriving under a listed name is formatted and mounted at that
+ *     name's mountpath (its fstab line replaced, not added);
+ *   storage_prune:          true (default): a recorded mountpath no longer in storage_disks is unmounted and
+ *                           the fstab line racksmith wrote removed; its data is kept. false: left as it is
+ *   storage_decommission:   [d1, ...] names of storage_disks entries to take out of service: unmounted, every
+ *                           fstab line that mounts them and their udev rule line removed (--tags decommission
+ *                           runs only this)
+ *   storage_wipe:           [SERIAL, /dev/disk/by-id/...] decommissioned disks also erased (never by kernel
+ *                           name); only in a plan reviewed with --check --plan-out, then `provision apply`,
+ *                           or with --yes; never a disk in use. All disks wiped: /etc/ais/.ais.* removed too
+ *   Existing ais-k8s mounts (XFS by UUID at /ais/<kernel name>) are adopted: kept, not reformatted,
+ *   their fstab line rewritten in place (one line per mountpoint).
  *   package_mirror, install_packages: xfsprogs and attr installed where missing (src/plays/prerequisites.ts)
  */
 
@@ -108,6 +131,10 @@ export const validateStorageVars = varsSchema({
       properties: { hdd: profileSchema, nvme: profileSchema, ssd: profileSchema },
     },
     storage_udev_rules_file: { type: 'string', pattern: '^/etc/udev/rules\\.d/[^/]+\\.rules$' },
+    storage_mount_name: { enum: ['name', 'kernel'] },
+    storage_prune: { type: 'boolean' },
+    storage_decommission: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 64 } },
+    storage_wipe: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[^\\s]+$' } },
   },
 });
 
@@ -128,6 +155,13 @@ export interface StorageConfig {
   mountMode?: string;
   profiles: Record<ProfileName, IoProfile>;
   rulesFile: string;
+  /** storage_prune: recorded mountpaths no longer listed are unmounted. */
+  prune: boolean;
+  /** storage_decommission: the entries taken out of service (the others are `active`). */
+  decommission: StorageDisk[];
+  active: StorageDisk[];
+  /** storage_wipe: disks (serial, WWN, by-id path) erased once decommissioned. */
+  wipe: string[];
 }
 
 interface DiskVar {
@@ -161,6 +195,7 @@ export function storageConfig(host: HostContext): StorageConfig {
     throw host.error('storage_mount_prefix', (e as InputError).detail ?? (e as Error).message);
   }
   if (prefix === '/') throw host.error('storage_mount_prefix', 'storage_mount_prefix must not be /');
+  const kernelNames = host.var<'name' | 'kernel'>('storage_mount_name', 'name') === 'kernel';
   const disks: StorageDisk[] = [];
   const names = new Map<string, number>();
   const specs = new Map<string, number>();
@@ -176,6 +211,12 @@ export function storageConfig(host: HostContext): StorageConfig {
       }
     }
     const spec: DiskSpec = d.device !== undefined ? { device: d.device } : { serial: d.serial! };
+    if (kernelNames && (d.name !== undefined || !/^\/dev\/[^/]+$/.test(d.device ?? ''))) {
+      throw host.error(
+        'storage_disks',
+        `${where}: storage_mount_name: kernel names each mountpoint after the disk's kernel name: give device: /dev/<kernel name> (e.g. /dev/sdb) and no name:`,
+      );
+    }
     const name = d.name ?? defaultDiskName(d);
     const prevName = names.get(name);
     if (prevName !== undefined)
@@ -191,8 +232,23 @@ export function storageConfig(host: HostContext): StorageConfig {
     specs.set(specText(spec), i);
     disks.push({ spec, name, mountpoint: `${prefix}/${name}`, match: d.match, profile: d.profile });
   });
+  const decommissionNames = host.var<string[]>('storage_decommission', []);
+  for (const n of decommissionNames)
+    if (!names.has(n)) throw host.error('storage_decommission', `storage_decommission: ${n} is not the name of a storage_disks entry`);
+  const wipe = host.var<string[]>('storage_wipe', []);
+  for (const w of wipe) {
+    if (w.startsWith('/') && !w.startsWith('/dev/disk/by-id/'))
+      throw host.error('storage_wipe', `storage_wipe: ${w}: name a disk by serial, WWN or /dev/disk/by-id path, never by kernel name`);
+  }
+  if (wipe.length && !decommissionNames.length)
+    throw host.error('storage_wipe', 'storage_wipe erases decommissioned disks only: list them in storage_decommission');
+  const gone = new Set(decommissionNames);
   return {
     disks,
+    active: disks.filter((d) => !gone.has(d.name)),
+    decommission: disks.filter((d) => gone.has(d.name)),
+    prune: host.var('storage_prune', true),
+    wipe,
     prefix,
     options: host.var('storage_mount_options', AIS_MOUNT_OPTIONS),
     allow: host.var<string[]>('format_allow', []),
@@ -207,21 +263,39 @@ export function storageResources(host: HostContext): Resource[] {
   // mkfs.xfs and setfattr first: the same wave, the format's steps after the install
   const out: Resource[] = prerequisites(host, 'storage', STORAGE_PACKAGES);
   const after = out.map((r) => r.id);
-  for (const d of c.disks) {
-    const others = c.disks.filter((x) => x !== d).map((x) => x.spec);
-    const fmt = xfsFormat({
+  const mountpoints = c.active.map((d) => d.mountpoint);
+  const formats = c.active.map((d) =>
+    xfsFormat({
       spec: d.spec,
       name: d.name,
       mountpoint: d.mountpoint,
+      alsoAt: mountpoints.filter((m) => m !== d.mountpoint),
       allow: c.allow,
-      others,
+      others: c.active.filter((x) => x !== d).map((x) => x.spec),
       after,
       rootMode: c.mountMode,
       tags: ['mkfs'],
-    });
+    }),
+  );
+  out.push(...formats);
+  // Out of service first: what is pruned or decommissioned is unmounted before the others are recorded.
+  if (c.prune) out.push(storagePrune({ keep: c.disks.map((d) => d.mountpoint), tags: ['prune'] }));
+  const retired = c.decommission.map((d) =>
+    diskDecommission({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, wipe: c.wipe, tags: ['decommission'] }),
+  );
+  out.push(...retired);
+  if (c.wipe.length && c.decommission.length === c.disks.length)
+    out.push(aisStatePurge({ dependsOn: retired.map((r) => r.id), tags: ['decommission'] }));
+  const entries = c.active.map((d) => ({ name: d.name, mountpoint: d.mountpoint, spec: d.spec }));
+  for (const [i, d] of c.active.entries()) {
+    const fmt = formats[i];
+    // Which disk serves the mountpath (a moved disk keeps its own), recorded once its mkfs ran;
+    // the mount finds that disk by the recorded filesystem UUID.
+    const rec = storageRecordLine({ mountpoint: d.mountpoint, disks: entries, dependsOn: [fmt.id], tags: ['mkfs', 'mount'] });
     // The root mode of a filesystem racksmith makes is set by mkfs; a kept one's only when asked.
-    const mnt = diskMount({
+    const mnt = recordedDiskMount({
       spec: d.spec,
+      name: d.name,
       path: d.mountpoint,
       fstype: 'xfs',
       options: c.options,
@@ -229,15 +303,16 @@ export function storageResources(host: HostContext): Resource[] {
       dependsOn: [fmt.id],
       tags: ['mount'],
     });
-    out.push(fmt, mnt, xattrCheck({ path: d.mountpoint, dependsOn: [mnt.id], tags: ['xattr'] }));
+    out.push(rec, mnt, xattrCheck({ path: d.mountpoint, dependsOn: [mnt.id], tags: ['xattr'] }));
   }
-  for (const d of c.disks) out.push(ioTuning({ spec: d.spec, name: d.name, profiles: c.profiles, profile: d.profile, tags: ['io'] }));
+  for (const d of c.active) out.push(ioTuning({ spec: d.spec, name: d.name, profiles: c.profiles, profile: d.profile, tags: ['io'] }));
   out.push(
     ioUdevRules({
       path: c.rulesFile,
-      disks: c.disks.map((d) => ({ name: d.name, spec: d.spec, match: d.match, profile: d.profile })),
+      disks: c.active.map((d) => ({ name: d.name, spec: d.spec, match: d.match, profile: d.profile })),
       profiles: c.profiles,
-      tags: ['io'],
+      // (a decommissioned disk's line goes with `--tags decommission` too)
+      tags: c.decommission.length ? ['io', 'decommission'] : ['io'],
     }),
   );
   return out;

@@ -80,6 +80,7 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
+      --yes                apply changes that destroy data (storage_wipe) without a reviewed plan
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
       --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
@@ -122,6 +123,7 @@ export interface CliOptions {
   keepaliveMs: number;
   lockTimeoutSec: number;
   planOut?: string;
+  yes: boolean;
   maxPlanAgeMs: number;
   journal?: string;
   resume?: string;
@@ -187,6 +189,7 @@ const CLI_OPTIONS = {
   'ssh-keepalive': { type: 'string' },
   'lock-timeout': { type: 'string' },
   'plan-out': { type: 'string' },
+  yes: { type: 'boolean' },
   'max-plan-age': { type: 'string' },
   journal: { type: 'string' },
   resume: { type: 'string' },
@@ -267,6 +270,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     lockTimeoutSec: wholeInRange('--lock-timeout', v['lock-timeout'], 0, 86400, 300, ' of seconds'),
     keepaliveMs: wholeInRange('--ssh-keepalive', v['ssh-keepalive'], 0, 3600, DEFAULT_KEEPALIVE_MS / 1000, ' of seconds') * 1000,
     planOut: v['plan-out'],
+    yes: !!v.yes,
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
     resume: v.resume,
@@ -591,6 +595,7 @@ export async function run(
         keepaliveMs: opts.keepaliveMs,
         lockTimeoutSec: opts.lockTimeoutSec,
         check: opts.check,
+        yes: opts.yes,
         forks: opts.forks,
         serial: opts.serial,
         maxFailPercent: opts.maxFailPercent,

@@ -77,6 +77,20 @@ export {
   type IoProfileOverride,
   type ProfileName,
 } from './resources/blockdev-logic.ts';
+export {
+  storageRecordLine,
+  recordedDiskMount,
+  storagePrune,
+  diskDecommission,
+  aisStatePurge,
+  type StorageEntry,
+  type StorageRecordLineOptions,
+  type RecordedDiskMountOptions,
+  type StoragePruneOptions,
+  type DiskDecommissionOptions,
+  type AisStatePurgeOptions,
+} from './resources/storage-lifecycle.ts';
+export { STORAGE_RECORD } from './resources/storage-lifecycle-logic.ts';
 export { ioUdevRules, IO_RULES_FILE, type IoUdevRulesOptions, type UdevDisk } from './resources/udev.ts';
 export { gpuBinds, type GpuBindOptions } from './resources/gpu-binds.ts';
 export { DEFAULT_LOCK_TIMEOUT_S } from './resources/jail-shared.ts';

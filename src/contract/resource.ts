@@ -13,6 +13,12 @@ export interface Change<D = unknown> {
   /** Unified diff, for file-like resources. */
   diff?: string;
   data?: D;
+  /**
+   * Set on a change that destroys data (a disk wipe): why. The engine applies it only when it was
+   * reviewed in a saved plan (`--check --plan-out`, then `provision apply`) or with `--yes`; in
+   * check mode it is shown like any other change.
+   */
+  confirm?: string;
 }
 
 /** A named piece of shell that converges part of a resource. */

@@ -15,6 +15,8 @@ export interface HostRunOptions {
   host: string;
   play: string;
   check: boolean;
+  /** --yes: changes that need confirmation (Change.confirm) apply without a reviewed plan. */
+  yes?: boolean;
   /** Called as soon as a resource's outcome is known. */
   onResult: (r: ResourceResult) => void;
   /**
@@ -374,6 +376,16 @@ function decideWave(o: HostRunOptions, states: State[], toApply: State[], deferr
         status: 'failed',
         changes: s.changes,
         error: `refused: changes differ from the plan (planned: ${reviewed.changes.join('; ') || 'none'})`,
+      });
+      continue;
+    }
+    // A change that destroys data applies only as reviewed (a saved plan that showed it) or with --yes.
+    const unconfirmed = o.check || o.yes || (reviewed && !reviewed.pending) ? [] : s.changes.filter((c) => c.confirm);
+    if (unconfirmed.length) {
+      finishState(o, s, {
+        status: 'failed',
+        changes: s.changes,
+        error: `refused: ${unconfirmed.map((c) => `${c.summary} (${c.confirm})`).join('; ')}: only in a plan reviewed with --check --plan-out FILE, then \`provision apply FILE\`, or with --yes`,
       });
       continue;
     }

@@ -197,6 +197,8 @@ function tagSelected(tags: readonly string[], sel: RunSelection): boolean {
 
 export interface ExecuteOptions extends ConnectOptions {
   check: boolean;
+  /** --yes: apply changes that need confirmation (Change.confirm) without a reviewed plan. */
+  yes?: boolean;
   forks: number;
   /** Overrides each play's own `serial` / `maxFailPercent`. */
   serial?: Array<number | string>;
@@ -386,6 +388,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         host: host.name,
         play: playName,
         check: o.check,
+        yes: o.yes,
         planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
         signal: o.signal,
         lock,

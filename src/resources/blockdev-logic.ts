@@ -80,6 +80,8 @@ export interface DiskFacts {
   contentProbed: boolean;
   /** Filesystem type of the whole disk's mount, when mounted. */
   mountedFs?: string;
+  /** Filesystem UUID of a mounted disk (blkid -p; an unmounted one's is blkid.UUID). */
+  fsUuid?: string;
   /** What the data sample read (a content-probed disk without any signature), else undefined. */
   sample?: DataSample;
   /** Signatures blkid finds at the usual partition start offsets (probed only when the sample is not all zeros). */
@@ -204,6 +206,7 @@ export function parseDiskFacts(out: string): DiskFacts {
       f.mounts.push({ majmin, dev, mountpoint: unescapeMountinfo(mp.join(' ')) });
     } else if (k === 'swap') f.swaps.push(v);
     else if (k === 'mountfs') f.mountedFs = v;
+    else if (k === 'fsuuid') f.fsUuid = v || undefined;
     else if (k === 'content') f.contentProbed = v !== 'mounted';
     else if (k.startsWith('blkid.')) f.blkid[k.slice(6)] = v;
     else if (k === 'blkid_rc') f.blkidCode = num(v) ?? -1;
@@ -320,6 +323,8 @@ export interface FormatOptions {
   allow: readonly string[];
   /** Where this disk is to be mounted: an XFS disk mounted there is converged. */
   mountpoint: string;
+  /** Other mountpoints of the host's list: an XFS disk mounted at one is kept as well. */
+  alsoAt?: readonly string[];
 }
 
 /** What blkid's TYPE is, in words: "ext4 signature", "LVM2 physical volume", "linux_raid_member RAID member". */
@@ -473,8 +478,9 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
 
   const inUse = usesOf(f);
   const root = f.mounts.find((m) => m.mountpoint === '/');
-  const atTarget = f.mounts.some((m) => m.majmin === f.majmin && m.mountpoint === o.mountpoint);
-  const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && m.mountpoint === o.mountpoint));
+  const listed = new Set([o.mountpoint, ...(o.alsoAt ?? [])]);
+  const atTarget = f.mounts.some((m) => m.majmin === f.majmin && listed.has(m.mountpoint));
+  const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && listed.has(m.mountpoint)));
 
   if (isCleanXfs(f) && !inUse.length) {
     // Converged, or a kept XFS disk waiting to be mounted. Extra mounts beside the target are

@@ -370,8 +370,10 @@ mountfs=$fs"
     done < "$R/proc/swaps"
   fi
   if [ -n "$rs_mnt" ]; then
-    # A mounted disk is never formatted: its content is not read (no blkid, wipefs, sample).
+    # A mounted disk is never formatted: its content is not read (no wipefs, sample), only the
+    # filesystem UUID its mountpath is recorded by (storage.json).
     echo content=mounted
+    echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"
   else
     rs_fp "$R/dev/$k" $((\${rs_size:-0} * 512))
     while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
@@ -470,6 +472,34 @@ export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
   return self;
 }
 
+/**
+ * Shell that prints, for a disk given as rs_disk's arguments (ROOT device PATH | ROOT serial
+ * SERIAL), what a wipe must know whatever the disk holds: `iddisks=` (rs_iddisks) and who uses
+ * it (rs_inuse: loop devices over it, mounts in other mount namespaces, openers).
+ */
+const DISK_USERS_FN = `rs_disk_users() {
+  IFS=' \t\n'; R=$1
+  if [ "$2" = device ]; then [ -b "$R$3" ] || return 0; rs_majmin "$R$3" || return 0; mm=$rs_mm
+  else rs_by_serial "$3" >/dev/null || return 0; fi
+  sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
+  [ -n "$sys" ] || return 0
+  k=\${sys##*/}; pairs="$mm=$k"
+  for s2 in "$sys/$k"*; do [ -r "$s2/partition" ] && { rs_rd "$s2/dev"; pairs="$pairs $rs_v=\${s2##*/}"; }; done
+  rs_iddisks "$sys" "$mm"
+  rs_inuse "$R/dev/$k" "$pairs"
+  return 0
+}`;
+
+/**
+ * Probe parts that tell, for a disk that may be mounted or carry XFS (whose probe leaves them
+ * out), the count of the host's disks carrying each of its serials/WWNs and who else uses it
+ * (`iddisks=`, `loop=`, `nsmount=`, ... as parseDiskFacts reads them): what a wipe must know.
+ */
+export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[] {
+  const how = spec.device !== undefined ? `device ${shq(spec.device)}` : `serial ${shq(spec.serial)}`;
+  return [diskHelpers(), define(DISK_USERS_FN), inline(`rs_disk_users ${shq(o.root ?? '')} ${how}`)];
+}
+
 /** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
 const GUARD_HELPERS = [READ_FN, MAJMIN_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
 
@@ -501,6 +531,29 @@ case $rs_u in excl=ok*) ;; *) echo "$d is in use now, the kernel refuses to open
 case $rs_u in *loop=*) echo "$d backs a loop device now: $(printf '%s' "$rs_u" | tr '\\n' ' '); not formatting" >&2; exit 3 ;; esac`;
 }
 
+/**
+ * Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk (maj:min) and nothing
+ * uses it, right before it is wiped: not mounted here, no holders, the kernel's exclusive open
+ * succeeds (no mount in any mount namespace, no exclusive opener) and no loop device is backed by it.
+ */
+export function wipeGuardScript(f: DiskFacts): string {
+  const k = f.kname;
+  const sys = `/sys/class/block/${k}`;
+  const pairs = [`${f.majmin}=${k}`, ...f.partitions.map((p) => `${p.majmin}=${p.name}`)].join(' ');
+  return `${GUARD_HELPERS}
+R=
+d=${shq(`/dev/${k}`)}
+[ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
+rs_rd ${shq(`${sys}/dev`)} || :
+[ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}; not wiping" >&2; exit 3; }
+mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
+if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is still mounted; not wiping" >&2; exit 3; fi
+if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device; not wiping" >&2; exit 3; fi
+rs_u=$(rs_inuse "$d" ${shq(pairs)})
+case $rs_u in excl=ok*) ;; *) echo "$d is in use, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\n' ' '); not wiping" >&2; exit 3 ;; esac
+case $rs_u in *loop=*) echo "$d backs a loop device: $(printf '%s' "$rs_u" | tr '\n' ' '); not wiping" >&2; exit 3 ;; esac`;
+}
+
 /** mkfs.xfs of /dev/KNAME whose root directory gets `mode` (a protofile: mkfs.xfs -p, in xfsprogs for decades). */
 function mkfsScript(kname: string, mode: string, force: boolean): string {
   const proto = `/dev/null\n0 0\nd--${mode.slice(-3)} 0 0\n$\n`;
@@ -516,6 +569,11 @@ export interface XfsFormatOptions extends CommonOptions {
   name: string;
   /** The mountpoint the disk is for: an XFS disk mounted there is converged. */
   mountpoint: string;
+  /**
+   * The other mountpoints of the host's list: an XFS disk mounted at one of them is kept too (a
+   * disk moved to another slot keeps its mountpath, storage.json; the mount decides where it goes).
+   */
+  alsoAt?: readonly string[];
   /** format_allow: by-id paths or serials of disks that may be erased although not blank. */
   allow?: readonly string[];
   /** The other disks of the host's list: one that is this same disk makes this one refuse. */
@@ -538,7 +596,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> 
     probe: () => diskProbeParts(o.spec, o.others),
     parse: (out) => parseDiskParts(out.parts),
     diff(f) {
-      const plan = planFormat(f, { allow, mountpoint: o.mountpoint });
+      const plan = planFormat(f, { allow, mountpoint: o.mountpoint, alsoAt: o.alsoAt });
       return plan.action === 'keep' ? [] : [{ summary: plan.summary, data: plan }];
     },
     apply(f, changes): Step[] {
@@ -738,7 +796,7 @@ export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'
 }
 
 /** Resolve a serial to /dev/KNAME in shell (prints nothing when it is not exactly one disk). */
-function serialResolver(serial: string): string {
+export function serialResolver(serial: string): string {
   return `$(R=; ${READ_FN}
 ${TRIM_FN}
 ${IDS_FN}
@@ -755,10 +813,18 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
   const { spec, ...rest } = o;
   if (spec.device !== undefined) return mount({ ...rest, device: spec.device });
   if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
-  const placeholder = `/dev/disk/by-serial/${spec.serial}`;
-  const inner = mount({ ...rest, device: placeholder });
-  const quoted = shq(placeholder);
-  const resolved = `"${serialResolver(spec.serial)}"`;
+  return resolvedMount({ ...rest, device: `/dev/disk/by-serial/${spec.serial}` }, serialResolver(spec.serial));
+}
+
+/**
+ * mount.ts for a device only the host can name: `o.device` is a placeholder path that does not
+ * exist, which the probe and the steps replace by `resolver` (shell printing the device path, or
+ * nothing: then the placeholder's absence fails safe).
+ */
+export function resolvedMount(o: MountOptions & { device: string }, resolver: string): Resource<MountFacts> {
+  const inner = mount(o);
+  const quoted = shq(o.device);
+  const resolved = `"${resolver}"`;
   const sub = (script: string) => script.split(quoted).join(resolved);
   return {
     ...inner,

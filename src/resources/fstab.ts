@@ -99,12 +99,20 @@ export function entryCount(text: string, target: string): number {
   return parsed!.count.get(target) ?? 0;
 }
 
+/** The same options in any order (an ais-k8s line lists AIStore's options with nofail first): adopted as they are. */
+function sameOptions(a: string, b: string): boolean {
+  if (a === b) return true;
+  const x = a.split(',').sort();
+  const y = b.split(',').sort();
+  return x.length === y.length && x.every((o, i) => o === y[i]);
+}
+
 export function sameEntry(a: FstabEntry, b: FstabEntry): boolean {
   return (
     a.source === b.source &&
     a.target === b.target &&
     a.fstype === b.fstype &&
-    a.options === b.options &&
+    sameOptions(a.options, b.options) &&
     a.dump === b.dump &&
     a.pass === b.pass
   );

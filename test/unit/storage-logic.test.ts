@@ -230,16 +230,19 @@ describe('disk selection from inventory vars', () => {
     if (Object.keys(vars).length) expect(e.message).toMatch(/^inv\.yaml:\d+:5: /m);
   });
 
-  it('xfsprogs and attr first; per disk: format (after them) → mount (dependsOn format) → xattr (dependsOn mount); then io tuning and one udev rule file', () => {
+  it('xfsprogs and attr first; the formats (after them), the prune; per disk: storage.json line (dependsOn format), mount (dependsOn format) → xattr (dependsOn mount); then io tuning and one udev rule file', () => {
     const rs = storageResources(
       hostCtx({ storage_disks: [{ device: '/dev/loop3', name: 'd1', match: { KERNEL: 'loop3' } }, { serial: 'S2' }] }),
     );
     expect(rs.map((r) => r.id)).toEqual([
       'packages:storage',
       'disk:d1',
+      'disk:S2',
+      'storage-prune:/var/lib/racksmith/storage.json',
+      'storage-record:/ais/d1',
       'mount:/ais/d1',
       'xattr:/ais/d1',
-      'disk:S2',
+      'storage-record:/ais/S2',
       'mount:/ais/S2',
       'xattr:/ais/S2',
       'io:d1',
@@ -249,6 +252,7 @@ describe('disk selection from inventory vars', () => {
     const byId = new Map(rs.map((r) => [r.id, r]));
     expect(byId.get('disk:d1')!.after).toEqual(['packages:storage']);
     expect(byId.get('mount:/ais/d1')!.dependsOn).toEqual(['disk:d1']);
+    expect(byId.get('storage-record:/ais/d1')!.dependsOn).toEqual(['disk:d1']);
     expect(byId.get('xattr:/ais/d1')!.dependsOn).toEqual(['mount:/ais/d1']);
     expect(byId.get('io:d1')!.dependsOn).toEqual([]);
   });

@@ -1,0 +1,414 @@
+// Table tests of the data disks' lifecycle decisions (src/resources/storage-lifecycle-logic.ts):
+// which disk serves which mountpath (slot moves, replacements), the prune set, decommission and
+// wipe gating; over disk probe answers as the bed's hosts print them (test/unit/fixtures/disk-probes).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseDiskFacts, type DiskFacts } from '../../src/resources/blockdev-logic.ts';
+import {
+  assignMountpoints,
+  decommissionPlan,
+  parseRecord,
+  pruneSet,
+  recordLinePrefix,
+  renderRecord,
+  wipeNamedBy,
+  withoutLines,
+  type RecordDisk,
+} from '../../src/resources/storage-lifecycle-logic.ts';
+import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../src/resources/storage-lifecycle.ts';
+import { Refusal } from '../../src/contract/resource.ts';
+import { HostContext } from '../../src/contract/playbook.ts';
+import type { Host } from '../../src/inventory/model.ts';
+import { storageConfig, storageResources } from '../../playbooks/storage.ts';
+import { InputError } from '../../src/util/errors.ts';
+import { fileWith, absent } from './facts.ts';
+
+const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures/disk-probes', `${name}.txt`), 'utf8');
+
+/** A recorded answer with its disk renamed (the recordings are of loop26), and lines added. */
+function answer(name: string, kname: string, majmin: string, extra: string[] = []): string {
+  return fixture(name)
+    .replaceAll('loop26', kname)
+    .replaceAll('7:26', majmin)
+    .replace('end=1', [...extra, 'end=1'].join('\n'));
+}
+
+const U1 = '11111111-1111-4111-8111-111111111111';
+const U2 = '22222222-2222-4222-8222-222222222222';
+const U3 = '33333333-3333-4333-8333-333333333333';
+
+/** loopN carrying XFS with UUID u: mounted at `at`, or not mounted. */
+function xfs(kname: string, majmin: string, u: string, at?: string, extra: string[] = []): DiskFacts {
+  const text = at
+    ? answer('xfs-mounted', kname, majmin, [`fsuuid=${u}`, ...extra]).replace(`/ais/d1`, at)
+    : answer('xfs-kept', kname, majmin, extra).replaceAll('5b5fbf8f-ab7a-4bd5-989a-16ad6e386468', u);
+  return parseDiskFacts(text);
+}
+const blank = (kname: string, majmin: string, extra: string[] = []) => parseDiskFacts(answer('blank', kname, majmin, extra));
+const serial = (s: string) => [`udev.ID_SERIAL=RS_${s}`, `udev.ID_SERIAL_SHORT=${s}`];
+
+const rec = (mountpoint: string, kname: string, uuid?: string, serial?: string): RecordDisk => ({
+  mountpoint,
+  name: mountpoint.split('/').pop()!,
+  kname,
+  uuid,
+  serial,
+});
+
+describe('assignMountpoints: which disk serves which mountpath', () => {
+  const listed = (a: DiskFacts, b: DiskFacts) => [
+    { name: 'd1', mountpoint: '/ais/d1', facts: a },
+    { name: 'd2', mountpoint: '/ais/d2', facts: b },
+  ];
+  const served = (m: ReturnType<typeof assignMountpoints>) => Object.fromEntries([...m].map(([mp, a]) => [mp, `${a.entry} ${a.how}`]));
+
+  it.each([
+    {
+      case: 'fresh host, both blank: each its own',
+      disks: listed(blank('loop1', '7:1'), blank('loop2', '7:2')),
+      record: [],
+      want: { '/ais/d1': 'd1 listed', '/ais/d2': 'd2 listed' },
+    },
+    {
+      case: 'converged: each mounted at its own',
+      disks: listed(xfs('loop1', '7:1', U1, '/ais/d1'), xfs('loop2', '7:2', U2, '/ais/d2')),
+      record: [rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)],
+      want: { '/ais/d1': 'd1 mounted', '/ais/d2': 'd2 mounted' },
+    },
+    {
+      case: 'slot move, still mounted (fstab by UUID): each keeps its mountpath',
+      disks: listed(xfs('loop2', '7:2', U2, '/ais/d2'), xfs('loop1', '7:1', U1, '/ais/d1')),
+      record: [rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)],
+      want: { '/ais/d2': 'd1 mounted', '/ais/d1': 'd2 mounted' },
+    },
+    {
+      case: 'slot move, unmounted: by the recorded UUID',
+      disks: listed(xfs('loop2', '7:2', U2), xfs('loop1', '7:1', U1)),
+      record: [rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)],
+      want: { '/ais/d2': 'd1 recorded', '/ais/d1': 'd2 recorded' },
+    },
+    {
+      case: 'slot move of a disk whose filesystem is gone: by the recorded serial',
+      disks: listed(blank('loop2', '7:2', serial('S2')), xfs('loop1', '7:1', U1, undefined, serial('S1'))),
+      record: [rec('/ais/d1', 'loop1', U1, 'S1'), rec('/ais/d2', 'loop2', U2, 'S2')],
+      want: { '/ais/d2': 'd1 recorded', '/ais/d1': 'd2 recorded' },
+    },
+    {
+      case: 'replacement: a blank disk under d1 takes /ais/d1 (its recorded UUID is nowhere)',
+      disks: listed(blank('loop1', '7:1'), xfs('loop2', '7:2', U2, '/ais/d2')),
+      record: [rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)],
+      want: { '/ais/d1': 'd1 listed', '/ais/d2': 'd2 mounted' },
+    },
+    {
+      case: 'move and replacement together: the blank disk takes the mountpath left free',
+      disks: listed(xfs('loop2', '7:2', U2), blank('loop1', '7:1')),
+      record: [rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)],
+      want: { '/ais/d2': 'd1 recorded', '/ais/d1': 'd2 free' },
+    },
+    {
+      case: 'adoption (ais-k8s): XFS mounted at its own, no record',
+      disks: listed(xfs('loop1', '7:1', U1, '/ais/d1'), xfs('loop2', '7:2', U2, '/ais/d2')),
+      record: [],
+      want: { '/ais/d1': 'd1 mounted', '/ais/d2': 'd2 mounted' },
+    },
+    {
+      case: 'a disk mounted at an unlisted mountpoint counts for nothing there',
+      disks: listed(xfs('loop1', '7:1', U1, '/mnt/x'), blank('loop2', '7:2')),
+      record: [],
+      want: { '/ais/d1': 'd1 listed', '/ais/d2': 'd2 listed' },
+    },
+    {
+      case: 'a disk that did not resolve serves nothing; the other keeps its own',
+      disks: listed(parseDiskFacts('spec=/dev/loop9\nerror=/dev/loop9 does not exist\n'), blank('loop2', '7:2')),
+      record: [],
+      want: { '/ais/d2': 'd2 listed' },
+    },
+  ])('$case', ({ disks, record, want }) => {
+    expect(served(assignMountpoints(disks, record))).toEqual(want);
+  });
+});
+
+describe('storage.json', () => {
+  it('renders one line per mountpath in mountpoint order, parses back, and each line starts as the mounts look for it', () => {
+    const disks = [rec('/ais/d2', 'loop2', U2, 'S2'), rec('/ais/d1', 'loop1')];
+    const text = renderRecord(disks);
+    expect(text).toBe(
+      `{"version":1,"disks":[\n{"mountpoint":"/ais/d1","name":"d1","kname":"loop1","uuid":null,"serial":null},\n{"mountpoint":"/ais/d2","name":"d2","kname":"loop2","uuid":"${U2}","serial":"S2"}\n]}\n`,
+    );
+    expect(parseRecord(text)).toEqual([rec('/ais/d1', 'loop1'), rec('/ais/d2', 'loop2', U2, 'S2')]);
+    expect(text.split('\n')[1].startsWith(recordLinePrefix('/ais/d1'))).toBe(true);
+    expect(renderRecord([])).toBe('{"version":1,"disks":[\n\n]}\n');
+    expect(parseRecord(renderRecord([]))).toEqual([]);
+  });
+
+  it.each([
+    ['not JSON', '{"version":1,', /is not valid JSON/],
+    ['another version', '{"version":2,"disks":[]}', /not a racksmith storage record/],
+    ['a disk without kname', '{"version":1,"disks":[{"mountpoint":"/ais/d1","name":"d1"}]}', /lacks mountpoint, name or kname/],
+  ])('refuses a record that is %s', (_, text, err) => {
+    expect(() => parseRecord(text)).toThrow(err);
+    expect(() => parseRecord(text)).toThrow(Refusal);
+  });
+
+  it('the record line of a mountpath names the disk that serves it (a moved disk: under its old name)', () => {
+    const r = storageRecordLine({
+      mountpoint: '/ais/d2',
+      disks: [
+        { name: 'd1', mountpoint: '/ais/d1', spec: { device: '/dev/loop2' } },
+        { name: 'd2', mountpoint: '/ais/d2', spec: { device: '/dev/loop1' } },
+      ],
+    });
+    const old = renderRecord([rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)]);
+    const facts = { file: fileWith(old), disks: [xfs('loop2', '7:2', U2, '/ais/d2'), xfs('loop1', '7:1', U1, '/ais/d1')] };
+    expect(r.diff(facts)).toEqual([]);
+    // the record lost the line: it is written back as the disk that is mounted there
+    const lost = { ...facts, file: fileWith(renderRecord([rec('/ais/d1', 'loop1', U1)])) };
+    expect(r.diff(lost).map((c) => c.summary)).toEqual([
+      `/var/lib/racksmith/storage.json: record /ais/d2 → /dev/loop2 (UUID ${U2}) (the disk listed as d1, mounted here)`,
+    ]);
+    expect(r.diff({ ...facts, file: absent }).map((c) => c.summary)).toEqual([
+      '/var/lib/racksmith/storage.json: record /ais/d2 → /dev/loop2 (the disk listed as d1, mounted here)',
+    ]);
+  });
+});
+
+describe('pruneSet: recorded mountpaths no longer listed', () => {
+  const record = [rec('/ais/d1', 'loop1', U1), rec('/ais/d3', 'loop3', U3)];
+  const fstab = `# static\nUUID=${U1} /ais/d1 xfs noatime 0 0\nUUID=${U3} /ais/d3 xfs noatime 0 0\n/dev/sdz /ais/d3 xfs defaults 0 0\n`;
+  const mounted3 = { majmin: '7:3', mountpoint: '/ais/d3', source: '/dev/loop3', uuid: U3 };
+  it.each([
+    {
+      case: 'listed: nothing',
+      keep: ['/ais/d1', '/ais/d3'],
+      mounts: [mounted3],
+      want: [],
+    },
+    {
+      case: 'no longer listed, mounted: unmount, remove only the line racksmith wrote',
+      keep: ['/ais/d1'],
+      mounts: [mounted3],
+      want: [{ mp: '/ais/d3', unmount: true, lines: [`UUID=${U3} /ais/d3 xfs noatime 0 0`], note: undefined }],
+    },
+    {
+      case: 'no longer listed, already unmounted: the fstab line and record line only',
+      keep: ['/ais/d1'],
+      mounts: [],
+      want: [{ mp: '/ais/d3', unmount: false, lines: [`UUID=${U3} /ais/d3 xfs noatime 0 0`], note: undefined }],
+    },
+    {
+      case: 'another filesystem mounted there now: left mounted, said so',
+      keep: ['/ais/d1'],
+      mounts: [{ ...mounted3, uuid: U2, source: '/dev/loop7' }],
+      want: [
+        {
+          mp: '/ais/d3',
+          unmount: false,
+          lines: [`UUID=${U3} /ais/d3 xfs noatime 0 0`],
+          note: `/ais/d3 has /dev/loop7 (UUID ${U2}) mounted, not the recorded filesystem: left mounted`,
+        },
+      ],
+    },
+  ])('$case', ({ keep, mounts, want }) => {
+    const got = pruneSet(record, new Set(keep), mounts, fstab).map((a) => ({
+      mp: a.disk.mountpoint,
+      unmount: a.unmount,
+      lines: a.fstabLines,
+      note: a.note,
+    }));
+    expect(got).toEqual(want);
+  });
+
+  it('the fstab keeps every other line byte for byte', () => {
+    expect(withoutLines(fstab, [`UUID=${U3} /ais/d3 xfs noatime 0 0`])).toBe(
+      `# static\nUUID=${U1} /ais/d1 xfs noatime 0 0\n/dev/sdz /ais/d3 xfs defaults 0 0\n`,
+    );
+  });
+
+  it('reads the XFS mounts the probe prints (escaped mountpoints)', () => {
+    expect(parseXfsMounts(`xfs=7:3 ${U3} /dev/loop3 /ais/my\\040d3\nxfs=7:4  /dev/loop4 /x\n`)).toEqual([
+      { majmin: '7:3', uuid: U3, source: '/dev/loop3', mountpoint: '/ais/my d3' },
+      { majmin: '7:4', uuid: undefined, source: '/dev/loop4', mountpoint: '/x' },
+    ]);
+  });
+
+  it('the prune resource: unmount, fstab, record in that order; nothing when nothing was recorded', () => {
+    const p = storagePrune({ keep: ['/ais/d1'] });
+    const f = { record: fileWith(renderRecord(record)), fstab: fileWith(fstab), xfs: [mounted3] };
+    const changes = p.diff(f);
+    expect(changes.map((c) => c.summary)).toEqual([
+      `unmount /ais/d3 (d3, UUID ${U3}: no longer in storage_disks; its data is kept)`,
+      '/etc/fstab: remove the line of pruned /ais/d3',
+      '/var/lib/racksmith/storage.json: forget /ais/d3 (no longer in storage_disks)',
+    ]);
+    expect(p.apply(f, changes).map((s) => s.name)).toEqual([
+      'unmount /ais/d3',
+      'fstab: remove pruned mountpaths',
+      'record in /var/lib/racksmith/storage.json',
+    ]);
+    expect(p.diff({ ...f, record: absent })).toEqual([]);
+  });
+});
+
+describe('decommission and wipe', () => {
+  const record = [rec('/ais/d1', 'loop1', U1, 'S1'), rec('/ais/d2', 'loop2', U2, 'S2')];
+  const fstab = `UUID=${U1} /ais/d1 xfs noatime 0 0\nUUID=${U2} /ais/d2 xfs noatime 0 0\n/dev/loop1 /old xfs defaults 0 0\n`;
+  const d1 = (extra: string[] = [], at: string | undefined = '/ais/d1') => xfs('loop1', '7:1', U1, at, [...serial('S1'), ...extra]);
+  const o = (wipe: string[] = []) => ({ mountpoint: '/ais/d1', wipe });
+
+  it.each([
+    {
+      case: 'mounted: unmount, every fstab line that mounts it, its record line; no wipe unless named',
+      facts: d1(),
+      wipe: [],
+      want: {
+        unmount: ['/ais/d1'],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+      },
+    },
+    {
+      case: 'named by its serial (only it carries it): wiped',
+      facts: d1(['iddisks=S1\tloop1', 'iddisks=RS_S1\tloop1']),
+      wipe: ['S1'],
+      want: {
+        unmount: ['/ais/d1'],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+        wipe: { by: 'S1', kname: 'loop1', mountpoints: ['/ais/d1'] },
+      },
+    },
+    {
+      case: 'another serial named: not wiped',
+      facts: d1(['iddisks=S1\tloop1']),
+      wipe: ['S9'],
+      want: {
+        unmount: ['/ais/d1'],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+      },
+    },
+    {
+      case: 'already decommissioned (unmounted, lines gone): nothing left but the disk',
+      facts: xfs('loop1', '7:1', U1, undefined, serial('S1')),
+      wipe: [],
+      want: {
+        unmount: [],
+        fstabLines: [`UUID=${U1} /ais/d1 xfs noatime 0 0`, '/dev/loop1 /old xfs defaults 0 0'],
+        recordLines: ['/ais/d1'],
+      },
+    },
+  ])('$case', ({ facts, wipe, want }) => {
+    expect(decommissionPlan(facts, record, fstab, o(wipe))).toEqual(want);
+  });
+
+  it.each([
+    [
+      'its serial is shared (NVMe namespaces)',
+      d1(['iddisks=S1\tloop1 loop5']),
+      ['S1'],
+      /storage_wipe entry S1 is ambiguous: 2 disks of this host carry it \(loop1, loop5\)/,
+    ],
+    ['the disk count is unknown', d1(), ['S1'], /the probe could not count the disks that carry it/],
+    [
+      'it backs a loop device',
+      d1(['iddisks=S1\tloop1', 'loop=loop9 /dev/loop1', 'loopmount=loop9 /mnt/x']),
+      ['S1'],
+      /not wiping \/dev\/loop1: it backs loop device \/dev\/loop9.*A disk in use is never wiped/,
+    ],
+    ['it is swap', d1(['iddisks=S1\tloop1', 'swap=/dev/loop1']), ['S1'], /it is in use as swap/],
+    ['it holds the root filesystem', d1([], '/'), [], /holds the root filesystem; it is never decommissioned/],
+  ])('refuses to wipe when %s', (_, facts, wipe, err) => {
+    expect(() => decommissionPlan(facts, record, fstab, o(wipe))).toThrow(err);
+  });
+
+  it('a kernel name never names a disk to wipe; a by-id path does', () => {
+    const f = parseDiskFacts(answer('xfs-kept', 'sdb', '8:16', ['byid=/dev/disk/by-id/wwn-0x5000']));
+    expect(wipeNamedBy(f, ['/dev/sdb'])).toBeUndefined();
+    expect(wipeNamedBy(f, ['/dev/disk/by-id/wwn-0x5000'])).toBe('/dev/disk/by-id/wwn-0x5000');
+    expect(() => diskDecommission({ spec: { device: '/dev/sdb' }, name: 'd1', mountpoint: '/ais/d1', wipe: ['/dev/sdb'] })).toThrow(
+      InputError,
+    );
+  });
+
+  it('the wipe change needs confirmation; a disk without signatures is wiped already', () => {
+    const r = diskDecommission({ spec: { device: '/dev/loop1' }, name: 'd1', mountpoint: '/ais/d1', wipe: ['S1'] });
+    const f = { disk: d1(['iddisks=S1\tloop1']), record: fileWith(renderRecord(record)), fstab: fileWith(fstab) };
+    const changes = r.diff(f);
+    expect(changes.map((c) => c.summary)).toEqual([
+      'unmount /ais/d1 (/dev/loop1, decommissioned d1)',
+      `/etc/fstab: remove UUID=${U1} /ais/d1 xfs noatime 0 0; /dev/loop1 /old xfs defaults 0 0`,
+      '/var/lib/racksmith/storage.json: forget /ais/d1 (decommissioned d1)',
+      'wipe /dev/loop1 (storage_wipe: S1): erase its signatures and data, AIS metadata included',
+    ]);
+    expect(changes.filter((c) => c.confirm).map((c) => c.confirm)).toEqual(['erases the disk']);
+    expect(r.apply(f, changes).map((s) => s.name)).toEqual([
+      'unmount /ais/d1',
+      'fstab: remove the lines of decommissioned d1',
+      'record in /var/lib/racksmith/storage.json',
+      'wipe /dev/loop1',
+    ]);
+    const wiped = {
+      disk: blank('loop1', '7:1', [...serial('S1'), 'iddisks=S1\tloop1']),
+      record: fileWith(renderRecord([record[1]])),
+      fstab: fileWith(`UUID=${U2} /ais/d2 xfs noatime 0 0\n`),
+    };
+    expect(r.diff(wiped)).toEqual([]);
+  });
+});
+
+describe('storage playbook variables of the lifecycle', () => {
+  const ctx = (vars: Record<string, unknown>): HostContext => {
+    const varSources = Object.fromEntries(Object.keys(vars).map((k, i) => [k, { file: 'inv.yaml', line: 10 + i, col: 5 }]));
+    const host: Host = {
+      name: 'h1',
+      vars,
+      varSources,
+      templated: {},
+      groups: ['all', 'storage'],
+      connection: { kind: 'ssh', address: 'h1' },
+      pos: { file: 'inv.yaml', line: 1 },
+    };
+    return new HostContext(host);
+  };
+  const two = [
+    { device: '/dev/sdb', name: 'd1' },
+    { device: '/dev/sdc', name: 'd2' },
+  ];
+
+  it('storage_mount_name: kernel names mountpoints after the kernel name, and wants kernel paths without name:', () => {
+    const c = storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/sdb' }, { device: '/dev/nvme0n1' }] }));
+    expect(c.disks.map((d) => d.mountpoint)).toEqual(['/ais/sdb', '/ais/nvme0n1']);
+    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/sdb', name: 'd1' }] }))).toThrow(
+      /storage_mount_name: kernel/,
+    );
+    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ serial: 'S1' }] }))).toThrow(
+      /device: \/dev\/<kernel name>/,
+    );
+    expect(() => storageConfig(ctx({ storage_mount_name: 'kernel', storage_disks: [{ device: '/dev/disk/by-id/wwn-1' }] }))).toThrow(
+      InputError,
+    );
+  });
+
+  it.each([
+    [{ storage_decommission: ['d3'] }, /d3 is not the name of a storage_disks entry/],
+    [{ storage_decommission: ['d1'], storage_wipe: ['/dev/sdb'] }, /never by kernel name/],
+    [{ storage_wipe: ['S1'] }, /erases decommissioned disks only/],
+    [{ storage_prune: 'no' }, /storage_prune/],
+  ])('bad lifecycle input is exit 3 at the variable: %j', (vars, err) => {
+    expect(() => storageConfig(ctx({ storage_disks: two, ...vars }))).toThrow(err);
+    expect(() => storageConfig(ctx({ storage_disks: two, ...vars }))).toThrow(InputError);
+  });
+
+  it('a decommissioned disk has no format, mount, record, I/O tuning or udev line; prune keeps its mountpoint', () => {
+    const ids = storageResources(ctx({ storage_disks: two, storage_decommission: ['d2'] })).map((r) => r.id);
+    expect(ids.filter((i) => i.includes('d2'))).toEqual(['decommission:d2']);
+    expect(ids).toContain('storage-prune:/var/lib/racksmith/storage.json');
+    expect(ids).toContain('storage-record:/ais/d1');
+    const all = storageResources(ctx({ storage_disks: two, storage_decommission: ['d1', 'd2'], storage_wipe: ['S1'] })).map((r) => r.id);
+    expect(all).toContain('ais-state-purge:/etc/ais');
+    expect(storageResources(ctx({ storage_disks: two, storage_prune: false })).map((r) => r.id)).not.toContain(
+      'storage-prune:/var/lib/racksmith/storage.json',
+    );
+  });
+});
