@@ -141,8 +141,7 @@ function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, me
     built = memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
   } catch (e) {
     if (e instanceof InputError) {
-      if (!e.pos)
-        throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
+      if (!e.pos) throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
       throw e;
     }
     // A bug or an unchecked value in the playbook: still bad input found before any host, not a crash.
