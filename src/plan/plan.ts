@@ -147,8 +147,8 @@ export function makePlan(o: {
   };
 }
 
-/** The plan's signature: its content without `signature`, as written, under a key derived from the installation key. */
-function signatureOf(body: Omit<PlanFile, 'signature'>): string {
+/** The plan's signature: its content without `signature`, as written, under a key derived from the installation key (exported for tests that forge plans). */
+export function signatureOf(body: Omit<PlanFile, 'signature'>): string {
   const key = createHmac('sha256', installationKey()).update('racksmith plan signature v1').digest();
   return 'hmac-sha256:' + createHmac('sha256', key).update(JSON.stringify(body)).digest('hex');
 }

@@ -13,7 +13,7 @@ import { provision, recaps, writeInventory } from './helpers.ts';
 
 const HOST = 'tb10';
 const OTHER = 'tb8';
-const PB = 'test/fixtures/playbooks/secrets.ts'; // with no secret: one directory, nothing else
+const PB = 'test/fixtures/playbooks/secrets.ts'; // only connecting matters here
 const tmp = () => mkdtempSync(join(tmpdir(), 'rs-kh-'));
 
 /** The real OpenSSH client's answer for this known_hosts file: does it connect? */
