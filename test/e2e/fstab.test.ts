@@ -22,7 +22,6 @@ describe('fstab entries round-trip', () => {
   it.each([
     ['a space and a backslash', '/mnt/rs a\\b', '/mnt/rs\\040a\\134b'],
     ['a non-breaking space (not a separator)', '/mnt/rs\u00a0nb', '/mnt/rs\u00a0nb'],
-    ['a tab', '/mnt/rs\tt', '/mnt/rs\\011t'],
   ])('%s: converges, then zero changes and one fstab line per run', async (_, path, escaped) => {
     await tb.hostExec(HOST, 'umount /mnt/rs* 2>/dev/null; sed -i "/^tmpfs /d" /etc/fstab');
     const inv = writeInventory({ hosts: [HOST], vars: { fx_mount: path } });
@@ -41,6 +40,18 @@ describe('fstab entries round-trip', () => {
     expect((JSON.parse(seen.stdout) as { filesystems: Array<{ target: string }> }).filesystems.map((f) => f.target)).toContain(path);
     const check = await provision([PB, '-i', inv, '--check', '--json']);
     expect(check.code).toBe(0);
+  });
+
+  it.each([
+    ['a tab', '/mnt/rs\tt'],
+    ['a control character', '/mnt/rs\x01c'],
+  ])('a mount path with %s is exit 3 at its variable, nothing changed', async (_, path) => {
+    const before = await tb.hostExec(HOST, 'cat /etc/fstab');
+    const inv = writeInventory({ hosts: [HOST], vars: { fx_mount: path } });
+    const r = await provision([PB, '-i', inv]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/inventory\.(yaml|ini):\d+:\d+: .*mount path must not contain control characters/);
+    expect((await tb.hostExec(HOST, 'cat /etc/fstab')).stdout).toBe(before.stdout);
   });
 
   it('duplicate lines an older run appended are collapsed into one', async () => {
