@@ -324,7 +324,7 @@ describe('reaching hosts through a bastion', () => {
   }, 400_000);
 
   it('an unsupported -o option in ansible_ssh_common_args: exit 3 at its line, nothing run', async () => {
-    const inv = siteInventory(['tb7'], { ansible_ssh_common_args: '-o ControlMaster=auto' });
+    const inv = siteInventory(['tb7'], { ansible_ssh_common_args: '-o ControlMaster=auto' }, {}, 'yaml');
     const run = await provision(['playbooks/network.ts', '-i', inv, '-b', '--journal', journal()]);
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/inventory\.(yaml|ini):\d+.*ansible_ssh_common_args: -o ControlMaster is not supported/);
