@@ -12,6 +12,8 @@ export function promptPassword(
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const tty = stdin.isTTY === true;
+    // echo off before the prompt shows: what is typed the moment it appears must not be echoed
+    if (tty) stdin.setRawMode(true);
     stderr.write(prompt);
     const finish = (err?: Error) => {
       stdin.off('data', onData);
@@ -45,7 +47,6 @@ export function promptPassword(
     };
     const onEnd = () => finish(chunks.length ? undefined : new InputError('no vault password given: stdin is closed'));
     const onError = (e: Error) => finish(new InputError(`cannot read the vault password: ${e.message}`));
-    if (tty) stdin.setRawMode(true);
     stdin.on('data', onData);
     stdin.on('end', onEnd);
     stdin.on('error', onError);

@@ -139,14 +139,14 @@ describe('become: hosts reached as ops with sudo', () => {
     for (const h of hosts) expect(recaps(again)[h]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
     const recheck = await provision(['playbooks/site.ts', '-i', inv, '-b', '--check', '--json', '--journal', journal()]);
     expect(recheck.code, recheck.stderr).toBe(0);
-  });
+  }, 400_000);
 
   it('without -b the same hosts are not escalated: root-only changes fail (the login user is ops)', async () => {
     await fresh({ tb3: { sudo: 'nopasswd' } });
     const run = await provision(['playbooks/network.ts', '-i', siteInventory(['tb3']), '--json', '--journal', journal()]);
     expect(run.code).toBe(1);
     expect(recaps(run).tb3.failed).toBeGreaterThan(0);
-  });
+  }, 400_000);
 
   it('--plan-out then apply -b, and --resume, run through become', async () => {
     await fresh({ tb2: { sudo: 'nopasswd' }, tb5: { sudo: 'requiretty' } });
@@ -181,7 +181,7 @@ describe('become: hosts reached as ops with sudo', () => {
     const resumed = await provision(['playbooks/network.ts', '-i', inv, '-b', '--json', '--resume', j, '--journal', journal()]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(Object.keys(recaps(resumed))).toEqual(['tb5']);
-  });
+  }, 400_000);
 
   it('-K through a pty and ansible_become_password as !secret: converge; the password is in no output, journal, plan or host cmdline', async () => {
     await fresh({ tb4: { sudo: 'password', password: PASSWORD }, tb8: { sudo: 'password', password: PASSWORD } });
@@ -221,7 +221,7 @@ describe('become: hosts reached as ops with sudo', () => {
     ])
       expect(text).not.toContain(PASSWORD);
     expect(seen2).toBe('');
-  });
+  }, 400_000);
 
   it('requiretty, a wrong password and a user without sudo: each host fails alone with its cause; the others converge; exit 1', async () => {
     await fresh({
@@ -247,7 +247,31 @@ describe('become: hosts reached as ops with sudo', () => {
     expect(r.tb6.error).toMatch(/become \(sudo to root\) failed: .*ops may not run sudo/);
     for (const h of ['tb4', 'tb5', 'tb6']) expect(r[h]).toMatchObject({ unreachable: false, changed: 0, execs: 1 });
     expect(run.stderr).not.toContain(PASSWORD);
-  });
+  }, 400_000);
+});
+
+describe('password authentication', () => {
+  it('ansible_password (a !secret), no key: logs in with the password and becomes with the same', async () => {
+    await fresh({ tb9: { sudo: 'password', password: PASSWORD, passwordLogin: true } });
+    const base = readFileSync(siteInventory(['tb9'], {}, {}, 'yaml'), 'utf8');
+    const inv = join(mkdtempSync(join(tmpdir(), 'rs-become-pw-')), 'inventory.yaml');
+    writeFileSync(
+      inv,
+      base
+        .replace(/ {4}ansible_ssh_private_key_file: .*\n/, '')
+        .replace(
+          'ansible_user: ops',
+          `ansible_user: ops\n    ansible_password: !secret ${PASSWORD}\n    ansible_become_password: !secret ${PASSWORD}`,
+        ),
+    );
+    expect(readFileSync(inv, 'utf8')).not.toContain('id_ed25519');
+    const run = await provision(['playbooks/network.ts', '-i', inv, '-b', '--json', '--journal', journal()], {
+      env: { SSH_AUTH_SOCK: '' },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(recaps(run).tb9).toMatchObject({ failed: 0, unreachable: false });
+    expect(run.stdout + run.stderr).not.toContain(PASSWORD);
+  }, 400_000);
 });
 
 describe('reaching hosts through a bastion', () => {
@@ -261,7 +285,7 @@ describe('reaching hosts through a bastion', () => {
     expect(recaps(run).tb7).toMatchObject({ failed: 0, unreachable: false });
     const again = await provision(['playbooks/network.ts', '-i', inv, '-b', '--json', '--journal', journal()]);
     expect(recaps(again).tb7).toMatchObject({ changed: 0, execs: 1 });
-  });
+  }, 400_000);
 
   it('hosts named by ~/.ssh/config aliases (-F): HostName, User, IdentityFile, ProxyJump to an aliased bastion', async () => {
     await fresh({ [BASTION]: { sudo: 'nopasswd' }, tb7: { sudo: 'nopasswd', onlyViaBastion: true } });
@@ -297,12 +321,12 @@ describe('reaching hosts through a bastion', () => {
     const run = await provision(['playbooks/network.ts', '-i', inv, '-F', cfg, '-b', '--json', '--journal', journal()]);
     expect(run.code, run.stderr).toBe(0);
     expect(recaps(run)['rack-seven']).toMatchObject({ failed: 0, unreachable: false });
-  });
+  }, 400_000);
 
   it('an unsupported -o option in ansible_ssh_common_args: exit 3 at its line, nothing run', async () => {
-    const inv = siteInventory(['tb7'], { ansible_ssh_common_args: '-o ControlMaster=auto' });
+    const inv = siteInventory(['tb7'], { ansible_ssh_common_args: '-o ControlMaster=auto' }, {}, 'yaml');
     const run = await provision(['playbooks/network.ts', '-i', inv, '-b', '--journal', journal()]);
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/inventory\.(yaml|ini):\d+.*ansible_ssh_common_args: -o ControlMaster is not supported/);
-  });
+  }, 400_000);
 });

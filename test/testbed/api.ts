@@ -318,6 +318,8 @@ export interface OpsAccess {
   password?: string;
   /** false: PermitRootLogin no (the default bed lets root in with the key). */
   rootLogin?: boolean;
+  /** Let ops log in with its password (PasswordAuthentication yes). */
+  passwordLogin?: boolean;
   /** Refuse every SSH login from the runner: the host is reachable only through another bed host (a bastion). */
   onlyViaBastion?: boolean;
 }
@@ -332,6 +334,7 @@ export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
   }[a.sudo];
   const sshd = [
     ...(a.rootLogin === false ? ['PermitRootLogin no'] : []),
+    ...(a.passwordLogin ? ['PasswordAuthentication yes'] : []),
     ...(a.onlyViaBastion ? [`Match Address ${runnerIp}`, '  DenyUsers *'] : []),
   ];
   const script = [
