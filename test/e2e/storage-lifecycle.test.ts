@@ -334,21 +334,28 @@ describe('storage lifecycle: decommission and wipe', () => {
     await secondRunIsClean(H, inv);
   });
 
-  it('wipe with --yes; the wiped disk listed again is formatted as a blank one', async () => {
+  it('wipe with --yes: every disk wiped, the AIS node state (/etc/ais/.ais.*) removed; the wiped disks listed again are formatted as blank ones', async () => {
     await tb.reset([H]);
     await giveSerials(H);
     const [a, b] = disks(H);
     expect((await provision([PB, '-i', inventory(H), '--json'])).code).toBe(0);
-    const inv = inventory(H, { storage_decommission: ['d1'], storage_wipe: [a.serial] });
+    await sh(H, 'mkdir -p /etc/ais && echo smap > /etc/ais/.ais.smap && echo mine > /etc/ais/notes');
+    const inv = inventory(H, { storage_decommission: ['d1', 'd2'], storage_wipe: [a.serial, b.serial] });
     const run = await provision([PB, '-i', inv, '--yes', '--json']);
     expect(run.code, why(run)).toBe(0);
-    expect((await tb.hostExec(H, `blkid -p ${a.dev}`)).code).toBe(2);
-    expect(await source(H, '/ais/d2')).toBe(b.dev);
+    for (const d of [a, b]) expect((await tb.hostExec(H, `blkid -p ${d.dev}`)).code).toBe(2);
+    expect(await sh(H, 'ls -A /etc/ais')).toBe('notes\n');
+    expect(await aisLines(H)).toEqual([]);
+    expect((await record(H)).disks).toEqual([]);
     await secondRunIsClean(H, inv);
     const back = await provision([PB, '-i', inventory(H), '--json']);
     expect(back.code, why(back)).toBe(0);
-    expect(resources(back, H).get('disk:d1')!.changes[0].summary).toBe(`format ${a.dev} (blank, 1 GiB, serial ${a.serial}) as XFS`);
-    expect(await source(H, '/ais/d1')).toBe(a.dev);
+    for (const [i, d] of [a, b].entries()) {
+      expect(resources(back, H).get(`disk:d${i + 1}`)!.changes[0].summary).toBe(
+        `format ${d.dev} (blank, 1 GiB, serial ${d.serial}) as XFS`,
+      );
+      expect(await source(H, `/ais/d${i + 1}`)).toBe(d.dev);
+    }
   });
 });
 
@@ -373,8 +380,10 @@ describe('storage lifecycle: migration from ais-k8s', () => {
       },
       groups: { storage: { hosts: [H] } },
     });
+    const before = await snapshot(H);
     const check = await provision([PB, '-i', inv, '--check', '--json']);
     expect(check.code, why(check)).toBe(2);
+    expect(await snapshot(H)).toBe(before);
     const rs = resources(check, H);
     for (const [i, d] of [a, b].entries()) {
       expect(rs.get(`disk:${kname(d.dev)}`)!.status).toBe('ok');
