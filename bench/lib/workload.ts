@@ -150,9 +150,9 @@ host_key_checking = True
 retry_files_enabled = False
 interpreter_python = /usr/bin/python3
 local_tmp = ${join(ansibleHome, 'tmp')}
-# seconds to connect; for Mitogen, to connect and boot its agent on the host (a loaded machine
-# took more than 10 s for that at 2 hosts)
-timeout = 30
+# seconds to connect; for Mitogen, to connect and boot its agent on the host, which a loaded
+# machine took more than 10 s for at 2 hosts and more than 30 s for at 20 (load 27)
+timeout = 120
 ${strategy}
 [ssh_connection]
 pipelining = True

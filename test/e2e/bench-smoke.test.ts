@@ -49,7 +49,7 @@ function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: 
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGTERM'), 400_000);
+    const timer = setTimeout(() => child.kill('SIGTERM'), 900_000);
     child.on('error', rej);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -61,7 +61,7 @@ function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('benchmark smoke test', () => {
-  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 420_000 }, async () => {
+  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 920_000 }, async () => {
     const e2eBed = linkExists('rsbr0');
     const tools = ansibleUsable() ? (mitogenUsable() ? 'racksmith,ansible,ansible-mitogen' : 'racksmith,ansible') : 'racksmith';
     if (tools === 'racksmith') console.warn('[bench-smoke] ansible.posix is not installed (Debian package `ansible`): racksmith side only');
