@@ -104,7 +104,7 @@ export async function connect(host: Host, o: ConnectOptions): Promise<Connection
 export function checkConnectionFiles(hosts: readonly Host[]): void {
   const seen = new Set<string>();
   for (const h of hosts) {
-    const file = h.connection.kind === 'ssh' ? h.connection.privateKeyFile : undefined;
+    const file = h.connection.kind !== 'local' ? h.connection.privateKeyFile : undefined;
     if (file === undefined || seen.has(file)) continue;
     seen.add(file);
     try {

@@ -1,5 +1,6 @@
 import { InputError } from './errors.ts';
 import { printable } from './printable.ts';
+import { refuseSecrets } from './secret.ts';
 
 /**
  * Checks of the values a playbook passes to resources, made when the resources are built (before
@@ -49,9 +50,15 @@ function checkLength(value: string, what: string, max: number, unit = 'bytes'): 
     throw new BadValue(`${what} is ${bytes(value)} ${unit} long, over the limit of ${max}: ${shown(value)}`, (s) => bytes(s) > max / 2);
 }
 
+/** A value that should be a string: a secret there is refused as such (with where it was set). */
+function notAString(value: unknown, what: string): InputError {
+  refuseSecrets(value, what);
+  return new InputError(`${what} must be a string, got ${typeof value}`);
+}
+
 /** A path, name or other single token: no control character at all (NUL, newline, ESC, DEL, C1). */
 export function checkToken(value: unknown, what: string, max: number = VALUE_LIMITS.name): string {
-  if (typeof value !== 'string') throw new InputError(`${what} must be a string, got ${typeof value}`);
+  if (typeof value !== 'string') throw notAString(value, what);
   checkLength(value, what, max);
   const m = CONTROL.exec(value);
   if (m) throw new BadValue(`${what} must not contain control characters (${shown(m[0])}): ${shown(value)}`, (s) => CONTROL.test(s));
@@ -70,7 +77,7 @@ export function checkPathLength(path: string, what: string): void {
 
 /** An argv word or a shell script: tabs and newlines allowed, no NUL or other control character. */
 export function checkShellText(value: unknown, what: string, max: number = VALUE_LIMITS.word): string {
-  if (typeof value !== 'string') throw new InputError(`${what} must be a string, got ${typeof value}`);
+  if (typeof value !== 'string') throw notAString(value, what);
   checkLength(value, what, max);
   const m = WORD_CONTROL.exec(value);
   if (m)

@@ -123,7 +123,7 @@ describe('through the CLI: exit 3 at the variable that set the value, no host co
       '    ansible_ssh_private_key_file: "/k\\x01"\n',
       /inv-\w+\.yml:7:\d+: .*ansible_ssh_private_key_file/,
     ],
-    ['a bad jump host', '    racksmith_ssh_jump: "a b"\n', /racksmith_ssh_jump must be \[user@\]host\[:port\]/],
+    ['a bad jump host', '    racksmith_ssh_jump: "a b"\n', /racksmith_ssh_jump.*must be \[user@\]host\[:port\]/],
   ])('%s', async (_, vars, message) => {
     const r = await cli(['test/fixtures/playbooks/foundation.ts', '-i', inventory(vars)]);
     expect(r.stderr).toMatch(message);
