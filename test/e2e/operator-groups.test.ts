@@ -170,7 +170,7 @@ describe("ais-k8s's group names drive storage, jail and the kube cluster step", 
       expect(tasks.stdout).toContain('      disk:d1\tTAGS: [mkfs, storage]\n      mount:/ais/d1\tTAGS: [mount, storage]\n');
       const tags = await provision([...PLAYBOOKS, '-i', inv, '--list-tags']);
       expect(tags.code, tags.stderr).toBe(0);
-      expect(tags.stdout).toMatch(/play #1 \(storage\): storage\tTAGS: \[storage\]\n      TASK TAGS: \[.*storage.*\]/);
+      expect(tags.stdout).toMatch(/play #1 \(storage\): storage\tTAGS: \[storage\]\n {6}TASK TAGS: \[.*storage.*\]/);
       const syntax = await provision([...PLAYBOOKS, '-i', inv, '--syntax-check']);
       expect(syntax.code, syntax.stderr).toBe(0);
       expect(syntax.stdout).toBe(PLAYBOOKS.map((p) => `playbook: ${p}\n`).join(''));
