@@ -504,54 +504,50 @@ export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[
 const GUARD_HELPERS = [READ_FN, MAJMIN_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
 
 /**
- * Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk, right before mkfs: same
- * maj:min and size, same content fingerprint (signatures, and the data sample where there were
- * none), not mounted here, no holders, the kernel's exclusive open still succeeds and no loop
- * device is backed by it.
+ * Shell that exits 3 unless /dev/KNAME is still the probed disk (maj:min) and nothing uses it:
+ * not mounted here, no holders, the kernel's exclusive open succeeds (no mount in any mount
+ * namespace, no exclusive opener) and no loop device is backed by it. `between` checks more after
+ * the identity (the format's size and content); `words` say what is refused and when.
  */
-function guardScript(f: DiskFacts): string {
+function diskGuard(f: DiskFacts, words: { refusing: string; now: string; stillMounted: string }, between = ''): string {
   const k = f.kname;
   const sys = `/sys/class/block/${k}`;
   const pairs = [`${f.majmin}=${k}`, ...f.partitions.map((p) => `${p.majmin}=${p.name}`)].join(' ');
+  const not = `; ${words.refusing}`;
   return `${GUARD_HELPERS}
 R=
 d=${shq(`/dev/${k}`)}
 [ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
 rs_rd ${shq(`${sys}/dev`)} || :
-[ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}" >&2; exit 3; }
-rs_rd ${shq(`${sys}/size`)} || :
-[ "$rs_v" = ${shq(String(f.sizeBytes / 512))} ] || { echo "$d changed size since it was probed; not formatting" >&2; exit 3; }
-rs_fp "$d" $((rs_v * 512))
-[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures or data differ); not formatting" >&2; exit 3; }
-mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
-if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is mounted now; not formatting" >&2; exit 3; fi
-if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device now; not formatting" >&2; exit 3; fi
+[ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}${words.refusing === 'not formatting' ? '' : not}" >&2; exit 3; }
+${between}mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
+if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is ${words.stillMounted}${not}" >&2; exit 3; fi
+if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device${words.now}${not}" >&2; exit 3; fi
 rs_u=$(rs_inuse "$d" ${shq(pairs)})
-case $rs_u in excl=ok*) ;; *) echo "$d is in use now, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\\n' ' '); not formatting" >&2; exit 3 ;; esac
-case $rs_u in *loop=*) echo "$d backs a loop device now: $(printf '%s' "$rs_u" | tr '\\n' ' '); not formatting" >&2; exit 3 ;; esac`;
+case $rs_u in excl=ok*) ;; *) echo "$d is in use${words.now}, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;; esac
+case $rs_u in *loop=*) echo "$d backs a loop device${words.now}: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;; esac`;
 }
 
 /**
- * Shell that refuses (exit 3) unless /dev/KNAME is still the probed disk (maj:min) and nothing
- * uses it, right before it is wiped: not mounted here, no holders, the kernel's exclusive open
- * succeeds (no mount in any mount namespace, no exclusive opener) and no loop device is backed by it.
+ * Right before mkfs: the disk guard, and the same size and content fingerprint (signatures, and
+ * the data sample where there were none) as probed.
  */
+function guardScript(f: DiskFacts): string {
+  const sys = `/sys/class/block/${f.kname}`;
+  return diskGuard(
+    f,
+    { refusing: 'not formatting', now: ' now', stillMounted: 'mounted now' },
+    `rs_rd ${shq(`${sys}/size`)} || :
+[ "$rs_v" = ${shq(String(f.sizeBytes / 512))} ] || { echo "$d changed size since it was probed; not formatting" >&2; exit 3; }
+rs_fp "$d" $((rs_v * 512))
+[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures or data differ); not formatting" >&2; exit 3; }
+`,
+  );
+}
+
+/** Right before a wipe: the disk guard. */
 export function wipeGuardScript(f: DiskFacts): string {
-  const k = f.kname;
-  const sys = `/sys/class/block/${k}`;
-  const pairs = [`${f.majmin}=${k}`, ...f.partitions.map((p) => `${p.majmin}=${p.name}`)].join(' ');
-  return `${GUARD_HELPERS}
-R=
-d=${shq(`/dev/${k}`)}
-[ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
-rs_rd ${shq(`${sys}/dev`)} || :
-[ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}; not wiping" >&2; exit 3; }
-mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
-if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is still mounted; not wiping" >&2; exit 3; fi
-if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device; not wiping" >&2; exit 3; fi
-rs_u=$(rs_inuse "$d" ${shq(pairs)})
-case $rs_u in excl=ok*) ;; *) echo "$d is in use, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\n' ' '); not wiping" >&2; exit 3 ;; esac
-case $rs_u in *loop=*) echo "$d backs a loop device: $(printf '%s' "$rs_u" | tr '\n' ' '); not wiping" >&2; exit 3 ;; esac`;
+  return diskGuard(f, { refusing: 'not wiping', now: '', stillMounted: 'still mounted' });
 }
 
 /** mkfs.xfs of /dev/KNAME whose root directory gets `mode` (a protofile: mkfs.xfs -p, in xfsprogs for decades). */
