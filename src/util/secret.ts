@@ -143,11 +143,14 @@ const walked = new WeakSet<object>();
 
 /** `stream` with every string written through it scrubbed (the CLI's stdout and stderr). */
 export function scrubbingStream<S extends NodeJS.WritableStream>(stream: S): S {
+  // The stream's own write, taken once: listr2 (the terminal view) sets `write` on the stream it is
+  // given and later puts back the one it read, which is this wrapper; calling `target.write` at
+  // write time would then call the wrapper itself, for ever.
+  const write = stream.write as (...a: unknown[]) => boolean;
+  const scrubbed = (chunk: unknown, ...rest: unknown[]) => write.call(stream, typeof chunk === 'string' ? scrub(chunk) : chunk, ...rest);
   return new Proxy(stream, {
     get(target, prop) {
-      if (prop === 'write')
-        return (chunk: unknown, ...rest: unknown[]) =>
-          (target.write as (...a: unknown[]) => boolean)(typeof chunk === 'string' ? scrub(chunk) : chunk, ...rest);
+      if (prop === 'write') return scrubbed;
       const v = Reflect.get(target, prop, target);
       return typeof v === 'function' ? v.bind(target) : v;
     },

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { maskSecret, refuseSecrets, scrub, Secret } from '../../src/util/secret.ts';
+import { maskSecret, refuseSecrets, scrub, scrubbingStream, Secret } from '../../src/util/secret.ts';
 import { installationKey } from '../../src/util/state-dir.ts';
 import { command, file, line } from '../../src/index.ts';
 import { shq } from '../../src/shell/quote.ts';
@@ -84,5 +84,18 @@ describe('a secret where secrets are not taken', () => {
     const s = new Secret('v');
     expect(() => shq(s as never)).toThrow(InputError);
     expect(() => shq(`x${s}`)).toThrow(InputError);
+  });
+});
+
+describe('scrubbingStream', () => {
+  it('outlives its write being replaced and put back (listr2 does that in a terminal)', () => {
+    const written: unknown[] = [];
+    const raw = { write: (chunk: unknown) => written.push(chunk) > 0 } as unknown as NodeJS.WritableStream;
+    const s = scrubbingStream(raw);
+    const read = s.write; // what listr2 keeps as "the stream's write"
+    s.write = () => true; // its hijack (set on the stream itself)
+    s.write = read; // its release
+    expect(() => s.write('after release')).not.toThrow();
+    expect(written).toEqual(['after release']);
   });
 });
