@@ -66,7 +66,9 @@ for k in ${ks.join(' ')}; do
   echo "== disk $k: $(blkid -p -s TYPE -o value /dev/$k 2>/dev/null || echo blank) $(sed 's/.*\\[\\(.*\\)\\].*/\\1/' $q/scheduler) nr_requests=$(cat $q/nr_requests) max_sectors_kb=$(cat $q/max_sectors_kb) read_ahead_kb=$(cat $q/read_ahead_kb) rq_affinity=$(cat $q/rq_affinity)"
 done
 for d in /ais/*; do [ -d "$d" ] && echo "== data root $d $(stat -c '%a %U:%G' "$d") xattrs: $(getfattr -d --absolute-names "$d" 2>/dev/null | grep -c =)"; done
-echo "== listings"; for d in ${DIRS.join(' ')}; do echo "$d: $(ls -A "$d" 2>/dev/null | tr '\\n' ' ')"; done
+# storage.json: racksmith's own record of which disk serves which mountpath (its state, no part of
+# the workload the Ansible playbook does), left out of the comparison
+echo "== listings"; for d in ${DIRS.join(' ')}; do echo "$d: $(ls -A "$d" 2>/dev/null | grep -vx storage.json | tr '\\n' ' ')"; done
 `;
 }
 
