@@ -18,8 +18,7 @@ import {
 } from '../../src/resources/storage-lifecycle-logic.ts';
 import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../src/resources/storage-lifecycle.ts';
 import { Refusal } from '../../src/contract/resource.ts';
-import { HostContext } from '../../src/contract/playbook.ts';
-import type { Host } from '../../src/inventory/model.ts';
+import { storageHostCtx } from '../support/storage-host.ts';
 import { storageConfig, storageResources } from '../../playbooks/storage.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { fileWith, absent } from './facts.ts';
@@ -358,19 +357,7 @@ describe('decommission and wipe', () => {
 });
 
 describe('storage playbook variables of the lifecycle', () => {
-  const ctx = (vars: Record<string, unknown>): HostContext => {
-    const varSources = Object.fromEntries(Object.keys(vars).map((k, i) => [k, { file: 'inv.yaml', line: 10 + i, col: 5 }]));
-    const host: Host = {
-      name: 'h1',
-      vars,
-      varSources,
-      templated: {},
-      groups: ['all', 'storage'],
-      connection: { kind: 'ssh', address: 'h1' },
-      pos: { file: 'inv.yaml', line: 1 },
-    };
-    return new HostContext(host);
-  };
+  const ctx = storageHostCtx;
   const two = [
     { device: '/dev/sdb', name: 'd1' },
     { device: '/dev/sdc', name: 'd2' },

@@ -8,8 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostContext } from '../../src/contract/playbook.ts';
-import type { Host } from '../../src/inventory/model.ts';
+import { storageHostCtx } from '../support/storage-host.ts';
 import {
   allowedBy,
   humanSize,
@@ -131,19 +130,7 @@ const refusal = (fn: () => unknown): string => {
   throw new Error('expected a Refusal');
 };
 
-function hostCtx(vars: Record<string, unknown>): HostContext {
-  const varSources = Object.fromEntries(Object.keys(vars).map((k, i) => [k, { file: 'inv.yaml', line: 10 + i, col: 5 }]));
-  const host: Host = {
-    name: 'h1',
-    vars,
-    varSources,
-    templated: {},
-    groups: ['all', 'storage'],
-    connection: { kind: 'ssh', address: 'h1' },
-    pos: { file: 'inv.yaml', line: 1 },
-  };
-  return new HostContext(host);
-}
+const hostCtx = storageHostCtx;
 const inputError = (fn: () => unknown): InputError => {
   try {
     fn();
