@@ -219,11 +219,19 @@ export class SshConnection implements Connection {
   }
 }
 
-/** Shell that kills (SIGKILL; dash takes `kill -9 -PGID`, not `--`) the process group of every remote shell whose argv ends in one of `tags`. */
+/**
+ * Shell that kills (SIGKILL; dash takes `kill -9 -PGID`, not `--`) the process group of every
+ * remote process whose argv ends in one of `tags`. The group as /proc/PID/stat gives it (field 5,
+ * after the parenthesised comm): sudo without a tty, and su, run the escalated shell in their own
+ * group (seen on Debian bookworm), so it is no group leader.
+ */
 export function killGroupsScript(tags: string[]): string {
   return `for p in /proc/[0-9]*; do
   c=$(tr '\\000' ' ' < "$p/cmdline" 2>/dev/null) || continue
-  case "$c" in ${tags.map((t) => `*" ${t} "`).join('|')}) kill -9 "-\${p#/proc/}" 2>/dev/null ;; esac
+  case "$c" in ${tags.map((t) => `*" ${t} "`).join('|')}) ;; *) continue ;; esac
+  s=$(cat "$p/stat" 2>/dev/null) || continue
+  set -- \${s##*") "}
+  [ "\${3:-0}" -gt 1 ] && kill -9 "-$3" 2>/dev/null
 done
 exit 0`;
 }

@@ -1,13 +1,15 @@
 // How a host is reached (issue #22): become resolution, the become wrapper, ssh args,
 // ~/.ssh/config, connection variables, and the variables racksmith does not honour.
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { becomeCommand, becomeFailure, execPlan, resolveBecome } from '../../src/connection/become.ts';
 import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
+import { killGroupsScript } from '../../src/connection/ssh.ts';
+import { scriptAsStdin } from '../../src/connection/transport.ts';
 import { sshOptionsFor } from '../../src/connection/connect.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import { ignoredConnectionVars, treatmentOf } from '../../src/inventory/ansible-connection-vars.ts';
@@ -90,6 +92,34 @@ exec "$@"
     const r = spawnSync('/bin/sh', p.args, { input: p.stdin, encoding: 'utf8' });
     if (process.getuid?.() === 0) expect(r.stdout).toBe('hi\n');
     else expect(becomeFailure(b, r.status, r.stderr)?.message).toMatch(/su asks for its password on a terminal/);
+  });
+});
+
+describe("abort's kill script", () => {
+  // the tagged shell as sshd leaves it (a session leader), and as sudo without a tty does (a
+  // child in sudo's group); either way the tag's group dies, a `sleep` it started included
+  it.each([
+    ['the tagged shell leads its group', `exec /bin/sh -c 'sleep 300 & echo $!; wait' rs-exec-feed01`],
+    ['the tagged shell is a child in its group', `/bin/sh -c 'sleep 300 & echo $!; wait' rs-exec-feed01; :`],
+  ])('%s', async (_, leader) => {
+    const group = spawn('/bin/sh', ['-c', leader], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const sleepPid = Number(await new Promise<string>((r) => group.stdout.once('data', (d: Buffer) => r(d.toString()))));
+      const ended = new Promise((r) => group.once('exit', (_c, sig) => r(sig)));
+      const k = spawnSync('/bin/sh', ['-s'], { input: scriptAsStdin(killGroupsScript(['rs-exec-nomatch', 'rs-exec-feed01'])) });
+      expect(k.status).toBe(0);
+      expect(await Promise.race([ended, new Promise((r) => setTimeout(() => r('still running'), 3000))])).toBe('SIGKILL');
+      // killed: gone, or a zombie until its new parent reaps it
+      const state = () => readFileSync(`/proc/${sleepPid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+      for (let i = 0; i < 50 && existsSync(`/proc/${sleepPid}`) && state() !== 'Z'; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(`/proc/${sleepPid}`) ? state() : 'gone').toMatch(/gone|Z/);
+    } finally {
+      try {
+        process.kill(-group.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
   });
 });
 
