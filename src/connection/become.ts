@@ -49,15 +49,19 @@ export function newNonce(): string {
  * wrong one fails once, and sudo never reads the script as more tries); the real sudo then
  * either reads the password line again or finds the credential cached, so the target shell
  * skips lines up to the nonce either way.
- * inline: the script is `$2` of the target shell instead of its stdin (caller-supplied stdin).
+ * inline: the script is the target shell's `-c` argument instead of its stdin (caller-supplied stdin).
+ * tag: the last argument of every process on the way (sudo/su and the target shell), as of the
+ * login shell without become: abort() finds the escalated shell by it, and the script sees the
+ * same positional parameters as without become.
  */
-export function becomeCommand(b: Become, nonce: string, inline?: string): { command: string; stdinPrefix: string } {
+export function becomeCommand(b: Become, nonce: string, inline?: string, tag?: string): { command: string; stdinPrefix: string } {
   const pw = b.password?.reveal();
   if (pw !== undefined && /[\n\r\0]/.test(pw))
     throw new BecomeError('the become password holds a line break or NUL: it cannot be fed on stdin');
   const skip = pw !== undefined ? `IFS= read -r l; [ "$l" = ${nonce} ] || IFS= read -r l; ` : '';
-  const target = `${skip}RS_SESSION_PID=$1; export RS_SESSION_PID; exec /bin/sh ${inline !== undefined ? '-c "$2"' : '-s'}`;
-  const args = `sh "$PPID"${inline !== undefined ? ` ${shq(inline)}` : ''}`;
+  // after the shift "$@" is [SCRIPT] [TAG]: `sh -c SCRIPT TAG` or `sh -s TAG`, as without become
+  const target = `${skip}RS_SESSION_PID=$1; export RS_SESSION_PID; shift; exec /bin/sh ${inline !== undefined ? '-c' : '-s'} "$@"`;
+  const args = ['sh', '"$PPID"', ...(inline !== undefined ? [shq(inline)] : []), ...(tag !== undefined ? [shq(tag)] : [])].join(' ');
   const fail = `{ printf '${BECOME_MARK} %s\\n' "$rs_e" >&2; exit ${BECOME_FAILED}; }`;
   const user = shq(b.user);
   let command: string;
@@ -77,8 +81,9 @@ rs_e=$(printf '%s\\n' "$rs_pw" | sudo -S -p '' -v 2>&1) || ${fail}
 }
 
 /**
- * What the login shell is given for one exec: the command (for `/bin/sh -c`) and its stdin. Without
- * become, the script is the stdin of `sh -s` (or with caller-supplied stdin, `sh -c SCRIPT`).
+ * What the login shell is given for one exec: its arguments (after `/bin/sh`) and its stdin.
+ * Without become, the script is the stdin of `sh -s` (or with caller-supplied stdin, `sh -c
+ * SCRIPT`). tag, if given, is the last argument of the login shell and of the escalated one.
  */
 export function execPlan(
   b: Become | undefined,
@@ -86,10 +91,12 @@ export function execPlan(
   script: string,
   stdin: string | undefined,
   inline: (script: string) => string,
+  tag?: string,
 ): { args: string[]; stdin: string } {
-  if (!b) return stdin === undefined ? { args: ['-s'], stdin: scriptAsStdin(script) } : { args: ['-c', inline(script)], stdin };
-  const { command, stdinPrefix } = becomeCommand(b, nonce, stdin === undefined ? undefined : inline(script));
-  return { args: ['-c', command], stdin: stdinPrefix + (stdin === undefined ? scriptAsStdin(script) : stdin) };
+  const t = tag !== undefined ? [tag] : [];
+  if (!b) return stdin === undefined ? { args: ['-s', ...t], stdin: scriptAsStdin(script) } : { args: ['-c', inline(script), ...t], stdin };
+  const { command, stdinPrefix } = becomeCommand(b, nonce, stdin === undefined ? undefined : inline(script), tag);
+  return { args: ['-c', command, ...t], stdin: stdinPrefix + (stdin === undefined ? scriptAsStdin(script) : stdin) };
 }
 
 /** Become as one level gives it (host variables, a play's keywords, the command line). */

@@ -5,7 +5,7 @@ import type { ServerHostKeyAlgorithm } from 'ssh2';
 import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts, type HostKeyVerdict } from './known-hosts.ts';
-import { MAX_INLINE_SCRIPT, REMOTE_SHELL, scriptAsStdin } from './transport.ts';
+import { MAX_INLINE_SCRIPT } from './transport.ts';
 import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { becomeFailure, execPlan, newNonce, type Become } from './become.ts';
@@ -162,14 +162,14 @@ export class SshConnection implements Connection {
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.execCount++;
     // sshd runs each command as a session leader: its process group is the remote shell and
-    // everything it starts. The tag (the login shell's last argument) finds that shell again from
-    // a second channel (abort).
+    // everything it starts. The tag (the last argument of the login shell, and under become of
+    // sudo/su and the escalated shell) finds them again from a second channel (abort).
     const tag = `rs-exec-${randomBytes(6).toString('hex')}`;
-    const run = execPlan(this.become, this.nonce, script, stdin, inlineScript);
+    const run = execPlan(this.become, this.nonce, script, stdin, inlineScript, tag);
     let r;
     this.running.add(tag);
     try {
-      r = await this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...run.args, tag])}`, { stdin: run.stdin, noTrim: true });
+      r = await this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...run.args])}`, { stdin: run.stdin, noTrim: true });
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
     } finally {
@@ -187,12 +187,18 @@ export class SshConnection implements Connection {
   /**
    * End now (host timeout, Ctrl-C): kill the process groups of the commands still running on
    * the host, over a second channel while the link still answers, then drop the socket without
-   * waiting for a graceful close. The exec in flight fails as a lost connection.
+   * waiting for a graceful close. The exec in flight fails as a lost connection. Under become
+   * the kill is escalated as every exec is: the login user could not signal root's processes.
    */
   async abort(): Promise<void> {
     if (this.dropped) return;
     if (this.running.size > 0) {
-      const kill = this.ssh.execCommand(REMOTE_SHELL, { stdin: scriptAsStdin(killGroupsScript([...this.running])) }).catch(() => undefined);
+      const kill = Promise.resolve()
+        .then(() => {
+          const k = execPlan(this.become, this.nonce, killGroupsScript([...this.running]), undefined, inlineScript);
+          return this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...k.args])}`, { stdin: k.stdin });
+        })
+        .catch(() => undefined);
       await Promise.race([kill, new Promise((r) => setTimeout(r, KILL_TIMEOUT_MS).unref())]);
     }
     this.drop();

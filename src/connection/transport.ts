@@ -4,8 +4,6 @@
  * wrapped in one brace group so the shell reads all of it before running any of it, with the
  * group's stdin from /dev/null: no command inside can swallow the rest of the script.
  */
-export const REMOTE_SHELL = 'exec /bin/sh -s';
-
 export function scriptAsStdin(script: string): string {
   return `{\n${script}\n} </dev/null\n`;
 }

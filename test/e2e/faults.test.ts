@@ -1,13 +1,15 @@
-// Faults on real hosts: a link cut mid-apply, a probe that hangs, Ctrl-C during a hung step, and
-// the temp file an interrupted write leaves. Each ends on its own, the host in question reported
-// (unreachable, timed out or interrupted), its remote commands killed, the other hosts converged.
+// Faults on real hosts: a link cut mid-apply, a probe that hangs, Ctrl-C during a hung step (also
+// under become), and the temp file an interrupted write leaves. Each ends on its own, the host in
+// question reported (unreachable, timed out or interrupted), its remote commands killed, the other
+// hosts converged.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, repoRoot, writeInventory } from './helpers.ts';
+import { Secret } from '../../src/util/secret.ts';
 
 const WINDOW = 'test/fixtures/playbooks/window.ts';
 const HANG = 'test/fixtures/playbooks/hang.ts';
@@ -20,8 +22,26 @@ async function until(host: string, cmd: string, tries = 300): Promise<boolean> {
   }
   return false;
 }
-const running = (pattern: string) => `pgrep -xf ${JSON.stringify(pattern)} >/dev/null`;
+const running = (pattern: string, user?: string) => `pgrep ${user ? `-u ${user} ` : ''}-xf ${JSON.stringify(pattern)} >/dev/null`;
 const gone = (pattern: string) => `! pgrep -xf ${JSON.stringify(pattern)} >/dev/null`;
+
+const PASSWORD = 'Pw-faultS-4c1e07';
+type Access = 'nopasswd' | 'password' | 'su';
+/**
+ * Fresh hosts reached with -b: as ops with sudo (NOPASSWD, or ops' password as a !secret
+ * ansible_become_password), or as root with su.
+ */
+async function becomeRun(hosts: string[], hostVars: Record<string, Record<string, unknown>>, access: Access): Promise<string[]> {
+  await tb.reset(hosts);
+  if (access === 'password') for (const h of hosts) await tb.setOpsAccess(h, { sudo: 'password', password: PASSWORD });
+  const inv = writeInventory({ format: 'yaml', hosts, vars: access === 'su' ? {} : { ansible_user: 'ops' }, hostVars });
+  if (access === 'password')
+    writeFileSync(
+      inv,
+      readFileSync(inv, 'utf8').replace('ansible_user: ops', `ansible_user: ops\n    ansible_become_password: !secret ${PASSWORD}`),
+    );
+  return [HANG, '-i', inv, '-b', ...(access === 'su' ? ['--become-method', 'su'] : []), '--json'];
+}
 
 describe('faults', () => {
   it('the link to one host cut mid-apply: it ends unreachable, the others converge, the run ends', async () => {
@@ -100,4 +120,86 @@ describe('faults', () => {
       'small.conf',
     ]);
   });
+});
+
+// Under become the commands are root's, started by sudo as the login user ops (or by su): the
+// kill has to find the escalated shell (its argv carries the tag too) and run as root.
+describe('faults under become', () => {
+  it.each([
+    ['as ops, NOPASSWD sudo', 'tb1', 1001, 'nopasswd'],
+    ['as ops, password sudo', 'tb2', 1002, 'password'],
+    ['as root, su', 'tb1', 1003, 'su'],
+  ] as const)(
+    '%s: a probe that hangs, --host-timeout: the host ends unreachable, its root-owned command killed',
+    async (_, h, secs, access) => {
+      const args = await becomeRun([h, 'tb3'], { [h]: { fx_hang_probe: secs } }, access);
+      const run = provision([...args, '--host-timeout', '8']);
+      expect(await until(h, running(`sleep ${secs}`, 'root'))).toBe(true);
+      const r = await run;
+      expect(r.code, r.stderr).toBe(1);
+      expect(recaps(r)[h]).toMatchObject({ unreachable: true, error: 'timed out after 8s' });
+      expect(recaps(r).tb3).toMatchObject({ failed: 0, unreachable: false, changed: 1 });
+      expect(r.stdout + r.stderr).not.toContain(PASSWORD);
+      expect(await until(h, gone(`sleep ${secs}`), 50)).toBe(true);
+    },
+  );
+
+  it.each([
+    ['NOPASSWD sudo', 1004, 'nopasswd'],
+    ['password sudo', 1005, 'password'],
+  ] as const)(
+    'Ctrl-C during a hung step as ops with %s: the host is interrupted, its root-owned command killed',
+    async (_, secs, access) => {
+      const args = await becomeRun(['tb4'], { tb4: { fx_hang_step: secs } }, access);
+      const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.stdout.resume();
+      const closed = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+      expect(await until('tb4', running(`sleep ${secs}`, 'root'))).toBe(true);
+      child.kill('SIGINT');
+      const watchdog = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const code = await closed;
+      clearTimeout(watchdog);
+      expect(code, stderr).toBe(1);
+      expect(stderr).toMatch(/tb4: interrupted: the steps in flight were stopped/);
+      expect(await until('tb4', gone(`sleep ${secs}`), 50)).toBe(true);
+    },
+  );
+
+  it.each([
+    ['NOPASSWD sudo', 1006, 'nopasswd'],
+    ['password sudo', 1007, 'password'],
+  ] as const)(
+    'abort() of an exec with its own stdin (the script inline) as ops with %s: its root-owned command killed',
+    async (_, secs, access) => {
+      await becomeRun(['tb2'], {}, access);
+      const { SshConnection } = await import('../../src/connection/ssh.ts');
+      const h = tb.host('tb2');
+      const conn = await SshConnection.open({
+        name: 'tb2',
+        address: h.ip,
+        port: h.port,
+        user: 'ops',
+        privateKeyFile: tb.keyPath,
+        connectTimeoutMs: 5000,
+        knownHostsFile: tb.knownHostsPath,
+        acceptNewHostKeys: false,
+        become: { method: 'sudo', user: 'root', password: access === 'password' ? new Secret(PASSWORD) : undefined },
+      });
+      try {
+        const exec = conn.exec(`cat >/dev/null; sleep ${secs}`, 'input\n').then(
+          () => 'ended',
+          (e: Error) => e.message,
+        );
+        expect(await until('tb2', running(`sleep ${secs}`, 'root'))).toBe(true);
+        await conn.abort();
+        // killed before the socket went: sshd may still have reported the signal
+        expect(await exec).toMatch(/^ended$|^tb2: connection lost/);
+        expect(await until('tb2', gone(`sleep ${secs}`), 50)).toBe(true);
+      } finally {
+        await conn.abort();
+      }
+    },
+  );
 });

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { becomeCommand, becomeFailure, execPlan, resolveBecome } from '../../src/connection/become.ts';
+import { becomeCommand, becomeFailure, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
 import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
 import { killGroupsScript } from '../../src/connection/ssh.ts';
@@ -42,6 +42,23 @@ describe('resolveBecome: host variables > play keywords > command line', () => {
   });
 });
 
+/** A `sudo` on PATH that behaves as sudo -S does: reads one line as the password when -S, validates it. */
+function standInSudo(): string {
+  const bin = join(tmp, 'bin');
+  spawnSync('mkdir', ['-p', bin]);
+  writeFileSync(
+    join(bin, 'sudo'),
+    `#!/bin/sh
+s=; v=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n|-H) ;; -p|-u) shift;; --) shift; break;; *) break;; esac; shift; done
+if [ -n "$s" ]; then IFS= read -r pw; [ "$pw" = right ] || { echo 'Sorry, try again.' >&2; echo 'sudo: 1 incorrect password attempt' >&2; exit 1; }; fi
+[ -n "$v" ] && exit 0
+exec "$@"
+`,
+    { mode: 0o755 },
+  );
+  return bin;
+}
+
 describe('the become wrapper', () => {
   it('the password travels on stdin only: never in the command (argv on the host)', () => {
     const b = { method: 'sudo' as const, user: 'root', password: new Secret('s3cr3t pw') };
@@ -60,19 +77,7 @@ describe('the become wrapper', () => {
     expect(() => becomeCommand({ method: 'sudo', user: 'root', password: new Secret('a\nb') }, 'N')).toThrow(/line break/);
   });
   it('runs the script through a stand-in sudo that checks the password and skips to the nonce', () => {
-    // a `sudo` on PATH that behaves as sudo -S does: reads one line as the password when -S, validates it
-    const bin = join(tmp, 'bin');
-    spawnSync('mkdir', ['-p', bin]);
-    writeFileSync(
-      join(bin, 'sudo'),
-      `#!/bin/sh
-s=; v=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n|-H) ;; -p|-u) shift;; --) shift; break;; *) break;; esac; shift; done
-if [ -n "$s" ]; then IFS= read -r pw; [ "$pw" = right ] || { echo 'Sorry, try again.' >&2; echo 'sudo: 1 incorrect password attempt' >&2; exit 1; }; fi
-[ -n "$v" ] && exit 0
-exec "$@"
-`,
-      { mode: 0o755 },
-    );
+    const bin = standInSudo();
     const run = (password: string) => {
       const b = { method: 'sudo' as const, user: 'root', password: new Secret(password) };
       const p = execPlan(b, 'rs-become-X', 'echo "ran: $RS_SESSION_PID"', undefined, (s) => s);
@@ -85,6 +90,27 @@ exec "$@"
     const wrong = run('wrong');
     expect(wrong.status).toBe(125);
     expect(wrong.failure?.message).toBe('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
+  });
+  // abort() finds an exec's processes by the tag ending their argv; the script must not see a difference
+  const becomes: Array<[string, Become]> = [
+    ['sudo', { method: 'sudo', user: 'root' }],
+    ['sudo with a password', { method: 'sudo', user: 'root', password: new Secret('right') }],
+    ...(process.getuid?.() === 0 ? [['su (as root)', { method: 'su', user: 'root' }] as [string, Become]] : []),
+  ];
+  it.each(
+    becomes.flatMap(([name, b]) => [[`${name}, script on stdin`, b, undefined] as const, [`${name}, caller's stdin`, b, 'in\n'] as const]),
+  )("the tag ends the escalated shell's argv, its positional parameters as without become: %s", (_, b, stdin) => {
+    const bin = standInSudo();
+    const script = `printf '%s|' "$0" "$#" "$@"; tr '\\000' ' ' < /proc/$$/cmdline; echo; cat`;
+    const run = (become: Become | undefined) => {
+      const p = execPlan(become, 'rs-become-X', script, stdin, (s) => s, 'rs-exec-0123abcd');
+      const r = spawnSync('/bin/sh', p.args, { input: p.stdin, encoding: 'utf8', env: { PATH: `${bin}:/usr/bin:/bin` } });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout;
+    };
+    const plain = run(undefined);
+    expect(plain.split('\n')[0]).toMatch(/ rs-exec-0123abcd $/);
+    expect(run(b)).toBe(plain);
   });
   it('su as a non-root login user: refused with the reason (su reads a terminal)', () => {
     const b = { method: 'su' as const, user: 'root' };
