@@ -3,14 +3,15 @@
 // concurrency; one exec of `true` per host, then close. Plain JavaScript (no tsx), so it is the
 // cost of Node + node-ssh + the handshakes.
 //
-//   node bench/floor.mjs HOSTS_JSON KEY KNOWN_HOSTS CONCURRENCY
+//   node bench/floor.mjs HOSTS_JSON KEY KNOWN_HOSTS CONCURRENCY [COMMAND]
 //     HOSTS_JSON: [{"name":"tb1","ip":"10.78.0.11","port":22,"user":"root"}, ...]
+//     COMMAND: what the one exec runs (default `true`; the bench's --become floor: `sudo -n true`)
 // Prints one JSON line: {"hosts":N,"ok":N,"connectMs":[...],"execMs":[...]}; exit 1 if a host failed.
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { NodeSSH } from 'node-ssh';
 
-const [hostsFile, keyFile, knownHostsFile, concurrency] = process.argv.slice(2);
+const [hostsFile, keyFile, knownHostsFile, concurrency, command = 'true'] = process.argv.slice(2);
 const hosts = JSON.parse(readFileSync(hostsFile, 'utf8'));
 const privateKey = readFileSync(keyFile, 'utf8');
 const known = new Map();
@@ -45,10 +46,10 @@ async function one(h) {
     hostVerifier: (key) => known.get(h.ip) === key.toString('base64'),
   });
   const t1 = performance.now();
-  const r = await ssh.execCommand('true');
+  const r = await ssh.execCommand(command);
   const t2 = performance.now();
   ssh.dispose();
-  if (r.code !== 0) throw new Error(`${h.name}: true exited ${r.code}`);
+  if (r.code !== 0) throw new Error(`${h.name}: ${command} exited ${r.code}: ${r.stderr.trim()}`);
   return { connectMs: t1 - t0, execMs: t2 - t1 };
 }
 

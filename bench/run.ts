@@ -1,4 +1,4 @@
-// npm run bench -- --hosts N [--runs R] [--profile] [--synthetic] [--keep]
+// npm run bench -- --hosts N [--runs R] [--become] [--profile] [--synthetic] [--keep]
 //
 // racksmith against ansible-core and ansible-core with Mitogen, side by side on the same test hosts
 // (the benchmark's own test bed, never the e2e one). Per run, each tool in turn (A B C A B C ...):
@@ -24,6 +24,8 @@ const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
   --tools LIST         racksmith,ansible,ansible-mitogen (default all three)
   --cases LIST         first-run,converged,floor (default all)
   --forks N            concurrency of both tools and of the floor (default: N hosts)
+  --become             every tool logs in as the bed's ops user and escalates with sudo (NOPASSWD);
+                       racksmith's converged run is also measured as root, side by side
   --profile            afterwards, where racksmith's time goes (in-process, instrumented connection)
   --synthetic          afterwards, plan time for 1,000 synthetic hosts x 50 resources, no SSH
   --synthetic-hosts H  that many synthetic hosts instead of 1,000
@@ -90,6 +92,7 @@ async function main(argv: string[]): Promise<number> {
       tools: { type: 'string' },
       cases: { type: 'string' },
       forks: { type: 'string' },
+      become: { type: 'boolean' },
       profile: { type: 'boolean' },
       synthetic: { type: 'boolean' },
       'synthetic-hosts': { type: 'string' },
@@ -155,10 +158,10 @@ async function main(argv: string[]): Promise<number> {
   const tb = await ensureBed(N, storage ? 2 : 1, log);
   const exportDir = await populateJailExport(tb);
   const runDir = mkdtempSync(join(tmpdir(), 'racksmith-bench-'));
-  const w = writeWorkload(tb, runDir, forks, storage, mitogenDir);
+  const w = writeWorkload(tb, runDir, forks, storage, mitogenDir, values.become ?? false);
   const allHosts = w.hosts;
   log(
-    `${N} hosts, ${R} run(s), tools ${tools.join(' / ')}, forks ${forks}; plays: network${storage ? ', storage (2 disks per host)' : ''}, jail (export ${exportDir}); work dir ${runDir}`,
+    `${N} hosts, ${R} run(s), tools ${tools.join(' / ')}, forks ${forks}, login ${w.become ? 'ops + sudo' : 'root'}; plays: network${storage ? ', storage (2 disks per host)' : ''}, jail (export ${exportDir}); work dir ${runDir}`,
   );
 
   const samples: Sample[] = [];
@@ -195,9 +198,18 @@ async function main(argv: string[]): Promise<number> {
             log(`run ${run}: ${tool} settle run ${k + 1}: ${secs(last.wall)} ok=${last.ok} changed=${last.changed}`);
           }
           if (cases.has('converged')) {
+            // --become: racksmith's converged run as root too, on the same hosts, right before or
+            // after its become run (alternating by run), for the cost of sudo side by side
+            const rootRun = w.become && tool === 'racksmith';
+            const measureRoot = async () => {
+              const r = await runRacksmith(w, forks, true);
+              record(run, 'converged', r, { idempotent: r.changed === 0 });
+            };
+            if (rootRun && run % 2 === 0) await measureRoot();
             const conv = await runTool(tool);
             record(run, 'converged', conv, { idempotent: conv.changed === 0 });
             if (conv.changed) log(`  ${tool} converged run changed ${conv.changed} resources/tasks: not idempotent on this bed`);
+            if (rootRun && run % 2 === 1) await measureRoot();
           }
           const st = await snapshot(tb, allHosts);
           states.set(tool, st);
@@ -245,7 +257,9 @@ async function main(argv: string[]): Promise<number> {
       >
     > = {};
     for (const c of ['converged', 'first-run', 'floor'] as Case[]) {
-      for (const tool of c === 'floor' ? ['floor-node-ssh', 'floor-ansible-raw'] : tools) {
+      const measured =
+        c === 'floor' ? ['floor-node-ssh', 'floor-ansible-raw'] : c === 'converged' && w.become ? [...tools, 'racksmith-root'] : tools;
+      for (const tool of measured) {
         const xs = pick(c, tool);
         if (!xs.length) continue;
         const s = {
@@ -272,7 +286,7 @@ async function main(argv: string[]): Promise<number> {
       }
     }
     const wall = (c: Case, t: string) => summary[c]?.[t]?.wall.median ?? NaN;
-    const paired = (c: Case, other: Tool) =>
+    const paired = (c: Case, other: ToolRun['tool']) =>
       [...new Set(samples.map((s) => s.run))]
         .map((run) => {
           const a = samples.find((s) => s.run === run && s.case === c && s.tool === other);
@@ -297,6 +311,14 @@ async function main(argv: string[]): Promise<number> {
       if (other !== 'ansible' && !tools.includes(other)) continue;
       ratioLine('converged', other);
       ratioLine('first-run', other);
+    }
+    // --become: what sudo costs racksmith's converged run, and that it still takes one exec per host
+    const execsMax = (t: ToolRun['tool']) => Math.max(0, ...pick('converged', t).map((s) => s.execsMax ?? 0));
+    const becomeOverRoot = wall('converged', 'racksmith') / wall('converged', 'racksmith-root');
+    if (w.become && Number.isFinite(becomeOverRoot)) {
+      lines.push(
+        `become: racksmith converged root ${secs(wall('converged', 'racksmith-root'))} become ${secs(wall('converged', 'racksmith'))} ratio ${becomeOverRoot.toFixed(2)}x (target <= 1.15x)  execs/host root ${execsMax('racksmith-root')} become ${execsMax('racksmith')}`,
+      );
     }
     const fl = wall('floor', 'floor-node-ssh');
     if (Number.isFinite(fl)) {
@@ -332,7 +354,7 @@ async function main(argv: string[]): Promise<number> {
     log(codeNote);
     const text = [
       '',
-      `${tools.join(' vs ')}, ${N} hosts, ${R} run(s), forks ${forks}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
+      `${tools.join(' vs ')}, ${N} hosts, ${R} run(s), forks ${forks}, login ${w.become ? 'ops + sudo (--become; racksmith-root: the same converged run as root)' : 'root'}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
       '',
       table(['case', 'tool', 'wall', 'tool CPU', 'machine CPU', 'peak RSS MiB (tree)', 'peak PSS MiB (tree)', 'ok'], rows),
       '',
@@ -380,6 +402,7 @@ async function main(argv: string[]): Promise<number> {
         runs: R,
         forks,
         tools,
+        become: w.become,
         cases: [...cases],
         bed: { ...BED_ENV, state: benchState },
         racksmith: 'playbooks/site.ts',
@@ -401,6 +424,14 @@ async function main(argv: string[]): Promise<number> {
               firstRun: wall('first-run', 'ansible-mitogen') / wall('first-run', 'racksmith'),
               pairedConverged: paired('converged', 'ansible-mitogen'),
               pairedFirstRun: paired('first-run', 'ansible-mitogen'),
+            }
+          : undefined,
+        become: w.become
+          ? {
+              convergedOverRoot: becomeOverRoot,
+              // per run: racksmith's become run over its root run
+              pairedConverged: paired('converged', 'racksmith-root').map((x) => 1 / x),
+              execsPerHost: { root: execsMax('racksmith-root'), become: execsMax('racksmith') },
             }
           : undefined,
       },

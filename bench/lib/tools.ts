@@ -13,7 +13,8 @@ export type AnsibleTool = Exclude<Tool, 'racksmith'>;
 export type Case = 'first-run' | 'converged' | 'floor';
 
 export interface ToolRun extends Measurement {
-  tool: Tool | 'floor-node-ssh' | 'floor-ansible-raw';
+  /** racksmith-root: under --become, racksmith's converged run as root, for the become overhead. */
+  tool: Tool | 'racksmith-root' | 'floor-node-ssh' | 'floor-ansible-raw';
   /** Whether the run did what it should (exit 0, nothing failed or unreachable). */
   ok: boolean;
   /** Per-host resources/tasks changed, summed over hosts. */
@@ -27,9 +28,12 @@ export interface ToolRun extends Measurement {
 
 const TIMEOUT = 30 * 60_000;
 
-export async function runRacksmith(w: Workload, forks: number): Promise<ToolRun> {
+/** racksmith's CLI on the bench inventory; `asRoot` under --become: the same hosts logged in as root. */
+export async function runRacksmith(w: Workload, forks: number, asRoot = false): Promise<ToolRun> {
+  if (asRoot && !w.racksmithRootInventory) throw new Error('bench: a root run of racksmith is only measured under --become');
+  const inventory = asRoot ? w.racksmithRootInventory! : w.racksmithInventory;
   const m = await measure(
-    [process.execPath, join(repoRoot, 'bin/provision.js'), sitePlaybook, '-i', w.racksmithInventory, '-f', String(forks), '--json'],
+    [process.execPath, join(repoRoot, 'bin/provision.js'), sitePlaybook, '-i', inventory, '-f', String(forks), '--json'],
     {
       cwd: repoRoot,
       env: { ...process.env, XDG_STATE_HOME: join(w.dir, 'racksmith-state') },
@@ -68,7 +72,7 @@ export async function runRacksmith(w: Workload, forks: number): Promise<ToolRun>
     ...m,
     stdout: '',
     stderr: ok ? '' : m.stderr.slice(-4000),
-    tool: 'racksmith',
+    tool: asRoot ? 'racksmith-root' : 'racksmith',
     ok,
     changed,
     failed,
@@ -125,16 +129,18 @@ export async function runAnsible(w: Workload, tool: AnsibleTool = 'ansible'): Pr
   };
 }
 
-/** node-ssh: connect + exec `true` on every host, same concurrency. */
+/** node-ssh: connect + exec `true` on every host (under --become as ops: `sudo -n true`), same concurrency. */
 export async function runFloor(
   tb: Testbed,
   w: Workload,
   concurrency: number,
 ): Promise<ToolRun & { connectMs: number[]; execMs: number[] }> {
   const hostsJson = join(w.dir, 'floor-hosts.json');
-  writeFileSync(hostsJson, JSON.stringify(tb.hosts().map((h) => ({ name: h.name, ip: h.ip, port: h.port, user: h.user }))));
+  const user = (h: { user: string }) => (w.become ? 'ops' : h.user);
+  writeFileSync(hostsJson, JSON.stringify(tb.hosts().map((h) => ({ name: h.name, ip: h.ip, port: h.port, user: user(h) }))));
+  const command = w.become ? 'sudo -n true' : 'true';
   const m = await measure(
-    [process.execPath, join(repoRoot, 'bench/floor.mjs'), hostsJson, tb.keyPath, tb.knownHostsPath, String(concurrency)],
+    [process.execPath, join(repoRoot, 'bench/floor.mjs'), hostsJson, tb.keyPath, tb.knownHostsPath, String(concurrency), command],
     { cwd: repoRoot, timeoutMs: 120_000 },
   );
   let parsed: { ok: number; connectMs: number[]; execMs: number[] } = { ok: 0, connectMs: [], execMs: [] };
@@ -158,7 +164,10 @@ export async function runFloor(
   };
 }
 
-/** For information: Ansible's own connection floor (OpenSSH + ControlPersist, `raw: true`, no Python). */
+/**
+ * For information: Ansible's own connection floor (OpenSSH + ControlPersist, `raw: true`, no
+ * Python; under --become the inventory's ansible_become wraps it in sudo).
+ */
 export async function runAnsibleRawFloor(w: Workload): Promise<ToolRun> {
   const m = await measure(['ansible', 'all', '-i', w.ansibleInventory, '-m', 'raw', '-a', 'true'], {
     cwd: repoRoot,

@@ -33,6 +33,13 @@ export interface Workload {
   ansibleCfg: string;
   /** The same ansible.cfg with Mitogen's strategy (written when Mitogen is installed). */
   mitogenCfg?: string;
+  /**
+   * --become: every tool logs in as the bed's operator account `ops` and escalates with sudo
+   * (NOPASSWD, the bed's default); racksmithRootInventory reaches the same hosts as root, for the
+   * root run racksmith's become run is compared with.
+   */
+  become: boolean;
+  racksmithRootInventory?: string;
   /** ControlPath directory of this run's OpenSSH masters. */
   controlDir: string;
   ansibleHome: string;
@@ -60,7 +67,6 @@ export function storageDisks(h: { disks: Array<{ dev: string }> }) {
   return h.disks.map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: d.dev.replace('/dev/', '') } }));
 }
 
-/** Write both inventories and the ansible.cfg for every bed host into `dir`. */
 /**
  * Inventories as people write them: every group's members spelled out, no YAML anchors (the
  * yaml library would alias the member list both groups share).
@@ -88,7 +94,11 @@ export function mitogenStrategyDir(): string | undefined {
   }
 }
 
-export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: boolean, mitogenDir?: string): Workload {
+/** Who the tools log in as: root, or (--become) the bed's `ops` with sudo, for all tools alike. */
+const login = (become: boolean) => (become ? { ansible_user: 'ops', ansible_become: true } : { ansible_user: 'root' });
+
+/** Write the inventories and the ansible.cfg files for every bed host into `dir`. */
+export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: boolean, mitogenDir?: string, become = false): Workload {
   mkdirSync(dir, { recursive: true });
   const bed = tb.hosts();
   const hosts = bed.map((h) => h.name);
@@ -100,25 +110,29 @@ export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: 
   const members = Object.fromEntries(hosts.map((h) => [h, null]));
   const groups = { jail: { hosts: members }, ...(storage ? { storage: { hosts: members } } : {}) };
 
-  const rsInv = join(dir, 'inventory.yaml');
-  writeFileSync(
-    rsInv,
-    stringify(
-      {
-        all: {
-          vars: {
-            ansible_user: 'root',
-            ansible_ssh_private_key_file: tb.keyPath,
-            racksmith_known_hosts: tb.knownHostsPath,
-            ...RACKSMITH_VARS,
+  const writeRacksmithInventory = (file: string, asBecome: boolean) =>
+    writeFileSync(
+      file,
+      stringify(
+        {
+          all: {
+            vars: {
+              ...login(asBecome),
+              ansible_ssh_private_key_file: tb.keyPath,
+              racksmith_known_hosts: tb.knownHostsPath,
+              ...RACKSMITH_VARS,
+            },
+            hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
+            children: groups,
           },
-          hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
-          children: groups,
         },
-      },
-      WRITTEN_OUT,
-    ),
-  );
+        WRITTEN_OUT,
+      ),
+    );
+  const rsInv = join(dir, 'inventory.yaml');
+  writeRacksmithInventory(rsInv, become);
+  let rsRootInv: string | undefined;
+  if (become) writeRacksmithInventory((rsRootInv = join(dir, 'inventory-root.yaml')), false);
 
   // Ansible reads the same YAML inventory format; its own variables are in bench/ansible/group_vars.
   const ansInv = join(dir, 'ansible-inventory.yaml');
@@ -127,7 +141,7 @@ export function writeWorkload(tb: Testbed, dir: string, forks: number, storage: 
     stringify(
       {
         all: {
-          vars: { ansible_user: 'root', ansible_ssh_private_key_file: tb.keyPath, ansible_python_interpreter: '/usr/bin/python3' },
+          vars: { ...login(become), ansible_ssh_private_key_file: tb.keyPath, ansible_python_interpreter: '/usr/bin/python3' },
           hosts: Object.fromEntries(bed.map((h) => [h.name, hostVars(h)])),
           children: groups,
         },
@@ -170,7 +184,19 @@ control_path_dir = ${controlDir}
     mitogenCfg = join(dir, 'ansible-mitogen.cfg');
     writeFileSync(mitogenCfg, cfgText(`strategy_plugins = ${mitogenDir}\nstrategy = mitogen_linear\n`));
   }
-  return { dir, racksmithInventory: rsInv, ansibleInventory: ansInv, ansibleCfg: cfg, mitogenCfg, controlDir, ansibleHome, hosts, storage };
+  return {
+    dir,
+    racksmithInventory: rsInv,
+    racksmithRootInventory: rsRootInv,
+    ansibleInventory: ansInv,
+    ansibleCfg: cfg,
+    mitogenCfg,
+    become,
+    controlDir,
+    ansibleHome,
+    hosts,
+    storage,
+  };
 }
 
 /** Environment for ansible-playbook: the generated config, state under the run directory (not ~/.ansible). */

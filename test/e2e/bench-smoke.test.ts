@@ -60,12 +60,18 @@ function bench(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** What the bench's Ansible tools are on this machine: plain when ansible.posix is there, Mitogen when that is installed too. */
+function benchTools(): string {
+  const tools = ansibleUsable() ? (mitogenUsable() ? 'racksmith,ansible,ansible-mitogen' : 'racksmith,ansible') : 'racksmith';
+  if (tools === 'racksmith') console.warn('[bench-smoke] ansible.posix is not installed (Debian package `ansible`): racksmith side only');
+  else if (!tools.includes('mitogen')) console.warn('[bench-smoke] ansible-mitogen is not installed: no third tool');
+  return tools;
+}
+
 describe('benchmark smoke test', () => {
   it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 920_000 }, async () => {
     const e2eBed = linkExists('rsbr0');
-    const tools = ansibleUsable() ? (mitogenUsable() ? 'racksmith,ansible,ansible-mitogen' : 'racksmith,ansible') : 'racksmith';
-    if (tools === 'racksmith') console.warn('[bench-smoke] ansible.posix is not installed (Debian package `ansible`): racksmith side only');
-    else if (!tools.includes('mitogen')) console.warn('[bench-smoke] ansible-mitogen is not installed: no third tool');
+    const tools = benchTools();
     const run = await bench(['--hosts', '2', '--runs', '1', '--tools', tools, '--synthetic-hosts', '20', '--out', out]);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/^converged: racksmith \d+\.\d\ds ansible /m);
@@ -126,4 +132,36 @@ describe('benchmark smoke test', () => {
     expect(existsSync(join(repoRoot, '.testbed-bench-smoke', 'hosts'))).toBe(false);
     expect(linkExists('rsbr0')).toBe(e2eBed);
   });
+  it(
+    '--become: every tool logs in as ops with sudo, racksmith also as root; the become line, end state identical',
+    { timeout: 920_000 },
+    async () => {
+      const tools = benchTools();
+      const becomeOut = join(dir, 'become.json');
+      const run = await bench(['--hosts', '2', '--runs', '1', '--become', '--tools', tools, '--out', becomeOut]);
+      expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+      expect(run.stdout).toMatch(/login ops \+ sudo/);
+      // racksmith under sudo against its own root run, and its execs per host in both
+      expect(run.stdout).toMatch(
+        /^become: racksmith converged root \d+\.\d\ds become \d+\.\d\ds ratio \d+\.\d\dx \(target <= 1\.15x\) {2}execs\/host root 1 become 1$/m,
+      );
+      expect(run.stdout).toMatch(/^floor: node-ssh \d+\.\d\ds racksmith\/floor \d+\.\dx/m);
+      const result = JSON.parse(readFileSync(becomeOut, 'utf8'));
+      expect(result.config.become).toBe(true);
+      expect(result.ratios.become.execsPerHost).toEqual({ root: 1, become: 1 });
+      const converged = (tool: string) =>
+        result.samples.filter((s: { case: string; tool: string }) => s.case === 'converged' && s.tool === tool);
+      for (const tool of ['racksmith', 'racksmith-root', ...tools.split(',').slice(1)]) {
+        expect(converged(tool), tool).toHaveLength(1);
+        expect(converged(tool)[0], tool).toMatchObject({ ok: true, changed: 0 });
+      }
+      expect(result.summary.floor['floor-node-ssh'].ok).toBe(1);
+      // logged in as ops, every tool's first run could only write /etc, sysctls and mounts through
+      // sudo: all of them did what they should and left the same end state
+      for (const tool of tools.split(',')) expect(result.summary['first-run'][tool].ok, tool).toBe(1);
+      for (const c of result.endState.comparisons) expect(c.identical, JSON.stringify(c.differences)).toBe(true);
+      expect(result.endState.comparisons).toHaveLength(tools.split(',').length - 1);
+      expect(linkExists('rsbs0')).toBe(false);
+    },
+  );
 });
