@@ -165,11 +165,11 @@ export class SshConnection implements Connection {
     // everything it starts. The tag (the last argument of the login shell, and under become of
     // sudo/su and the escalated shell) finds them again from a second channel (abort).
     const tag = `rs-exec-${randomBytes(6).toString('hex')}`;
-    const run = execPlan(this.become, this.nonce, script, stdin, inlineScript, tag);
+    const run = this.remote(script, stdin, tag);
     let r;
     this.running.add(tag);
     try {
-      r = await this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...run.args])}`, { stdin: run.stdin, noTrim: true });
+      r = await this.ssh.execCommand(run.command, { stdin: run.stdin, noTrim: true });
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
     } finally {
@@ -184,6 +184,12 @@ export class SshConnection implements Connection {
     return { stdout: r.stdout, stderr: r.stderr, code: r.code };
   }
 
+  /** The login shell's command line and stdin for one script, escalated as this connection's execs are. */
+  private remote(script: string, stdin?: string, tag?: string): { command: string; stdin: string } {
+    const run = execPlan(this.become, this.nonce, script, stdin, inlineScript, tag);
+    return { command: `exec ${shJoin(['/bin/sh', ...run.args])}`, stdin: run.stdin };
+  }
+
   /**
    * End now (host timeout, Ctrl-C): kill the process groups of the commands still running on
    * the host, over a second channel while the link still answers, then drop the socket without
@@ -195,8 +201,8 @@ export class SshConnection implements Connection {
     if (this.running.size > 0) {
       const kill = Promise.resolve()
         .then(() => {
-          const k = execPlan(this.become, this.nonce, killGroupsScript([...this.running]), undefined, inlineScript);
-          return this.ssh.execCommand(`exec ${shJoin(['/bin/sh', ...k.args])}`, { stdin: k.stdin });
+          const k = this.remote(killGroupsScript([...this.running]));
+          return this.ssh.execCommand(k.command, { stdin: k.stdin });
         })
         .catch(() => undefined);
       await Promise.race([kill, new Promise((r) => setTimeout(r, KILL_TIMEOUT_MS).unref())]);
