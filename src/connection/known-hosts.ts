@@ -2,6 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
+import { hostCertificateProblem, signatureVerifies, type HostCertificate } from './host-certificate.ts';
 
 /**
  * One line of an OpenSSH known_hosts file (sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT"): an optional
@@ -16,15 +17,17 @@ export interface KnownHostsLine {
   keyB64: string;
 }
 
+/** `certificate`: why the host's certificate did not decide (the plain key did, as in OpenSSH). */
 export type HostKeyVerdict =
-  | { status: 'match' }
-  | { status: 'unknown'; fingerprint: string; keyType: string }
-  | { status: 'changed'; fingerprint: string; keyType: string }
-  | { status: 'revoked'; fingerprint: string; keyType: string }
+  | { status: 'match'; by?: 'certificate' }
+  | { status: 'unknown'; fingerprint: string; keyType: string; certificate?: string }
+  | { status: 'changed'; fingerprint: string; keyType: string; certificate?: string }
+  /** The key, or the CA that signed its certificate (`ca`), is @revoked. */
+  | { status: 'revoked'; fingerprint: string; keyType: string; ca?: boolean }
   /** Keys of other types are recorded, none of this type (the host no longer serves them). */
-  | { status: 'other-type'; fingerprint: string; keyType: string; recorded: string[] }
-  /** Only @cert-authority lines name the host: a host certificate, which racksmith cannot verify. */
-  | { status: 'certificate-only'; fingerprint: string; keyType: string };
+  | { status: 'other-type'; fingerprint: string; keyType: string; recorded: string[]; certificate?: string }
+  /** A trusted CA's certificate whose signature does not verify: refused outright, as OpenSSH's key exchange fails. */
+  | { status: 'bad-certificate'; fingerprint: string; keyType: string };
 
 /** The name OpenSSH looks a host up by: `host` on port 22, `[host]:port` otherwise. */
 export function knownHostsName(host: string, port: number): string {
@@ -150,18 +153,55 @@ export class KnownHosts {
     return [...first, ...DEFAULT_ALGORITHMS.filter((a) => !recorded.has(a))];
   }
 
-  verify(host: string, port: number, keyBlob: Buffer): HostKeyVerdict {
+  /**
+   * Marker lines name the host: its certificate, if it shows one, decides before its plain key
+   * (OpenSSH prefers certificate algorithms), so the caller fetches it and passes it to verify.
+   */
+  wantsCertificate(host: string, port: number): boolean {
+    return this.linesFor(host, port).some((l) => l.marker);
+  }
+
+  /**
+   * The verdict for the plain key `keyBlob` the host proved it holds, as ssh(1)'s check_host_key
+   * with StrictHostKeyChecking=yes. `shown` is the certificate the host showed for its key, or
+   * why there is none: a certificate counts when a @cert-authority line for the host names its
+   * CA and it checks out; when it does not count OpenSSH retries with the plain key, as here.
+   */
+  verify(
+    host: string,
+    port: number,
+    keyBlob: Buffer,
+    shown?: HostCertificate | string,
+    now = BigInt(Math.floor(Date.now() / 1000)),
+  ): HostKeyVerdict {
     const lines = this.linesFor(host, port);
     const type = keyTypeOf(keyBlob);
     const b64 = keyBlob.toString('base64');
     const fp = fingerprint(keyBlob);
-    if (lines.some((l) => l.marker === 'revoked' && l.keyB64 === b64)) return { status: 'revoked', fingerprint: fp, keyType: type };
+    const revoked = new Set(lines.filter((l) => l.marker === 'revoked').map((l) => l.keyB64));
+    if (revoked.has(b64)) return { status: 'revoked', fingerprint: fp, keyType: type };
+    let certificate = typeof shown === 'string' ? shown : undefined;
+    if (shown && typeof shown !== 'string') {
+      const ca = shown.signatureKey.toString('base64');
+      const caPrint = `${keyTypeOf(shown.signatureKey)} ${fingerprint(shown.signatureKey)}`;
+      if (!shown.subjectKey.equals(keyBlob)) certificate = 'the certificate it shows is for another of its keys';
+      else if (revoked.has(ca))
+        return { status: 'revoked', fingerprint: fingerprint(shown.signatureKey), keyType: keyTypeOf(shown.signatureKey), ca: true };
+      else if (!lines.some((l) => l.marker === 'cert-authority' && l.keyB64 === ca))
+        certificate = `no @cert-authority line for it names the CA of its certificate (${caPrint})`;
+      else if (!signatureVerifies(shown)) return { status: 'bad-certificate', fingerprint: fp, keyType: type };
+      else {
+        const problem = hostCertificateProblem(shown, host, now);
+        if (!problem) return { status: 'match', by: 'certificate' };
+        certificate = `its certificate (id "${shown.keyId}", CA ${caPrint}) is not valid: ${problem}`;
+      }
+    }
     const plain = lines.filter((l) => !l.marker);
     if (plain.some((l) => l.keyB64 === b64 && l.keyType === type)) return { status: 'match' };
-    if (plain.some((l) => l.keyType === type)) return { status: 'changed', fingerprint: fp, keyType: type };
-    if (plain.length) return { status: 'other-type', fingerprint: fp, keyType: type, recorded: [...new Set(plain.map((l) => l.keyType))] };
-    if (lines.some((l) => l.marker === 'cert-authority')) return { status: 'certificate-only', fingerprint: fp, keyType: type };
-    return { status: 'unknown', fingerprint: fp, keyType: type };
+    if (plain.some((l) => l.keyType === type)) return { status: 'changed', fingerprint: fp, keyType: type, certificate };
+    if (plain.length)
+      return { status: 'other-type', fingerprint: fp, keyType: type, recorded: [...new Set(plain.map((l) => l.keyType))], certificate };
+    return { status: 'unknown', fingerprint: fp, keyType: type, certificate };
   }
 
   /** Record a newly accepted key (--ssh-accept-new), as `ssh -o StrictHostKeyChecking=accept-new` would. */

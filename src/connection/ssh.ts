@@ -5,6 +5,8 @@ import type { ServerHostKeyAlgorithm } from 'ssh2';
 import type { Duplex } from 'node:stream';
 import { ConnectError, type Connection, type ExecResult } from './types.ts';
 import { KnownHosts, type HostKeyVerdict } from './known-hosts.ts';
+import { certificateAlgorithm, parseHostCertificate, type HostCertificate } from './host-certificate.ts';
+import { fetchHostCertificate } from './certificate-fetch.ts';
 import { MAX_INLINE_SCRIPT } from './transport.ts';
 import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
@@ -132,15 +134,22 @@ export class SshConnection implements Connection {
         algorithms: { serverHostKey: knownHosts.algorithmsFor(opts.address, opts.port) as ServerHostKeyAlgorithm[] },
         keepaliveInterval: opts.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
         keepaliveCountMax: KEEPALIVE_COUNT,
-        hostVerifier: (key: Buffer) => {
-          const v = knownHosts.verify(opts.address, opts.port, key);
-          if (v.status === 'match') return true;
-          if (v.status === 'unknown' && opts.acceptNewHostKeys) {
-            knownHosts.add(opts.address, opts.port, key);
-            return true;
+        hostVerifier: (key: Buffer, done: (ok: boolean) => void) => {
+          const decide = (shown?: HostCertificate | string) => {
+            const v = knownHosts.verify(opts.address, opts.port, key, shown);
+            if (v.status === 'unknown' && opts.acceptNewHostKeys) knownHosts.add(opts.address, opts.port, key);
+            else if (v.status !== 'match') keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
+            done(!keyProblem);
+          };
+          if (!knownHosts.wantsCertificate(opts.address, opts.port)) {
+            decide();
+            return;
           }
-          keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
-          return false;
+          // the certificate algorithms in the order this handshake offered the plain ones
+          const offered = knownHosts.algorithmsFor(opts.address, opts.port).map(certificateAlgorithm);
+          void SshConnection.certificateShown(opts, via, offered).then(decide, (e: Error) =>
+            decide(`it shows no host certificate (${e.message})`),
+          );
         },
       });
     } catch (e) {
@@ -157,6 +166,24 @@ export class SshConnection implements Connection {
     // end the whole run. The next exec on this connection fails instead.
     ssh.connection?.on('error', () => {});
     return new SshConnection(opts.name, ssh, sock, via, opts.become);
+  }
+
+  /** The host certificate the host shows on a second handshake (see certificate-fetch.ts), or why none. */
+  private static async certificateShown(
+    opts: SshOptions,
+    via: SshConnection | undefined,
+    algorithms: string[],
+  ): Promise<HostCertificate | string> {
+    const stream = via
+      ? await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
+      : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs);
+    const r = await fetchHostCertificate(stream, algorithms, opts.connectTimeoutMs);
+    if ('none' in r) return `it shows no host certificate (${r.none})`;
+    try {
+      return parseHostCertificate(r.certificate);
+    } catch (e) {
+      return `its host certificate cannot be read (${(e as Error).message})`;
+    }
   }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
@@ -256,16 +283,19 @@ function inlineScript(script: string): string {
 /** Why a host key is refused, with what to do about it. */
 function keyRefusal(v: Exclude<HostKeyVerdict, { status: 'match' }>, at: string, file: string): string {
   const key = `${v.keyType} ${v.fingerprint}`;
+  const cert = 'certificate' in v && v.certificate ? `; ${v.certificate}` : '';
   switch (v.status) {
     case 'changed':
-      return `host key for ${at} has CHANGED (${key}); refusing to connect. If the host was reinstalled, remove its old key from ${file}`;
+      return `host key for ${at} has CHANGED (${key})${cert}; refusing to connect. If the host was reinstalled, remove its old key from ${file}`;
     case 'revoked':
-      return `host key for ${at} is REVOKED in ${file} (${key}); refusing to connect`;
+      return v.ca
+        ? `the CA of the host certificate of ${at} is REVOKED in ${file} (${key}); refusing to connect`
+        : `host key for ${at} is REVOKED in ${file} (${key}); refusing to connect`;
     case 'other-type':
-      return `host key for ${at} is of a type not recorded for it (${key}; ${file} has ${v.recorded.join(', ')}) and the host offers none of those; refusing to connect. If that is expected, record its new key`;
-    case 'certificate-only':
-      return `only @cert-authority lines of ${file} name ${at}: racksmith's SSH library (ssh2) cannot verify host certificates, so it refuses the host; record the host's own key (${key}) if you trust it`;
+      return `host key for ${at} is of a type not recorded for it (${key}; ${file} has ${v.recorded.join(', ')}) and the host offers none of those${cert}; refusing to connect. If that is expected, record its new key`;
+    case 'bad-certificate':
+      return `the host certificate of ${at} (for ${key}) names a CA trusted in ${file} but its signature does not verify; refusing to connect`;
     case 'unknown':
-      return `host key for ${at} is unknown (${key}); not in ${file}. Verify it, then add it or run with --ssh-accept-new`;
+      return `host key for ${at} is unknown (${key}); not in ${file}${cert}. Verify it, then add it or run with --ssh-accept-new`;
   }
 }

@@ -1,13 +1,13 @@
 // Issue 19, trust: racksmith accepts or refuses a bed host exactly as the real OpenSSH client
 // does with StrictHostKeyChecking=yes on the same known_hosts file: patterns and `!` negation,
-// hashed names, [host]:port, @revoked, @cert-authority (refused: ssh2 cannot check certificates,
-// and the host serves none), and a host serving ed25519 + ECDSA whose ECDSA key alone is recorded.
-import { execFile } from 'node:child_process';
+// hashed names, [host]:port, @revoked, @cert-authority with and without a host certificate served
+// by sshd (HostCertificate), and a host serving ed25519 + ECDSA whose ECDSA key alone is recorded.
+import { execFile, execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, writeInventory } from './helpers.ts';
 
@@ -76,7 +76,7 @@ describe('known_hosts: racksmith decides as OpenSSH does', () => {
     ['[host]:22 (OpenSSH looks up port 22 by the bare name)', () => [`[${ip}]:22 ${own}`], false, /is unknown/],
     ['another host’s key', () => [`${ip} ${other}`], false, /has CHANGED/],
     ['its key @revoked (and recorded)', () => [`${ip} ${own}`, `@revoked * ${own}`], false, /REVOKED/],
-    ['only a @cert-authority line', () => [`@cert-authority * ${own}`], false, /cannot verify host certificates/],
+    ['only a @cert-authority line (it serves no certificate)', () => [`@cert-authority * ${own}`], false, /shows no host certificate/],
     ['its ECDSA key alone (it serves ed25519 and ECDSA)', () => [`${ip} ${ecdsa}`], true],
     ['its ECDSA key, hashed and with a comment', () => [`${hashed(ip)} ${ecdsa} ecdsa key`], true],
   ];
@@ -90,5 +90,105 @@ describe('known_hosts: racksmith decides as OpenSSH does', () => {
     if (why) expect(ours.error).toMatch(why);
     // neither client wrote to the file (strict checking)
     expect(readFileSync(kh, 'utf8')).toBe(text);
+  });
+});
+
+// The host serves a certificate for its ed25519 key, signed here with ssh-keygen by one of two CAs:
+// each case signs and installs one (or none), restarts sshd, then asks both clients.
+describe('host certificates: racksmith decides as OpenSSH does', () => {
+  const dir = tmp();
+  const newCa = (name: string) => {
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', name, '-f', join(dir, name)]);
+    return readFileSync(join(dir, `${name}.pub`), 'utf8')
+      .split(' ')
+      .slice(0, 2)
+      .join(' ');
+  };
+  let ca: string; // trusted in the cases' known_hosts; other-ca never is
+  beforeAll(() => {
+    ca = newCa('ca');
+    newCa('other-ca');
+  });
+  afterAll(async () => {
+    await tb.hostExec(HOST, 'rm -f /etc/ssh/sshd_config.d/06-cert.conf /etc/ssh/ssh_host_ed25519_key-cert.pub');
+    await tb.stopSshd(HOST);
+    await tb.startSshd(HOST);
+  });
+
+  /** Sign the host's ed25519 key (ssh-keygen -s) and have its sshd serve the certificate; null: serve none. */
+  async function serve(cert: { by: 'ca' | 'other-ca'; args: string[]; user?: boolean } | null): Promise<void> {
+    let script = 'rm -f /etc/ssh/sshd_config.d/06-cert.conf /etc/ssh/ssh_host_ed25519_key-cert.pub';
+    let input: string | undefined;
+    if (cert) {
+      const pub = join(dir, 'host.pub');
+      writeFileSync(pub, own + '\n');
+      execFileSync('ssh-keygen', ['-q', '-s', join(dir, cert.by), '-I', `${HOST}-cert`, ...(cert.user ? [] : ['-h']), ...cert.args, pub]);
+      input = readFileSync(join(dir, 'host-cert.pub'), 'utf8');
+      script =
+        'cat > /etc/ssh/ssh_host_ed25519_key-cert.pub && ' +
+        "printf 'HostCertificate /etc/ssh/ssh_host_ed25519_key-cert.pub\\n' > /etc/ssh/sshd_config.d/06-cert.conf";
+    }
+    const r = await tb.hostExec(HOST, script, { input });
+    expect(r.code, r.stderr).toBe(0);
+    await tb.stopSshd(HOST);
+    await tb.startSshd(HOST);
+  }
+
+  const cases: Array<[string, { by: 'ca' | 'other-ca'; args: string[]; user?: boolean } | null, () => string[], boolean, RegExp?]> = [
+    ['a certificate of the trusted CA naming the host', { by: 'ca', args: ['-n', 'IP'] }, () => [`@cert-authority 10.* ${ca}`], true],
+    ['one with no principals', { by: 'ca', args: [] }, () => [`@cert-authority * ${ca}`], true],
+    ['one of another CA', { by: 'other-ca', args: ['-n', 'IP'] }, () => [`@cert-authority * ${ca}`], false, /names the CA/],
+    ['an expired one', { by: 'ca', args: ['-n', 'IP', '-V', '-2h:-1h'] }, () => [`@cert-authority * ${ca}`], false, /has expired/],
+    ['one not yet valid', { by: 'ca', args: ['-n', 'IP', '-V', '+1h:+2h'] }, () => [`@cert-authority * ${ca}`], false, /not yet valid/],
+    ['one naming another host', { by: 'ca', args: ['-n', 'tb99,10.77.0.250'] }, () => [`@cert-authority * ${ca}`], false, /principals/],
+    ['one with a wildcard principal', { by: 'ca', args: ['-n', '10.*'] }, () => [`@cert-authority * ${ca}`], false, /principals/],
+    [
+      'a user certificate',
+      { by: 'ca', args: ['-n', 'IP'], user: true },
+      () => [`@cert-authority * ${ca}`],
+      false,
+      /not a host certificate/,
+    ],
+    ['one of a revoked CA', { by: 'ca', args: ['-n', 'IP'] }, () => [`@cert-authority * ${ca}`, `@revoked * ${ca}`], false, /REVOKED/],
+    [
+      'one of a revoked CA, its plain key recorded',
+      { by: 'ca', args: ['-n', 'IP'] },
+      () => [`${ip} ${own}`, `@revoked * ${ca}`],
+      false,
+      /REVOKED/,
+    ],
+    [
+      'an expired one, its plain key recorded',
+      { by: 'ca', args: ['-n', 'IP', '-V', '-2h:-1h'] },
+      () => [`@cert-authority * ${ca}`, `${ip} ${own}`],
+      true,
+    ],
+    ['a CA line that negates the host', { by: 'ca', args: ['-n', 'IP'] }, () => [`@cert-authority *,!${ip} ${ca}`], false, /is unknown/],
+    ['no certificate served', null, () => [`@cert-authority * ${ca}`], false, /shows no host certificate/],
+  ];
+  it.each(cases)('%s', async (_, cert, lines, accepted, why) => {
+    await serve(cert && { ...cert, args: cert.args.map((a) => a.replace('IP', ip)) });
+    const kh = join(tmp(), 'known_hosts');
+    const text = lines().join('\n') + '\n';
+    writeFileSync(kh, text);
+    expect(await opensshAccepts(kh, ip)).toBe(accepted);
+    const ours = await racksmithAccepts(kh);
+    expect(ours.accepted, ours.error).toBe(accepted);
+    if (why) expect(ours.error).toMatch(why);
+    expect(readFileSync(kh, 'utf8')).toBe(text);
+  });
+
+  it('through a jump host: the certificate is read over the jump host’s forward', async () => {
+    await serve({ by: 'ca', args: ['-n', ip] });
+    const kh = join(tmp(), 'known_hosts');
+    // the jump host serves no certificate: its plain key decides for it
+    writeFileSync(kh, `@cert-authority * ${ca}\n${tb.host(OTHER).ip} ${other}\n`);
+    const inv = writeInventory({ hosts: [HOST], vars: { racksmith_known_hosts: kh, racksmith_ssh_jump: `root@${tb.host(OTHER).ip}` } });
+    const r = await provision([PB, '-i', inv, '--check', '--json', '--journal', join(tmp(), 'j')]);
+    expect(recaps(r)[HOST], r.stderr).toMatchObject({ unreachable: false });
+    // and a certificate of another CA is refused through it as well
+    await serve({ by: 'other-ca', args: ['-n', ip] });
+    const refused = await provision([PB, '-i', inv, '--check', '--json', '--journal', join(tmp(), 'j')]);
+    expect(recaps(refused)[HOST]).toMatchObject({ unreachable: true, error: expect.stringMatching(/names the CA/) });
   });
 });
