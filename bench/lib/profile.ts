@@ -9,7 +9,8 @@
 //     remote end -> received (the hosts share this machine's clock), local work between execs,
 //     reporting;
 //  3. a V8 CPU profile of the real CLI on converged hosts, self time by package / source dir;
-//  4. what each resource's probe costs on a host (processes started, time; run one by one).
+//  4. what each resource's probe costs on a host (processes started, time; run one by one), and
+//     each converged exec and each first-run exec (replayed in order on a reset host) alone.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { Writable } from 'node:stream';
@@ -336,13 +337,14 @@ async function forksPerExec(
   tb: Testbed,
   host: string,
   scripts: string[],
+  repeats = 3,
 ): Promise<Array<{ exec: number; processes: number; remoteMs: number }>> {
   const { scriptAsStdin } = await import('../../src/connection/transport.ts');
   const out = [];
   for (const [i, script] of scripts.entries()) {
     const procs: number[] = [];
     const times: number[] = [];
-    for (let k = 0; k < 3; k++) {
+    for (let k = 0; k < repeats; k++) {
       const r = await tb.hostExec(
         host,
         'a=$(cut -d" " -f5 /proc/loadavg); t=$(date +%s%N); sh -s >/dev/null 2>&1; u=$(date +%s%N); b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 4)) $(( (u - t) / 1000 ))"',
@@ -420,6 +422,9 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
   log(`profile: probe cost per resource on ${w.hosts[0]}`);
   const probes = await probeCosts(tb, w, w.hosts[0]);
   const alone = await forksPerExec(tb, w.hosts[0], converged.scripts);
+  // a first run's execs change the host: replayed once each, in order, on a reset host
+  await resetHosts(tb, [w.hosts[0]]);
+  const firstAlone = await forksPerExec(tb, w.hosts[0], first.scripts, 1);
 
   const text = [
     '',
@@ -449,6 +454,7 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
         .join('; '),
     '',
     `converged execs run alone on ${w.hosts[0]} (nsenter, no SSH): ${alone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
+    `first-run execs replayed alone in order on reset ${w.hosts[0]} (nsenter, no SSH): ${firstAlone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
     `each resource's probe alone on ${w.hosts[0]} (nsenter, median of 3): ${probes.reduce((a, p) => a + p.processes, 0)} processes, ${ms(probes.reduce((a, p) => a + p.remoteMs, 0))} in all; processes / ms:`,
     ...[...probes]
       .sort((a, b) => b.remoteMs - a.remoteMs)
@@ -457,5 +463,13 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
   ].join('\n');
   process.stdout.write(text);
   const strip = (p: InProcessProfile) => ({ ...p, scripts: undefined });
-  return { startup: st, converged: strip(converged), firstRun: strip(first), cpuProfile: cpu, probes, convergedExecsAlone: alone };
+  return {
+    startup: st,
+    converged: strip(converged),
+    firstRun: strip(first),
+    cpuProfile: cpu,
+    probes,
+    convergedExecsAlone: alone,
+    firstRunExecsAlone: firstAlone,
+  };
 }
