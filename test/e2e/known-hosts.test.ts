@@ -30,6 +30,19 @@ async function racksmithAccepts(kh: string): Promise<{ accepted: boolean; error?
   return { accepted: !recap.unreachable, error: recap.error };
 }
 
+/** The real ssh client decides first, then racksmith must decide the same on the same file (and say why). */
+async function bothDecide(lines: string[], accepted: boolean, why?: RegExp): Promise<void> {
+  const kh = join(tmp(), 'known_hosts');
+  const text = lines.join('\n') + '\n';
+  writeFileSync(kh, text);
+  expect(await opensshAccepts(kh, ip)).toBe(accepted);
+  const ours = await racksmithAccepts(kh);
+  expect(ours.accepted, ours.error).toBe(accepted);
+  if (why) expect(ours.error).toMatch(why);
+  // neither client wrote to the file (strict checking)
+  expect(readFileSync(kh, 'utf8')).toBe(text);
+}
+
 const keyLineOf = (file: string, ip: string) =>
   readFileSync(file, 'utf8')
     .split('\n')
@@ -80,17 +93,7 @@ describe('known_hosts: racksmith decides as OpenSSH does', () => {
     ['its ECDSA key alone (it serves ed25519 and ECDSA)', () => [`${ip} ${ecdsa}`], true],
     ['its ECDSA key, hashed and with a comment', () => [`${hashed(ip)} ${ecdsa} ecdsa key`], true],
   ];
-  it.each(cases)('%s', async (_, lines, accepted, why) => {
-    const kh = join(tmp(), 'known_hosts');
-    const text = lines().join('\n') + '\n';
-    writeFileSync(kh, text);
-    expect(await opensshAccepts(kh, ip)).toBe(accepted);
-    const ours = await racksmithAccepts(kh);
-    expect(ours.accepted, ours.error).toBe(accepted);
-    if (why) expect(ours.error).toMatch(why);
-    // neither client wrote to the file (strict checking)
-    expect(readFileSync(kh, 'utf8')).toBe(text);
-  });
+  it.each(cases)('%s', (_, lines, accepted, why) => bothDecide(lines(), accepted, why));
 });
 
 // The host serves a certificate for its ed25519 key, signed here with ssh-keygen by one of two CAs:
@@ -168,14 +171,7 @@ describe('host certificates: racksmith decides as OpenSSH does', () => {
   ];
   it.each(cases)('%s', async (_, cert, lines, accepted, why) => {
     await serve(cert && { ...cert, args: cert.args.map((a) => a.replace('IP', ip)) });
-    const kh = join(tmp(), 'known_hosts');
-    const text = lines().join('\n') + '\n';
-    writeFileSync(kh, text);
-    expect(await opensshAccepts(kh, ip)).toBe(accepted);
-    const ours = await racksmithAccepts(kh);
-    expect(ours.accepted, ours.error).toBe(accepted);
-    if (why) expect(ours.error).toMatch(why);
-    expect(readFileSync(kh, 'utf8')).toBe(text);
+    await bothDecide(lines(), accepted, why);
   });
 
   it('through a jump host: the certificate is read over the jump host’s forward', async () => {
