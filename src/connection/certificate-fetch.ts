@@ -1,6 +1,6 @@
 import { createECDH, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import { sshString } from './host-certificate.ts';
+import { sshString, WireReader } from './host-certificate.ts';
 
 /**
  * The host certificate a server shows, read from the cleartext start of a second handshake.
@@ -49,17 +49,8 @@ function ephemeralPublic(kex: string): Buffer {
 
 /** The name-lists of a KEXINIT payload (after its type byte and cookie). */
 function nameLists(payload: Buffer): string[][] {
-  const lists: string[][] = [];
-  let pos = 17;
-  for (let i = 0; i < 10; i++) {
-    if (pos + 4 > payload.length) throw new Error('truncated KEXINIT');
-    const len = payload.readUInt32BE(pos);
-    if (pos + 4 + len > payload.length) throw new Error('truncated KEXINIT');
-    const text = payload.subarray(pos + 4, pos + 4 + len).toString('latin1');
-    lists.push(text ? text.split(',') : []);
-    pos += 4 + len;
-  }
-  return lists;
+  const r = new WireReader(payload.subarray(17));
+  return Array.from({ length: 10 }, () => r.text().split(',').filter(Boolean));
 }
 
 /**
@@ -91,12 +82,8 @@ export function fetchHostCertificate(stream: Duplex, certAlgorithms: string[], t
         stream.write(packet(Buffer.concat([Buffer.from([MSG_KEX_ECDH_INIT]), sshString(ephemeralPublic(kex))])));
         return;
       }
-      if (type === MSG_KEX_ECDH_REPLY) {
-        if (payload.length < 5) return finish({ none: 'a truncated key exchange reply' });
-        const len = payload.readUInt32BE(1);
-        if (5 + len > payload.length) return finish({ none: 'a truncated key exchange reply' });
-        return finish({ certificate: Buffer.from(payload.subarray(5, 5 + len)) });
-      }
+      // the reply's first field is the host key: the certificate
+      if (type === MSG_KEX_ECDH_REPLY) return finish({ certificate: Buffer.from(new WireReader(payload.subarray(1)).bytes()) });
       // SSH_MSG_IGNORE, DEBUG and the like before the reply: skip
     };
 

@@ -41,8 +41,8 @@ export function isCertificateType(type: string): boolean {
   return type.endsWith(CERT_SUFFIX);
 }
 
-/** Reads the SSH wire format: uint32, uint64 and length-prefixed strings. */
-class WireReader {
+/** Reads the SSH wire format: uint32, uint64 and length-prefixed strings; throws 'truncated' past the end. */
+export class WireReader {
   private pos = 0;
   constructor(readonly buf: Buffer) {}
   get offset(): number {

@@ -117,6 +117,8 @@ export class SshConnection implements Connection {
       throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
     }
     const knownHosts = new KnownHosts(opts.knownHostsFile);
+    // toward the key types known_hosts records for the host, as OpenSSH orders them
+    const hostKeyAlgorithms = knownHosts.algorithmsFor(opts.address, opts.port);
     let keyProblem: string | undefined;
     const { NodeSSH } = await nodeSsh;
     const ssh = new NodeSSH();
@@ -130,8 +132,7 @@ export class SshConnection implements Connection {
         password: opts.password?.reveal(),
         agent: opts.identitiesOnly && opts.privateKeyFile ? undefined : (opts.agent ?? process.env.SSH_AUTH_SOCK),
         readyTimeout: opts.connectTimeoutMs,
-        // toward the key types known_hosts records for the host, as OpenSSH orders them
-        algorithms: { serverHostKey: knownHosts.algorithmsFor(opts.address, opts.port) as ServerHostKeyAlgorithm[] },
+        algorithms: { serverHostKey: hostKeyAlgorithms as ServerHostKeyAlgorithm[] },
         keepaliveInterval: opts.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
         keepaliveCountMax: KEEPALIVE_COUNT,
         hostVerifier: (key: Buffer, done: (ok: boolean) => void) => {
@@ -146,7 +147,7 @@ export class SshConnection implements Connection {
             return;
           }
           // the certificate algorithms in the order this handshake offered the plain ones
-          const offered = knownHosts.algorithmsFor(opts.address, opts.port).map(certificateAlgorithm);
+          const offered = hostKeyAlgorithms.map(certificateAlgorithm);
           void SshConnection.certificateShown(opts, via, offered).then(decide, (e: Error) =>
             decide(`it shows no host certificate (${e.message})`),
           );
