@@ -83,6 +83,13 @@ export interface Resource<F = unknown, D = unknown> {
   /** The files this resource rewrites (see FileSlot). */
   readonly files?: readonly FileSlot<F>[];
   /**
+   * true when its facts include state that other hosts can change: a cluster's API server, a
+   * tree on a shared filesystem (the jail), whatever a command queries. Its answers, probed
+   * ahead for a later play, are then read again after an apply on any host; the others only
+   * after an apply on their own host (their facts are the host's own).
+   */
+  readonly readsSharedState?: boolean;
+  /**
    * POSIX sh that prints the facts. Must not change anything. Parts (an array) run as separate
    * sections or batches (contract/probe.ts); a part that other resources share word for word
    * runs once per script.

@@ -38,8 +38,8 @@ export interface HostRunOptions {
   probed?: readonly Answer[];
   /** Fingerprint the facts (saved plans): a sha256 per resource, only worth its cost there. */
   hashFacts?: boolean;
-  /** Around every exec that applies steps (the caller tracks whether prefetched facts still hold). */
-  onApply?: (phase: 'start' | 'end') => void;
+  /** Before and after every exec that applies steps on `host` (the caller tracks whether prefetched facts still hold). */
+  onApply?: (host: string) => void;
   /** Take the host's apply lock in every exec that applies steps (apply-lock.ts). */
   lock?: ApplyLockOptions;
   /** The play's fleet groups (fleet.ts): keyed resources diff their facts with their group's. */
@@ -283,8 +283,8 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
     for (const s of ran) finishState(o, s, { status: 'changed', changes: s.changes! });
     return undefined;
   }
-  o.onApply?.('start');
-  const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
+  o.onApply?.(o.host);
+  const out = await execSections(conn, sections).finally(() => o.onApply?.(o.host));
   if (typeof out === 'string') return out;
   let k = 0;
   if (o.lock) {
@@ -442,8 +442,8 @@ async function applyWave(
     sections,
     reprobe.map((s) => probeOf(s.r)),
   );
-  o.onApply?.('start');
-  const out = await execSections(conn, sections).finally(() => o.onApply?.('end'));
+  o.onApply?.(o.host);
+  const out = await execSections(conn, sections).finally(() => o.onApply?.(o.host));
   if (typeof out === 'string') return { lost: out };
   if (o.lock) {
     const lock = out[0];

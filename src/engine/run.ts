@@ -11,6 +11,7 @@ import { resourceEvent, type EventSink, type HostRecap, type Recap, type Resourc
 import { isReadable, probeHost, runHost, type Answer, type PlannedResource } from './host-run.ts';
 import { fleetViews, playHasFleet, type FleetViews } from './fleet.ts';
 import { PlayMemo } from './play-memo.ts';
+import { ApplyEpochs, NEVER, type ApplyStamp } from './apply-epochs.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
 import { withPlayGroups } from './play-hosts.ts';
@@ -253,14 +254,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   };
 
   // One round trip per host for all its plays: a host's first exec also probes its later plays,
-  // and a later play uses those answers while nothing was applied anywhere since (an apply on any
-  // host may change what a later play sees: a server an earlier play set up). Else it probes again.
-  let applyEpoch = 0;
-  let applying = 0;
-  const onApply = (phase: 'start' | 'end') => {
-    applyEpoch++;
-    applying += phase === 'start' ? 1 : -1;
-  };
+  // and a later play uses those answers while they hold: nothing was applied on that host since
+  // (nor on any host, for resources that read shared state: apply-epochs.ts). Else it probes again.
+  const epochs = new ApplyEpochs();
+  const onApply = (host: string) => epochs.applied(host);
   const prefetched = new Map<string, Prefetched>();
   const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
 
@@ -363,15 +360,14 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     // with them), and this play's answers are looked up and dropped whether current or not: the
     // first play makes these calls too, so V8 has their feedback and keeps its code for the later.
     const pre = prefetched.get(host.name) ?? NOT_PREFETCHED;
-    const current = pre.epoch === applyEpoch;
     const playAnswers = pre.byPlay.get(playIndex);
-    const probed = fromStart ?? (current ? playAnswers : undefined);
-    // Answers are used once, and are worth nothing after any apply: do not keep them around.
+    const probed = fromStart ?? (epochs.holds(pre.at, host.name, resources) ? playAnswers : undefined);
+    // Answers are used once, and are worth nothing after the host's own apply: do not keep them around.
     pre.byPlay.delete(playIndex);
-    if (!current) prefetched.delete(host.name);
-    const later = probed || applying > 0 ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
+    if (epochs.appliedOnHostSince(pre.at, host.name)) prefetched.delete(host.name);
+    const later = probed ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
     const prefetch = mapByPush(later, ([, rs]) => rs);
-    const sentAt = applyEpoch;
+    const sentAt = epochs.stamp(host.name);
     const res = await until(
       runHost(conn, resources, {
         probed,
@@ -380,7 +376,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
           const byPlay = new Map<number, readonly Answer[]>();
           let k = 0;
           for (const [j, rs] of later) byPlay.set(j, answers.slice(k, (k += rs.length)));
-          prefetched.set(host.name, { epoch: sentAt, byPlay });
+          prefetched.set(host.name, { at: sentAt, byPlay });
         },
         onApply,
         hashFacts: o.hashFacts || o.planned !== undefined,
@@ -433,7 +429,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     await mapLimit(hosts, o.forks, async ({ host, resources }) => {
       if (o.signal?.aborted) return;
       const pre = prefetched.get(host.name);
-      const ready = pre && pre.epoch === applyEpoch ? pre.byPlay.get(playIndex) : undefined;
+      const ready = pre && epochs.holds(pre.at, host.name, resources) ? pre.byPlay.get(playIndex) : undefined;
       if (ready) {
         answers.set(host.name, ready);
         pre!.byPlay.delete(playIndex);
@@ -442,7 +438,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       const pending = connection(host);
       const w = watch(pending);
       const later = laterPlays(resourcesOf, playIndex, host.name);
-      const sentAt = applyEpoch;
+      const sentAt = epochs.stamp(host.name);
       // A fault of the engine itself: this host's runOne meets it again and reports it.
       const res = await until(
         pending.then((conn) =>
@@ -467,7 +463,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       const byPlay = new Map<number, readonly Answer[]>();
       let k = 0;
       for (const [j, rs] of later) byPlay.set(j, res.later.slice(k, (k += rs.length)));
-      prefetched.set(host.name, { epoch: sentAt, byPlay });
+      prefetched.set(host.name, { at: sentAt, byPlay });
     });
     return answers;
   };
@@ -481,10 +477,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       // A play with resources that must agree across hosts is probed on all of them first.
       let gathered: Map<string, readonly Answer[]> | undefined;
       let fleet: FleetViews | undefined;
-      let gatheredAt = -1;
+      const gatheredAt = new Map<string, ApplyStamp>();
       if (playHasFleet(hosts)) {
         gathered = await gather(playIndex, hosts);
-        gatheredAt = applyEpoch;
+        for (const h of hosts) gatheredAt.set(h.host.name, epochs.stamp(h.host.name));
         fleet = fleetViews(
           hosts.map((h) => ({ name: h.host.name, resources: h.resources, answers: gathered!.get(h.host.name) })),
           isReadable,
@@ -499,12 +495,17 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         }
         const batch = hosts.slice(start, start + size);
         start += size;
-        // The answers from the play's start hold for a batch that starts before anything was
-        // applied since (its hosts run side by side, as if they had probed now); a later batch
-        // probes again, while the agreement stays the one reached at the start.
-        const fromStart = gathered && gatheredAt === applyEpoch ? gathered : undefined;
+        // The answers from the play's start hold for a batch while they hold when it starts (its
+        // hosts run side by side, as if they had probed now); where they no longer do (a later
+        // batch, answers of shared state), it probes again, while the agreement stays the one
+        // reached at the start.
+        const fromStart = new Map<string, readonly Answer[] | undefined>();
+        for (const h of batch) {
+          const at = gatheredAt.get(h.host.name);
+          if (gathered && at && epochs.holds(at, h.host.name, h.resources)) fromStart.set(h.host.name, gathered.get(h.host.name));
+        }
         const ok = await mapLimit(batch, o.forks, (h) => {
-          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources, fromStart?.get(h.host.name), fleet);
+          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources, fromStart.get(h.host.name), fleet);
           recapOf(h.host.name).error ??= 'not run: interrupted';
           return Promise.resolve(false);
         });
@@ -543,14 +544,14 @@ const INTERRUPT_GRACE_MS = 1500;
 /** After a host's abort, how long its work gets to notice (its exec fails) before it is left behind. */
 const ABANDON_AFTER_MS = 1500;
 
-/** A host's answers for later plays, made before any apply of epoch `epoch`. */
+/** A host's answers for later plays, and when they were read (what was applied by then). */
 interface Prefetched {
-  epoch: number;
+  at: ApplyStamp;
   byPlay: Map<number, readonly Answer[]>;
 }
 
-/** No answers (never current: apply epochs start at 0; never written to, only deleted from: a no-op). */
-const NOT_PREFETCHED: Prefetched = { epoch: -1, byPlay: new Map() };
+/** No answers (never current; never written to, only deleted from: a no-op). */
+const NOT_PREFETCHED: Prefetched = { at: NEVER, byPlay: new Map() };
 
 /** None (with the elements kind of laterPlays' lists, see v8-shapes.ts). Never written to. */
 const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = emptyObjectList<readonly [number, Resource[]]>([0, []]);

@@ -47,6 +47,7 @@ export function command(o: CommandOptions): Resource<CommandFacts> {
   return {
     ...common('command', `command:${o.name}`, o),
     verifiable: guarded,
+    readsSharedState: true, // its guard may ask anything, anywhere
     probe: () => (guarded ? `if ${guard}; then echo satisfied; else echo pending; fi` : 'echo pending'),
     parse: (out) => ({ satisfied: out.stdout.trim() === 'satisfied' }),
     diff: (f) => (f.satisfied ? [] : [{ summary: guarded ? `run ${o.name}` : `run ${o.name} (unguarded: always runs)` }]),

@@ -147,6 +147,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
   return {
     ...common('gpu-binds', `gpu-binds:${jail}`, o),
     verifiable: true,
+    readsSharedState: true, // the shared jail tree's placeholders
     files: [fstab],
     probe: () => [part, mountTableProbe(`${jail}/`), fstab.probe()],
     parse(out) {

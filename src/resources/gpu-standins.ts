@@ -113,6 +113,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
     ...common('gpu-standins', `gpu-standins:${jail}`, o),
     verifiable: true,
     fleet: jailFleetKey(o.jailId),
+    readsSharedState: true, // the shared jail tree
     files: [standin, fstab],
     probe() {
       const body = `J=${shq(jail)}; S=${shq(standinPath)}

@@ -283,6 +283,7 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
   return {
     ...common('kube', `kube:${o.name}`, o),
     verifiable: true,
+    readsSharedState: true, // the cluster's objects
     probe,
     parse: (out) => parseKubeApplyProbe(out.stdout, out.code, out.stderr, !!gate),
     diff: (f) => kubeApplyChanges(o.docs, f),
@@ -565,6 +566,7 @@ export function clusterGuard(o: ClusterGuardOptions): Resource<ClusterFacts> {
   return {
     ...common('kube-guard', 'kube:cluster-network', o),
     verifiable: true,
+    readsSharedState: true, // the cluster's objects
     probe: () =>
       [
         kubectlPrelude(o.access),
@@ -657,6 +659,7 @@ export function strictArp(o: StrictArpOptions): Resource<StrictArpFacts> {
   return {
     ...common('kube', 'kube:kube-proxy-strict-arp', o),
     verifiable: true,
+    readsSharedState: true, // the cluster's objects
     probe: () => `${kubectlPrelude(o.access)}\nk -n kube-system get configmap kube-proxy -o json --ignore-not-found || exit 3`,
     parse({ stdout, code, stderr }) {
       if (code !== 0) throw probeFailure('kubectl', code, stderr);

@@ -23,6 +23,8 @@ export interface KvOptions extends CommonOptions {
   /** The apply step exits with this code instead of writing. */
   failStep?: number;
   verifiable?: boolean;
+  /** The value lives where other hosts write too (Resource.readsSharedState). */
+  shared?: boolean;
 }
 
 export interface KvFacts {
@@ -40,6 +42,7 @@ export function kv(o: KvOptions): Resource<KvFacts> {
   return {
     ...common('kv', id, o),
     verifiable: o.verifiable ?? true,
+    readsSharedState: o.shared,
     // (its whole facts are the file's: a writer after it is diffed against the predicted value)
     files: o.writes
       ? [

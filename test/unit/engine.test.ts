@@ -178,31 +178,18 @@ describe('saved plans', () => {
 });
 
 describe('prefetched answers of later plays', () => {
-  const plays = (f: FakeFleet): Play[] => [
+  // h1 writes the flag in the first play; h2 reads it in the second, through a resource that
+  // declares the file shared (`shared`: readsSharedState) or not.
+  const plays = (f: FakeFleet, shared: boolean): Play[] => [
     play(
       (h) =>
         h.name === 'h1' ? [kv({ path: join(f.root, 'shared', 'flag'), value: 'on' })] : [kv({ path: at(f, 'h2', 'own'), value: 'x' })],
       'first',
     ),
-    play(() => [kv({ path: join(f.root, 'shared', 'flag'), value: 'on', name: 'seen' })], 'second', 'h2'),
+    play(() => [kv({ path: join(f.root, 'shared', 'flag'), value: 'on', name: 'seen', shared })], 'second', 'h2'),
   ];
-
-  it('are used while nothing was applied anywhere: one exec per host for every play', async () => {
-    const f = new FakeFleet(['h1', 'h2']);
-    mkdirSync(join(f.root, 'shared'), { recursive: true });
-    writeFileSync(join(f.root, 'shared', 'flag'), 'on');
-    mkdirSync(f.dir('h2'), { recursive: true });
-    writeFileSync(at(f, 'h2', 'own'), 'x');
-    const r = await run(f, plays(f));
-    expect(r.result('h2', 'kv:seen', 'second').status).toBe('ok');
-    expect(r.execs('h2')).toBe(1);
-  });
-
-  it('are dropped once an earlier play changed any host: the later play probes again', async () => {
-    const f = new FakeFleet(['h1', 'h2']);
-    mkdirSync(f.dir('h2'), { recursive: true });
-    writeFileSync(at(f, 'h2', 'own'), 'x');
-    // h1 applies (writes the shared flag) only after h2's first exec prefetched the second play
+  /** Hold h1's apply until h2's first exec (which prefetches the second play) has returned. */
+  const h1AppliesAfterH2Prefetched = (f: FakeFleet) => {
     let h2Probed!: () => void;
     const probed = new Promise<void>((res) => (h2Probed = res));
     f.faults.set('h1', { before: async (n) => (n === 2 ? probed : undefined) });
@@ -215,11 +202,52 @@ describe('prefetched answers of later plays', () => {
       }
       return c;
     };
-    const r = await run(f, plays(f));
+  };
+
+  it('are used while nothing was applied anywhere: one exec per host for every play', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    mkdirSync(join(f.root, 'shared'), { recursive: true });
+    writeFileSync(join(f.root, 'shared', 'flag'), 'on');
+    mkdirSync(f.dir('h2'), { recursive: true });
+    writeFileSync(at(f, 'h2', 'own'), 'x');
+    const r = await run(f, plays(f, true));
+    expect(r.result('h2', 'kv:seen', 'second').status).toBe('ok');
+    expect(r.execs('h2')).toBe(1);
+  });
+
+  it('of shared state are dropped once an earlier play changed any host: the later play probes again', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    mkdirSync(f.dir('h2'), { recursive: true });
+    writeFileSync(at(f, 'h2', 'own'), 'x');
+    h1AppliesAfterH2Prefetched(f);
+    const r = await run(f, plays(f, true));
     expect(r.result('h1', 'kv:flag', 'first').status).toBe('changed');
     // h2's prefetched answer said "absent": trusting it would write the flag again
     expect(r.result('h2', 'kv:seen', 'second').status).toBe('ok');
     expect(r.execs('h2')).toBe(2);
+  });
+
+  it("of the host's own state outlive another host's apply: no second probe", async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    mkdirSync(f.dir('h2'), { recursive: true });
+    writeFileSync(at(f, 'h2', 'own'), 'x');
+    h1AppliesAfterH2Prefetched(f);
+    const r = await run(f, plays(f, false));
+    expect(r.result('h1', 'kv:flag', 'first').status).toBe('changed');
+    // (the test double's file is shared, so the answer it kept is the one from before h1 wrote:
+    // the proof that it was used, not read again)
+    expect(r.result('h2', 'kv:seen', 'second').status).toBe('changed');
+    expect(r.execs('h2')).toBe(2); // the first exec's probe, then the second play's apply
+  });
+
+  it("are dropped once the host's own earlier play applied: the later play probes again", async () => {
+    const f = new FakeFleet(['h1']);
+    const own = (name: string, value: string, p: string) => play(() => [kv({ path: at(f, 'h1', 'v'), value, name })], p);
+    // the first play writes v = 1; the second wants it 1 too, and was prefetched while it was absent
+    const r = await run(f, [own('first', '1', 'first'), own('second', '1', 'second')]);
+    expect(r.result('h1', 'kv:first', 'first').status).toBe('changed');
+    expect(r.result('h1', 'kv:second', 'second').status).toBe('ok');
+    expect(r.execs('h1')).toBe(3);
   });
 });
 

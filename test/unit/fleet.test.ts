@@ -120,15 +120,24 @@ describe('fleet agreement in a run', () => {
     expect(r.execs).toEqual({ h1: 1, h2: 1, h3: 1 });
   });
 
-  it('serial batches: the agreement is the play start’s; a later batch probes again after the first applied', async () => {
+  it("serial batches: the agreement is the play start's, and so are a later batch's answers of its own host", async () => {
     setValues({});
     const r = await run([agreeing], { serial: [1] });
     expect(status(r, 'work')).toEqual({ h1: 'changed', h2: 'changed', h3: 'changed' });
-    // h1: gathered + apply; h2, h3: gathered + their own probe (h1 applied since) + apply
-    expect(r.execs).toEqual({ h1: 2, h2: 3, h3: 3 });
+    // each: gathered + apply (h1's apply cannot change what h2 and h3 read of themselves)
+    expect(r.execs).toEqual({ h1: 2, h2: 2, h3: 2 });
     setValues({ h3: '2' });
     const refused = await run([agreeing], { serial: [1] });
     expect(status(refused, 'agree')).toEqual({ h1: 'failed', h2: 'failed', h3: 'failed' });
+  });
+
+  it('serial batches: a later batch probes shared state again after the first applied', async () => {
+    setValues({});
+    const sharedWork = (dir: string): Resource<boolean> => ({ ...work(dir), readsSharedState: true });
+    const r = await run([play((h) => [agreement(dirOf(h)), sharedWork(dirOf(h))])], { serial: [1] });
+    expect(status(r, 'work')).toEqual({ h1: 'changed', h2: 'changed', h3: 'changed' });
+    // h1: gathered + apply; h2, h3: gathered + their own probe (h1 applied since) + apply
+    expect(r.execs).toEqual({ h1: 2, h2: 3, h3: 3 });
   });
 });
 
