@@ -18,6 +18,7 @@ import { withPlayGroups } from './play-hosts.ts';
 import { withRetry } from '../connection/retry.ts';
 import { resolveBecome, type BecomeSetting } from '../connection/become.ts';
 import { newRunId } from './apply-lock.ts';
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { relative } from 'node:path';
 import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
@@ -234,6 +235,8 @@ export interface RunOutcome extends Recap {
 /** Run prepared plays: plays in order, hosts concurrently up to `forks`, in batches if asked. */
 export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: EventSink): Promise<RunOutcome> {
   const t0 = Date.now();
+  // Every host in flight listens for the interrupt (watch, below): --forks of them, not a leak.
+  if (o.signal) setMaxListeners(Math.max(getMaxListeners(o.signal), o.forks + 10), o.signal);
   const recaps = new Map<string, HostRecap>();
   const conns = new Map<string, Promise<Connection>>();
   const results: ResourceResult[] = [];

@@ -251,6 +251,28 @@ describe('prefetched answers of later plays', () => {
   });
 });
 
+describe('an interruptible run of many hosts', () => {
+  it('listens for the interrupt once per host in flight without a listener-leak warning', async () => {
+    const names = Array.from({ length: 25 }, (_, i) => `h${i + 1}`);
+    const f = new FakeFleet(names);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const r = await run(f, [play((h) => [kv({ path: at(f, h.name, 'a'), value: '1' })])], {
+        forks: 25,
+        signal: new AbortController().signal,
+      });
+      expect(r.outcome.exitCode).toBe(0);
+      // (process warnings are emitted on the next tick)
+      await new Promise((res) => setImmediate(res));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+});
+
 describe('a lost connection', () => {
   it('mid-wave: that host is unreachable, its unfinished resources failed; the others converge; recap written', async () => {
     const f = new FakeFleet(['h1', 'h2']);
