@@ -131,10 +131,34 @@ const MAJMIN_FN = `rs_majmin() {
 export const PARTITION_OFFSETS = [17408, 24576, 32256, 32768, 65536, 1048576, 2097152, 4194304, 8388608, 16777216];
 
 /**
+ * Shell that writes the bytes of file $1 at each OFFSET LENGTH pair of the arguments after it,
+ * one region after the other (fewer at the end of the file or at a read error, as dd).
+ *
+ * Why two readers: a process costs about as much as reading a region, and the blank-disk sample
+ * reads 21 regions per disk in the probe, in the storage play's probe and again in the guard
+ * before mkfs; one perl (present on every Debian and Ubuntu host: perl-base is Essential) reads
+ * them all, where dd takes one process per region (bench/README "Where the first run goes").
+ * Both write the same bytes, which the same od | awk reads (test/unit/disk-sample.test.ts).
+ */
+const REGIONS_FN = `rs_regions() {
+  rs_rf=$1; shift
+  if command -v perl >/dev/null 2>&1; then
+    perl -e 'open(my $f, "<:raw", shift) or exit 1;
+while (@ARGV > 1) {
+  my ($o, $l) = splice(@ARGV, 0, 2);
+  sysseek($f, $o, 0) or next;
+  while ($l > 0) { my $n = sysread($f, my $b, $l < 65536 ? $l : 65536); last unless $n; print $b; $l -= $n }
+}' "$rs_rf" "$@" 2>/dev/null
+  else
+    while [ $# -gt 1 ]; do dd if="$rs_rf" bs=65536 iflag=skip_bytes,count_bytes skip="$1" count="$2" 2>/dev/null; shift 2; done
+  fi
+}`;
+
+/**
  * Shell that samples the data of device $1 (size $2 bytes): the first 1 MiB + 128 KiB, 128 KiB
  * at each partition alignment from 2 MiB to 16 MiB, 80 KiB around each sixteenth (where XFS puts
- * its secondary superblocks), the last 1 MiB; a device up to 32 MiB is read whole. One dd per
- * region into one od and one awk. Sets $rs_s to what is not zero: `data=OFFSET HEX` (each
+ * its secondary superblocks), the last 1 MiB; a device up to 32 MiB is read whole. One reader for
+ * all regions (rs_regions) into one od and one awk. Sets $rs_s to what is not zero: `data=OFFSET HEX` (each
  * region's first non-zero byte), `xfsb=OFFSET` (an XFS superblock magic at a 4 KiB boundary),
  * `tar=257` (a ustar header), `sample=READ WANT`, and with `psig.OFFSET.KEY=VALUE` what blkid
  * finds at the partition offsets inside regions that are not zero.
@@ -148,7 +172,7 @@ const SAMPLE_FN = `rs_sample() {
     set -- "$@" $((rs_sz - 1048576)) 1048576
   fi
   rs_segs=$*
-  rs_s=$({ while [ $# -gt 1 ]; do dd if="$rs_sd" bs=65536 iflag=skip_bytes,count_bytes skip="$1" count="$2" 2>/dev/null; shift 2; done; } |
+  rs_s=$(rs_regions "$rs_sd" "$@" |
     od -A d -t x1 -w512 | awk -v segs="$rs_segs" -v probes=${shq(PARTITION_OFFSETS.join(' '))} '
 function segof(p) { while (seg < ns && p >= ss[seg] + sl[seg]) seg++; return seg }
 function hit(p, c,   s, b, h) {
@@ -428,6 +452,7 @@ const DISK_HELPERS = [
   IDS_FN,
   SERIAL_FN,
   IDDISKS_FN,
+  REGIONS_FN,
   SAMPLE_FN,
   FP_FN,
   BLOCK_MOUNTS_FN,
@@ -501,7 +526,7 @@ export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[
 }
 
 /** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
-const GUARD_HELPERS = [READ_FN, MAJMIN_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
+const GUARD_HELPERS = [READ_FN, MAJMIN_FN, REGIONS_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
 
 /**
  * Shell that exits 3 unless /dev/KNAME is still the probed disk (maj:min) and nothing uses it:
