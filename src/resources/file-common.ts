@@ -226,7 +226,7 @@ export interface WriteSpec {
   group?: string | number;
   /** Compare-and-swap: refuse to replace the file when it no longer has this hash ('absent' = must not exist). */
   expectSha256?: string | 'absent';
-  /** Keep a timestamped copy of the old file beside it (`PATH.racksmith-YYYYmmddTHHMMSS.bak`). */
+  /** Keep a timestamped copy of the old file beside it (`PATH.racksmith-YYYYmmddTHHMMSS.bak`, `….N.bak` for a second one that second). */
   backup?: boolean;
   /** Shell run with the new content in "$t" before it replaces the file; non-zero aborts. */
   check?: string;
@@ -250,7 +250,7 @@ export function tempPrefix(path: string): string {
 export function atomicWriteScript(w: WriteSpec): string {
   const p = shq(w.path);
   const dir = shq(posix.dirname(w.path));
-  const lines = [`p=${p}`, `mkdir -p -- ${dir}`];
+  const lines = [`p=${p}`, `[ -d ${dir} ] || mkdir -p -- ${dir}`];
   if (w.expectSha256 === 'absent') {
     lines.push(`if [ -e "$p" ] || [ -L "$p" ]; then echo "$p appeared since it was probed; not overwriting" >&2; exit 3; fi`);
   } else if (w.expectSha256) {
@@ -267,13 +267,18 @@ export function atomicWriteScript(w: WriteSpec): string {
     `trap 'rm -f "$t"' EXIT`,
     `${shBytes(w.content)} > "$t"`,
   );
-  // A new file keeps the mode/owner of the one it replaces unless told otherwise.
-  lines.push(`if [ -e "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t"; chown "$(stat -c %u:%g -- "$p")" "$t"; else chmod 644 "$t"; fi`);
-  if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);
+  // A new file keeps the mode/owner of the one it replaces unless told otherwise; the mode is set
+  // last (a chown clears setuid and setgid bits).
+  lines.push(`rs_mode=644; if [ -e "$p" ]; then rs_st=$(stat -c '%a %u:%g' -- "$p"); rs_mode=\${rs_st%% *}; chown "\${rs_st#* }" "$t"; fi`);
   if (w.owner !== undefined || w.group !== undefined)
     lines.push(`chown ${shq(`${w.owner ?? ''}${w.group !== undefined ? ':' + w.group : ''}`)} "$t"`);
+  lines.push(`chmod ${w.mode ? shq(w.mode) : '"$rs_mode"'} "$t"`);
   if (w.check) lines.push(w.check);
-  if (w.backup) lines.push(`if [ -f "$p" ]; then cp -p -- "$p" "$p.racksmith-$(date +%Y%m%dT%H%M%S).bak"; fi`);
+  // (a name of its own: a second write of the file within the same second must not overwrite the first copy)
+  if (w.backup)
+    lines.push(
+      `if [ -f "$p" ]; then b="$p.racksmith-$(date +%Y%m%dT%H%M%S)"; c="$b.bak"; k=0; while [ -e "$c" ] || [ -L "$c" ]; do k=$((k + 1)); c="$b.$k.bak"; done; cp -p -- "$p" "$c"; fi`,
+    );
   lines.push(`sync -- "$t" 2>/dev/null || sync`, `mv -f -- "$t" "$p"`, `trap - EXIT`);
   return lines.join('\n');
 }

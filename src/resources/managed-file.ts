@@ -30,7 +30,7 @@ export interface ManagedFileOptions<F> {
   mode?: string;
   owner?: string | number;
   group?: string | number;
-  /** Keep a timestamped copy of the file it replaces (`PATH.racksmith-YYYYmmddTHHMMSS.bak`). */
+  /** Keep a timestamped copy of the file it replaces (`PATH.racksmith-YYYYmmddTHHMMSS.bak`; `….N.bak` for another that second). */
   backup?: boolean;
   /** Shell run with the new content in "$t" before it replaces the file; non-zero aborts. */
   check?: string;

@@ -114,6 +114,14 @@ const hexMajMin = (hex: string) =>
   );
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
+/**
+ * Shell run on the new fstab in "$t" before it replaces /etc/fstab: a line libmount cannot parse
+ * fails the write (exit 4, findmnt's message on stderr). Only syntax: sources that are not
+ * reachable yet are fine, so no --verify (which also resolves every UUID= source on the host).
+ */
+export const FSTAB_SYNTAX_CHECK = `rs_v=$(findmnt --tab-file "$t" -n -o TARGET 2>&1 >/dev/null) || :
+case $rs_v in *'parse error'*) printf '%s\\n' "$rs_v" >&2; exit 4 ;; esac`;
+
 export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWrite> {
   const path = checkAbsolutePath(o.path, 'mount path');
   if (!o.fstype || /\s/.test(o.fstype)) throw new InputError(`mount ${path}: fstype is required and has no spaces`);
@@ -193,8 +201,7 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
     set: (f, file) => ({ ...f, fstab: file }),
     backup: true,
     stepName: `fstab entry for ${path}`,
-    // Only syntax is fatal: findmnt also flags sources that are not reachable yet.
-    check: `findmnt --verify --tab-file "$t" >"$t.verify" 2>&1 || true; if grep -Eq '(^|[^0-9])[1-9][0-9]* parse error' "$t.verify"; then cat "$t.verify" >&2; rm -f "$t.verify"; exit 4; fi; rm -f "$t.verify"`,
+    check: FSTAB_SYNTAX_CHECK,
   });
 
   return {

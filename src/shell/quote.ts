@@ -24,9 +24,15 @@ export function shJoin(words: ReadonlyArray<string | number>): string {
   return words.map(shq).join(' ');
 }
 
-/** A shell snippet that writes `content` (any bytes) to stdout, using only base64 characters in the script. */
+/**
+ * A shell snippet that writes `content` (any bytes) to stdout: text as one quoted printf (a
+ * builtin: no process), anything else (NUL bytes, bytes that are not UTF-8, a secret's mask)
+ * through base64, whose characters are all the script then holds of it.
+ */
 export function shBytes(content: string | Buffer): string {
-  const b64 = Buffer.from(content).toString('base64');
-  if (b64 === '') return ':';
-  return `printf '%s' ${shq(b64)} | base64 -d`;
+  const bytes = Buffer.from(content);
+  if (bytes.length === 0) return ':';
+  const text = bytes.toString('utf8');
+  if (!bytes.includes(0) && !MASK_PATTERN.test(text) && Buffer.from(text).equals(bytes)) return `printf '%s' ${shq(text)}`;
+  return `printf '%s' ${shq(bytes.toString('base64'))} | base64 -d`;
 }

@@ -146,9 +146,10 @@ describe('shBytes', () => {
     expect(existsSync(CANARY)).toBe(false);
   });
 
-  it('the snippet holds only base64 characters besides its fixed text', () => {
-    const snippet = shBytes("$(x) `y` 'z'\n\0");
-    expect(snippet).toMatch(/^printf '%s' '?[A-Za-z0-9+/=]+'? \| base64 -d$/);
+  it('text is one quoted printf (no process); anything with a NUL byte holds only base64 characters', () => {
+    expect(shBytes("$(x) `y` 'z'\n")).toBe(`printf '%s' '$(x) \`y\` '\\''z'\\''\n'`);
+    expect(shBytes("$(x) `y` 'z'\n\0")).toMatch(/^printf '%s' '?[A-Za-z0-9+/=]+'? \| base64 -d$/);
+    expect(shBytes(Buffer.from([0xff, 0xfe, 0x41]))).toMatch(/\| base64 -d$/); // not UTF-8
   });
 
   it('an empty content is a no-op command', () => {
