@@ -255,7 +255,7 @@ export function atomicWriteScript(w: WriteSpec): string {
     lines.push(`if [ -e "$p" ] || [ -L "$p" ]; then echo "$p appeared since it was probed; not overwriting" >&2; exit 3; fi`);
   } else if (w.expectSha256) {
     lines.push(
-      `[ "$(sha256sum < "$p" | cut -c1-64)" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`,
+      `rs_h=$(sha256sum < "$p"); [ "\${rs_h%% *}" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`,
     );
   }
   // The temp file is named after its file, so a run that writes the file removes what an
@@ -265,14 +265,17 @@ export function atomicWriteScript(w: WriteSpec): string {
     `for s in ${shq(tmp)}??????; do [ -f "$s" ] && [ ! -L "$s" ] && rm -f -- "$s"; done`,
     `t=$(mktemp ${shq(tmp + 'XXXXXX')})`,
     `trap 'rm -f "$t"' EXIT`,
+    // A new file keeps the mode and owner of the one it replaces (cp -p, whose content the next
+    // line replaces), unless told otherwise; a new one gets 644.
+    `if [ -f "$p" ]; then cp -p -- "$p" "$t"; ${w.mode ? '' : 'else chmod 644 "$t"; '}fi`,
     `${shBytes(w.content)} > "$t"`,
   );
-  // A new file keeps the mode/owner of the one it replaces unless told otherwise; the mode is set
-  // last (a chown clears setuid and setgid bits).
-  lines.push(`rs_mode=644; if [ -e "$p" ]; then rs_st=$(stat -c '%a %u:%g' -- "$p"); rs_mode=\${rs_st%% *}; chown "\${rs_st#* }" "$t"; fi`);
-  if (w.owner !== undefined || w.group !== undefined)
+  if (w.owner !== undefined || w.group !== undefined) {
     lines.push(`chown ${shq(`${w.owner ?? ''}${w.group !== undefined ? ':' + w.group : ''}`)} "$t"`);
-  lines.push(`chmod ${w.mode ? shq(w.mode) : '"$rs_mode"'} "$t"`);
+    // (a chown clears setuid and setgid: the mode is set again after it)
+    if (!w.mode) lines.push(`if [ -f "$p" ]; then chmod --reference="$p" "$t"; fi`);
+  }
+  if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);
   if (w.check) lines.push(w.check);
   // (a name of its own: a second write of the file within the same second must not overwrite the first copy)
   if (w.backup)

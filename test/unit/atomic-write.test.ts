@@ -54,6 +54,16 @@ describe('atomicWriteScript', () => {
     expect(readFileSync(path, 'utf8')).toBe('new');
   });
 
+  it.runIf(root)('a given owner: set, and the old mode with its setuid bit kept', () => {
+    const path = join(dir, 'tool');
+    writeFileSync(path, 'old');
+    chmodSync(path, 0o4750);
+    const r = write({ path, content: Buffer.from('new'), owner: 1234, group: 2345 });
+    expect(r.status, r.stderr).toBe(0);
+    const st = statSync(path);
+    expect([st.uid, st.gid, (st.mode & 0o7777).toString(8)]).toEqual([1234, 2345, '4750']);
+  });
+
   it('backups: every write keeps its own copy, even two in the same second; the first holds the original', () => {
     const path = join(dir, 'fstab');
     writeFileSync(path, 'original\n');
