@@ -68,11 +68,27 @@ const parts = new Map<string, string>();
  * (complement_jail.sh): libraries flattened into the jail's multiarch directory, binaries into
  * /usr/bin, anything else (firmware) at its own path. Read-only: nothing is created here.
  */
+/**
+ * A test every one of `patterns` implies, for find to try before them: the patterns' literal
+ * beginnings, at most 5 characters each (most of a library directory fails it at once; find would
+ * otherwise try every pattern on every file). None when a pattern begins with a wildcard.
+ */
+export function namePrefilter(patterns: readonly string[]): string | undefined {
+  const prefixes = new Set<string>();
+  for (const p of patterns) {
+    const literal = /^[^*?[\\]*/.exec(p)![0].slice(0, 5);
+    if (literal === '') return undefined;
+    prefixes.add(literal);
+  }
+  return [...prefixes].map((x) => `-name ${shq(`${x}*`)}`).join(' -o ');
+}
+
 export function gpuProbePart(s: GpuProbeSettings): string {
   const key = JSON.stringify(s);
   const known = parts.get(key);
   if (known !== undefined) return known;
   const names = s.patterns.map((p) => `-name ${shq(p)}`).join(' -o ');
+  const first = namePrefilter(s.patterns);
   // The host's own multiarch directory first (its answer to uname -m), unless configured.
   const dirs = s.searchDirs ? s.searchDirs.map(shq) : ['"/usr/lib/$a-linux-gnu"', ...OTHER_GPU_DIRS.map(shq)];
   const part = `J=${shq(s.jail)}; tab='\t'; rs_f=; rs_seen=; rs_lib=
@@ -93,7 +109,7 @@ RS_GPU_EOF
 else
   echo gpu-source=globs
   for d in ${dirs.join(' ')}; do [ -d "$d" ] && set -- "$@" "$d"; done
-  [ $# -gt 0 ] && rs_f=$(find "$@" -maxdepth 2 -type f \\( ${names} \\) -printf 'f\\t%p\\t%D:%i\\t%m\\n' 2>/dev/null)
+  [ $# -gt 0 ] && rs_f=$(find "$@" -maxdepth 2 -type f ${first ? `\\( ${first} \\) ` : ''}\\( ${names} \\) -printf 'f\\t%p\\t%D:%i\\t%m\\n' 2>/dev/null)
 fi
 while IFS="$tab" read -r k f id m; do
   [ -n "$k" ] || continue

@@ -115,6 +115,16 @@ const hexMajMin = (hex: string) =>
 
 /** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
 /**
+ * Shell that prints `real=` and the physical path of "$t" (a normalised absolute path), as
+ * `realpath -m` would, mostly without it: cd -P resolves the deepest directory that exists, and
+ * the components after it (not there, so no symlinks) follow as they are. realpath only when
+ * that walk meets a symlink that is not a directory. Ends in / (as inline parts must).
+ */
+export const PHYSICAL_PATH = `q=$t; r=; while [ ! -d "$q" ] && [ ! -L "$q" ]; do r=/\${q##*/}$r; q=\${q%/*}; [ -n "$q" ] || q=/; done
+if [ -d "$q" ] && cd -P -- "$q" 2>/dev/null; then echo "real=\${PWD%/}$r"; else echo "real=$(realpath -m -- "$t")"; fi
+cd /`;
+
+/**
  * Shell run on the new fstab in "$t" before it replaces /etc/fstab: a line libmount cannot parse
  * fails the write (exit 4, findmnt's message on stderr). Only syntax: sources that are not
  * reachable yet are fine, so no --verify (which also resolves every UUID= source on the host).
@@ -227,11 +237,7 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
 else echo source=absent; fi`);
       }
       if (within) {
-        // The physical path without realpath: cd -P resolves it (and back to /, as inline parts must).
-        lines.push(`if [ -d "$t" ] && cd -P -- "$t" 2>/dev/null; then echo "real=$PWD"
-elif [ ! -L "$t" ] && cd -P -- "\${t%/*}/" 2>/dev/null; then echo "real=\${PWD%/}/\${t##*/}"
-else echo "real=$(realpath -m -- "$t")"; fi
-cd /`);
+        lines.push(PHYSICAL_PATH);
       }
       if (mk !== undefined) {
         // Seen through the mountpoint once mounted, or on a local bind source before that: parse picks.

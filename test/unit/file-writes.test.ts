@@ -1,13 +1,28 @@
 // atomicWriteScript (resources/file-common.ts), the one way racksmith replaces a file, run by the
-// real /bin/sh and coreutils in a temp directory; and the fstab syntax check its mount writes run.
+// real /bin/sh and coreutils in a temp directory; and two snippets of the mount family: the fstab
+// syntax check its writes run, and its probe's physical path of a target.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { atomicWriteScript, type WriteSpec } from '../../src/resources/file-common.ts';
-import { FSTAB_SYNTAX_CHECK } from '../../src/resources/mount.ts';
+import { FSTAB_SYNTAX_CHECK, PHYSICAL_PATH } from '../../src/resources/mount.ts';
+import { shq } from '../../src/shell/quote.ts';
 
 let dir: string;
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'rs-write-'))));
@@ -117,5 +132,33 @@ describe('the fstab syntax check', () => {
 
   it('findmnt is there to check', () => {
     expect(execFileSync('sh', ['-c', 'command -v findmnt'], { encoding: 'utf8' }).trim()).not.toBe('');
+  });
+});
+
+describe("a mount target's physical path (PHYSICAL_PATH), as realpath -m gives it", () => {
+  it.each<[string, string]>([
+    ['a directory', 'd'],
+    ['a file in a directory', 'd/file'],
+    ['missing, its parent there', 'd/new'],
+    ['missing, two levels down', 'd/new/deeper'],
+    ['through a symlink to a directory', 'dirlink/new/deeper'],
+    ['a symlink to a file', 'filelink'],
+    ['a dangling symlink', 'dangling/x'],
+    ['missing from the top', 'nothere/at/all'],
+  ])('%s', (_, rel) => {
+    mkdirSync(join(dir, 'd'), { recursive: true });
+    writeFileSync(join(dir, 'd', 'file'), '');
+    symlinkSync(join(dir, 'd'), join(dir, 'dirlink'));
+    symlinkSync(join(dir, 'd', 'file'), join(dir, 'filelink'));
+    symlinkSync(join(dir, 'gone'), join(dir, 'dangling'));
+    const t = join(realpathSync(dir), rel);
+    const got = execFileSync('/bin/sh', ['-c', `t=${shq(t)}\n${PHYSICAL_PATH}`], { encoding: 'utf8' });
+    const want = execFileSync('realpath', ['-m', '--', t], { encoding: 'utf8' });
+    expect(got).toBe(`real=${want}`);
+  });
+
+  it('a path under / that is not there at all', () => {
+    const got = execFileSync('/bin/sh', ['-c', `t=/rs-not-there/x\n${PHYSICAL_PATH}`], { encoding: 'utf8' });
+    expect(got).toBe('real=/rs-not-there/x\n');
   });
 });
