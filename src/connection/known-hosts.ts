@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
 import { hostCertificateProblem, signatureVerifies, type HostCertificate } from './host-certificate.ts';
@@ -127,6 +127,9 @@ const DEFAULT_ALGORITHMS = [
   'ssh-rsa',
 ];
 
+/** Each known_hosts file's lines as last parsed, with the file's identity, size and mtime then. */
+const PARSED = new Map<string, { version: string; lines: readonly KnownHostsLine[] }>();
+
 /** Known-hosts checking as OpenSSH does it with StrictHostKeyChecking=yes (or accept-new). */
 export class KnownHosts {
   constructor(readonly file: string) {}
@@ -134,9 +137,19 @@ export class KnownHosts {
   /** The lines that name this host (what `ssh-keygen -F` finds). */
   linesFor(host: string, port: number): KnownHostsLine[] {
     const name = knownHostsName(host, port);
-    if (!existsSync(this.file)) return [];
-    const text = readInputFile(this.file, 'known_hosts file', INPUT_LIMITS.sshConfig).toString('utf8');
-    return parseKnownHosts(text).filter((l) => hostMatches(l.patterns, name));
+    return this.lines().filter((l) => hostMatches(l.patterns, name));
+  }
+
+  /** The file's lines: read and parsed again only when it changed (every connection of a run asks). */
+  private lines(): readonly KnownHostsLine[] {
+    const st = statSync(this.file, { throwIfNoEntry: false });
+    if (!st) return [];
+    const version = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+    const known = PARSED.get(this.file);
+    if (known?.version === version) return known.lines;
+    const lines = parseKnownHosts(readInputFile(this.file, 'known_hosts file', INPUT_LIMITS.sshConfig).toString('utf8'));
+    PARSED.set(this.file, { version, lines });
+    return lines;
   }
 
   /**

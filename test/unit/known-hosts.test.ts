@@ -3,7 +3,7 @@
 // markers); then the verdicts and the host key algorithm order decided from those lines.
 import { execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -151,6 +151,31 @@ describe('verdicts', () => {
 // Host certificates made by ssh-keygen itself; the verdicts are those of ssh(1)'s check_host_key
 // (certificate first, then the plain key), which test/e2e/known-hosts.test.ts checks against the
 // real client on a bed host.
+describe('a known_hosts file read by many connections', () => {
+  it('is read again once it changed: a key replaced in place (same size) or a line appended', () => {
+    const f = join(dir, 'kh-changing');
+    const H = '10.82.0.21';
+    writeFileSync(f, `${H} ${A.line}\n`);
+    const kh = new KnownHosts(f);
+    expect(kh.verify(H, 22, A.blob).status).toBe('match');
+    // the same length, another key: only the mtime tells (set apart, as a second edit would be)
+    writeFileSync(f, `${H} ${B.line}\n`);
+    utimesSync(f, new Date(), new Date(Date.now() + 5000));
+    expect(new KnownHosts(f).verify(H, 22, A.blob).status).toBe('changed');
+    expect(new KnownHosts(f).verify(H, 22, B.blob).status).toBe('match');
+    appendFileSync(f, `@revoked * ${B.line}\n`);
+    expect(kh.verify(H, 22, B.blob).status).toBe('revoked');
+  });
+
+  it('a file that went away names no host', () => {
+    const f = join(dir, 'kh-going');
+    writeFileSync(f, `10.82.0.22 ${A.line}\n`);
+    expect(new KnownHosts(f).verify('10.82.0.22', 22, A.blob).status).toBe('match');
+    rmSync(f);
+    expect(new KnownHosts(f).verify('10.82.0.22', 22, A.blob).status).toBe('unknown');
+  });
+});
+
 describe('verdicts with a host certificate', () => {
   const H = '10.82.0.30';
   const kh = (lines: string[]) => {
