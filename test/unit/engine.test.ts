@@ -215,12 +215,17 @@ describe('prefetched answers of later plays', () => {
     expect(r.execs('h2')).toBe(1);
   });
 
-  it('of shared state are dropped once an earlier play changed any host: the later play probes again', async () => {
+  /** h2 converged in the first play, h1 writes the flag after h2 prefetched the second play. */
+  const runWhileH1Applies = (shared: boolean) => {
     const f = new FakeFleet(['h1', 'h2']);
     mkdirSync(f.dir('h2'), { recursive: true });
     writeFileSync(at(f, 'h2', 'own'), 'x');
     h1AppliesAfterH2Prefetched(f);
-    const r = await run(f, plays(f, true));
+    return run(f, plays(f, shared));
+  };
+
+  it('of shared state are dropped once an earlier play changed any host: the later play probes again', async () => {
+    const r = await runWhileH1Applies(true);
     expect(r.result('h1', 'kv:flag', 'first').status).toBe('changed');
     // h2's prefetched answer said "absent": trusting it would write the flag again
     expect(r.result('h2', 'kv:seen', 'second').status).toBe('ok');
@@ -228,11 +233,7 @@ describe('prefetched answers of later plays', () => {
   });
 
   it("of the host's own state outlive another host's apply: no second probe", async () => {
-    const f = new FakeFleet(['h1', 'h2']);
-    mkdirSync(f.dir('h2'), { recursive: true });
-    writeFileSync(at(f, 'h2', 'own'), 'x');
-    h1AppliesAfterH2Prefetched(f);
-    const r = await run(f, plays(f, false));
+    const r = await runWhileH1Applies(false);
     expect(r.result('h1', 'kv:flag', 'first').status).toBe('changed');
     // (the test double's file is shared, so the answer it kept is the one from before h1 wrote:
     // the proof that it was used, not read again)
