@@ -23,16 +23,23 @@ export class BecomeError extends Error {
   }
 }
 
-/** A become failure among an exec's results: the wrapper's own exit status and message. */
-export function becomeFailure(b: Become, code: number | null, stderr: string): BecomeError | undefined {
-  if (code !== BECOME_FAILED) return undefined;
-  const at = stderr.indexOf(BECOME_MARK);
-  if (at < 0) return undefined;
-  const why = stderr
-    .slice(at + BECOME_MARK.length)
-    .trim()
-    .replace(/\s*\n\s*/g, '; ');
-  return new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || 'no message'}`);
+/** The line the escalated shell writes to stderr before anything else: escalation worked. */
+const startedLine = (nonce: string) => `${nonce}-started\n`;
+
+/**
+ * An exec's result under become: a BecomeError when escalation failed (the escalated shell never
+ * started: no started line), else its stderr without what came before the started line (sudo's
+ * own warnings) and the line itself, as the script wrote it without become.
+ */
+export function becomeOutcome(b: Become, nonce: string, code: number | null, stderr: string): { failure?: BecomeError; stderr: string } {
+  const line = startedLine(nonce);
+  const at = stderr.indexOf(line);
+  if (at >= 0) return { stderr: stderr.slice(at + line.length) };
+  // no exit status: killed (abort) before the shell started; not a refusal
+  if (code === null || code === 0) return { stderr };
+  const mark = stderr.indexOf(BECOME_MARK);
+  const why = (mark >= 0 && code === BECOME_FAILED ? stderr.slice(mark + BECOME_MARK.length) : stderr).trim().replace(/\s*\n\s*/g, '; ');
+  return { failure: new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || `exit ${code}, no message`}`), stderr };
 }
 
 /** A line that cannot be a password racksmith sends: marks where the script starts on stdin. */
@@ -45,6 +52,9 @@ export function newNonce(): string {
  * gets the session's process (the login shell's parent, sshd's for this connection) as
  * RS_SESSION_PID: the apply lock's holder lives as long as the session, not as long as sudo.
  *
+ * The escalated shell first writes the started line on stderr: without it, a failed exec is a
+ * failed escalation (sudo's own message, e.g. a password is required), with no separate `sudo
+ * true` to ask first (a second sudo per exec, a third of a converged host's exec under become).
  * With a password, sudo is first asked to validate it alone (`sudo -S -v` reading one line: a
  * wrong one fails once, and sudo never reads the script as more tries); the real sudo then
  * either reads the password line again or finds the credential cached, so the target shell
@@ -60,7 +70,7 @@ export function becomeCommand(b: Become, nonce: string, inline?: string, tag?: s
     throw new BecomeError('the become password holds a line break or NUL: it cannot be fed on stdin');
   const skip = pw !== undefined ? `IFS= read -r l; [ "$l" = ${nonce} ] || IFS= read -r l; ` : '';
   // after the shift "$@" is [SCRIPT] [TAG]: `sh -c SCRIPT TAG` or `sh -s TAG`, as without become
-  const target = `${skip}RS_SESSION_PID=$1; export RS_SESSION_PID; shift; exec /bin/sh ${inline !== undefined ? '-c' : '-s'} "$@"`;
+  const target = `${skip}printf '%s\\n' ${shq(`${nonce}-started`)} >&2; RS_SESSION_PID=$1; export RS_SESSION_PID; shift; exec /bin/sh ${inline !== undefined ? '-c' : '-s'} "$@"`;
   const args = ['sh', '"$PPID"', ...(inline !== undefined ? [shq(inline)] : []), ...(tag !== undefined ? [shq(tag)] : [])].join(' ');
   const fail = `{ printf '${BECOME_MARK} %s\\n' "$rs_e" >&2; exit ${BECOME_FAILED}; }`;
   const user = shq(b.user);
@@ -70,8 +80,7 @@ export function becomeCommand(b: Become, nonce: string, inline?: string, tag?: s
     command = `if [ "$(id -u)" != 0 ]; then rs_e='su asks for its password on a terminal, and racksmith runs without one: use --become-method sudo (or log in as root)'; ${fail}; fi
 exec su -s /bin/sh -c ${shq(target)} ${user} ${args}`;
   } else if (pw === undefined) {
-    command = `rs_e=$(sudo -n -u ${user} -- true 2>&1 </dev/null) || ${fail}
-exec sudo -n -H -u ${user} -- /bin/sh -c ${shq(target)} ${args}`;
+    command = `exec sudo -n -H -u ${user} -- /bin/sh -c ${shq(target)} ${args}`;
   } else {
     command = `IFS= read -r rs_pw || { rs_e='no password on stdin'; ${fail}; }
 rs_e=$(printf '%s\\n' "$rs_pw" | sudo -S -p '' -v 2>&1) || ${fail}

@@ -201,12 +201,14 @@ describe('test bed: down', () => {
       await tb.down({ quiet: true });
       expect(sh('ip', ['netns', 'list'])).not.toMatch(/^rs-tb\d+/m);
       expect(sh('ip', ['-o', 'link', 'show'])).not.toMatch(/\brsbr0\b|\brstbv\d+/);
+      // ours only: another bed's state directory may share this one's name as a prefix (.testbed-bench)
+      const ours = `${tb.stateDir}/`;
       const loops = sh('losetup', ['-l', '-n', '-O', 'NAME,BACK-FILE']);
-      expect(loops.split('\n').filter((l) => l.includes(tb.stateDir))).toEqual([]);
+      expect(loops.split('\n').filter((l) => l.includes(ours))).toEqual([]);
       const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
         .split('\n')
         .map((l) => l.split(' ')[4] ?? '');
-      expect(mounts.filter((m) => m.startsWith(tb.stateDir))).toEqual([]);
+      expect(mounts.filter((m) => m === tb.stateDir || m.startsWith(ours))).toEqual([]);
       const leftover = readdirSync('/proc')
         .filter((p) => /^\d+$/.test(p))
         .filter((p) => {

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { becomeCommand, becomeFailure, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
+import { becomeCommand, becomeOutcome, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
 import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
 import { killGroupsScript } from '../../src/connection/ssh.ts';
@@ -42,14 +42,22 @@ describe('resolveBecome: host variables > play keywords > command line', () => {
   });
 });
 
-/** A `sudo` on PATH that behaves as sudo -S does: reads one line as the password when -S, validates it. */
+/**
+ * A `sudo` on PATH that behaves as sudo -S does: reads one line as the password when -S, validates
+ * it. STANDIN_SUDO=refuse: with -n it fails as sudo does when a password is required;
+ * STANDIN_SUDO=warn: it warns on stderr (as of an unresolvable host name) and runs the command.
+ * Every call is counted in $STANDIN_SUDO_LOG when set.
+ */
 function standInSudo(): string {
   const bin = join(tmp, 'bin');
   spawnSync('mkdir', ['-p', bin]);
   writeFileSync(
     join(bin, 'sudo'),
     `#!/bin/sh
-s=; v=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n|-H) ;; -p|-u) shift;; --) shift; break;; *) break;; esac; shift; done
+[ -n "$STANDIN_SUDO_LOG" ] && echo sudo >> "$STANDIN_SUDO_LOG"
+s=; v=; n=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n) n=1;; -H) ;; -p|-u) shift;; --) shift; break;; *) break;; esac; shift; done
+[ -n "$n" ] && [ "$STANDIN_SUDO" = refuse ] && { echo 'sudo: a password is required' >&2; exit 1; }
+[ "$STANDIN_SUDO" = warn ] && echo 'sudo: unable to resolve host rack7: Name or service not known' >&2
 if [ -n "$s" ]; then IFS= read -r pw; [ "$pw" = right ] || { echo 'Sorry, try again.' >&2; echo 'sudo: 1 incorrect password attempt' >&2; exit 1; }; fi
 [ -n "$v" ] && exit 0
 exec "$@"
@@ -67,11 +75,62 @@ describe('the become wrapper', () => {
     expect(stdinPrefix).toBe('s3cr3t pw\nrs-become-N\n');
     expect(command).toMatch(/sudo -S -p '' -v/);
   });
-  it('without a password: sudo -n (never prompts; a missing password is a clear failure)', () => {
+  it('without a password: one sudo -n per exec (never prompts)', () => {
     const { command, stdinPrefix } = becomeCommand({ method: 'sudo', user: 'app' }, 'N');
     expect(stdinPrefix).toBe('');
-    expect(command).toContain('sudo -n -u app -- true');
-    expect(command).toContain('exec sudo -n -H -u app');
+    expect(command).toMatch(/^exec sudo -n -H -u app -- /);
+    expect(command.match(/\bsudo\b/g)).toHaveLength(1);
+  });
+  describe('without a password, through a stand-in sudo: what failed, escalation or the script', () => {
+    const b: Become = { method: 'sudo', user: 'root' };
+    const run = (script: string, stdin: string | undefined, mode: string) => {
+      const bin = standInSudo();
+      const log = join(tmp, `sudo-calls-${n++}`);
+      const p = execPlan(b, 'rs-become-X', script, stdin, (s) => s);
+      const r = spawnSync('/bin/sh', p.args, {
+        input: p.stdin,
+        encoding: 'utf8',
+        env: { PATH: `${bin}:/usr/bin:/bin`, STANDIN_SUDO: mode, STANDIN_SUDO_LOG: log },
+      });
+      const calls = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0;
+      return { ...r, calls, ...becomeOutcome(b, 'rs-become-X', r.status, r.stderr) };
+    };
+    it.each([
+      ['script on stdin', undefined],
+      ["caller's stdin", 'in\n'],
+    ])('%s', (_, stdin) => {
+      const script = `cat >/dev/null; echo out; echo 'the script failed' >&2; exit 3`;
+      const plain = spawnSync('/bin/sh', execPlan(undefined, 'N', script, stdin, (s) => s).args, {
+        input: stdin ?? scriptAsStdin(script),
+        encoding: 'utf8',
+      });
+      // sudo refuses: its message, as a become failure, never the script's
+      const refused = run(script, stdin, 'refuse');
+      expect(refused.failure?.message).toBe('become (sudo to root) failed: sudo: a password is required');
+      expect(refused.stdout).toBe('');
+      // the script fails: its own exit and stderr, exactly as without become (sudo's warning dropped)
+      for (const mode of ['', 'warn']) {
+        const ran = run(script, stdin, mode);
+        expect(ran.failure).toBeUndefined();
+        expect([ran.status, ran.stdout, ran.stderr]).toEqual([plain.status, plain.stdout, plain.stderr]);
+        expect([plain.status, plain.stderr]).toEqual([3, 'the script failed\n']);
+        expect(ran.calls).toBe(1);
+      }
+    });
+    it.each([
+      ['a script killed (no exit status) is not a refusal', null, '', undefined],
+      ['a zero exit without the started line is not a refusal', 0, 'x\n', undefined],
+      ['a failure without a message says so', 1, '', 'become (sudo to root) failed: exit 1, no message'],
+      [
+        "the wrapper's own refusal: its message",
+        125,
+        'racksmith-become: no password on stdin\n',
+        'become (sudo to root) failed: no password on stdin',
+      ],
+      ['after the started line nothing is a refusal', 125, 'rs-become-X-started\nracksmith-become: x\n', undefined],
+    ])('%s', (_, code, stderr, want) => {
+      expect(becomeOutcome(b, 'rs-become-X', code, stderr).failure?.message).toBe(want);
+    });
   });
   it('a password with a line break is refused (it could not be fed as one line)', () => {
     expect(() => becomeCommand({ method: 'sudo', user: 'root', password: new Secret('a\nb') }, 'N')).toThrow(/line break/);
@@ -82,7 +141,7 @@ describe('the become wrapper', () => {
       const b = { method: 'sudo' as const, user: 'root', password: new Secret(password) };
       const p = execPlan(b, 'rs-become-X', 'echo "ran: $RS_SESSION_PID"', undefined, (s) => s);
       const r = spawnSync('/bin/sh', p.args, { input: p.stdin, encoding: 'utf8', env: { PATH: `${bin}:/usr/bin:/bin` } });
-      return { ...r, failure: becomeFailure(b, r.status, r.stderr) };
+      return { ...r, failure: becomeOutcome(b, 'rs-become-X', r.status, r.stderr).failure };
     };
     const ok = run('right');
     expect(ok.status, ok.stderr).toBe(0);
@@ -117,7 +176,7 @@ describe('the become wrapper', () => {
     const p = execPlan(b, 'N', 'echo hi', undefined, (s) => s);
     const r = spawnSync('/bin/sh', p.args, { input: p.stdin, encoding: 'utf8' });
     if (process.getuid?.() === 0) expect(r.stdout).toBe('hi\n');
-    else expect(becomeFailure(b, r.status, r.stderr)?.message).toMatch(/su asks for its password on a terminal/);
+    else expect(becomeOutcome(b, 'N', r.status, r.stderr).failure?.message).toMatch(/su asks for its password on a terminal/);
   });
 });
 
