@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { shq } from '../shell/quote.ts';
 import type { Secret } from '../util/secret.ts';
 import { scriptAsStdin } from './transport.ts';
+import type { ExecResult } from './types.ts';
 
 /** Privilege escalation for a host's execs: the whole script runs in one escalated shell. */
 export interface Become {
@@ -23,8 +24,8 @@ export class BecomeError extends Error {
   }
 }
 
-/** The line the escalated shell writes to stderr before anything else: escalation worked. */
-const startedLine = (nonce: string) => `${nonce}-started\n`;
+/** What the escalated shell writes on stderr, as a line, before anything else: escalation worked. */
+const startedMark = (nonce: string) => `${nonce}-started`;
 
 /**
  * An exec's result under become: a BecomeError when escalation failed (the escalated shell never
@@ -32,14 +33,21 @@ const startedLine = (nonce: string) => `${nonce}-started\n`;
  * own warnings) and the line itself, as the script wrote it without become.
  */
 export function becomeOutcome(b: Become, nonce: string, code: number | null, stderr: string): { failure?: BecomeError; stderr: string } {
-  const line = startedLine(nonce);
+  const line = `${startedMark(nonce)}\n`;
   const at = stderr.indexOf(line);
   if (at >= 0) return { stderr: stderr.slice(at + line.length) };
-  // no exit status: killed (abort) before the shell started; not a refusal
+  // no exit status (killed by abort before the shell started) or success: not a refusal
   if (code === null || code === 0) return { stderr };
   const mark = stderr.indexOf(BECOME_MARK);
   const why = (mark >= 0 && code === BECOME_FAILED ? stderr.slice(mark + BECOME_MARK.length) : stderr).trim().replace(/\s*\n\s*/g, '; ');
   return { failure: new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || `exit ${code}, no message`}`), stderr };
+}
+
+/** A connection's exec result under become (becomeOutcome): the script's own, or the BecomeError thrown. */
+export function escalatedResult<R extends ExecResult>(b: Become, nonce: string, r: R): R {
+  const { failure, stderr } = becomeOutcome(b, nonce, r.code, r.stderr);
+  if (failure) throw failure;
+  return { ...r, stderr };
 }
 
 /** A line that cannot be a password racksmith sends: marks where the script starts on stdin. */
@@ -54,7 +62,8 @@ export function newNonce(): string {
  *
  * The escalated shell first writes the started line on stderr: without it, a failed exec is a
  * failed escalation (sudo's own message, e.g. a password is required), with no separate `sudo
- * true` to ask first (a second sudo per exec, a third of a converged host's exec under become).
+ * true` to ask first: that second sudo per exec made a converged run under become 1.25x its root
+ * run at 20 hosts (bench/README, 2026-12-03).
  * With a password, sudo is first asked to validate it alone (`sudo -S -v` reading one line: a
  * wrong one fails once, and sudo never reads the script as more tries); the real sudo then
  * either reads the password line again or finds the credential cached, so the target shell
@@ -70,7 +79,7 @@ export function becomeCommand(b: Become, nonce: string, inline?: string, tag?: s
     throw new BecomeError('the become password holds a line break or NUL: it cannot be fed on stdin');
   const skip = pw !== undefined ? `IFS= read -r l; [ "$l" = ${nonce} ] || IFS= read -r l; ` : '';
   // after the shift "$@" is [SCRIPT] [TAG]: `sh -c SCRIPT TAG` or `sh -s TAG`, as without become
-  const target = `${skip}printf '%s\\n' ${shq(`${nonce}-started`)} >&2; RS_SESSION_PID=$1; export RS_SESSION_PID; shift; exec /bin/sh ${inline !== undefined ? '-c' : '-s'} "$@"`;
+  const target = `${skip}printf '%s\\n' ${shq(startedMark(nonce))} >&2; RS_SESSION_PID=$1; export RS_SESSION_PID; shift; exec /bin/sh ${inline !== undefined ? '-c' : '-s'} "$@"`;
   const args = ['sh', '"$PPID"', ...(inline !== undefined ? [shq(inline)] : []), ...(tag !== undefined ? [shq(tag)] : [])].join(' ');
   const fail = `{ printf '${BECOME_MARK} %s\\n' "$rs_e" >&2; exit ${BECOME_FAILED}; }`;
   const user = shq(b.user);

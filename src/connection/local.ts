@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Connection, ExecResult } from './types.ts';
-import { becomeOutcome, execPlan, newNonce, type Become } from './become.ts';
+import { escalatedResult, execPlan, newNonce, type Become } from './become.ts';
 
 /**
  * Runs scripts on this machine through /bin/sh (pull mode and the local dry-run default).
@@ -31,10 +31,7 @@ export class LocalConnection implements Connection {
     this.execCount++;
     const run = execPlan(this.become, this.nonce, script, stdin, (s) => s);
     const r = await sh(run.args, run.stdin);
-    if (!this.become) return r;
-    const { failure, stderr } = becomeOutcome(this.become, this.nonce, r.code, r.stderr);
-    if (failure) throw failure;
-    return { ...r, stderr };
+    return this.become ? escalatedResult(this.become, this.nonce, r) : r;
   }
 
   async close(): Promise<void> {

@@ -10,7 +10,7 @@ import { fetchHostCertificate } from './certificate-fetch.ts';
 import { MAX_INLINE_SCRIPT } from './transport.ts';
 import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
-import { becomeOutcome, execPlan, newNonce, type Become } from './become.ts';
+import { escalatedResult, execPlan, newNonce, type Become } from './become.ts';
 import type { Secret } from '../util/secret.ts';
 
 export interface SshOptions {
@@ -207,10 +207,8 @@ export class SshConnection implements Connection {
     // died). Not a result: the connection is lost (a killed remote shell reports its signal).
     if (r.code === null && r.signal === null)
       throw new ConnectError(`${this.host}: connection lost: the command ended without an exit status`, true);
-    if (!this.become) return { stdout: r.stdout, stderr: r.stderr, code: r.code };
-    const { failure, stderr } = becomeOutcome(this.become, this.nonce, r.code, r.stderr);
-    if (failure) throw failure;
-    return { stdout: r.stdout, stderr, code: r.code };
+    const result = { stdout: r.stdout, stderr: r.stderr, code: r.code };
+    return this.become ? escalatedResult(this.become, this.nonce, result) : result;
   }
 
   /** The login shell's command line and stdin for one script, escalated as this connection's execs are. */
