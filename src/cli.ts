@@ -27,6 +27,8 @@ import { checkConnectionFiles } from './connection/connect.ts';
 import { DEFAULT_KEEPALIVE_MS } from './connection/ssh.ts';
 import { printable, printableLines } from './util/printable.ts';
 import { hostConnection } from './inventory/connection.ts';
+import { ansibleSettings, ignoredKeysWarning, type AnsibleSettings, type SettingOrigin } from './config/ansible-cfg.ts';
+import { sshArgsOfConfig } from './config/ssh-args-of-config.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -88,11 +90,17 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -v, --verbose            more detail (repeat for more)
   -h, --help
 
+ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg, /etc/ansible/ansible.cfg) gives the
+defaults of -i, -f, -u, --private-key, -T, -b, --become-user, --become-method, -K and vault options.
 Playbook defaults to playbooks/site.ts. Exit codes: 0 converged or nothing to do, 1 a host failed
 or was unreachable, 2 check mode found changes, 3 bad input (nothing was run on any host).`;
 
 export interface CliOptions {
   inventory: string[];
+  /** Where the inventory came from when no -i named it (ansible.cfg or $ANSIBLE_INVENTORY): a plan records it. */
+  inventoryFromConfig?: SettingOrigin;
+  /** The ansible.cfg read (named with -v), and the warning listing its keys racksmith does not honour. */
+  config?: { file?: string; warnings: string[] };
   vault: VaultOptions;
   listHosts: boolean;
   /** --list-tasks, --list-tags, --syntax-check: build and check everything, print, connect to nothing. */
@@ -116,6 +124,8 @@ export interface CliOptions {
   privateKey?: string;
   connection?: 'ssh' | 'local';
   sshCommonArgs?: string;
+  /** Where --ssh-common-args came from when not from the command line (ansible.cfg's ssh_args). */
+  sshCommonArgsOrigin?: SettingOrigin;
   sshExtraArgs?: string;
   sshConfig?: string;
   timeoutMs: number;
@@ -208,7 +218,18 @@ function serialList(v: string | undefined): Array<number | string> | undefined {
   return serial;
 }
 
-export function parseCli(argv: string[]): CliOptions | 'help' {
+/** A setting of ansible.cfg in the range of the option it stands for, else exit 3 at its line. */
+function configInRange(name: string, s: { value: number; origin: SettingOrigin } | undefined, min: number, max: number) {
+  if (s === undefined) return undefined;
+  if (s.value < min || s.value > max) throw new InputError(`${name} must be from ${min} to ${max}, got ${s.value}`, s.origin);
+  return String(s.value);
+}
+
+/**
+ * argv -> options. `cfg` (ansible.cfg and the ANSIBLE_* environment, src/config/ansible-cfg.ts)
+ * gives the defaults of the options it names; the command line wins over it, as in Ansible.
+ */
+export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] }): CliOptions | 'help' {
   let parsed;
   try {
     parsed = parseArgs({
@@ -221,7 +242,20 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   }
   const v = parsed.values;
   if (v.help) return 'help';
-  if (!v.inventory?.length) throw new InputError(`-i/--inventory is required\n\n${USAGE}`);
+  const inventory = v.inventory?.length ? v.inventory : cfg.inventory?.value;
+  if (!inventory?.length) throw new InputError(`-i/--inventory is required (or 'inventory' in ansible.cfg's [defaults])\n\n${USAGE}`);
+  v.forks ??= configInRange('forks', cfg.forks, 1, MAX_FORKS);
+  v.timeout ??= configInRange('timeout', cfg.timeout, 1, MAX_TIMER_SEC);
+  v.user ??= cfg.remoteUser?.value;
+  if (v['private-key'] === undefined && v['key-file'] === undefined) v['private-key'] = cfg.privateKeyFile?.value;
+  // host_key_checking = False: Ansible passes StrictHostKeyChecking=no, which racksmith reads as accept-new
+  if (cfg.hostKeyChecking?.value === false) v['ssh-accept-new'] = true;
+  if (v.become === undefined && cfg.become?.value) v.become = true;
+  v['become-user'] ??= cfg.becomeUser?.value;
+  v['become-method'] ??= cfg.becomeMethod?.value;
+  if (v['ask-become-pass'] === undefined && cfg.becomeAskPass?.value) v['ask-become-pass'] = true;
+  const cfgSshArgs = v['ssh-common-args'] === undefined && cfg.sshArgs ? sshArgsOfConfig(cfg.sshArgs.value, cfg.sshArgs.origin) : undefined;
+  if (cfgSshArgs !== undefined) v['ssh-common-args'] = cfgSshArgs;
   const maxFail = v['max-fail-percent'];
   if (maxFail !== undefined && !(/^\d{1,3}(\.\d{1,6})?$/.test(maxFail) && Number(maxFail) <= 100)) {
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${printable(maxFail)}'`);
@@ -229,16 +263,25 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
   const method = v['become-method'];
   if (method !== undefined && method !== 'sudo' && method !== 'su')
-    throw new InputError(`--become-method must be sudo or su, got '${method}'`);
+    throw new InputError(
+      `--become-method must be sudo or su, got '${method}'`,
+      cfg.becomeMethod && method === cfg.becomeMethod.value ? cfg.becomeMethod.origin : undefined,
+    );
   const connection = v.connection;
   if (connection !== undefined && connection !== 'ssh' && connection !== 'local')
     throw new InputError(`-c/--connection must be ssh or local, got '${connection}'`);
   if (v['ssh-config'] !== undefined && !existsSync(v['ssh-config']))
     throw new InputError(`-F/--ssh-config: no such file: ${v['ssh-config']}`);
   const serial = serialList(v.serial);
+  const warning = ignoredKeysWarning(cfg);
   return {
-    inventory: v.inventory,
-    vault: { vaultIds: v['vault-id'] ?? [], passwordFiles: v['vault-password-file'] ?? [], askVaultPass: !!v['ask-vault-pass'] },
+    inventory,
+    ...(v.inventory?.length ? {} : { inventoryFromConfig: cfg.inventory!.origin }),
+    ...(cfg.file || warning || cfg.worldWritableCwd ? { config: { file: cfg.file, warnings: configWarnings(cfg) } } : {}),
+    vault: configVault(
+      { vaultIds: v['vault-id'] ?? [], passwordFiles: v['vault-password-file'] ?? [], askVaultPass: !!v['ask-vault-pass'] },
+      cfg,
+    ),
     listHosts: !!v['list-hosts'],
     listing: v['syntax-check'] ? 'syntax' : v['list-tasks'] ? 'tasks' : v['list-tags'] ? 'tags' : undefined,
     playbooks: parsed.positionals.length ? parsed.positionals : ['playbooks/site.ts'],
@@ -260,6 +303,7 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     privateKey: v['private-key'] ?? v['key-file'],
     connection,
     sshCommonArgs: v['ssh-common-args'],
+    ...(cfgSshArgs !== undefined ? { sshCommonArgsOrigin: cfg.sshArgs!.origin } : {}),
     sshExtraArgs: v['ssh-extra-args'],
     sshConfig: v['ssh-config'],
     timeoutMs: wholeInRange('--timeout', v.timeout, 1, MAX_TIMER_SEC, 10, ' of seconds') * 1000,
@@ -277,6 +321,25 @@ export function parseCli(argv: string[]): CliOptions | 'help' {
     json: !!v.json,
     verbose: v.verbose?.length ?? 0,
   };
+}
+
+/** Ansible's order: vault_identity_list before --vault-id; vault_password_file after --vault-password-file. */
+function configVault(o: VaultOptions, cfg: AnsibleSettings): VaultOptions {
+  const fileSetting = cfg.vaultPasswordFile;
+  return {
+    ...o,
+    vaultIds: [...(cfg.vaultIdentityList?.value ?? []), ...o.vaultIds],
+    // $ANSIBLE_VAULT_PASSWORD_FILE itself is read by vaultPasswords (src/inventory/vault.ts)
+    passwordFiles: fileSetting && !fileSetting.origin.file.startsWith('$') ? [...o.passwordFiles, fileSetting.value] : o.passwordFiles,
+  };
+}
+
+function configWarnings(cfg: AnsibleSettings): string[] {
+  const ignored = ignoredKeysWarning(cfg);
+  return [
+    ...(cfg.worldWritableCwd ? [`${cfg.worldWritableCwd} is world writable: its ansible.cfg is ignored (as Ansible does)`] : []),
+    ...(ignored ? [ignored] : []),
+  ];
 }
 
 /** Find a playbook: as given (relative to the working directory), else inside racksmith itself. */
@@ -343,7 +406,7 @@ async function load(
   baseDir?: string,
   forPlan = false,
 ): Promise<Loaded | 'help'> {
-  const opts = parseCli(argv);
+  const opts = parseCli(argv, ansibleSettings());
   if (opts === 'help') return 'help';
   // A plan's paths are relative to where it was made.
   if (baseDir) opts.inventory = opts.inventory.map((i) => resolve(baseDir, i));
@@ -413,8 +476,8 @@ function optionTokens(argv: string[]) {
  */
 function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
   const given = [
-    ['ansible_ssh_common_args', opts.sshCommonArgs, '--ssh-common-args'],
-    ['ansible_ssh_extra_args', opts.sshExtraArgs, '--ssh-extra-args'],
+    ['ansible_ssh_common_args', opts.sshCommonArgs, opts.sshCommonArgsOrigin ?? { file: '--ssh-common-args' }],
+    ['ansible_ssh_extra_args', opts.sshExtraArgs, { file: '--ssh-extra-args' }],
   ] as const;
   if (given.every(([, v]) => v === undefined)) return;
   for (const h of inv.hosts) {
@@ -423,7 +486,7 @@ function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
     for (const [name, value, flag] of given) {
       if (value === undefined || (name in vars && vars[name] !== null)) continue;
       vars[name] = value;
-      sources[name] = { file: flag };
+      sources[name] = flag;
     }
     h.connection = hostConnection(h.name, vars, sources, h.templated);
   }
@@ -441,8 +504,9 @@ async function askedPasswords(opts: CliOptions): Promise<{ password?: Secret; be
  * The arguments a plan records, in one canonical form (`--name value`): the same selection,
  * minus the dry-run switches and the security options, `-e` secrets as placeholders with their masks.
  */
-function planArgv(argv: string[], vault: VaultKeyring | undefined): string[] {
-  const out: string[] = [];
+function planArgv(argv: string[], vault: VaultKeyring | undefined, opts: CliOptions): string[] {
+  // an inventory named by ansible.cfg is recorded as -i: the plan applies to the inventory reviewed
+  const out: string[] = opts.inventoryFromConfig ? opts.inventory.flatMap((i) => ['--inventory', resolve(i)]) : [];
   for (const t of optionTokens(argv)) {
     if (t.kind === 'positional') {
       if (t.value.startsWith('-'))
@@ -561,6 +625,11 @@ export async function run(
   };
   human.onEvent(runStart);
   json?.(runStart);
+  if (opts.config?.file && opts.verbose > 0) out.stderr.write(`using ${printable(opts.config.file)}\n`);
+  for (const message of opts.config?.warnings ?? []) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
+  }
   for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
     const at = w.pos ? formatPos(w.pos) : undefined;
     const message = `${at ? `${at}: ` : ''}${w.variable} is not honoured: ${w.why}`;
@@ -612,7 +681,7 @@ export async function run(
       writePlan(
         opts.planOut,
         makePlan({
-          argv: planArgv(argv, loaded.vault),
+          argv: planArgv(argv, loaded.vault, opts),
           cwd: process.cwd(),
           selection: loaded.selection!,
           inventory: loaded.inventory,
@@ -660,15 +729,23 @@ async function inventoryCommand(args: string[], out: { stdout: NodeJS.WriteStrea
       throw new InputError(`inventory: ${(e as Error).message}\n\n${USAGE}`);
     }
   })();
-  if (!values.inventory?.length) throw new InputError(`inventory: -i/--inventory is required\n\n${USAGE}`);
+  const cfg = ansibleSettings();
+  const inventory = values.inventory?.length ? values.inventory : cfg.inventory?.value;
+  if (!inventory?.length)
+    throw new InputError(`inventory: -i/--inventory is required (or 'inventory' in ansible.cfg's [defaults])\n\n${USAGE}`);
   if (!!values.list === (values.host !== undefined)) throw new InputError('inventory: give exactly one of --list or --host HOST');
-  const vault = await keyring({
-    vaultIds: values['vault-id'] ?? [],
-    passwordFiles: values['vault-password-file'] ?? [],
-    askVaultPass: !!values['ask-vault-pass'],
-  });
+  const vault = await keyring(
+    configVault(
+      {
+        vaultIds: values['vault-id'] ?? [],
+        passwordFiles: values['vault-password-file'] ?? [],
+        askVaultPass: !!values['ask-vault-pass'],
+      },
+      cfg,
+    ),
+  );
   const extra = parseExtraVars(values['extra-vars'] ?? [], vault);
-  const inv = loadInventory(values.inventory, extra.vars, extra.sources, { vault });
+  const inv = loadInventory(inventory, extra.vars, extra.sources, { vault });
   if (values.list) {
     out.stdout.write(pythonJson(inventoryList(inv)) + '\n');
     return EXIT.OK;
