@@ -20,7 +20,18 @@ export async function resolve(specifier, context, next) {
     return next(url, context);
   }
   const r = await next(specifier, context);
+  if (r.format === 'commonjs' && isOperatorSource(r.url)) r.format = 'module';
   if (!dist || !r.url.startsWith('file:') || !r.url.endsWith('.ts')) return r;
   const built = prebuiltFor(root, fileURLToPath(r.url));
   return built ? { ...r, url: pathToFileURL(built).href, format: 'module' } : r;
+}
+
+/**
+ * An operator's playbook and its own modules (TypeScript or JavaScript outside node_modules) are
+ * ES modules whatever their package.json says: npm's default project has no "type": "module", and
+ * tsx would then compile `import` syntax to CommonJS, which cannot require racksmith's ES modules.
+ * `.cjs`/`.cts` stay CommonJS.
+ */
+function isOperatorSource(url) {
+  return url.startsWith('file:') && /\.(ts|js)$/.test(url) && !url.includes('/node_modules/');
 }

@@ -100,3 +100,45 @@ describe('a playbook outside the checkout, on racksmith installed from its tarba
     expect((await tb.hostExec(HOST, 'cat /etc/rs-user-motd /etc/rs-user-rack')).stdout).toBe(`managed for ${HOST}\nrack: r12\n`);
   });
 });
+
+describe('in a project without "type": "module" (npm init\'s default)', () => {
+  it('a .ts and a .js playbook with import syntax type-check and run', async () => {
+    // the same installed project, turned into npm's default: CommonJS packages, a bundler-style tsconfig
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'rack-ops', version: '1.0.0', private: true }, null, 2));
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'preserve',
+          moduleResolution: 'bundler',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+        },
+      }),
+    );
+    writeFileSync(join(project, 'motd.ts'), 'export const motdText = (name: string): string => `cjs project ${name}\\n`;\n');
+    writeFileSync(
+      join(project, 'site.ts'),
+      "import { file, playbook } from 'racksmith';\nimport { motdText } from './motd';\n" +
+        "export default playbook({ name: 'cjs', hosts: 'all', resources: (h) => [file({ path: '/etc/rs-cjs-ts', content: motdText(h.name) })] });\n",
+    );
+    writeFileSync(
+      join(project, 'site.js'),
+      "import { file, playbook } from 'racksmith';\n" +
+        "export default playbook({ name: 'cjs js', hosts: 'all', resources: () => [file({ path: '/etc/rs-cjs-js', content: 'js\\n' })] });\n",
+    );
+    const types = inProject('npx', ['tsc', '-p', '.']);
+    expect(types.status, types.stdout + types.stderr).toBe(0);
+    const inv = writeInventory({ hosts: [HOST] });
+    const provision = join(project, 'node_modules', '.bin', 'provision');
+    for (const pb of ['site.ts', 'site.js']) {
+      const r = inProject(provision, [pb, '-i', inv]);
+      expect(r.status, r.stderr).toBe(0);
+      const again = inProject(provision, [pb, '-i', inv, '--check']);
+      expect(again.status, again.stderr).toBe(0);
+    }
+    expect((await tb.hostExec(HOST, 'cat /etc/rs-cjs-ts /etc/rs-cjs-js')).stdout).toBe(`cjs project ${HOST}\njs\n`);
+  });
+});
