@@ -29,6 +29,7 @@ import { printable, printableLines } from './util/printable.ts';
 import { hostConnection } from './inventory/connection.ts';
 import { ansibleSettings, ignoredKeysWarning, type AnsibleSettings, type SettingOrigin } from './config/ansible-cfg.ts';
 import { sshArgsOfConfig } from './config/ssh-args-of-config.ts';
+import { likelyTypos, typoWarning } from './inventory/did-you-mean.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -629,6 +630,13 @@ export async function run(
   for (const message of opts.config?.warnings ?? []) {
     out.stderr.write(`warning: ${printable(message)}\n`);
     json?.({ type: 'warning', message });
+  }
+  const declared = new Set(prepared.flatMap((p) => [...(p.variables ?? [])]));
+  const selectedHosts = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
+  for (const t of likelyTypos(selectedHosts, declared)) {
+    const message = typoWarning(t);
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message, variable: t.variable, suggestion: t.suggestion, at: t.pos ? formatPos(t.pos) : undefined });
   }
   for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
     const at = w.pos ? formatPos(w.pos) : undefined;

@@ -43,7 +43,7 @@ export type RunEvent =
   | { type: 'run_start'; playbooks: string[]; hosts: string[]; check: boolean }
   | { type: 'play_start'; play: string; hosts: string[] }
   /** Something the run does differently from what the inventory asks (e.g. a connection variable racksmith does not honour). */
-  | { type: 'warning'; message: string; variable?: string; at?: string }
+  | { type: 'warning'; message: string; variable?: string; at?: string; suggestion?: string }
   | { type: 'host_start'; host: string; play: string }
   | ({ type: 'resource' } & ResourceResult)
   | ({ type: 'host_recap' } & HostRecap)

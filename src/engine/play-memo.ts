@@ -26,7 +26,18 @@ export class PlayMemo {
     }
     this.entries.unshift({ reads, resources });
     if (this.entries.length > MAX_ENTRIES) this.entries.pop();
+    for (const name of variablesOf(reads)) this.variables.add(name);
     return resources;
+  }
+
+  /** Every variable the play's builds read or validated (its declared variables, for "did you mean"). */
+  readonly variables = new Set<string>();
+}
+
+function* variablesOf(reads: HostRead[]): Iterable<string> {
+  for (const r of reads) {
+    if (r.kind === 'var' || r.kind === 'varPos' || r.kind === 'error') yield r.arg;
+    else if (r.kind === 'validate') yield* Object.keys((r.validate.schema as { properties?: object } | undefined)?.properties ?? {});
   }
 }
 

@@ -35,6 +35,8 @@ export interface RunSelection {
 export interface PreparedPlay {
   play: Play;
   hosts: Array<{ host: Host; resources: Resource[] }>;
+  /** The variables the play read or validated while building its hosts' resources. */
+  variables?: ReadonlySet<string>;
 }
 
 /**
@@ -85,7 +87,7 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
         }
         return { host: reachedAs(host, play), resources };
       });
-      out.push({ play, hosts });
+      out.push({ play, hosts, variables: memo.variables });
     }
   }
   return out;
