@@ -19,6 +19,12 @@ export async function resolve(specifier, context, next) {
     const url = pathToFileURL(join(root, dist ? 'dist/src/index.js' : 'src/index.ts')).href;
     return next(url, context);
   }
+  // the bundled playbooks (package export racksmith/playbooks/NAME), of the same copy
+  const bundled = /^racksmith\/playbooks\/([a-z][a-z0-9-]*)$/.exec(specifier);
+  if (bundled) {
+    const url = pathToFileURL(join(root, dist ? `dist/playbooks/${bundled[1]}.js` : `playbooks/${bundled[1]}.ts`)).href;
+    return next(url, context);
+  }
   const r = await next(specifier, context);
   if (r.format === 'commonjs' && isOperatorSource(r.url)) r.format = 'module';
   if (!dist || !r.url.startsWith('file:') || !r.url.endsWith('.ts')) return r;

@@ -101,8 +101,47 @@ describe('a playbook outside the checkout, on racksmith installed from its tarba
   });
 });
 
+describe("a bundled play composed with the operator's own (racksmith/playbooks/NAME)", () => {
+  it('type-checks, applies, and re-runs with no change', async () => {
+    writeFileSync(
+      join(project, 'composed.ts'),
+      `import network from 'racksmith/playbooks/network';
+import { file, playbook, type Playbook } from 'racksmith';
+
+const bundled: Playbook = network;
+export default playbook({
+  name: 'rack ops',
+  plays: [...bundled.plays, { name: 'motd', hosts: 'all', resources: (h) => [file({ path: '/etc/rs-composed', content: \`after network on \${h.name}\\n\` })] }],
+});
+`,
+    );
+    const types = inProject('npx', ['tsc', '-p', '.']);
+    expect(types.status, types.stdout + types.stderr).toBe(0);
+    // keys a network namespace of the bed does not have (as the other e2e files leave them out)
+    const inv = writeInventory({
+      hosts: [HOST],
+      vars: { sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null } },
+    });
+    const provision = join(project, 'node_modules', '.bin', 'provision');
+    const first = inProject(provision, ['composed.ts', '-i', inv, '--json']);
+    expect(first.status, first.stderr).toBe(0);
+    const plays = first.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.type === 'play_start')
+      .map((e) => e.play);
+    expect(plays).toEqual(['network tuning', 'motd']);
+    const again = inProject(provision, ['composed.ts', '-i', inv, '--check']);
+    expect(again.status, again.stderr).toBe(0);
+    expect((await tb.hostExec(HOST, 'cat /etc/rs-composed; sysctl -n net.core.somaxconn')).stdout).toBe(
+      `after network on ${HOST}\n65535\n`,
+    );
+  });
+});
+
 describe('in a project without "type": "module" (npm init\'s default)', () => {
-  it('a .ts and a .js playbook with import syntax type-check and run', async () => {
+  it('a .ts playbook composing a bundled play and a .js playbook, with import syntax, type-check and run', async () => {
     // the same installed project, turned into npm's default: CommonJS packages, a bundler-style tsconfig
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'rack-ops', version: '1.0.0', private: true }, null, 2));
     writeFileSync(
@@ -121,8 +160,8 @@ describe('in a project without "type": "module" (npm init\'s default)', () => {
     writeFileSync(join(project, 'motd.ts'), 'export const motdText = (name: string): string => `cjs project ${name}\\n`;\n');
     writeFileSync(
       join(project, 'site.ts'),
-      "import { file, playbook } from 'racksmith';\nimport { motdText } from './motd';\n" +
-        "export default playbook({ name: 'cjs', hosts: 'all', resources: (h) => [file({ path: '/etc/rs-cjs-ts', content: motdText(h.name) })] });\n",
+      "import { file, playbook } from 'racksmith';\nimport network from 'racksmith/playbooks/network';\nimport { motdText } from './motd';\n" +
+        "export default playbook({ name: 'cjs', plays: [...network.plays, { name: 'motd', hosts: 'all', resources: (h) => [file({ path: '/etc/rs-cjs-ts', content: motdText(h.name) })] }] });\n",
     );
     writeFileSync(
       join(project, 'site.js'),
@@ -131,7 +170,10 @@ describe('in a project without "type": "module" (npm init\'s default)', () => {
     );
     const types = inProject('npx', ['tsc', '-p', '.']);
     expect(types.status, types.stdout + types.stderr).toBe(0);
-    const inv = writeInventory({ hosts: [HOST] });
+    const inv = writeInventory({
+      hosts: [HOST],
+      vars: { sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null } },
+    });
     const provision = join(project, 'node_modules', '.bin', 'provision');
     for (const pb of ['site.ts', 'site.js']) {
       const r = inProject(provision, [pb, '-i', inv]);
