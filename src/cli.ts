@@ -438,11 +438,21 @@ async function load(
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
   if (opts.listing) return { opts, inventory, prepared, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
-  checkConnectionFiles([...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))]);
+  const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
+  checkConnectionFiles(reached);
+  revealConnectionSecrets(reached);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
   const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
   return { opts, inventory, prepared, code, selection, vault };
+}
+
+/** The passwords hosts are reached with, opened now: a vaulted one read without a vault password is exit 3 here, at the value. */
+function revealConnectionSecrets(hosts: readonly Inventory['hosts'][number][]): void {
+  for (const h of hosts) {
+    h.connection.password?.reveal();
+    h.connection.become?.password?.reveal();
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { createDecipheriv, createHmac, pbkdf2Sync, timingSafeEqual } from 'node:
 import { accessSync, constants } from 'node:fs';
 import { InputError } from '../util/errors.ts';
 import { readInputFile } from '../util/input-file.ts';
-import type { Secret } from '../util/secret.ts';
+import { Secret } from '../util/secret.ts';
 
 /**
  * Ansible Vault (format 1.1 and 1.2, cipher AES256), as ansible-core reads it: the envelope
@@ -25,6 +25,25 @@ export class VaultError extends Error {}
 
 /** The ciphertext a decrypted value came from: `provision inventory --list` prints it as Ansible does. */
 export const vaultTextOf = new WeakMap<Secret, string>();
+
+/**
+ * A vaulted value read without a vault password, as Ansible keeps one until it is used:
+ * `provision inventory --list`, `--list-hosts` and a run that never uses it need no password; a
+ * run that does (a file's content, a become password) is exit 3 at the value's file:line before
+ * any host is contacted.
+ */
+export class SealedVaultValue extends Secret {
+  constructor(vaulttext: string) {
+    super(''); // no plaintext to mask: it never reaches any output
+    vaultTextOf.set(this, vaulttext);
+  }
+  override reveal(): string {
+    throw new InputError(
+      'a vaulted value is used, but no vault password was given (--vault-password-file, --vault-id, --ask-vault-pass, or vault_password_file in ansible.cfg)',
+      this.origin,
+    );
+  }
+}
 
 export function isVaultText(s: string): boolean {
   return s.startsWith(VAULT_HEADER);

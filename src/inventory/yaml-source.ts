@@ -7,7 +7,7 @@ import { printable } from '../util/printable.ts';
 import { locate, parsePlainYaml, type Located } from './plain-yaml.ts';
 import { JsonSyntaxError, looksLikeJson, MAX_DEPTH, parseJson } from './json-text.ts';
 import { YAML11_PATTERNS, pyBool, pyFloat, pyInt, pyTimestamp, resolvePlain11, Yaml11Error } from './yaml11.ts';
-import { isVaultText, VaultError, vaultTextOf, type VaultKeyring } from './vault.ts';
+import { isVaultText, SealedVaultValue, VaultError, vaultTextOf, type VaultKeyring } from './vault.ts';
 
 /** Alias expansions allowed per document: stops "billion laughs" bombs. */
 const MAX_ALIAS_COUNT = 200;
@@ -254,6 +254,11 @@ export function readSourceText(file: string, what: string, vault: VaultKeyring |
 
 /** A vaulted value: its plaintext as a Secret (the ciphertext kept for --list). */
 export function decryptValue(vaulttext: string, vault: VaultKeyring | undefined, pos: SourcePos): Secret {
+  if (!vault) {
+    const sealed = new SealedVaultValue(vaulttext);
+    sealed.locate(pos);
+    return sealed;
+  }
   const s = new Secret(decryptOrThrow(vaulttext, vault, (m) => new InputError(m, pos)));
   vaultTextOf.set(s, vaulttext);
   return s;
@@ -320,6 +325,7 @@ function ansibleTags(vault: VaultKeyring | undefined) {
       tag,
       identify: () => false,
       resolve: (s: string, onError: (m: string) => void) => {
+        if (!vault) return new SealedVaultValue(s);
         try {
           const secret = new Secret(decryptOrThrow(s, vault, (m) => new VaultError(m)));
           vaultTextOf.set(secret, s);

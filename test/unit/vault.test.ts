@@ -86,11 +86,34 @@ describe('vault', () => {
     expect((h.vars.db_password as Secret).reveal()).toBe(value);
   });
 
-  it('no password given: exit 3 at the first vaulted value', () => {
-    const r = provision(['inventory', '-i', inv, '--list']);
-    expect(r.status).toBe(3);
-    expect(r.stderr).toContain(`${inv}:4:20: `);
-    expect(r.stderr).toContain('no vault password was given');
+  it('no password given: the inventory lists as ansible-inventory lists it (the ciphertext), as do --list-hosts', () => {
+    const ours = provision(['inventory', '-i', inv, '--list']);
+    expect(ours.status, ours.stderr).toBe(0);
+    const theirs = execFileSync('ansible-inventory', ['-i', inv, '--list'], { env: ENV, encoding: 'utf8' });
+    expect(JSON.parse(ours.stdout)).toEqual(JSON.parse(theirs));
+    const hosts = provision(['-i', inv, '--list-hosts']);
+    expect(hosts.status, hosts.stderr).toBe(0);
+    expect(hosts.stdout).toContain('h1');
+  });
+
+  it('no password given: a run that uses a vaulted value is exit 3 at the value, before any host', () => {
+    const d = files({
+      'hosts.yml': `all:\n  hosts:\n    h1:\n      ansible_connection: local\n${indent(enc, 6)}\n`,
+      'pb.ts': `import { file, playbook } from ${JSON.stringify(join(REPO, 'src/index.ts'))};
+export default playbook({ name: 'uses it', hosts: 'all', resources: (h) => [file({ path: '/nonexistent/rs-vault-test', content: h.var('db_password', '') })] });
+`,
+    });
+    const r = provision([join(d, 'pb.ts'), '-i', join(d, 'hosts.yml'), '--check', '--journal', join(d, 'j.ndjson')]);
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stderr).toMatch(new RegExp(`${join(d, 'hosts.yml')}:5:\\d+: a vaulted value is used, but no vault password was given`));
+    // a vaulted become password: refused before any host, at the value
+    const become = files({
+      'hosts.yml': `all:\n  hosts:\n    h1:\n      ansible_host: 127.0.0.1\n      ansible_become: true\n${indent(encryptString('pw', 'ansible_become_password'), 6)}\n`,
+    });
+    const b = provision(['-i', join(become, 'hosts.yml'), '--check', '--journal', join(d, 'j2.ndjson')]);
+    expect(b.status, b.stderr).toBe(3);
+    expect(b.stderr).toContain(`${join(become, 'hosts.yml')}:6:`);
+    expect(b.stderr).toContain('a vaulted value is used, but no vault password was given');
   });
 
   it('a wrong password: exit 3 at the value, nothing decrypted', () => {
