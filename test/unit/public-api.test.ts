@@ -105,9 +105,10 @@ describe('public API', () => {
     expect(Object.keys(api).sort()).toEqual(EXPORTS);
   });
 
-  it('package.json exports it (and its type declarations) as the package root, and nothing deeper', () => {
+  it('package.json exports it (and its type declarations) as the package root, the bundled playbooks, and nothing else', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     expect(pkg.exports['.']).toEqual({ types: './dist/src/index.d.ts', default: './dist/src/index.js' });
-    expect(Object.keys(pkg.exports)).toEqual(['.', './package.json']);
+    expect(pkg.exports['./playbooks/*']).toEqual({ types: './dist/playbooks/*.d.ts', default: './dist/playbooks/*.js' });
+    expect(Object.keys(pkg.exports)).toEqual(['.', './playbooks/*', './package.json']);
   });
 });
