@@ -32,7 +32,7 @@ export {
   type ProbePart,
   type ProbeText,
 } from './contract/probe.ts';
-export { managedFile, FileWrite, type ChangeText, type ManagedFile, type ManagedFileOptions } from './resources/managed-file.ts';
+export { managedFile, FileWrite, type ChangeText, type ManagedFile, type ManagedFileOptions } from './resources/core/managed-file.ts';
 export {
   atomicWriteScript,
   checkAbsolutePath,
@@ -44,30 +44,36 @@ export {
   type FileAnswer,
   type FileFacts,
   type WriteSpec,
-} from './resources/file-common.ts';
+} from './resources/core/file-common.ts';
 export { shq, shJoin } from './shell/quote.ts';
 export { InputError, type SourcePos } from './util/errors.ts';
 export { Secret } from './util/secret.ts';
 
 // Resource families
-export { file, type FileOptions } from './resources/file.ts';
-export { line, block, textEdit, type LineOptions, type BlockOptions, type TextEditOptions } from './resources/text-edit.ts';
-export { directory, type DirectoryOptions } from './resources/directory.ts';
-export { command, type CommandOptions } from './resources/command.ts';
-export { sysctl, SYSCTL_KEY, type SysctlOptions, type SysctlValue, type SysctlFacts, type HostMemory } from './resources/sysctl.ts';
-export { restartHandler, pollScript, KUBELET_HEALTHZ, type RestartHandlerOptions, type RestartHandlerFacts } from './resources/service.ts';
-export { limits, type LimitsOptions, type NofileLimits, type JobLimit, type JobLimits } from './resources/limits.ts';
-export { kmod, type KmodOptions } from './resources/kmod.ts';
-export { mount, type MountOptions, type MountFacts } from './resources/mount.ts';
+export { file, type FileOptions } from './resources/core/file.ts';
+export { line, block, textEdit, type LineOptions, type BlockOptions, type TextEditOptions } from './resources/core/text-edit.ts';
+export { directory, type DirectoryOptions } from './resources/core/directory.ts';
+export { command, type CommandOptions } from './resources/core/command.ts';
+export { sysctl, SYSCTL_KEY, type SysctlOptions, type SysctlValue, type SysctlFacts, type HostMemory } from './resources/tuning/sysctl.ts';
+export {
+  restartHandler,
+  pollScript,
+  KUBELET_HEALTHZ,
+  type RestartHandlerOptions,
+  type RestartHandlerFacts,
+} from './resources/core/service.ts';
+export { limits, type LimitsOptions, type NofileLimits, type JobLimit, type JobLimits } from './resources/tuning/limits.ts';
+export { kmod, type KmodOptions } from './resources/tuning/kmod.ts';
+export { mount, type MountOptions, type MountFacts } from './resources/core/mount.ts';
 export {
   kubeletConfig,
   mergeUnsafeSysctls,
   KUBELET_CONFIG,
   type KubeletConfigOptions,
   type KubeletEdit,
-} from './resources/kubelet-config.ts';
-export { xfsFormat, ioTuning, xattrCheck, diskMount, specText, type DiskSpec } from './resources/blockdev.ts';
-export type { XfsFormatOptions, IoTuningOptions, XattrCheckOptions, DiskMountOptions } from './resources/blockdev.ts';
+} from './resources/tuning/kubelet-config.ts';
+export { xfsFormat, ioTuning, xattrCheck, diskMount, specText, type DiskSpec } from './resources/storage/blockdev.ts';
+export type { XfsFormatOptions, IoTuningOptions, XattrCheckOptions, DiskMountOptions } from './resources/storage/blockdev.ts';
 export {
   mergeProfiles,
   DEFAULT_IO_PROFILES,
@@ -76,7 +82,7 @@ export {
   type IoProfile,
   type IoProfileOverride,
   type ProfileName,
-} from './resources/blockdev-logic.ts';
+} from './resources/storage/blockdev-logic.ts';
 export {
   storageRecordLine,
   recordedDiskMount,
@@ -89,22 +95,30 @@ export {
   type StoragePruneOptions,
   type DiskDecommissionOptions,
   type AisStatePurgeOptions,
-} from './resources/storage-lifecycle.ts';
-export { STORAGE_RECORD } from './resources/storage-lifecycle-logic.ts';
-export { ioUdevRules, IO_RULES_FILE, type IoUdevRulesOptions, type UdevDisk } from './resources/udev.ts';
-export { gpuBinds, type GpuBindOptions } from './resources/gpu-binds.ts';
-export { DEFAULT_LOCK_TIMEOUT_S } from './resources/jail-shared.ts';
-export { gpuDriver, type GpuDriverOptions } from './resources/gpu-driver.ts';
-export { gpuStandins, type GpuStandinOptions } from './resources/gpu-standins.ts';
-export { DEFAULT_GPU_CAPS, DEFAULT_GPU_PATTERNS, GPU_CAPS, parseGpuCaps, type GpuCap } from './resources/gpu-files.ts';
-export { cniPlugins, cniConfGuard, nmUnmanaged } from './resources/cni.ts';
-export { kubeApply, waitEstablished, waitRollout, waitTigeraStatus, artifactsGuard, clusterGuard, strictArp } from './resources/kube.ts';
+} from './resources/storage/storage-lifecycle.ts';
+export { STORAGE_RECORD } from './resources/storage/storage-lifecycle-logic.ts';
+export { ioUdevRules, IO_RULES_FILE, type IoUdevRulesOptions, type UdevDisk } from './resources/storage/udev.ts';
+export { gpuBinds, type GpuBindOptions } from './resources/jail/gpu-binds.ts';
+export { DEFAULT_LOCK_TIMEOUT_S } from './resources/jail/jail-shared.ts';
+export { gpuDriver, type GpuDriverOptions } from './resources/jail/gpu-driver.ts';
+export { gpuStandins, type GpuStandinOptions } from './resources/jail/gpu-standins.ts';
+export { DEFAULT_GPU_CAPS, DEFAULT_GPU_PATTERNS, GPU_CAPS, parseGpuCaps, type GpuCap } from './resources/jail/gpu-files.ts';
+export { cniPlugins, cniConfGuard, nmUnmanaged } from './resources/kube/cni.ts';
+export {
+  kubeApply,
+  waitEstablished,
+  waitRollout,
+  waitTigeraStatus,
+  artifactsGuard,
+  clusterGuard,
+  strictArp,
+} from './resources/kube/kube.ts';
 export { SYSCTL_PROFILES, OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, sysctlFile } from './profiles/sysctl-profiles.ts';
-export { sysctlEffect, type ManagedSysctls, type SysctlEffectOptions } from './resources/sysctl-effect.ts';
-export { mtu, type MtuOptions, type NetworkStack } from './resources/mtu.ts';
-export { nicQueues, type NicQueuesOptions, type NicSelector } from './resources/nic.ts';
-export { chronySources, type ChronyOptions } from './resources/chrony.ts';
-export { cpuGovernor, type CpuGovernorOptions } from './resources/cpu-governor.ts';
-export { packages, type PackagesOptions, type PackageName, type PackageMirror } from './resources/packages.ts';
+export { sysctlEffect, type ManagedSysctls, type SysctlEffectOptions } from './resources/tuning/sysctl-effect.ts';
+export { mtu, type MtuOptions, type NetworkStack } from './resources/tuning/mtu.ts';
+export { nicQueues, type NicQueuesOptions, type NicSelector } from './resources/tuning/nic.ts';
+export { chronySources, type ChronyOptions } from './resources/tuning/chrony.ts';
+export { cpuGovernor, type CpuGovernorOptions } from './resources/tuning/cpu-governor.ts';
+export { packages, type PackagesOptions, type PackageName, type PackageMirror } from './resources/core/packages.ts';
 export { prerequisites, STORAGE_PACKAGES, jailPackages, nodePackages } from './plays/prerequisites.ts';
 export { kubeClusterResources, kubeNodeResources } from './plays/kube-network.ts';

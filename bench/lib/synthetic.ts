@@ -51,9 +51,9 @@ async function siteBook(): Promise<Playbook> {
 /** The site playbook plus generic resources up to `total` per host (a directory, files, directories, lines stacked in one file). */
 async function benchPlaybook(siteCount: number, total: number): Promise<{ pb: Playbook; extra: number }> {
   const { playbook } = await racksmith<typeof import('../../src/contract/playbook.ts')>('src/contract/playbook.ts');
-  const { file } = await racksmith<typeof import('../../src/resources/file.ts')>('src/resources/file.ts');
-  const { directory } = await racksmith<typeof import('../../src/resources/directory.ts')>('src/resources/directory.ts');
-  const { line } = await racksmith<typeof import('../../src/resources/text-edit.ts')>('src/resources/text-edit.ts');
+  const { file } = await racksmith<typeof import('../../src/resources/core/file.ts')>('src/resources/core/file.ts');
+  const { directory } = await racksmith<typeof import('../../src/resources/core/directory.ts')>('src/resources/core/directory.ts');
+  const { line } = await racksmith<typeof import('../../src/resources/core/text-edit.ts')>('src/resources/core/text-edit.ts');
   const site = await siteBook();
   const n = Math.max(1, total - siteCount);
   const nFiles = Math.round((n - 1) * 0.4);
@@ -115,7 +115,7 @@ export function hostVariant(stdout: string, i: number): string {
     .replace(UUID, uuid)
     .replace(/^(\d+) (\d+) (?=\d+:\d+ )/gm, (_, id: string, parent: string) => `${Number(id) + 10_000 * i} ${Number(parent) + 10_000 * i} `)
     .replace(/racksmith-\d+\b/g, `racksmith-${1000 + i}`);
-  // small files' contents travel as one base64 blob (src/resources/file-common.ts)
+  // small files' contents travel as one base64 blob (src/resources/core/file-common.ts)
   const c = out.indexOf('\n@content\n');
   const h = out.indexOf('\n@sha\n', c);
   if (c >= 0 && h > c) {

@@ -28,7 +28,7 @@ export interface Step {
 }
 
 /**
- * A file a resource rewrites, as the engine sees it (made by `managedFile`, resources/managed-file.ts).
+ * A file a resource rewrites, as the engine sees it (made by `managedFile`, resources/core/managed-file.ts).
  * Two resources that write the same path are ordered by declaration, and the later one is diffed
  * against the file the earlier one's changes will leave (so both apply in one wave and check mode
  * shows exact diffs for the second edit too). What "a file's facts" are is the slot's business.

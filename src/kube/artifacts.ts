@@ -13,7 +13,7 @@
  * Loading happens while the playbook builds its resources, which is synchronous: a download runs
  * in a child `node` process (spawnSync). A problem (missing file, download error, hash mismatch)
  * is not thrown here; it is returned, and the playbook turns it into a refusal that stops every
- * host before anything is applied (exit 1), see `artifactsGuard` in src/resources/kube.ts.
+ * host before anything is applied (exit 1), see `artifactsGuard` in src/resources/kube/kube.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

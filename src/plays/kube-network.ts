@@ -3,9 +3,9 @@
  * objects (CNI, MetalLB) on the first control-plane host. See playbooks/kube-network.ts.
  */
 import type { HostContext } from '../contract/playbook.ts';
-import { cniConfGuard, cniPlugins, nmUnmanaged, type CniPluginsSource } from '../resources/cni.ts';
-import { directory } from '../resources/directory.ts';
-import { kmod } from '../resources/kmod.ts';
+import { cniConfGuard, cniPlugins, nmUnmanaged, type CniPluginsSource } from '../resources/kube/cni.ts';
+import { directory } from '../resources/core/directory.ts';
+import { kmod } from '../resources/tuning/kmod.ts';
 import {
   artifactsGuard,
   clusterGuard,
@@ -16,9 +16,9 @@ import {
   waitTigeraStatus,
   type KubeAccess,
   type ManifestDoc,
-} from '../resources/kube.ts';
-import { sysctl } from '../resources/sysctl.ts';
-import { sysctlEffect } from '../resources/sysctl-effect.ts';
+} from '../resources/kube/kube.ts';
+import { sysctl } from '../resources/tuning/sysctl.ts';
+import { sysctlEffect } from '../resources/tuning/sysctl-effect.ts';
 import { sysctlFile } from '../profiles/sysctl-profiles.ts';
 import type { Resource } from '../contract/resource.ts';
 import { InputError, InputErrors } from '../util/errors.ts';

@@ -11,7 +11,7 @@
  */
 import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import type { Resource } from '../contract/resource.ts';
-import { packages, type PackageMirror, type PackageName } from '../resources/packages.ts';
+import { packages, type PackageMirror, type PackageName } from '../resources/core/packages.ts';
 
 const validateVars = varsSchema({
   properties: {

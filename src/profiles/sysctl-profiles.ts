@@ -1,4 +1,4 @@
-import type { HostMemory, SysctlValue } from '../resources/sysctl.ts';
+import type { HostMemory, SysctlValue } from '../resources/tuning/sysctl.ts';
 
 /**
  * Kernel tuning profiles for AIStore targets and Kubernetes nodes (facts:

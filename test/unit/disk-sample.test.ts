@@ -1,4 +1,4 @@
-// The blank-disk sample (rs_sample in src/resources/blockdev.ts) reads its regions with one perl
+// The blank-disk sample (rs_sample in src/resources/storage/blockdev.ts) reads its regions with one perl
 // where the host has perl, else with one dd per region: both readers must give the sample the
 // same bytes. Real shell, real perl, dd, od, awk and blkid, on sparse image files made here
 // (the function reads a path; a regular file reads as a block device does).
@@ -7,7 +7,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diskHelpers } from '../../src/resources/blockdev.ts';
+import { diskHelpers } from '../../src/resources/storage/blockdev.ts';
 
 const MiB = 1 << 20;
 const GiB = 1 << 30;

@@ -9,7 +9,7 @@ import type { Resource } from '../../src/contract/resource.ts';
 import { execute, prepare, type ExecuteOptions } from '../../src/engine/run.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import type { PlannedResource } from '../../src/engine/host-run.ts';
-import { line } from '../../src/resources/text-edit.ts';
+import { line } from '../../src/resources/core/text-edit.ts';
 import { FakeFleet } from '../support/fake-host.ts';
 import { kv, logHandler, logStep, type Stage } from '../support/test-resources.ts';
 

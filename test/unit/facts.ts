@@ -1,6 +1,6 @@
 // Hand-made probe facts for table tests.
 import { createHash } from 'node:crypto';
-import type { FileFacts } from '../../src/resources/file-common.ts';
+import type { FileFacts } from '../../src/resources/core/file-common.ts';
 
 export const absent: FileFacts = { type: 'absent' };
 

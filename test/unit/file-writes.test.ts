@@ -1,4 +1,4 @@
-// atomicWriteScript (resources/file-common.ts), the one way racksmith replaces a file, run by the
+// atomicWriteScript (resources/core/file-common.ts), the one way racksmith replaces a file, run by the
 // real /bin/sh and coreutils in a temp directory; and two snippets of the mount family: the fstab
 // syntax check its writes run, and its probe's physical path of a target.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -20,8 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { atomicWriteScript, type WriteSpec } from '../../src/resources/file-common.ts';
-import { FSTAB_SYNTAX_CHECK, PHYSICAL_PATH } from '../../src/resources/mount.ts';
+import { atomicWriteScript, type WriteSpec } from '../../src/resources/core/file-common.ts';
+import { FSTAB_SYNTAX_CHECK, PHYSICAL_PATH } from '../../src/resources/core/mount.ts';
 import { shq } from '../../src/shell/quote.ts';
 
 let dir: string;

@@ -1,12 +1,12 @@
-// The GPU driver search (resources/gpu-driver.ts) tries a cheap name test before its patterns
+// The GPU driver search (resources/jail/gpu-driver.ts) tries a cheap name test before its patterns
 // (namePrefilter): real find over a temp tree must find exactly what the patterns alone find.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { namePrefilter } from '../../src/resources/gpu-driver.ts';
-import { DEFAULT_GPU_PATTERNS } from '../../src/resources/gpu-files.ts';
+import { namePrefilter } from '../../src/resources/jail/gpu-driver.ts';
+import { DEFAULT_GPU_PATTERNS } from '../../src/resources/jail/gpu-files.ts';
 import { shq } from '../../src/shell/quote.ts';
 
 let dir: string;

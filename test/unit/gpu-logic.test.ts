@@ -19,12 +19,12 @@ import {
   type DriverScan,
   type GpuCap,
   type ScannedFile,
-} from '../../src/resources/gpu-files.ts';
-import { gpuDriver, type GpuDriverFacts } from '../../src/resources/gpu-driver.ts';
-import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/gpu-binds.ts';
-import { gpuStandins, type StandinFacts } from '../../src/resources/gpu-standins.ts';
-import { standinLibrary } from '../../src/resources/elf-standin.ts';
-import { underJailLock } from '../../src/resources/jail-shared.ts';
+} from '../../src/resources/jail/gpu-files.ts';
+import { gpuDriver, type GpuDriverFacts } from '../../src/resources/jail/gpu-driver.ts';
+import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/jail/gpu-binds.ts';
+import { gpuStandins, type StandinFacts } from '../../src/resources/jail/gpu-standins.ts';
+import { standinLibrary } from '../../src/resources/jail/elf-standin.ts';
+import { underJailLock } from '../../src/resources/jail/jail-shared.ts';
 
 const LIB = '/usr/lib/x86_64-linux-gnu';
 const V = '550.54.15';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { prepare } from '../../src/engine/run.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import jail, { NFS_JAIL_OPTIONS } from '../../playbooks/jail.ts';
-import type { MountFacts } from '../../src/resources/mount.ts';
+import type { MountFacts } from '../../src/resources/core/mount.ts';
 import { fileWith } from './facts.ts';
 
 function build(groupVars: string, hostVars: Record<string, string> = {}) {

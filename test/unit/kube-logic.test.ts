@@ -20,7 +20,7 @@ import {
 } from '../../src/kube/render.ts';
 import { crdSchemas, pruneSchema, schemaKey, validateCustomResource } from '../../src/kube/schema.ts';
 import { kubeSettings } from '../../src/plays/kube-settings.ts';
-import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../src/resources/cni.ts';
+import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../src/resources/kube/cni.ts';
 import {
   clusterProblems,
   kubeApplyChanges,
@@ -31,7 +31,7 @@ import {
   withStrictArp,
   type ClusterFacts,
   type ManifestDoc,
-} from '../../src/resources/kube.ts';
+} from '../../src/resources/kube/kube.ts';
 import { ProbeError, Refusal } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { sha256Hex } from '../../src/kube/artifacts.ts';

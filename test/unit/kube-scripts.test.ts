@@ -21,7 +21,7 @@ import {
   waitRollout,
   type KubeAccess,
   type ManifestDoc,
-} from '../../src/resources/kube.ts';
+} from '../../src/resources/kube/kube.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
 

@@ -3,9 +3,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { kubeletConfig, mergeUnsafeSysctls } from '../../src/resources/kubelet-config.ts';
+import { kubeletConfig, mergeUnsafeSysctls } from '../../src/resources/tuning/kubelet-config.ts';
 import { Refusal } from '../../src/contract/resource.ts';
-import type { FileFacts } from '../../src/resources/file-common.ts';
+import type { FileFacts } from '../../src/resources/core/file-common.ts';
 import { InputError } from '../../src/util/errors.ts';
 
 // As kubeadm writes it (Go's yaml: lists not indented under their key).

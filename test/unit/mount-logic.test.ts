@@ -17,10 +17,10 @@ import {
   parseEntry,
   removeEntry,
   setEntry,
-} from '../../src/resources/fstab.ts';
-import { mount, type MountFacts } from '../../src/resources/mount.ts';
-import { gpuBinds } from '../../src/resources/gpu-binds.ts';
-import { gpuStandins } from '../../src/resources/gpu-standins.ts';
+} from '../../src/resources/core/fstab.ts';
+import { mount, type MountFacts } from '../../src/resources/core/mount.ts';
+import { gpuBinds } from '../../src/resources/jail/gpu-binds.ts';
+import { gpuStandins } from '../../src/resources/jail/gpu-standins.ts';
 import { Refusal, type Resource } from '../../src/contract/resource.ts';
 
 describe('fstab text', () => {

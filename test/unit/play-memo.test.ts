@@ -9,7 +9,7 @@ import { HostContext, playbook, varsSchema, type Play } from '../../src/contract
 import { same } from '../../src/engine/play-memo.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import type { Inventory } from '../../src/inventory/model.ts';
-import { directory } from '../../src/resources/directory.ts';
+import { directory } from '../../src/resources/core/directory.ts';
 import type { Resource } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { Secret } from '../../src/util/secret.ts';

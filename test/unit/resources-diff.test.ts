@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyPatch } from 'diff';
 import { afterAll, describe, expect, it } from 'vitest';
-import { command } from '../../src/resources/command.ts';
-import { directory } from '../../src/resources/directory.ts';
-import { file } from '../../src/resources/file.ts';
+import { command } from '../../src/resources/core/command.ts';
+import { directory } from '../../src/resources/core/directory.ts';
+import { file } from '../../src/resources/core/file.ts';
 import {
   checkAbsolutePath,
   FILE_FACTS,
@@ -17,8 +17,8 @@ import {
   fileFacts,
   predictWrite,
   type FileFacts,
-} from '../../src/resources/file-common.ts';
-import { block, editBlock, editLine, line } from '../../src/resources/text-edit.ts';
+} from '../../src/resources/core/file-common.ts';
+import { block, editBlock, editLine, line } from '../../src/resources/core/text-edit.ts';
 import { ProbeError, Refusal, type Change, type Resource } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';

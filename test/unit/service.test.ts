@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NotApplicable } from '../../src/contract/resource.ts';
 import { textOutput } from '../../src/contract/probe.ts';
-import { KUBELET_HEALTHZ, pollScript, restartHandler } from '../../src/resources/service.ts';
+import { KUBELET_HEALTHZ, pollScript, restartHandler } from '../../src/resources/core/service.ts';
 import { InputError } from '../../src/util/errors.ts';
 
 describe('restartHandler', () => {

@@ -1,10 +1,10 @@
-// Table tests of the data disks' lifecycle decisions (src/resources/storage-lifecycle-logic.ts):
+// Table tests of the data disks' lifecycle decisions (src/resources/storage/storage-lifecycle-logic.ts):
 // which disk serves which mountpath (slot moves, replacements), the prune set, decommission and
 // wipe gating; over disk probe answers as the bed's hosts print them (test/unit/fixtures/disk-probes).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseDiskFacts, type DiskFacts } from '../../src/resources/blockdev-logic.ts';
+import { parseDiskFacts, type DiskFacts } from '../../src/resources/storage/blockdev-logic.ts';
 import {
   assignMountpoints,
   decommissionPlan,
@@ -15,8 +15,8 @@ import {
   wipeNamedBy,
   withoutLines,
   type RecordDisk,
-} from '../../src/resources/storage-lifecycle-logic.ts';
-import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../src/resources/storage-lifecycle.ts';
+} from '../../src/resources/storage/storage-lifecycle-logic.ts';
+import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../src/resources/storage/storage-lifecycle.ts';
 import { Refusal } from '../../src/contract/resource.ts';
 import { storageHostCtx } from '../support/storage-host.ts';
 import { storageConfig, storageResources } from '../../playbooks/storage.ts';

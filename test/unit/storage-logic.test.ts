@@ -25,10 +25,18 @@ import {
   xattrDiff,
   type DiskFacts,
   type QueueFacts,
-} from '../../src/resources/blockdev-logic.ts';
-import { diskMount, diskProbe, diskProbeParts, ioTuning, parseDiskParts, XATTR_CHECKS, xfsFormat } from '../../src/resources/blockdev.ts';
+} from '../../src/resources/storage/blockdev-logic.ts';
+import {
+  diskMount,
+  diskProbe,
+  diskProbeParts,
+  ioTuning,
+  parseDiskParts,
+  XATTR_CHECKS,
+  xfsFormat,
+} from '../../src/resources/storage/blockdev.ts';
 import { Refusal } from '../../src/contract/resource.ts';
-import { ioRulesContent, ioUdevRules } from '../../src/resources/udev.ts';
+import { ioRulesContent, ioUdevRules } from '../../src/resources/storage/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';

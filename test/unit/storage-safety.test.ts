@@ -15,7 +15,7 @@ import {
   udevGlobError,
   usesOf,
   type DiskFacts,
-} from '../../src/resources/blockdev-logic.ts';
+} from '../../src/resources/storage/blockdev-logic.ts';
 import { storageConfig } from '../../playbooks/storage.ts';
 import { InputError } from '../../src/util/errors.ts';
 

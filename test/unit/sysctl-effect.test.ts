@@ -9,7 +9,7 @@ import {
   sysctlEffect,
   type SysctlConfFile,
   type SysctlEffectFacts,
-} from '../../src/resources/sysctl-effect.ts';
+} from '../../src/resources/tuning/sysctl-effect.ts';
 import { InputError } from '../../src/util/errors.ts';
 
 const f = (path: string, ...lines: Array<[string, string]>): SysctlConfFile => ({

@@ -1,0 +1,333 @@
+import { createHash } from 'node:crypto';
+import { posix } from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import { shBytes, shq } from '../../shell/quote.ts';
+import { InputError } from '../../util/errors.ts';
+import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../../util/input-value.ts';
+import type { BatchPart, ProbeBatch } from '../../contract/probe.ts';
+import { ProbeError } from '../../contract/resource.ts';
+import { remember } from '../../util/memo.ts';
+
+/** Files larger than this are compared by hash only (no content transfer, no text diff). */
+export const MAX_PROBED_BYTES = 1024 * 1024;
+
+export interface FileFacts {
+  type: 'absent' | 'file' | 'link' | 'dir' | 'other';
+  mode?: string; // octal, no leading zero: "644"
+  uid?: number;
+  user?: string;
+  gid?: number;
+  group?: string;
+  size?: number;
+  sha256?: string;
+  /** Present when the file is at most MAX_PROBED_BYTES. */
+  content?: Buffer;
+}
+
+export function checkAbsolutePath(path: string, what = 'path'): string {
+  if (typeof path !== 'string' || !path.startsWith('/'))
+    throw new InputError(`${what} must be an absolute path, got ${typeof path === 'string' ? shown(path) : typeof path}`);
+  checkToken(path, what, VALUE_LIMITS.path);
+  checkPathLength(path, what);
+  if (posix.normalize(path) !== path || (path.length > 1 && path.endsWith('/'))) {
+    throw new InputError(`${what} must be normalised (no '..', '.', '//' or trailing '/'): ${shown(path)}`);
+  }
+  return path;
+}
+
+/** Octal mode as given by the user ('0644', '644', 0o644) -> '644'. */
+export function normMode(mode: string | number | undefined): string | undefined {
+  if (mode === undefined) return undefined;
+  const s = typeof mode === 'number' ? mode.toString(8) : mode;
+  if (!/^0?[0-7]{3,4}$/.test(s)) throw new InputError(`mode must be octal like '0644', got ${JSON.stringify(mode)}`);
+  return String(parseInt(s, 8).toString(8));
+}
+
+/** Why a file's facts could not be read (its probe answer instead of FileFacts). */
+export class FileUnreadable {
+  constructor(readonly error: string) {}
+}
+
+/** A file probe's answer: the file's facts, or why they could not be read. */
+export type FileAnswer = FileFacts | FileUnreadable;
+
+/** The facts in a file probe's answer; ProbeError when the host could not tell. */
+export function fileFacts(answer: unknown): FileFacts {
+  if (answer instanceof FileUnreadable) throw new ProbeError(answer.error);
+  if (typeof answer !== 'object' || answer === null || typeof (answer as FileFacts).type !== 'string') {
+    throw new ProbeError(`no file facts in the probe output (${String(answer).slice(0, 100)})`);
+  }
+  return answer as FileFacts;
+}
+
+/**
+ * A file's facts as a batched probe part: every file of every resource of a script is looked at
+ * by one `find` (type, size, mode, owner), and the content of all small regular files is sent in
+ * one `cat | base64` (their sha256 is computed here); a file too large to transfer is hashed on
+ * the host. Each resource gets its own path's FileFacts.
+ */
+export function fileProbe(path: string): BatchPart<FileAnswer> {
+  return { batch: FILE_FACTS, arg: path };
+}
+
+const ABSENT: FileFacts = Object.freeze({ type: 'absent' });
+const LINK: FileFacts = Object.freeze({ type: 'link' });
+const OTHER: FileFacts = Object.freeze({ type: 'other' });
+
+export const FILE_FACTS: ProbeBatch<FileAnswer> = {
+  script(paths) {
+    const list = paths.map(shq).join(' ');
+    const pick = (test: string) => `set --
+while read -r y s m u un g gn p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
+$rs_meta
+RS_META`;
+    return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
+printf '%s\\n' "$rs_meta"
+${pick('-le')}
+echo @content
+[ $# -gt 0 ] && cat -- "$@" | base64
+${pick('-gt')}
+echo @sha
+[ $# -gt 0 ] && sha256sum -- "$@"
+:`;
+  },
+  split(stdout, paths) {
+    const c = stdout.indexOf('\n@content\n');
+    const h = stdout.indexOf('\n@sha\n');
+    if (c < 0 || h < c) return paths.map(() => new FileUnreadable('file probe output is incomplete'));
+    // find's line of each path: `TYPE SIZE MODE UID USER GID GROUP PATH` (the path may hold spaces)
+    const meta = new Map<string, string>();
+    for (let at = 0; at < c;) {
+      let end = stdout.indexOf('\n', at);
+      if (end < 0 || end > c) end = c;
+      const line = stdout.slice(at, end);
+      at = end + 1;
+      let sp = -1;
+      for (let k = 0; k < 7 && (sp = line.indexOf(' ', sp + 1)) >= 0; k++);
+      if (sp >= 0) meta.set(line.slice(sp + 1), line);
+    }
+    const hashes = new Map<string, string>();
+    if (h + 6 < stdout.length) {
+      for (const line of stdout.slice(h + 6).split('\n')) {
+        const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
+        if (m) hashes.set(m[2], m[1]);
+      }
+    }
+    // Small files' contents, concatenated in the order find listed them (the decoder skips the
+    // line breaks of base64's output).
+    const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
+    const content = new Map<string, Buffer>();
+    let at = 0;
+    for (const [path, line] of meta) {
+      if (line[0] !== 'f') continue;
+      const size = Number(line.slice(2, line.indexOf(' ', 2)));
+      if (size <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += size)));
+    }
+    const whole = at === blob.length;
+    return paths.map((path): FileAnswer => {
+      const line = meta.get(path);
+      if (!line) return ABSENT;
+      if (line[0] === 'l') return LINK;
+      if (line[0] !== 'd' && line[0] !== 'f') return OTHER;
+      // A file that grew or shrank between find and cat: its content cannot be told apart.
+      if (line[0] === 'f' && !whole && content.has(path)) return new FileUnreadable('changed while it was read');
+      return factsOf(path, line, content.get(path), hashes.get(path));
+    });
+  },
+};
+
+// A converged fleet's hosts send the same files: a path's facts are made again only when its find
+// line, its content or (for a file too large to send) its host-side hash differs from the last
+// answer for that path (the same object otherwise, so the resources' parses of it are shared too).
+const lastFacts = new Map<string, { line: string; content: Buffer | undefined; hash: string | undefined; facts: FileAnswer }>();
+
+function factsOf(path: string, line: string, content: Buffer | undefined, hash: string | undefined): FileAnswer {
+  const last = lastFacts.get(path);
+  const sameContent = last?.content === content || (content !== undefined && last?.content !== undefined && last.content.equals(content));
+  if (last && last.line === line && last.hash === hash && sameContent) return last.facts;
+  return remember(lastFacts, path, { line, content, hash, facts: readFacts(line, content, hash) }).facts;
+}
+
+function readFacts(line: string, content: Buffer | undefined, hash: string | undefined): FileAnswer {
+  // (by index: destructuring goes through the array iterator, for every file of every host)
+  const f = line.split(' ', 7);
+  const owner = { mode: f[2], uid: Number(f[3]), user: f[4], gid: Number(f[5]), group: f[6] };
+  if (f[0] === 'd') return { type: 'dir', ...owner };
+  const size = Number(f[1]);
+  if (size > MAX_PROBED_BYTES) return hash ? { type: 'file', ...owner, size, sha256: hash } : new FileUnreadable('could not hash it');
+  const facts: FileFacts = { type: 'file', ...owner, size, content };
+  // Hashed when asked for (a compare-and-swap write, a saved plan): comparing content needs no hash.
+  Object.defineProperty(facts, 'sha256', {
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      const value = sha256(content!);
+      Object.defineProperty(facts, 'sha256', { value, enumerable: true, writable: true, configurable: true });
+      return value;
+    },
+  });
+  return facts;
+}
+
+const texts = new WeakMap<Buffer, string>();
+
+/**
+ * A probed file's content as text, decoded once: facts are shared and read-only, and a host's
+ * mounts all look into the same fstab. Empty for a file without probed content.
+ */
+export function contentText(f: FileFacts): string {
+  const c = f.content;
+  if (!c) return '';
+  let t = texts.get(c);
+  if (t === undefined) texts.set(c, (t = c.toString('utf8')));
+  return t;
+}
+
+/** Does the file hold exactly `want`? Compares content when the probe brought it, else hashes. */
+export function hasContent(f: FileFacts, want: Buffer): boolean {
+  if (f.type !== 'file') return false;
+  if (f.content) return f.content.equals(want);
+  return f.sha256 === sha256(want);
+}
+
+export function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+const printable = (b: Buffer) => !b.includes(0);
+
+/** A unified diff between old and new file text, or a one-line note for binary/large files. */
+export function contentDiff(path: string, before: Buffer | undefined, after: Buffer, existed: boolean): string | undefined {
+  if ((existed && !before) || (before && !printable(before)) || !printable(after)) return undefined;
+  const patch = createTwoFilesPatch(
+    existed ? path : '/dev/null',
+    path,
+    before ? before.toString('utf8') : '',
+    after.toString('utf8'),
+    '',
+    '',
+    { context: 3 },
+  );
+  // Drop the "Index:" / "====" preamble: operators expect `diff -u` output.
+  return patch.replace(/^(Index: .*\n)?=+\n/, '').replace(/\t\n/g, '\n');
+}
+
+/** Does `owner` (name or numeric id) match what the probe saw? */
+export function ownerMatches(want: string | number | undefined, id?: number, name?: string): boolean {
+  if (want === undefined) return true;
+  return String(want) === String(id) || String(want) === name;
+}
+
+export interface WriteSpec {
+  path: string;
+  content: Buffer;
+  mode?: string;
+  owner?: string | number;
+  group?: string | number;
+  /** Compare-and-swap: refuse to replace the file when it no longer has this hash ('absent' = must not exist). */
+  expectSha256?: string | 'absent';
+  /** Keep a timestamped copy of the old file beside it (`PATH.racksmith-YYYYmmddTHHMMSS.bak`, `….N.bak` for a second one that second). */
+  backup?: boolean;
+  /** Shell run with the new content in "$t" before it replaces the file; non-zero aborts. */
+  check?: string;
+}
+
+/** Where the temp files of writes of `path` are made: `DIR/.NAME.racksmith-tmp.` + 6 random characters. */
+export function tempPrefix(path: string): string {
+  // (NAME cut so the temp name stays within NAME_MAX)
+  const name = Buffer.from(posix.basename(path))
+    .subarray(0, 200)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
+  return `${posix.dirname(path)}/.${name}.racksmith-tmp.`;
+}
+
+/**
+ * Steps that replace a file atomically: write a temp file in the same directory, fsync it, set
+ * mode/owner, rename over the target. A reader (or a crash) sees the old file or the new one,
+ * never half of it.
+ */
+export function atomicWriteScript(w: WriteSpec): string {
+  const p = shq(w.path);
+  const dir = shq(posix.dirname(w.path));
+  const lines = [`p=${p}`, `[ -d ${dir} ] || mkdir -p -- ${dir}`];
+  if (w.expectSha256 === 'absent') {
+    lines.push(`if [ -e "$p" ] || [ -L "$p" ]; then echo "$p appeared since it was probed; not overwriting" >&2; exit 3; fi`);
+  } else if (w.expectSha256) {
+    lines.push(
+      `rs_h=$(sha256sum < "$p"); [ "\${rs_h%% *}" = ${shq(w.expectSha256)} ] || { echo "$p changed since it was probed; not overwriting" >&2; exit 3; }`,
+    );
+  }
+  // The temp file is named after its file, so a run that writes the file removes what an
+  // interrupted write of it left (the host's apply lock: no other run is writing it now).
+  const tmp = tempPrefix(w.path);
+  lines.push(
+    `for s in ${shq(tmp)}??????; do [ -f "$s" ] && [ ! -L "$s" ] && rm -f -- "$s"; done`,
+    `t=$(mktemp ${shq(tmp + 'XXXXXX')})`,
+    `trap 'rm -f "$t"' EXIT`,
+    // A new file keeps the mode and owner of the one it replaces (cp -p, whose content the next
+    // line replaces), unless told otherwise; a new one gets 644.
+    `if [ -f "$p" ]; then cp -p -- "$p" "$t"; ${w.mode ? '' : 'else chmod 644 "$t"; '}fi`,
+    `${shBytes(w.content)} > "$t"`,
+  );
+  if (w.owner !== undefined || w.group !== undefined) {
+    lines.push(`chown ${shq(`${w.owner ?? ''}${w.group !== undefined ? ':' + w.group : ''}`)} "$t"`);
+    // (a chown clears setuid and setgid: the mode is set again after it)
+    if (!w.mode) lines.push(`if [ -f "$p" ]; then chmod --reference="$p" "$t"; fi`);
+  }
+  if (w.mode) lines.push(`chmod ${shq(w.mode)} "$t"`);
+  if (w.check) lines.push(w.check);
+  // (a name of its own: a second write of the file within the same second must not overwrite the first copy)
+  if (w.backup)
+    lines.push(
+      `if [ -f "$p" ]; then b="$p.racksmith-$(date +%Y%m%dT%H%M%S)"; c="$b.bak"; k=0; while [ -e "$c" ] || [ -L "$c" ]; do k=$((k + 1)); c="$b.$k.bak"; done; cp -p -- "$p" "$c"; fi`,
+    );
+  lines.push(`sync -- "$t" 2>/dev/null || sync`, `mv -f -- "$t" "$p"`, `trap - EXIT`);
+  return lines.join('\n');
+}
+
+export function metadataChanges(
+  path: string,
+  f: FileFacts,
+  mode?: string,
+  owner?: string | number,
+  group?: string | number,
+): { summary: string }[] {
+  const out: { summary: string }[] = [];
+  if (mode && f.mode !== mode) out.push({ summary: `${path}: mode ${f.mode} → ${mode}` });
+  if (!ownerMatches(owner, f.uid, f.user)) out.push({ summary: `${path}: owner ${f.user} → ${owner}` });
+  if (!ownerMatches(group, f.gid, f.group)) out.push({ summary: `${path}: group ${f.group} → ${group}` });
+  return out;
+}
+
+export function chmodChownScript(path: string, mode?: string, owner?: string | number, group?: string | number): string {
+  const lines: string[] = [];
+  if (mode) lines.push(`chmod ${shq(mode)} -- ${shq(path)}`);
+  if (owner !== undefined || group !== undefined)
+    lines.push(`chown ${shq(`${owner ?? ''}${group !== undefined ? ':' + group : ''}`)} -- ${shq(path)}`);
+  return lines.join('\n');
+}
+
+/** The facts a probe would report after writing `content` with the given mode/owner. */
+export function predictWrite(f: FileFacts, content: Buffer, mode?: string, owner?: string | number, group?: string | number): FileFacts {
+  const keep = f.type === 'file';
+  const id = (v: string | number | undefined, oldId?: number, oldName?: string) =>
+    v === undefined
+      ? { id: keep ? oldId : 0, name: keep ? oldName : 'root' }
+      : typeof v === 'number' || /^\d+$/.test(v)
+        ? { id: Number(v), name: undefined }
+        : { id: undefined, name: v };
+  const u = id(owner, f.uid, f.user);
+  const g = id(group, f.gid, f.group);
+  return {
+    type: 'file',
+    mode: mode ?? (keep ? f.mode : '644'),
+    uid: u.id,
+    user: u.name,
+    gid: g.id,
+    group: g.name,
+    size: content.length,
+    sha256: sha256(content),
+    content: content.length <= MAX_PROBED_BYTES ? content : undefined,
+  };
+}

@@ -1,0 +1,298 @@
+/**
+ * Which NVIDIA driver files of a host belong in the jail: pure decisions over what the host's
+ * probe reported (gpu-driver.ts prints it). The capability tables are libnvidia-container's
+ * (src/nvc_info.c utility_libs, compute_libs, ..., match_library_flags; src/options.h
+ * container_opts), the capability set Soperator passes to nvidia-container-cli configure
+ * (images/common/scripts/complement_jail.sh: NVIDIA_DRIVER_CAPABILITIES, default
+ * compute,utility; `all` = compute,compat32,display,graphics,utility,video).
+ */
+import { InputError } from '../../util/errors.ts';
+
+export const GPU_CAPS = ['compute', 'compat32', 'display', 'graphics', 'utility', 'video', 'ngx'] as const;
+export type GpuCap = (typeof GPU_CAPS)[number];
+export const DEFAULT_GPU_CAPS: readonly GpuCap[] = ['compute', 'utility'];
+
+/** Library name prefixes per library class (nvc_info.c). */
+const LIBS = {
+  utility: ['libnvidia-ml.so', 'libnvidia-cfg.so', 'libnvidia-nscq.so'],
+  compute: [
+    'libcuda.so',
+    'libcudadebugger.so',
+    'libnvidia-opencl.so',
+    'libnvidia-gpucomp.so',
+    'libnvidia-ptxjitcompiler.so',
+    'libnvidia-fatbinaryloader.so',
+    'libnvidia-allocator.so',
+    'libnvidia-compiler.so',
+    'libnvidia-pkcs11.so',
+    'libnvidia-pkcs11-openssl3.so',
+    'libnvidia-nvvm.so',
+    'libnvidia-tileiras.so',
+  ],
+  video: ['libvdpau_nvidia.so', 'libnvidia-encode.so', 'libnvidia-opticalflow.so', 'libnvcuvid.so'],
+  graphics: [
+    'libnvidia-eglcore.so',
+    'libnvidia-glcore.so',
+    'libnvidia-tls.so',
+    'libnvidia-glsi.so',
+    'libnvidia-fbc.so',
+    'libnvidia-ifr.so',
+    'libnvidia-rtcore.so',
+    'libnvoptix.so',
+    'libGLX_nvidia.so',
+    'libEGL_nvidia.so',
+    'libGLESv2_nvidia.so',
+    'libGLESv1_CM_nvidia.so',
+    'libnvidia-glvkspirv.so',
+    'libnvidia-cbl.so',
+    'libGL.so',
+    'libEGL.so',
+    'libGLESv1_CM.so',
+    'libGLESv2.so',
+  ],
+  ngx: ['libnvidia-ngx.so'],
+} as const;
+type LibClass = keyof typeof LIBS;
+
+/** Binary names per class (nvc_info.c utility_bins, compute_bins). */
+const BINS = {
+  utility: ['nvidia-smi', 'nvidia-debugdump', 'nvidia-persistenced', 'nv-fabricmanager'],
+  compute: ['nvidia-cuda-mps-control', 'nvidia-cuda-mps-server'],
+} as const;
+
+/** Library classes each capability enables (options.h: video is OPT_VIDEO_LIBS|OPT_COMPUTE_LIBS, display implies graphics). */
+const CAP_LIBS: Record<GpuCap, readonly LibClass[]> = {
+  utility: ['utility'],
+  compute: ['compute'],
+  video: ['video', 'compute'],
+  graphics: ['graphics'],
+  display: ['graphics'],
+  ngx: ['ngx'],
+  compat32: [],
+};
+
+/** `compute,utility`, `all` or a list: the capability set, checked. */
+export function parseGpuCaps(value: string | readonly string[]): GpuCap[] {
+  const names = (typeof value === 'string' ? value.split(',') : value).map((s) => s.trim()).filter(Boolean);
+  const out = new Set<GpuCap>();
+  for (const n of names) {
+    if (n === 'all') for (const c of ['compute', 'compat32', 'display', 'graphics', 'utility', 'video'] as const) out.add(c);
+    else if ((GPU_CAPS as readonly string[]).includes(n)) out.add(n as GpuCap);
+    else throw new InputError(`unknown NVIDIA driver capability ${JSON.stringify(n)} (known: ${GPU_CAPS.join(', ')}, all)`);
+  }
+  if (out.size === 0) throw new InputError('no NVIDIA driver capability given');
+  return GPU_CAPS.filter((c) => out.has(c));
+}
+
+/** File name globs that find every driver file any capability may want (the caps filter comes after). */
+export const DEFAULT_GPU_PATTERNS: readonly string[] = [
+  ...Object.values(LIBS).flatMap((names) => names.map((n) => `${n}.*`)),
+  ...Object.values(BINS).flat(),
+  'gsp*.bin',
+];
+
+/** One regular file (or, from the CLI, directory) the probe found, with the state of its jail target. */
+export interface ScannedFile {
+  /** Path on the host. */
+  host: string;
+  /** Where it goes, inside the jail (relative to the jail root, with a leading '/'). */
+  target: string;
+  dir: boolean;
+  devIno: string;
+  mode: string;
+  /** The target as seen now (through the jail mountpoint). */
+  targetKind: 'absent' | 'file' | 'dir' | 'other';
+  /** The target is the host file itself (bound here). */
+  targetSame: boolean;
+  targetEmpty: boolean;
+}
+
+/** What the host's driver probe printed, read. */
+export interface DriverScan {
+  /** `uname -m` */
+  arch: string;
+  /** The jail's library directory for this host (`/usr/lib/<arch>-linux-gnu` unless configured). */
+  libDir: string;
+  /** The first line of /proc/driver/nvidia/version, when the kernel module is loaded. */
+  procLine?: string;
+  source: 'nvidia-container-cli' | 'globs';
+  /** Exit status of `nvidia-container-cli list`. */
+  cliExit?: number;
+  files: ScannedFile[];
+  /** The jail root's physical path, and each target directory's (symlinks such as /lib -> usr/lib resolved). */
+  jailReal?: string;
+  realDirs: Map<string, string>;
+  /** Symlinks in the jail's library directory: the file each points at -> their names (soname links). */
+  links: Map<string, string[]>;
+  /** Names the jail's ld.so.cache resolves (the last path component of each entry). */
+  cached: Set<string>;
+}
+
+/** Read the driver probe's lines (see gpu-driver.ts); lines of other parts are ignored. */
+export function readDriverScan(text: string): DriverScan {
+  const scan: DriverScan = { arch: '', libDir: '', source: 'globs', files: [], realDirs: new Map(), links: new Map(), cached: new Set() };
+  for (const line of text.split('\n')) {
+    const f = line.split('\t');
+    if (f[0] === 'gpu-f' && f.length === 9) {
+      scan.files.push({
+        host: f[1],
+        dir: f[2] === 'd',
+        devIno: f[3],
+        mode: f[4],
+        target: f[5],
+        targetKind: f[6] as ScannedFile['targetKind'],
+        targetSame: f[7] === 'yes',
+        targetEmpty: f[8] === 'yes',
+      });
+    } else if (f[0] === 'gpu-dir' && f.length === 3) scan.realDirs.set(f[1], f[2]);
+    else if (f[0] === 'gpu-jail' && f.length === 3) scan.jailReal = f[2];
+    else if (f[0] === 'gpu-link' && f.length === 3) scan.links.set(f[2], [...(scan.links.get(f[2]) ?? []), f[1]]);
+    else if (line.includes(' => '))
+      scan.cached.add(line.slice(line.lastIndexOf('/') + 1)); // ldconfig -p
+    else if (line.startsWith('gpu-arch=')) scan.arch = line.slice(9);
+    else if (line.startsWith('gpu-libdir=')) scan.libDir = line.slice(11);
+    else if (line.startsWith('gpu-proc=')) scan.procLine = line.slice(9) || undefined;
+    else if (line.startsWith('gpu-source=')) scan.source = line.slice(11) === 'cli' ? 'nvidia-container-cli' : 'globs';
+    else if (line.startsWith('gpu-cli-rc=')) scan.cliExit = Number(line.slice(11));
+  }
+  return scan;
+}
+
+const VERSION = /^\d+(?:\.\d+)+$/;
+
+/** The driver version in /proc/driver/nvidia/version's first line (proprietary or open kernel module). */
+export function procDriverVersion(line: string | undefined): string | undefined {
+  return line ? /Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)(?:\s|$)/.exec(line)?.[1] : undefined;
+}
+
+const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+
+/** The version of a versioned library name (`libcuda.so.550.54.15` -> `550.54.15`). */
+const libVersion = (name: string) => {
+  const at = name.indexOf('.so.');
+  const v = at < 0 ? '' : name.slice(at + 4);
+  return VERSION.test(v) ? v : undefined;
+};
+
+export type FileKind = 'lib' | 'lib32' | 'bin' | 'firmware' | 'other';
+
+/** What a driver file is, from where the probe put it in the jail. */
+export function fileKind(f: Pick<ScannedFile, 'host' | 'target'>): FileKind {
+  const name = base(f.host);
+  if (/^lib.*\.so/.test(name)) return f.target.startsWith('/usr/lib/i386-linux-gnu/') ? 'lib32' : 'lib';
+  if (f.target.startsWith('/usr/bin/')) return 'bin';
+  if (f.host.includes('/firmware/')) return 'firmware';
+  return 'other';
+}
+
+/** Whether a capability set wants this file (names the tables do not know are kept: someone listed them). */
+export function wantedByCaps(f: Pick<ScannedFile, 'host' | 'target'>, caps: readonly GpuCap[]): boolean {
+  const name = base(f.host);
+  const kind = fileKind(f);
+  if (kind === 'lib' || kind === 'lib32') {
+    if (kind === 'lib32' && !caps.includes('compat32')) return false;
+    const classes = Object.entries(LIBS).filter(([, names]) => names.some((n) => name.startsWith(n)));
+    if (!classes.length) return true;
+    return classes.some(([cls]) => caps.some((c) => CAP_LIBS[c].includes(cls as LibClass)));
+  }
+  if (kind === 'bin') {
+    if ((BINS.utility as readonly string[]).includes(name)) return caps.includes('utility');
+    if ((BINS.compute as readonly string[]).includes(name)) return caps.includes('compute');
+    return true;
+  }
+  // Firmware is mounted whatever the capabilities (nvc_mount.c). IPC: the persistenced and
+  // fabric manager sockets for utility, everything else (the MPS pipe directory) for compute.
+  if (kind === 'other' && /nvidia-(persistenced|fabricmanager)/.test(f.host)) return caps.includes('utility');
+  if (kind === 'other') return caps.includes('compute');
+  return true;
+}
+
+export interface DriverFileSet {
+  /** The running driver version, and where it was read. */
+  version?: string;
+  versionFrom?: string;
+  /** Why this host's file set cannot be decided (it is refused). */
+  problem?: string;
+  files: ScannedFile[];
+  /** Files left out because they belong to another driver version than the running one. */
+  stale: string[];
+}
+
+/**
+ * The host's driver file set: the running version (from /proc, else the one versioned
+ * libnvidia-ml on the host), and the files the capabilities want, of that version only (a
+ * library must end in `.so.<version>`, as libnvidia-container's select_libraries checks; firmware
+ * must sit in `firmware/nvidia/<version>/`), one per jail target.
+ */
+export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): DriverFileSet {
+  if (scan.source === 'nvidia-container-cli' && scan.cliExit !== 0)
+    return { problem: `nvidia-container-cli list failed (exit ${scan.cliExit})`, files: [], stale: [] };
+  const mlVersions = [...new Set(scan.files.map((f) => base(f.host)).filter((n) => n.startsWith('libnvidia-ml.so.')))]
+    .map(libVersion)
+    .filter((v): v is string => v !== undefined)
+    .sort();
+  let version = procDriverVersion(scan.procLine);
+  let versionFrom = version ? '/proc/driver/nvidia/version' : undefined;
+  if (!version && scan.procLine)
+    return { problem: `cannot read the driver version in ${JSON.stringify(scan.procLine)}`, files: [], stale: [] };
+  if (!version && mlVersions.length > 1)
+    return {
+      problem: `driver versions ${mlVersions.join(' and ')} are installed and /proc/driver/nvidia/version is missing: cannot tell which one runs`,
+      files: [],
+      stale: [],
+    };
+  if (!version && mlVersions.length === 1) {
+    version = mlVersions[0];
+    versionFrom = `libnvidia-ml.so.${version}`;
+  }
+  if (!version) {
+    if (!scan.files.length) return { files: [], stale: [] }; // no driver on this host
+    return {
+      problem: `cannot tell the running driver version: /proc/driver/nvidia/version is missing and no libnvidia-ml.so.<version> was found (found ${scan.files.map((f) => f.host).join(', ')})`,
+      files: [],
+      stale: [],
+    };
+  }
+  const files: ScannedFile[] = [];
+  const stale: string[] = [];
+  const targets = new Set<string>();
+  for (const f of scan.files) {
+    const kind = fileKind(f);
+    const ofVersion =
+      kind === 'lib' || kind === 'lib32'
+        ? base(f.host).endsWith(`.so.${version}`)
+        : kind === 'firmware'
+          ? !/\/nvidia\/[^/]+\//.test(f.host) || f.host.includes(`/nvidia/${version}/`)
+          : true;
+    if (!ofVersion) {
+      stale.push(f.host);
+      continue;
+    }
+    if (!wantedByCaps(f, caps) || targets.has(f.target)) continue;
+    targets.add(f.target);
+    files.push(f);
+  }
+  return { version, versionFrom, files, stale };
+}
+
+/** One host's answer in a jail's driver agreement. */
+export interface DriverReport {
+  host: string;
+  version: string;
+  from: string;
+}
+
+/**
+ * Refusal text when the GPU hosts sharing a jail run more than one driver version (one shared
+ * ld.so.cache and one set of soname links can point at only one: Soperator issue #184), naming
+ * each host's version; undefined when they agree.
+ */
+export function driverDisagreement(jail: string, reports: readonly DriverReport[]): string | undefined {
+  const versions = new Set(reports.map((r) => r.version));
+  if (versions.size <= 1) return undefined;
+  const each = [...reports]
+    .sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0))
+    .map((r) => `${r.host} ${r.version} (${r.from})`)
+    .join(', ');
+  return `the GPU hosts sharing the jail ${jail} run different driver versions: ${each}; one shared ld.so.cache serves one version, so nothing is applied on any of them`;
+}

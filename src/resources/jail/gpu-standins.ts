@@ -1,0 +1,210 @@
+import { inline } from '../../contract/probe.ts';
+import { shq } from '../../shell/quote.ts';
+import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
+import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
+import { editBlock } from '../core/text-edit.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
+import { fileKind } from './gpu-files.ts';
+import { standinLibrary, STANDIN_ARCHES } from './elf-standin.ts';
+import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MAX_BYTES, underJailLock } from './jail-shared.ts';
+
+export interface GpuStandinOptions extends CommonOptions {
+  /** The jail root on this host, e.g. /mnt/jail. */
+  jail: string;
+  /** What the jail is (its source), as for gpuDriver: this host learns the GPU hosts' file sets through it. */
+  jailId: string;
+  /** Library directory inside the jail; default `/usr/lib/<uname -m>-linux-gnu`. */
+  libDir?: string;
+  /** Where the stand-in library is kept on this host (node-local). */
+  standin?: string;
+  lockTimeout?: number;
+  fstabFile?: string;
+}
+
+export interface StandinFacts {
+  role: 'cpu';
+  arch: string;
+  libDir: string;
+  /** The library directory's physical path on this host. */
+  realLibDir: string;
+  /** Placeholders seen in the library directory: name -> size (Soperator's rule: versioned name, under 64 bytes). */
+  placeholders: Map<string, number>;
+  /** Names in the library directory that are this host's stand-in (bound). */
+  bound: Set<string>;
+  mounts: Map<string, MountEntry>;
+  standin: FileFacts;
+  fstab: FileFacts;
+  /** From the group (useFleet): the GPU hosts' library targets in this directory, with their modes. */
+  fleetLibs: Map<string, string>;
+}
+
+/** What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). */
+export type StandinChange = { do: 'placeholder' | 'bind' | 'remount'; target: string; mode?: string; overMount?: boolean };
+
+const MARKER = '# {mark} RACKSMITH JAIL GPU STAND-INS';
+
+/**
+ * On a CPU or login node of a jail that GPU nodes share: a harmless stand-in library (see
+ * elf-standin.ts) bound read-only over every GPU library placeholder of the jail, so that every
+ * entry of the shared ld.so.cache leads to a loadable object here too (Soperator binds its
+ * libdummy.so the same way: complement_jail.sh, CPU workers and login nodes in GPU clusters).
+ * The placeholders are the ones in the jail (versioned lib*.so.* under 64 bytes, Soperator's
+ * rule) and the ones the GPU hosts of the run are about to bind (their file sets, through the
+ * jail's fleet group: this host need not wait for them; missing ones are created here, under
+ * the placeholder lock). This host never runs ldconfig on the shared jail: a stand-in has no
+ * soname, and a cache built here would drop the drivers' entries for everyone.
+ */
+export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, StandinChange | FileWrite> {
+  const jail = checkAbsolutePath(o.jail, 'jail');
+  const standinPath = checkAbsolutePath(o.standin ?? '/var/lib/racksmith/jail-gpu-standin.so', 'standin');
+  const libDir = o.libDir === undefined ? undefined : checkAbsolutePath(o.libDir, 'libDir');
+  const timeout = o.lockTimeout ?? DEFAULT_LOCK_TIMEOUT_S;
+  const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
+  const standin = managedFile<StandinFacts>({
+    path: standinPath,
+    get: (f) => f.standin,
+    set: (f, file) => ({ ...f, standin: file }),
+    mode: '644',
+    stepName: 'GPU stand-in library',
+  });
+  const fstab = managedFile<StandinFacts>({
+    path: fstabFile,
+    get: (f) => f.fstab,
+    set: (f, file) => ({ ...f, fstab: file }),
+    backup: true,
+    stepName: 'fstab GPU stand-ins',
+  });
+
+  const standinOf = (f: StandinFacts) => {
+    const lib = standinLibrary(f.arch);
+    if (!lib) throw new Refusal(`no stand-in library for ${f.arch} (made for ${STANDIN_ARCHES.join(', ')})`);
+    return lib;
+  };
+  /** Every name to cover: placeholders seen, stand-ins bound already, and the GPU hosts' targets. */
+  const names = (f: StandinFacts) => [...new Set([...f.placeholders.keys(), ...f.bound, ...f.fleetLibs.keys()])].sort();
+  const targetOf = (f: StandinFacts, name: string) => `${f.realLibDir}/${name}`;
+  const newFstab = (f: StandinFacts) => {
+    const all = names(f);
+    const block = bindFstabBlock(
+      jail,
+      all.map((n) => ({ source: standinPath, target: targetOf(f, n), readOnly: true })),
+      `stand-in for the GPU libraries of the jail (${f.arch})`,
+    );
+    return editBlock(contentText(f.fstab), block, MARKER, all.length ? 'present' : 'absent');
+  };
+
+  const readOwn = (own: string) => {
+    const f = { arch: '', libDir: '', realLibDir: '', placeholders: new Map<string, number>(), bound: new Set<string>() };
+    for (const line of own.split('\n')) {
+      const t = line.split('\t');
+      if (t[0] === 'sti-ph' && t.length === 3) f.placeholders.set(t[1], Number(t[2]));
+      else if (t[0] === 'sti-bound' && t.length === 2) f.bound.add(t[1]);
+      else if (line.startsWith('sti-arch=')) f.arch = line.slice(9);
+      else if (line.startsWith('sti-libdir=')) f.libDir = line.slice(11);
+      else if (line.startsWith('sti-real=')) f.realLibDir = line.slice(9);
+    }
+    f.realLibDir ||= `${jail}${f.libDir}`;
+    return f;
+  };
+
+  return {
+    ...common('gpu-standins', `gpu-standins:${jail}`, o),
+    verifiable: true,
+    fleet: jailFleetKey(o.jailId),
+    readsSharedState: true, // the shared jail tree
+    files: [standin, fstab],
+    probe() {
+      const body = `J=${shq(jail)}; S=${shq(standinPath)}
+a=$(uname -m); echo "sti-arch=$a"
+L=${libDir ? shq(libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "sti-libdir=$L"
+if [ -d "$J$L" ]; then
+  if cd -P -- "$J$L" 2>/dev/null; then echo "sti-real=$PWD"; fi; cd /
+  if [ -f "$S" ]; then find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' \\( -samefile "$S" -printf 'sti-bound\\t%f\\n' -o -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' \\) 2>/dev/null
+  else find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' 2>/dev/null; fi
+fi`;
+      return [inline(body), standin.probe(), mountTableProbe(`${jail}/`), fstab.probe()];
+    },
+    parse(out) {
+      const [own, standinAnswer, table, fstabAnswer] = out.parts;
+      if (out.parts.length !== 4 || typeof own !== 'string' || typeof table !== 'string') {
+        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      }
+      return {
+        role: 'cpu',
+        ...readOwn(own),
+        mounts: parseMountTable(table),
+        standin: fileFacts(standinAnswer),
+        fstab: fileFacts(fstabAnswer),
+        fleetLibs: new Map(),
+      };
+    },
+    useFleet(f, fleet) {
+      const fleetLibs = new Map<string, string>();
+      for (const facts of fleet.values()) {
+        const g = facts as GpuDriverFacts;
+        if (g?.role !== 'gpu' || g.set.problem) continue;
+        for (const file of g.set.files) {
+          const dir = file.target.slice(0, file.target.lastIndexOf('/'));
+          if (fileKind(file) === 'lib' && dir === f.libDir) fleetLibs.set(file.target.slice(dir.length + 1), file.mode);
+        }
+      }
+      return fleetLibs.size || f.fleetLibs.size ? { ...f, fleetLibs } : f;
+    },
+    diff(f): Change<StandinChange | FileWrite>[] {
+      const want = standinOf(f);
+      if (f.standin.type !== 'absent' && f.standin.type !== 'file') throw new Refusal(`${standinPath} is a ${f.standin.type}, not a file`);
+      const text = `write the GPU stand-in library ${standinPath} (${want.length} bytes, ELF ${f.arch})`;
+      const all = names(f);
+      // Written only where there is something to cover (a jail without GPU nodes needs none).
+      const changes: Change<StandinChange | FileWrite>[] = all.length
+        ? [...standin.changes(f, want, { create: text, update: text, hideDiff: true })]
+        : [];
+      for (const n of all) {
+        const target = targetOf(f, n);
+        if (f.bound.has(n)) {
+          if (!f.mounts.get(target)?.options.includes('ro'))
+            changes.push({ summary: `remount ${target} read-only`, data: { do: 'remount', target } });
+          continue;
+        }
+        const overMount = f.mounts.has(target); // a stale bind there (an older stand-in): bound over
+        if (!f.placeholders.has(n) && !overMount)
+          changes.push({
+            summary: `create placeholder ${target} (shared jail), if missing`,
+            data: { do: 'placeholder', target, mode: f.fleetLibs.get(n) },
+          });
+        changes.push({ summary: `bind the stand-in ${standinPath} → ${target} (ro)`, data: { do: 'bind', target, overMount } });
+      }
+      changes.push(
+        ...fstab.changes(f, newFstab(f), { create: `${fstabFile}: GPU stand-in entries`, update: `${fstabFile}: GPU stand-in entries` }),
+      );
+      return changes;
+    },
+    apply(_, changes): Step[] {
+      const steps: Step[] = [...standin.steps(changes)];
+      const decided = (what: StandinChange['do']) =>
+        changes.flatMap((c) => (c.data && 'do' in c.data && c.data.do === what ? [c.data] : []));
+      const create = decided('placeholder');
+      if (create.length) {
+        const body = create.map((c) => placeholderScript(c.target, shq(c.mode ?? '644'))).join('\n');
+        steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
+      }
+      const S = shq(standinPath);
+      const binds = [
+        ...decided('bind').map((c) => {
+          const t = shq(c.target);
+          // Only over a placeholder (or a stale bind): a real library at a GPU target is left alone, and this host fails.
+          const guard = c.overMount
+            ? ''
+            : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
+          return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
+        }),
+        ...decided('remount').map((c) => `mount -o remount,bind,ro ${shq(c.target)}`),
+      ];
+      if (binds.length) steps.push({ name: 'GPU stand-in binds', script: binds.join('\n') });
+      steps.push(...fstab.steps(changes));
+      return steps;
+    },
+  };
+}

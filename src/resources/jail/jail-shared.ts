@@ -1,0 +1,62 @@
+/**
+ * What every node of a shared jail must do alike, racksmith or Soperator: the lock files that
+ * serialise work on the shared tree, the placeholder files that node-local binds land on, and the
+ * fstab lines that bring those binds back at boot.
+ */
+import { shq } from '../../shell/quote.ts';
+import { fstabEscape } from '../core/fstab.ts';
+
+/**
+ * Soperator's own lock files (images/common/scripts/complement_jail.sh, relative to the jail
+ * root): taking the same ones makes racksmith and Soperator's workers exclude each other on a
+ * jail they share.
+ */
+export const JAIL_LOCKS = {
+  placeholders: 'etc/complement_jail_gpu_placeholders.lock',
+  ldconfig: 'etc/complement_jail_ldconfig.lock',
+} as const;
+
+export const DEFAULT_LOCK_TIMEOUT_S = 60;
+
+/**
+ * What a new placeholder holds: not 0 bytes, because libnvidia-container's failing cleanup
+ * removes empty mount targets under the other nodes' live binds (Soperator SCHED-1041), and under
+ * 64 bytes, the size by which Soperator's CPU nodes and its re-populate tell placeholders from
+ * libraries (`find ... -size -64c -name 'lib*.so.*'`).
+ */
+export const PLACEHOLDER_MARKER = 'racksmith gpu placeholder\n';
+export const PLACEHOLDER_MAX_BYTES = 64;
+
+const CONFLICT = 75;
+
+/**
+ * `body` (sh) run under one of the jail's cross-node locks, waiting at most `timeoutS`: after
+ * that the step fails with a message that names the lock.
+ */
+export function underJailLock(jail: string, lock: keyof typeof JAIL_LOCKS, timeoutS: number, body: string): string {
+  const path = `${jail}/${JAIL_LOCKS[lock]}`;
+  const msg = `timed out after ${timeoutS} s waiting for the lock ${path} (another node holds it: racksmith, or Soperator's complement_jail.sh)`;
+  return `rs_rc=0; flock -w ${shq(timeoutS)} -E ${CONFLICT} ${shq(path)} sh -ec ${shq(body)} || rs_rc=$?
+if [ "$rs_rc" = ${CONFLICT} ]; then echo ${shq(msg)} >&2; fi
+exit "$rs_rc"`;
+}
+
+/** Shell that creates a missing placeholder file with the marker and `mode` (`chmod` operand). */
+export function placeholderScript(target: string, mode: string): string {
+  const dir = target.slice(0, target.lastIndexOf('/')) || '/';
+  return `[ -e ${shq(target)} ] || { mkdir -p -- ${shq(dir)} && printf %s ${shq(PLACEHOLDER_MARKER)} > ${shq(target)} && chmod ${mode} -- ${shq(target)}; }`;
+}
+
+/** An fstab block of bind mounts under the jail: each waits for the jail mount at boot. */
+export function bindFstabBlock(
+  jail: string,
+  entries: ReadonlyArray<{ source: string; target: string; readOnly: boolean }>,
+  comment?: string,
+): string {
+  const lines = comment ? [`# ${comment.replace(/\n/g, ' ')}`] : [];
+  for (const e of entries)
+    lines.push(
+      `${fstabEscape(e.source)} ${fstabEscape(e.target)} none bind${e.readOnly ? ',ro' : ''},x-systemd.requires-mounts-for=${fstabEscape(jail)} 0 0`,
+    );
+  return lines.join('\n');
+}

@@ -1,0 +1,861 @@
+/**
+ * Block-device resources of the storage playbook:
+ *  - xfsFormat: mkfs.xfs on a blank whole disk; keeps an XFS disk; refuses anything else unless
+ *    format_allow names it (and never a disk in use);
+ *  - ioTuning: scheduler and queue values in sysfs, each clamped to what the device accepts;
+ *  - xattrCheck: set, read back and remove a user xattr on a mounted data filesystem;
+ *  - diskMount: mount.ts for a disk given by path or by serial.
+ * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
+ */
+import { define, inline, type DefinePart, type ProbeBatch, type ProbePart } from '../../contract/probe.ts';
+import { shq } from '../../shell/quote.ts';
+import { InputError } from '../../util/errors.ts';
+import {
+  ioChanges,
+  ioTarget,
+  mergeProfiles,
+  parseDiskFacts,
+  parseXattrFacts,
+  planFormat,
+  profileFor,
+  xattrDiff,
+  XATTR_NAME,
+  type DiskFacts,
+  type FormatPlan,
+  type IoChange,
+  type IoProfile,
+  type ProfileName,
+  type XattrFacts,
+} from './blockdev-logic.ts';
+import { checkAbsolutePath } from '../core/file-common.ts';
+import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
+import { escapeMountinfo } from '../core/mount-table.ts';
+import { common, ProbeError, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+
+/** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
+export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
+
+export function specText(s: DiskSpec): string {
+  return s.device ?? `serial ${s.serial}`;
+}
+
+export interface ProbeOptions {
+  /** Prefix for /sys, /dev, /proc and /run (tests run the probe over a fake tree). */
+  root?: string;
+}
+
+// The probe runs for every disk of every host: shell builtins (read, case, test -ef) where a
+// helper process (cat, sed, grep, readlink, tr) would be started per value.
+
+/** Shell that sets $rs_v to the first line of file $1 (empty when unreadable). */
+const READ_FN = `rs_rd() { rs_v=; IFS= read -r rs_v < "$1"; } 2>/dev/null`;
+
+/** Shell that sets $rs_v to $1 without leading and trailing blanks. */
+const TRIM_FN = `rs_trim() { rs_v=\${1#"\${1%%[![:space:]]*}"}; rs_v=\${rs_v%"\${rs_v##*[![:space:]]}"}; }`;
+
+/** A `case` pattern for the udev properties racksmith uses. */
+const UDEV_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*|E:ID_MODEL=*|E:ID_BUS=*|E:ID_PATH=*';
+/** Shell that prints those properties as udev.KEY=VALUE, for the device with decimal maj:min $1. */
+const UDEV_FN = `rs_udev() {
+  db="$R/run/udev/data/b$1"
+  [ -r "$db" ] || return 0
+  while IFS= read -r l; do case $l in ${UDEV_KEYS}) echo "udev.\${l#E:}" ;; esac; done < "$db"
+  return 0
+}`;
+
+/** udev properties that name a disk: what a serial spec and format_allow entries are matched against. */
+const UDEV_ID_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*';
+/**
+ * Shell that sets $rs_ids to the serial and WWN values of the disk at sysfs dir $1 with decimal
+ * maj:min $2 (udev's and sysfs's, trimmed), each between tabs: `<TAB>S1<TAB>0x5000c5...<TAB>`.
+ */
+const IDS_FN = `rs_ids() {
+  rs_ids='\t'
+  if [ -r "$R/run/udev/data/b$2" ]; then
+    while IFS= read -r l; do
+      case $l in ${UDEV_ID_KEYS}) rs_trim "\${l#*=}"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t" ;; esac
+    done < "$R/run/udev/data/b$2"
+  fi
+  for x in device/serial serial device/wwid wwid; do
+    [ -r "$1/$x" ] || continue
+    rs_rd "$1/$x" || :; rs_trim "$rs_v"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t"
+  done
+  return 0
+}`;
+
+/** Shell that sets $mm (decimal maj:min) for the one disk whose serial or WWN is $1, or prints error=. */
+const SERIAL_FN = `rs_by_serial() {
+  rs_n=0; rs_found=; mm=
+  for s in "$R"/sys/block/*; do
+    [ -r "$s/dev" ] || continue
+    rs_rd "$s/dev"; m=$rs_v
+    rs_ids "$s" "$m"
+    case $rs_ids in *"\t$1\t"*) rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m ;; esac
+  done
+  if [ "$rs_n" = 0 ]; then echo "error=no disk has serial or WWN $1"; mm=; return 1; fi
+  if [ "$rs_n" -gt 1 ]; then echo "error=serial $1 matches several disks:$rs_found"; mm=; return 1; fi
+  return 0
+}`;
+
+/**
+ * Shell that prints, for each serial/WWN value of the disk at sysfs dir $1 (maj:min $2), the
+ * host's disks that carry it: `iddisks=VALUE<TAB>sdb sdc`. A format_allow serial must name one.
+ */
+const IDDISKS_FN = `rs_iddisks() {
+  rs_ids "$1" "$2"; rs_mine=\${rs_ids#?}; rs_all=
+  for s in "$R"/sys/block/*; do
+    [ -r "$s/dev" ] || continue
+    rs_rd "$s/dev"; rs_ids "$s" "$rs_v"; rs_all="$rs_all\${s##*/}$rs_ids
+"
+  done
+  set -f
+  while [ -n "$rs_mine" ]; do
+    v=\${rs_mine%%"\t"*}; rs_mine=\${rs_mine#*"\t"}; l=
+    rs_o=$IFS; IFS='
+'
+    for d in $rs_all; do case $d in *"\t$v\t"*) l="$l \${d%%"\t"*}" ;; esac; done
+    IFS=$rs_o
+    printf 'iddisks=%s\\t%s\\n' "$v" "\${l# }"
+  done
+  set +f
+}`;
+
+/** Shell that sets $rs_mm to the decimal maj:min of block device file $1 (stat prints hex). */
+const MAJMIN_FN = `rs_majmin() {
+  # /dev/NAME itself (not a link) is the kernel's NAME: sysfs has its number, no stat needed.
+  if [ ! -L "$1" ] && [ -r "$R/sys/class/block/\${1##*/}/dev" ]; then rs_rd "$R/sys/class/block/\${1##*/}/dev"; rs_mm=$rs_v; [ -n "$rs_mm" ] && return 0; fi
+  rs_mm=$(stat -L -c '%t:%T' -- "$1") && rs_mm="$((0x\${rs_mm%:*})):$((0x\${rs_mm#*:}))"
+}`;
+
+/** Where a partition usually starts (bytes): 34, 63, 64 and 128 sectors, GPT on 4Kn, 1-16 MiB alignments. */
+export const PARTITION_OFFSETS = [17408, 24576, 32256, 32768, 65536, 1048576, 2097152, 4194304, 8388608, 16777216];
+
+/**
+ * Shell that writes the bytes of file $1 at each OFFSET LENGTH pair of the arguments after it,
+ * one region after the other (fewer at the end of the file or at a read error, as dd).
+ *
+ * Why two readers: a process costs about as much as reading a region, and the blank-disk sample
+ * reads 21 regions per disk in the probe, in the storage play's probe and again in the guard
+ * before mkfs; one perl (present on every Debian and Ubuntu host: perl-base is Essential) reads
+ * them all, where dd takes one process per region (bench/README "Where the first run goes").
+ * Both write the same bytes, which the same od | awk reads (test/unit/disk-sample.test.ts).
+ */
+const REGIONS_FN = `rs_regions() {
+  rs_rf=$1; shift
+  if command -v perl >/dev/null 2>&1; then
+    perl -e 'open(my $f, "<:raw", shift) or exit 1;
+while (@ARGV > 1) {
+  my ($o, $l) = splice(@ARGV, 0, 2);
+  sysseek($f, $o, 0) or next;
+  while ($l > 0) { my $n = sysread($f, my $b, $l < 65536 ? $l : 65536); last unless $n; print $b; $l -= $n }
+}' "$rs_rf" "$@" 2>/dev/null
+  else
+    while [ $# -gt 1 ]; do dd if="$rs_rf" bs=65536 iflag=skip_bytes,count_bytes skip="$1" count="$2" 2>/dev/null; shift 2; done
+  fi
+}`;
+
+/**
+ * Shell that samples the data of device $1 (size $2 bytes): the first 1 MiB + 128 KiB, 128 KiB
+ * at each partition alignment from 2 MiB to 16 MiB, 80 KiB around each sixteenth (where XFS puts
+ * its secondary superblocks), the last 1 MiB; a device up to 32 MiB is read whole. One reader for
+ * all regions (rs_regions) into one od and one awk. Sets $rs_s to what is not zero: `data=OFFSET HEX` (each
+ * region's first non-zero byte), `xfsb=OFFSET` (an XFS superblock magic at a 4 KiB boundary),
+ * `tar=257` (a ustar header), `sample=READ WANT`, and with `psig.OFFSET.KEY=VALUE` what blkid
+ * finds at the partition offsets inside regions that are not zero.
+ */
+const SAMPLE_FN = `rs_sample() {
+  rs_sd=$1; rs_sz=$2; rs_s=
+  if [ "$rs_sz" -le 33554432 ]; then set -- 0 "$rs_sz"
+  else
+    set -- 0 1179648 2097152 131072 4194304 131072 8388608 131072 16777216 131072
+    i=1; while [ $i -lt 16 ]; do set -- "$@" $((rs_sz / 16 * i / 4096 * 4096 - 16384)) 81920; i=$((i + 1)); done
+    set -- "$@" $((rs_sz - 1048576)) 1048576
+  fi
+  rs_segs=$*
+  rs_s=$(rs_regions "$rs_sd" "$@" |
+    od -A d -t x1 -w512 | awk -v segs="$rs_segs" -v probes=${shq(PARTITION_OFFSETS.join(' '))} '
+function segof(p) { while (seg < ns && p >= ss[seg] + sl[seg]) seg++; return seg }
+function hit(p, c,   s, b, h) {
+  s = segof(p); if (done[s]) return; done[s] = 1
+  match(c, /[1-9a-f]/); b = int((RSTART - 2) / 3); h = substr(c, 3 * b + 1, 12); gsub(/ /, "", h)
+  printf "data=%.0f %s\\n", so[s] + p - ss[s] + b, h
+}
+function line(p, c,   d) {
+  last = p; lastc = c; lastz = c !~ /[1-9a-f]/
+  if (lastz) return
+  hit(p, c); d = so[seg] + p - ss[seg]
+  if (d > 0 && d % 4096 == 0 && substr(c, 1, 12) == " 58 46 53 42" && nx++ < 16) printf "xfsb=%.0f\\n", d
+  if (d == 0 && substr(c, 772, 15) == " 75 73 74 61 72") print "tar=257"
+}
+BEGIN {
+  n = split(segs, a, " ")
+  for (i = 1; i < n; i += 2) { ns++; so[ns] = a[i]; sl[ns] = a[i + 1]; ss[ns] = t; t += a[i + 1] }
+  seg = 1; last = -512; lastz = 1
+}
+$0 == "*" { rep = 1; next }
+{
+  sp = index($0, " "); p = (sp ? substr($0, 1, sp - 1) : $0) + 0
+  # od wrote "*" for lines equal to the last one: those not zero count in every region they span
+  if (rep && !lastz) for (q = last + 512; q < p; ) { s = segof(q); hit(q, lastc); q = ss[s] + sl[s] }
+  rep = 0
+  if (sp) line(p, substr($0, sp)); else got = p
+}
+END {
+  printf "sample=%.0f %.0f\\n", got, t
+  m = split(probes, o, " ")
+  for (i = 1; i <= m; i++) for (s = 1; s <= ns; s++) if (done[s] && o[i] >= so[s] && o[i] < so[s] + sl[s]) { print "probe=" o[i]; break }
+}')
+  case $rs_s in *probe=*) ;; *) return 0 ;; esac
+  rs_p=$rs_s; rs_s=
+  while IFS= read -r l; do
+    case $l in
+    probe=*)
+      o=\${l#probe=}; rs_b2=$(blkid -p -O "$o" -o export -- "$rs_sd" 2>/dev/null) || continue
+      while IFS= read -r l2; do case $l2 in DEVNAME=*|'') ;; *) rs_s="$rs_s
+psig.$o.$l2" ;; esac; done <<RS_P_EOF
+$rs_b2
+RS_P_EOF
+      ;;
+    *) rs_s="$rs_s
+$l" ;;
+    esac
+  done <<RS_S_EOF
+$rs_p
+RS_S_EOF
+  rs_s=\${rs_s#"
+"}
+  return 0
+}`;
+
+/**
+ * The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of device $1 and,
+ * when they find nothing, of its data sample (size $2 bytes).
+ */
+const FP_FN = `rs_fp() {
+  # (exit codes kept with || so that apply steps, which run under set -e, go on)
+  rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
+  rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
+  rs_s=
+  if [ "$rs_brc" = 2 ] && [ "$rs_wrc" = 0 ] && [ -z "$rs_w" ]; then rs_sample "$1" "$2"; fi
+  rs_fpv=$(sha256sum <<RS_FP_EOF
+$rs_b
+$rs_w
+$rs_s
+RS_FP_EOF
+)
+  rs_fpv=\${rs_fpv%% *}
+}`;
+
+/** Shell that sets $rs_bmv to the `FSTYPE<TAB> MOUNTPOINT...` of maj:min $1 in $rs_bm, or returns 1. */
+const BM_GET_FN = `rs_bm_get() {
+  case $rs_bm in "$1\t"*) rs_bmv=\${rs_bm#"$1\t"} ;; *"
+$1\t"*) rs_bmv=\${rs_bm#*"
+$1\t"} ;; *) return 1 ;; esac
+  rs_bmv=\${rs_bmv%%"
+"*}
+}`;
+
+/**
+ * Shell that prints who uses device $1 the way the kernel sees it, for its `MAJ:MIN=NAME` pairs
+ * $2 (the disk and its partitions): `excl=ok` or `excl=ERROR` from an exclusive open (wipefs
+ * --no-act opens O_EXCL and, with a type nothing has, touches nothing: EBUSY when mounted in any
+ * mount namespace, held by dm/md/swap or open exclusively); when that fails, `nsmount=PID MAJ:MIN
+ * MOUNTPOINT` (mounts in other mount namespaces) and `openby=PID COMM`; and `loop=NAME BACKING`,
+ * `loopmount=NAME MOUNTPOINT`, `loopholder=NAME HOLDER` for loop devices backed by the disk or a
+ * partition (a loop over a block device claims nothing, so only loop/backing_file tells).
+ */
+const INUSE_FN = `rs_wipefs_excl=
+rs_inuse() {
+  rs_dv=$1; rs_pairs=$2
+  # (wipefs opens O_EXCL since util-linux 2.24, the one that has --force: asked once per script)
+  [ -n "$rs_wipefs_excl" ] || case $(wipefs --help 2>&1) in *--force*) rs_wipefs_excl=yes ;; *) rs_wipefs_excl=no ;; esac
+  rs_xrc=0; rs_x=$(LOCK_BLOCK_DEVICE=no wipefs --no-act --quiet --types racksmith-exclusive-open --all -- "$rs_dv" 2>&1) || rs_xrc=$?
+  if [ "$rs_wipefs_excl" = no ]; then echo 'excl=wipefs of util-linux before 2.24 cannot open a disk exclusively'
+  elif [ "$rs_xrc" = 0 ]; then echo excl=ok
+  else
+    rs_x=\${rs_x%%"
+"*}
+    printf 'excl=%s\\n' "\${rs_x##*: }"
+    set --; for pr in $rs_pairs; do set -- "$@" -e " \${pr%%=*} "; done
+    grep -s -H -F "$@" "$R"/proc/[0-9]*/mountinfo | {
+      seen=
+      while IFS= read -r l; do
+        p=\${l%%/mountinfo:*}; p=\${p##*/}; set -f; set -- \${l#*/mountinfo:}; set +f
+        case $seen in *"|$3 $5|"*) continue ;; esac
+        seen="$seen|$3 $5|"; echo "nsmount=$p $3 $5"
+      done
+    }
+    set --; for pr in $rs_pairs; do [ $# -gt 0 ] && set -- "$@" -o; set -- "$@" -lname "/dev/\${pr#*=}"; done
+    find "$R"/proc/[0-9]*/fd "$@" 2>/dev/null | {
+      seen=
+      while IFS= read -r l; do
+        p=\${l%/fd/*}; p=\${p##*/}
+        case $seen in *" $p "*) continue ;; esac
+        seen="$seen $p "; rs_rd "$R/proc/$p/comm" || :; echo "openby=$p $rs_v"
+      done
+    }
+  fi
+  for b in "$R"/sys/class/block/loop*/loop/backing_file; do
+    [ -r "$b" ] || continue
+    rs_rd "$b" || :; bf=$rs_v
+    case $bf in /*) [ -b "$R$bf" ] || continue ;; *) continue ;; esac
+    rs_majmin "$R$bf" || continue
+    case " $rs_pairs " in *" $rs_mm="*) ;; *) continue ;; esac
+    ln=\${b%/loop/backing_file}; ln=\${ln##*/}
+    echo "loop=$ln $bf"
+    rs_rd "$R/sys/class/block/$ln/dev" || :; rs_block_mounts
+    if rs_bm_get "$rs_v"; then set -f; for mp in \${rs_bmv#*"\t"}; do echo "loopmount=$ln $mp"; done; set +f; fi
+    for h in "$R/sys/class/block/$ln"/holders/*; do [ -e "$h" ] && echo "loopholder=$ln \${h##*/}"; done
+  done
+  return 0
+}`;
+
+/**
+ * Shell that sets $rs_bm to the mount table by block device (major 0 is never one: no proc, tmpfs,
+ * overlay), read once per shell (and root $R):
+ * a line `MAJ:MIN<TAB>FSTYPE<TAB> MOUNTPOINT...` per device, its mountpoints in mount table order
+ * (escaped as there: no blanks), FSTYPE that of its last mount. One awk for every disk of a
+ * script, not one per disk (a storage node has dozens).
+ */
+const BLOCK_MOUNTS_FN = `rs_bm_root=
+rs_block_mounts() {
+  [ "$rs_bm_root" = "=$R" ] && return 0
+  rs_bm_root="=$R"
+  rs_bm=$(awk '$3 ~ /^0:/ { next } { fs = ""; for (i = 7; i < NF; i++) if ($i == "-") { fs = $(i + 1); break }
+    if (!($3 in mps)) order[++n] = $3
+    mps[$3] = mps[$3] " " $5; last[$3] = fs }
+  END { for (j = 1; j <= n; j++) printf "%s\\t%s\\t%s\\n", order[j], last[order[j]], mps[order[j]] }' "$R/proc/self/mountinfo" 2>/dev/null)
+}`;
+
+/**
+ * Shell that prints the facts of one disk (parsed by parseDiskFacts): rs_disk ROOT SPEC_TEXT
+ * device PATH | rs_disk ROOT SPEC_TEXT serial SERIAL. A function, so that each disk's part is an
+ * inline part (no subshell of its own): it returns where a section would exit, reads only what
+ * it set, and leaves the working directory at /.
+ *
+ * A mounted disk costs builtins only (it is never formatted: its content is not read). An
+ * unmounted one is read (blkid, wipefs; XFS: which devices share its UUID); one that might be
+ * formatted also gets the data sample (when no signature is found), the exclusive open, the
+ * loop devices over it and the count of disks sharing each of its serials.
+ */
+const DISK_FN = `rs_disk() {
+  # (the default field separators: the lists below are split on them, whatever ran before)
+  IFS=' \t\n'
+  R=$1
+  printf 'spec=%s\\n' "$2"
+  if [ "$3" = device ]; then
+    p=$4
+    if [ ! -e "$R$p" ]; then printf 'error=%s does not exist\\n' "$p"; return 0; fi
+    if [ ! -b "$R$p" ]; then printf 'error=%s is not a block device\\n' "$p"; return 0; fi
+    rs_majmin "$R$p"; mm=$rs_mm
+  else
+    rs_by_serial "$4" || return 0
+  fi
+  sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
+  if [ -z "$sys" ]; then printf 'error=%s (%s) is not in sysfs\\n' "$2" "$mm"; return 0; fi
+  k=\${sys##*/}
+  echo "kname=$k"
+  echo "majmin=$mm"
+  [ -e "$sys/partition" ] && echo partition=1
+  rs_rd "$sys/size"; rs_size=$rs_v; echo "size=$rs_v"
+  rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
+  rs_rd "$sys/ro"; echo "ro=$rs_v"
+  rs_udev "$mm"
+  for x in device/serial serial device/wwid wwid; do [ -r "$sys/$x" ] && { rs_rd "$sys/$x"; echo "sys.$x=$rs_v"; }; done
+  for l in "$R"/dev/disk/by-id/*; do [ -L "$l" ] && [ "$l" -ef "$R/dev/$k" ] && echo "byid=\${l#"$R"}"; done
+  pairs="$mm=$k"
+  for s2 in "$sys/$k"*; do
+    [ -r "$s2/partition" ] || continue
+    rs_rd "$s2/dev"; pm=$rs_v; echo "part=\${s2##*/} $pm"; pairs="$pairs $pm=\${s2##*/}"
+    for h in "$s2"/holders/*; do [ -e "$h" ] && echo "holder=\${s2##*/} \${h##*/}"; done
+  done
+  for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
+  # The disk's and its partitions' mounts: mount=MAJ:MIN NAME MOUNTPOINT, and the disk's own fstype.
+  rs_block_mounts
+  rs_mnt=
+  for pr in $pairs; do
+    pm=\${pr%%=*}
+    rs_bm_get "$pm" || continue
+    fs=\${rs_bmv%%"\t"*}
+    set -f # mountpoints are words of the list: never patterns
+    for mp in \${rs_bmv#*"\t"}; do rs_mnt="$rs_mnt
+mount=$pm \${pr#*=} $mp"; done
+    set +f
+    [ "$pm" = "$mm" ] && [ -n "$fs" ] && rs_mnt="$rs_mnt
+mountfs=$fs"
+  done
+  rs_mnt=\${rs_mnt#"
+"}
+  [ -n "$rs_mnt" ] && printf '%s\\n' "$rs_mnt"
+  if [ -r "$R/proc/swaps" ]; then
+    while read -r f rest; do
+      [ -b "$f" ] || continue
+      rs_majmin "$f" && case " $pairs " in *" $rs_mm="*) echo "swap=$f";; esac
+    done < "$R/proc/swaps"
+  fi
+  if [ -n "$rs_mnt" ]; then
+    # A mounted disk is never formatted: its content is not read (no wipefs, sample), only the
+    # filesystem UUID its mountpath is recorded by (storage.json).
+    echo content=mounted
+    echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"
+  else
+    rs_fp "$R/dev/$k" $((\${rs_size:-0} * 512))
+    while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
+$rs_b
+RS_B_EOF
+    echo "blkid_rc=$rs_brc"
+    if [ "$rs_wrc" = 0 ]; then
+      while IFS= read -r l; do [ -n "$l" ] && echo "sig=$l"; done <<RS_W_EOF
+$rs_w
+RS_W_EOF
+    else echo "sig=?,wipefs failed: $(printf '%s' "$rs_w" | tr '\\n,' '  ')"; fi
+    [ -n "$rs_s" ] && printf '%s\\n' "$rs_s"
+    echo "fp=$rs_fpv"
+    case "
+$rs_b
+" in
+    *"
+TYPE=xfs
+"*)
+      # Kept, not formatted: only whether another device carries its UUID (a clone) matters.
+      # (blkid scans the host's devices: not over a fake root, whose /proc/partitions is not its own)
+      rs_u=
+      case $rs_b in *"
+UUID="*) rs_u=\${rs_b#*"
+UUID="}; rs_u=\${rs_u%%"
+"*} ;; esac
+      if [ -z "$R" ] && [ -n "$rs_u" ]; then
+        for dv in $(blkid -c /dev/null -o device -t "UUID=$rs_u" 2>/dev/null); do echo "uuiddev=$dv"; done
+      fi ;;
+    *)
+      rs_inuse "$R/dev/$k" "$pairs"
+      rs_iddisks "$sys" "$mm" ;;
+    esac
+  fi
+  q="$sys/queue"
+  for x in scheduler nr_requests read_ahead_kb rq_affinity max_sectors_kb max_hw_sectors_kb; do [ -r "$q/$x" ] && { rs_rd "$q/$x"; echo "q.$x=$rs_v"; }; done
+  t=; for x in "$sys"/mq/*/nr_tags; do
+    rs_rd "$x"; case $rs_v in ''|*[!0-9]*) continue ;; esac
+    if [ -z "$t" ] || [ "$rs_v" -lt "$t" ]; then t=$rs_v; fi
+  done
+  [ -n "$t" ] && echo "q.nr_tags=$t"
+  for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && { rs_rd "$c"; echo "cap.\${c##*.}=$rs_v"; }; done
+  echo end=1
+}`;
+
+/** The shell functions every disk probe calls: defined once per script, however many disks. */
+const DISK_HELPERS = [
+  READ_FN,
+  TRIM_FN,
+  MAJMIN_FN,
+  UDEV_FN,
+  IDS_FN,
+  SERIAL_FN,
+  IDDISKS_FN,
+  REGIONS_FN,
+  SAMPLE_FN,
+  FP_FN,
+  BLOCK_MOUNTS_FN,
+  BM_GET_FN,
+  INUSE_FN,
+  DISK_FN,
+].join('\n');
+
+/** The probe part that defines the disk probes' helpers. */
+export const diskHelpers = (): DefinePart => define(DISK_HELPERS);
+
+/** The call that probes one disk (after DISK_HELPERS). */
+function diskCall(spec: DiskSpec, o: ProbeOptions): string {
+  const how = spec.device !== undefined ? `device ${shq(spec.device)}` : `serial ${shq(spec.serial)}`;
+  return `rs_disk ${shq(o.root ?? '')} ${shq(specText(spec))} ${how}`;
+}
+
+/** Shell that resolves a spec to a disk and prints its facts (parsed by parseDiskFacts), on its own. */
+export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
+  return `${DISK_HELPERS}\n${diskCall(spec, o)}`;
+}
+
+/** diskProbe without the helpers' definitions (a probe part after diskHelpers()): one inline part per disk. */
+export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): ProbePart {
+  return inline(diskCall(spec, o));
+}
+
+/**
+ * Probe parts for a disk and the other disks of its list: each part is some disk's own probe,
+ * shared word for word with that disk's resources, so knowing which entries are the same disk
+ * costs nothing on the host.
+ */
+export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): ProbePart[] {
+  return [diskHelpers(), diskProbeBody(spec, o), ...others.map((x) => diskProbeBody(x, o))];
+}
+
+/** Facts of the first disk of `diskProbeParts` answers (one per disk), with `sameAs` from the others' maj:min. */
+export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
+  if (!parts.length || parts.some((p) => typeof p !== 'string')) throw new ProbeError('unexpected disk probe output');
+  const [self, ...others] = (parts as string[]).map((p) => parseDiskFacts(p));
+  if (!self.error) for (const x of others) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
+  return self;
+}
+
+/**
+ * Shell that prints, for a disk given as rs_disk's arguments (ROOT device PATH | ROOT serial
+ * SERIAL), what a wipe must know whatever the disk holds: `iddisks=` (rs_iddisks) and who uses
+ * it (rs_inuse: loop devices over it, mounts in other mount namespaces, openers).
+ */
+const DISK_USERS_FN = `rs_disk_users() {
+  IFS=' \t\n'; R=$1
+  if [ "$2" = device ]; then [ -b "$R$3" ] || return 0; rs_majmin "$R$3" || return 0; mm=$rs_mm
+  else rs_by_serial "$3" >/dev/null || return 0; fi
+  sys=; cd -P -- "$R/sys/dev/block/$mm" 2>/dev/null && sys=$PWD; cd /
+  [ -n "$sys" ] || return 0
+  k=\${sys##*/}; pairs="$mm=$k"
+  for s2 in "$sys/$k"*; do [ -r "$s2/partition" ] && { rs_rd "$s2/dev"; pairs="$pairs $rs_v=\${s2##*/}"; }; done
+  rs_iddisks "$sys" "$mm"
+  rs_inuse "$R/dev/$k" "$pairs"
+  return 0
+}`;
+
+/**
+ * Probe parts that tell, for a disk that may be mounted or carry XFS (whose probe leaves them
+ * out), the count of the host's disks carrying each of its serials/WWNs and who else uses it
+ * (`iddisks=`, `loop=`, `nsmount=`, ... as parseDiskFacts reads them): what a wipe must know.
+ */
+export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[] {
+  const how = spec.device !== undefined ? `device ${shq(spec.device)}` : `serial ${shq(spec.serial)}`;
+  return [diskHelpers(), define(DISK_USERS_FN), inline(`rs_disk_users ${shq(o.root ?? '')} ${how}`)];
+}
+
+/** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
+const GUARD_HELPERS = [READ_FN, MAJMIN_FN, REGIONS_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
+
+/**
+ * Shell that exits 3 unless /dev/KNAME is still the probed disk (maj:min) and nothing uses it:
+ * not mounted here, no holders, the kernel's exclusive open succeeds (no mount in any mount
+ * namespace, no exclusive opener) and no loop device is backed by it. `between` checks more after
+ * the identity (the format's size and content); `words` say what is refused and when.
+ */
+function diskGuard(f: DiskFacts, words: { refusing: string; now: string; stillMounted: string }, between = ''): string {
+  const k = f.kname;
+  const sys = `/sys/class/block/${k}`;
+  const pairs = [`${f.majmin}=${k}`, ...f.partitions.map((p) => `${p.majmin}=${p.name}`)].join(' ');
+  const not = `; ${words.refusing}`;
+  return `${GUARD_HELPERS}
+R=
+d=${shq(`/dev/${k}`)}
+[ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
+rs_rd ${shq(`${sys}/dev`)} || :
+[ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}${words.refusing === 'not formatting' ? '' : not}" >&2; exit 3; }
+${between}mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
+if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is ${words.stillMounted}${not}" >&2; exit 3; fi
+if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device${words.now}${not}" >&2; exit 3; fi
+rs_u=$(rs_inuse "$d" ${shq(pairs)})
+case $rs_u in excl=ok*) ;; *) echo "$d is in use${words.now}, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;; esac
+case $rs_u in *loop=*) echo "$d backs a loop device${words.now}: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;; esac`;
+}
+
+/**
+ * Right before mkfs: the disk guard, and the same size and content fingerprint (signatures, and
+ * the data sample where there were none) as probed.
+ */
+function guardScript(f: DiskFacts): string {
+  const sys = `/sys/class/block/${f.kname}`;
+  return diskGuard(
+    f,
+    { refusing: 'not formatting', now: ' now', stillMounted: 'mounted now' },
+    `rs_rd ${shq(`${sys}/size`)} || :
+[ "$rs_v" = ${shq(String(f.sizeBytes / 512))} ] || { echo "$d changed size since it was probed; not formatting" >&2; exit 3; }
+rs_fp "$d" $((rs_v * 512))
+[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures or data differ); not formatting" >&2; exit 3; }
+`,
+  );
+}
+
+/** Right before a wipe: the disk guard. */
+export function wipeGuardScript(f: DiskFacts): string {
+  return diskGuard(f, { refusing: 'not wiping', now: '', stillMounted: 'still mounted' });
+}
+
+/** mkfs.xfs of /dev/KNAME whose root directory gets `mode` (a protofile: mkfs.xfs -p, in xfsprogs for decades). */
+function mkfsScript(kname: string, mode: string, force: boolean): string {
+  const proto = `/dev/null\n0 0\nd--${mode.slice(-3)} 0 0\n$\n`;
+  return `rs_pf=$(mktemp)
+trap 'rm -f "$rs_pf"' EXIT
+printf '%s' ${shq(proto)} > "$rs_pf"
+mkfs.xfs${force ? ' -f' : ''} -q -p "$rs_pf" ${shq(`/dev/${kname}`)}`;
+}
+
+export interface XfsFormatOptions extends CommonOptions {
+  spec: DiskSpec;
+  /** Name of the disk (ids: `disk:NAME`). */
+  name: string;
+  /** The mountpoint the disk is for: an XFS disk mounted there is converged. */
+  mountpoint: string;
+  /**
+   * The other mountpoints of the host's list: an XFS disk mounted at one of them is kept too (a
+   * disk moved to another slot keeps its mountpath, storage.json; the mount decides where it goes).
+   */
+  alsoAt?: readonly string[];
+  /** format_allow: by-id paths or serials of disks that may be erased although not blank. */
+  allow?: readonly string[];
+  /** The other disks of the host's list: one that is this same disk makes this one refuse. */
+  others?: readonly DiskSpec[];
+  /** Mode of the root directory of a filesystem this resource makes (default 0750); a kept one is left alone. */
+  rootMode?: string;
+}
+
+/** A whole disk carrying XFS: formats a blank disk, keeps an XFS one, refuses the rest (see planFormat). */
+export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> {
+  const allow = o.allow ?? [];
+  for (const a of allow)
+    if (!a || /[\s\0]/.test(a)) throw new InputError(`format_allow entry ${JSON.stringify(a)} must not be empty or contain blanks`);
+  const rootMode = o.rootMode ?? '0750';
+  if (!/^0?[0-7]{3}$/.test(rootMode))
+    throw new InputError(`disk ${o.name}: root mode ${JSON.stringify(rootMode)} is not an octal mode like 0750`);
+  return {
+    ...common('xfs-format', `disk:${o.name}`, o),
+    verifiable: true,
+    probe: () => diskProbeParts(o.spec, o.others),
+    parse: (out) => parseDiskParts(out.parts),
+    diff(f) {
+      const plan = planFormat(f, { allow, mountpoint: o.mountpoint, alsoAt: o.alsoAt });
+      return plan.action === 'keep' ? [] : [{ summary: plan.summary, data: plan }];
+    },
+    apply(f, changes): Step[] {
+      const plan = changes[0]?.data;
+      if (plan?.action !== 'format') return [];
+      const d = shq(`/dev/${f.kname}`);
+      if (plan.blank) {
+        // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
+        return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\n${mkfsScript(f.kname, rootMode, false)}` }];
+      }
+      const wipeParts = f.partitions
+        .map(
+          (p) =>
+            `wipefs -a -q -- ${shq(`/dev/${p.name}`)} || echo ${shq(`could not wipe partition /dev/${p.name}; the whole disk is erased anyway`)} >&2`,
+        )
+        .join('\n');
+      return [
+        {
+          name: `erase and mkfs.xfs /dev/${f.kname} (format_allow: ${plan.allowedBy})`,
+          script: `${guardScript(f)}
+${wipeParts}
+# (wipefs warns that a loop device cannot re-read its partition table, and exits 0)
+wipefs -a -q -- ${d}
+blockdev --rereadpt ${d} 2>/dev/null || true
+${mkfsScript(f.kname, rootMode, true)}`,
+        },
+      ];
+    },
+  };
+}
+
+export interface IoTuningOptions extends CommonOptions {
+  spec: DiskSpec;
+  name: string;
+  /** Effective profiles (mergeProfiles); the disk's rotational flag picks one unless `profile` says. */
+  profiles?: Record<ProfileName, IoProfile>;
+  profile?: ProfileName;
+}
+
+/** Scheduler and queue values of a disk, written to sysfs now (the udev rule persists them). */
+export function ioTuning(o: IoTuningOptions): Resource<DiskFacts, IoChange> {
+  const profiles = o.profiles ?? mergeProfiles();
+  const target = (f: DiskFacts) => {
+    if (f.error) throw new Refusal(f.error);
+    if (f.isPartition) throw new Refusal(`${f.spec} is a partition (${f.kname}); I/O tuning applies to whole disks`);
+    return ioTarget(profiles[profileFor(f, o.profile)], f.queue);
+  };
+  return {
+    ...common('io-tuning', `io:${o.name}`, o),
+    verifiable: true,
+    // The full disk probe, word for word the disk resource's: the engine runs it once for both.
+    probe: () => diskProbeParts(o.spec),
+    parse: (out) => parseDiskParts(out.parts),
+    diff: (f) => ioChanges(f.kname, target(f), f.queue),
+    apply(f, changes): Step[] {
+      const t = changes[0].data!.target;
+      const differ = new Set(changes.map((c) => c.data!.key));
+      // Switching the scheduler resets nr_requests: then every value is written again, after it.
+      // Writing max_sectors_kb can raise read_ahead_kb: then read_ahead_kb is written after it.
+      const all = differ.has('scheduler');
+      if (differ.has('max_sectors_kb')) differ.add('read_ahead_kb');
+      const writes = t.values.filter(([k]) => all || differ.has(k)).map(([k, v]) => `rs_set ${k} ${shq(v)}`);
+      const k = f.kname;
+      // The scheduler the device has once the writes are done: a cap is only measured under it.
+      const sched = t.values.find(([key]) => key === 'scheduler')?.[1] ?? f.queue.scheduler ?? '';
+      return [
+        {
+          name: `I/O tuning of /dev/${k} (${profileFor(f, o.profile)} profile)`,
+          script: `k=${shq(k)}; q="/sys/block/$k/queue"; want_sched=${shq(sched)}; rs_capped=
+[ "$(cat "/sys/block/$k/dev" 2>/dev/null)" = ${shq(f.majmin)} ] || { echo "/sys/block/$k is no longer the probed disk ${f.majmin}" >&2; exit 3; }
+# The largest value between the current one and $2 that the kernel takes for $1 (it is then set).
+rs_bisect() {
+  f="$q/$1"; lo=$(cat "$f"); hi=$2
+  while [ $((hi - lo)) -gt 1 ]; do
+    mid=$(( (lo + hi) / 2 ))
+    if { printf '%s\\n' "$mid" > "$f"; } 2>/dev/null; then lo=$mid; else hi=$mid; fi
+  done
+  { printf '%s\\n' "$lo" > "$f"; } 2>/dev/null || :
+}
+rs_set() {
+  f="$q/$1"
+  if { printf '%s\\n' "$2" > "$f"; } 2>/dev/null; then
+    # (a value the kernel took but clamped silently is a cap to confirm too)
+    [ "$1" = scheduler ] || [ "$(cat "$f")" -ge "$2" ] || rs_capped="$rs_capped $1=$2"
+    return 0
+  fi
+  if [ "$1" = scheduler ]; then echo "$f: the kernel refused $2" >&2; return 1; fi
+  rs_bisect "$1" "$2"
+  echo "$f: the kernel accepted at most $(cat "$f") (wanted $2)" >&2
+  rs_capped="$rs_capped $1=$2"
+}
+rs_sched() { rs_sc=$(cat "$q/scheduler"); case $rs_sc in *"["*) rs_sc=\${rs_sc#*"["}; rs_sc=\${rs_sc%%"]"*} ;; esac; }
+${writes.join('\n')}
+# A refused value becomes a driver cap (/run/racksmith/io-caps, used until boot) only when it is
+# confirmed on a settled device: the scheduler is still the one this step set or found (another
+# run's switch resets and limits nr_requests for a moment), the value is refused again, and the
+# cap is measured again then. A one-off refusal is reported and the next run tries again.
+for c in $rs_capped; do
+  key=\${c%%=*}; want=\${c#*=}; f="$q/$key"
+  rs_sched
+  if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
+  if { printf '%s\\n' "$want" > "$f"; } 2>/dev/null && [ "$(cat "$f")" -ge "$want" ]; then echo "$f: $want accepted on a second try: not a driver cap" >&2; continue; fi
+  rs_bisect "$key" "$want"; got=$(cat "$f")
+  rs_sched
+  if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
+  if [ "$got" -lt "$want" ]; then
+    mkdir -p /run/racksmith/io-caps
+    printf '%s\\n' "$got" > "/run/racksmith/io-caps/$k.$key.tmp" && mv -f "/run/racksmith/io-caps/$k.$key.tmp" "/run/racksmith/io-caps/$k.$key"
+    echo "$f: driver cap $got recorded (confirmed)" >&2
+  fi
+done`,
+        },
+      ];
+    },
+  };
+}
+
+export interface XattrCheckOptions extends CommonOptions {
+  /** A mounted filesystem (the mountpoint). */
+  path: string;
+}
+
+/**
+ * The xattr check of every data mount of a script at once: one awk finds which are mounted, one
+ * setfattr, getfattr and setfattr -x each take them all (four processes, not four per disk: a
+ * storage node has a dozen). Per path, the key=value lines parseXattrFacts reads.
+ */
+export const XATTR_CHECKS: ProbeBatch = {
+  script(paths) {
+    // The attribute is this shell's own (its pid in the name): two runs checking one mount at the
+    // same moment neither read nor remove each other's.
+    const n = '"$n"';
+    return `v="racksmith-$$"; n=${shq(XATTR_NAME)}."$$"
+rs_m=$(RS_MPS=${shq(paths.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
+rs_m="
+$rs_m
+"
+set --
+${paths.map((p) => `case "$rs_m" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
+for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
+if [ $# -gt 0 ]; then
+  echo "want=$v"; echo "name=$n"
+  echo @set; setfattr -n ${n} -v "$v" -- "$@" 2>&1; echo "@rc=$?"
+  echo @get; getfattr --absolute-names -n ${n} -- "$@" 2>/dev/null
+  echo @removed; setfattr -x ${n} -- "$@" 2>&1; echo "@rc=$?"
+fi
+:`;
+  },
+  split(stdout, paths) {
+    const mounted = new Set<string>();
+    const sec: Record<string, string[]> = { head: [] };
+    let cur = 'head';
+    for (const l of stdout.split('\n')) {
+      if (l === '@set' || l === '@get' || l === '@removed') sec[(cur = l.slice(1))] = [];
+      else if (cur === 'head' && l.startsWith('mounted=')) mounted.add(l.slice(8));
+      else sec[cur].push(l);
+    }
+    const want = (sec.head.find((l) => l.startsWith('want=')) ?? 'want=').slice(5);
+    const name = sec.head.find((l) => l.startsWith('name='))?.slice(5) ?? XATTR_NAME;
+    // setfattr/getfattr name the file in each message ("setfattr: /ais/d1: Operation not supported")
+    const outcome = (lines: string[] | undefined, p: string) => {
+      if (!lines) return 'did not run';
+      const mine = lines.filter((l) => l.includes(`: ${p}: `));
+      if (mine.length) return mine.join(' ');
+      return lines.some((l) => l.startsWith('@rc=')) ? 'ok' : 'did not finish';
+    };
+    const got = new Map<string, string>();
+    let file: string | undefined;
+    for (const l of sec.get ?? []) {
+      if (l.startsWith('# file: ')) file = l.slice(8);
+      else if (file !== undefined && l.startsWith(`${name}=`)) got.set(file, l.slice(name.length + 1).replace(/^"(.*)"$/, '$1'));
+    }
+    return paths.map((p) =>
+      !mounted.has(p)
+        ? 'mounted=0\n'
+        : `mounted=1\nwant=${want}\nset=${outcome(sec.set, p)}\ngot=${got.get(p) ?? ''}\nremoved=${outcome(sec.removed, p)}\n`,
+    );
+  },
+};
+
+/** The mounted filesystem at `path` takes user xattrs: set, read back and remove user.racksmith.probe. */
+export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
+  const path = checkAbsolutePath(o.path, 'xattr check path');
+  return {
+    ...common('xattr-check', `xattr:${path}`, o),
+    verifiable: true,
+    // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
+    probe: () => [{ batch: XATTR_CHECKS, arg: path }],
+    parse: (out) => parseXattrFacts(out.stdout),
+    diff: (f) => xattrDiff(path, f),
+    apply: () => [],
+  };
+}
+
+export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'> {
+  spec: DiskSpec;
+}
+
+/** Resolve a serial to /dev/KNAME in shell (prints nothing when it is not exactly one disk). */
+export function serialResolver(serial: string): string {
+  return `$(R=; ${READ_FN}
+${TRIM_FN}
+${IDS_FN}
+${SERIAL_FN}
+rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && echo "/dev/\${k##*/}")`;
+}
+
+/**
+ * mount.ts for a disk given by path, or by serial: the mount resource takes a device path, so a
+ * serial is given to it as the placeholder /dev/disk/by-serial/SERIAL, which its probe and steps
+ * resolve on the host (no such path exists, so anything left unresolved fails safe).
+ */
+export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
+  const { spec, ...rest } = o;
+  if (spec.device !== undefined) return mount({ ...rest, device: spec.device });
+  if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
+  return resolvedMount({ ...rest, device: `/dev/disk/by-serial/${spec.serial}` }, serialResolver(spec.serial));
+}
+
+/**
+ * mount.ts for a device only the host can name: `o.device` is a placeholder path that does not
+ * exist, which the probe and the steps replace by `resolver` (shell printing the device path, or
+ * nothing: then the placeholder's absence fails safe).
+ */
+export function resolvedMount(o: MountOptions & { device: string }, resolver: string): Resource<MountFacts> {
+  const inner = mount(o);
+  const quoted = shq(o.device);
+  const resolved = `"${resolver}"`;
+  const sub = (script: string) => script.split(quoted).join(resolved);
+  return {
+    ...inner,
+    probe: () => {
+      const p = inner.probe();
+      // (inline parts carry their shell as the argument)
+      return typeof p === 'string'
+        ? sub(p)
+        : p.map((part) => (typeof part === 'string' ? sub(part) : 'define' in part ? part : { ...part, arg: sub(part.arg) }));
+    },
+    apply: (f, changes) => inner.apply(f, changes as Parameters<typeof inner.apply>[1]).map((s) => ({ ...s, script: sub(s.script) })),
+  };
+}

@@ -1,0 +1,280 @@
+/**
+ * Pure decisions of the data disks' lifecycle (storage-lifecycle.ts has the resources): the host's
+ * record of what racksmith manages (/var/lib/racksmith/storage.json), which disk serves which
+ * mountpath (a disk moved to another slot keeps its own), what to prune, and what decommissioning
+ * and wiping a disk does. No I/O here: everything is table-tested from facts.
+ */
+import { Refusal } from '../../contract/resource.ts';
+import { identitiesOf, isCleanXfs, serialOf, usesOf, type DiskFacts } from './blockdev-logic.ts';
+import { parseEntry, type FstabEntry } from '../core/fstab.ts';
+
+export const STORAGE_RECORD = '/var/lib/racksmith/storage.json';
+
+// ---------------------------------------------------------------------------------------------
+// The record
+
+/** One mountpath racksmith manages, and the disk that serves it. */
+export interface RecordDisk {
+  mountpoint: string;
+  /** The mountpath's name in storage_disks (/ais/d1: d1). */
+  name: string;
+  /** The disk's kernel name when it was last recorded (mounts resolve the mountpath's disk from it). */
+  kname: string;
+  /** Its filesystem UUID (what fstab mounts it by); missing only until its mkfs ran. */
+  uuid?: string;
+  serial?: string;
+}
+
+/**
+ * storage.json as racksmith writes it: JSON, one disk per line in mountpoint order, keys in a
+ * fixed order (the mounts' probes find their line with a shell `case`, no JSON parser on the host).
+ */
+export function renderRecord(disks: readonly RecordDisk[]): string {
+  const sorted = [...disks].sort((a, b) => (a.mountpoint < b.mountpoint ? -1 : a.mountpoint > b.mountpoint ? 1 : 0));
+  const lines = sorted.map((d) =>
+    JSON.stringify({ mountpoint: d.mountpoint, name: d.name, kname: d.kname, uuid: d.uuid ?? null, serial: d.serial ?? null }),
+  );
+  return `{"version":1,"disks":[\n${lines.join(',\n')}\n]}\n`;
+}
+
+/** The line prefix of a mountpoint's record line (what a mount's probe looks for). */
+export const recordLinePrefix = (mountpoint: string): string => `{"mountpoint":${JSON.stringify(mountpoint)},`;
+
+/** The disks of a record's text ('' or undefined: none). Refusal when it is not a record racksmith wrote. */
+export function parseRecord(text: string | undefined, path = STORAGE_RECORD): RecordDisk[] {
+  if (text === undefined || text.trim() === '') return [];
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new Refusal(`${path} is not valid JSON (${(e as Error).message}); move it aside to start a new record`);
+  }
+  const disks = (doc as { disks?: unknown }).disks;
+  if ((doc as { version?: unknown }).version !== 1 || !Array.isArray(disks)) {
+    throw new Refusal(`${path} is not a racksmith storage record (version 1 with a disks list); move it aside to start a new record`);
+  }
+  return disks.map((d: Record<string, unknown>, i) => {
+    if (typeof d?.mountpoint !== 'string' || typeof d.name !== 'string' || typeof d.kname !== 'string')
+      throw new Refusal(`${path}: disks[${i}] lacks mountpoint, name or kname`);
+    return {
+      mountpoint: d.mountpoint,
+      name: d.name,
+      kname: d.kname,
+      uuid: typeof d.uuid === 'string' ? d.uuid : undefined,
+      serial: typeof d.serial === 'string' ? d.serial : undefined,
+    };
+  });
+}
+
+/** The record with `disk` as its mountpoint's line (the other lines kept). */
+export function withRecordDisk(disks: readonly RecordDisk[], disk: RecordDisk): RecordDisk[] {
+  return [...disks.filter((d) => d.mountpoint !== disk.mountpoint), disk];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which disk serves which mountpath
+
+export interface ListedDisk {
+  /** The storage_disks entry's name and mountpoint. */
+  name: string;
+  mountpoint: string;
+  facts: DiskFacts;
+}
+
+/** The filesystem UUID of a disk carrying XFS on the whole device (mounted or not). */
+export function xfsUuidOf(f: DiskFacts): string | undefined {
+  if (f.error || !isCleanXfs(f)) return undefined;
+  return f.contentProbed ? f.blkid.UUID : f.fsUuid;
+}
+
+export interface Assigned {
+  /** The storage_disks entry whose disk serves the mountpoint. */
+  entry: string;
+  facts: DiskFacts;
+  /** Why: 'mounted' there now, 'recorded' there (storage.json), 'listed' (its own entry), 'free' (the mountpath left free). */
+  how: 'mounted' | 'recorded' | 'listed' | 'free';
+}
+
+/**
+ * Which listed disk serves each listed mountpoint. A disk keeps the mountpath it has: where it is
+ * mounted now, else where storage.json recorded it (by filesystem UUID, else serial); a disk that
+ * has none (a blank replacement, a disk racksmith has not seen) takes its own entry's mountpoint,
+ * or, when a moved disk holds that one, the mountpoint left free. So a disk moved to another slot
+ * (the entries' devices swapped) keeps its data at its mountpath, and a blank disk arriving under
+ * a listed name gets that name's mountpath. Disks that did not resolve (errors) serve nothing.
+ */
+export function assignMountpoints(listed: readonly ListedDisk[], record: readonly RecordDisk[]): Map<string, Assigned> {
+  const out = new Map<string, Assigned>();
+  const active = new Set(listed.map((l) => l.mountpoint));
+  const todo = listed.filter((l) => !l.facts.error && !l.facts.isPartition);
+  const take = (l: ListedDisk, mp: string | undefined, how: Assigned['how']) => {
+    if (mp === undefined || !active.has(mp) || out.has(mp)) return false;
+    out.set(mp, { entry: l.name, facts: l.facts, how });
+    return true;
+  };
+  const rest = (done: Set<ListedDisk>) => todo.filter((l) => !done.has(l));
+  const done = new Set<ListedDisk>();
+  for (const l of todo) {
+    const live = l.facts.mounts.find((m) => m.majmin === l.facts.majmin && active.has(m.mountpoint));
+    if (live && isCleanXfs(l.facts) && take(l, live.mountpoint, 'mounted')) done.add(l);
+  }
+  for (const l of rest(done)) {
+    const uuid = xfsUuidOf(l.facts);
+    const serial = serialOf(l.facts);
+    const r =
+      (uuid && record.find((x) => x.uuid === uuid)) ||
+      // (the same disk whose filesystem is gone: only when the record's UUID is not another listed disk's)
+      (serial && record.find((x) => x.serial === serial && !listed.some((o) => o !== l && xfsUuidOf(o.facts) === x.uuid)));
+    if (r && take(l, r.mountpoint, 'recorded')) done.add(l);
+  }
+  for (const l of rest(done)) if (take(l, l.mountpoint, 'listed')) done.add(l);
+  for (const l of rest(done)) {
+    const free = listed.find((x) => !out.has(x.mountpoint));
+    if (free && take(l, free.mountpoint, 'free')) done.add(l);
+  }
+  return out;
+}
+
+/** The record line of a mountpoint for the disk that serves it. */
+export function recordDiskFor(mountpoint: string, name: string, a: Assigned): RecordDisk {
+  return { mountpoint, name, kname: a.facts.kname, uuid: xfsUuidOf(a.facts), serial: serialOf(a.facts) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prune: recorded mountpaths no longer listed
+
+/** An XFS filesystem mounted at a mountpoint that is not a listed one (the prune probe's answer). */
+export interface XfsMount {
+  majmin: string;
+  mountpoint: string;
+  source: string;
+  uuid?: string;
+}
+
+export interface PruneAction {
+  disk: RecordDisk;
+  /** Unmount the mountpoint: the recorded filesystem is mounted there. */
+  unmount: boolean;
+  /** The fstab lines racksmith wrote for it (UUID=<recorded> <mountpoint>), removed. */
+  fstabLines: string[];
+  /** What is left alone and why (someone else's filesystem mounted there now). */
+  note?: string;
+}
+
+/**
+ * The recorded mountpaths that are no longer in storage_disks (nor being decommissioned, which
+ * does its own): each unmounted if the recorded filesystem is mounted there, its fstab line
+ * removed if it is the line racksmith wrote, and its record line dropped. Data is never touched.
+ */
+export function pruneSet(
+  record: readonly RecordDisk[],
+  keep: ReadonlySet<string>,
+  xfsMounts: readonly XfsMount[],
+  fstabText: string,
+): PruneAction[] {
+  return record
+    .filter((d) => !keep.has(d.mountpoint))
+    .map((d) => {
+      const here = xfsMounts.filter((m) => m.mountpoint === d.mountpoint);
+      const ours = d.uuid !== undefined && here.some((m) => m.uuid === d.uuid);
+      const other = here.find((m) => m.uuid !== d.uuid);
+      return {
+        disk: d,
+        unmount: ours,
+        fstabLines: d.uuid === undefined ? [] : fstabLinesOf(fstabText, (e) => e.source === `UUID=${d.uuid}` && e.target === d.mountpoint),
+        note:
+          !ours && other
+            ? `${d.mountpoint} has ${other.source} (UUID ${other.uuid ?? '?'}) mounted, not the recorded filesystem: left mounted`
+            : undefined,
+      };
+    });
+}
+
+/** The fstab lines (as written) whose entry matches. */
+export function fstabLinesOf(text: string, match: (e: FstabEntry) => boolean): string[] {
+  return text.split('\n').filter((l) => {
+    const e = parseEntry(l);
+    return e !== undefined && match(e);
+  });
+}
+
+/** fstab without these exact lines. */
+export function withoutLines(text: string, lines: readonly string[]): string {
+  if (!lines.length) return text;
+  const drop = new Set(lines);
+  const kept = (text === '' ? [] : text.replace(/\n$/, '').split('\n')).filter((l) => !drop.has(l));
+  return kept.length ? kept.join('\n') + '\n' : '';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decommission and wipe
+
+export interface DecommissionPlan {
+  /** Where the disk is mounted (its mountpath and any other of its mounts): unmounted. */
+  unmount: string[];
+  /** Every fstab line that mounts this disk (by its UUID, kernel path or a path naming it). */
+  fstabLines: string[];
+  /** The record lines of this disk (or of its listed mountpoint). */
+  recordLines: string[];
+  /** The wipe, when storage_wipe names this disk: the entry that does. */
+  wipe?: { by: string; kname: string; mountpoints: string[] };
+}
+
+export interface DecommissionOptions {
+  /** The mountpoint of the disk's storage_disks entry. */
+  mountpoint: string;
+  /** storage_wipe: serials, WWNs and /dev/disk/by-id paths of disks to erase. */
+  wipe: readonly string[];
+}
+
+/** The storage_wipe entry that names this disk exactly (by-id path, or a serial/WWN only it carries), if any. */
+export function wipeNamedBy(f: DiskFacts, wipe: readonly string[]): string | undefined {
+  const ids = new Set(identitiesOf(f).filter((i) => !i.startsWith('/dev/') || i.startsWith('/dev/disk/by-id/')));
+  const by = wipe.find((w) => ids.has(w));
+  if (by === undefined || by.startsWith('/')) return by;
+  const carriers = f.idDisks[by];
+  if (!carriers || carriers.length !== 1) {
+    throw new Refusal(
+      `not wiping /dev/${f.kname}: storage_wipe entry ${by} is ambiguous: ${
+        carriers
+          ? `${carriers.length} disks of this host carry it (${carriers.join(', ')})`
+          : 'the probe could not count the disks that carry it'
+      }; name the disk by a /dev/disk/by-id path or an identifier only it has`,
+    );
+  }
+  return by;
+}
+
+/**
+ * What decommissioning a disk does: unmount it wherever it is mounted, remove the fstab lines
+ * that mount it and its record lines; and, when storage_wipe names it, erase it. Refused: the
+ * root disk, and a wipe of a disk in use in any way besides its own mounts (swap, holders, loop
+ * devices over it, mounts in other mount namespaces). The apply checks again, after the
+ * unmount, with an exclusive open: a disk still in use is never wiped.
+ */
+export function decommissionPlan(f: DiskFacts, record: readonly RecordDisk[], fstabText: string, o: DecommissionOptions): DecommissionPlan {
+  if (f.error) throw new Refusal(f.error);
+  const dev = `/dev/${f.kname}`;
+  if (f.isPartition) throw new Refusal(`${f.spec} is a partition (${f.kname}); storage_disks takes whole disks`);
+  if (f.mounts.some((m) => m.mountpoint === '/')) throw new Refusal(`${dev} holds the root filesystem; it is never decommissioned`);
+  const uuid = f.fsUuid ?? (f.contentProbed ? f.blkid.UUID : undefined);
+  const serial = serialOf(f);
+  const names = new Set([dev, f.spec, ...f.byId, ...(uuid ? [`UUID=${uuid}`] : [])]);
+  const unmount = [...new Set(f.mounts.map((m) => m.mountpoint))];
+  const fstabLines = fstabLinesOf(fstabText, (e) => names.has(e.source));
+  const recordLines = record
+    .filter(
+      (r) => (uuid !== undefined && r.uuid === uuid) || (serial !== undefined && r.serial === serial) || r.mountpoint === o.mountpoint,
+    )
+    .map((r) => r.mountpoint);
+  const by = wipeNamedBy(f, o.wipe);
+  if (by === undefined) return { unmount, fstabLines, recordLines };
+  const uses = usesOf({ ...f, exclusiveOpen: undefined }).concat(
+    f.nsMounts
+      .filter((m) => !unmount.includes(m.mountpoint))
+      .map((m) => `mounted at ${m.mountpoint} in another mount namespace (pid ${m.pid})`),
+  );
+  if (uses.length) throw new Refusal(`not wiping ${dev}: ${uses.join('; ')}. A disk in use is never wiped`);
+  if (f.readOnly) throw new Refusal(`not wiping ${dev}: it is read-only`);
+  return { unmount, fstabLines, recordLines, wipe: { by, kname: f.kname, mountpoints: unmount } };
+}

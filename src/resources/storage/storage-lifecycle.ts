@@ -1,0 +1,446 @@
+/**
+ * The data disks' lifecycle, beside their format and mount (blockdev.ts):
+ *  - storageRecordLine: a mountpath's line in /var/lib/racksmith/storage.json (which disk serves
+ *    it: kernel name, filesystem UUID, serial), written atomically; a disk moved to another slot
+ *    keeps its mountpath;
+ *  - recordedDiskMount: the mount of the disk that storage.json names for a mountpath;
+ *  - storagePrune: recorded mountpaths no longer in storage_disks: unmounted, racksmith's fstab
+ *    line removed, data untouched;
+ *  - diskDecommission: a listed disk taken out of service: unmounted, its fstab lines and record
+ *    lines removed, and with storage_wipe erased (a change that needs a reviewed plan or --yes);
+ *  - aisStatePurge: the AIS node state (/etc/ais/.ais.*) once every data disk was wiped.
+ * Decisions live in storage-lifecycle-logic.ts.
+ */
+import { inline, type ProbePart } from '../../contract/probe.ts';
+import { shq } from '../../shell/quote.ts';
+import { InputError } from '../../util/errors.ts';
+import { parseDiskFacts, type DiskFacts } from './blockdev-logic.ts';
+import {
+  diskHelpers,
+  diskUsersParts,
+  diskProbeBody,
+  resolvedMount,
+  serialResolver,
+  specText,
+  wipeGuardScript,
+  type DiskSpec,
+} from './blockdev.ts';
+import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
+import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import type { MountFacts, MountOptions } from '../core/mount.ts';
+import { escapeMountinfo, unescapeMountinfo } from '../core/mount-table.ts';
+import {
+  assignMountpoints,
+  decommissionPlan,
+  parseRecord,
+  pruneSet,
+  recordDiskFor,
+  recordLinePrefix,
+  renderRecord,
+  STORAGE_RECORD,
+  withoutLines,
+  withRecordDisk,
+  type DecommissionPlan,
+  type PruneAction,
+  type RecordDisk,
+  type XfsMount,
+} from './storage-lifecycle-logic.ts';
+import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+
+const recordFile = <F>(path: string, get: (f: F) => FileFacts, set: (f: F, file: FileFacts) => F) =>
+  managedFile<F>({ path, get, set, mode: '644', owner: 0, group: 0, stepName: `record in ${path}` });
+
+const fstabFileOf = <F>(path: string, get: (f: F) => FileFacts, set: (f: F, file: FileFacts) => F, what: string) =>
+  managedFile<F>({
+    path,
+    get,
+    set,
+    backup: true,
+    stepName: `fstab: ${what}`,
+  });
+
+/** A listed disk, as the record and the mounts see it. */
+export interface StorageEntry {
+  name: string;
+  mountpoint: string;
+  spec: DiskSpec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// storage.json: one line per mountpath
+
+export interface StorageRecordLineOptions extends CommonOptions {
+  /** The mountpath this line is for (one of `disks`). */
+  mountpoint: string;
+  /** Every listed (not decommissioned) disk of the host: which one serves the mountpath is decided over all. */
+  disks: readonly StorageEntry[];
+  path?: string;
+}
+
+interface RecordLineFacts {
+  file: FileFacts;
+  disks: DiskFacts[];
+}
+
+/**
+ * The line of storage.json for one mountpath: the disk that serves it (assignMountpoints: the one
+ * mounted there, else recorded there, else its own entry's, else the free one). Each mountpath's
+ * line is its own resource: a disk that is refused holds up only its own mountpath.
+ */
+export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordLineFacts, FileWrite> {
+  const path = checkAbsolutePath(o.path ?? STORAGE_RECORD, 'storage record path');
+  const self = o.disks.find((d) => d.mountpoint === o.mountpoint);
+  if (!self) throw new InputError(`storage record: ${o.mountpoint} is not the mountpoint of a listed disk`);
+  const mf = recordFile<RecordLineFacts>(
+    path,
+    (f) => f.file,
+    (f, file) => ({ ...f, file }),
+  );
+  return {
+    ...common('storage-record', `storage-record:${o.mountpoint}`, o),
+    verifiable: true,
+    files: [mf],
+    // The disks' parts are their format resources' probes word for word: they run once per script.
+    probe: () => [mf.probe(), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
+    parse(out): RecordLineFacts {
+      const [file, ...disks] = out.parts;
+      if (disks.length !== o.disks.length) throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      return { file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p as string)) };
+    },
+    diff(f) {
+      if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
+      const record = parseRecord(f.file.type === 'file' ? contentText(f.file) : undefined, path);
+      const listed = o.disks.map((d, i) => ({ name: d.name, mountpoint: d.mountpoint, facts: f.disks[i] }));
+      const a = assignMountpoints(listed, record).get(o.mountpoint);
+      if (!a) {
+        const err = f.disks[o.disks.indexOf(self)];
+        throw new Refusal(`no disk for ${o.mountpoint}: ${err.error ?? `${specText(self.spec)} serves another mountpath`}`);
+      }
+      const line = recordDiskFor(o.mountpoint, self.name, a);
+      const want = renderRecord(withRecordDisk(record, line));
+      const moved = a.entry !== self.name ? ` (the disk listed as ${a.entry}, ${a.how} here)` : '';
+      return mf.changes(f, want, {
+        create: `${path}: record ${o.mountpoint} → /dev/${line.kname}${moved}`,
+        update: `${path}: record ${o.mountpoint} → /dev/${line.kname}${line.uuid ? ` (UUID ${line.uuid})` : ''}${moved}`,
+      });
+    },
+    apply: (_, changes) => mf.steps(changes),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mount of a recorded mountpath
+
+/**
+ * Shell that prints the device of the filesystem UUID storage.json records for `mountpoint` (udev's
+ * by-uuid link, else blkid's lookup), else `fallback`'s output: the mountpath's own entry (a
+ * fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its disk, so
+ * a disk moved to another slot is found at its mountpath whatever its kernel name is now.
+ */
+function recordResolver(path: string, mountpoint: string, fallback: string): string {
+  return `$(rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${shq(recordLinePrefix(mountpoint))}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
+rs_d=
+if [ -n "$rs_u" ]; then
+  if [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_d=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_d=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
+fi
+if [ -n "$rs_d" ]; then echo "$rs_d"; else echo ${fallback}; fi)`;
+}
+
+export interface RecordedDiskMountOptions extends Omit<MountOptions, 'device' | 'source'> {
+  /** The mountpath's storage_disks entry: its disk serves the mountpath unless storage.json names another. */
+  spec: DiskSpec;
+  /** Its storage_disks name (the placeholder device in messages). */
+  name: string;
+  /** storage.json (default /var/lib/racksmith/storage.json). */
+  record?: string;
+}
+
+/**
+ * The mount of the disk that serves a mountpath: the filesystem storage.json records there (a
+ * disk moved to another slot keeps its mountpath), else the entry's own disk. The mount itself
+ * is mount.ts's: by UUID in fstab, verified live by maj:min.
+ */
+export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<MountFacts> {
+  const { spec, name, record, ...rest } = o;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new InputError(`recorded disk mount: invalid name ${JSON.stringify(name)}`);
+  const path = checkAbsolutePath(record ?? STORAGE_RECORD, 'storage record path');
+  const mountpoint = checkAbsolutePath(o.path, 'mount path');
+  let fallback: string;
+  if (spec.device !== undefined) fallback = shq(checkAbsolutePath(spec.device, 'device'));
+  else {
+    if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
+    fallback = `"${serialResolver(spec.serial)}"`;
+  }
+  return resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prune
+
+export interface StoragePruneOptions extends CommonOptions {
+  /** Mountpoints that stay (the listed and the decommissioned disks'): every other recorded one is pruned. */
+  keep: readonly string[];
+  path?: string;
+  fstabFile?: string;
+}
+
+interface PruneFacts {
+  record: FileFacts;
+  fstab: FileFacts;
+  xfs: XfsMount[];
+}
+
+type PruneData = FileWrite | { unmount: string };
+
+/**
+ * Shell that prints the XFS filesystems mounted at a mountpoint not in RS_KEEP (newline-separated,
+ * escaped as mountinfo has them): `xfs=MAJ:MIN UUID SOURCE MOUNTPOINT`. One awk; blkid only for
+ * mounts that are not listed (none on a converged host).
+ */
+function xfsMountsProbe(keep: readonly string[]): string {
+  return `RS_KEEP=${shq(keep.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_KEEP"], a, "\\n"); for (i = 1; i <= n; i++) k[a[i]] = 1 }
+{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "xfs" && !($5 in k)) print $3, $(i + 2), $5 }' /proc/self/mountinfo 2>/dev/null |
+while read -r mm src mp; do printf 'xfs=%s %s %s %s\\n' "$mm" "$(blkid -p -s UUID -o value -- "$src" 2>/dev/null)" "$src" "$mp"; done
+:`;
+}
+
+export function parseXfsMounts(out: string): XfsMount[] {
+  const mounts: XfsMount[] = [];
+  for (const l of out.split('\n')) {
+    if (!l.startsWith('xfs=')) continue;
+    const [majmin, uuid, source, ...mp] = l.slice(4).split(' ');
+    mounts.push({ majmin, uuid: uuid || undefined, source, mountpoint: unescapeMountinfo(mp.join(' ')) });
+  }
+  return mounts;
+}
+
+/**
+ * Recorded mountpaths that are no longer listed: unmounted when the recorded filesystem is
+ * mounted there, the fstab line racksmith wrote removed, the record line dropped. Data untouched.
+ */
+export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, PruneData> {
+  const path = checkAbsolutePath(o.path ?? STORAGE_RECORD, 'storage record path');
+  const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
+  const keep = new Set(o.keep.map((k) => checkAbsolutePath(k, 'kept mountpoint')));
+  const rec = recordFile<PruneFacts>(
+    path,
+    (f) => f.record,
+    (f, record) => ({ ...f, record }),
+  );
+  const fstab = fstabFileOf<PruneFacts>(
+    fstabFile,
+    (f) => f.fstab,
+    (f, file) => ({ ...f, fstab: file }),
+    'remove pruned mountpaths',
+  );
+  return {
+    ...common('storage-prune', `storage-prune:${path}`, o),
+    verifiable: true,
+    files: [rec, fstab],
+    probe: () => [rec.probe(), fstab.probe(), xfsMountsProbe([...keep])],
+    parse(out): PruneFacts {
+      const [record, tab, xfs] = out.parts;
+      if (typeof xfs !== 'string') throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      return { record: fileFacts(record), fstab: fileFacts(tab), xfs: parseXfsMounts(xfs) };
+    },
+    diff(f) {
+      if (f.record.type !== 'file') return []; // nothing recorded: nothing of racksmith's to prune
+      const record = parseRecord(contentText(f.record), path);
+      const fstabText = f.fstab.type === 'file' ? contentText(f.fstab) : '';
+      const actions = pruneSet(record, keep, f.xfs, fstabText);
+      if (!actions.length) return [];
+      const changes: Change<PruneData>[] = [];
+      for (const a of actions) {
+        if (a.unmount) changes.push({ summary: pruneSummary(a, 'unmount'), data: { unmount: a.disk.mountpoint } });
+      }
+      const lines = actions.flatMap((a) => a.fstabLines);
+      if (lines.length) {
+        changes.push(
+          ...fstab.changes(f, withoutLines(fstabText, lines), {
+            update: `${fstabFile}: remove ${lines.length === 1 ? `the line of pruned ${actions.find((a) => a.fstabLines.length)!.disk.mountpoint}` : `${lines.length} lines of pruned mountpaths`}`,
+          }),
+        );
+      }
+      const gone = new Set(actions.map((a) => a.disk.mountpoint));
+      const notes = actions.filter((a) => a.note).map((a) => `; ${a.note}`);
+      changes.push(
+        ...rec.changes(f, renderRecord(record.filter((d) => !gone.has(d.mountpoint))), {
+          update: `${path}: forget ${[...gone].join(', ')} (no longer in storage_disks${notes.join('')})`,
+        }),
+      );
+      return changes;
+    },
+    apply(_, changes): Step[] {
+      const steps: Step[] = [];
+      for (const c of changes) {
+        const d = c.data;
+        if (d && 'unmount' in d) steps.push(unmountStep(d.unmount));
+      }
+      return [...steps, ...fstab.steps(changes), ...rec.steps(changes)];
+    },
+  };
+}
+
+const pruneSummary = (a: PruneAction, what: 'unmount') =>
+  `${what} ${a.disk.mountpoint} (${a.disk.name}, UUID ${a.disk.uuid}: no longer in storage_disks; its data is kept)`;
+
+/** umount, then remove the mountpoint if it is an empty directory (never its content). */
+function unmountStep(mp: string): Step {
+  return { name: `unmount ${mp}`, script: `umount -- ${shq(mp)}\nrmdir -- ${shq(mp)} 2>/dev/null || :` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decommission (and wipe)
+
+export interface DiskDecommissionOptions extends CommonOptions {
+  spec: DiskSpec;
+  /** Its storage_disks name (ids: `decommission:NAME`). */
+  name: string;
+  /** The mountpoint of its storage_disks entry. */
+  mountpoint: string;
+  /** storage_wipe: serials/WWNs and /dev/disk/by-id paths of disks to erase (never kernel names). */
+  wipe?: readonly string[];
+  path?: string;
+  fstabFile?: string;
+}
+
+interface DecommissionFacts {
+  disk: DiskFacts;
+  record: FileFacts;
+  fstab: FileFacts;
+}
+
+type DecommissionData = FileWrite | { unmount: string } | { wipe: DecommissionPlan['wipe'] & object };
+
+/**
+ * A listed disk taken out of service (storage_decommission): unmounted wherever it is mounted,
+ * the fstab lines that mount it and its storage.json lines removed; the I/O udev rule leaves it
+ * out (the playbook). With storage_wipe naming it: erased afterwards (wipefs, then a discard of
+ * the whole device where it supports one, else zeros over its first and last 16 MiB), guarded
+ * by an exclusive open right before; that change needs a reviewed plan or --yes (Change.confirm).
+ */
+export function diskDecommission(o: DiskDecommissionOptions): Resource<DecommissionFacts, DecommissionData> {
+  const path = checkAbsolutePath(o.path ?? STORAGE_RECORD, 'storage record path');
+  const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
+  const wipe = o.wipe ?? [];
+  for (const w of wipe) {
+    if (!w || /[\s\0]/.test(w)) throw new InputError(`storage_wipe entry ${JSON.stringify(w)} must not be empty or contain blanks`);
+    if (w.startsWith('/') && !w.startsWith('/dev/disk/by-id/'))
+      throw new InputError(`storage_wipe entry ${w}: name a disk by serial, WWN or /dev/disk/by-id path, never by kernel name`);
+  }
+  const rec = recordFile<DecommissionFacts>(
+    path,
+    (f) => f.record,
+    (f, record) => ({ ...f, record }),
+  );
+  const fstab = fstabFileOf<DecommissionFacts>(
+    fstabFile,
+    (f) => f.fstab,
+    (f, file) => ({ ...f, fstab: file }),
+    `remove the lines of decommissioned ${o.name}`,
+  );
+  const disk: ProbePart[] = [diskHelpers(), diskProbeBody(o.spec)];
+  return {
+    ...common('disk-decommission', `decommission:${o.name}`, o),
+    verifiable: true,
+    files: [rec, fstab],
+    probe: () => [rec.probe(), fstab.probe(), ...disk, ...(wipe.length ? diskUsersParts(o.spec).slice(1) : [])],
+    parse(out): DecommissionFacts {
+      const [record, tab, d, ids] = out.parts as [unknown, unknown, unknown, unknown];
+      if (typeof d !== 'string') throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      return { record: fileFacts(record), fstab: fileFacts(tab), disk: parseDiskFacts(typeof ids === 'string' ? `${d}\n${ids}` : d) };
+    },
+    diff(f) {
+      const record = f.record.type === 'file' ? parseRecord(contentText(f.record), path) : [];
+      const fstabText = f.fstab.type === 'file' ? contentText(f.fstab) : '';
+      const plan = decommissionPlan(f.disk, record, fstabText, { mountpoint: o.mountpoint, wipe });
+      const dev = `/dev/${f.disk.kname}`;
+      const changes: Change<DecommissionData>[] = plan.unmount.map((mp) => ({
+        summary: `unmount ${mp} (${dev}, decommissioned ${o.name})`,
+        data: { unmount: mp },
+      }));
+      if (plan.fstabLines.length)
+        changes.push(
+          ...fstab.changes(f, withoutLines(fstabText, plan.fstabLines), { update: `${fstabFile}: remove ${plan.fstabLines.join('; ')}` }),
+        );
+      if (plan.recordLines.length) {
+        const gone = new Set(plan.recordLines);
+        changes.push(
+          ...rec.changes(f, renderRecord(record.filter((d) => !gone.has(d.mountpoint))), {
+            update: `${path}: forget ${plan.recordLines.join(', ')} (decommissioned ${o.name})`,
+          }),
+        );
+      }
+      // Wiped already: nothing left that a signature shows (a device without discard keeps its blocks).
+      const signed =
+        !f.disk.contentProbed ||
+        !!f.disk.blkid.TYPE ||
+        !!f.disk.blkid.PTTYPE ||
+        f.disk.signatures.length > 0 ||
+        f.disk.partitions.length > 0;
+      if (plan.wipe && signed) {
+        changes.push({
+          summary: `wipe ${dev} (storage_wipe: ${plan.wipe.by}): erase its signatures and data, AIS metadata included`,
+          confirm: 'erases the disk',
+          data: { wipe: plan.wipe },
+        });
+      }
+      return changes;
+    },
+    apply(f, changes): Step[] {
+      const steps: Step[] = [];
+      let wipeOf: { kname: string } | undefined;
+      for (const c of changes) {
+        const d = c.data as DecommissionData | undefined;
+        if (d && 'unmount' in d) steps.push(unmountStep(d.unmount));
+        if (d && 'wipe' in d) wipeOf = d.wipe;
+      }
+      steps.push(...fstab.steps(changes), ...rec.steps(changes));
+      if (wipeOf) steps.push({ name: `wipe /dev/${wipeOf.kname}`, script: wipeScript(f.disk) });
+      return steps;
+    },
+  };
+}
+
+/** Erase a disk nothing uses: signatures, then every block by discard where it supports it, else its first and last 16 MiB. */
+function wipeScript(f: DiskFacts): string {
+  const d = shq(`/dev/${f.kname}`);
+  const q = shq(`/sys/class/block/${f.kname}/queue/discard_max_bytes`);
+  return `${wipeGuardScript(f)}
+${f.partitions.map((p) => `wipefs -a -q -- ${shq(`/dev/${p.name}`)} || :`).join('\n')}
+wipefs -a -q -- ${d}
+rs_dm=0; read -r rs_dm < ${q} 2>/dev/null || :
+if [ "\${rs_dm:-0}" != 0 ] && blkdiscard -- ${d} 2>/dev/null; then :
+else
+  rs_sz=$(blockdev --getsize64 ${d})
+  dd if=/dev/zero of=${d} bs=1M count=16 conv=fsync status=none
+  [ "$rs_sz" -gt 33554432 ] && dd if=/dev/zero of=${d} bs=1M seek=$((rs_sz / 1048576 - 16)) count=16 conv=fsync status=none
+fi
+blockdev --flushbufs ${d} 2>/dev/null || :`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AIS node state
+
+export interface AisStatePurgeOptions extends CommonOptions {
+  /** Where AIS keeps its node state (default /etc/ais): its `.ais.*` files are removed. */
+  dir?: string;
+}
+
+/** The AIS node state ais-k8s's cleanup removes with clean_state (`/etc/ais/.ais.*`): for a node whose data disks are all wiped. */
+export function aisStatePurge(o: AisStatePurgeOptions = {}): Resource<string[], 'purge'> {
+  const dir = checkAbsolutePath(o.dir ?? '/etc/ais', 'AIS state directory');
+  return {
+    ...common('ais-state-purge', `ais-state-purge:${dir}`, o),
+    verifiable: true,
+    probe: () => [inline(`for p in ${shq(dir)}/.ais.*; do [ -e "$p" ] && printf '%s\\n' "\${p##*/}"; done; :`)],
+    parse: (out) =>
+      String(out.parts[0] ?? '')
+        .split('\n')
+        .filter(Boolean),
+    diff: (files) => (files.length ? [{ summary: `remove the AIS node state ${dir}/{${files.join(',')}}`, data: 'purge' }] : []),
+    apply: () => [{ name: `remove ${dir}/.ais.*`, script: `rm -rf -- ${shq(dir)}/.ais.*` }],
+  };
+}
+
+export type { RecordDisk };

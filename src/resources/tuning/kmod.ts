@@ -1,0 +1,83 @@
+import { shq } from '../../shell/quote.ts';
+import { InputError } from '../../util/errors.ts';
+import { inline } from '../../contract/probe.ts';
+import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
+import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { common, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+
+export interface KmodOptions extends CommonOptions {
+  modules: string[];
+  /** modules-load.d file that loads them at boot. */
+  file?: string;
+}
+
+export interface KmodFacts {
+  file: FileFacts;
+  loaded: Record<string, boolean>;
+}
+
+const MODULE = /^[A-Za-z0-9_-]+$/;
+
+export function renderModulesFile(modules: string[]): string {
+  return ['# Managed by racksmith. Loaded at boot by systemd-modules-load.', ...modules].join('\n') + '\n';
+}
+
+/**
+ * Kernel modules loaded now (modprobe) and at boot (modules-load.d). A module counts as loaded
+ * when /sys/module has it (every loaded module is there) or the kernel has it built in.
+ */
+export function kmod(o: KmodOptions): Resource<KmodFacts, FileWrite | string> {
+  if (!o.modules.length) throw new InputError('kmod: no modules');
+  for (const m of o.modules) if (!MODULE.test(m)) throw new InputError(`kmod: invalid module name ${JSON.stringify(m)}`);
+  const path = checkAbsolutePath(o.file ?? '/etc/modules-load.d/racksmith.conf', 'kmod file');
+  const content = renderModulesFile(o.modules);
+  const mf = managedFile<KmodFacts>({ path, get: (f) => f.file, set: (f, file) => ({ ...f, file }), mode: '644' });
+  return {
+    ...common('kmod', `kmod:${path}`, o),
+    verifiable: true,
+    files: [mf],
+    probe() {
+      // Loaded modules are in /sys/module (a builtin test); modules.builtin is read once, and
+      // only when some module is not there.
+      const checks = o.modules
+        .map((m) => `if [ -d /sys/module/${m.replace(/-/g, '_')} ]; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`)
+        .join('\n');
+      const names = [...new Set(o.modules.flatMap((m) => [m.replace(/-/g, '_'), m.replace(/_/g, '-')]))].join('|');
+      return [
+        inline(`rs_miss=
+${checks}
+if [ -n "$rs_miss" ]; then
+  echo builtin:
+  # the kernel release as uname -r gives it, read by a builtin (no process)
+  read -r rs_rel 2>/dev/null < /proc/sys/kernel/osrelease || rs_rel=$(uname -r)
+  grep -E '/(${names})\\.ko' "/lib/modules/$rs_rel/modules.builtin" 2>/dev/null
+fi`),
+        mf.probe(),
+      ];
+    },
+    parse(out) {
+      const live = out.parts[0] as string;
+      const file = fileFacts(out.parts[1]);
+      const loaded: Record<string, boolean> = {};
+      const cut = live.indexOf('builtin:\n');
+      const builtin = new Set(cut < 0 ? [] : [...live.slice(cut).matchAll(/\/([A-Za-z0-9_-]+)\.ko/g)].map((x) => x[1].replace(/-/g, '_')));
+      for (const l of (cut < 0 ? live : live.slice(0, cut)).split('\n')) {
+        const [m, v] = l.split(' ');
+        if (m && v) loaded[m] = v === 'yes' || builtin.has(m.replace(/-/g, '_'));
+      }
+      return { file, loaded };
+    },
+    diff(f) {
+      const changes: Change<FileWrite | string>[] = mf.changes(f, content);
+      // (a module to load: its name is the change's data)
+      for (const m of o.modules) if (!f.loaded[m]) changes.push({ summary: `load module ${m}`, data: m });
+      return changes;
+    },
+    apply(_, changes): Step[] {
+      const steps = mf.steps(changes);
+      for (const c of changes)
+        if (typeof c.data === 'string') steps.push({ name: `modprobe ${c.data}`, script: `modprobe -- ${shq(c.data)}` });
+      return steps;
+    },
+  };
+}

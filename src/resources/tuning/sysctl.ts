@@ -1,0 +1,158 @@
+import { inline, type ProbeBatch } from '../../contract/probe.ts';
+import { shq } from '../../shell/quote.ts';
+import { InputError } from '../../util/errors.ts';
+import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
+import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { common, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+
+/** Host facts a value may be computed from (RAM-scaled values). */
+export interface HostMemory {
+  memTotalKb: number;
+  pageSize: number;
+}
+
+export type SysctlValue = number | string | ((m: HostMemory) => number | string);
+
+export interface SysctlOptions extends CommonOptions {
+  /** Drop-in file, e.g. /etc/sysctl.d/90-racksmith-net.conf. */
+  file: string;
+  values: Record<string, SysctlValue>;
+  /** Name shown in the file header. */
+  profile?: string;
+  /**
+   * Keys set only where the kernel has them (net.netfilter.* exists once nf_conntrack is loaded):
+   * written with `-` (the loader ignores them where absent), no change where missing.
+   */
+  optional?: string[];
+}
+
+export interface SysctlFacts {
+  file: FileFacts;
+  /** Live value as the kernel prints it, normalised; null when the key does not exist here. */
+  live: Record<string, string | null>;
+  memory: HostMemory;
+}
+
+export const SYSCTL_KEY = /^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$/;
+const SYSCTL_VALUE = /^[A-Za-z0-9_.:, -]*$/;
+
+/**
+ * Shared by every sysctl resource of a script (one part, run once): RAM and page size. The page
+ * size is the shell's own first mapping's KernelPageSize (builtins only: getconf is a process on
+ * every host and run), getconf where smaps cannot tell.
+ */
+export const MEMORY_PROBE = `read -r _ kb _ < /proc/meminfo
+rs_ps=
+while read -r k v _; do case $k in KernelPageSize:) rs_ps=$v; break ;; esac; done 2>/dev/null < /proc/self/smaps
+case $rs_ps in ''|*[!0-9]*) rs_ps=$(getconf PAGESIZE 2>/dev/null || echo 4096) ;; *) rs_ps=$((rs_ps * 1024)) ;; esac
+echo "mem=$kb $rs_ps"`;
+
+/**
+ * Live values of every sysctl key of a script in one grep (a process per key adds up over dozens
+ * of keys on every host; the shell's `read` cannot be used: /proc/sys answers one byte per read
+ * call). Per key: its value normalised (its first line), null when the key does not exist here,
+ * '' when it could not be read.
+ */
+export const SYSCTL_LIVE: ProbeBatch<string | null> = {
+  script: (keys) =>
+    `set --\n${keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n')}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null\n:`,
+  split(stdout, keys) {
+    const lines = new Map<string, string>();
+    for (const l of stdout.split('\n')) {
+      const key = l.startsWith('missing=') ? l.slice(8) : l.slice(0, Math.max(0, l.indexOf(':')));
+      if (key && !lines.has(key)) lines.set(key, l);
+    }
+    return keys.map((k) => {
+      const l = lines.get(sysctlPath(k)) ?? lines.get(k);
+      if (l === undefined) return '';
+      // grep -H: /proc/sys/net/core/somaxconn:4096
+      return l.startsWith('missing=') ? null : normaliseSysctl(l.slice(l.indexOf(':') + 1));
+    });
+  },
+};
+
+/** The kernel prints vectors with tabs (`2048\t65535`); compare with single spaces. */
+export function normaliseSysctl(v: string | number): string {
+  return String(v).trim().split(/\s+/).join(' ');
+}
+
+// A handful of keys, asked for on every host: each path is made once.
+const paths = new Map<string, string>();
+export function sysctlPath(key: string): string {
+  let p = paths.get(key);
+  if (p === undefined) paths.set(key, (p = '/proc/sys/' + key.split('.').join('/')));
+  return p;
+}
+
+export function renderSysctlFile(profile: string, values: Record<string, string>, optional: readonly string[] = []): string {
+  const lines = [`# Managed by racksmith (profile: ${profile}). Local edits are overwritten.`];
+  for (const [k, v] of Object.entries(values)) lines.push(`${optional.includes(k) ? '-' : ''}${k} = ${v}`);
+  return lines.join('\n') + '\n';
+}
+
+/** The memory line of MEMORY_PROBE. */
+export function parseMemory(out: string): HostMemory {
+  const mem = /^mem=(\d+) (\d+)/m.exec(out);
+  return { memTotalKb: mem ? Number(mem[1]) : 0, pageSize: (mem && Number(mem[2])) || 4096 };
+}
+
+/**
+ * Kernel parameters: persisted in a sysctl.d drop-in and applied live. The diff compares the file
+ * AND the live kernel values: a file that matches while the kernel differs is still a change.
+ */
+export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'live'> {
+  const path = checkAbsolutePath(o.file, 'sysctl file');
+  const keys = Object.keys(o.values);
+  if (keys.length === 0) throw new InputError(`sysctl ${path}: no values`);
+  for (const k of keys) {
+    if (!SYSCTL_KEY.test(k)) throw new InputError(`sysctl ${path}: invalid key ${JSON.stringify(k)}`);
+    const v = o.values[k];
+    if (typeof v === 'string' && !SYSCTL_VALUE.test(v))
+      throw new InputError(`sysctl ${path}: invalid value for ${k}: ${JSON.stringify(v)}`);
+  }
+  const profile = o.profile ?? path;
+  const optional = o.optional ?? [];
+  for (const k of optional) if (!keys.includes(k)) throw new InputError(`sysctl ${path}: optional key ${k} is not among its values`);
+  const desired = (m: HostMemory): Record<string, string> =>
+    Object.fromEntries(
+      keys.map((k) => {
+        const v = o.values[k];
+        return [k, normaliseSysctl(typeof v === 'function' ? v(m) : v)];
+      }),
+    );
+  const mf = managedFile<SysctlFacts>({ path, get: (f) => f.file, set: (f, file) => ({ ...f, file }), mode: '644' });
+
+  return {
+    ...common('sysctl', `sysctl:${path}`, o),
+    verifiable: true,
+    files: [mf],
+    probe: () => [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), mf.probe()],
+    parse(out) {
+      // parts: the memory line, each key's live value, the file
+      const memory = parseMemory(out.parts[0] as string);
+      const live: Record<string, string | null> = {};
+      keys.forEach((k, i) => (live[k] = out.parts[1 + i] as string | null));
+      return { file: fileFacts(out.parts[1 + keys.length]), live, memory };
+    },
+    diff(f) {
+      const want = desired(f.memory);
+      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want, optional));
+      for (const [k, v] of Object.entries(want)) {
+        const live = f.live[k];
+        if (live === null && optional.includes(k)) continue; // not on this host (its module is not loaded)
+        if (live === null || live === undefined)
+          changes.push({ summary: `${k}: unknown on this host (${sysctlPath(k)} missing)`, data: 'live' });
+        else if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: 'live' });
+      }
+      return changes;
+    },
+    apply(_, changes): Step[] {
+      const steps = mf.steps(changes);
+      // `sysctl -p` exits 0 even when a write fails: the verify probe afterwards catches that.
+      // (with optional keys absent here it exits 1 after setting the others: the verify probe judges)
+      if (changes.some((c) => c.data === 'live'))
+        steps.push({ name: `apply ${path}`, script: `sysctl -q -p ${shq(path)}${optional.length ? ' 2>/dev/null || :' : ''}` });
+      return steps;
+    },
+  };
+}
