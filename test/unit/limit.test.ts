@@ -26,14 +26,14 @@ describe('selectHosts', () => {
     ['tb1', ['tb1']],
     ['ctl', ['ctl']],
     ['web', ['web01', 'web02', 'web03']],
-    ['db', ['web02', 'db1', 'db2']], // inventory order, not listing order
-    ['infra', ['web02', 'db1', 'db2', 'ctl']], // nested: children's hosts
+    ['db', ['db1', 'web02', 'db2']], // the group's own order, as Ansible's
+    ['infra', ['db1', 'web02', 'db2', 'ctl']], // nested: children's hosts, child by child
     ['mgmt', ['ctl']],
     ['all', ALL],
     ['*', ALL],
     // unions, with both separators
     ['web:db', ['web01', 'web02', 'web03', 'db1', 'db2']],
-    ['db:web', ['web01', 'web02', 'web03', 'db1', 'db2']],
+    ['db:web', ['db1', 'web02', 'db2', 'web01', 'web03']], // term by term
     ['web,db', ['web01', 'web02', 'web03', 'db1', 'db2']],
     [' web , db ', ['web01', 'web02', 'web03', 'db1', 'db2']],
     ['tb1:ctl', ['tb1', 'ctl']],
@@ -48,18 +48,17 @@ describe('selectHosts', () => {
     ['&web', ['web01', 'web02', 'web03']],
     ['all:!web:!db', ['tb1', 'tb2', 'ctl']],
     ['!web02:web', ['web01', 'web03']], // the position of an exclusion does not matter
-    ['web:&db:!web02', []],
     ['web:!nosuch', ['web01', 'web02', 'web03']], // excluding nothing is fine
     ['!nosuch', ALL],
     // globs match host names and group names
-    ['tb*', ['tb1', 'tb2', 'db2']], // db2 through group tbgroup
+    ['tb*', ['db2', 'tb1', 'tb2']], // db2 through group tbgroup: groups first, then hosts
     ['web0?', ['web01', 'web02', 'web03']],
     ['*1', ['tb1', 'web01', 'db1']],
     ['we*:&d*', ['web02']],
     // regexes
     ['~web0[13]', ['web01', 'web03']], // a regex ending in [..] is a character class, not a subscript
     ['~^(tb|db)\\d$', ['tb1', 'tb2', 'db1', 'db2']],
-    ['~^db', ['web02', 'db1', 'db2']], // group db matches too
+    ['~^db', ['db1', 'web02', 'db2']], // group db matches too
     ['~^web0[13]$', ['web01', 'web03']],
     ['~web0[13],db1', ['web01', 'web03', 'db1']],
     ['~web,!~.*3$', ['web01', 'web02']],
@@ -73,25 +72,28 @@ describe('selectHosts', () => {
     ['web[0:1]', ['web01', 'web02']], // the ':' inside [..] is not a term separator
     ['web[0:1],db', ['web01', 'web02', 'db1', 'db2']],
     ['web[1:]:ctl', ['web02', 'web03', 'ctl']],
-    ['db[1]', ['db1']],
+    ['db[1]', ['web02']], // counted in the group's order
     ['all[0]', ['tb1']],
-    ['web[0]:db[0]', ['web01', 'web02']],
+    ['web[0]:db[0]', ['web01', 'db1']],
     ['web[0],db[-1]', ['web01', 'db2']],
   ])('%j -> %j', (pattern, want) => {
     expect(selectHosts(inv, pattern)).toEqual(want);
   });
 
   it.each<[string, RegExp]>([
-    ['nosuch', /host pattern 'nosuch' matches no host or group in /],
-    ['web:nosuch', /'nosuch' matches no host/],
-    ['nosuch,web', /'nosuch' matches no host/],
-    ['web[7]', /'web\[7\]' matches no host/],
+    ['nosuch', /host pattern 'nosuch' matches no host in /],
+    ['web:&db:!web02', /matches no host in /],
+    ['web[7]', /no host at 'web\[7\]' \(3 match 'web'\)/],
+    ['!', /nothing after '!'/],
+    ['web,!', /nothing after '!'/],
+    ['all:&', /nothing after '&'/],
     ['zz*', /'zz\*' matches no host/],
     ['~^zzz', /'~\^zzz' matches no host/],
     ['Web', /'Web' matches no host/], // names are case-sensitive
     ['', /empty host pattern/],
     [' , ', /empty host pattern/],
-    ['~[', /invalid regular expression in host pattern '~\['/],
+    ['~[', /'~\[' has a '\[' or '\]' that is not part of a \[...\]/],
+    ['~a(b', /invalid regular expression in host pattern '~a\(b'/],
     ['~(web)\\1', /RE2 syntax: no backreferences/],
     ['~web(?=01)', /invalid regular expression/],
   ])('%j is an InputError', (pattern, re) => {
@@ -112,7 +114,7 @@ describe('selectHosts', () => {
   });
 
   it('names what the pattern is for, and the inventory file, when it matches nothing', () => {
-    expect(() => selectHosts(inv, 'nosuch', '--limit')).toThrow(`host --limit 'nosuch' matches no host or group in ${FILE}`);
+    expect(() => selectHosts(inv, 'nosuch', '--limit')).toThrow(`host --limit 'nosuch' matches no host in ${FILE}`);
   });
 
   it('allowEmpty turns "matches nothing" into an empty selection', () => {
