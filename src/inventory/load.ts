@@ -261,7 +261,7 @@ function resolveInventory(
   for (const h of inv.hosts.values())
     if (inv.groups.has(h.name))
       warnings.push({
-        message: `${formatPos(h.pos)}: '${printable(h.name)}' is both a host and a group: in a host pattern, '${printable(h.name)}' is the host, '!${printable(h.name)}' and '&${printable(h.name)}' the group (as in Ansible)`,
+        message: `${formatPos(h.pos)}: '${printable(h.name)}' is both a host and a group: as in Ansible, variables set on the host where the group exists go to the group, and in a host pattern '${printable(h.name)}' is the host, '!${printable(h.name)}' and '&${printable(h.name)}' the group`,
         at: h.pos,
       });
   const depth = inv.depths();

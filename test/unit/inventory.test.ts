@@ -356,7 +356,7 @@ web:
     expect(inv.groups.get('web')!.hosts).toEqual(['w1']);
     expect(inv.warnings).toEqual([
       {
-        message: `${f}:8:9: 'web' is both a host and a group: in a host pattern, 'web' is the host, '!web' and '&web' the group (as in Ansible)`,
+        message: `${f}:8:9: 'web' is both a host and a group: as in Ansible, variables set on the host where the group exists go to the group, and in a host pattern 'web' is the host, '!web' and '&web' the group`,
         at: { file: f, line: 8, col: 9 },
       },
     ]);

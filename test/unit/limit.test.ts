@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { selectHosts } from '../../src/inventory/limit.ts';
+import { selectHosts, selectLimit } from '../../src/inventory/limit.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import { InputError } from '../../src/util/errors.ts';
 
@@ -120,5 +120,78 @@ describe('selectHosts', () => {
   it('allowEmpty turns "matches nothing" into an empty selection', () => {
     expect(selectHosts(inv, 'nosuch', 'pattern', true)).toEqual([]);
     expect(selectHosts(inv, 'web:nosuch', 'pattern', true)).toEqual(['web01', 'web02', 'web03']);
+  });
+});
+
+// Every answer here is ansible-core 2.14's (test/unit/ansible-patterns.py on the same inventory).
+describe('host patterns as Ansible reads them (issue #34)', () => {
+  // [rack1] n1 n2 / [storage] n2 n1: each group keeps its own order
+  const racks = loadInventory(
+    writeTmp(`all:
+  hosts:
+    top1:
+  children:
+    rack1:
+      hosts: { n1: , n2: , n10: , n12: }
+    storage:
+      hosts: { n2: , n1: }
+    empty:
+    infra:
+      children:
+        storage:
+        rack1:
+    v6:
+      hosts: { "2001:db8::1": }
+    rack9:
+      hosts: { rack1: }
+`),
+  );
+
+  it.each<[string, string[]]>([
+    ['storage[0]', ['n2']],
+    ['all:!storage[0]', ['top1', 'n1', 'n10', 'n12', '2001:db8::1', 'rack1']],
+    ['storage[0:1]', ['n2', 'n1']],
+    ['all:!n[12]*', ['top1', '2001:db8::1', 'rack1']],
+    ['n[!1]*', ['n2']],
+    ['rack[19]', []], // subscript 19 of 'rack', as in Ansible
+    ['rack[19]*', ['n1', 'n2', 'n10', 'n12', 'rack1']],
+    ['rack1:10', []], // host rack1, port 10: one term naming no host
+    ['storage[-2:]', []], // no subscript for Ansible: a glob naming no host
+    ['rack1', ['rack1']], // a plain name that is a host is the host
+    ['rack1:!rack1', ['rack1']], // ... and `!rack1` the group
+    ['2001:db8::1', ['2001:db8::1']],
+    ['rack1:empty', ['rack1']],
+    ['storage:nosuch', ['n2', 'n1']],
+    ['storage rack9', ['n2', 'n1', 'rack1']],
+    ['infra', ['n2', 'n1', 'n10', 'n12']], // children in the order they were added
+    ['all', ['top1', 'n1', 'n2', 'n10', 'n12', '2001:db8::1', 'rack1']],
+  ])('%j -> %j', (pattern, want) => {
+    expect(selectHosts(racks, pattern, 'pattern', true)).toEqual(want);
+  });
+
+  it.each(['!', 'all:!', 'web,!', '&', 'rack1:&'])('%j selects nothing: exit 3 naming the pattern', (pattern) => {
+    expect(() => selectHosts(racks, pattern, '--limit')).toThrow(`host --limit '${pattern}' has nothing after '${pattern.at(-1)}'`);
+    expect(() => selectLimit(racks, pattern)).toThrow(InputError);
+  });
+
+  it('a term that matches nothing is a warning (as Ansible warns), the others select', () => {
+    const warnings: string[] = [];
+    expect(selectHosts(racks, 'storage:nosuch:!zz*', 'pattern', false, { warn: (m) => warnings.push(m) })).toEqual(['n2', 'n1']);
+    expect(warnings).toEqual([
+      "host pattern 'storage:nosuch:!zz*': 'nosuch' matches no host or group, ignored",
+      "host pattern 'storage:nosuch:!zz*': 'zz*' matches no host or group, ignored",
+    ]);
+  });
+
+  it('--limit @FILE reads one term a line (a retry file); a limit naming nothing is exit 3', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-limit-'));
+    writeFileSync(join(dir, 'retry'), 'n12\nstorage[0]\n\n');
+    writeFileSync(join(dir, 'blank'), '\n\n');
+    expect(selectLimit(racks, `@${join(dir, 'retry')}`)).toEqual(['n12', 'n2']);
+    expect(selectLimit(racks, `top1,@${join(dir, 'retry')}`)).toEqual(['top1', 'n12', 'n2']);
+    expect(() => selectLimit(racks, `@${join(dir, 'blank')}`)).toThrow(/names no host \(Ansible would take it as no limit\)/);
+    expect(() => selectLimit(racks, ',')).toThrow(/names no host/);
+    expect(() => selectLimit(racks, `@${join(dir, 'nope')}`)).toThrow(/cannot find the limit file/);
+    expect(() => selectLimit(racks, `@${dir}`)).toThrow(/must be a file, not a directory/);
   });
 });
