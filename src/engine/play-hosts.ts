@@ -117,9 +117,12 @@ export function playHosts(inv: Inventory, pb: Playbook, play: Play): string[] {
   const at = playPosition(pb, play);
   const where = at ? `${formatPos(at)}: ` : '';
   const what = `pattern of play '${play.name}'`;
-  const hosts = selectHosts(inv, play.hosts, what, true, { at, warn: (m) => addWarning(inv, where + m, at) });
+  const terms: string[] = [];
+  const hosts = selectHosts(inv, play.hosts, what, true, { at, warn: (m) => terms.push(m) });
+  // one warning for a skipped play; else one for each term that matched nothing
   if (hosts.length === 0)
     addWarning(inv, `${where}host ${what} '${printable(play.hosts)}' matches no host in ${inv.file}: the play is skipped`, at);
+  else for (const m of terms) addWarning(inv, where + m, at);
   return hosts;
 }
 

@@ -1,11 +1,11 @@
 // Issue 34 on the test bed: host patterns select and order hosts as ansible-core 2.14 does. The
 // inventory lists the group `storage` out of file order (tb3 tb1 tb2, the file names tb1 tb2 tb3):
 // Ansible takes a group's hosts in the group's own order, for batches and for subscripts.
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { provision, writeInventory } from './helpers.ts';
+import { provision, repoRoot, writeInventory } from './helpers.ts';
 
 const PB = 'test/fixtures/playbooks/pattern-order.ts';
 const HOSTS = ['tb1', 'tb2', 'tb3'];
@@ -29,13 +29,23 @@ beforeAll(async () => {
 describe('host patterns as Ansible reads them', () => {
   it("--serial 1 over a group listed out of file order applies in the group's order; storage[0] is the group's first host", async () => {
     await tb.reset(HOSTS);
-    const run = await provision([PB, '-i', inventory(), '--serial', '1', '--json']);
+    const inv = inventory();
+    const run = await provision([PB, '-i', inv, '--serial', '1', '--json']);
     expect(run.code, run.stderr).toBe(0);
     const started = (play: string) => run.events.filter((e) => e.type === 'host_start' && e.play === play).map((e) => e.host);
     expect(started('on storage')).toEqual(STORAGE);
     // kube_control_plane is storage here: its [0] is tb3, the first host the group lists (Ansible's pick)
     expect(started('on the first control-plane host')).toEqual(['tb3']);
     expect(await marks('tb3')).toEqual(['first', 'storage']);
+    // the play on gpu is skipped, and said so at its file:line (human view and --json)
+    const lines = readFileSync(join(repoRoot, PB), 'utf8').split('\n');
+    const line = lines.findIndex((l) => l.includes("hosts: 'gpu'"));
+    const at = `${PB}:${line + 1}:${lines[line].indexOf('hosts:') + 1}`;
+    const warning = `${at}: host pattern of play 'on gpu' 'gpu' matches no host in ${inv}: the play is skipped`;
+    const warnings = run.events.filter((e) => e.type === 'warning' && e.message.includes("'on gpu'"));
+    expect(warnings.map(({ message, at }) => ({ message, at }))).toEqual([{ message: warning, at }]);
+    expect(run.stderr).toContain(`warning: ${warning}\n`);
+    expect(started('on gpu')).toEqual([]);
     for (const h of ['tb1', 'tb2']) expect(await marks(h)).toEqual(['storage']);
   });
 

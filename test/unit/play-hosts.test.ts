@@ -113,6 +113,33 @@ describe('racksmith_play_hosts', () => {
     ).toEqual(['w2']);
   });
 
+  it('a term that matches nothing is a warning at the file:line:col where the mapping is set', () => {
+    const f = join(dir, 'warn.yml');
+    writeFileSync(f, 'all:\n  vars:\n    racksmith_play_hosts: {jail: "w2:gpus"}\n  hosts: {w1: {}, w2: {}}\n');
+    const inv = load([], f);
+    expect(prepare(inv, [probe('jail')], {})[0].hosts.map((h) => h.host.name)).toEqual(['w2']);
+    expect(inv.warnings?.map((w) => w.message)).toContain(
+      `${f}:3:27: host racksmith_play_hosts.jail 'w2:gpus': 'gpus' matches no host or group, ignored`,
+    );
+  });
+
+  it("a play whose pattern matches no host is skipped with a warning at the playbook's file:line", () => {
+    const f = join(dir, 'inv-plain.yml');
+    writeFileSync(f, 'all:\n  hosts: {w1: {}, w2: {}}\n');
+    const pbFile = join(dir, 'pb.ts');
+    writeFileSync(
+      pbFile,
+      "export default playbook({\n  name: 'x',\n  plays: [\n    { name: 'on racks', hosts: 'rakcs', resources },\n  ],\n});\n",
+    );
+    const inv = load([], f);
+    const pb = { ...playbook({ name: 'on racks', hosts: 'rakcs', resources: () => [] }), file: pbFile };
+    expect(prepare(inv, [pb, probe('w1:nosuch')], {}).map((p) => p.hosts.length)).toEqual([0, 1]);
+    expect(inv.warnings?.map((w) => w.message)).toEqual([
+      `${pbFile}:4:25: host pattern of play 'on racks' 'rakcs' matches no host in ${f}: the play is skipped`,
+      "host pattern of play 'w1:nosuch' 'w1:nosuch': 'nosuch' matches no host or group, ignored",
+    ]);
+  });
+
   const bad = (vars: string, hostLine = 'w1: {}'): InputError => {
     const f = join(dir, `bad-${Math.random().toString(36).slice(2)}.yml`);
     writeFileSync(f, `all:\n  vars:\n    racksmith_play_hosts: ${vars}\n  hosts:\n    ${hostLine}\n    w2: {}\n`);
