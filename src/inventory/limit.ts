@@ -27,9 +27,21 @@ export interface PatternContext {
 }
 
 export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', allowEmpty = false, ctx: PatternContext = {}): string[] {
-  const terms = splitHostPattern(pattern);
-  if (terms.length === 0) throw new InputError(`empty host ${what}`, ctx.at);
-  return checked(inv, evaluate(inv, terms, what, pattern, ctx), what, pattern, allowEmpty, ctx);
+  return placed(ctx, () => {
+    const terms = splitHostPattern(pattern);
+    if (terms.length === 0) throw new InputError(`empty host ${what}`);
+    return checked(inv, evaluate(inv, terms, what, pattern, ctx), what, pattern, allowEmpty);
+  });
+}
+
+/** Errors about a pattern point where it was written. */
+function placed<T>(ctx: PatternContext, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof InputError && !e.pos && ctx.at) throw new InputError(e.detail, ctx.at);
+    throw e;
+  }
 }
 
 /**
@@ -38,13 +50,15 @@ export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', a
  * Ansible takes it as no limit at all. Warnings go to the inventory's unless `ctx` takes them.
  */
 export function selectLimit(inv: Inventory, limit: string, ctx: PatternContext = { warn: (m) => addWarning(inv, m) }): string[] {
-  const terms: string[] = [];
-  for (const t of splitHostPattern(limit)) {
-    if (t[0] !== '@') terms.push(t);
-    else terms.push(...limitFile(t.slice(1)).filter(Boolean));
-  }
-  if (terms.length === 0) throw new InputError(`--limit '${printable(limit)}' names no host (Ansible would take it as no limit)`, ctx.at);
-  return checked(inv, evaluate(inv, terms, '--limit', limit, ctx), '--limit', limit, false, ctx);
+  return placed(ctx, () => {
+    const terms: string[] = [];
+    for (const t of splitHostPattern(limit)) {
+      if (t[0] !== '@') terms.push(t);
+      else terms.push(...limitFile(t.slice(1)).filter(Boolean));
+    }
+    if (terms.length === 0) throw new InputError(`--limit '${printable(limit)}' names no host (Ansible would take it as no limit)`);
+    return checked(inv, evaluate(inv, terms, '--limit', limit, ctx), '--limit', limit, false);
+  });
 }
 
 function limitFile(path: string): string[] {
@@ -56,9 +70,8 @@ function limitFile(path: string): string[] {
     .map((l) => l.trim());
 }
 
-function checked(inv: Inventory, hosts: string[], what: string, pattern: string, allowEmpty: boolean, ctx: PatternContext): string[] {
-  if (hosts.length === 0 && !allowEmpty)
-    throw new InputError(`host ${what} '${printable(pattern)}' matches no host in ${inv.file}`, ctx.at);
+function checked(inv: Inventory, hosts: string[], what: string, pattern: string, allowEmpty: boolean): string[] {
+  if (hosts.length === 0 && !allowEmpty) throw new InputError(`host ${what} '${printable(pattern)}' matches no host in ${inv.file}`);
   return hosts;
 }
 
@@ -104,7 +117,7 @@ function matchOne(
 ): string[] {
   const op = term[0] === '&' || term[0] === '!' ? term[0] : '';
   const expr = op ? term.slice(1) : term;
-  if (expr === '') throw new InputError(`host ${what} '${printable(pattern)}' has nothing after '${op}' (Ansible fails on it)`, ctx.at);
+  if (expr === '') throw new InputError(`host ${what} '${printable(pattern)}' has nothing after '${op}' (Ansible fails on it)`);
   const m = expr[0] === '~' ? null : SUBSCRIPT.exec(expr);
   const hosts = enumerate(inv, m ? m[1] : expr, warn);
   if (!m || hosts.length === 0) return hosts;

@@ -161,6 +161,8 @@ describe('racksmith_play_hosts', () => {
       3,
     ],
     ['{storage: nosuch}', 'w1: {}', /host racksmith_play_hosts.storage 'nosuch' matches no host in /, 3],
+    ['{storage: "~("}', 'w1: {}', /invalid regular expression in host pattern '~\('/, 3],
+    ['{storage: "~["}', 'w1: {}', /'~\[' has a '\[' or '\]' that is not part of a \[...\]/, 3],
     ['{storage: "w1:!"}', 'w1: {}', /host racksmith_play_hosts.storage 'w1:!' has nothing after '!'/, 3],
     ['{storage: "w1[3]"}', 'w1: {}', /host racksmith_play_hosts.storage 'w1\[3\]': no host at 'w1\[3\]'/, 3],
     ["{storage: ''}", 'w1: {}', /racksmith_play_hosts.storage must be a host pattern/, 3],
