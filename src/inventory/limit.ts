@@ -1,10 +1,17 @@
 import { createRequire } from 'node:module';
-import { readFileSync, statSync } from 'node:fs';
 import { InputError, type SourcePos } from '../util/errors.ts';
+import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { printable } from '../util/printable.ts';
 import { globToRegExp } from './glob.ts';
 import { addWarning, type Inventory } from './model.ts';
 import { splitHostPattern } from './pattern-split.ts';
+
+export interface PatternContext {
+  /** Where the pattern was written, for its errors. */
+  at?: SourcePos;
+  /** Receives Ansible's warnings: a term that matches no host or group is ignored. */
+  warn?: (message: string) => void;
+}
 
 /**
  * Host patterns exactly as ansible-core 2.14's InventoryManager reads them (get_hosts, subset):
@@ -15,17 +22,10 @@ import { splitHostPattern } from './pattern-split.ts';
  * The hosts come in Ansible's order: each term's hosts in turn, a group's as Group.get_hosts
  * gives them (see groupHosts), duplicates dropped.
  *
- * Stricter than Ansible: a term left empty by `!`/`&` (`!`, `web,!`: Ansible crashes) and an
- * empty pattern (Ansible: every host) are exit 3. A term matching no host or group is Ansible's
- * warning, given to `warn`.
+ * Stricter than Ansible: a term left empty by `!`/`&` (`!`, `web,!`: Ansible crashes), an
+ * empty pattern (Ansible: every host) and a stray `[` or `]` (Ansible drops it) are exit 3. A
+ * term matching no host or group is Ansible's warning, given to `ctx.warn`.
  */
-export interface PatternContext {
-  /** Where the pattern was written, for its errors. */
-  at?: SourcePos;
-  /** Receives Ansible's warnings: a term that matches no host or group is ignored. */
-  warn?: (message: string) => void;
-}
-
 export function selectHosts(inv: Inventory, pattern: string, what = 'pattern', allowEmpty = false, ctx: PatternContext = {}): string[] {
   return placed(ctx, () => {
     const terms = splitHostPattern(pattern);
@@ -61,11 +61,9 @@ export function selectLimit(inv: Inventory, limit: string, ctx: PatternContext =
   });
 }
 
+/** An `@FILE` limit's lines, stripped (a regular file of bounded size, as every input file). */
 function limitFile(path: string): string[] {
-  const st = statSync(path, { throwIfNoEntry: false });
-  if (!st) throw new InputError(`--limit: cannot find the limit file ${printable(path)}`);
-  if (!st.isFile()) throw new InputError(`--limit: a limit starting with "@" must be a file, not a directory: ${printable(path)}`);
-  return readFileSync(path, 'utf8')
+  return readInputText(path, '--limit file', INPUT_LIMITS.vars)
     .split('\n')
     .map((l) => l.trim());
 }

@@ -191,7 +191,7 @@ describe('host patterns as Ansible reads them (issue #34)', () => {
     expect(selectLimit(racks, `top1,@${join(dir, 'retry')}`)).toEqual(['top1', 'n12', 'n2']);
     expect(() => selectLimit(racks, `@${join(dir, 'blank')}`)).toThrow(/names no host \(Ansible would take it as no limit\)/);
     expect(() => selectLimit(racks, ',')).toThrow(/names no host/);
-    expect(() => selectLimit(racks, `@${join(dir, 'nope')}`)).toThrow(/cannot find the limit file/);
-    expect(() => selectLimit(racks, `@${dir}`)).toThrow(/must be a file, not a directory/);
+    expect(() => selectLimit(racks, `@${join(dir, 'nope')}`)).toThrow(/--limit file .*nope: not found/);
+    expect(() => selectLimit(racks, `@${dir}`)).toThrow(/is a directory, not a regular file/);
   });
 });
