@@ -10,7 +10,7 @@ import { checkPlan, makePlan, parseDuration, plannedFrom, readPlan, writePlan, t
 import { codeHashes, type CodeHashes } from './plan/code.ts';
 import { maskExtraVars, unmaskExtraVars } from './plan/extra-secrets.ts';
 import { defaultJournalPath, hostsToResume, journalSink, type JournalSink } from './output/journal.ts';
-import { selectHosts } from './inventory/limit.ts';
+import { selectHosts, selectLimit } from './inventory/limit.ts';
 import type { Inventory } from './inventory/model.ts';
 import { HumanReporter } from './output/human.ts';
 import { jsonSink } from './output/json.ts';
@@ -18,7 +18,7 @@ import { listing, type ListingMode } from './output/listing.ts';
 import { formatPos, InputError } from './util/errors.ts';
 import { ignoredConnectionVars } from './inventory/ansible-connection-vars.ts';
 import { batchSizes } from './engine/batches.ts';
-import { withPlayGroups } from './engine/play-hosts.ts';
+import { playHosts, withPlayGroups } from './engine/play-hosts.ts';
 import { vaultPasswords, VaultKeyring, type VaultOptions } from './inventory/vault.ts';
 import { hostVarsOf, inventoryList, pythonJson } from './inventory/list-json.ts';
 import { promptPassword } from './util/prompt.ts';
@@ -387,10 +387,8 @@ interface Loaded {
 /** The hosts each play would reach (its pattern within --limit), without building anything. */
 function prepareHostsOnly(written: Inventory, playbooks: Playbook[], limit: string | undefined): string[] {
   const inv = withPlayGroups(written, playbooks);
-  const within = limit !== undefined ? new Set(selectHosts(inv, limit, '--limit')) : undefined;
-  return playbooks.flatMap((pb) =>
-    pb.plays.flatMap((p) => selectHosts(inv, p.hosts, `pattern of play '${p.name}'`, true).filter((n) => !within || within.has(n))),
-  );
+  const within = limit !== undefined ? new Set(selectLimit(inv, limit)) : undefined;
+  return playbooks.flatMap((pb) => pb.plays.flatMap((p) => playHosts(inv, pb, p).filter((n) => !within || within.has(n))));
 }
 
 /** The vault passwords the options give, asked for on the terminal when they say so. */
@@ -419,8 +417,8 @@ async function load(
   const playbooks = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
   if (opts.listHosts) {
-    const names = new Set(prepareHostsOnly(inventory, playbooks, opts.limit));
-    return { opts, inventory, prepared: [], listed: inventory.hosts.map((h) => h.name).filter((n) => names.has(n)) };
+    // in the plays' order, each play's hosts in Ansible's order (the order its batches take)
+    return { opts, inventory, prepared: [], listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] };
   }
   let limit = opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
@@ -429,7 +427,7 @@ async function load(
       throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
     const names = new Set(only);
     const within = new Set(
-      limit !== undefined ? selectHosts(withPlayGroups(inventory, playbooks), limit, '--limit') : inventory.hosts.map((h) => h.name),
+      limit !== undefined ? selectLimit(withPlayGroups(inventory, playbooks), limit) : inventory.hosts.map((h) => h.name),
     );
     const chosen = inventory.hosts.map((h) => h.name).filter((h) => names.has(h) && within.has(h));
     if (chosen.length === 0) throw new InputError('none of the hosts to run again is in this inventory and --limit');
@@ -572,6 +570,8 @@ export async function run(
       out.stdout.write(USAGE + '\n');
       return EXIT.OK;
     }
+    if (loaded.listingText !== undefined || loaded.listed)
+      for (const w of loaded.inventory.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
     if (loaded.listingText !== undefined) {
       out.stdout.write(loaded.listingText);
       return EXIT.OK;
@@ -647,6 +647,11 @@ export async function run(
     const message = typoWarning(t);
     out.stderr.write(`warning: ${printable(message)}\n`);
     json?.({ type: 'warning', message, variable: t.variable, suggestion: t.suggestion, at: t.pos ? formatPos(t.pos) : undefined });
+  }
+  // what Ansible warns about too: a host named like a group, a pattern term that matches nothing
+  for (const w of loaded.inventory.warnings ?? []) {
+    out.stderr.write(`warning: ${printableLines(w.message)}\n`);
+    json?.({ type: 'warning', message: w.message, at: w.at ? formatPos(w.at) : undefined });
   }
   for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
     const at = w.pos ? formatPos(w.pos) : undefined;
@@ -764,6 +769,7 @@ async function inventoryCommand(args: string[], out: { stdout: NodeJS.WriteStrea
   );
   const extra = parseExtraVars(values['extra-vars'] ?? [], vault);
   const inv = loadInventory(inventory, extra.vars, extra.sources, { vault });
+  for (const w of inv.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
   if (values.list) {
     out.stdout.write(pythonJson(inventoryList(inv)) + '\n');
     return EXIT.OK;

@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import type { Playbook } from '../contract/playbook.ts';
-import type { Host, Inventory } from '../inventory/model.ts';
+import type { Play, Playbook } from '../contract/playbook.ts';
+import { addWarning, type Host, type Inventory } from '../inventory/model.ts';
 import { selectHosts } from '../inventory/limit.ts';
-import { InputError } from '../util/errors.ts';
+import { formatPos, InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
 
 /** The variable that points the plays' groups at the operator's own groups or patterns. */
@@ -56,7 +57,8 @@ export function withPlayGroups(inv: Inventory, playbooks: readonly Playbook[]): 
       throw new InputError(`${PLAY_HOSTS_VAR}: '${printable(group)}' is no group the plays target (they target: ${known.join(', ')})`, at);
     if (typeof pattern !== 'string' || pattern.trim() === '')
       throw new InputError(`${PLAY_HOSTS_VAR}.${group} must be a host pattern (a non-empty string), e.g. 'ais:&gpu-nodes'`, at);
-    members.set(group, new Set(selectHosts(inv, pattern, `${PLAY_HOSTS_VAR}.${group}`)));
+    const warn = (message: string) => addWarning(inv, `${formatPos(at)}: ${message}`, at);
+    members.set(group, new Set(selectHosts(inv, pattern, `${PLAY_HOSTS_VAR}.${group}`, false, { at, warn })));
   }
   const hosts = inv.hosts.map((h) => {
     let groups = h.groups;
@@ -104,4 +106,47 @@ function runMapping(inv: Inventory): { value: Record<string, unknown>; host: Hos
       PLAY_HOSTS_VAR in odd.vars ? at(odd) : odd.pos,
     );
   return { value: value as Record<string, unknown>, host: first };
+}
+
+/**
+ * The hosts a play's `hosts` pattern selects, in Ansible's order. A term that matches nothing
+ * and a pattern that selects no host at all are warnings naming the play's file:line (the play
+ * is skipped, as in Ansible), never a silent skip.
+ */
+export function playHosts(inv: Inventory, pb: Playbook, play: Play): string[] {
+  const at = playPosition(pb, play);
+  const where = at ? `${formatPos(at)}: ` : '';
+  const what = `pattern of play '${play.name}'`;
+  const terms: string[] = [];
+  const hosts = selectHosts(inv, play.hosts, what, true, { at, warn: (m) => terms.push(m) });
+  // one warning for a skipped play; else one for each term that matched nothing
+  if (hosts.length === 0)
+    addWarning(inv, `${where}host ${what} '${printable(play.hosts)}' matches no host in ${inv.file}: the play is skipped`, at);
+  else for (const m of terms) addWarning(inv, where + m, at);
+  return hosts;
+}
+
+const SOURCES = new Map<string, string | undefined>();
+
+/**
+ * Where a play's `hosts` is written: the first `hosts:` line of the playbook's file that
+ * holds the pattern as a string literal (the file alone when none does).
+ */
+function playPosition(pb: Playbook, play: Play): SourcePos | undefined {
+  if (!pb.file) return undefined;
+  if (!SOURCES.has(pb.file)) {
+    let text: string | undefined;
+    try {
+      text = readFileSync(pb.file, 'utf8');
+    } catch {
+      text = undefined;
+    }
+    SOURCES.set(pb.file, text);
+  }
+  const lines = SOURCES.get(pb.file)?.split('\n') ?? [];
+  for (let i = 0; i < lines.length; i++) {
+    const col = lines[i].search(/\bhosts\s*:/);
+    if (col >= 0 && ['"', "'", '`'].some((q) => lines[i].includes(q + play.hosts + q))) return { file: pb.file, line: i + 1, col: col + 1 };
+  }
+  return { file: pb.file };
 }

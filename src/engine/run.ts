@@ -1,7 +1,7 @@
 import type { Connection } from '../connection/types.ts';
 import { ConnectError } from '../connection/types.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
-import { selectHosts } from '../inventory/limit.ts';
+import { selectLimit } from '../inventory/limit.ts';
 import type { Resource } from '../contract/resource.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { BadValue } from '../util/input-value.ts';
@@ -14,7 +14,7 @@ import { PlayMemo } from './play-memo.ts';
 import { ApplyEpochs, NEVER, type ApplyStamp } from './apply-epochs.ts';
 import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
 import { batchSizes } from './batches.ts';
-import { withPlayGroups } from './play-hosts.ts';
+import { playHosts, withPlayGroups } from './play-hosts.ts';
 import { withRetry } from '../connection/retry.ts';
 import { resolveBecome, type BecomeSetting } from '../connection/become.ts';
 import { newRunId } from './apply-lock.ts';
@@ -45,7 +45,7 @@ export interface PreparedPlay {
  */
 export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
   const inv = withPlayGroups(written, playbooks); // racksmith_play_hosts: the plays' groups as the operator defines them
-  const limited = sel.limit !== undefined ? new Set(selectHosts(inv, sel.limit, '--limit')) : null;
+  const limited = sel.limit !== undefined ? new Set(selectLimit(inv, sel.limit)) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
   const out: PreparedPlay[] = [];
   // Each host as it is reached: with whom its execs run as (the same in every play: one shell per exec).
@@ -72,7 +72,7 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
   };
   for (const pb of playbooks) {
     for (const play of pb.plays) {
-      const names = selectHosts(inv, play.hosts, `pattern of play '${play.name}'`, true).filter((n) => !limited || limited.has(n));
+      const names = playHosts(inv, pb, play).filter((n) => !limited || limited.has(n));
       batchSizes(names.length, play.serial); // a bad `serial` is bad input, found before anything runs
       const memo = new PlayMemo();
       // Hosts given the same build (memo) share its checked, ordered list too.

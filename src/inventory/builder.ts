@@ -75,7 +75,9 @@ export class InventoryBuilder {
     return h;
   }
 
+  /** set_variable looks the name up as a group first: a host named like a group sets the group's variable. */
   setHostVar(host: string, key: string, entry: VarEntry): void {
+    if (this.groups.has(host)) return this.setGroupVar(host, key, entry);
     const vars = this.hosts.get(host)!.vars;
     vars.delete(key); // a later setting is the later one in document order
     vars.set(key, entry);
@@ -130,8 +132,13 @@ export class InventoryBuilder {
           this.ungrouped.hosts.splice(this.ungrouped.hosts.indexOf(h), 1);
         }
       } else if ([...groups].every((g) => g === this.all)) {
-        h.groups.add(this.ungrouped);
-        this.ungrouped.hosts.push(h);
+        // add_child('ungrouped', name) looks the name up as a group first: a host named like a
+        // group stays out of ungrouped, and that group becomes ungrouped's child (as in Ansible)
+        if (this.groups.has(h.name)) this.addChild('ungrouped', h.name);
+        else {
+          h.groups.add(this.ungrouped);
+          this.ungrouped.hosts.push(h);
+        }
       }
     }
   }

@@ -1,6 +1,6 @@
 import { accessSync, constants, readdirSync, statSync, type Stats } from 'node:fs';
 import { dirname, extname, join, resolve } from 'node:path';
-import { InputError, type SourcePos } from '../util/errors.ts';
+import { formatPos, InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
 import { locateSecrets } from '../util/secret.ts';
 import { validateOrThrow } from '../util/validate.ts';
@@ -8,7 +8,7 @@ import { InventoryBuilder, type BuiltGroup, type BuiltHost, type VarEntry } from
 import { CONNECTION_VAR_NAMES, hostConnection, templatingError } from './connection.ts';
 import { hostNameProblem } from './host-range.ts';
 import { readIni, type IniVar } from './ini-reader.ts';
-import type { Group, Host, Inventory, Vars } from './model.ts';
+import type { Group, Host, Inventory, InventoryWarning, Vars } from './model.ts';
 import { validateHostsVars, validateVars } from './schema.ts';
 import { readScriptJson, isScriptJson } from './script-json.ts';
 import { settle, TEMPLATE } from './values.ts';
@@ -256,8 +256,14 @@ function resolveInventory(
   extraSources: Record<string, SourcePos>,
   o: LoadOptions,
 ): Inventory {
+  const warnings: InventoryWarning[] = [];
+  // As Ansible: a warning, and in a host pattern the name is the host (`!name`, `&name` the group)
   for (const h of inv.hosts.values())
-    if (inv.groups.has(h.name)) throw new InputError(`'${printable(h.name)}' is both a host and a group`, h.pos);
+    if (inv.groups.has(h.name))
+      warnings.push({
+        message: `${formatPos(h.pos)}: '${printable(h.name)}' is both a host and a group: as in Ansible, variables set on the host where the group exists go to the group, and in a host pattern '${printable(h.name)}' is the host, '!${printable(h.name)}' and '&${printable(h.name)}' the group`,
+        at: h.pos,
+      });
   const depth = inv.depths();
   const order = (a: BuiltGroup, b: BuiltGroup) =>
     depth.get(a)! - depth.get(b)! || a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
@@ -310,7 +316,7 @@ function resolveInventory(
       pos: g.pos,
     });
   }
-  return { file: sources.join(', '), sources, hosts, groups };
+  return { file: sources.join(', '), sources, hosts, groups, warnings };
 }
 
 function apply(into: Map<string, VarEntry>, from: Map<string, VarEntry>): void {

@@ -49,4 +49,21 @@ export interface Inventory {
   /** Hosts in the order the inventory first names them. */
   hosts: Host[];
   groups: Map<string, Group>;
+  /**
+   * What Ansible warns about and racksmith goes on with (a host named like a group, a host
+   * pattern term that matches nothing): shared by the views made of this inventory, said once
+   * before the run.
+   */
+  warnings?: InventoryWarning[];
+}
+
+export interface InventoryWarning {
+  message: string;
+  at?: SourcePos;
+}
+
+/** Records a warning once (a pattern is evaluated more than once in a run). */
+export function addWarning(inv: Inventory, message: string, at?: SourcePos): void {
+  inv.warnings ??= [];
+  if (!inv.warnings.some((w) => w.message === message)) inv.warnings.push({ message, at });
 }

@@ -240,12 +240,6 @@ const CASES: Case[] = [
     says: ['over the limit of 67108864'],
   },
   {
-    name: 'host that is also a group',
-    files: { 'hosts.yml': HEAD + '  children:\n    far:\n      hosts:\n        loc:\n' },
-    at: ['hosts.yml', 5, 5],
-    says: ["'far' is both a host and a group"],
-  },
-  {
     name: 'empty file',
     files: { 'hosts.yml': '' },
     at: ['hosts.yml', 1, 1],

@@ -2,9 +2,10 @@
 // `ansible-inventory --list` (its InventoryCLI, run by test/unit/ansible-list.py in one Python
 // process for all cases). A seeded generator writes 360 inventories (YAML, INI and the --list
 // JSON shape; nested and diamond groups, ansible_group_priority, every vars-file layout, host
-// ranges and ports, YAML 1.1 scalars, INI typing, several -i and directory sources), plus the
-// public inventories of ais-k8s and Kubespray as they ship. Every case must give the same hosts,
-// groups and merged variables; the only normalisation is the JSON of `!unsafe` strings.
+// ranges and ports, a host named like a group, YAML 1.1 scalars, INI typing, several -i and
+// directory sources), plus the public inventories of ais-k8s and Kubespray as they ship. Every
+// case must give the same hosts, groups and merged variables; the only normalisation is the JSON
+// of `!unsafe` strings.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,6 +69,7 @@ const HOSTS = [
   'n[08:10]',
   'web1:2222',
   'h2:2200',
+  'rack1', // a host named like a group: Ansible warns and keeps both
 ];
 const VARS = ['v1', 'v2', 'v3', 'v4', 'ansible_port', 'ansible_user'];
 

@@ -341,7 +341,7 @@ web:
     expect(e.message).toBe(`${f}:3:5: host range 'n[3:1]' ends before it starts`);
   });
 
-  it('refuses a host that is also a group', () => {
+  it('warns about a host that is also a group, and keeps both (as Ansible does)', () => {
     const f = inventory(`all:
   children:
     web:
@@ -351,9 +351,15 @@ web:
       hosts:
         web:
 `);
-    const e = catchErr(() => loadInventory(f));
-    expect(e).toBeInstanceOf(InputError);
-    expect(e.message).toBe(`${f}:8:9: 'web' is both a host and a group`);
+    const inv = loadInventory(f);
+    expect(inv.hosts.map((h) => h.name)).toEqual(['w1', 'web']);
+    expect(inv.groups.get('web')!.hosts).toEqual(['w1']);
+    expect(inv.warnings).toEqual([
+      {
+        message: `${f}:8:9: 'web' is both a host and a group: as in Ansible, variables set on the host where the group exists go to the group, and in a host pattern 'web' is the host, '!web' and '&web' the group`,
+        at: { file: f, line: 8, col: 9 },
+      },
+    ]);
   });
 
   it('reports a missing inventory file as an InputError naming it', () => {

@@ -30,12 +30,13 @@ const hostsOf = (pbs: Playbook[], extra: string[]) =>
 describe('racksmith_play_hosts', () => {
   it("points the bundled plays at ais-k8s's groups, the playbooks unchanged", () => {
     expect(hostsOf([site], [MAPPING])).toEqual([
-      ['host prerequisites', ['controller_host', 'gpu-worker1', 'worker1', 'worker2']],
-      ['network tuning', ['controller_host', 'gpu-worker1', 'worker1', 'worker2']],
-      ['node', ['controller_host', 'gpu-worker1', 'worker1', 'worker2']],
-      ['storage', ['controller_host', 'gpu-worker1', 'worker1', 'worker2']],
+      ['host prerequisites', ['worker1', 'worker2', 'controller_host', 'gpu-worker1']],
+      ['network tuning', ['worker1', 'worker2', 'controller_host', 'gpu-worker1']],
+      ['node', ['worker1', 'worker2', 'controller_host', 'gpu-worker1']],
+      ['storage', ['worker1', 'worker2', 'controller_host', 'gpu-worker1']],
       ['jail', ['gpu-worker1']],
-      ['kubernetes network: nodes', ['controller_host', 'gpu-worker1', 'worker1', 'worker2']],
+      // kube_control_plane:kube_node, term by term: controller's host, then ais's
+      ['kubernetes network: nodes', ['controller_host', 'worker1', 'worker2', 'gpu-worker1']],
       ['kubernetes network: cluster', ['controller_host']],
     ]);
   });
@@ -51,7 +52,7 @@ describe('racksmith_play_hosts', () => {
   it.each<[string, string, string[]]>([
     // play pattern, mapping, hosts
     ['storage', '{storage: worker1}', ['worker1']],
-    ['storage', "{storage: 'ais:!gpu-nodes'}", ['controller_host', 'worker1', 'worker2']],
+    ['storage', "{storage: 'ais:!gpu-nodes'}", ['worker1', 'worker2', 'controller_host']], // ais's own hosts, then its children's
     ['kube_control_plane[0]', "{kube_control_plane: 'worker*'}", ['worker1']],
     ['kube_control_plane[-1]', "{kube_control_plane: 'worker*'}", ['worker2']],
     // a group term with & and ! in the play's own pattern is the mapped set, not a spliced string
@@ -86,7 +87,7 @@ describe('racksmith_play_hosts', () => {
     expect(view).not.toBe(inv);
     expect(inv.groups.has('storage')).toBe(false);
     expect(inv.hosts.every((h) => !h.groups.includes('storage'))).toBe(true);
-    expect(selectHosts(view, 'storage')).toEqual(['controller_host', 'gpu-worker1', 'worker1', 'worker2']);
+    expect(selectHosts(view, 'storage')).toEqual(['worker1', 'worker2', 'controller_host', 'gpu-worker1']);
   });
 
   it("known keys: the bundled plays' groups, and every group the loaded plays name", () => {
@@ -112,6 +113,33 @@ describe('racksmith_play_hosts', () => {
     ).toEqual(['w2']);
   });
 
+  it('a term that matches nothing is a warning at the file:line:col where the mapping is set', () => {
+    const f = join(dir, 'warn.yml');
+    writeFileSync(f, 'all:\n  vars:\n    racksmith_play_hosts: {jail: "w2:gpus"}\n  hosts: {w1: {}, w2: {}}\n');
+    const inv = load([], f);
+    expect(prepare(inv, [probe('jail')], {})[0].hosts.map((h) => h.host.name)).toEqual(['w2']);
+    expect(inv.warnings?.map((w) => w.message)).toContain(
+      `${f}:3:27: host racksmith_play_hosts.jail 'w2:gpus': 'gpus' matches no host or group, ignored`,
+    );
+  });
+
+  it("a play whose pattern matches no host is skipped with a warning at the playbook's file:line", () => {
+    const f = join(dir, 'inv-plain.yml');
+    writeFileSync(f, 'all:\n  hosts: {w1: {}, w2: {}}\n');
+    const pbFile = join(dir, 'pb.ts');
+    writeFileSync(
+      pbFile,
+      "export default playbook({\n  name: 'x',\n  plays: [\n    { name: 'on racks', hosts: 'rakcs', resources },\n  ],\n});\n",
+    );
+    const inv = load([], f);
+    const pb = { ...playbook({ name: 'on racks', hosts: 'rakcs', resources: () => [] }), file: pbFile };
+    expect(prepare(inv, [pb, probe('w1:nosuch')], {}).map((p) => p.hosts.length)).toEqual([0, 1]);
+    expect(inv.warnings?.map((w) => w.message)).toEqual([
+      `${pbFile}:4:25: host pattern of play 'on racks' 'rakcs' matches no host in ${f}: the play is skipped`,
+      "host pattern of play 'w1:nosuch' 'w1:nosuch': 'nosuch' matches no host or group, ignored",
+    ]);
+  });
+
   const bad = (vars: string, hostLine = 'w1: {}'): InputError => {
     const f = join(dir, `bad-${Math.random().toString(36).slice(2)}.yml`);
     writeFileSync(f, `all:\n  vars:\n    racksmith_play_hosts: ${vars}\n  hosts:\n    ${hostLine}\n    w2: {}\n`);
@@ -132,7 +160,11 @@ describe('racksmith_play_hosts', () => {
       /racksmith_play_hosts: 'stroage' is no group the plays target \(they target: storage, jail, kube_control_plane, kube_node\)/,
       3,
     ],
-    ['{storage: nosuch}', 'w1: {}', /host racksmith_play_hosts.storage 'nosuch' matches no host or group/, 0],
+    ['{storage: nosuch}', 'w1: {}', /host racksmith_play_hosts.storage 'nosuch' matches no host in /, 3],
+    ['{storage: "~("}', 'w1: {}', /invalid regular expression in host pattern '~\('/, 3],
+    ['{storage: "~["}', 'w1: {}', /'~\[' has a '\[' or '\]' that is not part of a \[...\]/, 3],
+    ['{storage: "w1:!"}', 'w1: {}', /host racksmith_play_hosts.storage 'w1:!' has nothing after '!'/, 3],
+    ['{storage: "w1[3]"}', 'w1: {}', /host racksmith_play_hosts.storage 'w1\[3\]': no host at 'w1\[3\]'/, 3],
     ["{storage: ''}", 'w1: {}', /racksmith_play_hosts.storage must be a host pattern/, 3],
     ['{storage: [w1]}', 'w1: {}', /racksmith_play_hosts.storage must be a host pattern/, 3],
     ['[storage]', 'w1: {}', /racksmith_play_hosts must be a mapping of group to host pattern/, 3],
