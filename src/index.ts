@@ -47,7 +47,7 @@ export {
 } from './resources/file-common.ts';
 export { shq, shJoin } from './shell/quote.ts';
 export { InputError, type SourcePos } from './util/errors.ts';
-export { Secret } from './util/secret.ts';
+export { Secret, secretText } from './util/secret.ts';
 
 // Resource families
 export { file, type FileOptions } from './resources/file.ts';

@@ -80,6 +80,7 @@ const EXPORTS = [
   'prerequisites',
   'recordedDiskMount',
   'restartHandler',
+  'secretText',
   'shJoin',
   'shq',
   'specText',
