@@ -32,7 +32,14 @@ export {
   type ProbePart,
   type ProbeText,
 } from './contract/probe.ts';
-export { managedFile, FileWrite, type ChangeText, type ManagedFile, type ManagedFileOptions } from './resources/managed-file.ts';
+export {
+  isSensitive,
+  managedFile,
+  FileWrite,
+  type ChangeText,
+  type ManagedFile,
+  type ManagedFileOptions,
+} from './resources/managed-file.ts';
 export {
   atomicWriteScript,
   checkAbsolutePath,

@@ -56,6 +56,7 @@ const EXPORTS = [
   'inline',
   'ioTuning',
   'ioUdevRules',
+  'isSensitive',
   'jailPackages',
   'kmod',
   'kubeApply',
