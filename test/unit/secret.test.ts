@@ -88,6 +88,7 @@ describe('a secret where secrets are not taken', () => {
     const s = new Secret('v');
     expect(() => shq(s as never)).toThrow(InputError);
     expect(() => shq(`x${s}`)).toThrow(InputError);
+    expect(() => shq(`x${s}`)).toThrow(/compose it with text as secretText`KEY=\$\{secret\}`/);
   });
 });
 
