@@ -7,7 +7,7 @@ import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../util/input-
 import type { BatchPart, ProbeBatch } from '../contract/probe.ts';
 import { ProbeError } from '../contract/resource.ts';
 import { remember } from '../util/memo.ts';
-import { parseSensitiveRecord, SENSITIVE_RECORD } from './sensitive-files.ts';
+import { parseSensitiveRecord, readSensitiveScript, SENSITIVE_RECORDS, type SensitiveRecords } from './sensitive-files.ts';
 
 /** Files larger than this are compared by hash only (no content transfer, no text diff). */
 export const MAX_PROBED_BYTES = 1024 * 1024;
@@ -78,10 +78,10 @@ const ABSENT_SENSITIVE: FileFacts = Object.freeze({ type: 'absent', sensitive: t
 const LINK: FileFacts = Object.freeze({ type: 'link' });
 const OTHER: FileFacts = Object.freeze({ type: 'other' });
 
-export const FILE_FACTS: ProbeBatch<FileAnswer> = fileFactsBatch(SENSITIVE_RECORD);
+export const FILE_FACTS: ProbeBatch<FileAnswer> = fileFactsBatch(SENSITIVE_RECORDS);
 
-/** The file probe batch, reading the record of sensitive files at `record` (a test's own). */
-export function fileFactsBatch(record: string): ProbeBatch<FileAnswer> {
+/** The file probe batch, reading the lists of sensitive files at `records` (a test's own). */
+export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer> {
   return {
     script(paths) {
       const list = paths.map(shq).join(' ');
@@ -98,7 +98,7 @@ ${pick('-gt')}
 echo @sha
 [ $# -gt 0 ] && sha256sum -- "$@"
 echo @sensitive
-[ -e ${shq(record)} ] && { cat -- ${shq(record)} || echo @unreadable; }
+${readSensitiveScript(records)}
 :`;
     },
     split(stdout, paths) {

@@ -2,9 +2,9 @@
 // or with `sensitive: true`, read by every file probe; a listed file's diffs show no content, old
 // or new, whatever a later resource gives; the record's own edits, run by the real /bin/sh.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { file } from '../../src/resources/file.ts';
@@ -14,6 +14,7 @@ import { forgetSensitiveScript, markSensitiveScript, SENSITIVE_RECORD } from '..
 import type { Change, Resource } from '../../src/contract/resource.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { Secret, secretText } from '../../src/util/secret.ts';
+import { shq } from '../../src/shell/quote.ts';
 
 let saved: string | undefined;
 beforeEach(() => {
@@ -171,40 +172,55 @@ describe('what unlists a file: state absent', () => {
   });
 });
 
-describe('the record on a real filesystem', () => {
+describe('the lists on a real filesystem', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rs-sensitive-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const record = join(dir, 'state', 'sensitive-files');
+  const system = join(dir, 'system', 'sensitive-files');
+  const user = join(dir, 'home', '.local', 'state', 'racksmith', 'sensitive-files');
+  const records = { system: shq(system), user: shq(user) };
   const run = (script: string) => spawnSync('/bin/sh', ['-c', `set -e\n${script}`], { encoding: 'utf8' });
-  const probe = (paths: string[]) => {
-    const batch = fileFactsBatch(record);
-    const r = spawnSync('/bin/sh', ['-c', batch.script(paths)], { encoding: 'utf8' });
-    return batch.split(r.stdout, paths).map((a) => fileFacts(a));
+  const probe = (paths: string[], r = records) => {
+    const batch = fileFactsBatch(r);
+    const out = spawnSync('/bin/sh', ['-c', batch.script(paths)], { encoding: 'utf8' });
+    return batch.split(out.stdout, paths).map((a) => fileFacts(a));
   };
 
   it("lists a path once, keeps others' lines, unlists it; the probe reads it", () => {
     const f = join(dir, "we'ird $(x).conf");
     writeFileSync(f, OLD);
     expect(probe([f])[0].sensitive).toBeUndefined();
-    for (let i = 0; i < 2; i++) expect(run(markSensitiveScript(f, record)).status).toBe(0);
-    expect(run(markSensitiveScript('/etc/other', record)).status).toBe(0);
-    expect(readFileSync(record, 'utf8')).toBe(`${f}\n/etc/other\n`);
+    for (let i = 0; i < 2; i++) expect(run(markSensitiveScript(f, records)).status).toBe(0);
+    expect(run(markSensitiveScript('/etc/other', records)).status).toBe(0);
+    expect(readFileSync(system, 'utf8')).toBe(`${f}\n/etc/other\n`);
+    expect(existsSync(user)).toBe(false);
     const [listed, absent, other] = probe([f, join(dir, 'nope'), '/etc/other']);
     expect(listed).toMatchObject({ type: 'file', sensitive: true, size: 17 });
     expect(absent.type).toBe('absent');
     expect(absent.sensitive).toBeUndefined();
     expect(other.sensitive).toBe(true);
-    for (let i = 0; i < 2; i++) expect(run(forgetSensitiveScript(f, record)).status).toBe(0);
-    expect(readFileSync(record, 'utf8')).toBe('/etc/other\n');
-    expect(run(forgetSensitiveScript('/etc/other', record)).status).toBe(0);
-    expect(readFileSync(record, 'utf8')).toBe('');
+    for (let i = 0; i < 2; i++) expect(run(forgetSensitiveScript(f, records)).status).toBe(0);
+    expect(readFileSync(system, 'utf8')).toBe('/etc/other\n');
+    expect(run(forgetSensitiveScript('/etc/other', records)).status).toBe(0);
+    expect(readFileSync(system, 'utf8')).toBe('');
     expect(probe([f])[0].sensitive).toBeUndefined();
+    expect(readdirSync(dirname(system))).toEqual(['sensitive-files']); // no temp file left
   });
 
-  it('a record it cannot write: the step fails and says why', () => {
-    const r = run(markSensitiveScript('/etc/x', '/proc/racksmith-nope/sensitive-files'));
+  it("the host's list cannot be written: the user's own, which the probe reads too; unlisted from it", () => {
+    const blocked = { system: shq('/proc/racksmith-nope/sensitive-files'), user: records.user };
+    expect(run(markSensitiveScript('/etc/u', blocked)).status).toBe(0);
+    expect(readFileSync(user, 'utf8')).toBe('/etc/u\n');
+    expect(probe(['/etc/u'], blocked)[0].sensitive).toBe(true);
+    expect(run(forgetSensitiveScript('/etc/u', blocked)).status).toBe(0);
+    expect(readFileSync(user, 'utf8')).toBe('');
+  });
+
+  it('neither list can be written: the step fails and says why', () => {
+    const r = run(markSensitiveScript('/etc/x', { system: shq('/proc/racksmith-nope/a'), user: shq('/proc/racksmith-nope/b') }));
     expect(r.status).not.toBe(0);
-    expect(r.stderr).toMatch(/cannot list \/etc\/x as sensitive in \/proc\/racksmith-nope\/sensitive-files/);
+    expect(r.stderr).toMatch(
+      /cannot list \/etc\/x as sensitive \(its content would show in later diffs\): no write access to \/proc\/racksmith-nope\/a or \/proc\/racksmith-nope\/b/,
+    );
   });
 });
 
