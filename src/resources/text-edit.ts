@@ -2,7 +2,7 @@ import { InputError } from '../util/errors.ts';
 import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { isSensitive, managedFile, type FileWrite } from './managed-file.ts';
 import { checkSensitive } from './sensitive-files.ts';
-import { maskHex } from '../util/secret.ts';
+import { maskHex, refuseSecrets } from '../util/secret.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from '../contract/resource.ts';
 
 export interface TextEditOptions extends CommonOptions {
@@ -76,6 +76,7 @@ export interface LineOptions extends TextEditOptions {
 
 /** One line in a file (like Ansible's lineinfile). */
 export function line(o: LineOptions): Resource<FileFacts> {
+  refuseSecrets({ line: o.line }, `line:${o.path}`); // (a Secret is not a string: said as what it is)
   if (typeof o.line !== 'string' || o.line.includes('\n')) throw new InputError(`line for ${o.path} must be a single line of text`);
   let re: RegExp | undefined;
   try {

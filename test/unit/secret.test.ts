@@ -62,6 +62,7 @@ describe('a secret where secrets are not taken', () => {
     ['a command argv word', (s: Secret) => command({ name: 'x', run: ['curl', '-H', s as never], creates: '/x' })],
     ['a string built from it', (s: Secret) => command({ name: 'x', run: ['sh', '-c', `echo ${s}`], creates: '/x' })],
     ['a line', (s: Secret) => line({ path: '/etc/x', line: `token=${s}` })],
+    ['a line given the Secret itself', (s: Secret) => line({ path: '/etc/x', line: s as never })],
     ['a file content string built from it', (s: Secret) => file({ path: '/etc/x', content: `token=${s}\n` })],
   ])('%s: exit 3 at the secret’s file:line', (_, build) => {
     const s = new Secret('v4lue-' + Math.random(), at);
