@@ -36,6 +36,8 @@ export function textEdit(
   const path = checkAbsolutePath(o.path);
   const sensitive = checkSensitive(o.sensitive, `${kind} ${path}`);
   const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group, sensitive });
+  const plain = typeof what === 'string' ? what : what.plain;
+  const hidden = typeof what === 'string' ? 'an edit (sensitive)' : what.sensitive;
   const next = (f: FileFacts): string => {
     if (f.type === 'absent') {
       if (!o.create) throw new Refusal(`${path} does not exist (set create: true to create it)`);
@@ -53,14 +55,7 @@ export function textEdit(
     parse: (out) => fileFacts(out.parts[0]),
     diff(f): Change<FileWrite>[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
-      const w =
-        typeof what === 'string'
-          ? isSensitive(f, sensitive)
-            ? 'an edit (sensitive)'
-            : what
-          : isSensitive(f, sensitive)
-            ? what.sensitive
-            : what.plain;
+      const w = isSensitive(f, sensitive) ? hidden : plain;
       return mf.changes(f, next(f), { create: `create ${path} with ${w}`, update: `${w} in ${path}` });
     },
     apply: (_, changes) => mf.steps(changes),
