@@ -194,6 +194,13 @@ describe('a file written from a secret stays sensitive on its host', () => {
     }
     // the dry runs changed nothing
     expect(await hostFiles()).toBe(`[default]\nsecret_key = ${secret}\n${plain(1)}/srv/rs-secrets/s3.conf\n/srv/rs-secrets/plain.conf\n`);
+    // removed with state: absent, it is no longer listed; the other stays
+    const absent = inv([`fx_s3_absent: true`, `fx_plain: "${plain(1).trimEnd()}\\n"`]);
+    expect((await run('absent', ['-i', absent], 0)).stderr).toMatch(/remove \/srv\/rs-secrets\/s3\.conf/);
+    expect((await tb.hostExec(HOST, 'ls /srv/rs-secrets; cat /var/lib/racksmith/sensitive-files')).stdout).toBe(
+      'plain.conf\n/srv/rs-secrets/plain.conf\n',
+    );
+    expect(recaps(await run('absent-again', ['-i', absent], 0))[HOST]).toMatchObject({ changed: 0, failed: 0 });
     expect(leaks(secret, sinks)).toEqual([]);
     expect(leaks(plain(1).trim(), sinks)).toEqual([]);
     expect(leaks(plain(2).trim(), sinks)).toEqual([]);
