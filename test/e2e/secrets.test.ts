@@ -208,6 +208,26 @@ describe('a file written from a secret stays sensitive on its host', () => {
   });
 });
 
+describe('a sensitive file written without become', () => {
+  it("is listed in the login user's own list, which its later probes read: no content shown when the secret is missing", async () => {
+    await tb.reset([HOST]);
+    const secret = newSecret();
+    const inv = (lines: string[]) => inventoryWith(['fx_stage: home', 'ansible_user: ops', ...lines]);
+    const dir = tmp();
+    const apply = await provision([PB, '-i', inv([`fx_s3: !secret "${secret}"`]), '--journal', join(dir, 'a')]);
+    expect(apply.code, apply.stderr).toBe(0);
+    const lists = await tb.hostExec(
+      HOST,
+      'cat /home/ops/.local/state/racksmith/sensitive-files; ls /var/lib/racksmith 2>&1; cat /home/ops/rs-secret.conf',
+    );
+    expect(lists.stdout).toMatch(new RegExp(`^/home/ops/rs-secret\\.conf\n.*No such file.*\nkey = ${secret}\n$`));
+    const check = await provision([PB, '-i', inv([]), '--check', '--diff', '--json', '--journal', join(dir, 'c')]);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toMatch(/rs-secret\.conf \(sensitive: content not shown\): \d+ bytes, hmac:[0-9a-f]{16} → 0 bytes/);
+    expect(leaks(secret, { stdout: check.stdout, stderr: check.stderr, journal: readFileSync(join(dir, 'c'), 'utf8') })).toEqual([]);
+  });
+});
+
 describe('a secret where secrets are not taken', () => {
   it.each([
     ['argv', 'a command argv word'],
