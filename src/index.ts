@@ -32,7 +32,14 @@ export {
   type ProbePart,
   type ProbeText,
 } from './contract/probe.ts';
-export { managedFile, FileWrite, type ChangeText, type ManagedFile, type ManagedFileOptions } from './resources/core/managed-file.ts';
+export {
+  isSensitive,
+  managedFile,
+  FileWrite,
+  type ChangeText,
+  type ManagedFile,
+  type ManagedFileOptions,
+} from './resources/core/managed-file.ts';
 export {
   atomicWriteScript,
   checkAbsolutePath,
@@ -47,7 +54,7 @@ export {
 } from './resources/core/file-common.ts';
 export { shq, shJoin } from './shell/quote.ts';
 export { InputError, type SourcePos } from './util/errors.ts';
-export { Secret } from './util/secret.ts';
+export { Secret, secretText } from './util/secret.ts';
 
 // Resource families
 export { file, type FileOptions } from './resources/core/file.ts';

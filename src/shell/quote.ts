@@ -1,6 +1,9 @@
 import { InputError } from '../util/errors.ts';
 import { MASK_PATTERN } from '../util/secret.ts';
 
+// How to get a secret to the host, for the errors that refuse one.
+const COMPOSE = "; compose it with text as secretText`KEY=${secret}` (from 'racksmith') and give that to file({ content })";
+
 /**
  * The one place where values become shell words. Every value that reaches a remote shell goes
  * through `shq`: POSIX single quotes, with embedded single quotes closed, escaped and reopened.
@@ -10,10 +13,11 @@ import { MASK_PATTERN } from '../util/secret.ts';
 export function shq(value: string | number): string {
   // A secret (or a string built from one) would reach the host as its mask: resources refuse it
   // at build time (contract/resource.ts common()); this is the last line.
-  if (typeof value === 'object') throw new InputError('a secret cannot be passed as a shell word: it would reach the host as its mask');
+  if (typeof value === 'object')
+    throw new InputError(`a secret cannot be passed as a shell word: it would reach the host as its mask${COMPOSE}`);
   const s = String(value);
   if (MASK_PATTERN.test(s))
-    throw new InputError('a string built from a secret cannot be passed as a shell word: it holds the mask, not the value');
+    throw new InputError(`a string built from a secret cannot be passed as a shell word: it holds the mask, not the value${COMPOSE}`);
   if (s.includes('\0')) throw new Error('a NUL byte cannot be passed through a shell word');
   if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s)) return s;
   return `'${s.replace(/'/g, `'\\''`)}'`;

@@ -12,9 +12,9 @@ export class Secret {
   readonly #value: string;
   readonly #mask: string;
   #origin: SourcePos | undefined;
-  constructor(value: string, origin?: SourcePos) {
+  constructor(value: string, origin?: SourcePos, composed = false) {
     this.#value = value;
-    this.#mask = remember(value);
+    this.#mask = remember(value, !composed);
     this.locate(origin);
   }
   reveal(): string {
@@ -54,7 +54,12 @@ export const MASK_PATTERN = new RegExp(`<secret hmac:([0-9a-f]{${MASK_HEX}})…>
  * "same" or "changed"), but nobody without the key can test a guess against it.
  */
 export function maskSecret(value: string): string {
-  return `<secret hmac:${createHmac('sha256', installationKey()).update(value).digest('hex').slice(0, MASK_HEX)}…>`;
+  return `<secret hmac:${maskHex(value)}…>`;
+}
+
+/** The hex of a mask alone (a name made from a secret, a sensitive file's hash in its diff). */
+export function maskHex(value: string): string {
+  return createHmac('sha256', installationKey()).update(value).digest('hex').slice(0, MASK_HEX);
 }
 
 export function isSecret(v: unknown): v is Secret {
@@ -69,9 +74,16 @@ let dirty = false;
 // mask -> where the first secret with it was set
 const maskOrigins = new Map<string, SourcePos>();
 
-function remember(value: string): string {
+/** Register a secret's text for `scrub` (line by line too unless `byLine` is false: a composed secret, whose plain lines are no secret). */
+function remember(value: string, byLine = true): string {
   const mask = maskSecret(value);
   if (value === '' || known.get(value) === mask) return mask;
+  if (!byLine) {
+    known.set(value, mask);
+    known.set(JSON.stringify(value).slice(1, -1), mask);
+    dirty = true;
+    return mask;
+  }
   // A multi-line secret (a key, a certificate) shows line by line in a diff: each of its lines
   // is masked (lines of under 4 characters, `}` or `--`, are not: they would mask everything).
   const lines = value.split(/\r?\n/).filter((l) => l !== '');
@@ -127,8 +139,38 @@ export function refuseSecrets(value: unknown, where: string, takesSecrets: reado
 }
 
 function secretHere(where: string, origin: SourcePos | undefined): InputError {
-  const msg = `a secret cannot be used in ${where}: it takes no secrets (the host would get the mask, not the value); only a file's content takes one`;
+  const msg =
+    `a secret cannot be used in ${where}: it takes no secrets (the host would get the mask, not the value); ` +
+    "only a file's content takes one: compose it with text as secretText`KEY=${secret}\\n` (from 'racksmith') and give that to file({ content })";
   return origin ? new InputError(msg, origin) : new InputError(`${msg} (the secret's origin is not known)`);
+}
+
+/**
+ * A tagged template that makes one Secret of text and secrets: ``secretText`password = ${s}\n` ``.
+ * Secrets are put in by value, anything else as `String(v)`; the result's mask covers the whole
+ * text, and it goes where a secret is taken (a file's content). A string already built from a
+ * secret with `${}` holds its mask, not its value: refused (exit 3 at the secret's file:line).
+ */
+export function secretText(strings: TemplateStringsArray, ...values: unknown[]): Secret {
+  let text = strings[0];
+  let origin: SourcePos | undefined;
+  values.forEach((v, i) => {
+    if (v instanceof Secret) {
+      origin ??= v.origin;
+      text += v.reveal();
+    } else {
+      const s = String(v);
+      const m = s.includes('<secret hmac:') ? MASK_PATTERN.exec(s) : null;
+      if (m) {
+        const msg = `secretText: value ${i + 1} is a string built from a secret (it holds the mask, not the value); put the secret itself in the template`;
+        const at = maskOrigins.get(m[0]);
+        throw at ? new InputError(msg, at) : new InputError(msg);
+      }
+      text += s;
+    }
+    text += strings[i + 1];
+  });
+  return new Secret(text, origin, true);
 }
 
 /** Give every secret inside `value` this origin, unless it has one (the inventory's per-variable source). */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { provision, repoRoot, writeInventory, type CliRun } from './helpers.ts';
+import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
 
 const PB = 'test/fixtures/playbooks/secrets.ts';
 const HOST = 'tb9';
@@ -56,7 +56,8 @@ describe('secrets in every sink', () => {
     const secret = newSecret();
     const inv = inventoryWith([`fx_secret: !secret "password = ${secret}\\n"`]);
     const dir = tmp();
-    const seed = await provision([PB, '-i', inv, '-e', 'fx_stage=seed', '--journal', join(dir, 'seed.ndjson')]);
+    // the file holds the secret, written by someone else (a file racksmith writes from a secret is sensitive: no diff at all)
+    const seed = await tb.hostExec(HOST, `mkdir -p /srv/rs-secrets && printf 'password = %s\\n' '${secret}' > /srv/rs-secrets/app.conf`);
     expect(seed.code, seed.stderr).toBe(0);
     const plan = join(dir, 'edit.plan');
     const journal = join(dir, 'edit.ndjson');
@@ -84,7 +85,6 @@ describe('secrets in every sink', () => {
         'again stderr': again.stderr,
         plan: readFileSync(plan, 'utf8'),
         journal: readFileSync(journal, 'utf8'),
-        'seed journal': readFileSync(join(dir, 'seed.ndjson'), 'utf8'),
       }),
     ).toEqual([]);
     expect(statSync(journal).mode & 0o777).toBe(0o600);
@@ -138,6 +138,93 @@ describe('secrets in every sink', () => {
     const viaE = await provision(['apply', plan, '-e', e, '--journal', join(dir, 'b')]);
     expect(viaE.code, viaE.stderr).toBe(1); // the plan's changes are done already: drift refused
     expect(viaE.stderr).not.toContain(secret);
+  });
+});
+
+describe('a file written from a secret stays sensitive on its host', () => {
+  it('check, apply, converged, then --check --diff with the secret missing or empty: its old content is in no sink; a sensitive: true file neither', async () => {
+    await tb.reset([HOST]);
+    const secret = newSecret();
+    const plain = (n: number) => `token = Pl41n-${n}-${secret.slice(7)}\n`;
+    const inv = (lines: string[]) => inventoryWith(['fx_stage: sensitive', ...lines]);
+    const withSecret = inv([`fx_s3: !secret "${secret}"`, `fx_plain: "${plain(1).trimEnd()}\\n"`]);
+    const dir = tmp();
+    const sinks: Record<string, string> = {};
+    const run = async (name: string, args: string[], code: number) => {
+      const journal = join(dir, `${name}.ndjson`);
+      const r = await provision([PB, ...args, '--diff', '--json', '--journal', journal]);
+      expect(r.code, r.stderr).toBe(code);
+      Object.assign(sinks, {
+        [`${name} stdout`]: r.stdout,
+        [`${name} stderr`]: r.stderr,
+        [`${name} journal`]: readFileSync(journal, 'utf8'),
+      });
+      return r;
+    };
+    const hostFiles = async () =>
+      (await tb.hostExec(HOST, 'cat /srv/rs-secrets/s3.conf /srv/rs-secrets/plain.conf; cat /var/lib/racksmith/sensitive-files')).stdout;
+    // a dry run on a fresh host changes nothing
+    const dry = await run('dry', ['-i', withSecret, '--check'], 2);
+    expect(dry.stderr).toMatch(/s3\.conf \(sensitive: content not shown\): absent → \d+ bytes, hmac:[0-9a-f]{16}/);
+    expect((await tb.hostExec(HOST, 'ls /srv/rs-secrets /var/lib/racksmith/sensitive-files 2>&1')).stdout).toMatch(
+      /No such file[\s\S]*No such file/,
+    );
+    // apply, then converged
+    const apply = await run('apply', ['-i', withSecret], 0);
+    expect(recaps(apply)[HOST]).toMatchObject({ failed: 0 });
+    expect(await hostFiles()).toBe(`[default]\nsecret_key = ${secret}\n${plain(1)}/srv/rs-secrets/s3.conf\n/srv/rs-secrets/plain.conf\n`);
+    const again = await run('again', ['-i', withSecret], 0);
+    expect(recaps(again)[HOST]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+    // later runs that do not have the secret (missing, empty) and change the plain text: no content shown
+    const missing = inv([`fx_plain: "${plain(2).trimEnd()}\\n"`]);
+    const empty = inv([`fx_s3: ""`, `fx_plain: "${plain(2).trimEnd()}\\n"`]);
+    for (const [name, i] of [
+      ['missing', missing],
+      ['empty', empty],
+    ] as const) {
+      const plan = join(dir, `${name}.plan`);
+      const r = await run(name, ['-i', i, '--check', '-v', '-v', '--plan-out', plan], 2);
+      sinks[`${name} plan`] = readFileSync(plan, 'utf8');
+      expect(r.stderr).toMatch(/s3\.conf \(sensitive: content not shown\): \d+ bytes, hmac:[0-9a-f]{16} → 0 bytes/);
+      expect(r.stderr).toMatch(/plain\.conf \(sensitive: content not shown\): \d+ bytes, hmac:[0-9a-f]{16} → \d+ bytes, hmac:[0-9a-f]{16}/);
+      const diffs = r.events
+        .filter((e) => e.type === 'resource')
+        .flatMap((e) => (e.changes ?? []).map((c: { diff?: string }) => c.diff ?? ''));
+      expect(diffs.join('\n')).toMatch(/sensitive: content not shown/);
+    }
+    // the dry runs changed nothing
+    expect(await hostFiles()).toBe(`[default]\nsecret_key = ${secret}\n${plain(1)}/srv/rs-secrets/s3.conf\n/srv/rs-secrets/plain.conf\n`);
+    // removed with state: absent, it is no longer listed; the other stays
+    const absent = inv([`fx_s3_absent: true`, `fx_plain: "${plain(1).trimEnd()}\\n"`]);
+    expect((await run('absent', ['-i', absent], 0)).stderr).toMatch(/remove \/srv\/rs-secrets\/s3\.conf/);
+    expect((await tb.hostExec(HOST, 'ls /srv/rs-secrets; cat /var/lib/racksmith/sensitive-files')).stdout).toBe(
+      'plain.conf\n/srv/rs-secrets/plain.conf\n',
+    );
+    expect(recaps(await run('absent-again', ['-i', absent], 0))[HOST]).toMatchObject({ changed: 0, failed: 0 });
+    expect(leaks(secret, sinks)).toEqual([]);
+    expect(leaks(plain(1).trim(), sinks)).toEqual([]);
+    expect(leaks(plain(2).trim(), sinks)).toEqual([]);
+    expect(leaks('secret_key', sinks)).toEqual([]);
+  });
+});
+
+describe('a sensitive file written without become', () => {
+  it("is listed in the login user's own list, which its later probes read: no content shown when the secret is missing", async () => {
+    await tb.reset([HOST]);
+    const secret = newSecret();
+    const inv = (lines: string[]) => inventoryWith(['fx_stage: home', 'ansible_user: ops', ...lines]);
+    const dir = tmp();
+    const apply = await provision([PB, '-i', inv([`fx_s3: !secret "${secret}"`]), '--journal', join(dir, 'a')]);
+    expect(apply.code, apply.stderr).toBe(0);
+    const lists = await tb.hostExec(
+      HOST,
+      'cat /home/ops/.local/state/racksmith/sensitive-files; ls /var/lib/racksmith 2>&1; cat /home/ops/rs-secret.conf',
+    );
+    expect(lists.stdout).toMatch(new RegExp(`^/home/ops/rs-secret\\.conf\n.*No such file.*\nkey = ${secret}\n$`));
+    const check = await provision([PB, '-i', inv([]), '--check', '--diff', '--json', '--journal', join(dir, 'c')]);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toMatch(/rs-secret\.conf \(sensitive: content not shown\): \d+ bytes, hmac:[0-9a-f]{16} → 0 bytes/);
+    expect(leaks(secret, { stdout: check.stdout, stderr: check.stderr, journal: readFileSync(join(dir, 'c'), 'utf8') })).toEqual([]);
   });
 });
 

@@ -193,16 +193,18 @@ describe('file().diff', () => {
     });
   });
 
-  it('never shows secret content: no diff, no value in the summary', () => {
+  it('never shows secret content: a diff of sizes and keyed hashes only, no value in the summary', () => {
     const s = file({ path: P, content: new Secret('password=hunter2\n') });
-    for (const facts of [ABSENT, present('password=old\n')]) {
+    for (const facts of [ABSENT, present('password=old\n'), present('password=old\n', { sensitive: true })]) {
       const changes = s.diff(facts);
       expect(changes).toHaveLength(1);
-      expect(changes[0].diff).toBeUndefined();
-      expect(JSON.stringify(changes)).not.toContain('hunter2');
+      expect(changes[0].diff).toMatch(
+        /^\/etc\/racksmith\/x\.conf \(sensitive: content not shown\): (absent|13 bytes, hmac:[0-9a-f]{16}) → 17 bytes, hmac:[0-9a-f]{16}\n$/,
+      );
+      expect(JSON.stringify(changes)).not.toMatch(/hunter2|old/);
     }
     expect(s.diff(present('password=old\n'))[0].summary).toBe(`update ${P} (secret content)`);
-    expect(s.diff(present('password=hunter2\n'))).toEqual([]);
+    expect(s.diff(present('password=hunter2\n', { sensitive: true }))).toEqual([]);
   });
 
   it.each<[string, () => unknown]>([
@@ -668,7 +670,7 @@ describe('file facts batch: every file of a script in one find, one cat | base64
   });
 
   it('a file that changed size between find and cat is a probe error, not a wrong hash', () => {
-    const out = `f 5 644 0 root 0 root /x/a\nf 3 644 0 root 0 root /x/b\n\n@content\n${Buffer.from('abcdefg').toString('base64')}\n@sha\n`;
+    const out = `f 5 644 0 root 0 root /x/a\nf 3 644 0 root 0 root /x/b\n\n@content\n${Buffer.from('abcdefg').toString('base64')}\n@sha\n@sensitive\n`;
     const [a, b] = FILE_FACTS.split(out, ['/x/a', '/x/b']);
     expect(() => fileFacts(a)).toThrow(ProbeError);
     expect(() => fileFacts(b)).toThrow(/changed while it was read/);
@@ -682,7 +684,7 @@ describe('file facts batch: every file of a script in one find, one cat | base64
 
   it('a file answered as before (same find line, same bytes) gets the same answer; any difference a new one', () => {
     const out = (content: string, mode = '644') =>
-      `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${Buffer.from(content).toString('base64')}\n@sha\n`;
+      `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${Buffer.from(content).toString('base64')}\n@sha\n@sensitive\n`;
     const [a] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
     const [b] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
     const [c] = FILE_FACTS.split(out('v=2\n'), ['/x/same']);
@@ -695,7 +697,7 @@ describe('file facts batch: every file of a script in one find, one cat | base64
 
   it('a file too large to send, same find line but another host-side hash: a new answer with that hash', () => {
     const big = MAX_PROBED_BYTES + 1;
-    const out = (hash: string) => `f ${big} 644 0 root 0 root /x/big\n\n@content\n\n@sha\n${hash}  /x/big\n`;
+    const out = (hash: string) => `f ${big} 644 0 root 0 root /x/big\n\n@content\n\n@sha\n${hash}  /x/big\n@sensitive\n`;
     const [a] = FILE_FACTS.split(out('a'.repeat(64)), ['/x/big']);
     const [b] = FILE_FACTS.split(out('b'.repeat(64)), ['/x/big']);
     expect(fileFacts(a).sha256).toBe('a'.repeat(64));

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { maskSecret, refuseSecrets, scrub, scrubbingStream, Secret } from '../../src/util/secret.ts';
+import { maskSecret, refuseSecrets, scrub, scrubbingStream, Secret, secretText } from '../../src/util/secret.ts';
 import { installationKey } from '../../src/util/state-dir.ts';
 import { command, file, line } from '../../src/index.ts';
 import { shq } from '../../src/shell/quote.ts';
@@ -62,6 +62,7 @@ describe('a secret where secrets are not taken', () => {
     ['a command argv word', (s: Secret) => command({ name: 'x', run: ['curl', '-H', s as never], creates: '/x' })],
     ['a string built from it', (s: Secret) => command({ name: 'x', run: ['sh', '-c', `echo ${s}`], creates: '/x' })],
     ['a line', (s: Secret) => line({ path: '/etc/x', line: `token=${s}` })],
+    ['a line given the Secret itself', (s: Secret) => line({ path: '/etc/x', line: s as never })],
     ['a file content string built from it', (s: Secret) => file({ path: '/etc/x', content: `token=${s}\n` })],
   ])('%s: exit 3 at the secret’s file:line', (_, build) => {
     const s = new Secret('v4lue-' + Math.random(), at);
@@ -73,6 +74,10 @@ describe('a secret where secrets are not taken', () => {
     }
     expect(err).toBeInstanceOf(InputError);
     expect((err as InputError).message).toMatch(/^inv\.yaml:7:12: a secret cannot be used in /);
+    // and says how to compose one
+    expect((err as InputError).message).toContain(
+      "compose it with text as secretText`KEY=${secret}\\n` (from 'racksmith') and give that to file({ content })",
+    );
   });
 
   it('a file content that is the Secret itself is taken', () => {
@@ -84,6 +89,50 @@ describe('a secret where secrets are not taken', () => {
     const s = new Secret('v');
     expect(() => shq(s as never)).toThrow(InputError);
     expect(() => shq(`x${s}`)).toThrow(InputError);
+    expect(() => shq(`x${s}`)).toThrow(/compose it with text as secretText`KEY=\$\{secret\}`/);
+  });
+});
+
+describe('secretText', () => {
+  const s = () => new Secret('Zq9-' + Math.random().toString(36).slice(2), { file: 'inv.yaml', line: 3, col: 5 });
+  it.each<[string, (a: Secret) => Secret, (a: string) => string]>([
+    ['a secret between text', (a) => secretText`password = ${a}\n`, (a) => `password = ${a}\n`],
+    ['the secret alone', (a) => secretText`${a}`, (a) => a],
+    ['no secret at all', () => secretText`plain`, () => 'plain'],
+    ['plain values as String(v)', (a) => secretText`${1}:${true}:${undefined}:${null}:${a}`, (a) => `1:true:undefined:null:${a}`],
+    [
+      'a secret twice, and a composed one inside',
+      (a) => secretText`[x]\n${secretText`k=${a}`}\nk2=${a}\n`,
+      (a) => `[x]\nk=${a}\nk2=${a}\n`,
+    ],
+  ])('%s: one Secret of the whole text, masked as a whole', (_, make, want) => {
+    const a = s();
+    const c = make(a);
+    expect(c).toBeInstanceOf(Secret);
+    expect(c.reveal()).toBe(want(a.reveal()));
+    expect(c.masked).toBe(maskSecret(want(a.reveal())));
+    expect(String(c)).toBe(c.masked);
+    expect(JSON.stringify({ c })).not.toContain(a.reveal());
+  });
+
+  it('keeps the first secret’s origin; a file takes it as content', () => {
+    const a = s();
+    const c = secretText`k=${a}`;
+    expect(c.origin).toEqual(a.origin);
+    expect(() => file({ path: '/etc/x', content: c })).not.toThrow();
+  });
+
+  it('its plain lines are not masked elsewhere; the secret and the whole are', () => {
+    const a = s();
+    const c = secretText`[default]\nkey = ${a}\n`;
+    expect(scrub('[default]\n')).toBe('[default]\n');
+    expect(scrub(`+key = ${a.reveal()}`)).toBe(`+key = ${a.masked}`);
+    expect(scrub(`x${c.reveal()}x`)).toBe(`x${c.masked}x`);
+  });
+
+  it('refuses a string already built from a secret with ${} (it holds the mask): exit 3 at the secret’s file:line', () => {
+    const a = s();
+    expect(() => secretText`k=${`${a}`}`).toThrow(/^inv\.yaml:3:5: secretText: value 1 is a string built from a secret/);
   });
 });
 

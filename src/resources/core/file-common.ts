@@ -7,6 +7,7 @@ import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../../util/inp
 import type { BatchPart, ProbeBatch } from '../../contract/probe.ts';
 import { ProbeError } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
+import { parseSensitiveRecord, readSensitiveScript, SENSITIVE_RECORDS, type SensitiveRecords } from './sensitive-files.ts';
 
 /** Files larger than this are compared by hash only (no content transfer, no text diff). */
 export const MAX_PROBED_BYTES = 1024 * 1024;
@@ -22,6 +23,8 @@ export interface FileFacts {
   sha256?: string;
   /** Present when the file is at most MAX_PROBED_BYTES. */
   content?: Buffer;
+  /** Listed in the host's record of sensitive files (sensitive-files.ts): its diffs show no content. */
+  sensitive?: boolean;
 }
 
 export function checkAbsolutePath(path: string, what = 'path'): string {
@@ -71,17 +74,22 @@ export function fileProbe(path: string): BatchPart<FileAnswer> {
 }
 
 const ABSENT: FileFacts = Object.freeze({ type: 'absent' });
+const ABSENT_SENSITIVE: FileFacts = Object.freeze({ type: 'absent', sensitive: true });
 const LINK: FileFacts = Object.freeze({ type: 'link' });
 const OTHER: FileFacts = Object.freeze({ type: 'other' });
 
-export const FILE_FACTS: ProbeBatch<FileAnswer> = {
-  script(paths) {
-    const list = paths.map(shq).join(' ');
-    const pick = (test: string) => `set --
+export const FILE_FACTS: ProbeBatch<FileAnswer> = fileFactsBatch(SENSITIVE_RECORDS);
+
+/** The file probe batch, reading the lists of sensitive files at `records` (a test's own). */
+export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer> {
+  return {
+    script(paths) {
+      const list = paths.map(shq).join(' ');
+      const pick = (test: string) => `set --
 while read -r y s m u un g gn p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
 $rs_meta
 RS_META`;
-    return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
+      return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
 printf '%s\\n' "$rs_meta"
 ${pick('-le')}
 echo @content
@@ -89,73 +97,89 @@ echo @content
 ${pick('-gt')}
 echo @sha
 [ $# -gt 0 ] && sha256sum -- "$@"
+echo @sensitive
+${readSensitiveScript(records)}
 :`;
-  },
-  split(stdout, paths) {
-    const c = stdout.indexOf('\n@content\n');
-    const h = stdout.indexOf('\n@sha\n');
-    if (c < 0 || h < c) return paths.map(() => new FileUnreadable('file probe output is incomplete'));
-    // find's line of each path: `TYPE SIZE MODE UID USER GID GROUP PATH` (the path may hold spaces)
-    const meta = new Map<string, string>();
-    for (let at = 0; at < c;) {
-      let end = stdout.indexOf('\n', at);
-      if (end < 0 || end > c) end = c;
-      const line = stdout.slice(at, end);
-      at = end + 1;
-      let sp = -1;
-      for (let k = 0; k < 7 && (sp = line.indexOf(' ', sp + 1)) >= 0; k++);
-      if (sp >= 0) meta.set(line.slice(sp + 1), line);
-    }
-    const hashes = new Map<string, string>();
-    if (h + 6 < stdout.length) {
-      for (const line of stdout.slice(h + 6).split('\n')) {
-        const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
-        if (m) hashes.set(m[2], m[1]);
+    },
+    split(stdout, paths) {
+      const c = stdout.indexOf('\n@content\n');
+      const h = stdout.indexOf('\n@sha\n');
+      const s = stdout.indexOf('\n@sensitive\n', h);
+      if (c < 0 || h < c || s < 0) return paths.map(() => new FileUnreadable('file probe output is incomplete'));
+      // (a record that cannot be read: every file is taken as sensitive)
+      const listed = parseSensitiveRecord(stdout.slice(s + 12));
+      const everyFile = stdout
+        .slice(s + 12)
+        .split('\n')
+        .includes('@unreadable');
+      const sensitive = (path: string) => everyFile || listed.has(path);
+      // find's line of each path: `TYPE SIZE MODE UID USER GID GROUP PATH` (the path may hold spaces)
+      const meta = new Map<string, string>();
+      for (let at = 0; at < c;) {
+        let end = stdout.indexOf('\n', at);
+        if (end < 0 || end > c) end = c;
+        const line = stdout.slice(at, end);
+        at = end + 1;
+        let sp = -1;
+        for (let k = 0; k < 7 && (sp = line.indexOf(' ', sp + 1)) >= 0; k++);
+        if (sp >= 0) meta.set(line.slice(sp + 1), line);
       }
-    }
-    // Small files' contents, concatenated in the order find listed them (the decoder skips the
-    // line breaks of base64's output).
-    const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
-    const content = new Map<string, Buffer>();
-    let at = 0;
-    for (const [path, line] of meta) {
-      if (line[0] !== 'f') continue;
-      const size = Number(line.slice(2, line.indexOf(' ', 2)));
-      if (size <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += size)));
-    }
-    const whole = at === blob.length;
-    return paths.map((path): FileAnswer => {
-      const line = meta.get(path);
-      if (!line) return ABSENT;
-      if (line[0] === 'l') return LINK;
-      if (line[0] !== 'd' && line[0] !== 'f') return OTHER;
-      // A file that grew or shrank between find and cat: its content cannot be told apart.
-      if (line[0] === 'f' && !whole && content.has(path)) return new FileUnreadable('changed while it was read');
-      return factsOf(path, line, content.get(path), hashes.get(path));
-    });
-  },
-};
+      const hashes = new Map<string, string>();
+      if (h + 6 < s) {
+        for (const line of stdout.slice(h + 6, s).split('\n')) {
+          const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
+          if (m) hashes.set(m[2], m[1]);
+        }
+      }
+      // Small files' contents, concatenated in the order find listed them (the decoder skips the
+      // line breaks of base64's output).
+      const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
+      const content = new Map<string, Buffer>();
+      let at = 0;
+      for (const [path, line] of meta) {
+        if (line[0] !== 'f') continue;
+        const size = Number(line.slice(2, line.indexOf(' ', 2)));
+        if (size <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += size)));
+      }
+      const whole = at === blob.length;
+      return paths.map((path): FileAnswer => {
+        const line = meta.get(path);
+        if (!line) return sensitive(path) ? ABSENT_SENSITIVE : ABSENT;
+        if (line[0] === 'l') return LINK;
+        if (line[0] !== 'd' && line[0] !== 'f') return OTHER;
+        // A file that grew or shrank between find and cat: its content cannot be told apart.
+        if (line[0] === 'f' && !whole && content.has(path)) return new FileUnreadable('changed while it was read');
+        return factsOf(path, line, content.get(path), hashes.get(path), line[0] === 'f' && sensitive(path));
+      });
+    },
+  };
+}
 
 // A converged fleet's hosts send the same files: a path's facts are made again only when its find
 // line, its content or (for a file too large to send) its host-side hash differs from the last
 // answer for that path (the same object otherwise, so the resources' parses of it are shared too).
-const lastFacts = new Map<string, { line: string; content: Buffer | undefined; hash: string | undefined; facts: FileAnswer }>();
+const lastFacts = new Map<
+  string,
+  { line: string; content: Buffer | undefined; hash: string | undefined; sensitive: boolean; facts: FileAnswer }
+>();
 
-function factsOf(path: string, line: string, content: Buffer | undefined, hash: string | undefined): FileAnswer {
+function factsOf(path: string, line: string, content: Buffer | undefined, hash: string | undefined, sensitive: boolean): FileAnswer {
   const last = lastFacts.get(path);
   const sameContent = last?.content === content || (content !== undefined && last?.content !== undefined && last.content.equals(content));
-  if (last && last.line === line && last.hash === hash && sameContent) return last.facts;
-  return remember(lastFacts, path, { line, content, hash, facts: readFacts(line, content, hash) }).facts;
+  if (last && last.line === line && last.hash === hash && last.sensitive === sensitive && sameContent) return last.facts;
+  return remember(lastFacts, path, { line, content, hash, sensitive, facts: readFacts(line, content, hash, sensitive) }).facts;
 }
 
-function readFacts(line: string, content: Buffer | undefined, hash: string | undefined): FileAnswer {
+function readFacts(line: string, content: Buffer | undefined, hash: string | undefined, sensitive: boolean): FileAnswer {
   // (by index: destructuring goes through the array iterator, for every file of every host)
   const f = line.split(' ', 7);
   const owner = { mode: f[2], uid: Number(f[3]), user: f[4], gid: Number(f[5]), group: f[6] };
   if (f[0] === 'd') return { type: 'dir', ...owner };
   const size = Number(f[1]);
-  if (size > MAX_PROBED_BYTES) return hash ? { type: 'file', ...owner, size, sha256: hash } : new FileUnreadable('could not hash it');
-  const facts: FileFacts = { type: 'file', ...owner, size, content };
+  const mark = sensitive ? { sensitive } : undefined;
+  if (size > MAX_PROBED_BYTES)
+    return hash ? { type: 'file', ...owner, size, sha256: hash, ...mark } : new FileUnreadable('could not hash it');
+  const facts: FileFacts = { type: 'file', ...owner, size, content, ...mark };
   // Hashed when asked for (a compare-and-swap write, a saved plan): comparing content needs no hash.
   Object.defineProperty(facts, 'sha256', {
     enumerable: true,

@@ -2,12 +2,22 @@ import { Secret } from '../../util/secret.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite } from './managed-file.ts';
+import { checkSensitive } from './sensitive-files.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
 
 export interface FileOptions extends CommonOptions {
   path: string;
-  /** Exact content. A Secret is written as is but never shown in diffs. */
+  /**
+   * Exact content. A Secret (or text composed with secretText) is written as is, and the file is
+   * sensitive from then on: see `sensitive`.
+   */
   content?: string | Buffer | Secret;
+  /**
+   * Never show its content, old or new, in any diff (Ansible's `diff: false`). The host remembers
+   * it (/var/lib/racksmith/sensitive-files), so later runs do not either, whatever content they
+   * give; `state: 'absent'` removes the file and that memory. Implied by a Secret content.
+   */
+  sensitive?: boolean;
   state?: 'present' | 'absent';
   mode?: string | number;
   owner?: string | number;
@@ -20,8 +30,9 @@ export function file(o: FileOptions): Resource<FileFacts, FileWrite> {
   const state = o.state ?? 'present';
   if (state === 'present' && o.content === undefined) throw new InputError(`file ${path}: content is required (or state: absent)`);
   const secret = o.content instanceof Secret;
+  const sensitive = checkSensitive(o.sensitive, `file ${path}`) || secret;
   const want = o.content instanceof Secret ? Buffer.from(o.content.reveal()) : Buffer.from(o.content ?? '');
-  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group });
+  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group, sensitive });
   return {
     ...common('file', `file:${path}`, o, ['content']),
     verifiable: true,
@@ -39,7 +50,7 @@ export function file(o: FileOptions): Resource<FileFacts, FileWrite> {
         create,
         update:
           f.type === 'link' ? create : secret ? `update ${path} (secret content)` : `update ${path} (${f.size} → ${want.length} bytes)`,
-        hideDiff: secret || f.type === 'link',
+        hideDiff: f.type === 'link',
       });
     },
     apply: (_, changes) => mf.steps(changes),

@@ -8,6 +8,7 @@
 import type { BatchPart } from '../../contract/probe.ts';
 import type { Change, FileSlot, Step } from '../../contract/resource.ts';
 import { shq } from '../../shell/quote.ts';
+import { forgetSensitiveScript, markSensitiveScript, SENSITIVE_RECORD, sensitiveDiff } from './sensitive-files.ts';
 import {
   atomicWriteScript,
   chmodChownScript,
@@ -38,13 +39,19 @@ export interface ManagedFileOptions<F> {
   then?: string;
   /** The write step's name (default `write PATH`). */
   stepName?: string;
+  /**
+   * Its content is sensitive (written from a secret, or marked `sensitive: true`): the host's record
+   * lists the path (sensitive-files.ts), and no diff of it shows content. A path the record lists
+   * is treated so whatever this says.
+   */
+  sensitive?: boolean;
 }
 
 /** The summaries of a content change (defaults: `create PATH`, `update PATH`). */
 export interface ChangeText {
   create?: string;
   update?: string;
-  /** Show no diff (secret content, or nothing worth showing). */
+  /** Show no diff (nothing worth showing: a symlink replaced). A sensitive file's diff shows no content anyway. */
   hideDiff?: boolean;
 }
 
@@ -58,7 +65,14 @@ export class FileWrite {
     readonly rewrite: boolean,
     /** Compare-and-swap: the probed hash, 'absent', or undefined (not a regular file). */
     readonly expect: string | undefined,
+    /** The host's record of sensitive files gets this path (before the write), or loses it (after a removal). */
+    readonly record: 'list' | 'forget' | undefined = undefined,
   ) {}
+}
+
+/** Does the file's diff hide its content: the resource says so, or the host's record lists the path. */
+export function isSensitive(file: FileFacts, sensitive: boolean | undefined): boolean {
+  return sensitive === true || file.sensitive === true;
 }
 
 export interface ManagedFile<F> extends FileSlot<F> {
@@ -90,16 +104,18 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
       const want = typeof content === 'string' ? Buffer.from(content) : content;
       const rewrite = !hasContent(file, want);
       const expect = file.type === 'absent' ? 'absent' : file.type === 'file' ? file.sha256 : undefined;
-      const data = new FileWrite(path, want, rewrite, expect);
+      const list = o.sensitive === true && !file.sensitive;
+      const data = new FileWrite(path, want, rewrite, expect, list ? 'list' : undefined);
       const out: Change<FileWrite>[] = [];
       if (rewrite) {
         const existed = file.type === 'file';
-        out.push({
-          summary: file.type === 'absent' ? (text.create ?? `create ${path}`) : (text.update ?? `update ${path}`),
-          diff: text.hideDiff ? undefined : contentDiff(path, file.content, want, existed),
-          data,
-        });
-      }
+        const diff = text.hideDiff
+          ? undefined
+          : isSensitive(file, o.sensitive)
+            ? sensitiveDiff(path, existed ? file : undefined, want)
+            : contentDiff(path, file.content, want, existed);
+        out.push({ summary: file.type === 'absent' ? (text.create ?? `create ${path}`) : (text.update ?? `update ${path}`), diff, data });
+      } else if (list) out.push({ summary: `${path}: list as sensitive in ${SENSITIVE_RECORD}`, data });
       if (file.type === 'file') {
         if (mode && file.mode !== mode) out.push({ summary: `${path}: mode ${file.mode} → ${mode}`, data });
         if (!ownerMatches(owner, file.uid, file.user)) out.push({ summary: `${path}: owner ${file.user} → ${owner}`, data });
@@ -108,13 +124,25 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
       return out;
     },
     removal(f) {
-      return get(f).type === 'absent' ? [] : [{ summary: `remove ${path}`, data: new FileWrite(path, null, true, undefined) }];
+      const file = get(f);
+      // A removed file holds nothing sensitive any more: the record forgets it (unless this resource says it is sensitive).
+      const forget = file.sensitive === true && o.sensitive !== true ? 'forget' : undefined;
+      const data = new FileWrite(path, null, true, undefined, forget);
+      if (file.type !== 'absent') return [{ summary: `remove ${path}`, data }];
+      return forget ? [{ summary: `${path}: no longer listed as sensitive in ${SENSITIVE_RECORD}`, data }] : [];
     },
     steps(changes) {
       const w = writeOf(changes);
       if (!w) return [];
-      if (w.content === null) return [{ name: `remove ${path}`, script: `rm -f -- ${shq(path)}` }];
-      if (!w.rewrite) return [{ name: `set mode/owner of ${path}`, script: chmodChownScript(path, mode, owner, group) }];
+      if (w.content === null) {
+        const rm = `rm -f -- ${shq(path)}`;
+        return [{ name: `remove ${path}`, script: w.record === 'forget' ? `${rm}\n${forgetSensitiveScript(path)}` : rm }];
+      }
+      const list = w.record === 'list' ? `${markSensitiveScript(path)}\n` : '';
+      if (!w.rewrite) {
+        const meta = chmodChownScript(path, mode, owner, group);
+        return [{ name: meta ? `set mode/owner of ${path}` : `list ${path} as sensitive`, script: list + meta }];
+      }
       const write = atomicWriteScript({
         path,
         content: w.content,
@@ -125,12 +153,15 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
         backup: o.backup,
         check: o.check,
       });
-      return [{ name: o.stepName ?? `write ${path}`, script: o.then ? `${write}\n${o.then}` : write }];
+      return [{ name: o.stepName ?? `write ${path}`, script: list + (o.then ? `${write}\n${o.then}` : write) }];
     },
     predict(f, changes) {
       const w = writeOf(changes);
       if (!w) return undefined;
-      return w.content === null ? { type: 'absent' } : predictWrite(get(f), w.content, mode, owner, group);
+      const file = get(f);
+      const sensitive = w.record === 'list' || (w.record !== 'forget' && file.sensitive === true);
+      const after: FileFacts = w.content === null ? { type: 'absent' } : predictWrite(file, w.content, mode, owner, group);
+      return sensitive ? { ...after, sensitive } : after;
     },
     use: (f, predicted) => set(f, predicted as FileFacts),
   };

@@ -1,6 +1,8 @@
 import { InputError } from '../../util/errors.ts';
 import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
-import { managedFile, type FileWrite } from './managed-file.ts';
+import { isSensitive, managedFile, type FileWrite } from './managed-file.ts';
+import { checkSensitive } from './sensitive-files.ts';
+import { maskHex, refuseSecrets } from '../../util/secret.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
 
 export interface TextEditOptions extends CommonOptions {
@@ -10,6 +12,11 @@ export interface TextEditOptions extends CommonOptions {
   mode?: string | number;
   owner?: string | number;
   group?: string | number;
+  /**
+   * Never show the file's content in a diff, nor this edit's text in its summary (see file's
+   * `sensitive`): the host remembers the file as sensitive from then on.
+   */
+  sensitive?: boolean;
 }
 
 /**
@@ -22,11 +29,15 @@ export function textEdit(
   idPart: string,
   o: TextEditOptions,
   edit: (old: string) => string,
-  what: string,
+  /** What it does, for summaries; on a sensitive file, the `sensitive` text (no content in it). */
+  what: string | { plain: string; sensitive: string },
   removing = false,
 ): Resource<FileFacts, FileWrite> {
   const path = checkAbsolutePath(o.path);
-  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group });
+  const sensitive = checkSensitive(o.sensitive, `${kind} ${path}`);
+  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group, sensitive });
+  const plain = typeof what === 'string' ? what : what.plain;
+  const hidden = typeof what === 'string' ? 'an edit (sensitive)' : what.sensitive;
   const next = (f: FileFacts): string => {
     if (f.type === 'absent') {
       if (!o.create) throw new Refusal(`${path} does not exist (set create: true to create it)`);
@@ -44,7 +55,8 @@ export function textEdit(
     parse: (out) => fileFacts(out.parts[0]),
     diff(f): Change<FileWrite>[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
-      return mf.changes(f, next(f), { create: `create ${path} with ${what}`, update: `${what} in ${path}` });
+      const w = isSensitive(f, sensitive) ? hidden : plain;
+      return mf.changes(f, next(f), { create: `create ${path} with ${w}`, update: `${w} in ${path}` });
     },
     apply: (_, changes) => mf.steps(changes),
   };
@@ -59,6 +71,7 @@ export interface LineOptions extends TextEditOptions {
 
 /** One line in a file (like Ansible's lineinfile). */
 export function line(o: LineOptions): Resource<FileFacts> {
+  refuseSecrets({ line: o.line }, `line:${o.path}`); // (a Secret is not a string: said as what it is)
   if (typeof o.line !== 'string' || o.line.includes('\n')) throw new InputError(`line for ${o.path} must be a single line of text`);
   let re: RegExp | undefined;
   try {
@@ -67,12 +80,16 @@ export function line(o: LineOptions): Resource<FileFacts> {
     throw new InputError(`line for ${o.path}: invalid regexp: ${(e as Error).message}`);
   }
   const state = o.state ?? 'present';
+  // (a sensitive line without a regexp is named by its keyed hash, not its text)
+  const idPart = o.regexp ?? (o.sensitive === true ? `sensitive-${maskHex(o.line)}` : o.line);
   return textEdit(
     'line',
-    o.regexp ?? o.line,
+    idPart,
     o,
     (old) => editLine(old, o.line, re, state),
-    state === 'present' ? `line "${o.line}"` : `remove line "${o.line}"`,
+    state === 'present'
+      ? { plain: `line "${o.line}"`, sensitive: 'a line (sensitive)' }
+      : { plain: `remove line "${o.line}"`, sensitive: 'remove a line (sensitive)' },
     state === 'absent',
   );
 }
@@ -114,7 +131,9 @@ export function block(o: BlockOptions): Resource<FileFacts> {
     marker,
     o,
     (old) => editBlock(old, o.block, marker, state),
-    state === 'present' ? 'managed block' : 'remove managed block',
+    state === 'present'
+      ? { plain: 'managed block', sensitive: 'managed block (sensitive)' }
+      : { plain: 'remove managed block', sensitive: 'remove managed block (sensitive)' },
     state === 'absent',
   );
 }
