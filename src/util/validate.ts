@@ -92,6 +92,21 @@ function splitPointer(p: string): string[] {
         .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
+/**
+ * A string (a file mode, say) given as an integer: how to write it. YAML 1.1, as Ansible's
+ * inventories are read, takes an unquoted 0750 for the octal number 488: named when the octal
+ * spelling is what the pattern accepts, else the decimal digits are quoted as they were written.
+ */
+function quoteHint(e: ErrorObject): string {
+  const schema = e.parentSchema as { type?: unknown; pattern?: unknown } | undefined;
+  if (schema?.type !== 'string' || !Number.isSafeInteger(e.data) || (e.data as number) < 0) return '';
+  const n = e.data as number;
+  const fits = (text: string) => typeof schema.pattern !== 'string' || new RegExp(schema.pattern, 'u').test(text);
+  const octal = `0${n.toString(8)}`;
+  if (typeof schema.pattern === 'string' && fits(octal)) return `: YAML 1.1 read ${octal} as ${n}: quote it ('${octal}')`;
+  return fits(String(n)) ? `: quote it ('${n}')` : '';
+}
+
 function describe(e: ErrorObject, path: string[]): { text: string; path: string[]; atKey: boolean } {
   const where = path.length ? path.join('.') : 'document';
   switch (e.keyword) {
@@ -109,7 +124,7 @@ function describe(e: ErrorObject, path: string[]): { text: string; path: string[
       return { text: `invalid name '${key}' in ${where}`, path: [...path, key], atKey: true };
     }
     case 'type':
-      return { text: `${where} must be ${String(e.params.type).replace(',', ' or ')}`, path, atKey: false };
+      return { text: `${where} must be ${String(e.params.type).replace(',', ' or ')}${quoteHint(e)}`, path, atKey: false };
     case 'enum':
       return { text: `${where} must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`, path, atKey: false };
     case 'anyOf':

@@ -131,4 +131,20 @@ describe('through the CLI: exit 3 at the variable that set the value, no host co
     expect(r.code).toBe(3);
     expect(connections).toBe(0);
   });
+
+  it.each<[string, string, string]>([
+    [
+      'an unquoted 0750 (YAML 1.1: the octal number 488)',
+      '0750',
+      "storage_mount_mode must be string: YAML 1.1 read 0750 as 488: quote it ('0750')",
+    ],
+    ['an unquoted 750 (the number 750)', '750', "storage_mount_mode must be string: quote it ('750')"],
+  ])('a mode given as a number says how to write it: %s', async (_, mode, message) => {
+    const vars = `    storage_disks: [{ device: /dev/loop0 }]\n    storage_mount_mode: ${mode}\n`;
+    const r = await cli(['playbooks/storage.ts', '-i', inventory(vars), '-e', '{"racksmith_play_hosts": {"storage": "all"}}']);
+    expect(r.stderr).toMatch(/inv-\w+\.yml:8:25: /);
+    expect(r.stderr).toContain(message);
+    expect(r.code).toBe(3);
+    expect(connections).toBe(0);
+  });
 });
