@@ -133,6 +133,7 @@ export function nodeResources(host: HostContext): Resource[] {
     out.push(
       kubeletConfig({
         path: host.var('kubelet_config_path', KUBELET_CONFIG),
+        pathSetting: 'kubelet_config_path',
         allowedUnsafeSysctls: unsafe,
         notify: [kubelet.id],
         tags: ['kubelet'],

@@ -93,6 +93,7 @@ chmod +x /usr/local/bin/systemctl /usr/local/bin/curl`,
     expect(missing.code).toBe(1);
     const failed = missing.events.find((e) => e.type === 'resource' && e.status === 'failed');
     expect(failed?.error).toMatch(/\/var\/lib\/kubelet\/config\.yaml does not exist: is the kubelet installed/);
+    expect(failed?.error).toContain("if the kubelet's config is elsewhere, set kubelet_config_path");
 
     const alt = '/etc/kubernetes/kubelet-config.yaml';
     await put('tb1', alt, KUBEADM);
