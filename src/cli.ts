@@ -373,12 +373,18 @@ async function load(
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
   if (opts.listing) return { opts, inventory, prepared, listingText: listing(opts.listing, playbooks, prepared) };
-  if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
+  if (prepared.every((p) => p.hosts.length === 0))
+    throw new InputError(['no hosts matched: nothing to do', ...(inventory.notices ?? [])].join('\n  '));
   checkConnectionFiles([...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))]);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
   const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
   return { opts, inventory, prepared, code, selection, vault };
+}
+
+/** The inventory's notices (a skipped .ini ...) as warnings on stderr, where no run reports them. */
+function writeNotices(out: { stderr: { write(s: string): unknown } }, inv: Inventory): void {
+  for (const message of inv.notices ?? []) out.stderr.write(`warning: ${printable(message)}\n`);
 }
 
 /**
@@ -498,10 +504,12 @@ export async function run(
       return EXIT.OK;
     }
     if (loaded.listingText !== undefined) {
+      writeNotices(out, loaded.inventory);
       out.stdout.write(loaded.listingText);
       return EXIT.OK;
     }
     if (loaded.listed) {
+      writeNotices(out, loaded.inventory);
       out.stdout.write(`  hosts (${loaded.listed.length}):\n${loaded.listed.map((h) => `    ${h}\n`).join('')}`);
       return EXIT.OK;
     }
@@ -561,6 +569,10 @@ export async function run(
   };
   human.onEvent(runStart);
   json?.(runStart);
+  for (const message of loaded.inventory.notices ?? []) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
+  }
   for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
     const at = w.pos ? formatPos(w.pos) : undefined;
     const message = `${at ? `${at}: ` : ''}${w.variable} is not honoured: ${w.why}`;
@@ -669,6 +681,7 @@ async function inventoryCommand(args: string[], out: { stdout: NodeJS.WriteStrea
   });
   const extra = parseExtraVars(values['extra-vars'] ?? [], vault);
   const inv = loadInventory(values.inventory, extra.vars, extra.sources, { vault });
+  writeNotices(out, inv);
   if (values.list) {
     out.stdout.write(pythonJson(inventoryList(inv)) + '\n');
     return EXIT.OK;

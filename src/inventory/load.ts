@@ -42,9 +42,11 @@ export function loadInventory(
   const list = typeof sources === 'string' ? [sources] : sources;
   if (list.length === 0) throw new InputError('no inventory given (-i)');
   const inv = new InventoryBuilder({ file: list[0] });
-  for (const s of list) readSource(s, inv, o, true);
+  const notices: string[] = [];
+  for (const s of list) readSource(s, inv, o, true, notices);
   inv.reconcile();
-  return resolveInventory(inv, list, extraVars, extraSources, o);
+  const out = resolveInventory(inv, list, extraVars, extraSources, o);
+  return notices.length ? { ...out, notices } : out;
 }
 
 function statOf(path: string): Stats | undefined {
@@ -55,7 +57,7 @@ function statOf(path: string): Stats | undefined {
   }
 }
 
-function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: boolean): void {
+function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: boolean, notices: string[]): void {
   const st = statOf(path);
   if (!st) {
     if (given) throw new InputError('inventory not found', { file: path });
@@ -63,8 +65,15 @@ function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: 
   }
   if (st.isDirectory()) {
     for (const name of readdirSync(path).sort()) {
-      if (IGNORED_NAME.test(name) || IGNORED_EXTS.some((e) => name.endsWith(e))) continue;
-      readSource(join(path, name), inv, o, false);
+      if (IGNORED_NAME.test(name)) continue;
+      if (IGNORED_EXTS.some((e) => name.endsWith(e))) {
+        // skipped as Ansible skips it, but an .ini is most likely an inventory the operator meant: said
+        const file = join(path, name);
+        if (name.endsWith('.ini') && statOf(file)?.isFile())
+          notices.push(`${file}: skipped: Ansible's directory sources ignore .ini files; give it with -i ${file}`);
+        continue;
+      }
+      readSource(join(path, name), inv, o, false, notices);
     }
     return;
   }

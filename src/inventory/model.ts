@@ -49,4 +49,6 @@ export interface Inventory {
   /** Hosts in the order the inventory first names them. */
   hosts: Host[];
   groups: Map<string, Group>;
+  /** What reading the sources skipped or decided that the operator should hear (a warning each). */
+  notices?: string[];
 }
