@@ -11,6 +11,7 @@ import { readIni, type IniVar } from './ini-reader.ts';
 import type { Group, Host, Inventory, Vars } from './model.ts';
 import { validateHostsVars, validateVars } from './schema.ts';
 import { readScriptJson, isScriptJson } from './script-json.ts';
+import { looksLikeJson, parseJson } from './json-text.ts';
 import { settle, TEMPLATE } from './values.ts';
 import type { VaultKeyring } from './vault.ts';
 import { readYamlInventory } from './yaml-reader.ts';
@@ -102,7 +103,9 @@ function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
     }
     const v = src?.value;
     if (src && (ext !== '' || (v !== null && typeof v === 'object' && !Array.isArray(v)))) {
-      if (isScriptJson(v)) readScriptJson(src, inv, yamlHooks);
+      // the --list shape only in JSON text (a saved script output): a YAML file whose `hosts:` is
+      // a list is refused at that line by the YAML reader, as Ansible's yaml plugin refuses it
+      if (isScriptJson(v) && looksLikeJson(text) && parseJson(text) !== undefined) readScriptJson(src, inv, yamlHooks);
       else readYamlInventory(src, inv, yamlHooks);
       return;
     }

@@ -144,6 +144,20 @@ const CASES: Case[] = [
     says: ['all.children.web.hosts must be a mapping, got a list'],
   },
   {
+    // the --list shape of a dynamic inventory (hosts lists), read only from JSON text: in a YAML
+    // file Ansible's yaml plugin refuses it ("Invalid hosts entry ... requires a dictionary")
+    name: "the top group's hosts as a list (its items would have become hosts)",
+    files: { 'hosts.yml': 'all:\n  hosts:\n    - far\n    - loc\n' },
+    at: ['hosts.yml', 3, 5],
+    says: ['all.hosts must be a mapping, got a list'],
+  },
+  {
+    name: "a group's hosts as a flow list, the group at the top",
+    files: { 'hosts.yml': 'web: {hosts: [far, loc]}\n' },
+    at: ['hosts.yml', 1, 14],
+    says: ['web.hosts must be a mapping, got a list'],
+  },
+  {
     name: 'vars as a string',
     files: { 'hosts.yml': HEAD + '  vars: ansible_port=22\n' },
     at: ['hosts.yml', 8, 9],
