@@ -28,8 +28,9 @@ import {
  * Inventory variables:
  *   jail_path:     /mnt/jail
  *   jail_source:   nfs.example:/export/jail   (required; hosts with the same source share one jail)
- *   jail_fstype:   nfs | virtiofs | glusterfs | none (bind of a local path) ...
- *   jail_options:  default for nfs: Soperator's NFS chart's mount options (NFS_JAIL_OPTIONS)
+ *   jail_fstype:   nfs | virtiofs | glusterfs | none (bind of a local path: `bind` is implied) ...
+ *   jail_options:  default for nfs: Soperator's NFS chart's mount options (NFS_JAIL_OPTIONS);
+ *                  for none: [bind] (a list without bind or rbind gets bind first)
  *   jail_marker:   etc/soperator-jail-populated   (must exist: the jail is never populated here)
  *   jail_submounts: [{ path: /home, source: nfs:/home, fstype: nfs, options: [...], readonly: false }]
  *   jail_tmp_source: /var/lib/racksmith/jail-tmp   (node-local directory bound on the jail's /tmp)
@@ -116,6 +117,15 @@ export const NFS_JAIL_OPTIONS = [
   '_netdev',
 ];
 
+/**
+ * Options of a mount of `fstype`: `none` mounts nothing by itself (mount -t none fails), so it
+ * binds, as the header says, whether or not the operator wrote `bind` (or `rbind`) too.
+ */
+export function jailMountOptions(fstype: string, options: string[]): string[] {
+  if (fstype !== 'none' || options.includes('bind') || options.includes('rbind')) return options;
+  return ['bind', ...options.filter((o) => o !== 'defaults')];
+}
+
 /** The NVIDIA driver capabilities of a host (an unknown one is bad input, located where it was set). */
 function gpuCaps(host: HostContext) {
   try {
@@ -156,7 +166,10 @@ export function jailResources(host: HostContext): Resource[] {
     after: pre.map((r) => r.id),
     source,
     fstype,
-    options: host.var<string[]>('jail_options', fstype === 'nfs' ? NFS_JAIL_OPTIONS : ['defaults', '_netdev']),
+    options: jailMountOptions(
+      fstype,
+      host.var<string[]>('jail_options', fstype === 'nfs' ? NFS_JAIL_OPTIONS : fstype === 'none' ? ['bind'] : ['defaults', '_netdev']),
+    ),
     requireMarker: host.var('jail_marker', 'etc/soperator-jail-populated'),
     overNonEmpty: false,
     dependsOn: gate,
@@ -174,7 +187,7 @@ export function jailResources(host: HostContext): Resource[] {
         path: inJail(s.path),
         source: s.source,
         fstype: s.fstype,
-        options: [...(s.options ?? ['defaults']), ...(s.readonly ? ['ro'] : [])],
+        options: jailMountOptions(s.fstype, [...(s.options ?? ['defaults']), ...(s.readonly ? ['ro'] : [])]),
         tags: ['jail-submounts'],
       }),
     );

@@ -58,13 +58,17 @@ const validateVars = varsSchema({
     },
     sysctl_extra: { type: 'object', propertyNames: { pattern: SYSCTL_KEY.source }, additionalProperties: value },
     nofile: {
+      description: 'a whole number from 1024 to 1073741816 (soft and hard) or a mapping { soft: N, hard: N } of such numbers',
       anyOf: [
-        { type: 'integer', minimum: 1024 },
+        { type: 'integer', minimum: 1024, maximum: 1073741816 },
         {
           type: 'object',
           required: ['soft', 'hard'],
           additionalProperties: false,
-          properties: { soft: { type: 'integer', minimum: 1024 }, hard: { type: 'integer', minimum: 1024 } },
+          properties: {
+            soft: { type: 'integer', minimum: 1024, maximum: 1073741816 },
+            hard: { type: 'integer', minimum: 1024, maximum: 1073741816 },
+          },
         },
       ],
     },

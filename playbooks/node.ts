@@ -36,6 +36,8 @@ import {
  *                     the driver lacks is reported per NIC. ais-k8s: the example above.
  *   ntp_servers:      [ntp1.example, 10.0.0.1]   chrony's servers (/etc/chrony/sources.d/racksmith.sources),
  *                     chrony restarted after a change; chrony_conf, chrony_sources_dir, chrony_service (chrony)
+ *   ntp_pools:        [pool.ntp.org]   pool names (each resolves to several servers): `pool NAME iburst`
+ *                     lines in the same file, after the ntp_servers lines; either list alone is enough
  *   cpu_governor:     performance   through sysfs, at boot by a udev rule ("not supported on this host"
  *                     without cpufreq). Default: unset (ais-k8s: performance, opt-in tag)
  *   package_mirror, install_packages: ethtool / chrony installed where missing (src/plays/prerequisites.ts)
@@ -45,6 +47,7 @@ const validateVars = varsSchema({
     kubelet_allowed_unsafe_sysctls: { type: 'array', items: { type: 'string', pattern: '^[a-z0-9_]+(\\.[A-Za-z0-9_-]+)*(\\.\\*|\\*)?$' } },
     kubelet_config_path: { type: 'string', pattern: '^/[^\\n\\0]*$' },
     ntp_servers: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9.:-]+$' } },
+    ntp_pools: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9.:-]+$' } },
     chrony_conf: { type: 'string', pattern: '^/[^\\n\\0]*$' },
     chrony_sources_dir: { type: 'string', pattern: '^/[^\\n\\0]*$' },
     chrony_service: { type: 'string', pattern: '^[A-Za-z0-9:_.@-]+$' },
@@ -106,11 +109,13 @@ export function nodeResources(host: HostContext): Resource[] {
     if (e.rings !== undefined) out.push(nicQueues({ select: selectorOf(e), rings: e.rings, dependsOn: after, tags: ['nic-queues'] }));
   }
   const servers = host.var<string[]>('ntp_servers', []);
-  if (servers.length) {
+  const pools = host.var<string[]>('ntp_pools', []);
+  if (servers.length || pools.length) {
     const chronyd = restartHandler({ service: host.var('chrony_service', 'chrony'), tags: ['ntp'] });
     out.push(
       chronySources({
         servers,
+        pools,
         conf: host.var<string | undefined>('chrony_conf', undefined),
         sourcesDir: host.var<string | undefined>('chrony_sources_dir', undefined),
         dependsOn: after, // chrony.conf comes with the package
@@ -128,6 +133,7 @@ export function nodeResources(host: HostContext): Resource[] {
     out.push(
       kubeletConfig({
         path: host.var('kubelet_config_path', KUBELET_CONFIG),
+        pathSetting: 'kubelet_config_path',
         allowedUnsafeSysctls: unsafe,
         notify: [kubelet.id],
         tags: ['kubelet'],

@@ -49,8 +49,9 @@ import {
  *   format_allow:           [/dev/disk/by-id/..., SERIAL]   disks that may be erased although not blank
  *                           (a kernel path only counts for disks with no serial and no WWN, e.g. loop devices;
  *                           a serial or WWN only when exactly one disk of the host carries it)
- *   storage_mount_mode:     0750   mode of each data filesystem's root, enforced; unset: a filesystem
- *                           racksmith makes gets 0750, a kept one is left as it is
+ *   storage_mount_mode:     '0750'   mode of each data filesystem's root, enforced (quoted: YAML 1.1
+ *                           reads an unquoted 0750 as 488); unset: a filesystem racksmith makes gets
+ *                           0750, a kept one is left as it is
  *   io_profiles:            { hdd: {scheduler, nr_requests, read_ahead_kb, rq_affinity, max_sectors_kb}, nvme: {...}, ssd: {...} }
  *                           key-by-key over the defaults; null leaves a key alone
  *   storage_udev_rules_file: /etc/udev/rules.d/60-racksmith-io.rules

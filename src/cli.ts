@@ -343,12 +343,18 @@ function configWarnings(cfg: AnsibleSettings): string[] {
   ];
 }
 
-/** Find a playbook: as given (relative to the working directory), else inside racksmith itself. */
-function resolvePlaybook(p: string, baseDir: string): string {
+/**
+ * Find a playbook: as given (relative to the working directory), else inside racksmith itself,
+ * which is said (`notices`): the operator may have meant a site.ts of their own.
+ */
+function resolvePlaybook(p: string, baseDir: string, notices: string[]): string {
   const here = resolve(baseDir, p);
   if (existsSync(here)) return here;
   const bundled = resolve(PACKAGE_ROOT, p);
-  if (existsSync(bundled)) return bundled;
+  if (existsSync(bundled)) {
+    if (bundled !== here) notices.push(`no ${p} in ${baseDir}: running racksmith's bundled ${p} (${bundled})`);
+    return bundled;
+  }
   throw new InputError(`playbook not found: ${p}`);
 }
 
@@ -382,6 +388,8 @@ interface Loaded {
   vault?: VaultKeyring;
   /** --list-tasks / --list-tags / --syntax-check: what to print (everything built and checked). */
   listingText?: string;
+  /** What loading decided that the operator should hear (a skipped .ini, a bundled playbook): warnings. */
+  notices: string[];
 }
 
 /** The hosts each play would reach (its pattern within --limit), without building anything. */
@@ -413,12 +421,13 @@ async function load(
   const extra = parseExtraVars(opts.extraVars, vault);
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
   withCliSshArgs(inventory, opts);
-  const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd()));
+  const notices = [...(inventory.notices ?? [])];
+  const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd(), notices));
   const playbooks = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
   if (opts.listHosts) {
     // in the plays' order, each play's hosts in Ansible's order (the order its batches take)
-    return { opts, inventory, prepared: [], listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] };
+    return { opts, inventory, prepared: [], notices, listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] };
   }
   let limit = opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
@@ -434,15 +443,20 @@ async function load(
     limit = chosen.join(',');
   }
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
-  if (opts.listing) return { opts, inventory, prepared, listingText: listing(opts.listing, playbooks, prepared) };
-  if (prepared.every((p) => p.hosts.length === 0)) throw new InputError('no hosts matched: nothing to do');
+  if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
+  if (prepared.every((p) => p.hosts.length === 0)) throw new InputError(['no hosts matched: nothing to do', ...notices].join('\n  '));
   const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
   checkConnectionFiles(reached);
   revealConnectionSecrets(reached);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
   const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
-  return { opts, inventory, prepared, code, selection, vault };
+  return { opts, inventory, prepared, code, selection, vault, notices };
+}
+
+/** Loading's notices (a skipped .ini, a bundled playbook) as warnings on stderr, where no run reports them. */
+function writeNotices(out: { stderr: { write(s: string): unknown } }, notices: string[]): void {
+  for (const message of notices) out.stderr.write(`warning: ${printable(message)}\n`);
 }
 
 /** The passwords hosts are reached with, opened now: a vaulted one read without a vault password is exit 3 here, at the value. */
@@ -573,10 +587,12 @@ export async function run(
     if (loaded.listingText !== undefined || loaded.listed)
       for (const w of loaded.inventory.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
     if (loaded.listingText !== undefined) {
+      writeNotices(out, loaded.notices);
       out.stdout.write(loaded.listingText);
       return EXIT.OK;
     }
     if (loaded.listed) {
+      writeNotices(out, loaded.notices);
       out.stdout.write(`  hosts (${loaded.listed.length}):\n${loaded.listed.map((h) => `    ${h}\n`).join('')}`);
       return EXIT.OK;
     }
@@ -652,6 +668,10 @@ export async function run(
   for (const w of loaded.inventory.warnings ?? []) {
     out.stderr.write(`warning: ${printableLines(w.message)}\n`);
     json?.({ type: 'warning', message: w.message, at: w.at ? formatPos(w.at) : undefined });
+  }
+  for (const message of loaded.notices) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
   }
   for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
     const at = w.pos ? formatPos(w.pos) : undefined;
@@ -770,6 +790,7 @@ async function inventoryCommand(args: string[], out: { stdout: NodeJS.WriteStrea
   const extra = parseExtraVars(values['extra-vars'] ?? [], vault);
   const inv = loadInventory(inventory, extra.vars, extra.sources, { vault });
   for (const w of inv.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
+  writeNotices(out, inv.notices ?? []);
   if (values.list) {
     out.stdout.write(pythonJson(inventoryList(inv)) + '\n');
     return EXIT.OK;

@@ -41,11 +41,17 @@ export function parseExtraVars(args: string[], vault?: VaultKeyring): { vars: Va
       }
       return;
     }
+    const pairs: Vars = {};
     for (const pair of splitPairs(trimmed)) {
       const eq = pair.indexOf('=');
       const key = eq < 0 ? pair : pair.slice(0, eq);
       if (eq < 0 || !VAR_NAME.test(key)) throw new InputError(`${label}: expected key=value, @file.yaml or a mapping, got '${pair}'`);
-      vars[key] = pair.slice(eq + 1);
+      pairs[key] = pair.slice(eq + 1);
+    }
+    // the connection variables' checks too (ansible_port=0 is refused here, not at connect)
+    validateOrThrow(validateVars, pairs, { pos: () => ({ file: label }) });
+    for (const [key, value] of Object.entries(pairs)) {
+      vars[key] = value;
       sources[key] = { file: label };
     }
   });

@@ -11,6 +11,7 @@ import { readIni, type IniVar } from './ini-reader.ts';
 import type { Group, Host, Inventory, InventoryWarning, Vars } from './model.ts';
 import { validateHostsVars, validateVars } from './schema.ts';
 import { readScriptJson, isScriptJson } from './script-json.ts';
+import { looksLikeJson, parseJson } from './json-text.ts';
 import { settle, TEMPLATE } from './values.ts';
 import type { VaultKeyring } from './vault.ts';
 import { readYamlInventory } from './yaml-reader.ts';
@@ -42,9 +43,11 @@ export function loadInventory(
   const list = typeof sources === 'string' ? [sources] : sources;
   if (list.length === 0) throw new InputError('no inventory given (-i)');
   const inv = new InventoryBuilder({ file: list[0] });
-  for (const s of list) readSource(s, inv, o, true);
+  const notices: string[] = [];
+  for (const s of list) readSource(s, inv, o, true, notices);
   inv.reconcile();
-  return resolveInventory(inv, list, extraVars, extraSources, o);
+  const out = resolveInventory(inv, list, extraVars, extraSources, o);
+  return notices.length ? { ...out, notices } : out;
 }
 
 function statOf(path: string): Stats | undefined {
@@ -55,7 +58,7 @@ function statOf(path: string): Stats | undefined {
   }
 }
 
-function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: boolean): void {
+function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: boolean, notices: string[]): void {
   const st = statOf(path);
   if (!st) {
     if (given) throw new InputError('inventory not found', { file: path });
@@ -63,8 +66,15 @@ function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: 
   }
   if (st.isDirectory()) {
     for (const name of readdirSync(path).sort()) {
-      if (IGNORED_NAME.test(name) || IGNORED_EXTS.some((e) => name.endsWith(e))) continue;
-      readSource(join(path, name), inv, o, false);
+      if (IGNORED_NAME.test(name)) continue;
+      if (IGNORED_EXTS.some((e) => name.endsWith(e))) {
+        // skipped as Ansible skips it, but an .ini is most likely an inventory the operator meant: said
+        const file = join(path, name);
+        if (name.endsWith('.ini') && statOf(file)?.isFile())
+          notices.push(`${file}: skipped: Ansible's directory sources ignore .ini files; give it with -i ${file}`);
+        continue;
+      }
+      readSource(join(path, name), inv, o, false, notices);
     }
     return;
   }
@@ -93,7 +103,9 @@ function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
     }
     const v = src?.value;
     if (src && (ext !== '' || (v !== null && typeof v === 'object' && !Array.isArray(v)))) {
-      if (isScriptJson(v)) readScriptJson(src, inv, yamlHooks);
+      // the --list shape only in JSON text (a saved script output): a YAML file whose `hosts:` is
+      // a list is refused at that line by the YAML reader, as Ansible's yaml plugin refuses it
+      if (isScriptJson(v) && looksLikeJson(text) && parseJson(text) !== undefined) readScriptJson(src, inv, yamlHooks);
       else readYamlInventory(src, inv, yamlHooks);
       return;
     }

@@ -55,6 +55,8 @@ export interface Inventory {
    * before the run.
    */
   warnings?: InventoryWarning[];
+  /** What reading the sources skipped or decided that the operator should hear (a warning each). */
+  notices?: string[];
 }
 
 export interface InventoryWarning {

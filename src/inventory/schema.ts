@@ -8,6 +8,7 @@ import { lazySchema } from '../util/validate.ts';
 const VAR_NAME = '^[A-Za-z_][A-Za-z0-9_]*$';
 const HOST = { type: 'string', pattern: '^[A-Za-z0-9_.:%-]+$', minLength: 1, maxLength: 253 };
 const PORT = {
+  description: 'a port number from 1 to 65535',
   anyOf: [
     { type: 'integer', minimum: 1, maximum: 65535 },
     { type: 'string', pattern: '^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$' },
@@ -17,6 +18,7 @@ const USER = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_.-]*\\$?$', maxLen
 // A file path: PATH_MAX, no control characters (they would only ever name the wrong file).
 const PATH = { type: 'string', minLength: 1, maxLength: 4096, pattern: '^[^\\x00-\\x1f\\x7f]+$' };
 const TIMEOUT = {
+  description: 'a number of seconds from 1 to 86400',
   anyOf: [
     { type: 'integer', minimum: 1, maximum: 86400 },
     { type: 'string', pattern: '^[1-9][0-9]{0,4}$' },

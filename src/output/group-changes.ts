@@ -14,7 +14,8 @@ export interface ChangeGroup {
 export function groupChanges(results: ResourceResult[], hostOrder: string[] = []): ChangeGroup[] {
   const groups = new Map<string, ChangeGroup>();
   for (const r of results) {
-    if (r.status !== 'changed' && !(r.status === 'failed' && r.changes.length)) continue;
+    // Only what was made: a failed resource's changes were not (its error is under Problems).
+    if (r.status !== 'changed') continue;
     const summaries = r.changes.map((c) => c.summary);
     const diffs = r.changes.map((c) => c.diff).filter((d): d is string => !!d);
     const key = JSON.stringify([r.id, summaries, diffs]);

@@ -36,10 +36,10 @@ export function jailPackages(host: HostContext): PackageName[] {
   return types.some((t) => t.startsWith('nfs')) ? [{ apt: 'nfs-common', dnf: 'nfs-utils' }] : [];
 }
 
-/** node.ts: chrony where NTP servers are set, ethtool where NIC queues are tuned. */
+/** node.ts: chrony where NTP servers or pools are set, ethtool where NIC queues are tuned. */
 export function nodePackages(host: HostContext): PackageName[] {
   const out: PackageName[] = [];
-  if (host.var<string[]>('ntp_servers', []).length) out.push('chrony');
+  if (host.var<string[]>('ntp_servers', []).length || host.var<string[]>('ntp_pools', []).length) out.push('chrony');
   if (host.var<unknown[]>('nic_queues', []).length) out.push('ethtool');
   return out;
 }

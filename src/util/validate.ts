@@ -92,7 +92,105 @@ function splitPointer(p: string): string[] {
         .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
-function describe(e: ErrorObject, path: string[]): { text: string; path: string[]; atKey: boolean } {
+/**
+ * A string (a file mode, say) given as an integer: how to write it. YAML 1.1, as Ansible's
+ * inventories are read, takes an unquoted 0750 for the octal number 488: named when the octal
+ * spelling is what the pattern accepts, else the decimal digits are quoted as they were written.
+ */
+function quoteHint(e: ErrorObject): string {
+  const schema = e.parentSchema as { type?: unknown; pattern?: unknown } | undefined;
+  if (schema?.type !== 'string' || !Number.isSafeInteger(e.data) || (e.data as number) < 0) return '';
+  const n = e.data as number;
+  const fits = (text: string) => typeof schema.pattern !== 'string' || new RegExp(schema.pattern, 'u').test(text);
+  const octal = `0${n.toString(8)}`;
+  if (typeof schema.pattern === 'string' && fits(octal)) return `: YAML 1.1 read ${octal} as ${n}: quote it ('${octal}')`;
+  return fits(String(n)) ? `: quote it ('${n}')` : '';
+}
+
+type SchemaNode = {
+  description?: unknown;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+  const?: unknown;
+  enum?: unknown[];
+  type?: unknown;
+  minimum?: number;
+  maximum?: number;
+  required?: string[];
+  properties?: Record<string, SchemaNode>;
+};
+
+/**
+ * What a schema accepts, in words, for the errors of its alternatives: its `description` when it
+ * has one, else built from simple branches (ranges, constants, mappings); undefined when a branch
+ * cannot be said shortly (a pattern: the caller falls back to "has an invalid value").
+ */
+export function validText(schema: unknown): string | undefined {
+  const n = schema as SchemaNode | undefined;
+  if (!n || typeof n !== 'object') return undefined;
+  if (typeof n.description === 'string') return n.description;
+  const branches = n.anyOf ?? n.oneOf;
+  if (branches) {
+    const parts = branches.map(validText);
+    return parts.every((p) => p !== undefined) ? [...new Set(parts)].join(' or ') : undefined;
+  }
+  if ('const' in n) return JSON.stringify(n.const);
+  if (n.enum) return `one of ${n.enum.map((v) => JSON.stringify(v)).join(', ')}`;
+  switch (n.type) {
+    case 'boolean':
+      return 'true or false';
+    case 'null':
+      return 'null';
+    case 'integer':
+    case 'number': {
+      const what = n.type === 'integer' ? 'a whole number' : 'a number';
+      if (n.minimum !== undefined && n.maximum !== undefined) return `${what} from ${n.minimum} to ${n.maximum}`;
+      if (n.minimum !== undefined) return `${what} >= ${n.minimum}`;
+      if (n.maximum !== undefined) return `${what} <= ${n.maximum}`;
+      return what;
+    }
+    case 'object': {
+      const keys = Object.entries(n.properties ?? {});
+      if (!keys.length) return 'a mapping';
+      const inner = keys.map(([k, v]) => `${k}: ${validText(v) ?? 'a value'}${n.required?.includes(k) ? '' : ' (optional)'}`);
+      return `a mapping { ${inner.join(', ')} }`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Whether one of the schema's simple branches takes the number `n` (a string of digits refused for being a string). */
+function acceptsNumber(schema: unknown, n: number): boolean {
+  const b = schema as SchemaNode | undefined;
+  if (!b || typeof b !== 'object') return false;
+  const branches = b.anyOf ?? b.oneOf;
+  if (branches) return branches.some((x) => acceptsNumber(x, n));
+  if (b.type !== 'integer' && b.type !== 'number') return false;
+  return (
+    (b.type === 'number' || Number.isInteger(n)) &&
+    (b.minimum === undefined || n >= b.minimum) &&
+    (b.maximum === undefined || n <= b.maximum)
+  );
+}
+
+/**
+ * The value that was refused, when showing it is safe and helps (numbers, booleans, numeric
+ * strings: no secret is one), and how a number given as a string should be written.
+ */
+function gotText(schema: unknown, data: unknown, path: string[], pos: SourcePos): string {
+  if (typeof data === 'number' || typeof data === 'boolean') return `, got ${String(data)}`;
+  if (typeof data !== 'string') return data === null ? ', got null' : '';
+  if (!/^-?[0-9]+(\.[0-9]+)?$/.test(data)) return ', got a string';
+  if (!acceptsNumber(schema, Number(data))) return `, got '${data}'`;
+  // `-e key=value` (a position with no line): a string, as in Ansible; JSON gives a number
+  if (/^-e #\d+$/.test(pos.file) && pos.line === undefined && path.length === 1) {
+    return `, got the string '${data}' (-e key=value gives strings: give a number as -e '{"${path[0]}": ${data}}')`;
+  }
+  return `, got the string '${data}' (a number is written unquoted)`;
+}
+
+function describe(e: ErrorObject, path: string[], at: Locator): { text: string; path: string[]; atKey: boolean } {
   const where = path.length ? path.join('.') : 'document';
   switch (e.keyword) {
     case 'additionalProperties': {
@@ -109,12 +207,15 @@ function describe(e: ErrorObject, path: string[]): { text: string; path: string[
       return { text: `invalid name '${key}' in ${where}`, path: [...path, key], atKey: true };
     }
     case 'type':
-      return { text: `${where} must be ${String(e.params.type).replace(',', ' or ')}`, path, atKey: false };
+      return { text: `${where} must be ${String(e.params.type).replace(',', ' or ')}${quoteHint(e)}`, path, atKey: false };
     case 'enum':
       return { text: `${where} must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`, path, atKey: false };
     case 'anyOf':
-    case 'oneOf':
-      return { text: `${where} has an invalid value`, path, atKey: false };
+    case 'oneOf': {
+      const valid = validText(e.parentSchema);
+      const got = gotText(e.parentSchema, e.data, path, at.pos(path));
+      return { text: `${where} ${valid ? `must be ${valid}` : 'has an invalid value'}${got}`, path, atKey: false };
+    }
     default:
       return { text: `${where} ${e.message ?? 'is invalid'}`, path, atKey: false };
   }
@@ -135,7 +236,7 @@ export function validateOrThrow(validate: ValidateFunction, value: unknown, wher
     if (e.propertyName !== undefined && e.keyword !== 'propertyNames') continue;
     if (e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && anyOfPaths.has(e.instancePath)) continue;
     // the prefix names where the value stands (`all.vars`): part of the message and the position
-    const d = describe(e, [...prefix, ...splitPointer(e.instancePath)]);
+    const d = describe(e, [...prefix, ...splitPointer(e.instancePath)], where);
     const full = d.path;
     const text = d.text;
     if (seen.has(text)) continue;

@@ -1,7 +1,7 @@
 // Issue "Jail" and #24 acceptance on the test bed. The kernel here has no NFS server or client, so
 // each shared jail export is a directory on the runner (.testbed/shared/jail*) that the test bed
-// binds into every host at /srv/shared; the playbook mounts it with fstype `none` + `bind`, the
-// code path an NFS source takes except for the fstype. An export is a hard-linked copy of the
+// binds into every host at /srv/shared; the playbook mounts it with fstype `none` (a bind, without
+// jail_options), the code path an NFS source takes except for the fstype. An export is a hard-linked copy of the
 // bed's Debian rootfs with the populated marker.
 //
 // Test doubles (no GPU here, said so): fake NVIDIA driver files are real ELF shared objects built
@@ -41,8 +41,7 @@ let fleetReady = false;
 const exportDir = (name: string) => join(tb.sharedDir, name);
 const vars = (exp: string) => ({
   jail_source: `${tb.sharedMount}/${exp}`,
-  jail_fstype: 'none',
-  jail_options: ['bind'],
+  jail_fstype: 'none', // binds without jail_options: [bind]
   jail_submounts: [{ path: '/mnt/scratch', source: 'tmpfs', fstype: 'tmpfs', options: ['size=16m', 'mode=1777'] }],
   jail_bind_files: ['/etc/hosts', '/etc/resolv.conf'],
   jail_bind_dirs: ['/var/spool/slurmd'],
@@ -445,6 +444,25 @@ describe('jail', () => {
     }
     const run = await provision([PB, '-i', inventory(['tb8'], 'jail-race'), '--json']);
     expect(run.code, run.stderr).toBe(0);
+  });
+
+  it('a jail mount that fails is under Problems, not under "Changes made"', async () => {
+    populateExport('jail-badfs');
+    await freshHosts([CPU], {});
+    const run = await provision([
+      PB,
+      '-i',
+      inventory([CPU], 'jail-badfs', { jail_fstype: 'rsnosuchfs', jail_options: ['defaults'], jail_bind_dirs: [] }),
+      '-l',
+      CPU,
+    ]);
+    expect(run.code, run.stderr).toBe(1);
+    const made = run.stderr.split('Changes made:')[1]?.split('Problems:')[0] ?? '';
+    expect(made).toContain('● directory:/var/lib/racksmith/jail-tmp'); // what was made is listed
+    expect(made).not.toContain('mount:/mnt/jail');
+    expect(run.stderr).toMatch(/Problems:[\s\S]*mount:\/mnt\/jail: FAILED: step "mount \/mnt\/jail" exit/);
+    expect(await jailMounts(CPU)).toBe('0');
+    rmSync(exportDir('jail-badfs'), { recursive: true, force: true });
   });
 
   it('a jail without its populated marker: that host fails with a clear message, nothing mounted', async () => {

@@ -93,6 +93,7 @@ chmod +x /usr/local/bin/systemctl /usr/local/bin/curl`,
     expect(missing.code).toBe(1);
     const failed = missing.events.find((e) => e.type === 'resource' && e.status === 'failed');
     expect(failed?.error).toMatch(/\/var\/lib\/kubelet\/config\.yaml does not exist: is the kubelet installed/);
+    expect(failed?.error).toContain("if the kubelet's config is elsewhere, set kubelet_config_path");
 
     const alt = '/etc/kubernetes/kubelet-config.yaml';
     await put('tb1', alt, KUBEADM);
@@ -231,6 +232,28 @@ describe('chrony from ntp_servers, and the CPU governor', () => {
     const second = await provision([PB, '-i', inv(vars), '--json']);
     expect(recaps(second)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
     expect(event(second, H, 'restart:chrony')).toMatchObject({ status: 'ok' });
+  });
+
+  it('ntp_pools: pool lines after the server lines; re-run 0 changes; --check of a pools-only change writes nothing', async () => {
+    await tb.reset([H]);
+    const vars = { ntp_servers: ['10.85.0.1'], ntp_pools: ['pool.ntp.example'] };
+    const first = await provision([PB, '-i', inv(vars), '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const both =
+      '# Managed by racksmith: NTP servers (ntp_servers) and pools (ntp_pools).\nserver 10.85.0.1 iburst\npool pool.ntp.example iburst\n';
+    expect(await cat(H, '/etc/chrony/sources.d/racksmith.sources')).toBe(both);
+    const second = await provision([PB, '-i', inv(vars), '--json']);
+    expect(recaps(second)[H]).toMatchObject({ changed: 0, failed: 0 });
+    const poolsOnly = { ntp_pools: ['0.pool.ntp.example', '1.pool.ntp.example'] };
+    const check = await provision([PB, '-i', inv(poolsOnly), '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(event(check, H, 'chrony:/etc/chrony/sources.d/racksmith.sources')).toMatchObject({ status: 'changed' });
+    expect(await cat(H, '/etc/chrony/sources.d/racksmith.sources')).toBe(both);
+    const third = await provision([PB, '-i', inv(poolsOnly), '--json']);
+    expect(third.code, third.stderr).toBe(0);
+    expect(await cat(H, '/etc/chrony/sources.d/racksmith.sources')).toBe(
+      '# Managed by racksmith: NTP pools (ntp_pools).\npool 0.pool.ntp.example iburst\npool 1.pool.ntp.example iburst\n',
+    );
   });
 
   it('the governor where cpufreq does not exist: "not supported on this host", every run, nothing written', async () => {

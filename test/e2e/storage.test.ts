@@ -140,11 +140,15 @@ describe('storage playbook on fresh hosts', () => {
         const live = (await sh(h, `findmnt -rn -o SOURCE,FSTYPE,OPTIONS --mountpoint /ais/d${i + 1}`)).trim().split(' ');
         expect(live[0]).toBe(d.dev);
         expect(live[1]).toBe('xfs');
+        // the change names the device by that path (it exists on the host), not by a placeholder
+        const mounted = rs.get(`mount:/ais/d${i + 1}`)!.changes.map((c: { summary: string }) => c.summary);
+        expect(mounted).toContain(`mount ${d.dev} on /ais/d${i + 1} (xfs, ${OPTIONS})`);
         for (const opt of ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k'])
           expect(live[2].split(',')).toContain(opt);
         expect((await sh(h, `stat -c '%a %U %G' /ais/d${i + 1}`)).trim()).toBe('750 root root');
       }
     }
+    expect(run.stderr).not.toContain('by-storage-record');
     convergedOnce = true;
   });
 

@@ -58,7 +58,11 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ],
     ['-e without =', () => argv('-e', 'debug'), [`got 'debug'`]],
     ['-e with an unterminated quote', () => argv('-e', "motd='hello"), ['unterminated quote']],
-    ['-e mapping with a bad port', () => argv('-e', '{ansible_port: 0}'), ['error: -e #2:1:16: ansible_port has an invalid value']],
+    [
+      '-e mapping with a bad port',
+      () => argv('-e', '{ansible_port: 0}'),
+      ['error: -e #2:1:16: ansible_port must be a port number from 1 to 65535, got 0'],
+    ],
     [
       '-e mapping with a bad connection',
       () => argv('-e', '{ansible_connection: telnet}'),

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { command, directory, file, ioUdevRules, mount } from '../../src/index.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { checkShellText, checkToken, shown } from '../../src/util/input-value.ts';
+import { validText } from '../../src/util/validate.ts';
 import { printable, printableLines } from '../../src/util/printable.ts';
 import { cli } from './run-cli.ts';
 
@@ -131,4 +132,64 @@ describe('through the CLI: exit 3 at the variable that set the value, no host co
     expect(r.code).toBe(3);
     expect(connections).toBe(0);
   });
+
+  it.each<[string, string, string[], string]>([
+    [
+      'nofile too low says the valid range and forms',
+      '    nofile: 5\n',
+      [],
+      'nofile must be a whole number from 1024 to 1073741816 (soft and hard) or a mapping { soft: N, hard: N } of such numbers, got 5',
+    ],
+    ['nofile quoted in YAML', '    nofile: "65536"\n', [], "got the string '65536' (a number is written unquoted)"],
+    [
+      '-e nofile=65536 (key=value gives a string)',
+      '',
+      ['-e', 'nofile=65536'],
+      `got the string '65536' (-e key=value gives strings: give a number as -e '{"nofile": 65536}')`,
+    ],
+    ['ansible_port out of range', '    ansible_port: 70000\n', [], 'ansible_port must be a port number from 1 to 65535, got 70000'],
+    ['-e ansible_port=0', '', ['-e', 'ansible_port=0'], "-e #1: ansible_port must be a port number from 1 to 65535, got '0'"],
+  ])('a bad value says what is valid: %s', async (_, vars, args, message) => {
+    const r = await cli(['playbooks/network.ts', '-i', inventory(vars), ...args, '--syntax-check']);
+    expect(r.stderr).toContain(message);
+    expect(r.code).toBe(3);
+    expect(connections).toBe(0);
+  });
+
+  it('-e with a JSON number is taken (the form the key=value error points to)', async () => {
+    const r = await cli(['playbooks/network.ts', '-i', inventory(''), '-e', '{"nofile": 65536}', '--syntax-check']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+
+  it.each<[string, string, string]>([
+    [
+      'an unquoted 0750 (YAML 1.1: the octal number 488)',
+      '0750',
+      "storage_mount_mode must be string: YAML 1.1 read 0750 as 488: quote it ('0750')",
+    ],
+    ['an unquoted 750 (the number 750)', '750', "storage_mount_mode must be string: quote it ('750')"],
+  ])('a mode given as a number says how to write it: %s', async (_, mode, message) => {
+    const vars = `    storage_disks: [{ device: /dev/loop0 }]\n    storage_mount_mode: ${mode}\n`;
+    const r = await cli(['playbooks/storage.ts', '-i', inventory(vars), '-e', '{"racksmith_play_hosts": {"storage": "all"}}']);
+    expect(r.stderr).toMatch(/inv-\w+\.yml:8:25: /);
+    expect(r.stderr).toContain(message);
+    expect(r.code).toBe(3);
+    expect(connections).toBe(0);
+  });
+});
+
+describe('validText: what a schema accepts, in words, for the errors of its alternatives', () => {
+  it.each<[string, object, string | undefined]>([
+    ['its description first', { description: 'a port', anyOf: [{ type: 'integer' }] }, 'a port'],
+    ['a range', { type: 'integer', minimum: 1, maximum: 9 }, 'a whole number from 1 to 9'],
+    ['a lower bound', { type: 'number', minimum: 0.5 }, 'a number >= 0.5'],
+    [
+      'alternatives, a constant, a mapping with optional keys',
+      { anyOf: [{ type: 'boolean' }, { type: 'object', properties: { n: { anyOf: [{ const: 'unlimited' }, { type: 'integer' }] } } }] },
+      'true or false or a mapping { n: "unlimited" or a whole number (optional) }',
+    ],
+    ['an enum', { enum: ['a', 'b'] }, 'one of "a", "b"'],
+    ['a pattern cannot be said shortly', { anyOf: [{ type: 'integer' }, { type: 'string', pattern: '^x$' }] }, undefined],
+  ])('%s', (_, schema, want) => expect(validText(schema)).toBe(want));
 });

@@ -39,6 +39,24 @@ describe('jail playbook', () => {
     );
   });
 
+  it('jail_fstype none binds without jail_options: [bind]; options given keep theirs after bind; a none submount binds too', () => {
+    expect(rootEntry(build('        jail_source: /srv/shared/jail\n        jail_fstype: none').byHost.gpu1)).toBe(
+      '/etc/fstab: add /srv/shared/jail /mnt/jail none bind 0 0',
+    );
+    expect(
+      rootEntry(build('        jail_source: /srv/j\n        jail_fstype: none\n        jail_options: [ro, _netdev]').byHost.gpu1),
+    ).toBe('/etc/fstab: add /srv/j /mnt/jail none bind,ro,_netdev 0 0');
+    expect(rootEntry(build('        jail_source: /srv/j\n        jail_fstype: none\n        jail_options: [rbind]').byHost.gpu1)).toBe(
+      '/etc/fstab: add /srv/j /mnt/jail none rbind 0 0',
+    );
+    const { byHost } = build('        jail_source: nfs:/j\n        jail_submounts: [{ path: /home, source: /srv/home, fstype: none }]');
+    const home = byHost.gpu1.find((r) => r.id === 'mount:/mnt/jail/home')!;
+    const facts: MountFacts = { fstab: fileWith(''), target: { kind: 'dir', empty: true }, source: { exists: true } };
+    expect(home.diff(facts).map((c) => c.summary)).toContain(
+      'mount /srv/home on /mnt/jail/home (none, bind,x-systemd.requires-mounts-for=/mnt/jail)',
+    );
+  });
+
   it('a GPU node: the driver check first, and the jail waits for it; a CPU node: stand-ins, no driver check', () => {
     const { byHost } = build('        jail_source: nfs:/j\n        jail_bind_dirs: [/var/spool/slurmd]', { cpu1: '{ jail_gpu: false }' });
     const gpu = byHost.gpu1;

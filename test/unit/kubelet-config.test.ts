@@ -111,6 +111,34 @@ describe('kubeletConfig diff', () => {
     expect(() => r.diff(f)).toThrow(msg);
   });
 
+  it.each<[string, FileFacts, string]>([
+    [
+      'absent',
+      { type: 'absent' },
+      "/var/lib/kubelet/config.yaml does not exist: is the kubelet installed here (kubeadm writes it)? if the kubelet's config is elsewhere, set kubelet_config_path (Kubespray: /etc/kubernetes/kubelet-config.yaml)",
+    ],
+    [
+      'a directory',
+      { type: 'dir' },
+      "/var/lib/kubelet/config.yaml is not a regular file; if the kubelet's config is elsewhere, set kubelet_config_path",
+    ],
+    [
+      'another kind of file',
+      facts('apiVersion: v1\nkind: Pod\n'),
+      "kind is Pod, not KubeletConfiguration; if the kubelet's config is elsewhere, set kubelet_config_path",
+    ],
+    ['not YAML', facts('a: [\n'), 'not valid YAML'],
+  ])("a config that is %s names the setting that points elsewhere (the playbook's variable)", (_, f, msg) => {
+    const named = kubeletConfig({ allowedUnsafeSysctls: ['net.*'], pathSetting: 'kubelet_config_path' });
+    expect(() => named.diff(f)).toThrow(msg);
+    if (!msg.startsWith('not valid')) return;
+    expect(() => named.diff(f)).toThrow(/set kubelet_config_path/);
+  });
+  it('a config whose allowedUnsafeSysctls is wrong is the right file: no hint', () => {
+    const named = kubeletConfig({ allowedUnsafeSysctls: ['net.*'], pathSetting: 'kubelet_config_path' });
+    expect(() => named.diff(facts(`${KUBEADM}allowedUnsafeSysctls: 5\n`))).toThrow(/^(?!.*kubelet_config_path).*is not a list/);
+  });
+
   it.each([['net *'], ['*'], ['net..x'], ['']])('refuses the pattern %j at build time', (p) => {
     expect(() => kubeletConfig({ allowedUnsafeSysctls: [p] })).toThrow(InputError);
   });

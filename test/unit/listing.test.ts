@@ -100,7 +100,7 @@ describe('listing flags connect to nothing', { timeout: 60_000 }, () => {
       [jailPlay, '-e', '{racksmith_play_hosts: {jails: ais}}'],
       "racksmith_play_hosts: 'jails' is no group the plays target",
     ],
-    ['a bad variable', [PLAYBOOK, '-e', '{ansible_port: 0}'], 'ansible_port has an invalid value'],
+    ['a bad variable', [PLAYBOOK, '-e', '{ansible_port: 0}'], 'ansible_port must be a port number from 1 to 65535, got 0'],
   ])('%s is exit 3 under --syntax-check, --list-tasks and --list-tags', async (_, args, says) => {
     for (const flag of ['--syntax-check', '--list-tasks', '--list-tags']) {
       const r = await cli([...args, '-i', inv, flag]);

@@ -18,7 +18,7 @@ import {
 } from '../../src/resources/tuning/mtu.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { cpuGovernor, cpuList, parseGovernors } from '../../src/resources/tuning/cpu-governor.ts';
-import { chronySources } from '../../src/resources/tuning/chrony.ts';
+import { chronySources, renderSources } from '../../src/resources/tuning/chrony.ts';
 import { limits, renderContainerdDropin, renderLimitsFile, renderSystemdManager } from '../../src/resources/tuning/limits.ts';
 
 describe('packages', () => {
@@ -307,6 +307,26 @@ describe('chronySources', () => {
     else expect(() => r.diff({ conf: c, sources: { type: 'absent' } })).toThrow(want);
   });
   it.each([[['bad server']], [[]]])('refuses %j', (servers) => expect(() => chronySources({ servers })).toThrow(InputError));
+  it.each<[string, string[], string[], string]>([
+    [
+      'servers only (the file of before ntp_pools)',
+      ['10.0.0.1'],
+      [],
+      '# Managed by racksmith: NTP servers (ntp_servers).\nserver 10.0.0.1 iburst\n',
+    ],
+    ['pools only', [], ['pool.ntp.org'], '# Managed by racksmith: NTP pools (ntp_pools).\npool pool.ntp.org iburst\n'],
+    [
+      'both: servers, then pools',
+      ['ntp1.example'],
+      ['0.debian.pool.ntp.org', '1.debian.pool.ntp.org'],
+      '# Managed by racksmith: NTP servers (ntp_servers) and pools (ntp_pools).\nserver ntp1.example iburst\npool 0.debian.pool.ntp.org iburst\npool 1.debian.pool.ntp.org iburst\n',
+    ],
+  ])('renders %s', (_, servers, pools, want) => expect(renderSources(servers, pools)).toBe(want));
+  it('a pool alone is enough; a bad pool name or neither list is refused', () => {
+    expect(() => chronySources({ pools: ['pool.ntp.org'] })).not.toThrow();
+    expect(() => chronySources({ pools: ['bad pool'] })).toThrow(/invalid pool "bad pool"/);
+    expect(() => chronySources({ servers: [], pools: [] })).toThrow(/no servers or pools/);
+  });
 });
 
 describe('limits for jobs', () => {

@@ -4,7 +4,7 @@
 // facts (and from a fake /sys holders/ directory) because the test bed's kernel has no
 // device-mapper, so no real holder can be created there.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -426,6 +426,15 @@ describe('format decision (planFormat)', () => {
 describe('I/O profiles and clamping', () => {
   const hdd = mergeProfiles().hdd;
   const nvme = mergeProfiles().nvme;
+
+  it("the HDD default is ais-k8s's legacy profile as the README's mapping names it; all keys null leaves HDDs alone (current ais-k8s)", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const row = readme.split('\n').find((l) => l.startsWith('| legacy HDD profile'))!;
+    const named = Object.fromEntries([...row.matchAll(/`(?:queue\/)?(\w+): (\S+?)`/g)].map((m) => [m[1], m[2]]));
+    expect(named).toEqual(Object.fromEntries(Object.entries(hdd).map(([k, v]) => [k, String(v)])));
+    const off = { scheduler: null, nr_requests: null, read_ahead_kb: null, rq_affinity: null, max_sectors_kb: null };
+    expect(mergeProfiles({ hdd: off }).hdd).toEqual({});
+  });
 
   it('profile choice: rotational → hdd, nvme* → nvme, other SSD → ssd, inventory override wins', () => {
     expect(profileFor({ kname: 'sdb', rotational: true })).toBe('hdd');

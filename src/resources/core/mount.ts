@@ -50,7 +50,8 @@ export interface MountFacts {
   fstab: FileFacts;
   live?: Live;
   target: { kind: 'absent' | 'dir' | 'file' | 'link' | 'other'; devIno?: string; mode?: string; empty?: boolean; real?: string };
-  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string };
+  /** `path`: the device as the host resolved it (a placeholder device is resolved by the probe's shell). */
+  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string; path?: string };
   /** Whether requireMarker exists: seen through the mountpoint or a local bind source; undefined = cannot tell yet. */
   marker?: boolean;
 }
@@ -231,6 +232,7 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
         // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
         // (udev's by-uuid links can lag right after a mkfs).
         lines.push(`d=${shq(device)}; if [ -b "$d" ]; then
+  echo "dev=$d"
   mm=; [ ! -L "$d" ] && [ -r "/sys/class/block/\${d##*/}/dev" ] && IFS= read -r mm < "/sys/class/block/\${d##*/}/dev"
   if [ -n "$mm" ]; then echo "majmin_dec=$mm"; else echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; fi
   echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"
@@ -274,25 +276,28 @@ else echo source=absent; fi`);
           devIno: bindKind ? (a[2] as PathId | undefined)?.devIno : undefined,
           majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
           uuid: kv.get('uuid') || undefined,
+          path: kv.get('dev') || undefined,
         },
       };
     },
     diff(f): Change<MountStep | FileWrite>[] {
       const changes: Change<MountStep | FileWrite>[] = [];
+      // messages name the device by the path the host resolved (a placeholder is no path there)
+      const what = (device && f.source.path) ?? device ?? o.source;
       if (f.live && !liveMatches(f)) {
-        throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${device ?? o.source}; unmount it first`);
+        throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${what}; unmount it first`);
       }
       if ((device || bindKind) && !f.source.exists) {
         if (o.optional && !f.live) return [];
         throw new Refusal(`mount source ${device ?? o.source} does not exist`);
       }
-      if (device && !f.source.uuid) throw new Refusal(`${device} has no filesystem UUID (not formatted?)`);
+      if (device && !f.source.uuid) throw new Refusal(`${what} has no filesystem UUID (not formatted?)`);
       if (f.target.kind === 'link') throw new Refusal(`mountpoint ${path} is a symlink; refusing to mount through it`);
       if (within && f.target.real !== undefined && f.target.real !== within && !f.target.real.startsWith(within + '/')) {
         throw new Refusal(`mountpoint ${path} resolves to ${f.target.real}, outside ${within}`);
       }
       if (o.requireMarker !== undefined && f.marker === false) {
-        throw new Refusal(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; nothing mounted`);
+        throw new Refusal(`${what} is not populated: marker ${o.requireMarker} is missing; nothing mounted`);
       }
       if (f.target.kind === 'absent') {
         if (!mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
@@ -317,7 +322,7 @@ else echo source=absent; fi`);
           changes.push(...fstab.changes(f, newFstab(f), { create: summary, update: summary }));
         }
       }
-      if (!f.live) changes.push({ summary: `mount ${device ?? o.source} on ${path} (${o.fstype}, ${options.join(',')})`, data: 'mount' });
+      if (!f.live) changes.push({ summary: `mount ${what} on ${path} (${o.fstype}, ${options.join(',')})`, data: 'mount' });
       else {
         const d = flagDiff(f.live);
         if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}`, data: 'remount' });

@@ -19,6 +19,8 @@ export interface KubeletConfigOptions extends CommonOptions {
   path?: string;
   /** Sysctl names or prefixes ending in `*` that pods may set (`net.*`); kept in addition to those already allowed. */
   allowedUnsafeSysctls: string[];
+  /** How the operator sets `path`, named when the file is not there or not a kubelet config (node.ts: kubelet_config_path). */
+  pathSetting?: string;
 }
 
 /** A sysctl name or a prefix pattern as the kubelet accepts them: `net.*`, `kernel.msg*`, `net.core.somaxconn`. */
@@ -117,11 +119,20 @@ export function kubeletConfig(o: KubeletConfigOptions): Resource<FileFacts, File
     probe: () => [mf.probe()],
     parse: (out) => fileFacts(out.parts[0]),
     diff(f): Change<FileWrite>[] {
+      // the file racksmith looked at may not be the one this kubelet reads: say how to name that one
+      const elsewhere = `; if the kubelet's config is elsewhere, set ${o.pathSetting ?? 'its path'} (Kubespray: /etc/kubernetes/kubelet-config.yaml)`;
       if (f.type === 'absent')
-        throw new Refusal(`${path} does not exist: is the kubelet installed here (kubeadm writes it)? Set its path if it lives elsewhere`);
-      if (f.type !== 'file') throw new Refusal(`${path} is not a regular file`);
+        throw new Refusal(`${path} does not exist: is the kubelet installed here (kubeadm writes it)?${elsewhere.slice(1)}`);
+      if (f.type !== 'file') throw new Refusal(`${path} is not a regular file${elsewhere}`);
       if (!f.content) throw new Refusal(`${path} is too large to edit (over 1 MiB)`);
-      const edit = mergeUnsafeSysctls(contentText(f), o.allowedUnsafeSysctls, path);
+      let edit: KubeletEdit;
+      try {
+        edit = mergeUnsafeSysctls(contentText(f), o.allowedUnsafeSysctls, path);
+      } catch (e) {
+        // not a kubelet config at all (not YAML, another kind): perhaps the wrong file
+        if (e instanceof Refusal && !e.message.includes(KEY)) throw new Refusal(`${e.message}${elsewhere}`);
+        throw e;
+      }
       if (!edit.text) return [];
       return mf.changes(f, edit.text, { update: `${KEY}: [${edit.before.join(', ')}] → [${[...edit.before, ...edit.added].join(', ')}]` });
     },
