@@ -1,7 +1,7 @@
 // Issue #33 on the test bed: what is refused before any host is contacted (two resources that
 // set one thing, a tag selection that selects nothing) is refused with a host whose sshd is
 // stopped (a run that tried it would say UNREACHABLE, exit 1); and a sysctl key the host lacks
-// fails its resource in check mode as at apply.
+// fails its resource in check mode as at apply, and a GPU node without a driver fails gpu-driver.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, writeInventory } from './helpers.ts';
@@ -128,5 +128,31 @@ describe('a sysctl key the host lacks', () => {
     expect(extra?.changes.map((c: { summary: string }) => c.summary)).toEqual([
       'depends on a pending change of kmod:/etc/modules-load.d/racksmith.conf',
     ]);
+  });
+});
+
+describe('a GPU node with no driver found', () => {
+  it('fails gpu-driver in --check as at apply; its binds and the jail wait, nothing is mounted', async () => {
+    await tb.reset([UP]);
+    // (the export is never reached: the jail's mounts wait for the driver check)
+    const inv = writeInventory({
+      hosts: [UP],
+      groups: { jail: { hosts: [UP] } },
+      vars: { jail_source: `${tb.sharedMount}/rs-no-such-export`, jail_fstype: 'none', jail_options: ['bind'] },
+    });
+    const fstab = (await tb.hostExec(UP, 'cat /etc/fstab')).stdout;
+    for (const args of [['--check'], []]) {
+      const run = await provision(['playbooks/jail.ts', '-i', inv, '--json', ...args]);
+      expect(run.code, run.stderr).toBe(1);
+      const event = (id: string) => run.events.find((e) => e.type === 'resource' && e.id === id);
+      expect(event('gpu-driver:/mnt/jail')).toMatchObject({
+        status: 'failed',
+        error: 'refused: no NVIDIA driver found: set jail_gpu: false for a CPU node',
+      });
+      expect(event('gpu-binds:/mnt/jail')).toMatchObject({ status: 'skipped' });
+      expect(event('mount:/mnt/jail')).toMatchObject({ status: 'skipped' });
+    }
+    expect((await tb.hostExec(UP, 'findmnt -rn -o TARGET | grep -c ^/mnt/jail || true')).stdout.trim()).toBe('0');
+    expect((await tb.hostExec(UP, 'cat /etc/fstab')).stdout).toBe(fstab);
   });
 });
