@@ -1,15 +1,16 @@
 // The checks over a whole run before any host is contacted (engine/run-checks.ts, claims.ts):
 // two resources that claim one thing (a sysctl key, a file, a mountpoint, a limits item), and a
 // -t/--skip-tags selection that selects nothing.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { playbook, type Play } from '../../src/contract/playbook.ts';
 import type { Resource } from '../../src/contract/resource.ts';
 import { conflicts } from '../../src/engine/claims.ts';
 import { prepare } from '../../src/engine/run.ts';
 import { refuseEmptySelection } from '../../src/engine/run-checks.ts';
+import { throwSite } from '../../src/engine/throw-site.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import type { Inventory } from '../../src/inventory/model.ts';
 import { file } from '../../src/resources/file.ts';
@@ -180,4 +181,32 @@ describe('a tag selection that selects nothing', () => {
   it('no resource in the run at all: nothing to say about tags', () => {
     expect(() => refuseEmptySelection({ tags: ['x'] }, new Set(), 0, 0)).not.toThrow();
   });
+});
+
+describe('the playbook line of a stack', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-site-'));
+  mkdirSync(join(dir, 'dist/playbooks'), { recursive: true });
+  // generated line 2, column 1 comes from line 5, column 1 of ../../playbooks/a.ts
+  const map = { version: 3, file: 'a.js', sources: ['../../playbooks/a.ts'], names: [], mappings: ';AAIA' };
+  writeFileSync(join(dir, 'dist/playbooks/a.js.map'), JSON.stringify(map));
+  const stack = (...frames: string[]) => ({ stack: ['Error', ...frames.map((f) => `    at f (${f})`)].join('\n') });
+
+  it.each<[string, { stack: string }, { file: string; line: number; col: number } | undefined]>([
+    [
+      "the first frame outside racksmith's modules",
+      stack('/r/src/resources/x.ts:1:1', '/r/playbooks/p.ts:7:5'),
+      { file: relative(process.cwd(), '/r/playbooks/p.ts'), line: 7, col: 5 },
+    ],
+    [
+      'a prebuilt playbook, through its source map',
+      stack('/r/dist/src/x.js:1:1', `file://${dir}/dist/playbooks/a.js:2:1`),
+      { file: relative(process.cwd(), join(dir, 'playbooks/a.ts')), line: 5, col: 1 },
+    ],
+    [
+      'a prebuilt file without a map: its own line',
+      stack(`${dir}/dist/playbooks/b.js:3:2`),
+      { file: relative(process.cwd(), join(dir, 'dist/playbooks/b.js')), line: 3, col: 2 },
+    ],
+    ['none outside racksmith', stack('/r/src/x.ts:1:1', '/r/node_modules/y/z.js:1:1'), undefined],
+  ])('%s', (_, err, want) => expect(throwSite(err)).toEqual(want));
 });
