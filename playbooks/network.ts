@@ -119,9 +119,13 @@ export function networkResources(host: HostContext): Resource[] {
       managed.push({ file: sysctlFile(p), values });
     }
   }
+  const modules = host.var<string[]>('kernel_modules', []);
+  const loads = modules.length ? kmod({ modules, tags: ['kmod'] }) : undefined;
   const extra = host.var<Record<string, number | string>>('sysctl_extra', {});
   if (Object.keys(extra).length) {
-    out.push(sysctl({ file: sysctlFile('extra'), profile: 'extra', values: extra, tags: ['sysctl'] }));
+    // An extra key may be one a module of kernel_modules brings: diffed once it is loaded.
+    const dependsOn = loads ? [loads.id] : undefined;
+    out.push(sysctl({ file: sysctlFile('extra'), profile: 'extra', values: extra, dependsOn, tags: ['sysctl'] }));
     managed.push({ file: sysctlFile('extra'), values: extra });
   }
   out.push(
@@ -139,8 +143,7 @@ export function networkResources(host: HostContext): Resource[] {
     jobVar === true ? { memlock: 'unlimited', stack: 'unlimited', nproc: 'unlimited' } : jobVar === false ? undefined : jobVar;
   const containerd = restartHandler({ service: 'containerd', tags: ['limits'] });
   out.push(...limits({ nofile, jobs, containerdNotify: [containerd.id], tags: ['limits'] }), containerd);
-  const modules = host.var<string[]>('kernel_modules', []);
-  if (modules.length) out.push(kmod({ modules, tags: ['kmod'] }));
+  if (loads) out.push(loads);
   return out;
 }
 

@@ -12,6 +12,7 @@ export type { Host, Vars } from './inventory/model.ts';
 // The resource contract, for writing resource families (docs/resources.md)
 export {
   common,
+  editClaim,
   NotApplicable,
   Refusal,
   ProbeError,

@@ -83,6 +83,19 @@ export interface Resource<F = unknown, D = unknown> {
   /** The files this resource rewrites (see FileSlot). */
   readonly files?: readonly FileSlot<F>[];
   /**
+   * What this resource alone decides on its host: `sysctl:net.core.somaxconn`, `file:/etc/x`,
+   * `mountpoint:/ais/d1`. Two resources of a host's run (any plays) with one claim fight over it
+   * (each run flips it), so the run is refused before any host is contacted (exit 3). A claim
+   * made with `editClaim(claim)` is shared: edits of one file (line, block) stack, but an edit and an
+   * exclusive claim of the same thing still conflict.
+   */
+  readonly claims?: readonly string[];
+  /**
+   * Where the resource was declared: a captured stack, formatted only when a message needs the
+   * playbook's file:line (a conflict). Set by `common`.
+   */
+  readonly declaredAt?: { readonly stack?: string };
+  /**
    * true when its facts include state that other hosts can change: a cluster's API server, a
    * tree on a shared filesystem (the jail), whatever a command queries. Its answers, probed
    * ahead for a later play, are then read again after an apply on any host; the others only
@@ -145,6 +158,12 @@ export class ProbeError extends Error {
   }
 }
 
+/** The shared form of a claim: an edit of part of what `claim` names (see Resource.claims). */
+export function editClaim(claim: string): string {
+  return `${EDIT_CLAIM}${claim}`;
+}
+export const EDIT_CLAIM = 'edit ';
+
 /** Options every resource takes. */
 export interface CommonOptions {
   tags?: string[];
@@ -161,9 +180,12 @@ export function common(
   o: CommonOptions,
   /** Options that take a Secret (file content): every other one refuses secrets (exit 3). */
   takesSecrets: readonly string[] = [],
-): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after' | 'notify'> {
+): Pick<Resource, 'id' | 'kind' | 'tags' | 'dependsOn' | 'after' | 'notify' | 'declaredAt'> {
   // Every resource's id is made of what identifies it (a path, a name): one check covers them all.
   checkToken(id, `${kind} id`, VALUE_LIMITS.path + 256);
   refuseSecrets(o, id, takesSecrets);
-  return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after, notify: o.notify };
+  // The stack's frames are kept, its text made only when read (engine/claims.ts, on a conflict).
+  const declaredAt: { stack?: string } = {};
+  Error.captureStackTrace(declaredAt, common);
+  return { id, kind, tags: o.tags ?? [], dependsOn: o.dependsOn ?? [], after: o.after, notify: o.notify, declaredAt };
 }

@@ -20,7 +20,8 @@ import { resolveBecome, type BecomeSetting } from '../connection/become.ts';
 import { newRunId } from './apply-lock.ts';
 import { getMaxListeners, setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
-import { relative } from 'node:path';
+import { throwSite } from './throw-site.ts';
+import { RunChecks } from './run-checks.ts';
 import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
@@ -70,6 +71,8 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
     reached.set(h.name, { host, play: play.name });
     return host;
   };
+  // What each host's plays built, for the checks over a host's whole run (claims, tags).
+  const runOf = new RunChecks(sel);
   for (const pb of playbooks) {
     for (const play of pb.plays) {
       const names = playHosts(inv, pb, play).filter((n) => !limited || limited.has(n));
@@ -85,11 +88,13 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
           resources = checkResources(play, n, built, sel);
           checked.set(built, resources);
         }
+        runOf.add(n, play, built, resources);
         return { host: reachedAs(host, play), resources };
       });
       out.push({ play, hosts, variables: memo.variables });
     }
   }
+  runOf.check();
   return out;
 }
 
@@ -160,17 +165,6 @@ function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, me
       `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: resources() must return an array of resources`,
     );
   return built as Resource[];
-}
-
-/** Where a playbook's code threw: the first stack frame outside racksmith's own modules and Node's. */
-function throwSite(err: Error): SourcePos | undefined {
-  for (const line of (err.stack ?? '').split('\n').slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
-    if (!m || /\/(dist\/)?src\/|\/node_modules\//.test(m[1])) continue;
-    const file = m[1].replace(/^file:\/\//, '');
-    return { file: relative(process.cwd(), file) || file, line: Number(m[2]), col: Number(m[3]) };
-  }
-  return undefined;
 }
 
 /**

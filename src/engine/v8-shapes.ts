@@ -56,6 +56,8 @@ export function uniformResource(r: Resource): Resource {
     handler: r.handler,
     verifiable: r.verifiable,
     files: r.files,
+    claims: r.claims,
+    declaredAt: r.declaredAt,
     fleet: r.fleet,
     useFleet: r.useFleet,
     probe: r.probe,

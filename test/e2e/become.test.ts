@@ -43,6 +43,7 @@ function siteInventory(
       jail_source: `${tb.sharedMount}/jail`,
       jail_fstype: 'none',
       jail_options: ['bind'],
+      jail_gpu: false, // no driver on the bed: a GPU node would be refused
       ...vars,
     },
     hostVars: Object.fromEntries(

@@ -470,7 +470,7 @@ describe('jail', () => {
     const empty = exportDir('jail-empty');
     execFileSync('mkdir', ['-p', join(empty, 'etc')]);
     const fstab = (await sh(CPU, 'cat /etc/fstab')).stdout;
-    const run = await provision([PB, '-i', inventory([CPU], 'jail-empty', { jail_bind_dirs: [] }), '-l', CPU, '--json']);
+    const run = await provision([PB, '-i', inventory([CPU], 'jail-empty', { jail_bind_dirs: [], jail_gpu: false }), '-l', CPU, '--json']);
     expect(run.code).toBe(1);
     const root = resourceEvent(run, CPU, 'mount:/mnt/jail');
     expect(root?.status, run.stderr).toBe('failed');

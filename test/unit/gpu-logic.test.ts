@@ -213,6 +213,14 @@ describe('driver agreement across a jail', () => {
     if (refusal) expect(() => driver.diff(f)).toThrow(new Refusal(refusal));
     else expect(driver.diff(f)).toEqual([]);
   });
+  it.each<[string, GpuDriverFacts, Record<string, unknown>]>([
+    ['alone', facts(), {}],
+    ['beside GPU hosts that have one', facts(), { b: facts(V) }],
+    ['with the CLI, which lists nothing', { ...facts(), source: 'nvidia-container-cli' }, {}],
+  ])('a GPU node with no driver found is refused (%s): it would bind nothing and say ok', (_, own, group) => {
+    const f = driver.useFleet!(own, new Map(Object.entries({ a: own, ...group })));
+    expect(() => driver.diff(f)).toThrow(new Refusal('no NVIDIA driver found: set jail_gpu: false for a CPU node'));
+  });
   it('a host whose own driver cannot be told is refused whatever the group', () => {
     expect(() => driver.diff(facts(undefined, 'cannot tell'))).toThrow(/GPU driver: cannot tell; nothing of the jail is applied/);
   });

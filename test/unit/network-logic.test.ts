@@ -6,6 +6,7 @@ import { absent, fileWith } from './facts.ts';
 import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
 import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath, SYSCTL_LIVE } from '../../src/resources/tuning/sysctl.ts';
 import { kmod } from '../../src/resources/tuning/kmod.ts';
+import { Refusal } from '../../src/contract/resource.ts';
 import { limits } from '../../src/resources/tuning/limits.ts';
 
 const GiB = 1024 * 1024; // in KiB
@@ -58,14 +59,38 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
     ['file matches, kernel differs', fileWith(content), { ...good, 'net.core.somaxconn': '4096' }, ['net.core.somaxconn: 4096 → 65535']],
     ['kernel matches, file missing', absent, good, ['create /etc/sysctl.d/90-t.conf']],
     ['file edited by hand', fileWith(content.replace('65535\n', '1\n')), good, ['update /etc/sysctl.d/90-t.conf']],
-    [
-      'key missing on the host',
-      fileWith(content),
-      { ...good, 'net.core.somaxconn': null },
-      ['net.core.somaxconn: unknown on this host (/proc/sys/net/core/somaxconn missing)'],
-    ],
   ])('%s', (_, file, live, want) => {
     expect(r.diff({ file, live, memory: mem }).map((c) => c.summary)).toEqual(want);
+  });
+
+  // Check mode refuses what apply would fail at (a reviewed plan must not fail later); a key a
+  // module brings is optional, or waits for its kmod (dependsOn: "pending", never diffed before).
+  it.each([
+    ['a key missing, the file converged', fileWith(content), { ...good, 'net.core.somaxconn': null }],
+    ['a key missing, the file absent', absent, { ...good, 'net.ipv4.ip_local_port_range': null }],
+    [
+      'a key absent from the facts',
+      fileWith(content),
+      { 'net.ipv4.ip_local_port_range': '2048 65535', 'vm.min_free_kbytes': good['vm.min_free_kbytes'] },
+    ],
+  ])('refused: %s', (_, file, live) => {
+    const missing = Object.keys(good).find((k) => !(live as Record<string, string | null>)[k])!;
+    expect(() => r.diff({ file, live: live as Record<string, string | null>, memory: mem })).toThrow(
+      new Refusal(
+        `the host has no sysctl ${missing}: ${sysctlPath(missing)} does not exist (a module not loaded, or not in this kernel or namespace)`,
+      ),
+    );
+  });
+
+  it('an optional key missing is no change (written with `-`: the loader skips it)', () => {
+    const opt = sysctl({
+      file: '/etc/sysctl.d/90-t.conf',
+      profile: 't',
+      values: { 'net.core.somaxconn': 65535, 'net.netfilter.x': 1 },
+      optional: ['net.netfilter.x'],
+    });
+    const text = renderSysctlFile('t', { 'net.core.somaxconn': '65535', 'net.netfilter.x': '1' }, ['net.netfilter.x']);
+    expect(opt.diff({ file: fileWith(text), live: { 'net.core.somaxconn': '65535', 'net.netfilter.x': null }, memory: mem })).toEqual([]);
   });
 
   it('reads live values as the kernel prints them (tabs) and missing keys', () => {

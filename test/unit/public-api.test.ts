@@ -47,6 +47,7 @@ const EXPORTS = [
   'directory',
   'diskDecommission',
   'diskMount',
+  'editClaim',
   'file',
   'fileFacts',
   'fileProbe',

@@ -37,6 +37,7 @@ export function file(o: FileOptions): Resource<FileFacts, FileWrite> {
     ...common('file', `file:${path}`, o, ['content']),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`],
     probe: () => [mf.probe()],
     parse: (out) => fileFacts(out.parts[0]),
     diff(f): Change<FileWrite>[] {

@@ -218,6 +218,7 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
   return {
     ...common('mount', `mount:${path}`, o),
     verifiable: true,
+    claims: [`mountpoint:${path}`],
     files: persist ? [fstab] : undefined,
     probe() {
       // Builtins here; the target's (and a bind source's) identity, mode and emptiness come from

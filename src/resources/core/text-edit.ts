@@ -3,7 +3,7 @@ import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } f
 import { isSensitive, managedFile, type FileWrite } from './managed-file.ts';
 import { checkSensitive } from './sensitive-files.ts';
 import { maskHex, refuseSecrets } from '../../util/secret.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
+import { common, editClaim, ProbeError, Refusal, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
 
 export interface TextEditOptions extends CommonOptions {
   path: string;
@@ -51,6 +51,8 @@ export function textEdit(
     ...common(kind, `${kind}:${path}:${idPart}`, o),
     verifiable: true,
     files: [mf],
+    // Edits of one file stack (each diffed against the file the one before leaves).
+    claims: [editClaim(`file:${path}`)],
     probe: () => [mf.probe()],
     parse: (out) => fileFacts(out.parts[0]),
     diff(f): Change<FileWrite>[] {

@@ -156,6 +156,9 @@ export function driverReport(host: string, f: unknown): DriverReport | undefined
   return { host, version: g.set.version, from: g.set.versionFrom ?? '?' };
 }
 
+/** A GPU node (jail_gpu true, the default) where no driver file and no running driver were found. */
+export const NO_DRIVER = 'no NVIDIA driver found: set jail_gpu: false for a CPU node';
+
 /** The agreement key of a jail: hosts that mount the same source share one jail. */
 export const jailFleetKey = (jailId: string) => `jail-gpu:${jailId}`;
 
@@ -163,7 +166,8 @@ export const jailFleetKey = (jailId: string) => `jail-gpu:${jailId}`;
  * The GPU driver of a host whose jail GPU nodes share: its running version and file set, decided
  * before anything of the jail is applied, and agreed across the jail's GPU hosts of the run (one
  * shared ld.so.cache serves one driver version). Changes nothing; the jail's resources depend on
- * it, so a refusal here leaves the host's jail untouched. A host without a driver takes no part.
+ * it, so a refusal here leaves the host's jail untouched. A host without a driver takes no part
+ * in the agreement, and is refused: a GPU node that binds nothing would otherwise report ok.
  */
 export function gpuDriver(o: GpuDriverOptions): Resource<GpuDriverFacts> {
   const settings = gpuProbeSettings(o);
@@ -193,6 +197,7 @@ export function gpuDriver(o: GpuDriverOptions): Resource<GpuDriverFacts> {
     },
     diff(f) {
       if (f.set.problem) throw new Refusal(`GPU driver: ${f.set.problem}; nothing of the jail is applied`);
+      if (!f.set.version) throw new Refusal(NO_DRIVER);
       if (f.disagreement) throw new Refusal(f.disagreement);
       return [];
     },

@@ -97,6 +97,7 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts, FileWr
     ...common('udev-rules', `udev-rules:${path}`, o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`],
     // The disks' parts are their own resources' probes word for word: they run once per script.
     probe: () => [mf.probe(), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
     parse(out): IoUdevFacts {

@@ -62,6 +62,7 @@ export function cpuGovernor(o: CpuGovernorOptions): Resource<CpuGovernorFacts, s
     ...common('cpu-governor', 'cpu-governor', o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`],
     probe: () => [inline(PROBE), mf.probe()],
     parse: (out) => ({ cpus: parseGovernors(out.parts[0] as string), rules: fileFacts(out.parts[1]) }),
     diff(f): Change<string[] | FileWrite>[] {

@@ -36,6 +36,7 @@ export function kmod(o: KmodOptions): Resource<KmodFacts, FileWrite | string> {
     ...common('kmod', `kmod:${path}`, o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`],
     probe() {
       // Loaded modules are in /sys/module (a builtin test); modules.builtin is read once, and
       // only when some module is not there.

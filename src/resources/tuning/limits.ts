@@ -86,7 +86,7 @@ export interface DropinFacts {
 }
 
 /** A config drop-in that only applies where a program is installed. */
-function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string): Resource<DropinFacts, FileWrite> {
+function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string, claims: string[] = []): Resource<DropinFacts, FileWrite> {
   const path = checkAbsolutePath(spec.path);
   const cond = spec.onlyIf?.length ? spec.onlyIf.map((p) => `[ -e ${shq(p)} ]`).join(' || ') : 'true';
   const mf = managedFile<DropinFacts>({
@@ -100,6 +100,7 @@ function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string
     ...common(kind, `${kind}:${path}`, o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`, ...claims],
     probe: () => [inline(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`), mf.probe()],
     parse: (out) => ({ applicable: (out.parts[0] as string).includes('applicable=yes'), file: fileFacts(out.parts[1]) }),
     diff: (f) => (f.applicable ? mf.changes(f, spec.content) : []),
@@ -122,7 +123,16 @@ export function limits(o: LimitsOptions): Resource[] {
   const domains = o.domains ?? ['*', 'root'];
   for (const d of domains) if (!/^[*@%A-Za-z0-9_.:-]+$/.test(d)) throw new InputError(`limits: invalid domain ${JSON.stringify(d)}`);
   return [
-    dropin('limits', { path: o.file ?? '/etc/security/limits.d/90-racksmith.conf', content: renderLimitsFile(n, domains, jobs) }, o, ''),
+    dropin(
+      'limits',
+      { path: o.file ?? '/etc/security/limits.d/90-racksmith.conf', content: renderLimitsFile(n, domains, jobs) },
+      o,
+      '',
+      // pam_limits takes the first line for an item (limits.d files in name order): one owner each.
+      domains.flatMap((d) =>
+        ['soft', 'hard'].flatMap((t) => ['nofile', ...jobEntries(jobs).map(([k]) => k)].map((k) => `limits:${d}:${t}:${k}`)),
+      ),
+    ),
     dropin(
       'limits',
       { path: '/etc/systemd/system.conf.d/90-racksmith-nofile.conf', content: renderSystemdManager(n, jobs) },

@@ -227,6 +227,7 @@ export function nicQueues(o: NicQueuesOptions): Resource<NicQueuesFacts, QueueDa
     ...common('nic-queues', `nic-${kind}:${selectorId(sel)}`, o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${rulesFile}`],
     probe: () => [NIC_PROBE, mf.probe()],
     parse: (out) => ({ ...parseNics(out.parts[0] as string), rules: fileFacts(out.parts[1]) }),
     diff(f) {

@@ -3,7 +3,7 @@ import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
-import { common, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** Host facts a value may be computed from (RAM-scaled values). */
 export interface HostMemory {
@@ -126,6 +126,8 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
     ...common('sysctl', `sysctl:${path}`, o),
     verifiable: true,
     files: [mf],
+    // A key set in two files flips at every run, and the boot order decides which value wins.
+    claims: [`file:${path}`, ...keys.map((k) => `sysctl:${k}`)],
     probe: () => [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), mf.probe()],
     parse(out) {
       // parts: the memory line, each key's live value, the file
@@ -140,9 +142,13 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
       for (const [k, v] of Object.entries(want)) {
         const live = f.live[k];
         if (live === null && optional.includes(k)) continue; // not on this host (its module is not loaded)
+        // Refused in check mode as at apply: a reviewed plan would fail there. A key a module brings
+        // is `optional`, or its resource depends on the kmod that loads it (pending until then).
         if (live === null || live === undefined)
-          changes.push({ summary: `${k}: unknown on this host (${sysctlPath(k)} missing)`, data: 'live' });
-        else if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: 'live' });
+          throw new Refusal(
+            `the host has no sysctl ${k}: ${sysctlPath(k)} does not exist (a module not loaded, or not in this kernel or namespace)`,
+          );
+        if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: 'live' });
       }
       return changes;
     },
