@@ -26,6 +26,11 @@ export interface HostRunOptions {
   planned?: Map<string, PlannedResource>;
   /** Ctrl-C: apply no further waves (the exec in flight finishes). */
   signal?: AbortSignal;
+  /**
+   * Why the run was stopped (--max-fail-percent exceeded, a failure in an anyErrorsFatal play),
+   * once it was: like Ctrl-C, no further wave or handler starts (the exec in flight finishes).
+   */
+  halted?: () => string | undefined;
   /** Resources of this host's later plays, probed in this run's first exec: one round trip for every play. */
   prefetch?: ReadonlyArray<readonly Resource[]>;
   /**
@@ -177,8 +182,9 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
       continue; // nothing applied, so the deferred resources' facts are still current
     }
-    if (o.signal?.aborted) {
-      failUnfinished(o, states, 'interrupted before this change was applied');
+    const stop = stopped(o);
+    if (stop !== undefined) {
+      failUnfinished(o, states, stop);
       break;
     }
     const res = await applyWave(conn, o, factHashes, toApply, deferred);
@@ -260,8 +266,9 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
       due.push(s);
     }
   }
-  if (due.length === 0 || o.signal?.aborted) {
-    for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: 'interrupted before this change was applied' });
+  const stop = due.length === 0 ? undefined : stopped(o);
+  if (due.length === 0 || stop !== undefined) {
+    for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: stop });
     return undefined;
   }
   const sections: Section[] = [];
@@ -305,6 +312,13 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
     if (!s.result) finishState(o, s, { status: 'changed', changes: s.changes! });
   }
   return undefined;
+}
+
+/** Why no further change may start on this host (the run stopped, or was interrupted), if so. */
+function stopped(o: HostRunOptions): string | undefined {
+  const halt = o.halted?.();
+  if (halt !== undefined) return `not applied: ${halt}`;
+  return o.signal?.aborted ? 'interrupted before this change was applied' : undefined;
 }
 
 /** A failed step's message: its name, exit code and the last lines it printed. */
