@@ -43,11 +43,35 @@ export function becomeOutcome(b: Become, nonce: string, code: number | null, std
   return { failure: new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || `exit ${code}, no message`}`), stderr };
 }
 
-/** A connection's exec result under become (becomeOutcome): the script's own, or the BecomeError thrown. */
-export function escalatedResult<R extends ExecResult>(b: Become, nonce: string, r: R): R {
-  const { failure, stderr } = becomeOutcome(b, nonce, r.code, r.stderr);
-  if (failure) throw failure;
-  return { ...r, stderr };
+/**
+ * A connection's escalation across its execs. Its first refusal (a wrong password, sudo refusing
+ * for any reason) is final: every later exec of the connection, and the kill of an abort, fails
+ * with it at once, without asking sudo again. A password does not get better, and pam_faillock
+ * counts every try: 3 plays retrying a wrong -K would lock the account on every host at once.
+ */
+export class Escalation {
+  private refusal?: BecomeError;
+  constructor(
+    readonly become: Become,
+    readonly nonce: string,
+  ) {}
+
+  /** Whether escalation was refused on this connection. */
+  get refused(): boolean {
+    return this.refusal !== undefined;
+  }
+
+  /** Before an exec: throws the refusal met before, if any. */
+  refuseAgain(): void {
+    if (this.refusal) throw this.refusal;
+  }
+
+  /** An exec's result under become (becomeOutcome): the script's own, or the BecomeError thrown (and kept). */
+  result<R extends ExecResult>(r: R): R {
+    const { failure, stderr } = becomeOutcome(this.become, this.nonce, r.code, r.stderr);
+    if (failure) throw (this.refusal = failure);
+    return { ...r, stderr };
+  }
 }
 
 /** A line that cannot be a password racksmith sends: marks where the script starts on stdin. */

@@ -149,8 +149,12 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
     const later = o.prefetch ?? NO_LISTS;
     const first = await probeHost(conn, resources, later);
     if (typeof first === 'string') {
+      if (first.startsWith(BECOME_FAILED_PREFIX)) {
+        // sudo's message once, as the host's error; its resources only point there
+        failUnfinished(o, states, BECOME_REFUSED);
+        return { results: collect(states), factHashes, becomeFailed: first };
+      }
       failUnfinished(o, states, first);
-      if (first.startsWith(BECOME_FAILED_PREFIX)) return { results: collect(states), factHashes, becomeFailed: first };
       return { results: collect(states), factHashes, lostConnection: first };
     }
     probed = first.answers;
@@ -545,6 +549,8 @@ async function execSections(conn: Connection, sections: Section[], body?: string
 
 /** Begins an exec's failure that is a refused escalation, not a lost connection. */
 const BECOME_FAILED_PREFIX = 'not run: ';
+/** The error of each resource of a host whose escalation was refused (the host's error says why). */
+export const BECOME_REFUSED = 'not run: become failed on this host';
 
 /** Every resource without an outcome yet fails with `msg`. */
 function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {

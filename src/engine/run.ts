@@ -267,6 +267,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     return r;
   };
 
+  // Hosts whose escalation was refused: not run again in this run (sudo is asked once per host:
+  // pam_faillock counts every try); their error is sudo's message.
+  const refused = new Set<string>();
+
   // One round trip per host for all its plays: a host's first exec also probes its later plays,
   // and a later play uses those answers while they hold: nothing was applied on that host since
   // (nor on any host, for resources that read shared state: apply-epochs.ts). Else it probes again.
@@ -445,7 +449,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     byPlay.set(playName, res.factHashes);
     factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
-    if (res.becomeFailed) recap.error = res.becomeFailed;
+    if (res.becomeFailed) {
+      recap.error = res.becomeFailed;
+      refused.add(host.name);
+    }
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
     if (res.lockWaits) recap.lockWaits = [...(recap.lockWaits ?? []), ...res.lockWaits];
     if (res.lostConnection) {
@@ -508,7 +515,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
 
   try {
     for (const [playIndex, pp] of plays.entries()) {
-      const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable);
+      const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable && !refused.has(h.host.name));
       if (halt !== undefined || o.signal?.aborted) {
         // (a host already failed or unreachable keeps that as its reason)
         const why = halt ?? 'interrupted';

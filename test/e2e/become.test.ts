@@ -250,6 +250,38 @@ describe('become: hosts reached as ops with sudo', () => {
   }, 400_000);
 });
 
+describe('a refused become is tried once per host per run', () => {
+  it('a wrong password on a 3-play run: sudo is asked once on that host, its message is shown once; exit 1', async () => {
+    await fresh({ tb2: { sudo: 'nopasswd' }, tb4: { sudo: 'password', password: PASSWORD, countSudoAuth: true } });
+    const inv = writeInventory({
+      hosts: ['tb2', 'tb4'],
+      vars: { ansible_user: 'ops' },
+      hostVars: { tb4: { ansible_become_password: 'not-the-password' } },
+    });
+    const run = await provision(['test/fixtures/playbooks/three-plays.ts', '-i', inv, '-b', '--json', '--journal', journal()]);
+    expect(run.code, run.stderr).toBe(1);
+    const auths = async () =>
+      (await tb.hostExec('tb4', `cat ${tb.SUDO_AUTH_LOG}; : > ${tb.SUDO_AUTH_LOG}`)).stdout.split('\n').filter(Boolean);
+    const byRun = await auths();
+    // what one `sudo -S -v` given a wrong password makes: sudo itself asks PAM a second time once
+    // stdin is at its end (2 on the bed's sudo 1.9.13)
+    await tb.hostExec('tb4', `su ops -s /bin/sh -c "printf 'wrong\\n' | sudo -S -p '' -v" 2>/dev/null`);
+    const oneSudo = await auths();
+    expect(oneSudo.length).toBeGreaterThan(0);
+    expect(byRun, 'the sudo authentications of one sudo on tb4, for the whole run').toEqual(oneSudo);
+    const r = recaps(run);
+    expect(r.tb4).toMatchObject({ unreachable: false, changed: 0, execs: 1, error: expect.stringMatching(/incorrect password/) });
+    // its resources of the first play only point at the host's error; the later plays never started there
+    const tb4 = run.events.filter((e) => e.type === 'resource' && e.host === 'tb4');
+    expect(new Set(tb4.map((e) => e.play))).toEqual(new Set(['one']));
+    for (const e of tb4) expect(e).toMatchObject({ status: 'failed', error: 'not run: become failed on this host' });
+    expect(run.stderr.match(/incorrect password attempt/g), run.stderr).toHaveLength(1);
+    // the other host converged every play
+    expect(r.tb2).toMatchObject({ failed: 0, unreachable: false });
+    expect((await tb.hostExec('tb2', 'ls /srv/rs-three')).stdout).toBe('one\nthree\ntwo\n');
+  }, 400_000);
+});
+
 describe('password authentication', () => {
   it('ansible_password (a !secret), no key: logs in with the password and becomes with the same', async () => {
     await fresh({ tb9: { sudo: 'password', password: PASSWORD, passwordLogin: true } });

@@ -322,7 +322,15 @@ export interface OpsAccess {
   passwordLogin?: boolean;
   /** Refuse every SSH login from the runner: the host is reachable only through another bed host (a bastion). */
   onlyViaBastion?: boolean;
+  /**
+   * Count sudo's authentications: pam_exec, first in /etc/pam.d/sudo's auth stack, appends a line
+   * to SUDO_AUTH_LOG at every pam_authenticate (what pam_faillock would count as tries).
+   */
+  countSudoAuth?: boolean;
 }
+
+/** Where a host with `countSudoAuth` logs each sudo authentication (a line each). */
+export const SUDO_AUTH_LOG = '/var/log/rs-sudo-auth';
 
 /** Give a host an ops access profile (a reset host is back to: root and ops by key, ops NOPASSWD sudo). */
 export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
@@ -349,6 +357,16 @@ export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
       : 'rm -f /etc/ssh/sshd_config.d/05-ops.conf',
     '/usr/sbin/sshd -t',
     a.password !== undefined ? 'chpasswd' : 'usermod -p "*" ops',
+    ...(a.countSudoAuth
+      ? [
+          `printf '#!/bin/sh\\necho "$PAM_SERVICE $PAM_USER" >> ${SUDO_AUTH_LOG}\\n' > /usr/local/sbin/rs-count-auth`,
+          'chmod 755 /usr/local/sbin/rs-count-auth',
+          `: > ${SUDO_AUTH_LOG}`,
+          // seteuid: the script runs as root (sudo's real uid is still ops while it authenticates)
+          "sed -i '0,/^@include common-auth/s//auth optional pam_exec.so quiet seteuid \\/usr\\/local\\/sbin\\/rs-count-auth\\n&/' /etc/pam.d/sudo",
+          'grep -q rs-count-auth /etc/pam.d/sudo',
+        ]
+      : []),
   ].join('\n');
   const r = await hostExec(name, script, { input: a.password !== undefined ? `ops:${a.password}\n` : undefined });
   if (r.code !== 0) throw new Error(`testbed: setOpsAccess ${name}: ${r.stderr}`);

@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { becomeCommand, becomeOutcome, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
+import { BecomeError, becomeCommand, becomeOutcome, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
+import { LocalConnection } from '../../src/connection/local.ts';
 import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
 import { killGroupsScript } from '../../src/connection/ssh.ts';
@@ -149,6 +150,24 @@ describe('the become wrapper', () => {
     const wrong = run('wrong');
     expect(wrong.status).toBe(125);
     expect(wrong.failure?.message).toBe('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
+  });
+  it('a refusal is final for the connection: later execs fail with it and never ask sudo again', async () => {
+    const bin = standInSudo();
+    const log = join(tmp, `sudo-calls-${n++}`);
+    const saved = { PATH: process.env.PATH, STANDIN_SUDO_LOG: process.env.STANDIN_SUDO_LOG };
+    Object.assign(process.env, { PATH: `${bin}:/usr/bin:/bin`, STANDIN_SUDO_LOG: log });
+    try {
+      const conn = new LocalConnection('h', { method: 'sudo', user: 'root', password: new Secret('wrong') });
+      const first = await conn.exec('echo ran').catch((e: Error) => e);
+      expect(first).toBeInstanceOf(BecomeError);
+      for (let i = 0; i < 3; i++) await expect(conn.exec('echo ran')).rejects.toBe(first);
+      expect(readFileSync(log, 'utf8')).toBe('sudo\n');
+      expect(conn.execCount).toBe(1);
+      await conn.close();
+    } finally {
+      Object.assign(process.env, saved);
+      if (saved.STANDIN_SUDO_LOG === undefined) delete process.env.STANDIN_SUDO_LOG;
+    }
   });
   // abort() finds an exec's processes by the tag ending their argv; the script must not see a difference
   const becomes: Array<[string, Become]> = [

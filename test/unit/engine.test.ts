@@ -11,6 +11,7 @@ import type { RunEvent } from '../../src/engine/events.ts';
 import type { PlannedResource } from '../../src/engine/host-run.ts';
 import { line } from '../../src/resources/text-edit.ts';
 import { FakeFleet } from '../support/fake-host.ts';
+import { BecomeError } from '../../src/connection/become.ts';
 import { kv, logHandler, logStep, type Stage } from '../support/test-resources.ts';
 
 type RunOptions = Partial<
@@ -361,6 +362,30 @@ describe('a stopped play ends the run', () => {
 });
 
 const byHost = (a: string, b: string) => a.localeCompare(b);
+
+describe('a refused become', () => {
+  it("fails the host once, with sudo's message as its error; later plays do not start there", async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const refusal = new BecomeError('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
+    f.faults.set('h1', {
+      before: () => {
+        throw refusal;
+      },
+    });
+    const rs = (name: string) =>
+      play((h) => [kv({ path: at(f, h.name, `${name}-a`), value: '1' }), kv({ path: at(f, h.name, `${name}-b`), value: '2' })], name);
+    const r = await run(f, [rs('p1'), rs('p2')]);
+    expect(r.recap('h1')).toMatchObject({ failed: 2, unreachable: false, error: `not run: ${refusal.message}` });
+    expect(r.outcome.results.filter((x) => x.host === 'h1').map((x) => [x.play, x.error])).toEqual([
+      ['p1', 'not run: become failed on this host'],
+      ['p1', 'not run: become failed on this host'],
+    ]);
+    expect(r.events.flatMap((e) => (e.type === 'host_start' && e.host === 'h1' ? [e.play] : []))).toEqual(['p1']);
+    expect(r.execs('h1')).toBe(1);
+    expect(r.recap('h2')).toMatchObject({ failed: 0, changed: 4 });
+    expect(r.outcome.exitCode).toBe(1);
+  });
+});
 
 describe('a lost connection', () => {
   it('mid-wave: that host is unreachable, its unfinished resources failed; the others converge; recap written', async () => {
