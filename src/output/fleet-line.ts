@@ -47,7 +47,7 @@ export class FleetLine {
         if (e.unreachable) this.unreachable++;
         break;
       case 'recap':
-        this.end();
+        this.end(e.exitCode === 1);
         return;
       default:
         return;
@@ -59,12 +59,12 @@ export class FleetLine {
     }
   }
 
-  /** The final counts, and the list ends (idempotent). */
-  end(): void {
+  /** The final counts, and the list ends (idempotent); marked failed when the run failed. */
+  end(failed = false): void {
     if (this.ended) return;
     this.ended = true;
     this.line.title(this.text());
-    this.line.done();
+    this.line.done(failed);
   }
 
   // (not after the end: a redraw still scheduled would draw the line again below the report)

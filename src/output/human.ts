@@ -1,5 +1,6 @@
 import { color, figures, ListrLogger, ProcessOutput } from 'listr2';
 import type { RunEvent, RunOutcome } from '../engine/index.ts';
+import type { ResourceResult } from '../engine/events.ts';
 import { FleetLine } from './fleet-line.ts';
 import { liveList, type LiveLine } from './live-renderer.ts';
 import { groupChanges, hostList } from './group-changes.ts';
@@ -70,7 +71,8 @@ export class HumanReporter {
       this.stale.delete(e.host);
       this.title(p, e.host, e); // the host's final counts
       if (e.unreachable) p.title(`${printable(e.host)}: UNREACHABLE`);
-      p.done();
+      // never a success mark for a host that failed, was unreachable or was not run
+      p.done(e.failed > 0 || e.unreachable || e.error !== undefined);
     }
   };
 
@@ -118,7 +120,7 @@ export class HumanReporter {
     for (const host of hosts) {
       let title = `${printable(host)}: ${doing}`;
       text += `${color.yellow(figures.pointer)} ${title}\n`;
-      const done = () => this.out.write(`${color.green(figures.tick)} ${title}\n`);
+      const done = (failed?: boolean) => this.out.write(`${failed ? color.red(figures.cross) : color.green(figures.tick)} ${title}\n`);
       this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (title = s), done });
     }
     this.out.write(text);
@@ -144,19 +146,53 @@ export class HumanReporter {
         if (this.o.diff) for (const d of g.diffs) w(indent(printableLines(d)));
       }
     }
-    const failures = outcome.results.filter((r) => r.status === 'failed' || (r.status === 'skipped' && this.o.verbose > 0));
+    const failures = outcome.results.filter((r) => r.status === 'failed');
     const unreachable = outcome.hosts.filter((h) => h.unreachable || h.error);
     if (failures.length || unreachable.length) {
       w();
       w('Problems:');
-      for (const h of unreachable) w(`  ${printable(h.host)}: ${h.unreachable ? 'UNREACHABLE: ' : ''}${printableLines(String(h.error))}`);
-      for (const r of failures)
-        w(`  ${printable(r.host)}: ${printable(r.id)}: ${r.status.toUpperCase()}: ${printableLines(String(r.error))}`);
+      for (const h of unreachable)
+        w(
+          `  ${printable(h.host)}: ${[h.unreachable ? 'UNREACHABLE' : '', h.error ? printableLines(h.error) : ''].filter(Boolean).join(': ')}`,
+        );
+      for (const line of foldedByHost(failures, 'FAILED')) w(line);
+    }
+    // Never a silent skip: each skipped resource (a restart that cannot run here, a dependant of
+    // a failure) with its reason.
+    const skipped = outcome.results.filter((r) => r.status === 'skipped');
+    if (skipped.length) {
+      w();
+      w('Skipped:');
+      for (const line of foldedByHost(skipped, 'SKIPPED')) w(line);
     }
     if (this.o.verbose > 1) for (const r of outcome.results) w(`  ${printable(r.host)}: ${printable(r.id)}: ${r.status}`);
     w();
     w(recapTable(outcome));
   }
+}
+
+/**
+ * A line per result, `host: id: MARK: reason`; a host's results with the same reason (every
+ * resource of a host whose escalation was refused) are one line naming how many, and the first few.
+ */
+export function foldedByHost(results: readonly ResourceResult[], mark: string): string[] {
+  const groups = new Map<string, ResourceResult[]>();
+  for (const r of results) {
+    const key = `${r.host}\0${r.error ?? ''}`;
+    const g = groups.get(key);
+    if (g) g.push(r);
+    else groups.set(key, [r]);
+  }
+  return [...groups.values()].map((g) => {
+    const ids =
+      g.length === 1
+        ? printable(g[0].id)
+        : `${g.length} resources (${g
+            .slice(0, 3)
+            .map((r) => printable(r.id))
+            .join(', ')}${g.length > 3 ? ', …' : ''})`;
+    return `  ${printable(g[0].host)}: ${ids}: ${mark}: ${printableLines(String(g[0].error))}`;
+  });
 }
 
 function indent(text: string): string {
