@@ -349,6 +349,23 @@ describe('a stopped play ends the run', () => {
     expect(read(at(f, 'h2', 'log'))).toBeUndefined();
   });
 
+  it('Ctrl-C: a host that finished a play is not run from the next play on; one that never ran is not run', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const ctrlC = new AbortController();
+    const rs = (name: string) => play((h) => [kv({ path: at(f, h.name, name), value: '1' })], name);
+    const r = await run(f, [rs('p1'), rs('p2')], {
+      forks: 1,
+      signal: ctrlC.signal,
+      onEvent: (e) => {
+        if (e.type === 'resource' && e.host === 'h1') ctrlC.abort();
+      },
+    });
+    expect(r.result('h1', 'kv:p1', 'p1').status).toBe('changed');
+    expect(r.recap('h1').error).toBe("not run from play 'p2' on: interrupted");
+    expect(r.recap('h2').error).toBe('not run: interrupted');
+    expect(r.outcome.exitCode).toBe(1);
+  });
+
   it.each<[string, Partial<Play>]>([
     ['maxFailPercent above 100', { maxFailPercent: 101 }],
     ['maxFailPercent not a number', { maxFailPercent: '10' as unknown as number }],
