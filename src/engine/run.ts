@@ -261,7 +261,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const recapOf = (host: string) => {
     let r = recaps.get(host);
     if (!r) {
-      r = { host, ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 0 };
+      r = { host, ok: 0, changed: 0, pending: 0, failed: 0, skipped: 0, unreachable: false, execs: 0 };
       recaps.set(host, r);
     }
     return r;
@@ -308,7 +308,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   // One function for every host's results (a closure per host would be one more V8 meets thousands of times).
   const onResult = (r: ResourceResult) => {
     results.push(r);
-    recapOf(r.host)[r.status]++;
+    const recap = recapOf(r.host);
+    // (a check-mode change waiting on another's is not one the apply is known to make: apart)
+    if (r.pending !== undefined) recap.pending!++;
+    else recap[r.status]++;
     if (r.status === 'failed') hostFailed(r.host);
     emit(resourceEvent(r));
   };

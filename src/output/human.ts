@@ -22,6 +22,8 @@ export const MAX_LISTED_HOSTS = 20;
 interface Counts {
   ok: number;
   changed: number;
+  /** Check mode: changes waiting on another change (HostRecap.pending). */
+  pending?: number;
   failed: number;
   skipped: number;
 }
@@ -61,7 +63,8 @@ export class HumanReporter {
       if (!this.liveTitles) return;
       const p = this.progress.get(e.host);
       if (!p) return;
-      p[e.status]++;
+      if (e.pending !== undefined) p.pending = (p.pending ?? 0) + 1;
+      else p[e.status]++;
       // A host's resources are decided in a burst: its line is redrawn once per burst.
       this.stale.add(e.host);
       if (this.stale.size === 1) setImmediate(this.retitle);
@@ -87,7 +90,10 @@ export class HumanReporter {
   };
 
   private title(p: HostProgress, host: string, n: Counts): void {
-    p.title(`${printable(host)}: ${n.ok} ok, ${n.changed} changed, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`);
+    const pending = n.pending ? `, ${n.pending} pending` : '';
+    p.title(
+      `${printable(host)}: ${n.ok} ok, ${n.changed} changed${pending}, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`,
+    );
   }
 
   private startProgress(hosts: string[], check: boolean): void {
@@ -126,25 +132,41 @@ export class HumanReporter {
     this.out.write(text);
   }
 
+  private writeGroups(groups: ReturnType<typeof groupChanges>): void {
+    const w = (s = '') => this.out.write(s + '\n');
+    for (const g of groups) {
+      w(`\n● ${printable(g.id)}  [${printable(hostList(g.hosts))}]`);
+      for (const s of g.summaries) w(`    ${printable(s)}`);
+      if (this.o.diff) for (const d of g.diffs) w(indent(printableLines(d)));
+    }
+  }
+
   async finish(outcome: RunOutcome): Promise<void> {
     // The run is over: a live line still open (a run cut short) must not keep the list waiting.
     this.fleet?.end();
     if (this.liveTitles) for (const p of this.progress.values()) p.done();
     await this.list;
     const w = (s = '') => this.out.write(s + '\n');
+    const hostOrder = outcome.hosts.map((h) => h.host);
     const groups = groupChanges(
-      outcome.results,
-      outcome.hosts.map((h) => h.host),
+      outcome.results.filter((r) => r.pending === undefined),
+      hostOrder,
+    );
+    // Check mode: changes that wait on one of those (what they do is known only once it applied).
+    const pending = groupChanges(
+      outcome.results.filter((r) => r.pending !== undefined),
+      hostOrder,
     );
     // Summaries always (folded across hosts); file diffs with --diff.
     if (groups.length) {
       w();
       w(outcome.check ? 'Changes that would be made (check mode: nothing was changed):' : 'Changes made:');
-      for (const g of groups) {
-        w(`\n● ${printable(g.id)}  [${printable(hostList(g.hosts))}]`);
-        for (const s of g.summaries) w(`    ${printable(s)}`);
-        if (this.o.diff) for (const d of g.diffs) w(indent(printableLines(d)));
-      }
+      this.writeGroups(groups);
+    }
+    if (pending.length) {
+      w();
+      w('Pending on those changes (known once they apply; not counted as changes):');
+      this.writeGroups(pending);
     }
     const failures = outcome.results.filter((r) => r.status === 'failed');
     const unreachable = outcome.hosts.filter((h) => h.unreachable || h.error);

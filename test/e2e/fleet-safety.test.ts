@@ -143,6 +143,28 @@ describe('a stopped rollout ends the run', () => {
   });
 });
 
+describe('check mode counts', () => {
+  it('a change pending on another is counted apart: the check counts exactly the changes the apply makes', async () => {
+    await tb.reset(['tb4']);
+    // b already holds its content: once a is written, b has nothing to do
+    await tb.hostExec('tb4', "mkdir -p /srv/rs-pending && chmod 755 /srv/rs-pending && printf 'b\\n' > /srv/rs-pending/b");
+    const inv = writeInventory({ hosts: ['tb4'] });
+    const PAIR = 'test/fixtures/playbooks/pending-pair.ts';
+    const check = await provision([PAIR, '-i', inv, '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(recaps(check).tb4).toMatchObject({ ok: 1, changed: 1, pending: 1, failed: 0 });
+    expect(check.stderr).toMatch(/RECAP \([\d.]+s, check mode: 1 to change, 1 pending on those\)/);
+    expect(check.stderr).toMatch(
+      /Pending on those changes[^\n]*\n\n● file:\/srv\/rs-pending\/b {2}\[tb4\]\n {4}depends on a pending change of file:\/srv\/rs-pending\/a/,
+    );
+    expect((await tb.hostExec('tb4', 'ls /srv/rs-pending')).stdout).toBe('b\n'); // nothing done
+    const apply = await provision([PAIR, '-i', inv, '--json']);
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(recaps(apply).tb4).toMatchObject({ changed: 1, pending: 0 });
+    expect(recaps(apply).tb4.changed).toBe(recaps(check).tb4.changed);
+  });
+});
+
 describe('interruptions and slow hosts', () => {
   it('Ctrl-C stops the step in flight (after a moment), starts no other host, writes the journal and exits 1', async () => {
     await tb.reset(['tb3', 'tb4']);

@@ -157,6 +157,35 @@ describe('check mode', () => {
   });
 });
 
+describe('check mode counts', () => {
+  // b already holds its value: only a's change is certain; b's would be known after a's.
+  const dependent = (f: FakeFleet) => {
+    writeFileSync(at(f, 'h1', 'b'), '2');
+    return [kv({ path: at(f, 'h1', 'a'), value: '1' }), kv({ path: at(f, 'h1', 'b'), value: '2', dependsOn: ['kv:a'] })];
+  };
+  const chain = (f: FakeFleet) => [
+    kv({ path: at(f, 'h1', 'a'), value: '1' }),
+    kv({ path: at(f, 'h1', 'b'), value: '2', dependsOn: ['kv:a'] }),
+    kv({ path: at(f, 'h1', 'c'), value: '3', dependsOn: ['kv:b'] }),
+  ];
+  const independent = (f: FakeFleet) => [kv({ path: at(f, 'h1', 'a'), value: '1' }), kv({ path: at(f, 'h1', 'b'), value: '2' })];
+  it.each<[string, (f: FakeFleet) => Resource[], { changed: number; pending: number }, number]>([
+    ['a dependant that turns out converged', dependent, { changed: 1, pending: 1 }, 1],
+    ['a chain of three', chain, { changed: 1, pending: 2 }, 3],
+    ['independent changes', independent, { changed: 2, pending: 0 }, 2],
+  ])('%s: changed counts only what the apply will make, pending apart', async (_, resources, inCheck, applied) => {
+    const f = new FakeFleet(['h1']);
+    mkdirSync(f.dir('h1'), { recursive: true });
+    const rs = resources(f);
+    const check = await run(f, [play(() => rs)], { check: true });
+    expect(check.recap('h1')).toMatchObject({ ...inCheck, ok: rs.length - inCheck.changed - inCheck.pending });
+    expect(check.outcome.exitCode).toBe(2);
+    const apply = await run(f, [play(() => rs)]);
+    expect(apply.recap('h1')).toMatchObject({ changed: applied, pending: 0 });
+    expect(inCheck.changed).toBeLessThanOrEqual(applied); // never more than the apply makes
+  });
+});
+
 describe('saved plans', () => {
   it('a host whose facts moved since the plan is refused with a drift report; nothing is applied there', async () => {
     const f = new FakeFleet(['h1', 'h2']);

@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
+import { resourceEvent, resourceResult, type HostRecap, type Recap, type RunEvent } from '../../src/engine/events.ts';
+import { recapTable, verdict } from '../../src/output/recap.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
 import { HumanReporter, MAX_LISTED_HOSTS } from '../../src/output/human.ts';
 
@@ -335,4 +336,79 @@ describe('the report after the run', () => {
       );
     },
   );
+});
+
+describe('check mode counts in the report', () => {
+  const host = (h: string, changed: number, pending: number): HostRecap => ({
+    host: h,
+    ok: 1,
+    changed,
+    pending,
+    failed: 0,
+    skipped: 0,
+    unreachable: false,
+    execs: 1,
+  });
+  it.each<[string, Recap, string]>([
+    [
+      'check, some pending',
+      { hosts: [host('h1', 3, 4)], exitCode: 2, check: true, elapsedMs: 0 },
+      'check mode: 3 to change, 4 pending on those',
+    ],
+    [
+      'check, none pending',
+      { hosts: [host('h1', 2, 0), host('h2', 1, 0)], exitCode: 2, check: true, elapsedMs: 0 },
+      'check mode: 3 to change',
+    ],
+    ['check, converged', { hosts: [host('h1', 0, 0)], exitCode: 0, check: true, elapsedMs: 0 }, 'nothing to change'],
+    [
+      'check, a host failed',
+      { hosts: [host('h1', 1, 2)], exitCode: 1, check: true, elapsedMs: 0 },
+      'FAILED; check mode: 1 to change, 2 pending on those',
+    ],
+    ['apply', { hosts: [host('h1', 3, 0)], exitCode: 0, check: false, elapsedMs: 0 }, 'converged'],
+  ])('%s: %s', (_, recap, want) => {
+    expect(verdict(recap)).toBe(want);
+    const table = recapTable(recap).split('\n');
+    expect(table[0]).toContain(want);
+    // a PENDING column in check mode only
+    expect(table[1].split(/\s+/)).toEqual(
+      recap.check
+        ? ['HOST', 'OK', 'CHANGED', 'PENDING', 'FAILED', 'SKIPPED', 'UNREACHABLE', 'EXECS']
+        : ['HOST', 'OK', 'CHANGED', 'FAILED', 'SKIPPED', 'UNREACHABLE', 'EXECS'],
+    );
+  });
+
+  it('pending changes are listed apart from the changes, and counted apart on the host line', async () => {
+    const { out, text } = pipe();
+    const human = new HumanReporter({ diff: false, verbose: 0, out });
+    human.onEvent({ type: 'run_start', playbooks: ['site'], hosts: ['h1'], check: true });
+    const results = [
+      resourceResult('h1', 'p', 'mkfs:/dev/sdb', 'mkfs', { status: 'changed', changes: [{ summary: 'would mkfs.xfs /dev/sdb' }] }),
+      resourceResult('h1', 'p', 'mount:/data', 'mount', {
+        status: 'changed',
+        changes: [{ summary: 'depends on a pending change of mkfs:/dev/sdb' }],
+        pending: 'mkfs:/dev/sdb',
+      }),
+    ];
+    for (const r of results) human.onEvent(resourceEvent(r));
+    const recap = host('h1', 1, 1);
+    human.onEvent({ type: 'host_recap', ...recap });
+    await human.finish({ hosts: [recap], exitCode: 2, check: true, elapsedMs: 0, results, factHashes: new Map() });
+    const report = text();
+    expect(report).toContain('h1: 1 ok, 1 changed, 1 pending, 0 failed');
+    expect(report).toContain(
+      [
+        'Changes that would be made (check mode: nothing was changed):',
+        '',
+        '● mkfs:/dev/sdb  [h1]',
+        '    would mkfs.xfs /dev/sdb',
+        '',
+        'Pending on those changes (known once they apply; not counted as changes):',
+        '',
+        '● mount:/data  [h1]',
+        '    depends on a pending change of mkfs:/dev/sdb',
+      ].join('\n'),
+    );
+  });
 });
