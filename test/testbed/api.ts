@@ -323,13 +323,14 @@ export interface OpsAccess {
   /** Refuse every SSH login from the runner: the host is reachable only through another bed host (a bastion). */
   onlyViaBastion?: boolean;
   /**
-   * Count sudo's authentications: pam_exec, first in /etc/pam.d/sudo's auth stack, appends a line
-   * to SUDO_AUTH_LOG at every pam_authenticate (what pam_faillock would count as tries).
+   * Count sudo's failed authentications, as pam_faillock's authfail does: /etc/pam.d/sudo's auth
+   * stack is Debian's common-auth with pam_exec between a failed pam_unix and pam_deny, appending
+   * a line to SUDO_AUTH_LOG.
    */
   countSudoAuth?: boolean;
 }
 
-/** Where a host with `countSudoAuth` logs each sudo authentication (a line each). */
+/** Where a host with `countSudoAuth` logs each failed sudo authentication (a line each). */
 export const SUDO_AUTH_LOG = '/var/log/rs-sudo-auth';
 
 /** Give a host an ops access profile (a reset host is back to: root and ops by key, ops NOPASSWD sudo). */
@@ -363,7 +364,7 @@ export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
           'chmod 755 /usr/local/sbin/rs-count-auth',
           `: > ${SUDO_AUTH_LOG}`,
           // seteuid: the script runs as root (sudo's real uid is still ops while it authenticates)
-          "sed -i '0,/^@include common-auth/s//auth optional pam_exec.so quiet seteuid \\/usr\\/local\\/sbin\\/rs-count-auth\\n&/' /etc/pam.d/sudo",
+          `sed -i 's|^@include common-auth$|auth [success=2 default=ignore] pam_unix.so nullok\\nauth optional pam_exec.so quiet seteuid /usr/local/sbin/rs-count-auth\\nauth requisite pam_deny.so\\nauth required pam_permit.so|' /etc/pam.d/sudo`,
           'grep -q rs-count-auth /etc/pam.d/sudo',
         ]
       : []),

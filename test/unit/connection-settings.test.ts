@@ -56,7 +56,13 @@ function standInSudo(): string {
     join(bin, 'sudo'),
     `#!/bin/sh
 [ -n "$STANDIN_SUDO_LOG" ] && echo sudo >> "$STANDIN_SUDO_LOG"
-s=; v=; n=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n) n=1;; -H) ;; -p|-u) shift;; --) shift; break;; *) break;; esac; shift; done
+s=; v=; n=; p=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n) n=1;; -H) ;; -p) p=$2; shift;; -u) shift;; --) shift; break;; *) break;; esac; shift; done
+# retry: as sudo does, a prompt per try (passwd_tries=3); a try counts as failed once its answer was read
+if [ "$STANDIN_SUDO" = retry ] && [ -n "$s" ]; then
+  for t in 1 2 3; do printf '%s' "$p" >&2; IFS= read -r pw || { echo failed >> "$STANDIN_SUDO_LOG"; echo 'sudo: no password was provided' >&2; exit 1; }
+    [ "$pw" = right ] && { [ -n "$v" ] && exit 0; exec "$@"; }; echo failed >> "$STANDIN_SUDO_LOG"; echo 'Sorry, try again.' >&2; done
+  exit 1
+fi
 [ -n "$n" ] && [ "$STANDIN_SUDO" = refuse ] && { echo 'sudo: a password is required' >&2; exit 1; }
 [ "$STANDIN_SUDO" = warn ] && echo 'sudo: unable to resolve host rack7: Name or service not known' >&2
 if [ -n "$s" ]; then IFS= read -r pw; [ "$pw" = right ] || { echo 'Sorry, try again.' >&2; echo 'sudo: 1 incorrect password attempt' >&2; exit 1; }; fi
@@ -74,7 +80,7 @@ describe('the become wrapper', () => {
     const { command, stdinPrefix } = becomeCommand(b, 'rs-become-N');
     expect(command).not.toContain('s3cr3t');
     expect(stdinPrefix).toBe('s3cr3t pw\nrs-become-N\n');
-    expect(command).toMatch(/sudo -S -p '' -v/);
+    expect(command).toMatch(/sudo -S -p 'rs-become-N-ask\n' -v/);
   });
   it('without a password: one sudo -n per exec (never prompts)', () => {
     const { command, stdinPrefix } = becomeCommand({ method: 'sudo', user: 'app' }, 'N');
@@ -151,6 +157,32 @@ describe('the become wrapper', () => {
     expect(wrong.status).toBe(125);
     expect(wrong.failure?.message).toBe('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
   });
+  it.each([
+    ['a wrong password', 'wrong', 'become (sudo to root) failed: Sorry, try again.; sudo: the password was refused (not tried again)', 1],
+    ['the right one', 'right', undefined, 0],
+  ])(
+    'sudo -v asking again after %s is stopped at its second prompt: one try failed, never the end of input',
+    (_, password, want, failed) => {
+      const bin = standInSudo();
+      const log = join(tmp, `sudo-calls-${n++}`);
+      writeFileSync(log, '');
+      const b = { method: 'sudo' as const, user: 'root', password: new Secret(password) };
+      const p = execPlan(b, 'rs-become-X', 'echo ran', undefined, (s) => s);
+      const r = spawnSync('/bin/sh', p.args, {
+        input: p.stdin,
+        encoding: 'utf8',
+        env: { PATH: `${bin}:/usr/bin:/bin`, STANDIN_SUDO: 'retry', STANDIN_SUDO_LOG: log },
+        timeout: 20_000,
+      });
+      expect(becomeOutcome(b, 'rs-become-X', r.status, r.stderr).failure?.message).toBe(want);
+      expect(
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => l === 'failed'),
+      ).toHaveLength(failed);
+      if (!want) expect(r.stdout).toBe('ran\n');
+    },
+  );
   it('a refusal is final for the connection: later execs fail with it and never ask sudo again', async () => {
     const bin = standInSudo();
     const log = join(tmp, `sudo-calls-${n++}`);
