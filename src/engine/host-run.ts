@@ -148,15 +148,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   if (!probed) {
     const later = o.prefetch ?? NO_LISTS;
     const first = await probeHost(conn, resources, later);
-    if (typeof first === 'string') {
-      if (first.startsWith(BECOME_FAILED_PREFIX)) {
-        // sudo's message once, as the host's error; its resources only point there
-        failUnfinished(o, states, BECOME_REFUSED);
-        return { results: collect(states), factHashes, becomeFailed: first };
-      }
-      failUnfinished(o, states, first);
-      return { results: collect(states), factHashes, lostConnection: first };
-    }
+    if (typeof first === 'string') return { results: collect(states), factHashes, ...execFailed(o, states, first) };
     probed = first.answers;
     if (later.length && o.onPrefetched) o.onPrefetched(first.later);
   }
@@ -192,10 +184,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       break;
     }
     const res = await applyWave(conn, o, factHashes, toApply, deferred);
-    if (res?.lost !== undefined) {
-      failUnfinished(o, states, res.lost);
-      return { results: collect(states), factHashes, lostConnection: res.lost, lockWaits };
-    }
+    if (res?.lost !== undefined) return { results: collect(states), factHashes, ...execFailed(o, states, res.lost), lockWaits };
     if (res?.lockFailed !== undefined) {
       failUnfinished(o, states, `not applied: ${res.lockFailed}`);
       return { results: collect(states), factHashes, lockWaits };
@@ -206,18 +195,16 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       (lockWaits ??= []).push(res.lockWaited);
       const lost = lockWaits.length > 3 ? 'the apply lock was lost to other runs 4 times' : await reprobe(conn, o, factHashes, states);
       if (lost !== undefined) {
+        if (lockWaits.length <= 3) return { results: collect(states), factHashes, ...execFailed(o, states, lost), lockWaits };
         failUnfinished(o, states, lost);
-        return { results: collect(states), factHashes, lostConnection: lockWaits.length > 3 ? undefined : lost, lockWaits };
+        return { results: collect(states), factHashes, lockWaits };
       }
       wave--; // this wave changed nothing
     }
   }
   if (!settled) for (const s of states) if (!s.r.handler && !s.result) failUnfinished(o, [s], 'not converged: dependency cycle');
   const lost = await runHandlers(conn, o, states);
-  if (lost !== undefined) {
-    failUnfinished(o, states, lost);
-    return { results: collect(states), factHashes, lostConnection: lost, lockWaits };
-  }
+  if (lost !== undefined) return { results: collect(states), factHashes, ...execFailed(o, states, lost), lockWaits };
   return { results: collect(states), factHashes, lockWaits };
 }
 
@@ -551,6 +538,19 @@ async function execSections(conn: Connection, sections: Section[], body?: string
 const BECOME_FAILED_PREFIX = 'not run: ';
 /** The error of each resource of a host whose escalation was refused (the host's error says why). */
 export const BECOME_REFUSED = 'not run: become failed on this host';
+
+/**
+ * An exec that failed as a whole: a refused escalation (sudo's message once, as the host's error;
+ * the unfinished resources only point there) or a lost connection (each of them says so).
+ */
+function execFailed(o: HostRunOptions, states: State[], why: string): { becomeFailed: string } | { lostConnection: string } {
+  if (why.startsWith(BECOME_FAILED_PREFIX)) {
+    failUnfinished(o, states, BECOME_REFUSED);
+    return { becomeFailed: why };
+  }
+  failUnfinished(o, states, why);
+  return { lostConnection: why };
+}
 
 /** Every resource without an outcome yet fails with `msg`. */
 function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {

@@ -410,12 +410,15 @@ describe('a stopped play ends the run', () => {
 const byHost = (a: string, b: string) => a.localeCompare(b);
 
 describe('a refused become', () => {
-  it("fails the host once, with sudo's message as its error; later plays do not start there", async () => {
+  it.each([
+    ['its first exec', 1],
+    ['an apply wave', 2],
+  ])("at %s: fails the host once, with sudo's message as its error; later plays do not start there", async (_, refusedAt) => {
     const f = new FakeFleet(['h1', 'h2']);
     const refusal = new BecomeError('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
     f.faults.set('h1', {
-      before: () => {
-        throw refusal;
+      before: (n) => {
+        if (n >= refusedAt) throw refusal;
       },
     });
     const rs = (name: string) =>
@@ -427,7 +430,7 @@ describe('a refused become', () => {
       ['p1', 'not run: become failed on this host'],
     ]);
     expect(r.events.flatMap((e) => (e.type === 'host_start' && e.host === 'h1' ? [e.play] : []))).toEqual(['p1']);
-    expect(r.execs('h1')).toBe(1);
+    expect(r.execs('h1')).toBe(refusedAt);
     expect(r.recap('h2')).toMatchObject({ failed: 0, changed: 4 });
     expect(r.outcome.exitCode).toBe(1);
   });
