@@ -61,7 +61,7 @@ const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -f, --forks N            hosts in flight at once (default 50)
   -e, --extra-vars VARS    key=value, @file.yaml or a YAML mapping; wins over the inventory
       --serial LIST        rolling batches, e.g. 1,10%,25% (last size repeats)
-      --max-fail-percent P stop later batches once more than P% of a play's hosts failed
+      --max-fail-percent P end the run once more than P% of a play's hosts failed
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
   -T, --timeout SECONDS    SSH connect timeout (default 10)

@@ -43,11 +43,35 @@ export function becomeOutcome(b: Become, nonce: string, code: number | null, std
   return { failure: new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || `exit ${code}, no message`}`), stderr };
 }
 
-/** A connection's exec result under become (becomeOutcome): the script's own, or the BecomeError thrown. */
-export function escalatedResult<R extends ExecResult>(b: Become, nonce: string, r: R): R {
-  const { failure, stderr } = becomeOutcome(b, nonce, r.code, r.stderr);
-  if (failure) throw failure;
-  return { ...r, stderr };
+/**
+ * A connection's escalation across its execs. Its first refusal (a wrong password, sudo refusing
+ * for any reason) is final: every later exec of the connection, and the kill of an abort, fails
+ * with it at once, without asking sudo again. A password does not get better, and pam_faillock
+ * counts every try: 3 plays retrying a wrong -K would lock the account on every host at once.
+ */
+export class Escalation {
+  private refusal?: BecomeError;
+  constructor(
+    readonly become: Become,
+    readonly nonce: string,
+  ) {}
+
+  /** Whether escalation was refused on this connection. */
+  get refused(): boolean {
+    return this.refusal !== undefined;
+  }
+
+  /** Before an exec: throws the refusal met before, if any. */
+  refuseAgain(): void {
+    if (this.refusal) throw this.refusal;
+  }
+
+  /** An exec's result under become (becomeOutcome): the script's own, or the BecomeError thrown (and kept). */
+  result<R extends ExecResult>(r: R): R {
+    const { failure, stderr } = becomeOutcome(this.become, this.nonce, r.code, r.stderr);
+    if (failure) throw (this.refusal = failure);
+    return { ...r, stderr };
+  }
 }
 
 /** A line that cannot be a password racksmith sends: marks where the script starts on stdin. */
@@ -64,8 +88,8 @@ export function newNonce(): string {
  * failed escalation (sudo's own message, e.g. a password is required), with no separate `sudo
  * true` to ask first: that second sudo per exec made a converged run under become 1.25x its root
  * run at 20 hosts (bench/README, 2026-12-03).
- * With a password, sudo is first asked to validate it alone (`sudo -S -v` reading one line: a
- * wrong one fails once, and sudo never reads the script as more tries); the real sudo then
+ * With a password, sudo is first asked to validate it alone (`sudo -S -v` given one line, stopped
+ * before a second try: validateOnce; sudo never reads the script as more tries); the real sudo then
  * either reads the password line again or finds the credential cached, so the target shell
  * skips lines up to the nonce either way.
  * inline: the script is the target shell's `-c` argument instead of its stdin (caller-supplied stdin).
@@ -92,10 +116,49 @@ exec su -s /bin/sh -c ${shq(target)} ${user} ${args}`;
     command = `exec sudo -n -H -u ${user} -- /bin/sh -c ${shq(target)} ${args}`;
   } else {
     command = `IFS= read -r rs_pw || { rs_e='no password on stdin'; ${fail}; }
-rs_e=$(printf '%s\\n' "$rs_pw" | sudo -S -p '' -v 2>&1) || ${fail}
+${validateOnce(nonce, fail)}
 { printf '%s\\n' "$rs_pw"; exec cat; } | sudo -S -p '' -H -u ${user} -- /bin/sh -c ${shq(target)} ${args}`;
   }
   return { command, stdinPrefix: pw !== undefined ? `${pw}\n${nonce}\n` : '' };
+}
+
+/** How long `sudo -v` may take to validate a password (a PAM stack asking for more than it is given). */
+export const VALIDATE_TIMEOUT_S = 60;
+
+/**
+ * Shell that validates $rs_pw with one `sudo -S -v`, making one authentication: sudo runs in the
+ * background, its stdin (a FIFO) given the password and then held open, its stderr (a FIFO) read
+ * here. After a refusal sudo asks again (passwd_tries); given the end of its input it would try
+ * once more and fail it (a second failure for pam_faillock). Its prompt is a marker line: at the
+ * second one sudo is waiting for input, and is killed there, with that try not failed. The FIFOs
+ * live in a private directory (mktemp -d): the password is in a pipe only, never in a file.
+ * A PAM stack that asks something else without a marker (a one-time code) waits for input it
+ * never gets: VALIDATE_TIMEOUT_S ends it.
+ */
+function validateOnce(nonce: string, fail: string): string {
+  const ask = `${nonce}-ask`;
+  return `rs_d=$(mktemp -d) && mkfifo "$rs_d/in" "$rs_d/err" || { rs_e='sudo -v: cannot make a private directory with two FIFOs (mktemp -d, mkfifo)'; ${fail}; }
+sudo -S -p ${shq(`${ask}
+`)} -v <"$rs_d/in" 2>"$rs_d/err" >/dev/null &
+rs_p=$!
+(trap 'kill "$rs_s"; exit 0' TERM; sleep ${VALIDATE_TIMEOUT_S} & rs_s=$!; wait "$rs_s" && kill -9 "$rs_p") </dev/null >/dev/null 2>&1 &
+rs_t=$!
+exec 5>"$rs_d/in"
+printf '%s\\n' "$rs_pw" >&5
+rs_e=; rs_n=0
+while IFS= read -r rs_l; do
+  if [ "$rs_l" = ${shq(ask)} ]; then
+    rs_n=$((rs_n + 1)); [ "$rs_n" -lt 2 ] && continue
+    kill -9 "$rs_p" 2>/dev/null; rs_e="\${rs_e}sudo: the password was refused (not tried again)"; break
+  fi
+  rs_e="$rs_e$rs_l
+"
+done <"$rs_d/err"
+exec 5>&-
+wait "$rs_p"; rs_c=$?
+kill "$rs_t" 2>/dev/null
+rm -rf "$rs_d"
+[ "$rs_c" = 0 ] || { [ "$rs_c" = 137 ] && [ "$rs_n" -lt 2 ] && rs_e="\${rs_e}sudo -v did not finish within ${VALIDATE_TIMEOUT_S} s (a PAM prompt racksmith cannot answer?)"; [ -n "$rs_e" ] || rs_e="sudo -v exited $rs_c"; ${fail}; }`;
 }
 
 /**

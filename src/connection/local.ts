@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Connection, ExecResult } from './types.ts';
-import { escalatedResult, execPlan, newNonce, type Become } from './become.ts';
+import { Escalation, execPlan, newNonce, type Become } from './become.ts';
 
 /**
  * Runs scripts on this machine through /bin/sh (pull mode and the local dry-run default).
@@ -15,7 +15,11 @@ export class LocalConnection implements Connection {
     readonly host: string,
     /** -c local -b: the scripts run escalated, as over SSH. */
     private readonly become?: Become,
-  ) {}
+  ) {
+    this.escalation = become ? new Escalation(become, this.nonce) : undefined;
+  }
+  /** Under become: its first refusal ends every later exec of this connection (become.ts). */
+  private readonly escalation?: Escalation;
 
   /** The scripts' parent is this (long-lived) process: the session is a child that close() ends. */
   get sessionPid(): number | undefined {
@@ -28,10 +32,11 @@ export class LocalConnection implements Connection {
   }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
+    this.escalation?.refuseAgain();
     this.execCount++;
     const run = execPlan(this.become, this.nonce, script, stdin, (s) => s);
     const r = await sh(run.args, run.stdin);
-    return this.become ? escalatedResult(this.become, this.nonce, r) : r;
+    return this.escalation ? this.escalation.result(r) : r;
   }
 
   async close(): Promise<void> {

@@ -10,7 +10,7 @@ import { fetchHostCertificate } from './certificate-fetch.ts';
 import { MAX_INLINE_SCRIPT } from './transport.ts';
 import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
-import { escalatedResult, execPlan, newNonce, type Become } from './become.ts';
+import { Escalation, execPlan, newNonce, type Become } from './become.ts';
 import type { Secret } from '../util/secret.ts';
 
 export interface SshOptions {
@@ -82,7 +82,11 @@ export class SshConnection implements Connection {
     private readonly sock: Duplex,
     private readonly via?: SshConnection,
     private readonly become?: Become,
-  ) {}
+  ) {
+    this.escalation = become ? new Escalation(become, this.nonce) : undefined;
+  }
+  /** Under become: its first refusal ends every later exec of this connection (become.ts). */
+  private readonly escalation?: Escalation;
 
   static async open(opts: SshOptions): Promise<SshConnection> {
     // node-ssh (with ssh2) costs ~35 ms to import: only runs that reach a host over SSH pay it,
@@ -188,6 +192,7 @@ export class SshConnection implements Connection {
   }
 
   async exec(script: string, stdin?: string): Promise<ExecResult> {
+    this.escalation?.refuseAgain();
     this.execCount++;
     // sshd runs each command as a session leader: its process group is the remote shell and
     // everything it starts. The tag (the last argument of the login shell, and under become of
@@ -208,7 +213,7 @@ export class SshConnection implements Connection {
     if (r.code === null && r.signal === null)
       throw new ConnectError(`${this.host}: connection lost: the command ended without an exit status`, true);
     const result = { stdout: r.stdout, stderr: r.stderr, code: r.code };
-    return this.become ? escalatedResult(this.become, this.nonce, result) : result;
+    return this.escalation ? this.escalation.result(result) : result;
   }
 
   /** The login shell's command line and stdin for one script, escalated as this connection's execs are. */
@@ -225,7 +230,8 @@ export class SshConnection implements Connection {
    */
   async abort(): Promise<void> {
     if (this.dropped) return;
-    if (this.running.size > 0) {
+    // (escalation refused: no escalated shell started, and a kill would ask sudo once more)
+    if (this.running.size > 0 && !this.escalation?.refused) {
       const kill = Promise.resolve()
         .then(() => {
           const k = this.remote(killGroupsScript([...this.running]));

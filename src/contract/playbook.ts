@@ -107,8 +107,13 @@ export interface Play {
   tags?: string[];
   /** Rolling batches: `[1, '10%', '25%']`; the last size repeats. */
   serial?: Array<number | string>;
-  /** Stop later batches when more than this percentage of the play's hosts failed. */
+  /**
+   * End the run once more than this percentage of the play's hosts failed (0 to 100): no later
+   * wave, handler, batch or play starts on any host.
+   */
   maxFailPercent?: number;
+  /** Ansible's any_errors_fatal: the first host that fails ends the run, as maxFailPercent 0 does. */
+  anyErrorsFatal?: boolean;
   /**
    * Run as another user (sudo/su), like Ansible's play keywords. A host's ansible_become* variables
    * win over these, and these over -b/--become-user/--become-method. One exec runs one shell, so

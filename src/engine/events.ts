@@ -20,7 +20,13 @@ export interface ResourceResult {
 export interface HostRecap {
   host: string;
   ok: number;
+  /** Changes the apply would make now (check mode) or made. */
   changed: number;
+  /**
+   * Check mode: resources whose change waits on another's (their facts are known only once that
+   * one applied: `pending` in their results), counted apart from `changed`. Always 0 in an apply.
+   */
+  pending?: number;
   failed: number;
   skipped: number;
   unreachable: boolean;

@@ -26,6 +26,11 @@ export interface HostRunOptions {
   planned?: Map<string, PlannedResource>;
   /** Ctrl-C: apply no further waves (the exec in flight finishes). */
   signal?: AbortSignal;
+  /**
+   * Why the run was stopped (--max-fail-percent exceeded, a failure in an anyErrorsFatal play),
+   * once it was: like Ctrl-C, no further wave or handler starts (the exec in flight finishes).
+   */
+  halted?: () => string | undefined;
   /** Resources of this host's later plays, probed in this run's first exec: one round trip for every play. */
   prefetch?: ReadonlyArray<readonly Resource[]>;
   /**
@@ -143,11 +148,7 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
   if (!probed) {
     const later = o.prefetch ?? NO_LISTS;
     const first = await probeHost(conn, resources, later);
-    if (typeof first === 'string') {
-      failUnfinished(o, states, first);
-      if (first.startsWith(BECOME_FAILED_PREFIX)) return { results: collect(states), factHashes, becomeFailed: first };
-      return { results: collect(states), factHashes, lostConnection: first };
-    }
+    if (typeof first === 'string') return { results: collect(states), factHashes, ...execFailed(o, states, first) };
     probed = first.answers;
     if (later.length && o.onPrefetched) o.onPrefetched(first.later);
   }
@@ -177,15 +178,13 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       }
       continue; // nothing applied, so the deferred resources' facts are still current
     }
-    if (o.signal?.aborted) {
-      failUnfinished(o, states, 'interrupted before this change was applied');
+    const stop = stopped(o);
+    if (stop !== undefined) {
+      failUnfinished(o, states, stop);
       break;
     }
     const res = await applyWave(conn, o, factHashes, toApply, deferred);
-    if (res?.lost !== undefined) {
-      failUnfinished(o, states, res.lost);
-      return { results: collect(states), factHashes, lostConnection: res.lost, lockWaits };
-    }
+    if (res?.lost !== undefined) return { results: collect(states), factHashes, ...execFailed(o, states, res.lost), lockWaits };
     if (res?.lockFailed !== undefined) {
       failUnfinished(o, states, `not applied: ${res.lockFailed}`);
       return { results: collect(states), factHashes, lockWaits };
@@ -196,18 +195,16 @@ export async function runHost(conn: Connection, resources: Resource[], o: HostRu
       (lockWaits ??= []).push(res.lockWaited);
       const lost = lockWaits.length > 3 ? 'the apply lock was lost to other runs 4 times' : await reprobe(conn, o, factHashes, states);
       if (lost !== undefined) {
+        if (lockWaits.length <= 3) return { results: collect(states), factHashes, ...execFailed(o, states, lost), lockWaits };
         failUnfinished(o, states, lost);
-        return { results: collect(states), factHashes, lostConnection: lockWaits.length > 3 ? undefined : lost, lockWaits };
+        return { results: collect(states), factHashes, lockWaits };
       }
       wave--; // this wave changed nothing
     }
   }
   if (!settled) for (const s of states) if (!s.r.handler && !s.result) failUnfinished(o, [s], 'not converged: dependency cycle');
   const lost = await runHandlers(conn, o, states);
-  if (lost !== undefined) {
-    failUnfinished(o, states, lost);
-    return { results: collect(states), factHashes, lostConnection: lost, lockWaits };
-  }
+  if (lost !== undefined) return { results: collect(states), factHashes, ...execFailed(o, states, lost), lockWaits };
   return { results: collect(states), factHashes, lockWaits };
 }
 
@@ -260,8 +257,9 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
       due.push(s);
     }
   }
-  if (due.length === 0 || o.signal?.aborted) {
-    for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: 'interrupted before this change was applied' });
+  const stop = due.length === 0 ? undefined : stopped(o);
+  if (due.length === 0 || stop !== undefined) {
+    for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: stop });
     return undefined;
   }
   const sections: Section[] = [];
@@ -305,6 +303,13 @@ async function runHandlers(conn: Connection, o: HostRunOptions, states: State[])
     if (!s.result) finishState(o, s, { status: 'changed', changes: s.changes! });
   }
   return undefined;
+}
+
+/** Why no further change may start on this host (the run stopped, or was interrupted), if so. */
+function stopped(o: HostRunOptions): string | undefined {
+  const halt = o.halted?.();
+  if (halt !== undefined) return `not applied: ${halt}`;
+  return o.signal?.aborted ? 'interrupted before this change was applied' : undefined;
 }
 
 /** A failed step's message: its name, exit code and the last lines it printed. */
@@ -531,6 +536,21 @@ async function execSections(conn: Connection, sections: Section[], body?: string
 
 /** Begins an exec's failure that is a refused escalation, not a lost connection. */
 const BECOME_FAILED_PREFIX = 'not run: ';
+/** The error of each resource of a host whose escalation was refused (the host's error says why). */
+export const BECOME_REFUSED = 'not run: become failed on this host';
+
+/**
+ * An exec that failed as a whole: a refused escalation (sudo's message once, as the host's error;
+ * the unfinished resources only point there) or a lost connection (each of them says so).
+ */
+function execFailed(o: HostRunOptions, states: State[], why: string): { becomeFailed: string } | { lostConnection: string } {
+  if (why.startsWith(BECOME_FAILED_PREFIX)) {
+    failUnfinished(o, states, BECOME_REFUSED);
+    return { becomeFailed: why };
+  }
+  failUnfinished(o, states, why);
+  return { lostConnection: why };
+}
 
 /** Every resource without an outcome yet fails with `msg`. */
 function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {

@@ -77,6 +77,7 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
     for (const play of pb.plays) {
       const names = playHosts(inv, pb, play).filter((n) => !limited || limited.has(n));
       batchSizes(names.length, play.serial); // a bad `serial` is bad input, found before anything runs
+      checkStopOptions(play);
       const memo = new PlayMemo();
       // Hosts given the same build (memo) share its checked, ordered list too.
       const checked = new Map<Resource[], Resource[]>();
@@ -96,6 +97,16 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
   }
   runOf.check();
   return out;
+}
+
+/** A play's maxFailPercent and anyErrorsFatal: bad values are bad input, before anything runs. */
+function checkStopOptions(play: Play): void {
+  const m = play.maxFailPercent;
+  if (m !== undefined && !(typeof m === 'number' && m >= 0 && m <= 100))
+    throw new InputError(`play '${play.name}': maxFailPercent must be a number from 0 to 100, got ${printable(String(m))}`);
+  const f = play.anyErrorsFatal;
+  if (f !== undefined && typeof f !== 'boolean')
+    throw new InputError(`play '${play.name}': anyErrorsFatal must be true or false, got ${printable(String(f))}`);
 }
 
 function who(e: { user: string; method: string } | undefined): string {
@@ -246,11 +257,15 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const recapOf = (host: string) => {
     let r = recaps.get(host);
     if (!r) {
-      r = { host, ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 0 };
+      r = { host, ok: 0, changed: 0, pending: 0, failed: 0, skipped: 0, unreachable: false, execs: 0 };
       recaps.set(host, r);
     }
     return r;
   };
+
+  // Hosts whose escalation was refused: not run again in this run (sudo is asked once per host:
+  // pam_faillock counts every try); their error is sudo's message.
+  const refused = new Set<string>();
 
   // One round trip per host for all its plays: a host's first exec also probes its later plays,
   // and a later play uses those answers while they hold: nothing was applied on that host since
@@ -260,16 +275,42 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const prefetched = new Map<string, Prefetched>();
   const resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
 
-  // One function for every host's results (a closure per host would be one more V8 meets thousands of times).
-  const onResult = (r: ResourceResult) => {
-    results.push(r);
-    recapOf(r.host)[r.status]++;
-    emit(resourceEvent(r));
-  };
-
   // Play objects differ in shape (optional fields): read once here, not in runOne, whose optimised
   // code would be thrown away at each play that brings a new shape.
   const playNames = plays.map((pp) => pp.play.name);
+
+  // Why the run stopped (the current play's failures passed its budget), once it did: no wave,
+  // handler, batch or play starts after, on any host (the execs in flight finish).
+  let halt: string | undefined;
+  const halted = () => halt;
+  // The current play's budget and the hosts that failed in it so far (each counted once, as soon
+  // as it fails: a failed resource, unreachable, not escalated).
+  let budget: { play: string; hosts: number; maxFail?: number; fatal: boolean } | undefined;
+  const playFailed = new Set<string>();
+  const hostFailed = (host: string) => {
+    if (!budget || playFailed.has(host)) return;
+    playFailed.add(host);
+    if (halt !== undefined) return;
+    if (budget.fatal) halt = `play '${budget.play}' stopped, ${host} failed (anyErrorsFatal)`;
+    else if (budget.maxFail !== undefined && (playFailed.size / budget.hosts) * 100 > budget.maxFail)
+      halt = `play '${budget.play}' stopped, ${playFailed.size} of ${budget.hosts} hosts failed (max ${budget.maxFail}%)`;
+  };
+  /** A host left out of play `playIndex` (and so of the rest of the run): why, in its recap (the first reason stands). */
+  const leftOut = (host: string, playIndex: number, why: string) => {
+    const r = recapOf(host);
+    r.error ??= playIndex === 0 ? `not run: ${why}` : `not run from play '${playNames[playIndex]}' on: ${why}`;
+  };
+
+  // One function for every host's results (a closure per host would be one more V8 meets thousands of times).
+  const onResult = (r: ResourceResult) => {
+    results.push(r);
+    const recap = recapOf(r.host);
+    // (a check-mode change waiting on another's is not one the apply is known to make: apart)
+    if (r.pending !== undefined) recap.pending!++;
+    else recap[r.status]++;
+    if (r.status === 'failed') hostFailed(r.host);
+    emit(resourceEvent(r));
+  };
 
   /** The host's one connection for the whole run (opened on first use, transient errors retried). */
   const connection = (host: Host): Promise<Connection> => {
@@ -385,6 +426,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         yes: o.yes,
         planned: o.planned ? (o.planned.get(host.name)?.get(playName) ?? new Map()) : undefined,
         signal: o.signal,
+        halted,
         lock,
         onResult,
         fleet,
@@ -406,7 +448,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     byPlay.set(playName, res.factHashes);
     factHashes.set(host.name, byPlay);
     recap.execs = conn.execCount;
-    if (res.becomeFailed) recap.error = res.becomeFailed;
+    if (res.becomeFailed) {
+      recap.error = res.becomeFailed;
+      refused.add(host.name);
+    }
     if (res.drift) recap.error = `drift since the plan: ${res.drift.map((d) => d.id).join(', ')}`;
     if (res.lockWaits) recap.lockWaits = [...(recap.lockWaits ?? []), ...res.lockWaits];
     if (res.lostConnection) {
@@ -426,7 +471,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const gather = async (playIndex: number, hosts: PreparedPlay['hosts']): Promise<Map<string, readonly Answer[]>> => {
     const answers = new Map<string, readonly Answer[]>();
     await mapLimit(hosts, o.forks, async ({ host, resources }) => {
-      if (o.signal?.aborted) return;
+      if (o.signal?.aborted || halt !== undefined) return;
       const pre = prefetched.get(host.name);
       const ready = pre && epochs.holds(pre.at, host.name, resources) ? pre.byPlay.get(playIndex) : undefined;
       if (ready) {
@@ -469,10 +514,18 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
 
   try {
     for (const [playIndex, pp] of plays.entries()) {
-      const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable);
+      const hosts = pp.hosts.filter((h) => !recapOf(h.host.name).unreachable && !refused.has(h.host.name));
+      if (halt !== undefined || o.signal?.aborted) {
+        // (a host already failed or unreachable keeps that as its reason)
+        const why = halt ?? 'interrupted';
+        for (const h of hosts) leftOut(h.host.name, playIndex, why);
+        continue;
+      }
       emit({ type: 'play_start', play: pp.play.name, hosts: hosts.map((h) => h.host.name) });
       const sizes = batchSizes(hosts.length, o.serial ?? pp.play.serial);
       const maxFail = o.maxFailPercent ?? pp.play.maxFailPercent;
+      budget = { play: pp.play.name, hosts: hosts.length, maxFail, fatal: pp.play.anyErrorsFatal === true };
+      playFailed.clear();
       // A play with resources that must agree across hosts is probed on all of them first.
       let gathered: Map<string, readonly Answer[]> | undefined;
       let fleet: FleetViews | undefined;
@@ -486,10 +539,10 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
         );
       }
       let start = 0;
-      let failedInPlay = 0;
       for (const size of sizes) {
-        if (o.signal?.aborted) {
-          for (const h of hosts.slice(start)) recapOf(h.host.name).error ??= 'not run: interrupted';
+        const stop = halt ?? (o.signal?.aborted ? 'interrupted' : undefined);
+        if (stop !== undefined) {
+          for (const h of hosts.slice(start)) leftOut(h.host.name, playIndex, stop);
           break;
         }
         const batch = hosts.slice(start, start + size);
@@ -503,18 +556,11 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
           const at = gatheredAt.get(h.host.name);
           if (gathered && at && epochs.holds(at, h.host.name, h.resources)) fromStart.set(h.host.name, gathered.get(h.host.name));
         }
-        const ok = await mapLimit(batch, o.forks, (h) => {
-          if (!o.signal?.aborted) return runOne(playIndex, h.host, h.resources, fromStart.get(h.host.name), fleet);
-          recapOf(h.host.name).error ??= 'not run: interrupted';
-          return Promise.resolve(false);
+        await mapLimit(batch, o.forks, async (h) => {
+          const why = halt ?? (o.signal?.aborted ? 'interrupted' : undefined);
+          if (why !== undefined) return leftOut(h.host.name, playIndex, why);
+          if (!(await runOne(playIndex, h.host, h.resources, fromStart.get(h.host.name), fleet))) hostFailed(h.host.name);
         });
-        failedInPlay += ok.filter((x) => !x).length;
-        if (maxFail !== undefined && (failedInPlay / hosts.length) * 100 > maxFail) {
-          for (const h of hosts.slice(start))
-            recapOf(h.host.name).error ??=
-              `not run: play '${pp.play.name}' stopped, ${failedInPlay} of ${hosts.length} hosts failed (max ${maxFail}%)`;
-          break;
-        }
       }
     }
   } finally {

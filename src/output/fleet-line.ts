@@ -14,7 +14,7 @@ export class FleetLine {
   private play = '';
   private playHosts = 0;
   private started = 0;
-  private readonly decided = { ok: 0, changed: 0, failed: 0, skipped: 0 };
+  private readonly decided = { ok: 0, changed: 0, pending: 0, failed: 0, skipped: 0 };
   private unreachable = 0;
   private ended = false;
   private readonly line: LiveLine;
@@ -41,13 +41,14 @@ export class FleetLine {
         this.started++;
         break;
       case 'resource':
-        this.decided[e.status]++;
+        if (e.pending !== undefined) this.decided.pending++;
+        else this.decided[e.status]++;
         break;
       case 'host_recap':
         if (e.unreachable) this.unreachable++;
         break;
       case 'recap':
-        this.end();
+        this.end(e.exitCode === 1);
         return;
       default:
         return;
@@ -59,12 +60,12 @@ export class FleetLine {
     }
   }
 
-  /** The final counts, and the list ends (idempotent). */
-  end(): void {
+  /** The final counts, and the list ends (idempotent); marked failed when the run failed. */
+  end(failed = false): void {
     if (this.ended) return;
     this.ended = true;
     this.line.title(this.text());
-    this.line.done();
+    this.line.done(failed);
   }
 
   // (not after the end: a redraw still scheduled would draw the line again below the report)
@@ -75,7 +76,7 @@ export class FleetLine {
 
   private text(): string {
     const d = this.decided;
-    const counts = `${d.ok} ok, ${d.changed} changed, ${d.failed} failed${d.skipped ? `, ${d.skipped} skipped` : ''}${this.unreachable ? `, ${this.unreachable} hosts unreachable` : ''}`;
+    const counts = `${d.ok} ok, ${d.changed} changed${d.pending ? `, ${d.pending} pending` : ''}, ${d.failed} failed${d.skipped ? `, ${d.skipped} skipped` : ''}${this.unreachable ? `, ${this.unreachable} hosts unreachable` : ''}`;
     if (this.ended) return `${this.hosts} hosts: ${counts}`;
     const play = this.play ? ` · ${this.play}: ${this.started}/${this.playHosts} started` : '';
     return `${this.doing} ${this.hosts} hosts${play} · ${counts}`;

@@ -1,5 +1,6 @@
 import { color, figures, ListrLogger, ProcessOutput } from 'listr2';
 import type { RunEvent, RunOutcome } from '../engine/index.ts';
+import type { ResourceResult } from '../engine/events.ts';
 import { FleetLine } from './fleet-line.ts';
 import { liveList, type LiveLine } from './live-renderer.ts';
 import { groupChanges, hostList } from './group-changes.ts';
@@ -21,6 +22,8 @@ export const MAX_LISTED_HOSTS = 20;
 interface Counts {
   ok: number;
   changed: number;
+  /** Check mode: changes waiting on another change (HostRecap.pending). */
+  pending?: number;
   failed: number;
   skipped: number;
 }
@@ -60,7 +63,8 @@ export class HumanReporter {
       if (!this.liveTitles) return;
       const p = this.progress.get(e.host);
       if (!p) return;
-      p[e.status]++;
+      if (e.pending !== undefined) p.pending = (p.pending ?? 0) + 1;
+      else p[e.status]++;
       // A host's resources are decided in a burst: its line is redrawn once per burst.
       this.stale.add(e.host);
       if (this.stale.size === 1) setImmediate(this.retitle);
@@ -70,7 +74,8 @@ export class HumanReporter {
       this.stale.delete(e.host);
       this.title(p, e.host, e); // the host's final counts
       if (e.unreachable) p.title(`${printable(e.host)}: UNREACHABLE`);
-      p.done();
+      // never a success mark for a host that failed, was unreachable or was not run
+      p.done(e.failed > 0 || e.unreachable || e.error !== undefined);
     }
   };
 
@@ -85,7 +90,10 @@ export class HumanReporter {
   };
 
   private title(p: HostProgress, host: string, n: Counts): void {
-    p.title(`${printable(host)}: ${n.ok} ok, ${n.changed} changed, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`);
+    const pending = n.pending ? `, ${n.pending} pending` : '';
+    p.title(
+      `${printable(host)}: ${n.ok} ok, ${n.changed} changed${pending}, ${n.failed} failed${n.skipped ? `, ${n.skipped} skipped` : ''}`,
+    );
   }
 
   private startProgress(hosts: string[], check: boolean): void {
@@ -118,10 +126,19 @@ export class HumanReporter {
     for (const host of hosts) {
       let title = `${printable(host)}: ${doing}`;
       text += `${color.yellow(figures.pointer)} ${title}\n`;
-      const done = () => this.out.write(`${color.green(figures.tick)} ${title}\n`);
+      const done = (failed?: boolean) => this.out.write(`${failed ? color.red(figures.cross) : color.green(figures.tick)} ${title}\n`);
       this.progress.set(host, { ok: 0, changed: 0, failed: 0, skipped: 0, title: (s) => (title = s), done });
     }
     this.out.write(text);
+  }
+
+  private writeGroups(groups: ReturnType<typeof groupChanges>): void {
+    const w = (s = '') => this.out.write(s + '\n');
+    for (const g of groups) {
+      w(`\n● ${printable(g.id)}  [${printable(hostList(g.hosts))}]`);
+      for (const s of g.summaries) w(`    ${printable(s)}`);
+      if (this.o.diff) for (const d of g.diffs) w(indent(printableLines(d)));
+    }
   }
 
   async finish(outcome: RunOutcome): Promise<void> {
@@ -130,33 +147,74 @@ export class HumanReporter {
     if (this.liveTitles) for (const p of this.progress.values()) p.done();
     await this.list;
     const w = (s = '') => this.out.write(s + '\n');
+    const hostOrder = outcome.hosts.map((h) => h.host);
     const groups = groupChanges(
-      outcome.results,
-      outcome.hosts.map((h) => h.host),
+      outcome.results.filter((r) => r.pending === undefined),
+      hostOrder,
+    );
+    // Check mode: changes that wait on one of those (what they do is known only once it applied).
+    const pending = groupChanges(
+      outcome.results.filter((r) => r.pending !== undefined),
+      hostOrder,
     );
     // Summaries always (folded across hosts); file diffs with --diff.
     if (groups.length) {
       w();
       w(outcome.check ? 'Changes that would be made (check mode: nothing was changed):' : 'Changes made:');
-      for (const g of groups) {
-        w(`\n● ${printable(g.id)}  [${printable(hostList(g.hosts))}]`);
-        for (const s of g.summaries) w(`    ${printable(s)}`);
-        if (this.o.diff) for (const d of g.diffs) w(indent(printableLines(d)));
-      }
+      this.writeGroups(groups);
     }
-    const failures = outcome.results.filter((r) => r.status === 'failed' || (r.status === 'skipped' && this.o.verbose > 0));
+    if (pending.length) {
+      w();
+      w('Pending on those changes (known once they apply; not counted as changes):');
+      this.writeGroups(pending);
+    }
+    const failures = outcome.results.filter((r) => r.status === 'failed');
     const unreachable = outcome.hosts.filter((h) => h.unreachable || h.error);
     if (failures.length || unreachable.length) {
       w();
       w('Problems:');
-      for (const h of unreachable) w(`  ${printable(h.host)}: ${h.unreachable ? 'UNREACHABLE: ' : ''}${printableLines(String(h.error))}`);
-      for (const r of failures)
-        w(`  ${printable(r.host)}: ${printable(r.id)}: ${r.status.toUpperCase()}: ${printableLines(String(r.error))}`);
+      for (const h of unreachable)
+        w(
+          `  ${printable(h.host)}: ${[h.unreachable ? 'UNREACHABLE' : '', h.error ? printableLines(h.error) : ''].filter(Boolean).join(': ')}`,
+        );
+      for (const line of foldedByHost(failures, 'FAILED')) w(line);
+    }
+    // Never a silent skip: each skipped resource (a restart that cannot run here, a dependant of
+    // a failure) with its reason.
+    const skipped = outcome.results.filter((r) => r.status === 'skipped');
+    if (skipped.length) {
+      w();
+      w('Skipped:');
+      for (const line of foldedByHost(skipped, 'SKIPPED')) w(line);
     }
     if (this.o.verbose > 1) for (const r of outcome.results) w(`  ${printable(r.host)}: ${printable(r.id)}: ${r.status}`);
     w();
     w(recapTable(outcome));
   }
+}
+
+/**
+ * A line per result, `host: id: MARK: reason`; a host's results with the same reason (every
+ * resource of a host whose escalation was refused) are one line naming how many, and the first few.
+ */
+export function foldedByHost(results: readonly ResourceResult[], mark: string): string[] {
+  const groups = new Map<string, ResourceResult[]>();
+  for (const r of results) {
+    const key = `${r.host}\0${r.error ?? ''}`;
+    const g = groups.get(key);
+    if (g) g.push(r);
+    else groups.set(key, [r]);
+  }
+  return [...groups.values()].map((g) => {
+    const ids =
+      g.length === 1
+        ? printable(g[0].id)
+        : `${g.length} resources (${g
+            .slice(0, 3)
+            .map((r) => printable(r.id))
+            .join(', ')}${g.length > 3 ? ', …' : ''})`;
+    return `  ${printable(g[0].host)}: ${ids}: ${mark}: ${printableLines(String(g[0].error))}`;
+  });
 }
 
 function indent(text: string): string {

@@ -29,7 +29,8 @@ export class ThrottledRenderer extends DefaultRenderer {
 /** A line of the live list: retitled and ended whenever, also before listr2 has started it. */
 export interface LiveLine {
   title: (s: string) => void;
-  done: () => void;
+  /** Ends the line: with listr2's success mark, or its failure mark when `failed`. */
+  done: (failed?: boolean) => void;
 }
 
 /**
@@ -45,9 +46,11 @@ export function liveList(titles: readonly string[], logger: ListrLogger): { line
   const tasks = titles.map((first) => {
     let title = first;
     let task: { title: string } | undefined;
-    let end = () => {};
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    lines.push({ title: (s) => ((title = s), task && (task.title = s)), done: () => end() });
+    let end: (failed?: boolean) => void = () => {};
+    const ended = new Promise<void>((resolve, reject) => (end = (failed) => (failed ? reject(new Error(title)) : resolve())));
+    // (a line may fail before listr2 starts its task: the rejection waits for it, not unhandled)
+    ended.catch(() => undefined);
+    lines.push({ title: (s) => ((title = s), task && (task.title = s)), done: (failed) => end(failed) });
     return {
       title,
       task: (_: unknown, t: { title: string }) => {
@@ -62,7 +65,8 @@ export function liveList(titles: readonly string[], logger: ListrLogger): { line
     exitOnError: false,
     registerSignalListeners: false,
     renderer: ThrottledRenderer,
-    rendererOptions: { logger, collapseSubtasks: false },
+    // a failed line keeps its title (its counts), in listr2's failure style
+    rendererOptions: { logger, collapseSubtasks: false, showErrorMessage: false },
     fallbackRendererOptions: { logger },
   }).run();
   return { lines, done };

@@ -243,11 +243,36 @@ describe('become: hosts reached as ops with sudo', () => {
     expect(run.code, run.stderr).toBe(1);
     const r = recaps(run);
     expect(r.tb2).toMatchObject({ failed: 0, unreachable: false });
-    expect(r.tb4.error).toMatch(/become \(sudo to root\) failed: .*incorrect password/);
+    expect(r.tb4.error).toMatch(/become \(sudo to root\) failed: Sorry, try again\.; sudo: the password was refused \(not tried again\)/);
     expect(r.tb5.error).toMatch(/become \(sudo to root\) failed: .*must have a tty/);
     expect(r.tb6.error).toMatch(/become \(sudo to root\) failed: .*ops may not run sudo/);
     for (const h of ['tb4', 'tb5', 'tb6']) expect(r[h]).toMatchObject({ unreachable: false, changed: 0, execs: 1 });
     expect(run.stderr).not.toContain(PASSWORD);
+  }, 400_000);
+});
+
+describe('a refused become is tried once per host per run', () => {
+  it('a wrong password on a 3-play run: one failed sudo authentication on that host, its message shown once; exit 1', async () => {
+    await fresh({ tb2: { sudo: 'nopasswd' }, tb4: { sudo: 'password', password: PASSWORD, countSudoAuth: true } });
+    const inv = writeInventory({
+      hosts: ['tb2', 'tb4'],
+      vars: { ansible_user: 'ops' },
+      hostVars: { tb4: { ansible_become_password: 'not-the-password' } },
+    });
+    const run = await provision(['test/fixtures/playbooks/three-plays.ts', '-i', inv, '-b', '--json', '--journal', journal()]);
+    expect(run.code, run.stderr).toBe(1);
+    const failedAuths = (await tb.hostExec('tb4', `cat ${tb.SUDO_AUTH_LOG}`)).stdout.split('\n').filter(Boolean);
+    expect(failedAuths, 'failed sudo authentications on tb4 for the whole run').toEqual(['sudo ops']);
+    const r = recaps(run);
+    expect(r.tb4).toMatchObject({ unreachable: false, changed: 0, execs: 1, error: expect.stringMatching(/the password was refused/) });
+    // its resources of the first play only point at the host's error; the later plays never started there
+    const tb4 = run.events.filter((e) => e.type === 'resource' && e.host === 'tb4');
+    expect(new Set(tb4.map((e) => e.play))).toEqual(new Set(['one']));
+    for (const e of tb4) expect(e).toMatchObject({ status: 'failed', error: 'not run: become failed on this host' });
+    expect(run.stderr.match(/the password was refused/g), run.stderr).toHaveLength(1);
+    // the other host converged every play
+    expect(r.tb2).toMatchObject({ failed: 0, unreachable: false });
+    expect((await tb.hostExec('tb2', 'ls /srv/rs-three')).stdout).toBe('one\nthree\ntwo\n');
   }, 400_000);
 });
 

@@ -115,6 +115,56 @@ describe('failures across a fleet', () => {
   });
 });
 
+describe('a stopped rollout ends the run', () => {
+  const THREE = 'test/fixtures/playbooks/three-plays.ts';
+  const hosts = ['tb1', 'tb2', 'tb3'];
+  const files = async (h: string) => (await tb.hostExec(h, 'ls /srv/rs-three 2>/dev/null')).stdout.split('\n').filter(Boolean);
+
+  it.each<[string, string[], NodeJS.ProcessEnv, string]>([
+    [
+      '--serial 1 --max-fail-percent 0',
+      ['--serial', '1', '--max-fail-percent', '0'],
+      {},
+      "play 'one' stopped, 1 of 3 hosts failed (max 0%)",
+    ],
+    ['anyErrorsFatal in the play', ['--forks', '1'], { RS_FX_FATAL: '1' }, "play 'one' stopped, tb1 failed (anyErrorsFatal)"],
+  ])('%s, the first host failing: no later play runs on any host, those left out are not run, exit 1', async (_, args, env, why) => {
+    await tb.reset(hosts);
+    const inv = writeInventory({ hosts, hostVars: { tb1: { fx_fail: true } } });
+    const run = await provision([THREE, '-i', inv, '--json', ...args], { env });
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.events.filter((e) => e.type === 'play_start').map((e) => e.play)).toEqual(['one']);
+    expect(run.events.filter((e) => e.type === 'host_start').map((e) => e.host)).toEqual(['tb1']);
+    expect(await files('tb1')).toEqual(['one']); // written before its failing step; plays two and three never ran
+    for (const h of ['tb2', 'tb3']) expect(await files(h), h).toEqual([]);
+    const r = recaps(run);
+    expect(r.tb1).toMatchObject({ failed: 1, error: `not run from play 'two' on: ${why}` });
+    for (const h of ['tb2', 'tb3']) expect(r[h].error, h).toBe(`not run: ${why}`);
+  });
+});
+
+describe('check mode counts', () => {
+  it('a change pending on another is counted apart: the check counts exactly the changes the apply makes', async () => {
+    await tb.reset(['tb4']);
+    // b already holds its content: once a is written, b has nothing to do
+    await tb.hostExec('tb4', "mkdir -p /srv/rs-pending && chmod 755 /srv/rs-pending && printf 'b\\n' > /srv/rs-pending/b");
+    const inv = writeInventory({ hosts: ['tb4'] });
+    const PAIR = 'test/fixtures/playbooks/pending-pair.ts';
+    const check = await provision([PAIR, '-i', inv, '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(recaps(check).tb4).toMatchObject({ ok: 1, changed: 1, pending: 1, failed: 0 });
+    expect(check.stderr).toMatch(/RECAP \([\d.]+s, check mode: 1 to change, 1 pending on those\)/);
+    expect(check.stderr).toMatch(
+      /Pending on those changes[^\n]*\n\n● file:\/srv\/rs-pending\/b {2}\[tb4\]\n {4}depends on a pending change of file:\/srv\/rs-pending\/a/,
+    );
+    expect((await tb.hostExec('tb4', 'ls /srv/rs-pending')).stdout).toBe('b\n'); // nothing done
+    const apply = await provision([PAIR, '-i', inv, '--json']);
+    expect(apply.code, apply.stderr).toBe(0);
+    expect(recaps(apply).tb4).toMatchObject({ changed: 1, pending: 0 });
+    expect(recaps(apply).tb4.changed).toBe(recaps(check).tb4.changed);
+  });
+});
+
 describe('interruptions and slow hosts', () => {
   it('Ctrl-C stops the step in flight (after a moment), starts no other host, writes the journal and exits 1', async () => {
     await tb.reset(['tb3', 'tb4']);

@@ -322,7 +322,16 @@ export interface OpsAccess {
   passwordLogin?: boolean;
   /** Refuse every SSH login from the runner: the host is reachable only through another bed host (a bastion). */
   onlyViaBastion?: boolean;
+  /**
+   * Count sudo's failed authentications, as pam_faillock's authfail does: /etc/pam.d/sudo's auth
+   * stack is Debian's common-auth with pam_exec between a failed pam_unix and pam_deny, appending
+   * a line to SUDO_AUTH_LOG.
+   */
+  countSudoAuth?: boolean;
 }
+
+/** Where a host with `countSudoAuth` logs each failed sudo authentication (a line each). */
+export const SUDO_AUTH_LOG = '/var/log/rs-sudo-auth';
 
 /** Give a host an ops access profile (a reset host is back to: root and ops by key, ops NOPASSWD sudo). */
 export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
@@ -349,6 +358,16 @@ export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
       : 'rm -f /etc/ssh/sshd_config.d/05-ops.conf',
     '/usr/sbin/sshd -t',
     a.password !== undefined ? 'chpasswd' : 'usermod -p "*" ops',
+    ...(a.countSudoAuth
+      ? [
+          `printf '#!/bin/sh\\necho "$PAM_SERVICE $PAM_USER" >> ${SUDO_AUTH_LOG}\\n' > /usr/local/sbin/rs-count-auth`,
+          'chmod 755 /usr/local/sbin/rs-count-auth',
+          `: > ${SUDO_AUTH_LOG}`,
+          // seteuid: the script runs as root (sudo's real uid is still ops while it authenticates)
+          `sed -i 's|^@include common-auth$|auth [success=2 default=ignore] pam_unix.so nullok\\nauth optional pam_exec.so quiet seteuid /usr/local/sbin/rs-count-auth\\nauth requisite pam_deny.so\\nauth required pam_permit.so|' /etc/pam.d/sudo`,
+          'grep -q rs-count-auth /etc/pam.d/sudo',
+        ]
+      : []),
   ].join('\n');
   const r = await hostExec(name, script, { input: a.password !== undefined ? `ops:${a.password}\n` : undefined });
   if (r.code !== 0) throw new Error(`testbed: setOpsAccess ${name}: ${r.stderr}`);

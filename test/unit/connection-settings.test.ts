@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { becomeCommand, becomeOutcome, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
+import { BecomeError, becomeCommand, becomeOutcome, execPlan, resolveBecome, type Become } from '../../src/connection/become.ts';
+import { LocalConnection } from '../../src/connection/local.ts';
 import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
 import { killGroupsScript } from '../../src/connection/ssh.ts';
@@ -55,7 +56,13 @@ function standInSudo(): string {
     join(bin, 'sudo'),
     `#!/bin/sh
 [ -n "$STANDIN_SUDO_LOG" ] && echo sudo >> "$STANDIN_SUDO_LOG"
-s=; v=; n=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n) n=1;; -H) ;; -p|-u) shift;; --) shift; break;; *) break;; esac; shift; done
+s=; v=; n=; p=; while [ $# -gt 0 ]; do case "$1" in -S) s=1;; -v) v=1;; -n) n=1;; -H) ;; -p) p=$2; shift;; -u) shift;; --) shift; break;; *) break;; esac; shift; done
+# retry: as sudo does, a prompt per try (passwd_tries=3); a try counts as failed once its answer was read
+if [ "$STANDIN_SUDO" = retry ] && [ -n "$s" ]; then
+  for t in 1 2 3; do printf '%s' "$p" >&2; IFS= read -r pw || { echo failed >> "$STANDIN_SUDO_LOG"; echo 'sudo: no password was provided' >&2; exit 1; }
+    [ "$pw" = right ] && { [ -n "$v" ] && exit 0; exec "$@"; }; echo failed >> "$STANDIN_SUDO_LOG"; echo 'Sorry, try again.' >&2; done
+  exit 1
+fi
 [ -n "$n" ] && [ "$STANDIN_SUDO" = refuse ] && { echo 'sudo: a password is required' >&2; exit 1; }
 [ "$STANDIN_SUDO" = warn ] && echo 'sudo: unable to resolve host rack7: Name or service not known' >&2
 if [ -n "$s" ]; then IFS= read -r pw; [ "$pw" = right ] || { echo 'Sorry, try again.' >&2; echo 'sudo: 1 incorrect password attempt' >&2; exit 1; }; fi
@@ -73,7 +80,7 @@ describe('the become wrapper', () => {
     const { command, stdinPrefix } = becomeCommand(b, 'rs-become-N');
     expect(command).not.toContain('s3cr3t');
     expect(stdinPrefix).toBe('s3cr3t pw\nrs-become-N\n');
-    expect(command).toMatch(/sudo -S -p '' -v/);
+    expect(command).toMatch(/sudo -S -p 'rs-become-N-ask\n' -v/);
   });
   it('without a password: one sudo -n per exec (never prompts)', () => {
     const { command, stdinPrefix } = becomeCommand({ method: 'sudo', user: 'app' }, 'N');
@@ -149,6 +156,50 @@ describe('the become wrapper', () => {
     const wrong = run('wrong');
     expect(wrong.status).toBe(125);
     expect(wrong.failure?.message).toBe('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
+  });
+  it.each([
+    ['a wrong password', 'wrong', 'become (sudo to root) failed: Sorry, try again.; sudo: the password was refused (not tried again)', 1],
+    ['the right one', 'right', undefined, 0],
+  ])(
+    'sudo -v asking again after %s is stopped at its second prompt: one try failed, never the end of input',
+    (_, password, want, failed) => {
+      const bin = standInSudo();
+      const log = join(tmp, `sudo-calls-${n++}`);
+      writeFileSync(log, '');
+      const b = { method: 'sudo' as const, user: 'root', password: new Secret(password) };
+      const p = execPlan(b, 'rs-become-X', 'echo ran', undefined, (s) => s);
+      const r = spawnSync('/bin/sh', p.args, {
+        input: p.stdin,
+        encoding: 'utf8',
+        env: { PATH: `${bin}:/usr/bin:/bin`, STANDIN_SUDO: 'retry', STANDIN_SUDO_LOG: log },
+        timeout: 20_000,
+      });
+      expect(becomeOutcome(b, 'rs-become-X', r.status, r.stderr).failure?.message).toBe(want);
+      expect(
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => l === 'failed'),
+      ).toHaveLength(failed);
+      if (!want) expect(r.stdout).toBe('ran\n');
+    },
+  );
+  it('a refusal is final for the connection: later execs fail with it and never ask sudo again', async () => {
+    const bin = standInSudo();
+    const log = join(tmp, `sudo-calls-${n++}`);
+    const saved = { PATH: process.env.PATH, STANDIN_SUDO_LOG: process.env.STANDIN_SUDO_LOG };
+    Object.assign(process.env, { PATH: `${bin}:/usr/bin:/bin`, STANDIN_SUDO_LOG: log });
+    try {
+      const conn = new LocalConnection('h', { method: 'sudo', user: 'root', password: new Secret('wrong') });
+      const first = await conn.exec('echo ran').catch((e: Error) => e);
+      expect(first).toBeInstanceOf(BecomeError);
+      for (let i = 0; i < 3; i++) await expect(conn.exec('echo ran')).rejects.toBe(first);
+      expect(readFileSync(log, 'utf8')).toBe('sudo\n');
+      expect(conn.execCount).toBe(1);
+      await conn.close();
+    } finally {
+      Object.assign(process.env, saved);
+      if (saved.STANDIN_SUDO_LOG === undefined) delete process.env.STANDIN_SUDO_LOG;
+    }
   });
   // abort() finds an exec's processes by the tag ending their argv; the script must not see a difference
   const becomes: Array<[string, Become]> = [

@@ -11,11 +11,14 @@ import type { RunEvent } from '../../src/engine/events.ts';
 import type { PlannedResource } from '../../src/engine/host-run.ts';
 import { line } from '../../src/resources/core/text-edit.ts';
 import { FakeFleet } from '../support/fake-host.ts';
+import { BecomeError } from '../../src/connection/become.ts';
 import { kv, logHandler, logStep, type Stage } from '../support/test-resources.ts';
 
-type RunOptions = Partial<Pick<ExecuteOptions, 'check' | 'planned' | 'hashFacts' | 'forks' | 'hostTimeoutMs' | 'signal'>>;
+type RunOptions = Partial<
+  Pick<ExecuteOptions, 'check' | 'planned' | 'hashFacts' | 'forks' | 'hostTimeoutMs' | 'signal' | 'serial' | 'maxFailPercent'>
+>;
 
-async function run(fleet: FakeFleet, plays: Play[], o: RunOptions = {}) {
+async function run(fleet: FakeFleet, plays: Play[], { onEvent, ...o }: RunOptions & { onEvent?: (e: RunEvent) => void } = {}) {
   for (const h of fleet.names) mkdirSync(fleet.dir(h), { recursive: true });
   mkdirSync(join(fleet.root, 'shared'), { recursive: true });
   const prepared = prepare(fleet.inventory(), [{ name: 'test', plays }], {});
@@ -32,7 +35,10 @@ async function run(fleet: FakeFleet, plays: Play[], o: RunOptions = {}) {
       connector: fleet.connector,
       ...o,
     },
-    (e) => events.push(e),
+    (e) => {
+      events.push(e);
+      onEvent?.(e);
+    },
   );
   const result = (host: string, id: string, play?: string) => {
     const r = outcome.results.find((x) => x.host === host && x.id === id && (play === undefined || x.play === play));
@@ -148,6 +154,35 @@ describe('check mode', () => {
     expect(read(d('a'))).toBeUndefined();
     expect(r.execs('h1')).toBe(1);
     expect(r.outcome.exitCode).toBe(2);
+  });
+});
+
+describe('check mode counts', () => {
+  // b already holds its value: only a's change is certain; b's would be known after a's.
+  const dependent = (f: FakeFleet) => {
+    writeFileSync(at(f, 'h1', 'b'), '2');
+    return [kv({ path: at(f, 'h1', 'a'), value: '1' }), kv({ path: at(f, 'h1', 'b'), value: '2', dependsOn: ['kv:a'] })];
+  };
+  const chain = (f: FakeFleet) => [
+    kv({ path: at(f, 'h1', 'a'), value: '1' }),
+    kv({ path: at(f, 'h1', 'b'), value: '2', dependsOn: ['kv:a'] }),
+    kv({ path: at(f, 'h1', 'c'), value: '3', dependsOn: ['kv:b'] }),
+  ];
+  const independent = (f: FakeFleet) => [kv({ path: at(f, 'h1', 'a'), value: '1' }), kv({ path: at(f, 'h1', 'b'), value: '2' })];
+  it.each<[string, (f: FakeFleet) => Resource[], { changed: number; pending: number }, number]>([
+    ['a dependant that turns out converged', dependent, { changed: 1, pending: 1 }, 1],
+    ['a chain of three', chain, { changed: 1, pending: 2 }, 3],
+    ['independent changes', independent, { changed: 2, pending: 0 }, 2],
+  ])('%s: changed counts only what the apply will make, pending apart', async (_, resources, inCheck, applied) => {
+    const f = new FakeFleet(['h1']);
+    mkdirSync(f.dir('h1'), { recursive: true });
+    const rs = resources(f);
+    const check = await run(f, [play(() => rs)], { check: true });
+    expect(check.recap('h1')).toMatchObject({ ...inCheck, ok: rs.length - inCheck.changed - inCheck.pending });
+    expect(check.outcome.exitCode).toBe(2);
+    const apply = await run(f, [play(() => rs)]);
+    expect(apply.recap('h1')).toMatchObject({ changed: applied, pending: 0 });
+    expect(inCheck.changed).toBeLessThanOrEqual(applied); // never more than the apply makes
   });
 });
 
@@ -271,6 +306,133 @@ describe('an interruptible run of many hosts', () => {
       process.off('warning', onWarning);
     }
     expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+});
+
+describe('a stopped play ends the run', () => {
+  // Three plays, each writing a file of its own on every host; h1 fails its first play.
+  const threePlays = (f: FakeFleet, first: Partial<Play> = {}): Play[] =>
+    ['p1', 'p2', 'p3'].map((name, i) => ({
+      ...play((h) => [kv({ path: at(f, h.name, name), value: '1', failStep: i === 0 && h.name === 'h1' ? 3 : undefined })], name),
+      ...(i === 0 ? first : {}),
+    }));
+  const written = (f: FakeFleet) => f.names.flatMap((h) => ['p1', 'p2', 'p3'].filter((p) => read(at(f, h, p))).map((p) => `${h}:${p}`));
+
+  it.each<[string, Partial<Play>, RunOptions, string]>([
+    ['--serial 1 --max-fail-percent 0', {}, { serial: [1], maxFailPercent: 0 }, "play 'p1' stopped, 1 of 3 hosts failed (max 0%)"],
+    ['serial and maxFailPercent in the play', { serial: [1], maxFailPercent: 0 }, {}, "play 'p1' stopped, 1 of 3 hosts failed (max 0%)"],
+    ['anyErrorsFatal, one host at a time', { anyErrorsFatal: true }, { forks: 1 }, "play 'p1' stopped, h1 failed (anyErrorsFatal)"],
+  ])('%s: no later host, batch or play starts; those left out are not run, with why; exit 1', async (_, first, o, why) => {
+    const f = new FakeFleet(['h1', 'h2', 'h3']);
+    const r = await run(f, threePlays(f, first), o);
+    expect(written(f)).toEqual([]);
+    expect(r.events.filter((e) => e.type === 'play_start').map((e) => e.play)).toEqual(['p1']);
+    expect(r.events.filter((e) => e.type === 'host_start').map((e) => e.host)).toEqual(['h1']);
+    expect(r.recap('h1').error).toBe(`not run from play 'p2' on: ${why}`);
+    for (const h of ['h2', 'h3']) expect(r.recap(h).error, h).toBe(`not run: ${why}`);
+    expect(r.outcome.exitCode).toBe(1);
+  });
+
+  it('hosts that finished the stopped play are reported not run from the next play on', async () => {
+    const f = new FakeFleet(['h2', 'h3', 'h1']); // h1, which fails, comes last
+    const r = await run(f, threePlays(f), { maxFailPercent: 0, forks: 1 });
+    expect(written(f)).toEqual(['h2:p1', 'h3:p1']);
+    expect(r.events.filter((e) => e.type === 'play_start').map((e) => e.play)).toEqual(['p1']);
+    for (const h of ['h1', 'h2', 'h3'])
+      expect(r.recap(h).error, h).toBe("not run from play 'p2' on: play 'p1' stopped, 1 of 3 hosts failed (max 0%)");
+  });
+
+  it('under the budget the run goes on (2 of 3 failed at most 70 %)', async () => {
+    const f = new FakeFleet(['h1', 'h2', 'h3']);
+    const r = await run(f, threePlays(f), { maxFailPercent: 34 });
+    expect(written(f)).toEqual(['h2:p1', 'h2:p2', 'h2:p3', 'h3:p1', 'h3:p2', 'h3:p3', 'h1:p2', 'h1:p3'].sort(byHost));
+    expect(r.outcome.exitCode).toBe(1);
+  });
+
+  it('anyErrorsFatal: a host in flight starts no further wave and no handler once another failed', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    let h1Failed!: () => void;
+    const failed = new Promise<void>((res) => (h1Failed = res));
+    // h2's first apply wave returns only once h1's failure is known
+    f.faults.set('h2', { before: (n) => (n === 2 ? failed : undefined) });
+    const rs: Play['resources'] = (h) => [
+      kv({ path: at(f, h.name, 'a'), value: '1', failStep: h.name === 'h1' ? 3 : undefined, notify: ['restart:svc'] }),
+      kv({ path: at(f, h.name, 'b'), value: '2', dependsOn: ['kv:a'] }),
+      logHandler({ log: at(f, h.name, 'log'), name: 'svc' }),
+    ];
+    const r = await run(f, [{ ...play(rs), anyErrorsFatal: true }], {
+      onEvent: (e) => {
+        if (e.type === 'resource' && e.host === 'h1' && e.status === 'failed') h1Failed();
+      },
+    });
+    expect(r.result('h2', 'kv:a').status).toBe('changed');
+    expect(r.result('h2', 'kv:b')).toMatchObject({
+      status: 'failed',
+      error: "not applied: play 'p' stopped, h1 failed (anyErrorsFatal)",
+    });
+    expect(read(at(f, 'h2', 'b'))).toBeUndefined();
+    expect(r.result('h2', 'restart:svc')).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^not applied: play 'p' stopped/),
+    });
+    expect(read(at(f, 'h2', 'log'))).toBeUndefined();
+  });
+
+  it('Ctrl-C: a host that finished a play is not run from the next play on; one that never ran is not run', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const ctrlC = new AbortController();
+    const rs = (name: string) => play((h) => [kv({ path: at(f, h.name, name), value: '1' })], name);
+    const r = await run(f, [rs('p1'), rs('p2')], {
+      forks: 1,
+      signal: ctrlC.signal,
+      onEvent: (e) => {
+        if (e.type === 'resource' && e.host === 'h1') ctrlC.abort();
+      },
+    });
+    expect(r.result('h1', 'kv:p1', 'p1').status).toBe('changed');
+    expect(r.recap('h1').error).toBe("not run from play 'p2' on: interrupted");
+    expect(r.recap('h2').error).toBe('not run: interrupted');
+    expect(r.outcome.exitCode).toBe(1);
+  });
+
+  it.each<[string, Partial<Play>]>([
+    ['maxFailPercent above 100', { maxFailPercent: 101 }],
+    ['maxFailPercent not a number', { maxFailPercent: '10' as unknown as number }],
+    ['anyErrorsFatal not a boolean', { anyErrorsFatal: 'yes' as unknown as boolean }],
+  ])('%s is bad input before anything runs', (_, bad) => {
+    const f = new FakeFleet(['h1']);
+    expect(() => prepare(f.inventory(), [{ name: 'test', plays: [{ ...play(() => []), ...bad }] }], {})).toThrow(
+      /^play 'p': (maxFailPercent must be a number from 0 to 100|anyErrorsFatal must be true or false)/,
+    );
+  });
+});
+
+const byHost = (a: string, b: string) => a.localeCompare(b);
+
+describe('a refused become', () => {
+  it.each([
+    ['its first exec', 1],
+    ['an apply wave', 2],
+  ])("at %s: fails the host once, with sudo's message as its error; later plays do not start there", async (_, refusedAt) => {
+    const f = new FakeFleet(['h1', 'h2']);
+    const refusal = new BecomeError('become (sudo to root) failed: Sorry, try again.; sudo: 1 incorrect password attempt');
+    f.faults.set('h1', {
+      before: (n) => {
+        if (n >= refusedAt) throw refusal;
+      },
+    });
+    const rs = (name: string) =>
+      play((h) => [kv({ path: at(f, h.name, `${name}-a`), value: '1' }), kv({ path: at(f, h.name, `${name}-b`), value: '2' })], name);
+    const r = await run(f, [rs('p1'), rs('p2')]);
+    expect(r.recap('h1')).toMatchObject({ failed: 2, unreachable: false, error: `not run: ${refusal.message}` });
+    expect(r.outcome.results.filter((x) => x.host === 'h1').map((x) => [x.play, x.error])).toEqual([
+      ['p1', 'not run: become failed on this host'],
+      ['p1', 'not run: become failed on this host'],
+    ]);
+    expect(r.events.flatMap((e) => (e.type === 'host_start' && e.host === 'h1' ? [e.play] : []))).toEqual(['p1']);
+    expect(r.execs('h1')).toBe(refusedAt);
+    expect(r.recap('h2')).toMatchObject({ failed: 0, changed: 4 });
+    expect(r.outcome.exitCode).toBe(1);
   });
 });
 

@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { Listr, ListrLogger, ProcessOutput } from 'listr2';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { resourceEvent, resourceResult, type HostRecap, type RunEvent } from '../../src/engine/events.ts';
+import { resourceEvent, resourceResult, type HostRecap, type Recap, type RunEvent } from '../../src/engine/events.ts';
+import { recapTable, verdict } from '../../src/output/recap.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
 import { HumanReporter, MAX_LISTED_HOSTS } from '../../src/output/human.ts';
 
@@ -64,10 +65,10 @@ describe('progress without a terminal', () => {
     expect(lines).toEqual(['❯ h1: converging', '❯ h2: converging', '✔ h1: 6 ok, 0 changed, 0 failed', '✔ h2: 4 ok, 2 changed, 0 failed']);
   });
 
-  it('ends every host with one line: failures and skips counted, an unreachable host marked, a host never run at its counts', async () => {
+  it('ends every host with one line: failures and skips counted, an unreachable host marked, a host never run at its counts; a success mark only for a host that succeeded', async () => {
     const { out, text } = pipe();
     const human = new HumanReporter({ diff: false, verbose: 0, out });
-    const hosts = ['h1', 'h2', 'h3'];
+    const hosts = ['h1', 'h2', 'h3', 'h4'];
     human.onEvent({ type: 'run_start', playbooks: ['site'], hosts, check: true });
     await vi.advanceTimersByTimeAsync(10); // as before any host connects
     human.onEvent({ type: 'host_start', host: 'h1', play: 'p' });
@@ -79,19 +80,22 @@ describe('progress without a terminal', () => {
       { host: 'h1', ok: 1, changed: 1, failed: 1, skipped: 1, unreachable: false, execs: 1 },
       { host: 'h2', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 0, error: 'connect: refused' },
       { host: 'h3', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 0, error: 'not run: interrupted' },
+      { host: 'h4', ok: 2, changed: 0, failed: 0, skipped: 1, unreachable: false, execs: 1 },
     ];
     for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
     await human.finish({ hosts: recaps, exitCode: 1, check: true, elapsedMs: 10, results, factHashes: new Map() });
     const lines = text()
       .split('\n')
-      .filter((l) => /^[❯✔] h\d:/u.test(l));
+      .filter((l) => /^[❯✔✖] h\d:/u.test(l));
     expect(lines).toEqual([
       '❯ h1: checking',
       '❯ h2: checking',
       '❯ h3: checking',
-      '✔ h1: 1 ok, 1 changed, 1 failed, 1 skipped',
-      '✔ h2: UNREACHABLE',
-      '✔ h3: 0 ok, 0 changed, 0 failed',
+      '❯ h4: checking',
+      '✖ h1: 1 ok, 1 changed, 1 failed, 1 skipped',
+      '✖ h2: UNREACHABLE',
+      '✖ h3: 0 ok, 0 changed, 0 failed',
+      '✔ h4: 2 ok, 0 changed, 0 failed, 1 skipped',
     ]);
   });
 
@@ -238,6 +242,7 @@ describe('progress in a terminal', () => {
     const report = text.slice(text.indexOf('RECAP'));
     const progress = text.slice(0, text.indexOf('RECAP'));
     expect(progress).toContain('50 hosts: 0 ok, 2 changed, 0 failed, 1 hosts unreachable');
+    expect(progress.split('\n').findLast((l) => l.includes('50 hosts: '))).toMatch(/✖/); // the run failed
     expect(progress).not.toMatch(/h\d+: \d+ ok/); // no line per host
     expect(report).not.toContain('50 hosts:'); // the live line is not drawn again below the report
   });
@@ -249,6 +254,11 @@ describe('progress in a terminal', () => {
     const progress = text.slice(0, text.indexOf('RECAP'));
     expect(progress).toContain('h0: 0 ok, 1 changed, 0 failed');
     expect(progress).toContain('h2: UNREACHABLE');
+    // listr2's last drawing: a success mark for the converged hosts, its failure mark for the unreachable one
+    const last = (host: string) => progress.split('\n').findLast((l) => l.includes(`${host}: `) && /[❯✔✖]/u.test(l)) ?? '';
+    expect(last('h0')).toContain('✔');
+    expect(last('h2')).toContain('✖');
+    expect(last('h2')).not.toContain('✔');
   });
 
   it('draws a burst of hosts retitled together once, not once per host', async () => {
@@ -270,5 +280,135 @@ describe('progress in a terminal', () => {
       for (const r of recaps) human.onEvent({ type: 'host_recap', ...r });
       await human.finish({ hosts: recaps, exitCode: 0, check: false, elapsedMs: 5, results: [], factHashes: new Map() });
     });
+  });
+});
+
+describe('the report after the run', () => {
+  it.each<[string, number]>([
+    ['without -v', 0],
+    ['with -v', 1],
+  ])(
+    '%s: skips with their reasons, always; a host\'s failures of one reason on one line; an unreachable host without "undefined"',
+    async (_, verbose) => {
+      const { out, text } = pipe();
+      const human = new HumanReporter({ diff: false, verbose, out });
+      const refused = 'not run: become failed on this host';
+      const results = [
+        ...['file:/a', 'file:/b', 'file:/c', 'file:/d'].map((id) =>
+          resourceResult('h1', 'p', id, 'file', { status: 'failed', changes: [], error: refused }),
+        ),
+        resourceResult('h2', 'p', 'file:/x', 'file', { status: 'failed', changes: [], error: 'step "write" exit 1' }),
+        resourceResult('h2', 'p', 'file:/y', 'file', { status: 'skipped', changes: [], error: 'dependency file:/x did not converge' }),
+        resourceResult('h2', 'p', 'restart:kubelet', 'handler', {
+          status: 'skipped',
+          changes: [],
+          error: 'not restarted: kubelet is not running (file:/etc/kubelet changed)',
+        }),
+      ];
+      const hosts: HostRecap[] = [
+        {
+          host: 'h1',
+          ok: 0,
+          changed: 0,
+          failed: 4,
+          skipped: 0,
+          unreachable: false,
+          execs: 1,
+          error: 'not run: become (sudo to root) failed: Sorry',
+        },
+        { host: 'h2', ok: 0, changed: 0, failed: 1, skipped: 2, unreachable: false, execs: 1 },
+        { host: 'h3', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 0 },
+      ];
+      await human.finish({ hosts, exitCode: 1, check: false, elapsedMs: 1, results, factHashes: new Map() });
+      const report = text();
+      expect(report).toContain(
+        [
+          'Problems:',
+          '  h1: not run: become (sudo to root) failed: Sorry',
+          '  h3: UNREACHABLE',
+          `  h1: 4 resources (file:/a, file:/b, file:/c, …): FAILED: ${refused}`,
+          '  h2: file:/x: FAILED: step "write" exit 1',
+          '',
+          'Skipped:',
+          '  h2: file:/y: SKIPPED: dependency file:/x did not converge',
+          '  h2: restart:kubelet: SKIPPED: not restarted: kubelet is not running (file:/etc/kubelet changed)',
+        ].join('\n'),
+      );
+    },
+  );
+});
+
+describe('check mode counts in the report', () => {
+  const host = (h: string, changed: number, pending: number): HostRecap => ({
+    host: h,
+    ok: 1,
+    changed,
+    pending,
+    failed: 0,
+    skipped: 0,
+    unreachable: false,
+    execs: 1,
+  });
+  it.each<[string, Recap, string]>([
+    [
+      'check, some pending',
+      { hosts: [host('h1', 3, 4)], exitCode: 2, check: true, elapsedMs: 0 },
+      'check mode: 3 to change, 4 pending on those',
+    ],
+    [
+      'check, none pending',
+      { hosts: [host('h1', 2, 0), host('h2', 1, 0)], exitCode: 2, check: true, elapsedMs: 0 },
+      'check mode: 3 to change',
+    ],
+    ['check, converged', { hosts: [host('h1', 0, 0)], exitCode: 0, check: true, elapsedMs: 0 }, 'nothing to change'],
+    [
+      'check, a host failed',
+      { hosts: [host('h1', 1, 2)], exitCode: 1, check: true, elapsedMs: 0 },
+      'FAILED; check mode: 1 to change, 2 pending on those',
+    ],
+    ['apply', { hosts: [host('h1', 3, 0)], exitCode: 0, check: false, elapsedMs: 0 }, 'converged'],
+  ])('%s: %s', (_, recap, want) => {
+    expect(verdict(recap)).toBe(want);
+    const table = recapTable(recap).split('\n');
+    expect(table[0]).toContain(want);
+    // a PENDING column in check mode only
+    expect(table[1].split(/\s+/)).toEqual(
+      recap.check
+        ? ['HOST', 'OK', 'CHANGED', 'PENDING', 'FAILED', 'SKIPPED', 'UNREACHABLE', 'EXECS']
+        : ['HOST', 'OK', 'CHANGED', 'FAILED', 'SKIPPED', 'UNREACHABLE', 'EXECS'],
+    );
+  });
+
+  it('pending changes are listed apart from the changes, and counted apart on the host line', async () => {
+    const { out, text } = pipe();
+    const human = new HumanReporter({ diff: false, verbose: 0, out });
+    human.onEvent({ type: 'run_start', playbooks: ['site'], hosts: ['h1'], check: true });
+    const results = [
+      resourceResult('h1', 'p', 'mkfs:/dev/sdb', 'mkfs', { status: 'changed', changes: [{ summary: 'would mkfs.xfs /dev/sdb' }] }),
+      resourceResult('h1', 'p', 'mount:/data', 'mount', {
+        status: 'changed',
+        changes: [{ summary: 'depends on a pending change of mkfs:/dev/sdb' }],
+        pending: 'mkfs:/dev/sdb',
+      }),
+    ];
+    for (const r of results) human.onEvent(resourceEvent(r));
+    const recap = host('h1', 1, 1);
+    human.onEvent({ type: 'host_recap', ...recap });
+    await human.finish({ hosts: [recap], exitCode: 2, check: true, elapsedMs: 0, results, factHashes: new Map() });
+    const report = text();
+    expect(report).toContain('h1: 1 ok, 1 changed, 1 pending, 0 failed');
+    expect(report).toContain(
+      [
+        'Changes that would be made (check mode: nothing was changed):',
+        '',
+        '● mkfs:/dev/sdb  [h1]',
+        '    would mkfs.xfs /dev/sdb',
+        '',
+        'Pending on those changes (known once they apply; not counted as changes):',
+        '',
+        '● mount:/data  [h1]',
+        '    depends on a pending change of mkfs:/dev/sdb',
+      ].join('\n'),
+    );
   });
 });
