@@ -108,8 +108,11 @@ describe('network tuning', () => {
     expect(await live('tb9', 'net.ipv4.tcp_tw_reuse')).toBe('1');
   });
 
-  it('a key the host does not have is reported as a failure of that host, the rest still applies', async () => {
+  it('a key the host does not have is reported as a failure of that host, the rest still applies', async (ctx) => {
     await tb.reset(['tb9']);
+    // (which keys a child network namespace lacks is the kernel's choice: read first)
+    if ((await tb.hostExec('tb9', 'test -e /proc/sys/net/core/netdev_max_backlog')).code === 0)
+      ctx.skip('net.core.netdev_max_backlog exists in a bed host on this kernel: no key of the profiles is missing there');
     const run = await provision([PB, '-i', inventory({ sysctl_overrides: {} }), '-l', 'tb9', '--json']);
     expect(run.code).toBe(1);
     const failed = run.events.filter((e) => e.type === 'resource' && e.status === 'failed');
