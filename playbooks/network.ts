@@ -134,6 +134,8 @@ export function networkResources(host: HostContext): Resource[] {
       managed,
       takeOver: host.var<string[]>('sysctl_take_over', []),
       retire: RETIRED_SYSCTL_FILES.filter((f) => !f.endsWith('-k8s.conf')), // (the Kubernetes play's own)
+      // old files go only after the drop-ins that replace them are written (skipped if one failed)
+      after: out.map((r) => r.id),
       tags: ['sysctl'],
     }),
   );

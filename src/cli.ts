@@ -446,7 +446,7 @@ async function load(
   if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0)) throw new InputError(['no hosts matched: nothing to do', ...notices].join('\n  '));
   const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
-  checkConnectionFiles(reached);
+  checkConnectionFiles(reached, opts.knownHosts);
   revealConnectionSecrets(reached);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
@@ -837,6 +837,9 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   return { plan: readPlan(file), file, rest, extra };
 }
 
+/** How long the process may stay after the run has ended before it is ended (see main). */
+export const EXIT_GRACE_MS = 3000;
+
 export async function main(argv: string[], importPlaybook?: PlaybookImporter): Promise<void> {
   try {
     process.exitCode = await run(argv, process, importPlaybook);
@@ -844,4 +847,11 @@ export async function main(argv: string[], importPlaybook?: PlaybookImporter): P
     process.stderr.write(scrub(`internal error: ${printableLines(String((e as Error).stack ?? e))}\n`));
     process.exitCode = EXIT.FAILED;
   }
+  // The run is over, recap and journal written. Nothing should be left open, and normally the
+  // process ends before this timer (unref'd: it keeps nothing alive) fires; a handle a failure
+  // left open (a socket, a timer) must not keep it alive for ever: a CI job would hang.
+  setTimeout(() => {
+    process.stderr.write(`warning: still open after the run (${process.getActiveResourcesInfo().join(', ')}): exiting\n`);
+    process.exit();
+  }, EXIT_GRACE_MS).unref();
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Host } from '../inventory/model.ts';
@@ -98,20 +99,39 @@ export async function connect(host: Host, o: ConnectOptions): Promise<Connection
 }
 
 /**
- * Every private key file the hosts name, read once each before any host is contacted: a missing,
- * unreadable or special file (a FIFO, /dev/zero) is bad input at the variable that names it.
+ * Every private key and known_hosts file the hosts name, read once each before any host is
+ * contacted: a missing or unreadable key, or a special file in either place (a FIFO, /dev/zero, a
+ * directory) or one over the size limit, is bad input at the variable that names it. A
+ * known_hosts file that does not exist yet is fine (--ssh-accept-new makes it). `knownHostsFile`
+ * is --known-hosts, which stands for every host's.
  */
-export function checkConnectionFiles(hosts: readonly Host[]): void {
+export function checkConnectionFiles(hosts: readonly Host[], knownHostsFile?: string): void {
   const seen = new Set<string>();
-  for (const h of hosts) {
-    const file = h.connection.kind !== 'local' ? h.connection.privateKeyFile : undefined;
-    if (file === undefined || seen.has(file)) continue;
+  const check = (h: Host, file: string | undefined, what: string, limit: number, vars: readonly string[], optional: boolean) => {
+    if (file === undefined || seen.has(file)) return;
     seen.add(file);
+    if (optional && !existsSync(file)) return;
     try {
-      readInputFile(file, 'private key file', INPUT_LIMITS.key);
+      readInputFile(file, what, limit);
     } catch (e) {
-      const v = CONNECTION_VARS.privateKeyFile.find((n) => n in h.vars);
+      const v = vars.find((n) => n in h.vars);
       throw new InputError(`${h.name}: ${(e as InputError).detail ?? (e as Error).message}`, v ? h.varSources[v] : h.pos);
     }
+  };
+  if (knownHostsFile !== undefined && hosts.length > 0) {
+    try {
+      if (existsSync(knownHostsFile)) readInputFile(resolve(knownHostsFile), 'known_hosts file', INPUT_LIMITS.sshConfig);
+    } catch (e) {
+      throw new InputError(`--known-hosts: ${(e as InputError).detail ?? (e as Error).message}`);
+    }
+  }
+  for (const h of hosts) {
+    if (h.connection.kind === 'local') continue;
+    check(h, h.connection.privateKeyFile, 'private key file', INPUT_LIMITS.key, CONNECTION_VARS.privateKeyFile, false);
+    if (knownHostsFile === undefined)
+      check(h, h.connection.knownHostsFile, 'known_hosts file', INPUT_LIMITS.sshConfig, KNOWN_HOSTS_VARS, true);
   }
 }
+
+/** Where a host's known_hosts file comes from: racksmith_known_hosts, else UserKnownHostsFile in its ssh args. */
+const KNOWN_HOSTS_VARS = [...CONNECTION_VARS.knownHostsFile, 'ansible_ssh_common_args', 'ansible_ssh_extra_args'];

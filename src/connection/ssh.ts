@@ -92,6 +92,20 @@ export class SshConnection implements Connection {
     // node-ssh (with ssh2) costs ~35 ms to import: only runs that reach a host over SSH pay it,
     // and it loads while the TCP connection is being made.
     const nodeSsh = import('node-ssh');
+    // The key and known_hosts files are read before anything is opened: a file that cannot be
+    // (missing, a FIFO, /dev/zero, too large) stays so: a permanent error, never retried, and no
+    // socket is left behind to keep the process alive after the run.
+    let privateKey: string | undefined;
+    let knownHosts: KnownHosts;
+    let hostKeyAlgorithms: string[];
+    try {
+      privateKey = opts.privateKeyFile ? readInputText(opts.privateKeyFile, 'private key file', INPUT_LIMITS.key) : undefined;
+      knownHosts = new KnownHosts(opts.knownHostsFile);
+      // toward the key types known_hosts records for the host, as OpenSSH orders them
+      hostKeyAlgorithms = knownHosts.algorithmsFor(opts.address, opts.port);
+    } catch (e) {
+      throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
+    }
     let via: SshConnection | undefined;
     let sock: Duplex;
     try {
@@ -111,18 +125,6 @@ export class SshConnection implements Connection {
       );
     }
 
-    // A key file that is missing or unreadable stays so: a permanent error, never retried.
-    let privateKey: string | undefined;
-    try {
-      privateKey = opts.privateKeyFile ? readInputText(opts.privateKeyFile, 'private key file', INPUT_LIMITS.key) : undefined;
-    } catch (e) {
-      sock.destroy();
-      await via?.close();
-      throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
-    }
-    const knownHosts = new KnownHosts(opts.knownHostsFile);
-    // toward the key types known_hosts records for the host, as OpenSSH orders them
-    const hostKeyAlgorithms = knownHosts.algorithmsFor(opts.address, opts.port);
     let keyProblem: string | undefined;
     const { NodeSSH } = await nodeSsh;
     const ssh = new NodeSSH();
@@ -141,9 +143,14 @@ export class SshConnection implements Connection {
         keepaliveCountMax: KEEPALIVE_COUNT,
         hostVerifier: (key: Buffer, done: (ok: boolean) => void) => {
           const decide = (shown?: HostCertificate | string) => {
-            const v = knownHosts.verify(opts.address, opts.port, key, shown);
-            if (v.status === 'unknown' && opts.acceptNewHostKeys) knownHosts.add(opts.address, opts.port, key);
-            else if (v.status !== 'match') keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
+            try {
+              const v = knownHosts.verify(opts.address, opts.port, key, shown);
+              if (v.status === 'unknown' && opts.acceptNewHostKeys) knownHosts.add(opts.address, opts.port, key);
+              else if (v.status !== 'match') keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
+            } catch (e) {
+              // known_hosts replaced by something unreadable mid-run, or a new key that cannot be recorded
+              keyProblem = (e as Error).message;
+            }
             done(!keyProblem);
           };
           if (!knownHosts.wantsCertificate(opts.address, opts.port)) {

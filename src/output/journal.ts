@@ -1,4 +1,5 @@
-import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
@@ -164,7 +165,8 @@ function openPrivate(file: string): number {
 export function hostsToResume(file: string): string[] {
   if (!existsSync(file)) throw new InputError(`journal not found: ${file}`);
   const events: Array<Record<string, unknown>> = [];
-  const lines = readFileSync(file, 'utf8').split('\n');
+  // a regular file within the limit: a FIFO or /dev/zero named by --resume is bad input, never a hang
+  const lines = readInputText(file, 'journal', INPUT_LIMITS.journal).split('\n');
   const last = lines.findLastIndex((l) => l.trim() !== '');
   lines.forEach((line, i) => {
     if (!line.trim()) return;

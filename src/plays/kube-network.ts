@@ -91,7 +91,8 @@ export function kubeNodeResources(host: HostContext): Resource[] {
     name: 'kubernetes',
     managed: [{ file: SYSCTL_FILE, values }],
     retire: ['/etc/sysctl.d/90-racksmith-k8s.conf'],
-    after,
+    // the old name goes only after the drop-in that replaces it is written (skipped if that failed)
+    after: [...after, sysctls.id],
     tags: ['kube-kernel'],
   });
   const out: Resource[] = [guard, modules, sysctls, effect, confDir, binDir];

@@ -125,6 +125,16 @@ describe('through the CLI: exit 3 at the variable that set the value, no host co
       /inv-\w+\.yml:7:\d+: .*ansible_ssh_private_key_file/,
     ],
     ['a bad jump host', '    racksmith_ssh_jump: "a b"\n', /racksmith_ssh_jump.*must be \[user@\]host\[:port\]/],
+    [
+      'a known_hosts file that never ends',
+      '    racksmith_known_hosts: /dev/zero\n',
+      /inv-\w+\.yml:7:\d+: h1: known_hosts file \/dev\/zero is a character device, not a regular file/,
+    ],
+    [
+      'a known_hosts file that is a directory',
+      '    racksmith_known_hosts: /\n',
+      /h1: known_hosts file \/ is a directory, not a regular file/,
+    ],
   ])('%s', async (_, vars, message) => {
     const r = await cli(['test/fixtures/playbooks/foundation.ts', '-i', inventory(vars)]);
     expect(r.stderr).toMatch(message);

@@ -1,6 +1,13 @@
 // sysctlEffect: the boot-time loader's order, overrides of managed keys, take-over and retired
 // files, as tables over recorded probe answers.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import network from '../../playbooks/network.ts';
+import { prepare } from '../../src/engine/run.ts';
+import { loadInventory } from '../../src/inventory/load.ts';
 import {
   findOverrides,
   loaderOrder,
@@ -139,8 +146,8 @@ describe('sysctlEffect diff', () => {
     expect(changes.map((c) => c.summary)).toEqual([
       'take over /etc/sysctl.d/99-ais-required.conf: moved to 99-ais-required.conf.racksmith-taken-over (racksmith sets its 1 keys)',
     ]);
-    expect(r.apply(facts(), changes)[0].script).toBe(
-      'mv -f -- /etc/sysctl.d/99-ais-required.conf /etc/sysctl.d/99-ais-required.conf.racksmith-taken-over',
+    expect(r.apply(facts(), changes)[0].script).toMatch(
+      /\nmv -f -- \/etc\/sysctl.d\/99-ais-required.conf \/etc\/sysctl.d\/99-ais-required.conf.racksmith-taken-over$/,
     );
   });
 
@@ -159,5 +166,48 @@ describe('sysctlEffect diff', () => {
 
   it.each([['/etc/sysctl.conf'], ['/etc/sysctl.d/../x.conf'], ['/tmp/x.conf']])('refuses to take over %j', (p) => {
     expect(() => sysctlEffect({ name: 'n', managed: [], takeOver: [p] })).toThrow(InputError);
+  });
+});
+
+describe('a superseded file goes only once its replacement is written', () => {
+  /** The step of one retired file, run by sh in a scratch dir: racksmith's drop-ins there or not. */
+  function retireIn(dropins: Record<string, string | undefined>) {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-retire-'));
+    const old = join(dir, '90-racksmith-required.conf');
+    writeFileSync(old, 'net.core.somaxconn = 65535\n');
+    const managed = Object.keys(dropins).map((name) => ({ file: join(dir, name), values: { 'net.core.somaxconn': 65535 } }));
+    for (const [name, content] of Object.entries(dropins)) if (content !== undefined) writeFileSync(join(dir, name), content);
+    const r = sysctlEffect({ name: 'n', managed, retire: [old] });
+    const changes = r.diff({ files: [f(old, ['net.core.somaxconn', '65535'])], memory: { memTotalKb: 1 << 20, pageSize: 4096 } });
+    const run = spawnSync('sh', ['-c', r.apply({ files: [], memory: { memTotalKb: 0, pageSize: 0 } }, changes)[0].script], {
+      encoding: 'utf8',
+    });
+    return { code: run.status, stderr: run.stderr, kept: existsSync(old), dir };
+  }
+
+  it.each<[string, Record<string, string | undefined>, boolean]>([
+    ['every drop-in written: the old file is removed', { 'a.conf': 'x = 1\n', 'b.conf': 'y = 2\n' }, false],
+    ['a drop-in missing (its write failed): the old file stays, the step fails', { 'a.conf': 'x = 1\n', 'b.conf': undefined }, true],
+    ['a drop-in empty (a write cut short): the old file stays', { 'a.conf': '' }, true],
+  ])('%s', (_, dropins, kept) => {
+    const r = retireIn(dropins);
+    expect(r.kept).toBe(kept);
+    expect(r.code).toBe(kept ? 1 : 0);
+    if (kept)
+      expect(r.stderr).toMatch(/^not removing .*90-racksmith-required.conf: racksmith's drop-in .* that replaces it is not written$/m);
+  });
+
+  it('the network playbook orders the check after every sysctl drop-in (skipped when one of them failed)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-netpb-'));
+    const file = join(dir, 'hosts.yaml');
+    writeFileSync(file, 'all:\n  hosts:\n    n1: {}\n  vars:\n    sysctl_extra: { kernel.pid_max: 4194304 }\n');
+    const [p] = prepare(loadInventory(file), [network], {});
+    const resources = p.hosts[0].resources;
+    const effect = resources.find((r) => r.id === 'sysctl-effect:network')!;
+    const dropins = resources.filter((r) => r.kind === 'sysctl').map((r) => r.id);
+    expect(dropins).toContain('sysctl:/etc/sysctl.d/99-zz-racksmith-extra.conf');
+    expect(dropins.length).toBeGreaterThan(1);
+    expect(effect.after).toEqual(dropins);
+    expect(resources.indexOf(effect)).toBeGreaterThan(Math.max(...dropins.map((id) => resources.findIndex((r) => r.id === id))));
   });
 });

@@ -243,11 +243,29 @@ export function sysctlEffect(o: SysctlEffectOptions): Resource<SysctlEffectFacts
       return changes;
     },
     apply(_, changes): Step[] {
+      // A file is retired or taken over only once the drop-ins that replace it are written: the
+      // plays order this check after them (`after`: skipped when one failed), and each step
+      // checks again that they are there, so a failed write leaves the old file in place.
+      const replaced = replacedCheck(o.managed.map((m) => m.file));
       return changes.map(({ data }) =>
         data!.op === 'remove'
-          ? { name: `remove ${data!.path}`, script: `rm -f -- ${shq(data!.path)}` }
-          : { name: `take over ${data!.path}`, script: `mv -f -- ${shq(data!.path)} ${shq(data!.path + TAKEN_OVER_SUFFIX)}` },
+          ? { name: `remove ${data!.path}`, script: `${replaced(data!.path)}rm -f -- ${shq(data!.path)}` }
+          : {
+              name: `take over ${data!.path}`,
+              script: `${replaced(data!.path)}mv -f -- ${shq(data!.path)} ${shq(data!.path + TAKEN_OVER_SUFFIX)}`,
+            },
       );
     },
   };
+}
+
+/** Shell that fails (keeping `path`) unless every one of racksmith's drop-ins is a non-empty file. */
+export function replacedCheck(dropins: readonly string[]): (path: string) => string {
+  return (path) =>
+    dropins
+      .map(
+        (f) =>
+          `[ -f ${shq(f)} ] && [ -s ${shq(f)} ] || { echo ${shq(`not removing ${path}: racksmith's drop-in ${f} that replaces it is not written`)} >&2; exit 1; }\n`,
+      )
+      .join('');
 }
