@@ -78,7 +78,7 @@ export const FILE_FACTS: ProbeBatch<FileAnswer> = {
   script(paths) {
     const list = paths.map(shq).join(' ');
     const pick = (test: string) => `set --
-while read -r y s m u un g gn p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
+while read -r y s _ _ _ _ _ p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
 $rs_meta
 RS_META`;
     return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
