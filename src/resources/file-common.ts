@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../util/sha256.ts';
 import { posix } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { shBytes, shq } from '../shell/quote.ts';
@@ -190,9 +190,7 @@ export function hasContent(f: FileFacts, want: Buffer): boolean {
   return f.sha256 === sha256(want);
 }
 
-export function sha256(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
-}
+export { sha256 };
 
 const printable = (b: Buffer) => !b.includes(0);
 
