@@ -64,6 +64,7 @@ const EXPORTS = [
   'kubeletConfig',
   'limits',
   'line',
+  'loadInventory',
   'managedFile',
   'mergeProfiles',
   'mergeUnsafeSysctls',
@@ -77,12 +78,14 @@ const EXPORTS = [
   'parseGpuCaps',
   'playbook',
   'pollScript',
+  'prepare',
   'prerequisites',
   'recordedDiskMount',
   'restartHandler',
   'shJoin',
   'shq',
   'specText',
+  'standaloneProbe',
   'storagePrune',
   'storageRecordLine',
   'strictArp',
@@ -107,7 +110,12 @@ describe('public API', () => {
 
   it('package.json exports it (and its type declarations) as the package root, and nothing deeper', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    expect(pkg.exports['.']).toEqual({ types: './dist/src/index.d.ts', default: './dist/src/index.js' });
+    // (racksmith-source: the sources, for this checkout only: .npmrc, vitest.config.ts, tsconfig.json)
+    expect(pkg.exports['.']).toEqual({
+      'racksmith-source': './src/index.ts',
+      types: './dist/src/index.d.ts',
+      default: './dist/src/index.js',
+    });
     expect(Object.keys(pkg.exports)).toEqual(['.', './package.json']);
   });
 });
