@@ -1,9 +1,11 @@
 // npm run lint: shellcheck (POSIX sh: a host's /bin/sh may be dash) over every remote script
 // racksmith sends, rendered as the engine renders them: the bundled playbooks built for the
-// synthetic hosts of scripts/lint-shell/hosts.yaml (every family and option branch), each host's
-// whole probe script, every apply step of every change the resources make on the facts of
-// scripts/lint-shell/facts.ts, and the engine's own wrappers (the section layout, the apply lock,
-// become). Any finding fails. Nothing is contacted; a deliberate construct carries a
+// synthetic hosts of scripts/lint-shell/hosts.yaml (every family and option branch) and the
+// families no bundled playbook uses; each host's whole probe script; every apply step of every
+// change the resources make in the host states of scripts/lint-shell/facts.ts (a kind with none
+// fails); the scripts a script runs in a shell of its own (sh -c under flock, sudo, su); the
+// engine's wrappers (the section layout, the apply lock, become, the remote kill of an aborted
+// exec). Any finding fails. Nothing is contacted. A deliberate construct carries a
 // `# shellcheck disable=SCxxxx` with its reason in the script's own text.
 //   npx tsx scripts/lint-shell.ts [--keep]   (--keep: leave the rendered scripts in the temp directory)
 import { execFileSync, spawn } from 'node:child_process';
@@ -17,9 +19,16 @@ import { ProbeSet } from '../src/engine/probe-set.ts';
 import { scriptBody, type Section } from '../src/engine/script.ts';
 import { applyLockScript } from '../src/engine/apply-lock.ts';
 import { becomeCommand, execPlan } from '../src/connection/become.ts';
+import { killGroupsScript } from '../src/connection/ssh.ts';
+import { scriptAsStdin } from '../src/connection/transport.ts';
 import { Secret } from '../src/util/secret.ts';
 import type { Vars } from '../src/inventory/model.ts';
 import site from '../playbooks/site.ts';
+import type { Resource } from '../src/contract/resource.ts';
+import { file } from '../src/resources/file.ts';
+import { block, line } from '../src/resources/text-edit.ts';
+import { command } from '../src/resources/command.ts';
+import { aisStatePurge } from '../src/resources/storage-lifecycle.ts';
 import { manifestsDir } from '../test/kube-double/fixtures.ts';
 import { applySteps, Coverage } from './lint-shell/facts.ts';
 
@@ -91,6 +100,29 @@ for (const [label, extra] of [
   }
 }
 
+// Families the bundled playbooks do not use (an operator's own playbook does), with every option.
+const own: Resource[] = [
+  file({ path: '/etc/rs/a.conf', content: 'a = 1\n', mode: '0640', owner: 'root', group: 'adm' }),
+  file({ path: '/etc/rs/gone.conf', state: 'absent' }),
+  line({ path: '/etc/rs/b.conf', line: 'b = 2', regexp: '^b\\s*=', create: true }),
+  line({ path: '/etc/rs/b.conf', line: 'c = 3', state: 'absent' }),
+  block({ path: '/etc/rs/c.conf', block: 'x\ny\n', create: true }),
+  command({ name: 'stamp', run: ['touch', '/etc/rs/stamp'], creates: '/etc/rs/stamp' }),
+  command({ name: 'check', run: 'echo ran', unless: ['grep', '-q', 'x', '/etc/rs/x'] }),
+  command({ name: 'always', run: 'date', unguarded: true }),
+  aisStatePurge(),
+];
+{
+  const sections: Section[] = [];
+  new ProbeSet(sections, own.map(probeOf));
+  add('probe-own-families', script(sections));
+  for (const r of own) {
+    const rendered = applySteps(r);
+    coverage.add(r, rendered);
+    rendered.steps.forEach((s, i) => add(`step-own-${r.id}-${i}`, script([{ kind: 'step', group: r.id, body: s.script }])));
+  }
+}
+
 // The engine's own: the section layout (a define, a probe, a lock gate, groups that skip together).
 add(
   'engine-sections',
@@ -102,6 +134,8 @@ add(
     { kind: 'step', group: 'b', skipIf: ['a'], body: 'echo b' },
   ]),
 );
+add('ssh-kill-groups', killGroupsScript(['racksmith-tag-1', 'racksmith-tag-2']));
+add('transport-stdin', scriptAsStdin('echo x'));
 add('engine-apply-lock-session', applyLockScript({ runId: 'ctl:1:x', timeoutSec: 0 }, { sessionPid: 1234 }));
 for (const method of ['sudo', 'su'] as const) {
   for (const password of [undefined, new Secret('pw')]) {
