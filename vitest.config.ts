@@ -1,3 +1,4 @@
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 // Two projects: `unit` (pure logic, no root needed) and `e2e` (real hosts from the test bed).
@@ -5,16 +6,24 @@ import { defineConfig } from 'vitest/config';
 // Run journals of the CLI under test go to a scratch state dir, not the user's home.
 process.env.XDG_STATE_HOME ??= '/tmp/racksmith-test-state';
 
+// `import ... from 'racksmith'` in a test is src/index.ts (package.json's racksmith-source
+// condition), not dist/: one copy of every class (test/unit/one-module.test.ts).
+const racksmithSource = { resolve: { conditions: ['racksmith-source', ...defaultServerConditions] } };
+
+const sourceConditions = { ...racksmithSource, ssr: racksmithSource };
+
 export default defineConfig({
   test: {
     projects: [
       {
+        ...sourceConditions,
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
         },
       },
       {
+        ...sourceConditions,
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
@@ -29,6 +38,7 @@ export default defineConfig({
       // of their own (the bed itself, the benchmark smoke test) run once, above. One file at a time
       // across both projects (no file parallelism: vitest runs them in one sequential group).
       {
+        ...sourceConditions,
         test: {
           name: 'e2e-ini',
           include: ['test/e2e/**/*.test.ts'],

@@ -57,6 +57,11 @@ export { shq, shJoin } from './shell/quote.ts';
 export { InputError, type SourcePos } from './util/errors.ts';
 export { Secret, secretText } from './util/secret.ts';
 
+// Testing a family's probe and a playbook's variables (docs/resources.md "Testing a probe and a playbook's variables")
+export { standaloneProbe } from './engine/probe-set.ts';
+export { prepare, type PreparedPlay, type RunSelection } from './engine/run.ts';
+export { loadInventory } from './inventory/load.ts';
+
 // Resource families
 export { file, type FileOptions } from './resources/core/file.ts';
 export { line, block, textEdit, type LineOptions, type BlockOptions, type TextEditOptions } from './resources/core/text-edit.ts';

@@ -137,7 +137,8 @@ export const VALIDATE_TIMEOUT_S = 60;
  */
 function validateOnce(nonce: string, fail: string): string {
   const ask = `${nonce}-ask`;
-  return `rs_d=$(mktemp -d) && mkfifo "$rs_d/in" "$rs_d/err" || { rs_e='sudo -v: cannot make a private directory with two FIFOs (mktemp -d, mkfifo)'; ${fail}; }
+  return `{ rs_d=$(mktemp -d) && mkfifo "$rs_d/in" "$rs_d/err"; } || { rs_e='sudo -v: cannot make a private directory with two FIFOs (mktemp -d, mkfifo)'; ${fail}; }
+# shellcheck disable=SC2024 # the FIFOs are the login user's: this shell opens them, sudo reads the descriptors
 sudo -S -p ${shq(`${ask}
 `)} -v <"$rs_d/in" 2>"$rs_d/err" >/dev/null &
 rs_p=$!

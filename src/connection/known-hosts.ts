@@ -1,4 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sha256 } from '../util/sha256.ts';
 import { appendFileSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
@@ -36,7 +37,7 @@ export function knownHostsName(host: string, port: number): string {
 
 /** The SHA256 fingerprint as `ssh-keygen -l` prints it. */
 export function fingerprint(keyBlob: Buffer): string {
-  return 'SHA256:' + createHash('sha256').update(keyBlob).digest('base64').replace(/=+$/, '');
+  return 'SHA256:' + sha256(keyBlob, 'base64').replace(/=+$/, '');
 }
 
 /** The key type is the first string inside the SSH wire-format key blob. */

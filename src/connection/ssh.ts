@@ -282,6 +282,7 @@ export function killGroupsScript(tags: string[]): string {
   c=$(tr '\\000' ' ' < "$p/cmdline" 2>/dev/null) || continue
   case "$c" in ${tags.map((t) => `*" ${t} "`).join('|')}) ;; *) continue ;; esac
   s=$(cat "$p/stat" 2>/dev/null) || continue
+  # shellcheck disable=SC2086 # split into stat's fields (after the command name: numbers and a state letter)
   set -- \${s##*") "}
   [ "\${3:-0}" -gt 1 ] && kill -9 "-$3" 2>/dev/null
 done

@@ -51,13 +51,16 @@ rs_holder() { rs_h=; IFS= read -r rs_h < "$h" || :; } 2>/dev/null
 if ! { mkdir -p "\${l%/*}" && [ -w "\${l%/*}" ]; } 2>/dev/null; then
   # Not root: this user changes only what it may, so the lock is this user's own.
   l="\${TMPDIR:-/tmp}/racksmith-$(id -u)/apply.lock"; h="\${l%/*}/apply.holder"
+  # shellcheck disable=SC2174 # only racksmith-UID is ours to make private; $TMPDIR is the system's
   mkdir -p -m 700 "\${l%/*}"
   [ -O "\${l%/*}" ] || { echo "\${l%/*} belongs to another user: no apply lock" >&2; exit 1; }
 fi
 exec 9>>"$l"
 rs_holder
 # Held by this session since an earlier exec: its holder still has the lock file open (fd 9).
-set -f; set -- $rs_h; set +f
+set -f
+# shellcheck disable=SC2086 # the holder line split into its fields (set -f: no globbing)
+set -- $rs_h; set +f
 if [ $# = 3 ] && [ "$3" = "$sess" ] && [ "/proc/$2/fd/9" -ef "$l" ]; then
   [ "$1" = "$me" ] || { printf '%s %s %s\\n' "$me" "$2" "$3" > "$h.$$" && mv -f "$h.$$" "$h"; }
   exit 0

@@ -9,7 +9,6 @@ import { buildScript, scriptBody, splitOutput, type Section, type SectionOutput 
 import { applyLockScript, LOCK_WAITED, type ApplyLockOptions } from './apply-lock.ts';
 import { withFleet, type FleetViews } from './fleet.ts';
 import { listLinks } from './links.ts';
-import { emptyObjectList } from './v8-shapes.ts';
 
 export interface HostRunOptions {
   host: string;
@@ -557,8 +556,8 @@ function failUnfinished(o: HostRunOptions, states: State[], msg: string): void {
   for (const s of states) if (!s.result) finishState(o, s, { status: 'failed', changes: NO_CHANGES, error: msg });
 }
 
-/** No dependencies (with the elements kind of every other state list: see v8-shapes.ts). */
-const NONE: State[] = emptyObjectList({} as State);
+/** No dependencies. */
+const NONE: State[] = [];
 /** The changes of a result without any (most results of a converged fleet share it; read-only). */
 const NO_CHANGES = Object.freeze([]) as unknown as Change[];
 const NO_STEPS = Object.freeze([]) as unknown as Step[];

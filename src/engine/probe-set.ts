@@ -1,6 +1,5 @@
 import { buildScript, splitOutput, type Section, type SectionOutput } from './script.ts';
 import type { BatchPart, ProbeBatch, ProbeOutput, ProbeText } from '../contract/probe.ts';
-import { mapByPush } from './v8-shapes.ts';
 
 /**
  * Where a part's answer is: a plain section, or a batch's slot. One object shape for both (batch
@@ -139,12 +138,9 @@ export class ProbeSet {
   }
 }
 
-/**
- * A batch's fresh answers, each equal (===) to the last answer in its slot given as that very one,
- * in an array built by push (a split's own arrays change elements kind: see v8-shapes.ts).
- */
+/** A batch's fresh answers, each equal (===) to the last answer in its slot given as that very one. */
 function sameWhereEqual(fresh: readonly unknown[], last: readonly unknown[] | undefined): unknown[] {
-  return mapByPush(fresh, (x, k) => (last !== undefined && x === last[k] ? last[k] : x));
+  return fresh.map((x, k) => (last !== undefined && x === last[k] ? last[k] : x));
 }
 
 /** The same parts, each the very same answer (or an equal string). */

@@ -22,7 +22,6 @@ import { getMaxListeners, setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { throwSite } from './throw-site.ts';
 import { RunChecks } from './run-checks.ts';
-import { emptyObjectList, mapByPush, uniformResource } from './v8-shapes.ts';
 
 export interface RunSelection {
   limit?: string;
@@ -148,7 +147,7 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
           notify: r.notify?.filter((d) => keptIds.has(d)),
         },
   );
-  return resources.map(uniformResource);
+  return resources;
 }
 
 /**
@@ -406,7 +405,7 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
     pre.byPlay.delete(playIndex);
     if (epochs.appliedOnHostSince(pre.at, host.name)) prefetched.delete(host.name);
     const later = probed ? NO_LATER_PLAYS : laterPlays(resourcesOf, playIndex, host.name);
-    const prefetch = mapByPush(later, ([, rs]) => rs);
+    const prefetch = later.map(([, rs]) => rs);
     const sentAt = epochs.stamp(host.name);
     const res = await until(
       runHost(conn, resources, {
@@ -598,8 +597,8 @@ interface Prefetched {
 /** No answers (never current; never written to, only deleted from: a no-op). */
 const NOT_PREFETCHED: Prefetched = { at: NEVER, byPlay: new Map() };
 
-/** None (with the elements kind of laterPlays' lists, see v8-shapes.ts). Never written to. */
-const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = emptyObjectList<readonly [number, Resource[]]>([0, []]);
+/** None. Never written to. */
+const NO_LATER_PLAYS: Array<readonly [number, Resource[]]> = [];
 
 /** The host's resource lists of the plays after `playIndex` (to probe with this play's exec). */
 function laterPlays(resourcesOf: Array<Map<string, Resource[]>>, playIndex: number, host: string): Array<readonly [number, Resource[]]> {

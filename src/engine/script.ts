@@ -38,7 +38,7 @@ export function buildScript(sections: Section[], body = scriptBody(sections)): {
 
 /** The script of `buildScript` after its marker line: the same for every host given the same sections. */
 export function scriptBody(sections: readonly Section[]): string {
-  const lines = ['rs_failed='];
+  const lines = sections.some((s) => s.kind === 'step' && s.group) ? ['rs_failed='] : [];
   // Group names become shell tokens g0, g1...: only safe characters reach the script.
   const groupTokens = new Map<string, string>();
   const token = (group: string) => {

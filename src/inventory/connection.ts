@@ -2,8 +2,8 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { isSecret, Secret } from '../util/secret.ts';
-import { parseSshArgs, type SshArgs } from '../connection/ssh-args.ts';
-import type { Vars } from './model.ts';
+import { parseSshArgs, type SshArgs } from './ssh-args.ts';
+import type { Vars } from './vars.ts';
 
 /**
  * A host's connection, from its connection variables. Where Ansible has two names for one

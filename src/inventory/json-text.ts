@@ -1,4 +1,4 @@
-import type { Located } from './plain-yaml.ts';
+import type { Located } from './located.ts';
 import { exactNumber } from './yaml11.ts';
 
 /**

@@ -1,7 +1,8 @@
 import type { SourcePos } from '../util/errors.ts';
 import type { HostConnection } from './connection.ts';
+import type { Vars } from './vars.ts';
 
-export type Vars = Record<string, unknown>;
+export type { Vars };
 
 export interface Host {
   name: string;

@@ -1,5 +1,6 @@
 import { maybeTyped, resolvePlain11, Yaml11Error } from './yaml11.ts';
 import { MAX_DEPTH } from './json-text.ts';
+import type { Located } from './located.ts';
 
 /**
  * A fast reader for the plain block YAML that inventories are nearly always written in: nested
@@ -14,14 +15,8 @@ import { MAX_DEPTH } from './json-text.ts';
  * the library on tables and on generated documents.
  */
 
-/** Where a node was written: `at` is the offset of its first character (the library's range[0]). */
-export interface Located {
-  at: number;
-  /** A mapping's entries by key, with the key's offset. */
-  keys?: Map<string, { keyAt: number; value: Located }>;
-  /** A sequence's items. */
-  items?: Located[];
-}
+/** Where a node was written (located.ts; json-text.ts makes them too). */
+export type { Located };
 
 export interface PlainYaml {
   value: unknown;

@@ -16,7 +16,7 @@
  * host before anything is applied (exit 1), see `artifactsGuard` in src/resources/kube/kube.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { sha256 } from '../util/sha256.ts';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -40,9 +40,7 @@ export interface LoadedArtifact {
   problem?: string;
 }
 
-export function sha256Hex(b: Buffer | string): string {
-  return createHash('sha256').update(b).digest('hex');
-}
+export { sha256 as sha256Hex };
 
 export function cacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
@@ -99,7 +97,7 @@ function load(req: ArtifactRequest): LoadedArtifact {
         continue;
       }
     }
-    const got = sha256Hex(bytes);
+    const got = sha256(bytes);
     if (got !== req.sha256) {
       return {
         ...base,
@@ -117,7 +115,7 @@ function readCache(sha: string): Buffer | undefined {
   const p = join(cacheDir(), sha);
   if (!existsSync(p)) return undefined;
   const b = readFileSync(p);
-  return sha256Hex(b) === sha ? b : undefined; // a corrupt cache entry is ignored (and overwritten)
+  return sha256(b) === sha ? b : undefined; // a corrupt cache entry is ignored (and overwritten)
 }
 
 function writeCache(sha: string, bytes: Buffer): void {

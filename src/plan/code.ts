@@ -8,7 +8,7 @@
  * own text still is hashed). Bare imports (npm packages, `racksmith` itself) are not followed;
  * racksmith's sources are hashed whole instead, and its package.json (its version).
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../util/sha256.ts';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -18,7 +18,7 @@ export type CodeHashes = Record<string, string>;
 const IMPORT = /\b(?:import|export)\s[^;'"`]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)|\bimport\s+['"]([^'"]+)['"]/g;
 const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/;
 
-const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+const sha = sha256;
 
 /** The relative imports of a module's text, resolved to files (those that exist). */
 function importsOf(file: string, text: string): string[] {

@@ -1,4 +1,5 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../util/sha256.ts';
 import { renameSync, writeFileSync } from 'node:fs';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
@@ -94,7 +95,7 @@ const planSchema = {
 };
 const validatePlan = lazySchema(planSchema); // compiled when a plan is read, not at start-up
 
-const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+const sha = sha256;
 
 /** Every host's merged variables (secrets as their masked hash) and groups. */
 export function inventoryFingerprint(inv: Inventory): string {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from './sha256.ts';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { InputError, InputErrors, type SourcePos } from './errors.ts';
@@ -18,9 +18,7 @@ export interface DeclaredSchema {
 export const declaredSchemas = new Map<string, DeclaredSchema>();
 
 export function schemaKey(d: DeclaredSchema): string {
-  return createHash('sha256')
-    .update(JSON.stringify([d.schema, d.refs]))
-    .digest('hex');
+  return sha256(JSON.stringify([d.schema, d.refs]));
 }
 
 /**

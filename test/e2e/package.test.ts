@@ -31,7 +31,8 @@ function inProject(cmd: string, args: string[]) {
     cwd: project,
     encoding: 'utf8',
     timeout: 180_000,
-    env: { ...process.env, npm_config_update_notifier: 'false' },
+    // (as an operator's shell: without the checkout's racksmith-source condition, .npmrc)
+    env: { ...process.env, NODE_OPTIONS: undefined, npm_config_update_notifier: 'false' },
   });
 }
 
@@ -77,6 +78,11 @@ describe('a playbook outside the checkout, on racksmith installed from its tarba
     expect(bad.status).not.toBe(0);
     expect(bad.stdout).toMatch(/broken\.ts.*Type 'number' is not assignable to type 'string'/);
     execFileSync('rm', [join(project, 'broken.ts')]);
+  });
+
+  it("resolves 'racksmith' to the package's built code, not its sources", () => {
+    const r = inProject('node', ['--input-type=module', '-e', "console.log(import.meta.resolve('racksmith'))"]);
+    expect(r.stdout.trim(), r.stderr).toMatch(/\/node_modules\/racksmith\/dist\/src\/index\.js$/);
   });
 
   it("runs with the installed package's provision: converges, then 0 changes", async () => {

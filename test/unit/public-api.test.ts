@@ -66,6 +66,7 @@ const EXPORTS = [
   'kubeletConfig',
   'limits',
   'line',
+  'loadInventory',
   'managedFile',
   'mergeProfiles',
   'mergeUnsafeSysctls',
@@ -79,6 +80,7 @@ const EXPORTS = [
   'parseGpuCaps',
   'playbook',
   'pollScript',
+  'prepare',
   'prerequisites',
   'recordedDiskMount',
   'restartHandler',
@@ -86,6 +88,7 @@ const EXPORTS = [
   'shJoin',
   'shq',
   'specText',
+  'standaloneProbe',
   'storagePrune',
   'storageRecordLine',
   'strictArp',
@@ -110,8 +113,17 @@ describe('public API', () => {
 
   it('package.json exports it (and its type declarations) as the package root, the bundled playbooks, and nothing else', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    expect(pkg.exports['.']).toEqual({ types: './dist/src/index.d.ts', default: './dist/src/index.js' });
-    expect(pkg.exports['./playbooks/*']).toEqual({ types: './dist/playbooks/*.d.ts', default: './dist/playbooks/*.js' });
+    // (racksmith-source: the sources, for this checkout only: .npmrc, vitest.config.ts, tsconfig.json)
+    expect(pkg.exports['.']).toEqual({
+      'racksmith-source': './src/index.ts',
+      types: './dist/src/index.d.ts',
+      default: './dist/src/index.js',
+    });
+    expect(pkg.exports['./playbooks/*']).toEqual({
+      'racksmith-source': './playbooks/*.ts',
+      types: './dist/playbooks/*.d.ts',
+      default: './dist/playbooks/*.js',
+    });
     expect(Object.keys(pkg.exports)).toEqual(['.', './playbooks/*', './package.json']);
   });
 });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '../../util/sha256.ts';
 import { posix } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { shBytes, shq } from '../../shell/quote.ts';
@@ -86,7 +86,7 @@ export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer
     script(paths) {
       const list = paths.map(shq).join(' ');
       const pick = (test: string) => `set --
-while read -r y s m u un g gn p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
+while read -r y s _ _ _ _ _ p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
 $rs_meta
 RS_META`;
       return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
@@ -214,9 +214,7 @@ export function hasContent(f: FileFacts, want: Buffer): boolean {
   return f.sha256 === sha256(want);
 }
 
-export function sha256(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
-}
+export { sha256 };
 
 const printable = (b: Buffer) => !b.includes(0);
 

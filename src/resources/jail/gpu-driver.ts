@@ -119,7 +119,7 @@ while IFS="$tab" read -r k f id m; do
     *) case "$f" in */bin/*|*/sbin/*) t=/usr/bin/$b ;; *) t=$f ;; esac ;;
   esac
   p=$J$t
-  if [ -L "$p" ]; then tk=other; elif [ -d "$p" ]; then tk=dir; elif [ -f "$p" ]; then tk=file; elif [ -e "$p" ]; then tk=other; else tk=absent; fi
+  if [ -L "$p" ]; then tk=other; elif [ -d "$p" ]; then tk=dir; elif [ -f "$p" ]; then tk='file'; elif [ -e "$p" ]; then tk=other; else tk=absent; fi
   same=no; [ "$tk" != absent ] && [ "$p" -ef "$f" ] && same=yes
   empty=no; [ "$tk" = file ] && [ ! -s "$p" ] && empty=yes
   printf 'gpu-f\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "$f" "$k" "$id" "$m" "$t" "$tk" "$same" "$empty"

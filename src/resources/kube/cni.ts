@@ -166,7 +166,7 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
         `: > "$t/marker"`,
         `printf 'version %s\\nsha256 %s\\n' ${shq(o.version)} ${shq(o.sha256)} >> "$t/marker"`,
         `for f in "$t"/x/* "$t"/x/.[!.]*; do`,
-        '  [ -f "$f" ] && [ ! -L "$f" ] || continue',
+        '  { [ -f "$f" ] && [ ! -L "$f" ]; } || continue',
         '  n=${f##*/}',
         '  cp -- "$f" "$d/.$n.racksmith-new"',
         '  chmod 755 "$d/.$n.racksmith-new"',
@@ -298,6 +298,7 @@ export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFac
         steps.push({
           name: 'reload NetworkManager',
           script:
+            '# shellcheck disable=SC2046 # pidof prints one pid per word\n' +
             'nmcli general reload conf 2>/dev/null || systemctl reload NetworkManager 2>/dev/null || kill -HUP $(pidof NetworkManager)',
         });
       }

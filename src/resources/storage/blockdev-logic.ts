@@ -3,7 +3,7 @@
  * format decision (blank / keep XFS / refuse), I/O profiles and their clamping to what a device
  * accepts, and the udev rule text. No I/O here: everything is table-tested from facts.
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../../util/sha256.ts';
 import { ProbeError, Refusal, type Change } from '../../contract/resource.ts';
 import { unescapeMountinfo } from '../core/mount-table.ts';
 
@@ -847,6 +847,4 @@ export function xattrDiff(path: string, f: XattrFacts): Change[] {
   return [];
 }
 
-export function sha256Hex(s: string): string {
-  return createHash('sha256').update(s).digest('hex');
-}
+export { sha256 as sha256Hex };

@@ -168,7 +168,9 @@ const SAMPLE_FN = `rs_sample() {
   if [ "$rs_sz" -le 33554432 ]; then set -- 0 "$rs_sz"
   else
     set -- 0 1179648 2097152 131072 4194304 131072 8388608 131072 16777216 131072
-    i=1; while [ $i -lt 16 ]; do set -- "$@" $((rs_sz / 16 * i / 4096 * 4096 - 16384)) 81920; i=$((i + 1)); done
+    i=1
+    # shellcheck disable=SC2017 # each offset rounded down to 4 KiB: the division before the product is the point
+    while [ "$i" -lt 16 ]; do set -- "$@" $((rs_sz / 16 * i / 4096 * 4096 - 16384)) 81920; i=$((i + 1)); done
     set -- "$@" $((rs_sz - 1048576)) 1048576
   fi
   rs_segs=$*
@@ -280,7 +282,10 @@ rs_inuse() {
     grep -s -H -F "$@" "$R"/proc/[0-9]*/mountinfo | {
       seen=
       while IFS= read -r l; do
-        p=\${l%%/mountinfo:*}; p=\${p##*/}; set -f; set -- \${l#*/mountinfo:}; set +f
+        p=\${l%%/mountinfo:*}; p=\${p##*/}
+        set -f
+        # shellcheck disable=SC2086 # the mountinfo line split into its fields (set -f: no globbing)
+        set -- \${l#*/mountinfo:}; set +f
         case $seen in *"|$3 $5|"*) continue ;; esac
         seen="$seen|$3 $5|"; echo "nsmount=$p $3 $5"
       done
@@ -751,12 +756,12 @@ export const XATTR_CHECKS: ProbeBatch = {
     // same moment neither read nor remove each other's.
     const n = '"$n"';
     return `v="racksmith-$$"; n=${shq(XATTR_NAME)}."$$"
-rs_m=$(RS_MPS=${shq(paths.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
-rs_m="
-$rs_m
+rs_mp=$(RS_MPS=${shq(paths.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
+rs_mp="
+$rs_mp
 "
 set --
-${paths.map((p) => `case "$rs_m" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
+${paths.map((p) => `case "$rs_mp" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
 if [ $# -gt 0 ]; then
   echo "want=$v"; echo "name=$n"

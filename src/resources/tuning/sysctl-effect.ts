@@ -265,7 +265,7 @@ export function replacedCheck(dropins: readonly string[]): (path: string) => str
     dropins
       .map(
         (f) =>
-          `[ -f ${shq(f)} ] && [ -s ${shq(f)} ] || { echo ${shq(`not removing ${path}: racksmith's drop-in ${f} that replaces it is not written`)} >&2; exit 1; }\n`,
+          `{ [ -f ${shq(f)} ] && [ -s ${shq(f)} ]; } || { echo ${shq(`not removing ${path}: racksmith's drop-in ${f} that replaces it is not written`)} >&2; exit 1; }\n`,
       )
       .join('');
 }

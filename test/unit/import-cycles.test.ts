@@ -1,0 +1,109 @@
+// No import cycles in src/: none between its folders (connection/ may import inventory/ or the
+// other way round, never both) and none between the files of a folder, type-only imports included
+// (a type cycle is still two modules that cannot be read one without the other).
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(import.meta.dirname, '../../src');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+/** The src files a file imports or re-exports from (`import`, `import type`, `export ... from`, `import()`: src names them with .ts). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*'(\.[^']+\.ts)'|\bimport\(\s*'(\.[^']+\.ts)'\s*\)/g)) {
+    const spec = m[1] ?? m[2];
+    out.push(resolve(dirname(file), spec));
+  }
+  return out;
+}
+
+/** The cycles of a graph: its strongly connected components of more than one node (Tarjan). */
+function cycles(graph: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    on.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || graph.get(v)?.has(v)) found.push(scc.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+const files = sources(SRC);
+const rel = (f: string) => relative(SRC, f);
+const folderOf = (f: string) => dirname(rel(f));
+const edges = files.flatMap((f) => importsOf(f).map((to) => [f, to] as const));
+
+describe('src/ imports', () => {
+  it('reads the imports of every file (the parser finds what it should)', () => {
+    expect(files.length).toBeGreaterThan(100);
+    const missing = edges.filter(([, to]) => !files.includes(to)).map(([f, to]) => `${rel(f)} -> ${relative(SRC, to)}`);
+    expect(missing).toEqual([]);
+    expect(edges.length).toBeGreaterThan(files.length);
+  });
+
+  it('no cycle between folders', () => {
+    const graph = new Map<string, Set<string>>();
+    for (const [from, to] of edges) {
+      const a = folderOf(from);
+      const b = folderOf(to);
+      if (a === b) continue;
+      if (!graph.has(a)) graph.set(a, new Set());
+      graph.get(a)!.add(b);
+    }
+    const why = (scc: string[]) =>
+      edges
+        .filter(([f, t]) => scc.includes(folderOf(f)) && scc.includes(folderOf(t)) && folderOf(f) !== folderOf(t))
+        .map(([f, t]) => `${rel(f)} -> ${rel(t)}`);
+    expect(cycles(graph).map((scc) => ({ folders: scc, imports: why(scc) }))).toEqual([]);
+  });
+
+  it('no cycle between the files of a folder', () => {
+    const graph = new Map<string, Set<string>>();
+    for (const [from, to] of edges) {
+      if (folderOf(from) !== folderOf(to)) continue;
+      if (!graph.has(rel(from))) graph.set(rel(from), new Set());
+      graph.get(rel(from))!.add(rel(to));
+    }
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it('finds a cycle when there is one', () => {
+    const g = new Map([
+      ['a', new Set(['b'])],
+      ['b', new Set(['c'])],
+      ['c', new Set(['a'])],
+      ['d', new Set(['a'])],
+    ]);
+    expect(cycles(g)).toEqual([['a', 'b', 'c']]);
+  });
+});
