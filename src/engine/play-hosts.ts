@@ -121,7 +121,11 @@ export function playHosts(inv: Inventory, pb: Playbook, play: Play): string[] {
   const hosts = selectHosts(inv, play.hosts, what, true, { at, warn: (m) => terms.push(m) });
   // one warning for a skipped play; else one for each term that matched nothing
   if (hosts.length === 0)
-    addWarning(inv, `${where}host ${what} '${printable(play.hosts)}' matches no host in ${inv.file}: the play is skipped`, at);
+    addWarning(
+      inv,
+      `${where}play '${printable(play.name)}' (hosts: '${printable(play.hosts)}') matches no host in ${inv.file}: the play is skipped`,
+      at,
+    );
   else for (const m of terms) addWarning(inv, where + m, at);
   return hosts;
 }

@@ -41,7 +41,7 @@ describe('host patterns as Ansible reads them', () => {
     const lines = readFileSync(join(repoRoot, PB), 'utf8').split('\n');
     const line = lines.findIndex((l) => l.includes("hosts: 'gpu'"));
     const at = `${PB}:${line + 1}:${lines[line].indexOf('hosts:') + 1}`;
-    const warning = `${at}: host pattern of play 'on gpu' 'gpu' matches no host in ${inv}: the play is skipped`;
+    const warning = `${at}: play 'on gpu' (hosts: 'gpu') matches no host in ${inv}: the play is skipped`;
     const warnings = run.events.filter((e) => e.type === 'warning' && e.message.includes("'on gpu'"));
     expect(warnings.map(({ message, at }) => ({ message, at }))).toEqual([{ message: warning, at }]);
     expect(run.stderr).toContain(`warning: ${warning}\n`);

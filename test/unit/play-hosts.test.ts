@@ -135,7 +135,7 @@ describe('racksmith_play_hosts', () => {
     const pb = { ...playbook({ name: 'on racks', hosts: 'rakcs', resources: () => [] }), file: pbFile };
     expect(prepare(inv, [pb, probe('w1:nosuch')], {}).map((p) => p.hosts.length)).toEqual([0, 1]);
     expect(inv.warnings?.map((w) => w.message)).toEqual([
-      `${pbFile}:4:25: host pattern of play 'on racks' 'rakcs' matches no host in ${f}: the play is skipped`,
+      `${pbFile}:4:25: play 'on racks' (hosts: 'rakcs') matches no host in ${f}: the play is skipped`,
       "host pattern of play 'w1:nosuch' 'w1:nosuch': 'nosuch' matches no host or group, ignored",
     ]);
   });
