@@ -452,7 +452,7 @@ describe('jail', () => {
     const run = await provision([
       PB,
       '-i',
-      inventory([CPU], 'jail-badfs', { jail_fstype: 'rsnosuchfs', jail_options: ['defaults'], jail_bind_dirs: [] }),
+      inventory([CPU], 'jail-badfs', { jail_fstype: 'rsnosuchfs', jail_options: ['defaults'], jail_bind_dirs: [], jail_gpu: false }),
       '-l',
       CPU,
     ]);
