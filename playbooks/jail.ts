@@ -23,7 +23,7 @@ import {
  * files, all persisted in fstab with x-systemd.requires-mounts-for so a reboot rebuilds it.
  *
  * Hosts: group `jail`; point it at your own group or pattern without editing this file with
- *   racksmith_play_hosts: { jail: 'ais:&gpu-nodes' } (all's vars or -e; README "Plays on your groups").
+ *   racksmith_play_hosts: { jail: 'ais:&gpu-nodes' } (all's vars or -e; docs/playbooks.md "Plays on your groups").
  *
  * Inventory variables:
  *   jail_path:     /mnt/jail

@@ -31,7 +31,7 @@ import { playbook, kubeClusterResources, kubeNodeResources } from '../src/index.
  *
  * Hosts: groups `kube_control_plane` and `kube_node`; point them at your own groups or patterns
  * without editing this file with racksmith_play_hosts: { kube_control_plane: controller,
- * kube_node: ais } (all's vars or -e; README "Plays on your groups"): the cluster step then runs on
+ * kube_node: ais } (all's vars or -e; docs/playbooks.md "Plays on your groups"): the cluster step then runs on
  * the first host of `controller`.
  *
  * Inventory variables (required: kube_cni, kube_pod_cidr):

@@ -24,7 +24,7 @@ import {
  * live), nofile limits, kernel modules. The drop-ins are checked by their effect at boot: a file
  * the loader reads after them that sets a managed key otherwise fails (file:line, both values).
  *
- * Hosts: all (racksmith_play_hosts, README "Plays on your groups", maps the groups other playbooks target).
+ * Hosts: all (racksmith_play_hosts, docs/playbooks.md "Plays on your groups", maps the groups other playbooks target).
  *
  * Inventory variables (group_vars / host_vars / -e):
  *   sysctl_profiles:  [required, network, vm]      profiles to apply (also: jobs, vm.max_map_count for RDMA/GPU jobs)

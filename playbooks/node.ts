@@ -21,7 +21,7 @@ import {
  * roles, shared/reference/ais-host-tuning.md).
  *
  * Hosts: all. The kubelet default below asks for the groups storage/ais and kube_node/kube_control_plane
- * as racksmith_play_hosts maps them (README "Plays on your groups").
+ * as racksmith_play_hosts maps them (docs/playbooks.md "Plays on your groups").
  *
  * Inventory variables (group_vars / host_vars / -e):
  *   kubelet_allowed_unsafe_sysctls: [net.*]   sysctls pods may set, merged into the kubelet config

@@ -3,7 +3,7 @@
 // the Kubernetes network (whose cluster step runs once, on the first control-plane host).
 // Its plays target the groups storage, jail, kube_control_plane and kube_node: point them at your
 // own groups with racksmith_play_hosts: { storage: ais, jail: 'ais:&gpu-nodes', kube_control_plane:
-// controller, kube_node: ais } in all's vars or -e (README "Plays on your groups").
+// controller, kube_node: ais } in all's vars or -e (docs/playbooks.md "Plays on your groups").
 import { playbook, type HostContext, jailPackages, nodePackages, prerequisites, STORAGE_PACKAGES } from '../src/index.ts';
 import network from './network.ts';
 import node from './node.ts';

@@ -33,7 +33,7 @@ import {
  * checked, I/O scheduler and queue tuned (sysfs now, a udev rule for boots).
  *
  * Hosts: group `storage`; point it at your own group or pattern without editing this file with
- *   racksmith_play_hosts: { storage: ais } (all's vars or -e; README "Plays on your groups").
+ *   racksmith_play_hosts: { storage: ais } (all's vars or -e; docs/playbooks.md "Plays on your groups").
  *
  * Inventory variables (group_vars / host_vars / -e):
  *   storage_disks:          the disks, explicitly (racksmith never picks "all disks"):

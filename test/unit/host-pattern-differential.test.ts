@@ -214,7 +214,7 @@ function racksmith(c: Case, q: Query): Answer {
   }
 }
 
-/** Where racksmith may refuse what Ansible runs: README's "Differences from Ansible". */
+/** Where racksmith may refuse what Ansible runs: docs/inventory.md "Differences from Ansible". */
 const STRICTER = [
   /matches no host in /, // -l selecting nothing (Ansible: the play is skipped)
   /names no host \(Ansible would take it as no limit\)/,

@@ -1,6 +1,6 @@
 // The package's public API (src/index.ts, package.json `exports`): operators' playbooks import
 // these names from 'racksmith'. Removing or renaming one breaks them: this list changes only on
-// purpose, together with the README's note for users.
+// purpose, together with the note for users in docs/playbooks.md ("Your own playbooks").
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as api from '../../src/index.ts';

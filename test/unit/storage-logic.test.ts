@@ -427,9 +427,9 @@ describe('I/O profiles and clamping', () => {
   const hdd = mergeProfiles().hdd;
   const nvme = mergeProfiles().nvme;
 
-  it("the HDD default is ais-k8s's legacy profile as the README's mapping names it; all keys null leaves HDDs alone (current ais-k8s)", () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const row = readme.split('\n').find((l) => l.startsWith('| legacy HDD profile'))!;
+  it("the HDD default is ais-k8s's legacy profile as the ais-k8s mapping in docs/storage.md names it; all keys null leaves HDDs alone (current ais-k8s)", () => {
+    const mapping = readFileSync(new URL('../../docs/storage.md', import.meta.url), 'utf8');
+    const row = mapping.split('\n').find((l) => l.startsWith('| legacy HDD profile'))!;
     const named = Object.fromEntries([...row.matchAll(/`(?:queue\/)?(\w+): (\S+?)`/g)].map((m) => [m[1], m[2]]));
     expect(named).toEqual(Object.fromEntries(Object.entries(hdd).map(([k, v]) => [k, String(v)])));
     const off = { scheduler: null, nr_requests: null, read_ahead_kb: null, rq_affinity: null, max_sectors_kb: null };
