@@ -30,6 +30,8 @@ import { hostConnection } from './inventory/connection.ts';
 import { ansibleSettings, ignoredKeysWarning, type AnsibleSettings, type SettingOrigin } from './config/ansible-cfg.ts';
 import { sshArgsOfConfig } from './config/ssh-args-of-config.ts';
 import { likelyTypos, typoWarning } from './inventory/did-you-mean.ts';
+import { USAGE } from './cli/usage.ts';
+import { APPLY_ARG, APPLY_ARG_TAKES_VALUE, CLI_OPTIONS, NOT_RECORDED, optionTokens, SECURITY_OPTIONS } from './cli/options.ts';
 
 export const EXIT = { OK: 0, FAILED: 1, CHANGES: 2, BAD_INPUT: 3 } as const;
 const PACKAGE_ROOT = packageRoot();
@@ -40,61 +42,6 @@ function packageRoot(): string {
   while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
   return dir;
 }
-
-const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
-       provision apply PLAN [--max-plan-age 24h] [options]
-       provision inventory -i INVENTORY (--list | --host HOST) [-e VARS] [vault options]
-
-  -i, --inventory PATH     Ansible inventory: YAML, INI or JSON file, or a directory of them
-                           (group_vars/ and host_vars/ beside it); repeatable, merged in order
-      --list-hosts         print the hosts the run would reach (after -l), run nothing
-      --list-tasks         print each host's resources (built and checked), connect to nothing
-      --list-tags          print the tags of each play's resources (built and checked), connect to nothing
-      --syntax-check       load and check the playbooks, inventory and every resource; connect to nothing
-      --vault-password-file FILE, --vault-id [LABEL@]FILE|prompt, --ask-vault-pass
-                           passwords for !vault values and vault-encrypted files
-  -C, --check              dry run: probe and diff, change nothing (exit 2 if changes are pending)
-  -D, --diff               show file diffs and before → after values
-  -l, --limit PATTERN      host pattern: host, group, glob, ~regex, !exclude, &intersect
-  -t, --tags LIST          only resources with these tags (comma-separated)
-      --skip-tags LIST     skip resources with these tags
-  -f, --forks N            hosts in flight at once (default 50)
-  -e, --extra-vars VARS    key=value, @file.yaml or a YAML mapping; wins over the inventory
-      --serial LIST        rolling batches, e.g. 1,10%,25% (last size repeats)
-      --max-fail-percent P end the run once more than P% of a play's hosts failed
-      --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
-      --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
-  -T, --timeout SECONDS    SSH connect timeout (default 10)
-  -u, --user USER          login user where the inventory names none (ansible_user wins)
-      --private-key FILE   key file where the inventory names none (also --key-file)
-  -k, --ask-pass           ask for the login password once (password authentication)
-  -c, --connection ssh|local   where the inventory's ansible_connection says nothing
-      --ssh-common-args ARGS, --ssh-extra-args ARGS
-                           OpenSSH options where the inventory gives none: -o ProxyJump=, -J,
-                           -o ProxyCommand='ssh -W %h:%p HOST', -o UserKnownHostsFile=,
-                           -o StrictHostKeyChecking=, -o ConnectTimeout=, -o IdentitiesOnly=, -i, -p, -l
-  -F, --ssh-config FILE    OpenSSH client config (default ~/.ssh/config; racksmith_ssh_config wins)
-  -b, --become             run every host's script escalated, in one shell (sudo)
-      --become-user USER   as this user (default root)
-      --become-method M    sudo (default) or su
-  -K, --ask-become-pass    ask for the become password once; fed to sudo on stdin
-      --host-timeout SECS  give up on a host that takes longer than this, connecting included: its
-                           remote commands are killed, its link dropped (it counts as unreachable)
-      --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
-      --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
-      --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
-      --yes                apply changes that destroy data (storage_wipe) without a reviewed plan
-      --max-plan-age DUR   apply: refuse plans older than this (default 24h)
-      --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
-      --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
-      --json               NDJSON events on stdout (the human view stays on stderr)
-  -v, --verbose            more detail (repeat for more)
-  -h, --help
-
-ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg, /etc/ansible/ansible.cfg) gives the
-defaults of -i, -f, -u, --private-key, -T, -b, --become-user, --become-method, -K and vault options.
-Playbook defaults to playbooks/site.ts. Exit codes: 0 converged or nothing to do, 1 a host failed
-or was unreachable, 2 check mode found changes, 3 bad input (nothing was run on any host).`;
 
 export interface CliOptions {
   inventory: string[];
@@ -162,52 +109,6 @@ function wholeInRange(name: string, v: string | undefined, min: number, max: num
     throw new InputError(`${name} must be a whole number${unit} from ${min} to ${max}, got '${printable(v)}'`);
   return Number(v);
 }
-
-const CLI_OPTIONS = {
-  inventory: { type: 'string', short: 'i', multiple: true },
-  'vault-password-file': { type: 'string', multiple: true },
-  'vault-id': { type: 'string', multiple: true },
-  'ask-vault-pass': { type: 'boolean' },
-  'list-hosts': { type: 'boolean' },
-  'list-tasks': { type: 'boolean' },
-  'list-tags': { type: 'boolean' },
-  'syntax-check': { type: 'boolean' },
-  check: { type: 'boolean', short: 'C' },
-  diff: { type: 'boolean', short: 'D' },
-  limit: { type: 'string', short: 'l' },
-  tags: { type: 'string', short: 't' },
-  'skip-tags': { type: 'string' },
-  forks: { type: 'string', short: 'f' },
-  'extra-vars': { type: 'string', short: 'e', multiple: true },
-  serial: { type: 'string' },
-  'max-fail-percent': { type: 'string' },
-  'known-hosts': { type: 'string' },
-  'ssh-accept-new': { type: 'boolean' },
-  timeout: { type: 'string', short: 'T' },
-  become: { type: 'boolean', short: 'b' },
-  'become-user': { type: 'string' },
-  'become-method': { type: 'string' },
-  'ask-become-pass': { type: 'boolean', short: 'K' },
-  'ask-pass': { type: 'boolean', short: 'k' },
-  user: { type: 'string', short: 'u' },
-  'private-key': { type: 'string' },
-  'key-file': { type: 'string' },
-  connection: { type: 'string', short: 'c' },
-  'ssh-common-args': { type: 'string' },
-  'ssh-extra-args': { type: 'string' },
-  'ssh-config': { type: 'string', short: 'F' },
-  'host-timeout': { type: 'string' },
-  'ssh-keepalive': { type: 'string' },
-  'lock-timeout': { type: 'string' },
-  'plan-out': { type: 'string' },
-  yes: { type: 'boolean' },
-  'max-plan-age': { type: 'string' },
-  journal: { type: 'string' },
-  resume: { type: 'string' },
-  json: { type: 'boolean' },
-  verbose: { type: 'boolean', short: 'v', multiple: true },
-  help: { type: 'boolean', short: 'h' },
-} as const;
 
 /** --serial: comma-separated counts and percentages; an empty entry is a typo, not "skip". */
 function serialList(v: string | undefined): Array<number | string> | undefined {
@@ -467,31 +368,7 @@ function revealConnectionSecrets(hosts: readonly Inventory['hosts'][number][]): 
   }
 }
 
-/**
- * Options that decide whom racksmith trusts and how it reaches hosts (host keys, login, proxies,
- * privilege): a plan never records them, `provision apply` takes them from its own command line
- * only. Every `become` option is one.
- */
-const SECURITY_OPTIONS = new Set([
-  'known-hosts',
-  'ssh-accept-new',
-  'ask-pass',
-  'user',
-  'private-key',
-  'key-file',
-  'connection',
-  'ssh-common-args',
-  'ssh-extra-args',
-  'ssh-config',
-]);
-const isSecurityOption = (name: string) => SECURITY_OPTIONS.has(name) || /become/.test(name);
-/** Options of the dry run that are not part of what was reviewed. */
-const NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help']);
-
-/** The options of an argv, as parseArgs reads them (the same grouping and `=` forms). */
-function optionTokens(argv: string[]) {
-  return parseArgs({ args: argv, allowPositionals: true, options: CLI_OPTIONS, tokens: true }).tokens;
-}
+const isSecurityOption = (name: string) => SECURITY_OPTIONS.has(name);
 
 /**
  * --ssh-common-args / --ssh-extra-args are the default of ansible_ssh_common_args /
@@ -812,19 +689,14 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
   if (!file || file.startsWith('-')) throw new InputError(`apply needs a plan file\n\n${USAGE}`);
   const rest: string[] = [];
   const extra: string[] = [];
-  const allowed =
-    /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)(=.*)?$/;
   const args1 = args.slice(1);
   for (let i = 0; i < args1.length; i++) {
     const a = args1[i];
-    if (!allowed.test(a))
+    if (!APPLY_ARG.test(a))
       throw new InputError(
         `apply: ${a} cannot change a reviewed plan (only output, forks, timeouts, journal, connection, become and host-key options, and -e secrets)`,
       );
-    const takesValue =
-      /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)$/.test(
-        a,
-      );
+    const takesValue = APPLY_ARG_TAKES_VALUE.test(a);
     if (/^(-e|--extra-vars)(=|$)/.test(a)) {
       const v = takesValue ? args1[++i] : a.slice(a.indexOf('=') + 1);
       if (v === undefined) throw new InputError('apply: -e needs a value');
