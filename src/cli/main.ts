@@ -1,0 +1,41 @@
+import { printableLines } from '../util/printable.ts';
+import { scrub } from '../util/secret.ts';
+import { applyCommand } from './apply-command.ts';
+import { EXIT, exitBadInput } from './exit.ts';
+import { inventoryCommand } from './inventory-command.ts';
+import { importSource, type PlaybookImporter } from './playbook.ts';
+import { runCommand } from './run-command.ts';
+import { scrubbing, type CliStreams } from './streams.ts';
+
+/** The command its first word names (`apply`, `inventory`; anything else is a run). Returns the exit code; never calls process.exit itself. */
+export async function run(argv: string[], out: CliStreams = process, importPlaybook: PlaybookImporter = importSource): Promise<number> {
+  out = scrubbing(out);
+  if (argv[0] === 'inventory') {
+    try {
+      return await inventoryCommand(argv.slice(1), out);
+    } catch (e) {
+      return exitBadInput(out, e, printableLines);
+    }
+  }
+  if (argv[0] === 'apply') return applyCommand(argv, out, importPlaybook);
+  return runCommand(argv, out, importPlaybook);
+}
+
+/** How long the process may stay after the run has ended before it is ended (see main). */
+export const EXIT_GRACE_MS = 3000;
+
+export async function main(argv: string[], importPlaybook?: PlaybookImporter): Promise<void> {
+  try {
+    process.exitCode = await run(argv, process, importPlaybook);
+  } catch (e) {
+    process.stderr.write(scrub(`internal error: ${printableLines(String((e as Error).stack ?? e))}\n`));
+    process.exitCode = EXIT.FAILED;
+  }
+  // The run is over, recap and journal written. Nothing should be left open, and normally the
+  // process ends before this timer (unref'd: it keeps nothing alive) fires; a handle a failure
+  // left open (a socket, a timer) must not keep it alive for ever: a CI job would hang.
+  setTimeout(() => {
+    process.stderr.write(`warning: still open after the run (${process.getActiveResourcesInfo().join(', ')}): exiting\n`);
+    process.exit();
+  }, EXIT_GRACE_MS).unref();
+}

@@ -1,0 +1,42 @@
+import { resolve } from 'node:path';
+import type { VaultKeyring } from '../inventory/vault.ts';
+import { maskExtraVars } from '../plan/extra-secrets.ts';
+import { InputError } from '../util/errors.ts';
+import { NOT_RECORDED, optionTokens, SECURITY_OPTIONS } from './options.ts';
+import type { CliOptions } from './parse.ts';
+
+/** What a plan never records: the dry run's own switches and the security options. */
+const notInPlans = (name: string) => NOT_RECORDED.has(name) || SECURITY_OPTIONS.has(name);
+
+/**
+ * The arguments a plan records, in one canonical form (`--name value`): the same selection,
+ * minus the dry-run switches and the security options, `-e` secrets as placeholders with their masks.
+ */
+export function planArgv(argv: string[], vault: VaultKeyring | undefined, opts: CliOptions): string[] {
+  // an inventory named by ansible.cfg is recorded as -i: the plan applies to the inventory reviewed
+  const out: string[] = opts.inventoryFromConfig ? opts.inventory.flatMap((i) => ['--inventory', resolve(i)]) : [];
+  for (const t of optionTokens(argv)) {
+    if (t.kind === 'positional') {
+      if (t.value.startsWith('-'))
+        throw new InputError(`a plan cannot record the playbook '${t.value}' (it starts with '-'): give it as ./${t.value}`);
+      out.push(t.value);
+    } else if (t.kind === 'option' && !notInPlans(t.name)) {
+      if (t.value === undefined) out.push(`--${t.name}`);
+      else out.push(`--${t.name}`, t.name === 'extra-vars' ? maskExtraVars(t.value, vault) : t.value);
+    }
+  }
+  return out;
+}
+
+/** A plan's argv holds only what planArgv records (it is signed; this is the second lock). */
+export function checkPlanArgv(argv: string[], file: string): void {
+  let tokens;
+  try {
+    tokens = optionTokens(argv);
+  } catch (e) {
+    throw new InputError(`plan's argv: ${(e as Error).message}`, { file });
+  }
+  for (const t of tokens)
+    if (t.kind === 'option' && notInPlans(t.name))
+      throw new InputError(`plan's argv holds ${t.rawName}: apply takes it from its own command line only`, { file });
+}

@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Playbook } from '../contract/playbook.ts';
+import { InputError } from '../util/errors.ts';
+
+/** racksmith's own directory: its bundled playbooks, and the root the code of a plan is hashed from. */
+export const PACKAGE_ROOT = packageRoot();
+
+/** The nearest directory above this module with a package.json: from src/ and from the prebuilt dist/src/. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+/**
+ * Find a playbook: as given (relative to the working directory), else inside racksmith itself,
+ * which is said (`notices`): the operator may have meant a site.ts of their own.
+ */
+export function resolvePlaybook(p: string, baseDir: string, notices: string[]): string {
+  const here = resolve(baseDir, p);
+  if (existsSync(here)) return here;
+  const bundled = resolve(PACKAGE_ROOT, p);
+  if (existsSync(bundled)) {
+    if (bundled !== here) notices.push(`no ${p} in ${baseDir}: running racksmith's bundled ${p} (${bundled})`);
+    return bundled;
+  }
+  throw new InputError(`playbook not found: ${p}`);
+}
+
+/** Loads a playbook module; bin/provision.js passes one that uses the prebuilt dist/ when it is current. */
+export type PlaybookImporter = (file: string) => Promise<{ default?: unknown }>;
+export const importSource: PlaybookImporter = (file) => import(pathToFileURL(file).href);
+
+export async function loadPlaybook(file: string, importPlaybook: PlaybookImporter = importSource): Promise<Playbook> {
+  let mod: { default?: unknown };
+  try {
+    mod = await importPlaybook(file);
+  } catch (e) {
+    if (e instanceof InputError) throw e;
+    throw new InputError(`cannot load playbook: ${(e as Error).message.split('\n')[0]}`, { file });
+  }
+  const pb = mod.default as Playbook | undefined;
+  if (!pb || !Array.isArray(pb.plays)) throw new InputError('playbook must `export default playbook({...})`', { file });
+  return { ...pb, file: relative(process.cwd(), file) || file };
+}

@@ -1,0 +1,216 @@
+import { execute, type ExecuteOptions, type RunEvent, type RunOutcome } from '../engine/index.ts';
+import { ignoredConnectionVars } from '../inventory/ansible-connection-vars.ts';
+import { likelyTypos, typoWarning } from '../inventory/did-you-mean.ts';
+import { HumanReporter } from '../output/human.ts';
+import { defaultJournalPath, journalSink, type JournalSink } from '../output/journal.ts';
+import { jsonSink } from '../output/json.ts';
+import { makePlan, writePlan } from '../plan/plan.ts';
+import { formatPos, InputError } from '../util/errors.ts';
+import { printable, printableLines } from '../util/printable.ts';
+import type { Secret } from '../util/secret.ts';
+import { EXIT, exitBadInput } from './exit.ts';
+import { load, type Loaded } from './load.ts';
+import type { CliOptions } from './parse.ts';
+import { planArgv } from './plan-args.ts';
+import { askedPasswords } from './passwords.ts';
+import type { PlaybookImporter } from './playbook.ts';
+import { writeNotices, type CliStreams } from './streams.ts';
+import { USAGE } from './usage.ts';
+
+/** `provision [PLAYBOOK...] -i INVENTORY [options]`: load everything, then run it (or list it, or print the usage). */
+export async function runCommand(argv: string[], out: CliStreams, importPlaybook: PlaybookImporter): Promise<number> {
+  let loaded;
+  try {
+    loaded = await load(argv, importPlaybook);
+    if (loaded === 'help') {
+      out.stdout.write(USAGE + '\n');
+      return EXIT.OK;
+    }
+    if (printListing(loaded, out)) return EXIT.OK;
+  } catch (e) {
+    return exitBadInput(out, e, printableLines);
+  }
+  return runLoaded(argv, loaded, undefined, out);
+}
+
+/** --list-hosts, --list-tasks, --list-tags, --syntax-check: what loading found, printed (true) instead of a run. */
+export function printListing(loaded: Loaded, out: CliStreams): boolean {
+  if (loaded.listingText === undefined && !loaded.listed) return false;
+  for (const w of loaded.inventory.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
+  writeNotices(out, loaded.notices);
+  if (loaded.listingText !== undefined) out.stdout.write(loaded.listingText);
+  else out.stdout.write(`  hosts (${loaded.listed!.length}):\n${loaded.listed!.map((h) => `    ${h}\n`).join('')}`);
+  return true;
+}
+
+/** The run of what was loaded: journal, passwords, reporters, warnings, the hosts, the plan to write. */
+export async function runLoaded(argv: string[], loaded: Loaded, planned: ExecuteOptions['planned'], out: CliStreams): Promise<number> {
+  const { opts, prepared } = loaded;
+  const journalFile = opts.journal ?? defaultJournalPath();
+  const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
+  const runStart: RunEvent = { type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check };
+  let journal: JournalSink;
+  try {
+    journal = openJournal(journalFile, runStart, out);
+  } catch (e) {
+    return exitBadInput(out, e);
+  }
+  let asked;
+  try {
+    asked = await askedPasswords(opts);
+  } catch (e) {
+    return exitBadInput(out, e);
+  }
+  const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
+  const json = opts.json ? jsonSink(out.stdout) : undefined;
+  const emit = (e: RunEvent) => {
+    human.onEvent(e);
+    json?.(e);
+    journal(e);
+  };
+  human.onEvent(runStart);
+  json?.(runStart);
+  writeRunWarnings(loaded, hostNames, out, json);
+  const interrupt = interruptOnSignals(journal, out);
+  try {
+    const outcome = await execute(prepared, executeOptions(opts, asked, planned, interrupt.signal), emit);
+    await human.finish(outcome);
+    if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out);
+    const journalFailure = journal.failure as Error | undefined; // set by a write during the run
+    if (journalFailure) {
+      out.stderr.write(`journal: ${journalFile} (incomplete: ${journalFailure.message})\n`);
+      return EXIT.FAILED;
+    }
+    out.stderr.write(`journal: ${journalFile}\n`);
+    // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
+    return outcome.exitCode;
+  } finally {
+    interrupt.dispose();
+    journal.close();
+  }
+}
+
+/**
+ * The journal, opened and its first line written before any host is contacted: a journal that
+ * cannot be written is bad input (exit 3); one that fails later (disk full) is a warning and the
+ * run goes on, its recap on the terminal (exit 1: the record of the run is incomplete).
+ */
+function openJournal(file: string, runStart: RunEvent, out: CliStreams): JournalSink {
+  let started = false;
+  const journal = journalSink(file, (err) => {
+    if (started) out.stderr.write(`\nwarning: journal ${printable(file)}: ${err.message}: the journal ends here; the run goes on\n`);
+  });
+  journal(runStart);
+  started = true;
+  if (journal.failure) {
+    journal.close();
+    throw new InputError(
+      `cannot write the journal ${printable(file)}: ${journal.failure.message} (give another place with --journal FILE)`,
+    );
+  }
+  return journal;
+}
+
+/** What the operator should hear before the run, on stderr and as `warning` events of --json. */
+function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, json: ((e: RunEvent) => void) | undefined): void {
+  const { opts, prepared } = loaded;
+  if (opts.config?.file && opts.verbose > 0) out.stderr.write(`using ${printable(opts.config.file)}\n`);
+  for (const message of opts.config?.warnings ?? []) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
+  }
+  const declared = new Set(prepared.flatMap((p) => [...(p.variables ?? [])]));
+  const selectedHosts = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
+  for (const t of likelyTypos(selectedHosts, declared)) {
+    const message = typoWarning(t);
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message, variable: t.variable, suggestion: t.suggestion, at: t.pos ? formatPos(t.pos) : undefined });
+  }
+  // what Ansible warns about too: a host named like a group, a pattern term that matches nothing
+  for (const w of loaded.inventory.warnings ?? []) {
+    out.stderr.write(`warning: ${printableLines(w.message)}\n`);
+    json?.({ type: 'warning', message: w.message, at: w.at ? formatPos(w.at) : undefined });
+  }
+  for (const message of loaded.notices) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
+  }
+  for (const w of ignoredConnectionVars(loaded.inventory, new Set(hostNames))) {
+    const at = w.pos ? formatPos(w.pos) : undefined;
+    const message = `${at ? `${at}: ` : ''}${w.variable} is not honoured: ${w.why}`;
+    out.stderr.write(`warning: ${message}\n`);
+    json?.({ type: 'warning', message, variable: w.variable, at });
+  }
+}
+
+/**
+ * Ctrl-C: no new host or step; the steps in flight get a moment, then their hosts are aborted
+ * (remote commands killed) and reported as interrupted; journal and recap are written. A second one is final.
+ */
+function interruptOnSignals(journal: JournalSink, out: CliStreams): { signal: AbortSignal; dispose(): void } {
+  const abort = new AbortController();
+  const onSignal = () => {
+    journal.flush();
+    if (abort.signal.aborted) process.exit(130);
+    out.stderr.write('\ninterrupted: stopping the steps in flight, then writing the recap (Ctrl-C again to quit now)\n');
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: abort.signal,
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+/** The engine's options of this run. */
+function executeOptions(
+  opts: CliOptions,
+  asked: { password?: Secret; becomePassword?: Secret },
+  planned: ExecuteOptions['planned'],
+  signal: AbortSignal,
+): ExecuteOptions {
+  return {
+    inventoryFile: opts.inventory[0],
+    knownHostsFile: opts.knownHosts,
+    acceptNewHostKeys: opts.acceptNew,
+    connectTimeoutMs: opts.timeoutMs,
+    user: opts.user,
+    privateKeyFile: opts.privateKey,
+    connection: opts.connection,
+    sshConfigFile: opts.sshConfig,
+    ...asked,
+    hostTimeoutMs: opts.hostTimeoutMs,
+    keepaliveMs: opts.keepaliveMs,
+    lockTimeoutSec: opts.lockTimeoutSec,
+    check: opts.check,
+    yes: opts.yes,
+    forks: opts.forks,
+    serial: opts.serial,
+    maxFailPercent: opts.maxFailPercent,
+    connectAttempts: 3,
+    planned,
+    // fingerprints of the facts only where a saved plan is written or checked
+    hashFacts: planned !== undefined || opts.planOut !== undefined,
+    signal,
+  };
+}
+
+/** --plan-out: the reviewed changes saved for `provision apply FILE`. */
+function writePlanOut(file: string, argv: string[], loaded: Loaded, outcome: RunOutcome, out: CliStreams): void {
+  writePlan(
+    file,
+    makePlan({
+      argv: planArgv(argv, loaded.vault, loaded.opts),
+      cwd: process.cwd(),
+      selection: loaded.selection!,
+      inventory: loaded.inventory,
+      code: loaded.code!,
+      outcome,
+    }),
+  );
+  out.stderr.write(`plan written to ${file}: review it, then \`provision apply ${file}\`\n`);
+}

@@ -1,0 +1,95 @@
+// The option table of src/cli/options.ts: what `provision apply` accepts and what a plan never
+// records are derived from it. These tests hold the derivation to the lists kept by hand before
+// the table (issue #35), spelling by spelling.
+import { describe, expect, it } from 'vitest';
+import { APPLY_ARG, APPLY_ARG_TAKES_VALUE, CLI_OPTIONS, NOT_RECORDED, SECURITY_OPTIONS } from '../../src/cli/options.ts';
+import { USAGE } from '../../src/cli/usage.ts';
+
+// parseApply's two regexes and the plan's two sets, as they were written by hand
+const HAND_ALLOWED =
+  /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)(=.*)?$/;
+const HAND_TAKES_VALUE =
+  /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config)$/;
+const HAND_SECURITY = new Set([
+  'known-hosts',
+  'ssh-accept-new',
+  'ask-pass',
+  'user',
+  'private-key',
+  'key-file',
+  'connection',
+  'ssh-common-args',
+  'ssh-extra-args',
+  'ssh-config',
+]);
+const handIsSecurity = (name: string) => HAND_SECURITY.has(name) || /become/.test(name);
+const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help']);
+
+const names = Object.keys(CLI_OPTIONS);
+const shorts = Object.values(CLI_OPTIONS).flatMap((o) => ('short' in o ? [o.short] : []));
+/** Every spelling of every option, with and without `=value`, grouped and repeated shorts, and some that are no option. */
+const spellings = [
+  ...names.map((n) => `--${n}`),
+  ...shorts.map((s) => `-${s}`),
+  ...shorts.map((s) => `-${s}${s}`),
+  ...['-vvv', '-bK', '-Cv', '-x', '--nope', '--forksx', '--', '-', 'plan.json', '--verbose-x', '--ssh', '--become-userx'],
+];
+const args = spellings.flatMap((a) => [a, `${a}=x`, `${a}=`]);
+
+describe('the option table', () => {
+  it('apply accepts exactly the arguments the hand-kept list accepted', () => {
+    const differ = args.filter((a) => APPLY_ARG.test(a) !== HAND_ALLOWED.test(a));
+    expect(differ).toEqual([]);
+    expect(args.filter((a) => APPLY_ARG.test(a)).length).toBeGreaterThan(50);
+  });
+
+  it('apply reads the next argument as the value of exactly the options it did', () => {
+    const differ = args.filter((a) => APPLY_ARG_TAKES_VALUE.test(a) !== HAND_TAKES_VALUE.test(a));
+    expect(differ).toEqual([]);
+  });
+
+  it.each([
+    ['--json', true, false],
+    ['-v', true, false],
+    ['-vvv', true, false],
+    ['-f', true, true],
+    ['--forks=5', true, false],
+    ['-e', true, true],
+    ['--extra-vars', true, true],
+    ['-b', true, false],
+    ['-K', true, false],
+    ['-F', true, true],
+    ['--key-file', true, true],
+    ['--journal', true, true],
+    ['--max-plan-age', true, true],
+    ['-C', false, false],
+    ['--check', false, false],
+    ['--plan-out', false, false],
+    ['-l', false, false],
+    ['--limit', false, false],
+    ['-t', false, false],
+    ['--yes', false, false],
+    ['--resume', false, false],
+    ['-i', false, false],
+    ['--list-hosts', false, false],
+    ['-bK', false, false],
+    ['-ff', false, false],
+  ])('apply %s: accepted %s, value in the next argument %s', (arg, accepted, takesValue) => {
+    expect(APPLY_ARG.test(arg)).toBe(accepted);
+    expect(APPLY_ARG_TAKES_VALUE.test(arg)).toBe(takesValue);
+  });
+
+  it('a plan leaves out the options it left out before: the security options (every become one) and the dry-run switches', () => {
+    expect(names.filter((n) => SECURITY_OPTIONS.has(n) !== handIsSecurity(n))).toEqual([]);
+    expect(names.filter((n) => NOT_RECORDED.has(n) !== HAND_NOT_RECORDED.has(n))).toEqual([]);
+    expect(names.filter((n) => /become/.test(n)).every((n) => SECURITY_OPTIONS.has(n))).toBe(true);
+  });
+
+  it('every security option is one apply takes (else a plan could never be applied with it)', () => {
+    expect([...SECURITY_OPTIONS].filter((n) => !APPLY_ARG.test(`--${n}`))).toEqual([]);
+  });
+
+  it('the usage names every option', () => {
+    expect(names.filter((n) => !USAGE.includes(`--${n}`))).toEqual([]);
+  });
+});
