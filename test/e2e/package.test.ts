@@ -107,6 +107,21 @@ describe('a playbook outside the checkout, on racksmith installed from its tarba
   });
 });
 
+/**
+ * The project type-checks; an inventory of HOST for the bundled network play (without the keys a
+ * network namespace of the bed does not have, as the other e2e files leave them out); the
+ * installed provision.
+ */
+function typeCheckedForTheBed(): { inv: string; provision: string } {
+  const types = inProject('npx', ['tsc', '-p', '.']);
+  expect(types.status, types.stdout + types.stderr).toBe(0);
+  const inv = writeInventory({
+    hosts: [HOST],
+    vars: { sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null } },
+  });
+  return { inv, provision: join(project, 'node_modules', '.bin', 'provision') };
+}
+
 describe("a bundled play composed with the operator's own (racksmith/playbooks/NAME)", () => {
   it('type-checks, applies, and re-runs with no change', async () => {
     writeFileSync(
@@ -121,14 +136,7 @@ export default playbook({
 });
 `,
     );
-    const types = inProject('npx', ['tsc', '-p', '.']);
-    expect(types.status, types.stdout + types.stderr).toBe(0);
-    // keys a network namespace of the bed does not have (as the other e2e files leave them out)
-    const inv = writeInventory({
-      hosts: [HOST],
-      vars: { sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null } },
-    });
-    const provision = join(project, 'node_modules', '.bin', 'provision');
+    const { inv, provision } = typeCheckedForTheBed();
     const first = inProject(provision, ['composed.ts', '-i', inv, '--json']);
     expect(first.status, first.stderr).toBe(0);
     const plays = first.stdout
@@ -174,13 +182,7 @@ describe('in a project without "type": "module" (npm init\'s default)', () => {
       "import { file, playbook } from 'racksmith';\n" +
         "export default playbook({ name: 'cjs js', hosts: 'all', resources: () => [file({ path: '/etc/rs-cjs-js', content: 'js\\n' })] });\n",
     );
-    const types = inProject('npx', ['tsc', '-p', '.']);
-    expect(types.status, types.stdout + types.stderr).toBe(0);
-    const inv = writeInventory({
-      hosts: [HOST],
-      vars: { sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null } },
-    });
-    const provision = join(project, 'node_modules', '.bin', 'provision');
+    const { inv, provision } = typeCheckedForTheBed();
     for (const pb of ['site.ts', 'site.js']) {
       const r = inProject(provision, [pb, '-i', inv]);
       expect(r.status, r.stderr).toBe(0);
