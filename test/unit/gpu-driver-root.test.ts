@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gpuProbePart, gpuProbeSettings } from '../../src/resources/jail/gpu-driver.ts';
 import { driverSource } from '../../src/resources/jail/gpu-binds.ts';
+import { shq } from '../../src/shell/quote.ts';
 import {
   DEFAULT_GPU_CAPS,
   DEFAULT_GPU_PATTERNS,
@@ -169,5 +170,31 @@ describe('the probe under a configured driver root (real sh and find over a temp
     const set = driverFileSet(s, DEFAULT_GPU_CAPS);
     expect(set.version).toBe(V);
     expect(set.versionFrom).toBe(`libnvidia-ml.so.${V} under ${root}`);
+  });
+
+  it('with nvidia-container-cli: asks it with --root and takes its paths as inside the root', () => {
+    const root = join(dir, 'root');
+    const bin = join(dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    // a recorded `--root R list` (libnvidia-container resolves each path inside the root and prints it so)
+    writeFileSync(
+      join(bin, 'nvidia-container-cli'),
+      `#!/bin/sh\n[ "$1 $2 $3" = ${shq(`--root ${root} list`)} ] || { echo "unexpected: $*" >&2; exit 1; }\nprintf '%s\\n' /dev/nvidiactl /usr/bin/nvidia-smi ${lib}/libnvidia-ml.so.${V} ${lib}/libcuda.so.${V}\n`,
+      { mode: 0o755 },
+    );
+    const part = gpuProbePart(
+      gpuProbeSettings({ jail: join(dir, 'jail'), driverRoot: root, patterns: DEFAULT_GPU_PATTERNS, fstabFile: join(dir, 'fstab') }),
+    );
+    const out = execFileSync('sh', ['-c', part], { encoding: 'utf8', env: { PATH: `${bin}:/usr/bin:/bin:/usr/sbin:/sbin` } });
+    const s = readDriverScan(out);
+    expect(s.source).toBe('nvidia-container-cli');
+    expect(s.cliExit).toBe(0);
+    expect(s.files.map((f) => [f.host, f.target]).sort()).toEqual(
+      [
+        [`${root}/usr/bin/nvidia-smi`, '/usr/bin/nvidia-smi'],
+        [`${root}${lib}/libnvidia-ml.so.${V}`, `${lib}/libnvidia-ml.so.${V}`],
+        [`${root}${lib}/libcuda.so.${V}`, `${lib}/libcuda.so.${V}`],
+      ].sort(),
+    );
   });
 });
