@@ -67,6 +67,17 @@ describe('a driver root that goes away', () => {
       { root: '/', watchedRoot: '/', recorded: ['/usr/lib/x'], files: [] },
       undefined,
     ],
+    [
+      'its binds came from the root, which still has a driver, and the host has one of its own now: not switched silently',
+      {
+        root: '/',
+        watchedRoot: OP,
+        watchedHasDriver: true,
+        recorded: [opMl.host],
+        files: [file(`${LIB}/libnvidia-ml.so.${V}`, `${LIB}/libnvidia-ml.so.${V}`)],
+      },
+      `this host's GPU binds come from the driver root ${OP}, which still holds a driver, and the host now has one of its own: set jail_gpu_driver_root (${OP} or /) to say which; binds left as they are`,
+    ],
   ])('%s', (_, s, want) => {
     expect(driverRootGone(s)).toBe(want);
   });

@@ -115,10 +115,8 @@ export function gpuProbePart(s: GpuProbeSettings): string {
   const dirs = (s.searchDirs ? s.searchDirs.map(shq) : ['"/usr/lib/$a-linux-gnu"', ...OTHER_GPU_DIRS.map(shq)]).map((d) => `"$P"${d}`);
   // The driver root: configured, or the GPU Operator's when it holds a driver and the host has none.
   const watch = s.driverRoot ?? OPERATOR_DRIVER_ROOT;
-  const chooseRoot = s.driverRoot
-    ? `R=${shq(s.driverRoot)}`
-    : `rs_nvml() { for f in "$1/usr/lib/$a-linux-gnu"/libnvidia-ml.so.* "$1"/usr/lib64/libnvidia-ml.so.* "$1"/usr/lib/libnvidia-ml.so.*; do [ -f "$f" ] && return 0; done; return 1; }
-R=/; if ! rs_nvml '' && rs_nvml ${shq(OPERATOR_DRIVER_ROOT)}; then R=${shq(OPERATOR_DRIVER_ROOT)}; fi`;
+  const chooseRoot = `rs_nvml() { for f in "$1/usr/lib/$a-linux-gnu"/libnvidia-ml.so.* "$1"/usr/lib64/libnvidia-ml.so.* "$1"/usr/lib/libnvidia-ml.so.*; do [ -f "$f" ] && return 0; done; return 1; }
+${s.driverRoot ? `R=${shq(s.driverRoot)}` : `R=/; if ! rs_nvml '' && rs_nvml ${shq(OPERATOR_DRIVER_ROOT)}; then R=${shq(OPERATOR_DRIVER_ROOT)}; fi`}`;
   // The sources of the binds recorded under the watched root: had this host a driver there?
   const recorded =
     watch === '/'
@@ -130,6 +128,7 @@ a=$(uname -m); echo "gpu-arch=$a"
 L=${s.libDir ? shq(s.libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "gpu-libdir=$L"
 ${chooseRoot}
 P=; [ "$R" = / ] || P=$R; echo "gpu-root=$R"; echo ${shq(`gpu-root-watch=${watch}`)}
+rs_nvml ${shq(watch === '/' ? '' : watch)} && echo gpu-root-watch-driver=yes
 ${recorded}v=; [ -r /proc/driver/nvidia/version ] && IFS= read -r v < /proc/driver/nvidia/version
 if [ -z "$v" ] && [ -n "$P" ] && [ -r "$P/proc/driver/nvidia/version" ]; then IFS= read -r v < "$P/proc/driver/nvidia/version"; echo "gpu-proc-from=$P/proc/driver/nvidia/version"; fi
 echo "gpu-proc=$v"

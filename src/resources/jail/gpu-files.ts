@@ -123,6 +123,8 @@ export interface DriverScan {
   watchedRoot?: string;
   /** Sources of this host's recorded GPU binds (its fstab block) under watchedRoot. */
   recorded?: string[];
+  /** The watched root holds a driver (a libnvidia-ml) now. */
+  watchedHasDriver?: boolean;
   source: 'nvidia-container-cli' | 'globs';
   /** Exit status of `nvidia-container-cli list`. */
   cliExit?: number;
@@ -163,6 +165,7 @@ export function readDriverScan(text: string): DriverScan {
     else if (line.startsWith('gpu-proc-from=')) scan.procFrom = line.slice(14) || undefined;
     else if (line.startsWith('gpu-root=')) scan.root = line.slice(9);
     else if (line.startsWith('gpu-root-watch=')) scan.watchedRoot = line.slice(15);
+    else if (line === 'gpu-root-watch-driver=yes') scan.watchedHasDriver = true;
     else if (f[0] === 'gpu-rec' && f.length === 2) scan.recorded = [...(scan.recorded ?? []), f[1]];
     else if (line.startsWith('gpu-source=')) scan.source = line.slice(11) === 'cli' ? 'nvidia-container-cli' : 'globs';
     else if (line.startsWith('gpu-cli-rc=')) scan.cliExit = Number(line.slice(11));
@@ -296,15 +299,21 @@ export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): Driver
 export const OPERATOR_DRIVER_ROOT = '/run/nvidia/driver';
 
 /**
- * Why the host fails because the driver root its binds came from is gone: the GPU Operator's
+ * Why the host fails because the driver root its binds came from was left: the GPU Operator's
  * driver container comes and goes, and its files are bound into the shared jail. Its fstab block
- * recorded binds from the watched root, and that root is not the one searched now (the host
- * fell back to `/`) or holds no driver file any more. Undefined otherwise. The binds are never
- * undone for it: a driver container restarting is no reason to take the driver from running jobs.
+ * recorded binds from the watched root, and that root is not the one searched now (the host fell
+ * back to `/`) or holds no driver file any more. Undefined otherwise. The binds are never undone
+ * for it: a driver container restarting is no reason to take the driver from running jobs, and a
+ * driver of the host's own next to the root's is no reason to switch without being told.
  */
-export function driverRootGone(s: Pick<DriverScan, 'root' | 'watchedRoot' | 'recorded' | 'files'>): string | undefined {
+export function driverRootGone(
+  s: Pick<DriverScan, 'root' | 'watchedRoot' | 'watchedHasDriver' | 'recorded' | 'files'>,
+): string | undefined {
   if (!s.watchedRoot || s.watchedRoot === '/' || !s.recorded?.length) return undefined;
-  if ((s.root ?? '/') === s.watchedRoot && s.files.length) return undefined;
+  const root = s.root ?? '/';
+  if (root === s.watchedRoot && s.files.length) return undefined;
+  if (root !== s.watchedRoot && s.watchedHasDriver)
+    return `this host's GPU binds come from the driver root ${s.watchedRoot}, which still holds a driver, and the host now has one of its own: set jail_gpu_driver_root (${s.watchedRoot} or /) to say which; binds left as they are`;
   return `the GPU Operator's driver root ${s.watchedRoot} is gone (its driver container is not running?): binds left as they are`;
 }
 
