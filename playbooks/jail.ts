@@ -40,6 +40,9 @@ import {
  *   jail_gpu:      true (a GPU node: its driver's files are bound) | false (a CPU or login node:
  *                  a stand-in library is bound over the GPU placeholders)
  *   jail_gpu_caps: compute,utility (NVIDIA driver capabilities, as NVIDIA_DRIVER_CAPABILITIES)
+ *   jail_gpu_driver_root: where the driver's files live: / (the host's own) or a driver container's
+ *                  root; default /run/nvidia/driver (NVIDIA's GPU Operator) when it holds a driver
+ *                  and the host has none, else /. Files are bound at their places relative to it.
  *   jail_lock_timeout: 60   (seconds to wait for a jail lock, then the host fails)
  *   jail_gpu_dirs, jail_gpu_patterns (the globs, used where nvidia-container-cli is missing),
  *   jail_lib_dir (default /usr/lib/<uname -m>-linux-gnu, from the host), jail_gpu_standin
@@ -85,6 +88,7 @@ const validateVars = varsSchema({
     jail_gpu_dirs: { type: 'array', items: { type: 'string', pattern: ABS } },
     jail_gpu_patterns: { type: 'array', items: { type: 'string' } },
     jail_lib_dir: { type: 'string', pattern: ABS },
+    jail_gpu_driver_root: { type: 'string', pattern: '^/([^/\\n\\0]+(/[^/\\n\\0]+)*)?$' },
   },
 });
 
@@ -146,6 +150,7 @@ export function jailResources(host: HostContext): Resource[] {
   const lockTimeout = host.var('jail_lock_timeout', DEFAULT_LOCK_TIMEOUT_S);
   const libDir = host.var<string | undefined>('jail_lib_dir', undefined);
   const caps = gpuCaps(host);
+  const driverRoot = host.var<string | undefined>('jail_gpu_driver_root', undefined);
   // A GPU node's jail waits for its driver check: disagreeing drivers leave the jail unmounted.
   const driver = gpu
     ? gpuDriver({
@@ -155,6 +160,7 @@ export function jailResources(host: HostContext): Resource[] {
         searchDirs: host.var<string[] | undefined>('jail_gpu_dirs', undefined),
         patterns: host.var<string[] | undefined>('jail_gpu_patterns', undefined),
         caps,
+        driverRoot,
         // every tag of the jail's resources: whichever of them a run selects, the check gates them
         tags: ['jail-gpu', 'jail-root', 'jail-submounts', 'jail-local'],
       })
@@ -220,6 +226,7 @@ export function jailResources(host: HostContext): Resource[] {
         searchDirs: host.var<string[] | undefined>('jail_gpu_dirs', undefined),
         patterns: host.var<string[] | undefined>('jail_gpu_patterns', undefined),
         caps,
+        driverRoot,
         lockTimeout,
         dependsOn: [driver.id, root.id],
         tags: ['jail-gpu'],

@@ -12,20 +12,16 @@
 // firmware); an aarch64 host is one whose `uname -m` (a wrapper earlier in PATH) says aarch64;
 // the jail's ldconfig is wrapped by a slow one to hold the lock while another host waits.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import { changedResources, provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
+import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+import { DRIVER, driverFiles, elf, exportDir, installFiles, LIB, OLD_DRIVER, populateExport, ROOTFS, smi } from './jail-fixtures.ts';
 
 const PB = 'playbooks/jail.ts';
-const LIB = '/usr/lib/x86_64-linux-gnu';
 const ARM_LIB = '/usr/lib/aarch64-linux-gnu';
-const DRIVER = '550.54.15';
-const OLD_DRIVER = '535.104.05';
 const MARKER = 'racksmith gpu placeholder\n';
-const ROOTFS = join(repoRoot, '.cache/testbed-rootfs');
 
 /**
  * The main fleet: two GPU hosts found by globs, one by a fake nvidia-container-cli, one CPU host
@@ -38,7 +34,6 @@ const CPU = 'tb10';
 const FLEET = [CLI_GPU, ...GLOB_GPU, CPU];
 let fleetReady = false;
 
-const exportDir = (name: string) => join(tb.sharedDir, name);
 const vars = (exp: string) => ({
   jail_source: `${tb.sharedMount}/${exp}`,
   jail_fstype: 'none', // binds without jail_options: [bind]
@@ -57,34 +52,6 @@ const sh = (h: string, cmd: string) => tb.hostExec(h, cmd);
 const inJail = (h: string, cmd: string) => sh(h, `chroot /mnt/jail /bin/sh -c '${cmd.replace(/'/g, `'\\''`)}'`);
 
 // ---- fake driver files --------------------------------------------------------------------------
-
-const elfCache = new Map<string, string>();
-/** A real ELF shared object with this soname, base64 (built once per soname). */
-function elf(soname: string): string {
-  const known = elfCache.get(soname);
-  if (known) return known;
-  const dir = mkdtempSync(join(tmpdir(), 'rs-gpu-'));
-  writeFileSync(join(dir, 'x.c'), 'int racksmith_fake_driver(void) { return 42; }\n');
-  execFileSync('gcc', ['-shared', '-fPIC', `-Wl,-soname,${soname}`, '-o', join(dir, 'x.so'), join(dir, 'x.c')]);
-  const b64 = readFileSync(join(dir, 'x.so')).toString('base64');
-  rmSync(dir, { recursive: true, force: true });
-  elfCache.set(soname, b64);
-  return b64;
-}
-const smi = () => Buffer.from('#!/bin/sh\necho "fake nvidia-smi on $(hostname)"\n').toString('base64');
-/** Driver files of one version, libraries in `libDir`. */
-const driverFiles = (version: string, libDir = LIB): Record<string, string> => ({
-  [`${libDir}/libnvidia-ml.so.${version}`]: elf('libnvidia-ml.so.1'),
-  [`${libDir}/libcuda.so.${version}`]: elf('libcuda.so.1'),
-  '/usr/bin/nvidia-smi': smi(),
-});
-
-async function installFiles(host: string, files: Record<string, string>) {
-  for (const [path, b64] of Object.entries(files)) {
-    const r = await tb.hostExec(host, `mkdir -p "$(dirname '${path}')" && base64 -d > '${path}' && chmod 755 '${path}'`, { input: b64 });
-    expect(r.code, r.stderr).toBe(0);
-  }
-}
 
 /** The kernel module's version file, as a loaded driver shows it (a tmpfs over /proc/driver). */
 async function fakeProcVersion(host: string, version: string) {
@@ -125,16 +92,6 @@ const cliHostFiles = (): Record<string, string> => ({
 });
 
 // ---- jail exports -------------------------------------------------------------------------------
-
-function populateExport(name: string, setup?: (dir: string) => void) {
-  const dir = exportDir(name);
-  rmSync(dir, { recursive: true, force: true });
-  // Hard links: instant, and nothing here writes into an existing file (ldconfig renames).
-  execFileSync('cp', ['-al', ROOTFS, dir]);
-  execFileSync('cp', ['--remove-destination', join(ROOTFS, 'etc/ld.so.cache'), join(dir, 'etc/ld.so.cache')]);
-  writeFileSync(join(dir, 'etc/soperator-jail-populated'), 'populated by the jail e2e test\n');
-  setup?.(dir);
-}
 
 /** Hosts fresh, their driver files (or none) installed, node-local spool directories made. */
 async function freshHosts(hosts: string[], drivers: Record<string, Record<string, string>>) {

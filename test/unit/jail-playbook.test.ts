@@ -98,5 +98,7 @@ describe('jail playbook', () => {
     ['        jail_source: nfs:/j\n        jail_gpu_caps: [compute, bogus]', /hosts\.yaml:\d+:\d+/],
     ['        jail_source: nfs:/j\n        jail_lock_timeout: 0', /hosts\.yaml:\d+:\d+/],
     ['        jail_source: nfs:/j\n        jail_bind_dirs: [relative]', /hosts\.yaml:\d+:\d+/],
+    ['        jail_source: nfs:/j\n        jail_gpu_driver_root: run/nvidia/driver', /hosts\.yaml:\d+:\d+/],
+    ['        jail_source: nfs:/j\n        jail_gpu_driver_root: /run/nvidia/driver/', /hosts\.yaml:\d+:\d+/],
   ])('bad input is located: %j', (vars, msg) => expect(() => build(vars)).toThrow(msg));
 });

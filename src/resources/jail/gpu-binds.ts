@@ -1,14 +1,14 @@
 import { shq } from '../../shell/quote.ts';
-import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
+import { contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { mountTableProbe, parseMountTable } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
-import { DEFAULT_GPU_CAPS, driverFileSet, fileKind, readDriverScan, type GpuCap } from './gpu-files.ts';
+import { DEFAULT_GPU_CAPS, driverFileSet, fileKind, readDriverScan, type DriverScan, type GpuCap } from './gpu-files.ts';
 import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MARKER, underJailLock } from './jail-shared.ts';
 
-export interface GpuBindOptions extends CommonOptions, Pick<GpuDriverOptions, 'libDir' | 'searchDirs' | 'patterns'> {
+export interface GpuBindOptions extends CommonOptions, Pick<GpuDriverOptions, 'libDir' | 'searchDirs' | 'patterns' | 'driverRoot'> {
   /** The jail root on this host, e.g. /mnt/jail. */
   jail: string;
   caps?: readonly GpuCap[];
@@ -57,6 +57,14 @@ type GpuFileChange = { do: 'placeholder' | 'mark' | 'bind' | 'remount'; file: Gp
 /** nvml: this host's libnvidia-ml, which the jail's libnvidia-ml.so.1 must lead to afterwards. */
 type GpuCacheChange = { do: 'cache'; nvml?: string };
 
+/** Where a host's file set came from, as the run and its fstab block say it. */
+export function driverSource(scan: Pick<DriverScan, 'source' | 'root'>): string {
+  const root = scan.root ?? '/';
+  if (scan.source === 'nvidia-container-cli')
+    return root === '/' ? 'nvidia-container-cli list' : `nvidia-container-cli --root ${root} list`;
+  return root === '/' ? 'globs' : `globs under ${root}`;
+}
+
 /** The fstab block of a host's GPU binds, with a comment saying where its file set came from. */
 export function gpuFstabBlock(
   jail: string,
@@ -83,7 +91,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
   const jail = settings.jail;
   const caps = o.caps ?? DEFAULT_GPU_CAPS;
   const timeout = o.lockTimeout ?? DEFAULT_LOCK_TIMEOUT_S;
-  const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
+  const fstabFile = settings.fstabFile;
   const part = gpuProbePart(settings);
   const newFstab = (f: GpuFacts) =>
     editBlock(contentText(f.fstab), gpuFstabBlock(jail, f, caps), MARKER, f.files.length ? 'present' : 'absent');
@@ -100,7 +108,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
     const set = driverFileSet(scan, caps);
     const base: Omit<GpuFacts, 'files'> = {
       fstab: fstabFacts,
-      source: scan.source === 'nvidia-container-cli' ? 'nvidia-container-cli list' : 'globs',
+      source: driverSource(scan),
       version: set.version,
       versionFrom: set.versionFrom,
       libDir: scan.libDir,

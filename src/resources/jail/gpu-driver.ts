@@ -6,6 +6,7 @@ import {
   DEFAULT_GPU_CAPS,
   DEFAULT_GPU_PATTERNS,
   driverDisagreement,
+  OPERATOR_DRIVER_ROOT,
   driverFileSet,
   readDriverScan,
   type DriverFileSet,
@@ -31,6 +32,14 @@ export interface GpuDriverOptions extends CommonOptions {
   patterns?: readonly string[];
   /** NVIDIA driver capabilities (default compute,utility, as Soperator). */
   caps?: readonly GpuCap[];
+  /**
+   * Where the driver's files live: `/` (the host's own paths) or a driver container's root such
+   * as the GPU Operator's /run/nvidia/driver. Default: decided on the host, /run/nvidia/driver
+   * when it holds a driver (a libnvidia-ml) and the host itself has none, else `/`.
+   */
+  driverRoot?: string;
+  /** The fstab holding this host's GPU binds (read for the driver root they came from). */
+  fstabFile?: string;
 }
 
 /** The search directories after the host's own multiarch one (`/usr/lib/<arch>-linux-gnu`). */
@@ -43,10 +52,15 @@ export interface GpuProbeSettings {
   libDir?: string;
   searchDirs?: readonly string[];
   patterns: readonly string[];
+  /** Configured driver root; undefined: decided on the host. */
+  driverRoot?: string;
+  fstabFile: string;
 }
 
 /** Checked probe settings from resource options. */
-export function gpuProbeSettings(o: Pick<GpuDriverOptions, 'jail' | 'libDir' | 'searchDirs' | 'patterns'>): GpuProbeSettings {
+export function gpuProbeSettings(
+  o: Pick<GpuDriverOptions, 'jail' | 'libDir' | 'searchDirs' | 'patterns' | 'driverRoot' | 'fstabFile'>,
+): GpuProbeSettings {
   const patterns = o.patterns ?? DEFAULT_GPU_PATTERNS;
   for (const p of patterns) if (!GLOB.test(p)) throw new InputError(`gpu patterns: invalid glob ${JSON.stringify(p)}`);
   return {
@@ -54,6 +68,8 @@ export function gpuProbeSettings(o: Pick<GpuDriverOptions, 'jail' | 'libDir' | '
     libDir: o.libDir === undefined ? undefined : checkAbsolutePath(o.libDir, 'libDir'),
     searchDirs: o.searchDirs?.map((d) => checkAbsolutePath(d, 'searchDirs')),
     patterns,
+    driverRoot: o.driverRoot === undefined ? undefined : checkAbsolutePath(o.driverRoot, 'driverRoot'),
+    fstabFile: checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile'),
   };
 }
 
@@ -67,6 +83,11 @@ const parts = new Map<string, string>();
  * side keeps the running one). Each file's jail target follows Soperator's jail_mount_target
  * (complement_jail.sh): libraries flattened into the jail's multiarch directory, binaries into
  * /usr/bin, anything else (firmware) at its own path. Read-only: nothing is created here.
+ * Under a driver root (the GPU Operator's driver container keeps its root filesystem at
+ * /run/nvidia/driver, its usr/lib/<arch>-linux-gnu and usr/bin: shared/reference/
+ * fleet-ops-and-drains.md) the search runs inside the root (`nvidia-container-cli --root`, whose
+ * list gives paths inside it, or the globs under it) and each file's place is decided on its
+ * path relative to the root; the fstab block's sources under the watched root are printed too.
  */
 /**
  * A test every one of `patterns` implies, for find to try before them: the patterns' literal
@@ -90,19 +111,36 @@ export function gpuProbePart(s: GpuProbeSettings): string {
   const names = s.patterns.map((p) => `-name ${shq(p)}`).join(' -o ');
   const first = namePrefilter(s.patterns);
   // The host's own multiarch directory first (its answer to uname -m), unless configured.
-  const dirs = s.searchDirs ? s.searchDirs.map(shq) : ['"/usr/lib/$a-linux-gnu"', ...OTHER_GPU_DIRS.map(shq)];
+  // Searched under the driver root ($P: empty for the host's own paths).
+  const dirs = (s.searchDirs ? s.searchDirs.map(shq) : ['"/usr/lib/$a-linux-gnu"', ...OTHER_GPU_DIRS.map(shq)]).map((d) => `"$P"${d}`);
+  // The driver root: configured, or the GPU Operator's when it holds a driver and the host has none.
+  const watch = s.driverRoot ?? OPERATOR_DRIVER_ROOT;
+  const chooseRoot = `rs_nvml() { for f in "$1/usr/lib/$a-linux-gnu"/libnvidia-ml.so.* "$1"/usr/lib64/libnvidia-ml.so.* "$1"/usr/lib/libnvidia-ml.so.*; do [ -f "$f" ] && return 0; done; return 1; }
+${s.driverRoot ? `R=${shq(s.driverRoot)}` : `R=/; if ! rs_nvml '' && rs_nvml ${shq(OPERATOR_DRIVER_ROOT)}; then R=${shq(OPERATOR_DRIVER_ROOT)}; fi`}`;
+  // The sources of the binds recorded under the watched root: had this host a driver there?
+  const recorded =
+    watch === '/'
+      ? ''
+      : `[ -r ${shq(s.fstabFile)} ] && sed -n '/^# BEGIN RACKSMITH JAIL GPU BINDS$/,/^# END RACKSMITH JAIL GPU BINDS$/p' ${shq(s.fstabFile)} | while read -r rs_s _; do case "$rs_s" in ${shq(watch)}/*) printf 'gpu-rec\\t%s\\n' "$rs_s" ;; esac; done
+`;
   const part = `J=${shq(s.jail)}; tab='\t'; rs_f=; rs_seen=; rs_lib=
 a=$(uname -m); echo "gpu-arch=$a"
 L=${s.libDir ? shq(s.libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "gpu-libdir=$L"
-v=; [ -r /proc/driver/nvidia/version ] && IFS= read -r v < /proc/driver/nvidia/version; echo "gpu-proc=$v"
+${chooseRoot}
+P=; [ "$R" = / ] || P=$R; echo "gpu-root=$R"; echo ${shq(`gpu-root-watch=${watch}`)}
+rs_nvml ${shq(watch === '/' ? '' : watch)} && echo gpu-root-watch-driver=yes
+${recorded}v=; [ -r /proc/driver/nvidia/version ] && IFS= read -r v < /proc/driver/nvidia/version
+if [ -z "$v" ] && [ -n "$P" ] && [ -r "$P/proc/driver/nvidia/version" ]; then IFS= read -r v < "$P/proc/driver/nvidia/version"; echo "gpu-proc-from=$P/proc/driver/nvidia/version"; fi
+echo "gpu-proc=$v"
 rs_real() { q=$1; r=; while [ ! -d "$q" ]; do r=/\${q##*/}$r; q=\${q%/*}; [ -n "$q" ] || q=/; done
   if cd -P -- "$q" 2>/dev/null; then printf '%s\\t%s\\t%s%s\\n' "$2" "$1" "\${PWD%/}" "$r"; fi; cd /; }
 rs_real "$J" gpu-jail
 set --
 if command -v nvidia-container-cli >/dev/null 2>&1; then
   echo gpu-source=cli
-  rs_l=$(nvidia-container-cli list); echo "gpu-cli-rc=$?"
-  while IFS= read -r p; do case "$p" in /dev/*|/proc/*) ;; /*) set -- "$@" "$p" ;; esac; done <<RS_GPU_EOF
+  # under a driver root, --root: it lists the paths inside the root (libnvidia-container's path_resolve)
+  if [ -n "$P" ]; then rs_l=$(nvidia-container-cli --root "$R" list); else rs_l=$(nvidia-container-cli list); fi; echo "gpu-cli-rc=$?"
+  while IFS= read -r p; do case "$p" in /dev/*|/proc/*) ;; "$P"/*) set -- "$@" "$p" ;; /*) set -- "$@" "$P$p" ;; esac; done <<RS_GPU_EOF
 $rs_l
 RS_GPU_EOF
   [ $# -gt 0 ] && rs_f=$(find -L "$@" -maxdepth 0 \\( -type f -printf 'f\\t%p\\t%D:%i\\t%m\\n' -o -type d -printf 'd\\t%p\\t%D:%i\\t%m\\n' \\) 2>/dev/null)
@@ -113,10 +151,10 @@ else
 fi
 while IFS="$tab" read -r k f id m; do
   [ -n "$k" ] || continue
-  b=\${f##*/}
+  b=\${f##*/}; rel=\${f#"$P"}
   case "$b" in
-    lib*.so*) rs_lib=1; case "$f" in */i386-linux-gnu/*|*/lib32/*) t=/usr/lib/i386-linux-gnu/$b ;; *) t=$L/$b ;; esac ;;
-    *) case "$f" in */bin/*|*/sbin/*) t=/usr/bin/$b ;; *) t=$f ;; esac ;;
+    lib*.so*) rs_lib=1; case "$rel" in */i386-linux-gnu/*|*/lib32/*) t=/usr/lib/i386-linux-gnu/$b ;; *) t=$L/$b ;; esac ;;
+    *) case "$rel" in */bin/*|*/sbin/*) t=/usr/bin/$b ;; *) t=$rel ;; esac ;;
   esac
   p=$J$t
   if [ -L "$p" ]; then tk=other; elif [ -d "$p" ]; then tk=dir; elif [ -f "$p" ]; then tk='file'; elif [ -e "$p" ]; then tk=other; else tk=absent; fi
@@ -144,6 +182,8 @@ export interface GpuDriverFacts {
   role: 'gpu';
   arch: string;
   source: DriverScan['source'];
+  /** The driver root its files were found under (`/`: the host's own paths). */
+  root?: string;
   set: Omit<DriverFileSet, 'files'> & { files: Array<Pick<ScannedFile, 'host' | 'target' | 'dir' | 'mode'>> };
   /** With the group's answers (useFleet): why the group's hosts cannot share the jail. */
   disagreement?: string;
@@ -187,6 +227,7 @@ export function gpuDriver(o: GpuDriverOptions): Resource<GpuDriverFacts> {
         role: 'gpu',
         arch: scan.arch,
         source: scan.source,
+        root: scan.root ?? '/',
         set: { ...set, files: files.map((f) => ({ host: f.host, target: f.target, dir: f.dir, mode: f.mode })) },
       };
     },

@@ -115,6 +115,16 @@ export interface DriverScan {
   libDir: string;
   /** The first line of /proc/driver/nvidia/version, when the kernel module is loaded. */
   procLine?: string;
+  /** Where procLine was read when not the host's own /proc (the driver root's). */
+  procFrom?: string;
+  /** The driver root the files were searched under (`/`: the host's own paths; default `/`). */
+  root?: string;
+  /** The root whose disappearance fails the host (the GPU Operator's, or the configured one). */
+  watchedRoot?: string;
+  /** Sources of this host's recorded GPU binds (its fstab block) under watchedRoot. */
+  recorded?: string[];
+  /** The watched root holds a driver (a libnvidia-ml) now. */
+  watchedHasDriver?: boolean;
   source: 'nvidia-container-cli' | 'globs';
   /** Exit status of `nvidia-container-cli list`. */
   cliExit?: number;
@@ -152,6 +162,11 @@ export function readDriverScan(text: string): DriverScan {
     else if (line.startsWith('gpu-arch=')) scan.arch = line.slice(9);
     else if (line.startsWith('gpu-libdir=')) scan.libDir = line.slice(11);
     else if (line.startsWith('gpu-proc=')) scan.procLine = line.slice(9) || undefined;
+    else if (line.startsWith('gpu-proc-from=')) scan.procFrom = line.slice(14) || undefined;
+    else if (line.startsWith('gpu-root=')) scan.root = line.slice(9);
+    else if (line.startsWith('gpu-root-watch=')) scan.watchedRoot = line.slice(15);
+    else if (line === 'gpu-root-watch-driver=yes') scan.watchedHasDriver = true;
+    else if (f[0] === 'gpu-rec' && f.length === 2) scan.recorded = [...(scan.recorded ?? []), f[1]];
     else if (line.startsWith('gpu-source=')) scan.source = line.slice(11) === 'cli' ? 'nvidia-container-cli' : 'globs';
     else if (line.startsWith('gpu-cli-rc=')) scan.cliExit = Number(line.slice(11));
   }
@@ -225,6 +240,11 @@ export interface DriverFileSet {
  * must sit in `firmware/nvidia/<version>/`), one per jail target.
  */
 export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): DriverFileSet {
+  const root = scan.root ?? '/';
+  const gone = driverRootGone(scan);
+  if (gone) return { problem: gone, files: [], stale: [] };
+  if (root !== '/' && !scan.files.length && !scan.procLine)
+    return { problem: `no NVIDIA driver found under the driver root ${root} (jail_gpu_driver_root)`, files: [], stale: [] };
   if (scan.source === 'nvidia-container-cli' && scan.cliExit !== 0)
     return { problem: `nvidia-container-cli list failed (exit ${scan.cliExit})`, files: [], stale: [] };
   const mlVersions = [...new Set(scan.files.map((f) => base(f.host)).filter((n) => n.startsWith('libnvidia-ml.so.')))]
@@ -232,7 +252,7 @@ export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): Driver
     .filter((v): v is string => v !== undefined)
     .sort();
   let version = procDriverVersion(scan.procLine);
-  let versionFrom = version ? '/proc/driver/nvidia/version' : undefined;
+  let versionFrom = version ? (scan.procFrom ?? '/proc/driver/nvidia/version') : undefined;
   if (!version && scan.procLine)
     return { problem: `cannot read the driver version in ${JSON.stringify(scan.procLine)}`, files: [], stale: [] };
   if (!version && mlVersions.length > 1)
@@ -243,7 +263,7 @@ export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): Driver
     };
   if (!version && mlVersions.length === 1) {
     version = mlVersions[0];
-    versionFrom = `libnvidia-ml.so.${version}`;
+    versionFrom = `libnvidia-ml.so.${version}${root === '/' ? '' : ` under ${root}`}`;
   }
   if (!version) {
     if (!scan.files.length) return { files: [], stale: [] }; // no driver on this host
@@ -273,6 +293,28 @@ export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): Driver
     files.push(f);
   }
   return { version, versionFrom, files, stale };
+}
+
+/** Where NVIDIA's GPU Operator keeps its driver container's root filesystem (shared/reference/fleet-ops-and-drains.md). */
+export const OPERATOR_DRIVER_ROOT = '/run/nvidia/driver';
+
+/**
+ * Why the host fails because the driver root its binds came from was left: the GPU Operator's
+ * driver container comes and goes, and its files are bound into the shared jail. Its fstab block
+ * recorded binds from the watched root, and that root is not the one searched now (the host fell
+ * back to `/`) or holds no driver file any more. Undefined otherwise. The binds are never undone
+ * for it: a driver container restarting is no reason to take the driver from running jobs, and a
+ * driver of the host's own next to the root's is no reason to switch without being told.
+ */
+export function driverRootGone(
+  s: Pick<DriverScan, 'root' | 'watchedRoot' | 'watchedHasDriver' | 'recorded' | 'files'>,
+): string | undefined {
+  if (!s.watchedRoot || s.watchedRoot === '/' || !s.recorded?.length) return undefined;
+  const root = s.root ?? '/';
+  if (root === s.watchedRoot && s.files.length) return undefined;
+  if (root !== s.watchedRoot && s.watchedHasDriver)
+    return `this host's GPU binds come from the driver root ${s.watchedRoot}, which still holds a driver, and the host now has one of its own: set jail_gpu_driver_root (${s.watchedRoot} or /) to say which; binds left as they are`;
+  return `the GPU Operator's driver root ${s.watchedRoot} is gone (its driver container is not running?): binds left as they are`;
 }
 
 /** One host's answer in a jail's driver agreement. */
