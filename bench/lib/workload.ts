@@ -16,7 +16,9 @@ export const sitePlaybook = join(repoRoot, 'playbooks', 'site.ts');
  * Inventory variables racksmith's site playbook needs on the bed (see test/e2e/network.test.ts
  * and jail.test.ts): two sysctls that a child network namespace lacks are dropped, two built-in
  * modules are listed so that the kmod resource has work, and the jail root is the bed's shared
- * directory bound (no NFS in this kernel).
+ * directory bound (no NFS in this kernel). The bed's hosts have no NVIDIA driver, so they are the
+ * jail's CPU nodes (`jail_gpu: false`): a GPU node without a driver fails, and the Ansible side
+ * binds no driver either.
  */
 export const RACKSMITH_VARS = {
   sysctl_overrides: { 'net.core.netdev_max_backlog': null, 'net.ipv4.tcp_mem': null },
@@ -24,6 +26,7 @@ export const RACKSMITH_VARS = {
   jail_source: '/srv/shared/jail',
   jail_fstype: 'none',
   jail_options: ['bind'],
+  jail_gpu: false,
 };
 
 export interface Workload {
