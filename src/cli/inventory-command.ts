@@ -10,7 +10,7 @@ import { EXIT } from './exit.ts';
 import { pickOptions } from './options.ts';
 import { configVault } from './parse.ts';
 import { keyring } from './passwords.ts';
-import { writeNotices, type CliStreams } from './streams.ts';
+import { type CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
 
 /** The options of `provision inventory`: the run's inventory, -e and vault options, and what to print. */
@@ -50,7 +50,6 @@ export async function inventoryCommand(args: string[], out: CliStreams): Promise
   const extra = parseExtraVars(values['extra-vars'] ?? [], vault);
   const inv = loadInventory(inventory, extra.vars, extra.sources, { vault });
   for (const w of inv.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
-  writeNotices(out, inv.notices ?? []);
   if (values.list) {
     out.stdout.write(pythonJson(inventoryList(inv)) + '\n');
     return EXIT.OK;

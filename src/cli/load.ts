@@ -51,7 +51,7 @@ export async function load(
   const extra = parseExtraVars(opts.extraVars, vault);
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
   withCliSshArgs(inventory, opts);
-  const notices = [...(inventory.notices ?? [])];
+  const notices: string[] = [];
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd(), notices));
   const playbooks = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
@@ -62,7 +62,8 @@ export async function load(
   const limit = limitOfRerun(inventory, playbooks, opts, extraLimit);
   const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
   if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
-  if (prepared.every((p) => p.hosts.length === 0)) throw new InputError(['no hosts matched: nothing to do', ...notices].join('\n  '));
+  if (prepared.every((p) => p.hosts.length === 0))
+    throw new InputError(['no hosts matched: nothing to do', ...(inventory.warnings ?? []).map((w) => w.message), ...notices].join('\n  '));
   const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
   checkConnectionFiles(reached, opts.knownHosts);
   revealConnectionSecrets(reached);

@@ -8,7 +8,7 @@ import { InventoryBuilder, type BuiltGroup, type BuiltHost, type VarEntry } from
 import { CONNECTION_VAR_NAMES, hostConnection, templatingError } from './connection.ts';
 import { hostNameProblem } from './host-range.ts';
 import { readIni, type IniVar } from './ini-reader.ts';
-import type { Group, Host, Inventory, InventoryWarning, Vars } from './model.ts';
+import { addWarning, type Group, type Host, type Inventory, type InventoryWarning, type Vars } from './model.ts';
 import { validateHostsVars, validateVars } from './schema.ts';
 import { readScriptJson, isScriptJson } from './script-json.ts';
 import { looksLikeJson, parseJson } from './json-text.ts';
@@ -47,7 +47,8 @@ export function loadInventory(
   for (const s of list) readSource(s, inv, o, true, notices);
   inv.reconcile();
   const out = resolveInventory(inv, list, extraVars, extraSources, o);
-  return notices.length ? { ...out, notices } : out;
+  for (const n of notices) addWarning(out, n);
+  return out;
 }
 
 function statOf(path: string): Stats | undefined {

@@ -52,12 +52,10 @@ export interface Inventory {
   groups: Map<string, Group>;
   /**
    * What Ansible warns about and racksmith goes on with (a host named like a group, a host
-   * pattern term that matches nothing): shared by the views made of this inventory, said once
-   * before the run.
+   * pattern term that matches nothing, an .ini file a directory source skips): shared by the
+   * views made of this inventory, said once before the run.
    */
   warnings?: InventoryWarning[];
-  /** What reading the sources skipped or decided that the operator should hear (a warning each). */
-  notices?: string[];
 }
 
 export interface InventoryWarning {
