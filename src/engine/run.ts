@@ -284,10 +284,11 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
   const halted = () => halt;
   // The current play's budget and the hosts that failed in it so far (each counted once, as soon
   // as it fails: a failed resource, unreachable, not escalated).
-  let budget: { play: string; hosts: number; maxFail?: number; fatal: boolean } | undefined;
+  let budget: { play: string; hosts: number; members: ReadonlySet<string>; maxFail?: number; fatal: boolean } | undefined;
   const playFailed = new Set<string>();
   const hostFailed = (host: string) => {
-    if (!budget || playFailed.has(host)) return;
+    // (a host given up on in an earlier play may report late: it does not count against this one)
+    if (!budget || !budget.members.has(host) || playFailed.has(host)) return;
     playFailed.add(host);
     if (halt !== undefined) return;
     if (budget.fatal) halt = `play '${budget.play}' stopped, ${host} failed (anyErrorsFatal)`;
@@ -523,7 +524,13 @@ export async function execute(plays: PreparedPlay[], o: ExecuteOptions, emit: Ev
       emit({ type: 'play_start', play: pp.play.name, hosts: hosts.map((h) => h.host.name) });
       const sizes = batchSizes(hosts.length, o.serial ?? pp.play.serial);
       const maxFail = o.maxFailPercent ?? pp.play.maxFailPercent;
-      budget = { play: pp.play.name, hosts: hosts.length, maxFail, fatal: pp.play.anyErrorsFatal === true };
+      budget = {
+        play: pp.play.name,
+        hosts: hosts.length,
+        members: new Set(hosts.map((h) => h.host.name)),
+        maxFail,
+        fatal: pp.play.anyErrorsFatal === true,
+      };
       playFailed.clear();
       // A play with resources that must agree across hosts is probed on all of them first.
       let gathered: Map<string, readonly Answer[]> | undefined;

@@ -12,7 +12,7 @@ import type { SourcePos } from '../util/errors.ts';
 export function throwSite(err: { stack?: string }): SourcePos | undefined {
   for (const line of (err.stack ?? '').split('\n').slice(1)) {
     const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
-    if (!m || /\/(dist\/)?src\/|\/node_modules\//.test(m[1])) continue;
+    if (!m || isOwnModule(m[1].replace(/^file:\/\//, ''))) continue;
     const file = m[1].replace(/^file:\/\//, '');
     const pos = (m[1].includes('/dist/') && fromSourceMap(file, Number(m[2]), Number(m[3]))) || {
       file,
@@ -22,6 +22,16 @@ export function throwSite(err: { stack?: string }): SourcePos | undefined {
     return { ...pos, file: relative(process.cwd(), pos.file) || pos.file };
   }
   return undefined;
+}
+
+// racksmith's own modules (its src/ and dist/src/, wherever it is installed): an operator's
+// playbook in a src/ folder of their own still has its lines.
+const SRC_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PACKAGE_ROOT = SRC_DIR.endsWith('/dist/src') ? SRC_DIR.slice(0, -'/dist/src'.length) : dirname(SRC_DIR);
+const OWN = [`${PACKAGE_ROOT}/src/`, `${PACKAGE_ROOT}/dist/src/`];
+
+function isOwnModule(file: string): boolean {
+  return file.includes('/node_modules/') || OWN.some((dir) => file.startsWith(dir));
 }
 
 /** A built file's line as its source's, from the map the build wrote beside it (none: undefined). */

@@ -31,7 +31,8 @@ export class Secret {
   locate(pos: SourcePos | undefined): void {
     if (this.#origin || !pos) return;
     this.#origin = pos;
-    if (!maskOrigins.has(this.#mask)) maskOrigins.set(this.#mask, pos);
+    // (an empty secret, or a sealed vault value, has the mask of '': it would name another's place)
+    if (this.#value !== '' && !maskOrigins.has(this.#mask)) maskOrigins.set(this.#mask, pos);
   }
   toString(): string {
     return this.masked;

@@ -16,7 +16,7 @@ const ROOT = '/run/nvidia/driver';
 const OP = 'tb2';
 const OWN = 'tb3';
 const EXPORTS = ['jail-op', 'jail-op-mixed'];
-const GONE = `the GPU Operator's driver root ${ROOT} is gone (its driver container is not running?): binds left as they are`;
+const GONE = `the GPU Operator's driver root ${ROOT} is gone (its driver container is not running?): binds left as they are; if a driver of the host's own is to serve the jail now, set jail_gpu_driver_root: /`;
 
 const sh = (h: string, cmd: string) => tb.hostExec(h, cmd);
 const inventory = (hosts: string[], exp: string) =>

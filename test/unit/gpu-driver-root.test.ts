@@ -24,7 +24,7 @@ import {
 const OP = OPERATOR_DRIVER_ROOT;
 const V = '550.54.15';
 const LIB = '/usr/lib/x86_64-linux-gnu';
-const GONE = `the GPU Operator's driver root ${OP} is gone (its driver container is not running?): binds left as they are`;
+const GONE = `the GPU Operator's driver root ${OP} is gone (its driver container is not running?): binds left as they are; if a driver of the host's own is to serve the jail now, set jail_gpu_driver_root: /`;
 
 const file = (host: string, target: string): ScannedFile => ({
   host,

@@ -3,7 +3,7 @@
 // -t/--skip-tags selection that selects nothing.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { playbook, type Play } from '../../src/contract/playbook.ts';
 import type { Resource } from '../../src/contract/resource.ts';
@@ -189,17 +189,19 @@ describe('the playbook line of a stack', () => {
   // generated line 2, column 1 comes from line 5, column 1 of ../../playbooks/a.ts
   const map = { version: 3, file: 'a.js', sources: ['../../playbooks/a.ts'], names: [], mappings: ';AAIA' };
   writeFileSync(join(dir, 'dist/playbooks/a.js.map'), JSON.stringify(map));
+  // racksmith's own root: its src/ and dist/src/ frames are skipped
+  const ROOT = resolve(import.meta.dirname, '..', '..');
   const stack = (...frames: string[]) => ({ stack: ['Error', ...frames.map((f) => `    at f (${f})`)].join('\n') });
 
   it.each<[string, { stack: string }, { file: string; line: number; col: number } | undefined]>([
     [
       "the first frame outside racksmith's modules",
-      stack('/r/src/resources/x.ts:1:1', '/r/playbooks/p.ts:7:5'),
+      stack(`${ROOT}/src/resources/x.ts:1:1`, '/r/playbooks/p.ts:7:5'),
       { file: relative(process.cwd(), '/r/playbooks/p.ts'), line: 7, col: 5 },
     ],
     [
       'a prebuilt playbook, through its source map',
-      stack('/r/dist/src/x.js:1:1', `file://${dir}/dist/playbooks/a.js:2:1`),
+      stack(`${ROOT}/dist/src/x.js:1:1`, `file://${dir}/dist/playbooks/a.js:2:1`),
       { file: relative(process.cwd(), join(dir, 'playbooks/a.ts')), line: 5, col: 1 },
     ],
     [
@@ -207,6 +209,11 @@ describe('the playbook line of a stack', () => {
       stack(`${dir}/dist/playbooks/b.js:3:2`),
       { file: relative(process.cwd(), join(dir, 'dist/playbooks/b.js')), line: 3, col: 2 },
     ],
-    ['none outside racksmith', stack('/r/src/x.ts:1:1', '/r/node_modules/y/z.js:1:1'), undefined],
+    [
+      "an operator's playbook in a src/ folder of its own",
+      stack(`${ROOT}/src/x.ts:1:1`, '/home/op/infra/src/site.ts:4:2'),
+      { file: relative(process.cwd(), '/home/op/infra/src/site.ts'), line: 4, col: 2 },
+    ],
+    ['none outside racksmith', stack(`${ROOT}/src/x.ts:1:1`, '/r/node_modules/y/z.js:1:1'), undefined],
   ])('%s', (_, err, want) => expect(throwSite(err)).toEqual(want));
 });

@@ -314,7 +314,7 @@ export function driverRootGone(
   if (root === s.watchedRoot && s.files.length) return undefined;
   if (root !== s.watchedRoot && s.watchedHasDriver)
     return `this host's GPU binds come from the driver root ${s.watchedRoot}, which still holds a driver, and the host now has one of its own: set jail_gpu_driver_root (${s.watchedRoot} or /) to say which; binds left as they are`;
-  return `the GPU Operator's driver root ${s.watchedRoot} is gone (its driver container is not running?): binds left as they are`;
+  return `the GPU Operator's driver root ${s.watchedRoot} is gone (its driver container is not running?): binds left as they are; if a driver of the host's own is to serve the jail now, set jail_gpu_driver_root: /`;
 }
 
 /** One host's answer in a jail's driver agreement. */
