@@ -1,4 +1,7 @@
+import { resolve } from 'node:path';
+import { InputError } from '../util/errors.ts';
 import { printableLines } from '../util/printable.ts';
+import { useTeamKey } from '../util/state-dir.ts';
 import { scrub } from '../util/secret.ts';
 import { applyCommand } from './apply-command.ts';
 import { EXIT, exitBadInput } from './exit.ts';
@@ -10,6 +13,12 @@ import { scrubbing, type CliStreams } from './streams.ts';
 /** The command its first word names (`apply`, `inventory`; anything else is a run). Returns the exit code; never calls process.exit itself. */
 export async function run(argv: string[], out: CliStreams = process, importPlaybook: PlaybookImporter = importSource): Promise<number> {
   out = scrubbing(out);
+  try {
+    const teamKey = planKeyFile(argv);
+    if (teamKey !== undefined) useTeamKey(resolve(teamKey));
+  } catch (e) {
+    return exitBadInput(out, e, printableLines);
+  }
   if (argv[0] === 'inventory') {
     try {
       return await inventoryCommand(argv.slice(1), out);
@@ -19,6 +28,21 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
   }
   if (argv[0] === 'apply') return applyCommand(argv, out, importPlaybook);
   return runCommand(argv, out, importPlaybook);
+}
+
+/**
+ * --plan-key FILE (else $RACKSMITH_PLAN_KEY): read before anything else, since every secret's mask
+ * and every plan signature of the run is made under it.
+ */
+function planKeyFile(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length && argv[i] !== '--'; i++) {
+    if (argv[i] === '--plan-key') {
+      if (i + 1 >= argv.length) throw new InputError('--plan-key needs a key file');
+      return argv[i + 1];
+    }
+    if (argv[i].startsWith('--plan-key=')) return argv[i].slice('--plan-key='.length);
+  }
+  return process.env.RACKSMITH_PLAN_KEY || undefined;
 }
 
 /** How long the process may stay after the run has ended before it is ended (see main). */

@@ -54,6 +54,7 @@ export const CLI_OPTIONS = {
   'ssh-keepalive': { type: 'string', apply: true },
   'lock-timeout': { type: 'string', apply: true },
   'plan-out': { type: 'string', notRecorded: true },
+  'plan-key': { type: 'string', apply: true, security: true },
   yes: { type: 'boolean' },
   'max-plan-age': { type: 'string', apply: true },
   journal: { type: 'string', apply: true, notRecorded: true },

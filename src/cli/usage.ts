@@ -41,6 +41,8 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
+      --plan-key FILE      sign plans and mask secrets with this team key (also RACKSMITH_PLAN_KEY)
+                           instead of this installation's: plans then apply wherever the key is
       --yes                apply changes that destroy data (storage_wipe) without a reviewed plan
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)

@@ -11,6 +11,19 @@ export function stateDir(): string {
 
 const KEY_BYTES = 32;
 let cached: { file: string; key: Buffer } | undefined;
+let team: { file: string; key: Buffer } | undefined;
+
+/**
+ * A team's key (`--plan-key FILE`, `RACKSMITH_PLAN_KEY`) in place of this installation's for the
+ * whole process: plans signed and secrets masked under it check on every installation that holds
+ * the same file (a plan made in CI, applied by the operator on duty). Set before anything is
+ * masked or signed. The file is a key as the installation's is: 32 bytes, mode 0600.
+ */
+export function useTeamKey(file: string): void {
+  const key = readKey(file);
+  if (!key) throw new InputError(`${file}: no such plan key file (make one: head -c 32 /dev/urandom > FILE && chmod 600 FILE)`);
+  team = { file, key };
+}
 
 /**
  * The per-installation secret key (state dir, mode 0600) that keys secret masks and plan
@@ -19,6 +32,7 @@ let cached: { file: string; key: Buffer } | undefined;
  * starting together agree on one key).
  */
 export function installationKey(): Buffer {
+  if (team) return team.key;
   const dir = stateDir();
   const file = join(dir, 'installation.key');
   if (cached?.file === file) return cached.key;
@@ -52,7 +66,7 @@ function readKey(file: string): Buffer | undefined {
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== KEY_BYTES)
-      throw new InputError(`${file}: not a ${KEY_BYTES}-byte key file (remove it to make a new one)`);
+      throw new InputError(`${file}: not a ${KEY_BYTES}-byte key file (an installation key: remove it to make a new one)`);
     if ((st.mode & 0o077) !== 0)
       throw new InputError(`${file}: readable by others (mode ${(st.mode & 0o777).toString(8)}); it must be 0600`);
     const buf = Buffer.alloc(KEY_BYTES);

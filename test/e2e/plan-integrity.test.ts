@@ -1,6 +1,7 @@
 // Issue 19, plans: a saved plan is checked whole before any host is contacted (its signature
 // under this installation's key, the hosts of its selection, createdAt not in the future, no
 // security option in its argv); apply takes host key options from its own command line only.
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,5 +151,36 @@ describe('security options come from apply’s command line, never from the plan
     // apply with the inventory's known_hosts (no option): it runs
     const ok = await provision(['apply', p, '--json', '--journal', join(dir, 'b')]);
     expect(ok.code, ok.stderr).toBe(0);
+  });
+});
+
+describe('a team plan key (--plan-key, RACKSMITH_PLAN_KEY)', () => {
+  it('a plan made under a team key applies from another installation holding the key, and only there', async () => {
+    await tb.reset(HOSTS);
+    const dir = tmp();
+    const key = join(dir, 'team.key');
+    writeFileSync(key, randomBytes(32), { mode: 0o600 });
+    const ci = { XDG_STATE_HOME: join(dir, 'ci-state') }; // the installation that makes the plan (CI)
+    const duty = { XDG_STATE_HOME: join(dir, 'duty-state') }; // the operator on duty's
+    const p = join(dir, 'p.plan');
+    const check = await provision([PB, '-i', inv, '-e', 'fx_stage=none', '-l', 'tb6', '--check', '--plan-key', key, '--plan-out', p], {
+      env: ci,
+    });
+    expect(check.code, check.stderr).toBe(2);
+    expect((JSON.parse(readFileSync(p, 'utf8')) as PlanFile).argv).not.toContain('--plan-key');
+    // another installation without the key: refused as a plan of another installation
+    const without = await provision(['apply', p, '--journal', join(dir, 'a')], { env: duty });
+    expect(without.code).toBe(3);
+    expect(without.stderr).toMatch(/signature does not match/);
+    // a key file others can read is refused, as an installation key is
+    const loose = join(dir, 'loose.key');
+    writeFileSync(loose, randomBytes(32), { mode: 0o644 });
+    const refused = await provision(['apply', p, '--plan-key', loose, '--journal', join(dir, 'b')], { env: duty });
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/readable by others/);
+    // the same key, from the environment: applied
+    const ok = await provision(['apply', p, '--json', '--journal', join(dir, 'c')], { env: { ...duty, RACKSMITH_PLAN_KEY: key } });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(Object.keys(recaps(ok))).toEqual(['tb6']);
   });
 });
