@@ -87,7 +87,9 @@ describe('test bed: hosts', () => {
   it('each host sees only its own disks, disk 1 rotational (HDD), disk 2 not (SSD)', async () => {
     for (const h of all) {
       const own = h.disks.map((d) => d.dev.replace('/dev/', '')).sort();
-      const r = await tb.hostExec(h.name, 'ls /sys/block; echo --; ls /dev | grep "^loop"; echo --; cat /sys/block/*/queue/rotational');
+      // rotational read disk by disk, in the bed's order (a glob would sort loop10 before loop9)
+      const rotational = h.disks.map((d) => `cat /sys/block/${d.dev.replace('/dev/', '')}/queue/rotational`).join('; ');
+      const r = await tb.hostExec(h.name, `ls /sys/block; echo --; ls /dev | grep "^loop"; echo --; ${rotational}`);
       expect(r.code).toBe(0);
       const [sysBlock, dev, rot] = r.stdout.split('--\n').map((s) => s.trim().split('\n').filter(Boolean));
       expect(sysBlock.sort()).toEqual(own);
