@@ -20,32 +20,12 @@ import {
   type DriverScan,
   type ScannedFile,
 } from '../../src/resources/jail/gpu-files.ts';
+import { driverScan as scan, LIB, scannedFile as file } from '../support/gpu-scan.ts';
 
 const OP = OPERATOR_DRIVER_ROOT;
 const V = '550.54.15';
-const LIB = '/usr/lib/x86_64-linux-gnu';
 const GONE = `the GPU Operator's driver root ${OP} is gone (its driver container is not running?): binds left as they are; if a driver of the host's own is to serve the jail now, set jail_gpu_driver_root: /`;
 
-const file = (host: string, target: string): ScannedFile => ({
-  host,
-  target,
-  dir: false,
-  devIno: '254:1',
-  mode: '755',
-  targetKind: 'absent',
-  targetSame: false,
-  targetEmpty: false,
-});
-const scan = (files: ScannedFile[], more: Partial<DriverScan> = {}): DriverScan => ({
-  arch: 'x86_64',
-  libDir: LIB,
-  source: 'globs',
-  files,
-  realDirs: new Map(),
-  links: new Map(),
-  cached: new Set(),
-  ...more,
-});
 const opMl = file(`${OP}${LIB}/libnvidia-ml.so.${V}`, `${LIB}/libnvidia-ml.so.${V}`);
 
 describe('a driver root that goes away', () => {

@@ -20,37 +20,16 @@ import {
   type GpuCap,
   type ScannedFile,
 } from '../../src/resources/jail/gpu-files.ts';
+import { driverScan as scan, LIB, scannedFile as file } from '../support/gpu-scan.ts';
 import { gpuDriver, type GpuDriverFacts } from '../../src/resources/jail/gpu-driver.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/jail/gpu-binds.ts';
 import { gpuStandins, type StandinFacts } from '../../src/resources/jail/gpu-standins.ts';
 import { standinLibrary } from '../../src/resources/jail/elf-standin.ts';
 import { underJailLock } from '../../src/resources/jail/jail-shared.ts';
 
-const LIB = '/usr/lib/x86_64-linux-gnu';
 const V = '550.54.15';
 const OLD = '535.104.05';
 
-const file = (host: string, target = `${LIB}/${host.slice(host.lastIndexOf('/') + 1)}`, more: Partial<ScannedFile> = {}): ScannedFile => ({
-  host,
-  target,
-  dir: false,
-  devIno: '254:1',
-  mode: '755',
-  targetKind: 'absent',
-  targetSame: false,
-  targetEmpty: false,
-  ...more,
-});
-const scan = (files: ScannedFile[], more: Partial<DriverScan> = {}): DriverScan => ({
-  arch: 'x86_64',
-  libDir: LIB,
-  source: 'globs',
-  files,
-  realDirs: new Map(),
-  links: new Map(),
-  cached: new Set(),
-  ...more,
-});
 const hostsOf = (files: ScannedFile[]) => files.map((f) => f.host);
 
 describe('capabilities', () => {
