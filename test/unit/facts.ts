@@ -4,8 +4,9 @@ import type { FileFacts } from '../../src/resources/core/file-common.ts';
 
 export const absent: FileFacts = { type: 'absent' };
 
-/** A root-owned 0644 regular file with this content, as the file probe reports it. */
-export function fileWith(text: string): FileFacts {
+/** A root-owned 0644 regular file with this content, as the file probe reports it (`over` changes any field). */
+export function fileWith(content: string | Buffer, over: Partial<FileFacts> = {}): FileFacts {
+  const buf = Buffer.from(content);
   return {
     type: 'file',
     mode: '644',
@@ -13,8 +14,9 @@ export function fileWith(text: string): FileFacts {
     user: 'root',
     gid: 0,
     group: 'root',
-    size: Buffer.byteLength(text),
-    sha256: createHash('sha256').update(text).digest('hex'),
-    content: Buffer.from(text),
+    size: buf.length,
+    sha256: createHash('sha256').update(buf).digest('hex'),
+    content: buf,
+    ...over,
   };
 }

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { fileWith } from './facts.ts';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,21 +32,7 @@ import { Secret } from '../../src/util/secret.ts';
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
 /** Facts of a regular file as the probe reports them (root:root 644 unless overridden). */
-function present(content: string | Buffer, over: Partial<FileFacts> = {}): FileFacts {
-  const buf = Buffer.from(content);
-  return {
-    type: 'file',
-    mode: '644',
-    uid: 0,
-    user: 'root',
-    gid: 0,
-    group: 'root',
-    size: buf.length,
-    sha256: sha(buf),
-    content: buf,
-    ...over,
-  };
-}
+const present = fileWith;
 const ABSENT: FileFacts = { type: 'absent' };
 const LINK: FileFacts = { type: 'link' };
 const DIR: FileFacts = { type: 'dir', mode: '755', uid: 0, user: 'root', gid: 0, group: 'root' };

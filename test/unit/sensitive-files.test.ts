@@ -2,6 +2,7 @@
 // or with `sensitive: true`, read by every file probe; a listed file's diffs show no content, old
 // or new, whatever a later resource gives; the record's own edits, run by the real /bin/sh.
 import { createHash } from 'node:crypto';
+import { fileWith } from './facts.ts';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -29,21 +30,8 @@ const P = '/etc/app/creds';
 const OLD = 'password=hunter2\n';
 const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
 
-function present(content: string, over: Partial<FileFacts> = {}): FileFacts {
-  const buf = Buffer.from(content);
-  return {
-    type: 'file',
-    mode: '600',
-    uid: 0,
-    user: 'root',
-    gid: 0,
-    group: 'root',
-    size: buf.length,
-    sha256: sha(buf),
-    content: buf,
-    ...over,
-  };
-}
+/** A root-owned 0600 file with this content, as the file probe reports it. */
+const present = (content: string, over: Partial<FileFacts> = {}): FileFacts => fileWith(content, { mode: '600', ...over });
 const LISTED = present(OLD, { sensitive: true });
 
 /** Everything a change shows in any sink: its summary and diff (the journal, --json and plans record these). */
