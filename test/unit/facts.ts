@@ -1,5 +1,9 @@
-// Hand-made probe facts for table tests.
+// Hand-made probe facts for table tests, and a scratch state directory for the tests that mask.
 import { createHash } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import type { FileFacts } from '../../src/resources/core/file-common.ts';
 
 export const absent: FileFacts = { type: 'absent' };
@@ -19,4 +23,16 @@ export function fileWith(content: string | Buffer, over: Partial<FileFacts> = {}
     content: buf,
     ...over,
   };
+}
+
+/** Each test of the calling file with a fresh state directory (its own installation key for masks). */
+export function scratchStateDir(): void {
+  let saved: string | undefined;
+  beforeEach(() => {
+    saved = process.env.XDG_STATE_HOME;
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-state-'));
+  });
+  afterEach(() => {
+    process.env.XDG_STATE_HOME = saved;
+  });
 }

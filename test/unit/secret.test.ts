@@ -4,21 +4,15 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { maskSecret, refuseSecrets, scrub, scrubbingStream, Secret, secretText } from '../../src/util/secret.ts';
 import { installationKey } from '../../src/util/state-dir.ts';
 import { command, file, line } from '../../src/index.ts';
 import { shq } from '../../src/shell/quote.ts';
 import { InputError } from '../../src/util/errors.ts';
+import { scratchStateDir } from './facts.ts';
 
-let saved: string | undefined;
-beforeEach(() => {
-  saved = process.env.XDG_STATE_HOME;
-  process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-state-'));
-});
-afterEach(() => {
-  process.env.XDG_STATE_HOME = saved;
-});
+scratchStateDir();
 
 describe('masks', () => {
   it('are keyed by the installation key: same secret same mask, another installation another mask, no plain hash', () => {
