@@ -35,6 +35,16 @@ export default tseslint.config(
     },
   },
   {
+    // A function longer than a screenful hides its steps: split it into named ones (issue #35).
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 150, skipBlankLines: false, skipComments: false }] },
+  },
+  {
+    // split by h2 (issue #35): the lead removes this override when that branch is merged.
+    files: ['src/resources/core/mount.ts', 'src/resources/jail/gpu-binds.ts', 'src/resources/jail/gpu-standins.ts'],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
     // Tests read NDJSON events and kubectl's JSON field by field: `any` there is the honest type.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
