@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import { InputError, InputErrors } from '../util/errors.ts';
-import { checkPoolAddress, cidrsOverlap, cidrWithin, ipToBigInt, parseCidr, poolAddressCount } from '../kube/cidr.ts';
+import { checkPoolAddress, cidrsOverlap, cidrWithin, ipToBigInt, parseCidr, poolAddressCount, type Cidr } from '../kube/cidr.ts';
 import {
   CNI_PLUGINS_PINS,
   COMPONENT_FILES,
@@ -236,13 +236,94 @@ export function inventoryPath(host: HostContext, name: string, p: string): strin
   return resolve(p);
 }
 
+/** The host's variables as kubeSettings reads them, and the errors it collects (reported together). */
+interface Vars {
+  host: HostContext;
+  v: <T>(name: string, fallback: T) => T;
+  err: (name: string, msg: string) => void;
+  errors: InputError[];
+}
+
 /** Validate the variables and derive the settings. Throws InputError(s) located at the variables. */
 export function kubeSettings(host: HostContext): KubeSettings {
   host.validate(validateKubeVars);
   const errors: InputError[] = [];
-  const err = (name: string, msg: string) => errors.push(host.error(name, msg));
-  const v = <T>(name: string, fallback: T) => host.var<T>(name, fallback);
+  const vars: Vars = {
+    host,
+    v: (name, fallback) => host.var(name, fallback),
+    err: (name, msg) => errors.push(host.error(name, msg)),
+    errors,
+  };
+  const v = vars.v;
+  const { cni, podCidr, pod } = podNetwork(vars);
+  const { versions, manifests, metallbPoolsVar, metallbEnabled } = manifestSources(vars, cni);
+  const canReach = v<string | undefined>('flannel_iface_can_reach', undefined);
+  if (canReach !== undefined && !ipToBigInt(canReach))
+    vars.err('flannel_iface_can_reach', `flannel_iface_can_reach: '${canReach}' is not an IP address`);
+  const calicoPools = calicoPoolsOf(vars, cni, pod, podCidr);
+  const calicoBgp = v<boolean | undefined>('calico_bgp', undefined);
+  const metallb = metallbOf(vars, metallbPoolsVar, metallbEnabled, pod, podCidr);
+  checkCniMtu(vars, cni, calicoPools);
+  if (metallbEnabled) {
+    if (!metallb.pools.length)
+      vars.err('metallb_enabled', 'metallb_enabled is true but metallb_pools is empty: MetalLB needs at least one address pool');
+    if (metallb.mode === 'bgp' && !metallb.peers.length) vars.err('metallb_mode', 'metallb_mode bgp needs metallb_bgp_peers');
+  }
+  const { proxyMode, modules } = kernelModules(vars);
+  const cniPlugins = cniPluginsOf(vars);
+  if (errors.length === 1) throw errors[0];
+  if (errors.length) throw new InputErrors(errors);
 
+  return {
+    cni,
+    podCidr,
+    kubeconfig: v('kube_kubeconfig', '/etc/kubernetes/admin.conf'),
+    kubectl: v('kube_kubectl', 'kubectl'),
+    proxyMode,
+    modules,
+    ipv6: v('kube_ipv6', false),
+    registry: v<string | undefined>('kube_image_registry', undefined),
+    timeoutSec: v('kube_wait_timeout', 300),
+    manifests,
+    versions,
+    flannel: {
+      backend: v('flannel_backend', 'vxlan'),
+      vni: v<number | undefined>('flannel_vni', undefined),
+      port: v<number | undefined>('flannel_port', undefined),
+      directRouting: v<boolean | undefined>('flannel_direct_routing', undefined),
+      mtu: v<number | undefined>('flannel_mtu', undefined),
+      iface: v<string[] | undefined>('flannel_iface', undefined),
+      ifaceRegex: v<string[] | undefined>('flannel_iface_regex', undefined),
+      ifaceCanReach: canReach,
+    },
+    calico: {
+      pools: calicoPools,
+      bgp: calicoBgp === undefined ? undefined : calicoBgp ? 'Enabled' : 'Disabled',
+      mtu: v<number | undefined>('calico_mtu', undefined),
+      linuxDataplane: v<string | undefined>('calico_linux_dataplane', undefined),
+      nodeAddressAutodetectionV4: v('calico_node_address_autodetection', { kubernetes: 'NodeInternalIP' }),
+      apiServer: v('calico_api_server', true),
+      goldmane: v('calico_goldmane', false),
+      whisker: v('calico_whisker', false),
+      imagePullSecrets: v('calico_image_pull_secrets', []),
+      waitTigeraStatus: v('calico_wait_tigerastatus', true),
+    },
+    metallb: {
+      enabled: metallbEnabled,
+      pools: metallb.pools,
+      mode: metallb.mode,
+      l2Interfaces: v<string[] | undefined>('metallb_l2_interfaces', undefined),
+      peers: metallb.peers,
+      allowStrictArp: v('metallb_allow_strict_arp', false),
+      ignoreExcludeLB: v('metallb_ignore_exclude_lb', false),
+    },
+    cniPlugins,
+    removeStaleConf: v('cni_remove_stale_conf', false),
+  };
+}
+
+/** The CNI and the pod network: without them nothing else can be checked, so they throw at once. */
+function podNetwork({ host, v }: Vars): { cni: 'flannel' | 'calico'; podCidr: string; pod: Cidr } {
   const cni = v<'flannel' | 'calico' | undefined>('kube_cni', undefined);
   if (!cni) throw host.error('kube_cni', 'kube_cni is required: flannel or calico');
   const podCidr = v<string | undefined>('kube_pod_cidr', undefined);
@@ -255,18 +336,23 @@ export function kubeSettings(host: HostContext): KubeSettings {
       'kube_pod_cidr',
       `kube_pod_cidr: flannel is rendered with an IPv4 Network; IPv6 and dual-stack pod networks are not supported by this playbook yet`,
     );
+  return { cni, podCidr, pod };
+}
 
-  // --- manifests and pins
+type MetallbPoolsVar = Array<{ name: string; addresses: string[]; auto_assign?: boolean; avoid_buggy_ips?: boolean }>;
+
+/** The components' versions and each pinned manifest's sources (a local directory, a mirror, or its upstream URL). */
+function manifestSources(
+  { host, v, err }: Vars,
+  cni: Component,
+): Pick<KubeSettings, 'manifests' | 'versions'> & { metallbPoolsVar: MetallbPoolsVar; metallbEnabled: boolean } {
   const pins = v<Record<string, { sha256: string; url?: string }>>('kube_manifest_pins', {});
   const versions: Record<Component, string> = {
     flannel: v('flannel_version', DEFAULT_VERSIONS.flannel),
     calico: v('calico_version', DEFAULT_VERSIONS.calico),
     metallb: v('metallb_version', DEFAULT_VERSIONS.metallb),
   };
-  const metallbPoolsVar = v<Array<{ name: string; addresses: string[]; auto_assign?: boolean; avoid_buggy_ips?: boolean }>>(
-    'metallb_pools',
-    [],
-  );
+  const metallbPoolsVar = v<MetallbPoolsVar>('metallb_pools', []);
   const metallbEnabled = v('metallb_enabled', metallbPoolsVar.length > 0);
   const components: Component[] = [cni, ...(metallbEnabled ? (['metallb'] as const) : [])];
   const dir = v<string | undefined>('kube_manifest_dir', undefined);
@@ -291,58 +377,60 @@ export function kubeSettings(host: HostContext): KubeSettings {
       manifests.push({ pin, sources });
     }
   }
+  return { versions, manifests, metallbPoolsVar, metallbEnabled };
+}
 
-  // --- flannel
-  const canReach = v<string | undefined>('flannel_iface_can_reach', undefined);
-  if (canReach !== undefined && !ipToBigInt(canReach))
-    err('flannel_iface_can_reach', `flannel_iface_can_reach: '${canReach}' is not an IP address`);
-
-  // --- calico
+/** Calico's IP pools (checked only when Calico is the CNI): inside the pod CIDR, sized blocks, no overlaps. */
+function calicoPoolsOf({ v, err }: Vars, cni: string, pod: Cidr, podCidr: string): CalicoPool[] {
   const poolsVar = v<
     Array<{ name?: string; cidr: string; encapsulation?: string; nat_outgoing?: boolean; block_size?: number; node_selector?: string }>
   >('calico_ip_pools', [{ cidr: podCidr }]);
   const calicoPools: CalicoPool[] = [];
-  if (cni === 'calico') {
-    const names = new Set<string>();
-    poolsVar.forEach((p, i) => {
-      const where = `calico_ip_pools[${i}]`;
-      const c = parseCidr(p.cidr, { strict: true });
-      const name = p.name ?? (i === 0 ? 'default-ipv4-ippool' : `racksmith-pool-${i}`);
-      if (names.has(name)) err('calico_ip_pools', `${where}: pool name '${name}' is used twice`);
-      names.add(name);
-      if (!c) {
-        err('calico_ip_pools', `${where}.cidr: '${p.cidr}' is not a CIDR with its host bits zero`);
-        return;
-      }
-      if (c.family === pod.family && !cidrWithin(c, pod))
-        err(
-          'calico_ip_pools',
-          `${where}.cidr: ${p.cidr} is outside kube_pod_cidr ${podCidr}; Calico pools must be inside the cluster's pod CIDR`,
-        );
-      const bs = p.block_size ?? (c.family === 4 ? 26 : 122);
-      const range = c.family === 4 ? IPV4_BLOCK : IPV6_BLOCK;
-      if (bs < range.min || bs > range.max || bs < c.prefix)
-        err(
-          'calico_ip_pools',
-          `${where}.block_size: ${bs} must be between ${Math.max(range.min, c.prefix)} and ${range.max} for ${p.cidr}`,
-        );
-      for (const [j, q] of calicoPools.entries()) {
-        const qc = parseCidr(q.cidr)!;
-        if (cidrsOverlap(c, qc)) err('calico_ip_pools', `${where}.cidr: ${p.cidr} overlaps calico_ip_pools[${j}] ${q.cidr}`);
-      }
-      calicoPools.push({
-        name,
-        cidr: p.cidr,
-        encapsulation: p.encapsulation ?? (c.family === 4 ? 'VXLANCrossSubnet' : 'None'),
-        natOutgoing: p.nat_outgoing === false ? 'Disabled' : 'Enabled',
-        blockSize: bs,
-        nodeSelector: p.node_selector ?? 'all()',
-      });
+  if (cni !== 'calico') return calicoPools;
+  const names = new Set<string>();
+  poolsVar.forEach((p, i) => {
+    const where = `calico_ip_pools[${i}]`;
+    const c = parseCidr(p.cidr, { strict: true });
+    const name = p.name ?? (i === 0 ? 'default-ipv4-ippool' : `racksmith-pool-${i}`);
+    if (names.has(name)) err('calico_ip_pools', `${where}: pool name '${name}' is used twice`);
+    names.add(name);
+    if (!c) {
+      err('calico_ip_pools', `${where}.cidr: '${p.cidr}' is not a CIDR with its host bits zero`);
+      return;
+    }
+    if (c.family === pod.family && !cidrWithin(c, pod))
+      err(
+        'calico_ip_pools',
+        `${where}.cidr: ${p.cidr} is outside kube_pod_cidr ${podCidr}; Calico pools must be inside the cluster's pod CIDR`,
+      );
+    const bs = p.block_size ?? (c.family === 4 ? 26 : 122);
+    const range = c.family === 4 ? IPV4_BLOCK : IPV6_BLOCK;
+    if (bs < range.min || bs > range.max || bs < c.prefix)
+      err('calico_ip_pools', `${where}.block_size: ${bs} must be between ${Math.max(range.min, c.prefix)} and ${range.max} for ${p.cidr}`);
+    for (const [j, q] of calicoPools.entries()) {
+      const qc = parseCidr(q.cidr)!;
+      if (cidrsOverlap(c, qc)) err('calico_ip_pools', `${where}.cidr: ${p.cidr} overlaps calico_ip_pools[${j}] ${q.cidr}`);
+    }
+    calicoPools.push({
+      name,
+      cidr: p.cidr,
+      encapsulation: p.encapsulation ?? (c.family === 4 ? 'VXLANCrossSubnet' : 'None'),
+      natOutgoing: p.nat_outgoing === false ? 'Disabled' : 'Enabled',
+      blockSize: bs,
+      nodeSelector: p.node_selector ?? 'all()',
     });
-  }
-  const calicoBgp = v<boolean | undefined>('calico_bgp', undefined);
+  });
+  return calicoPools;
+}
 
-  // --- metallb
+/** MetalLB's pools and BGP peers, checked (addresses, overlaps with the pod network, AIS's external LB). */
+function metallbOf(
+  { host, v, err, errors }: Vars,
+  metallbPoolsVar: MetallbPoolsVar,
+  metallbEnabled: boolean,
+  pod: Cidr,
+  podCidr: string,
+): { pools: MetallbPool[]; mode: 'l2' | 'bgp'; peers: MetallbPeer[] } {
   const metallbPools: MetallbPool[] = [];
   const lbNames = new Set<string>();
   metallbPoolsVar.forEach((p, i) => {
@@ -386,6 +474,11 @@ export function kubeSettings(host: HostContext): KubeSettings {
       if (problem) err('metallb_pools', problem);
     }
   }
+  return { pools: metallbPools, mode, peers };
+}
+
+/** The CNI's MTU against the hosts' (kube_host_mtu, else the smallest nic_mtu) and its encapsulations. */
+function checkCniMtu({ v, err }: Vars, cni: string, calicoPools: CalicoPool[]): void {
   const hostMtu =
     v<number | undefined>('kube_host_mtu', undefined) ??
     (v<Array<{ mtu: number }>>('nic_mtu', []).length ? Math.min(...v<Array<{ mtu: number }>>('nic_mtu', []).map((e) => e.mtu)) : undefined);
@@ -393,19 +486,19 @@ export function kubeSettings(host: HostContext): KubeSettings {
   const encaps = cni === 'calico' ? calicoPools.map((p) => p.encapsulation) : [v('flannel_backend', 'vxlan')];
   const mtuProblem = cniMtuProblem(v<number | undefined>(mtuWhat, undefined), hostMtu, encaps, mtuWhat);
   if (mtuProblem) err(mtuWhat, mtuProblem);
-  if (metallbEnabled) {
-    if (!metallbPools.length)
-      err('metallb_enabled', 'metallb_enabled is true but metallb_pools is empty: MetalLB needs at least one address pool');
-    if (mode === 'bgp' && !peers.length) err('metallb_mode', 'metallb_mode bgp needs metallb_bgp_peers');
-  }
+}
 
-  // --- kernel modules
+/** kube-proxy's mode and the kernel modules it and the CNI need. */
+function kernelModules({ v }: Vars): Pick<KubeSettings, 'proxyMode' | 'modules'> {
   const proxyMode = v<'iptables' | 'ipvs' | 'nftables' | undefined>('kube_proxy_mode', undefined);
   const modules = ['overlay', 'br_netfilter'];
   if (proxyMode === 'ipvs') modules.push(...v('kube_proxy_ipvs_modules', ['ip_vs', 'ip_vs_rr', 'ip_vs_wrr', 'ip_vs_sh', 'nf_conntrack']));
   if (proxyMode === 'nftables') modules.push('nf_tables');
+  return { proxyMode, modules: [...new Set(modules)] };
+}
 
-  // --- CNI plugins
+/** The CNI plugins' release: its pinned sha256 and where it is fetched from (by the controller, or by each host). */
+function cniPluginsOf({ host, v, err }: Vars): KubeSettings['cniPlugins'] {
   const cpVersion = v('cni_plugins_version', DEFAULT_CNI_PLUGINS_VERSION);
   const arch = v('cni_plugins_arch', 'amd64');
   const pinned = CNI_PLUGINS_PINS.find((p) => p.version === cpVersion)?.sha256[arch];
@@ -426,54 +519,5 @@ export function kubeSettings(host: HostContext): KubeSettings {
       );
     source = { fetch, kind: 'file', path };
   }
-
-  if (errors.length === 1) throw errors[0];
-  if (errors.length) throw new InputErrors(errors);
-
-  return {
-    cni,
-    podCidr,
-    kubeconfig: v('kube_kubeconfig', '/etc/kubernetes/admin.conf'),
-    kubectl: v('kube_kubectl', 'kubectl'),
-    proxyMode,
-    modules: [...new Set(modules)],
-    ipv6: v('kube_ipv6', false),
-    registry: v<string | undefined>('kube_image_registry', undefined),
-    timeoutSec: v('kube_wait_timeout', 300),
-    manifests,
-    versions,
-    flannel: {
-      backend: v('flannel_backend', 'vxlan'),
-      vni: v<number | undefined>('flannel_vni', undefined),
-      port: v<number | undefined>('flannel_port', undefined),
-      directRouting: v<boolean | undefined>('flannel_direct_routing', undefined),
-      mtu: v<number | undefined>('flannel_mtu', undefined),
-      iface: v<string[] | undefined>('flannel_iface', undefined),
-      ifaceRegex: v<string[] | undefined>('flannel_iface_regex', undefined),
-      ifaceCanReach: canReach,
-    },
-    calico: {
-      pools: calicoPools,
-      bgp: calicoBgp === undefined ? undefined : calicoBgp ? 'Enabled' : 'Disabled',
-      mtu: v<number | undefined>('calico_mtu', undefined),
-      linuxDataplane: v<string | undefined>('calico_linux_dataplane', undefined),
-      nodeAddressAutodetectionV4: v('calico_node_address_autodetection', { kubernetes: 'NodeInternalIP' }),
-      apiServer: v('calico_api_server', true),
-      goldmane: v('calico_goldmane', false),
-      whisker: v('calico_whisker', false),
-      imagePullSecrets: v('calico_image_pull_secrets', []),
-      waitTigeraStatus: v('calico_wait_tigerastatus', true),
-    },
-    metallb: {
-      enabled: metallbEnabled,
-      pools: metallbPools,
-      mode,
-      l2Interfaces: v<string[] | undefined>('metallb_l2_interfaces', undefined),
-      peers,
-      allowStrictArp: v('metallb_allow_strict_arp', false),
-      ignoreExcludeLB: v('metallb_ignore_exclude_lb', false),
-    },
-    cniPlugins: { version: cpVersion, arch, sha256: cpSha!, source, required: v('cni_plugins_required', REQUIRED_CNI_BINARIES) },
-    removeStaleConf: v('cni_remove_stale_conf', false),
-  };
+  return { version: cpVersion, arch, sha256: cpSha!, source, required: v('cni_plugins_required', REQUIRED_CNI_BINARIES) };
 }
