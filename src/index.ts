@@ -128,6 +128,7 @@ export {
 } from './resources/kube/kube.ts';
 export { SYSCTL_PROFILES, OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, sysctlFile } from './profiles/sysctl-profiles.ts';
 export { sysctlEffect, type ManagedSysctls, type SysctlEffectOptions } from './resources/tuning/sysctl-effect.ts';
+export type { NeverLower } from './resources/tuning/sysctl-floor.ts';
 export { mtu, type MtuOptions, type NetworkStack } from './resources/tuning/mtu.ts';
 export { nicQueues, type NicQueuesOptions, type NicSelector } from './resources/tuning/nic.ts';
 export { chronySources, type ChronyOptions } from './resources/tuning/chrony.ts';
