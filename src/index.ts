@@ -133,6 +133,12 @@ export { mtu, type MtuOptions, type NetworkStack } from './resources/tuning/mtu.
 export { nicQueues, type NicQueuesOptions, type NicSelector } from './resources/tuning/nic.ts';
 export { chronySources, type ChronyOptions } from './resources/tuning/chrony.ts';
 export { cpuGovernor, type CpuGovernorOptions } from './resources/tuning/cpu-governor.ts';
+export {
+  transparentHugepages,
+  THP_MODES,
+  type TransparentHugepagesOptions,
+  type TransparentHugepagesFacts,
+} from './resources/tuning/transparent-hugepages.ts';
 export { packages, type PackagesOptions, type PackageName, type PackageMirror } from './resources/core/packages.ts';
 export { prerequisites, STORAGE_PACKAGES, jailPackages, nodePackages } from './plays/prerequisites.ts';
 export { kubeClusterResources, kubeNodeResources } from './plays/kube-network.ts';
