@@ -61,3 +61,46 @@ describe('transparent hugepages', () => {
     expect(await selected('enabled')).toBe(boot.enabled);
   });
 });
+
+describe('CPU governor on the fake cpufreq', () => {
+  const governors = async () =>
+    (await tb.hostExec(H, 'cat /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor')).stdout.trim().split('\n');
+
+  it('set live on every CPU and by a udev rule; re-run 0 changes; --check after a change by hand writes nothing; back after a reboot where udev can coldplug CPUs', async (ctx) => {
+    await tb.reset([H]);
+    await tb.fakeSysfs([H]);
+    const boot = await governors();
+    const want = boot[0] === 'performance' ? 'powersave' : 'performance';
+    const vars = { cpu_governor: want };
+
+    const check = await provision([PB, '-i', inv(vars), '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain(`scaling_governor: ${boot[0]} → ${want}`);
+    expect(await governors()).toEqual(boot);
+
+    const first = await provision([PB, '-i', inv(vars), '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(await governors()).toEqual(boot.map(() => want));
+    expect(await read('/etc/udev/rules.d/60-racksmith-cpufreq.rules')).toContain(`ATTR{cpufreq/scaling_governor}="${want}"`);
+    const second = await provision([PB, '-i', inv(vars), '--json']);
+    expect(recaps(second)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
+
+    await tb.hostExec(H, `echo ${boot[0]} > /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`);
+    const drift = await provision([PB, '-i', inv(vars), '--check']);
+    expect(drift.code, drift.stderr).toBe(2);
+    expect(drift.stderr).toContain(`cpu0 scaling_governor: ${boot[0]} → ${want}`);
+    expect((await governors())[0]).toBe(boot[0]);
+    const fix = await provision([PB, '-i', inv(vars), '--json']);
+    expect(fix.code, fix.stderr).toBe(0);
+
+    // At boot the rule is applied by udev's coldplug of the CPUs, which takes a device only on
+    // sysfs: where the runner has no cpufreq, the fake's cpuN is a tmpfs (test/testbed/README.md).
+    const fs = (await tb.hostExec(H, 'stat -f -c %T /sys/devices/system/cpu/cpu0')).stdout.trim();
+    if (fs !== 'sysfs')
+      ctx.skip(`boot persistence: cpu0 is ${fs} here (the runner has no cpufreq), udevadm refuses a device outside sysfs`);
+    await tb.reboot([H]);
+    expect(await governors()).toEqual(boot.map(() => want));
+    const afterReboot = await provision([PB, '-i', inv(vars), '--json']);
+    expect(recaps(afterReboot)[H]).toMatchObject({ changed: 0, failed: 0 });
+  });
+});
