@@ -15,6 +15,9 @@ import {
   jailPackages,
   prerequisites,
   InputError,
+  jailStorageOptions,
+  nfsMountOptions,
+  type JailNfs,
 } from '../src/index.ts';
 
 /**
@@ -29,10 +32,14 @@ import {
  *   jail_path:     /mnt/jail
  *   jail_source:   nfs.example:/export/jail   (required; hosts with the same source share one jail)
  *   jail_fstype:   nfs | virtiofs | glusterfs | none (bind of a local path: `bind` is implied) ...
- *   jail_options:  default for nfs: Soperator's NFS chart's mount options (NFS_JAIL_OPTIONS);
- *                  for none: [bind] (a list without bind or rbind gets bind first)
+ *   jail_options:  default for nfs/nfs4: Soperator's NFS chart's mount options with jail_nfs (NFS_JAIL_OPTIONS);
+ *                  for none: [bind] (a list without bind or rbind gets bind first); else [defaults, _netdev]
+ *   jail_nfs:      { nconnect: 16, actimeo: 30, hard: true, vers: 4.2 }   (the defaults) the NFS options of
+ *                  the jail root and of every nfs/nfs4 submount without options of its own
  *   jail_marker:   etc/soperator-jail-populated   (must exist: the jail is never populated here)
  *   jail_submounts: [{ path: /home, source: nfs:/home, fstype: nfs, options: [...], readonly: false }]
+ *                  each its own filesystem type; options default as for the root (without _netdev
+ *                  for non-NFS types): e.g. the jail on NFS, /mnt/data on a shared filesystem
  *   jail_tmp_source: /var/lib/racksmith/jail-tmp   (node-local directory bound on the jail's /tmp)
  *   jail_bind_files: [/etc/resolv.conf, /etc/hosts]
  *   jail_bind_dirs: [/var/spool/slurmd, /var/lib/sss/pipes]   (node-local directories, e.g. a
@@ -46,7 +53,8 @@ import {
  *   jail_lock_timeout: 60   (seconds to wait for a jail lock, then the host fails)
  *   jail_gpu_dirs, jail_gpu_patterns (the globs, used where nvidia-container-cli is missing),
  *   jail_lib_dir (default /usr/lib/<uname -m>-linux-gnu, from the host), jail_gpu_standin
- *   package_mirror, install_packages: nfs-common (nfs-utils) installed where the jail is NFS
+ *   package_mirror, install_packages: each filesystem type's client installed (FS_CLIENT_PACKAGES: nfs-common /
+ *                  nfs-utils for nfs and nfs4, glusterfs-client, ceph-common, cifs-utils)
  */
 const ABS = '^/[^\\n\\0]*$';
 const OPTION = '^[^\\s,]+$';
@@ -89,6 +97,16 @@ const validateVars = varsSchema({
     jail_gpu_patterns: { type: 'array', items: { type: 'string' } },
     jail_lib_dir: { type: 'string', pattern: ABS },
     jail_gpu_driver_root: { type: 'string', pattern: '^/([^/\\n\\0]+(/[^/\\n\\0]+)*)?$' },
+    jail_nfs: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        nconnect: { type: 'integer', minimum: 1, maximum: 16 },
+        actimeo: { type: 'integer', minimum: 0, maximum: 3600 },
+        hard: { type: 'boolean' },
+        vers: { enum: ['3', '4', '4.0', '4.1', '4.2', 3, 4, 4.1, 4.2] },
+      },
+    },
   },
 });
 
@@ -100,35 +118,10 @@ interface Submount {
   readonly?: boolean;
 }
 
-/**
- * The jail mounted over NFS as Soperator's NFS server chart mounts its volumes
- * (helm/nfs-server/values.yaml, storageClass.mountOptions), and _netdev for boot ordering.
- */
-export const NFS_JAIL_OPTIONS = [
-  'nconnect=16',
-  'vers=4.2',
-  'hard',
-  'rsize=1048576',
-  'wsize=1048576',
-  'timeo=150',
-  'retrans=2',
-  'actimeo=30',
-  'proto=tcp',
-  'noresvport',
-  'noatime',
-  'nodiratime',
-  'noacl',
-  '_netdev',
-];
+/** The jail mounted over NFS with jail_nfs's defaults (Soperator's NFS chart's options, and _netdev). */
+export const NFS_JAIL_OPTIONS = nfsMountOptions();
 
-/**
- * Options of a mount of `fstype`: `none` mounts nothing by itself (mount -t none fails), so it
- * binds, as the header says, whether or not the operator wrote `bind` (or `rbind`) too.
- */
-export function jailMountOptions(fstype: string, options: string[]): string[] {
-  if (fstype !== 'none' || options.includes('bind') || options.includes('rbind')) return options;
-  return ['bind', ...options.filter((o) => o !== 'defaults')];
-}
+export { jailMountOptions } from '../src/plays/jail-storage.ts';
 
 /** The NVIDIA driver capabilities of a host (an unknown one is bad input, located where it was set). */
 function gpuCaps(host: HostContext) {
@@ -146,6 +139,7 @@ export function jailResources(host: HostContext): Resource[] {
   const after = `x-systemd.requires-mounts-for=${J}`;
   const source = host.var<string>('jail_source', '');
   const fstype = host.var('jail_fstype', 'nfs');
+  const nfs = host.var<Partial<JailNfs>>('jail_nfs', {});
   const gpu = host.var('jail_gpu', true);
   const lockTimeout = host.var('jail_lock_timeout', DEFAULT_LOCK_TIMEOUT_S);
   const libDir = host.var<string | undefined>('jail_lib_dir', undefined);
@@ -172,10 +166,7 @@ export function jailResources(host: HostContext): Resource[] {
     after: pre.map((r) => r.id),
     source,
     fstype,
-    options: jailMountOptions(
-      fstype,
-      host.var<string[]>('jail_options', fstype === 'nfs' ? NFS_JAIL_OPTIONS : fstype === 'none' ? ['bind'] : ['defaults', '_netdev']),
-    ),
+    options: jailStorageOptions(fstype, host.var<string[] | undefined>('jail_options', undefined), nfs, true),
     requireMarker: host.var('jail_marker', 'etc/soperator-jail-populated'),
     overNonEmpty: false,
     dependsOn: gate,
@@ -193,7 +184,7 @@ export function jailResources(host: HostContext): Resource[] {
         path: inJail(s.path),
         source: s.source,
         fstype: s.fstype,
-        options: jailMountOptions(s.fstype, [...(s.options ?? ['defaults']), ...(s.readonly ? ['ro'] : [])]),
+        options: [...jailStorageOptions(s.fstype, s.options, nfs, false), ...(s.readonly ? ['ro'] : [])],
         tags: ['jail-submounts'],
       }),
     );

@@ -16,6 +16,7 @@ import {
   sysctlFile,
   sysctlEffect,
   type ManagedSysctls,
+  type NeverLower,
 } from '../src/index.ts';
 
 /**
@@ -31,6 +32,9 @@ import {
  *   sysctl_overrides: { net.core.somaxconn: 32768, net.core.netdev_max_backlog: null }
  *                     change a profile value; null drops the key (e.g. absent in containers)
  *   sysctl_extra:     { net.ipv4.tcp_keepalive_time: 600 }   keys outside the profiles
+ *   sysctl_never_lower: true | [net.core.somaxconn, net.ipv4.tcp_rmem]   floors: a live value already higher is
+ *                     kept (and persisted at that value), field by field for vectors; true = every numeric key.
+ *                     Default: false (racksmith's values are set, also lower ones)
  *   sysctl_take_over: [/etc/sysctl.d/99-ais-*.conf]  legacy files racksmith takes over: moved aside
  *                     (every key in them must be one racksmith sets)
  *   nofile:           1048576 | { soft: 1048576, hard: 1048576 }
@@ -57,6 +61,10 @@ const validateVars = varsSchema({
       additionalProperties: { anyOf: [value, { type: 'null' }] },
     },
     sysctl_extra: { type: 'object', propertyNames: { pattern: SYSCTL_KEY.source }, additionalProperties: value },
+    sysctl_never_lower: {
+      description: 'true (every numeric key) or a list of sysctl keys this play sets',
+      anyOf: [{ type: 'boolean' }, { type: 'array', items: { type: 'string', pattern: SYSCTL_KEY.source }, uniqueItems: true }],
+    },
     nofile: {
       description: 'a whole number from 1024 to 1073741816 (soft and hard) or a mapping { soft: N, hard: N } of such numbers',
       anyOf: [
@@ -106,6 +114,8 @@ export function networkResources(host: HostContext): Resource[] {
   }
   const out: Resource[] = [];
   const managed: ManagedSysctls[] = [];
+  const extra = host.var<Record<string, number | string>>('sysctl_extra', {});
+  const neverLower = neverLowerVar(host, profiles, overrides, extra);
   for (const p of profiles) {
     const values: Record<string, SysctlValue> = {};
     for (const [k, v] of Object.entries(SYSCTL_PROFILES[p])) {
@@ -115,18 +125,17 @@ export function networkResources(host: HostContext): Resource[] {
     }
     if (Object.keys(values).length) {
       const optional = OPTIONAL_SYSCTLS.filter((k) => k in values);
-      out.push(sysctl({ file: sysctlFile(p), profile: p, values, optional, tags: ['sysctl'] }));
-      managed.push({ file: sysctlFile(p), values });
+      out.push(sysctl({ file: sysctlFile(p), profile: p, values, optional, neverLower, tags: ['sysctl'] }));
+      managed.push({ file: sysctlFile(p), values, neverLower });
     }
   }
   const modules = host.var<string[]>('kernel_modules', []);
   const loads = modules.length ? kmod({ modules, tags: ['kmod'] }) : undefined;
-  const extra = host.var<Record<string, number | string>>('sysctl_extra', {});
   if (Object.keys(extra).length) {
     // An extra key may be one a module of kernel_modules brings: diffed once it is loaded.
     const dependsOn = loads ? [loads.id] : undefined;
-    out.push(sysctl({ file: sysctlFile('extra'), profile: 'extra', values: extra, dependsOn, tags: ['sysctl'] }));
-    managed.push({ file: sysctlFile('extra'), values: extra });
+    out.push(sysctl({ file: sysctlFile('extra'), profile: 'extra', values: extra, neverLower, dependsOn, tags: ['sysctl'] }));
+    managed.push({ file: sysctlFile('extra'), values: extra, neverLower });
   }
   out.push(
     sysctlEffect({
@@ -147,6 +156,28 @@ export function networkResources(host: HostContext): Resource[] {
   out.push(...limits({ nofile, jobs, containerdNotify: [containerd.id], tags: ['limits'] }), containerd);
   if (loads) out.push(loads);
   return out;
+}
+
+/** sysctl_never_lower, a listed key checked against the keys this play sets (a floor of nothing is said). */
+function neverLowerVar(
+  host: HostContext,
+  profiles: string[],
+  overrides: Record<string, number | string | null>,
+  extra: Record<string, number | string>,
+): NeverLower {
+  const never = host.var<NeverLower>('sysctl_never_lower', false);
+  if (!Array.isArray(never)) return never;
+  const set = new Set([
+    ...profiles.flatMap((p) => Object.keys(SYSCTL_PROFILES[p]).filter((k) => overrides[k] !== null)),
+    ...Object.keys(extra),
+  ]);
+  const unknown = never.filter((k) => !set.has(k));
+  if (unknown.length)
+    throw host.error(
+      'sysctl_never_lower',
+      `sysctl_never_lower: ${unknown.join(', ')} ${unknown.length > 1 ? 'are' : 'is'} not set by this play (profiles ${profiles.join(', ')}, sysctl_extra, less the keys sysctl_overrides drops)`,
+    );
+  return never;
 }
 
 export default playbook({

@@ -10,10 +10,12 @@ import {
   mtu,
   chronySources,
   cpuGovernor,
+  transparentHugepages,
   nicQueues,
   type NicSelector,
   nodePackages,
   prerequisites,
+  THP_MODES,
 } from '../src/index.ts';
 
 /**
@@ -40,6 +42,9 @@ import {
  *                     lines in the same file, after the ntp_servers lines; either list alone is enough
  *   cpu_governor:     performance   through sysfs, at boot by a udev rule ("not supported on this host"
  *                     without cpufreq). Default: unset (ais-k8s: performance, opt-in tag)
+ *   transparent_hugepages: { enabled: never, defrag: never }   the kernel's THP modes (either key alone is
+ *                     enough), through sysfs and at boot by tmpfiles.d `w` lines (/etc/tmpfiles.d/racksmith-thp.conf;
+ *                     "not supported on this host" without THP). Default: unset (the kernel's own)
  *   package_mirror, install_packages: ethtool / chrony installed where missing (src/plays/prerequisites.ts)
  */
 const validateVars = varsSchema({
@@ -52,6 +57,12 @@ const validateVars = varsSchema({
     chrony_sources_dir: { type: 'string', pattern: '^/[^\\n\\0]*$' },
     chrony_service: { type: 'string', pattern: '^[A-Za-z0-9:_.@-]+$' },
     cpu_governor: { type: 'string', pattern: '^[a-z0-9_]+$' },
+    transparent_hugepages: {
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      properties: { enabled: { enum: [...THP_MODES.enabled] }, defrag: { enum: [...THP_MODES.defrag] } },
+    },
     nic_mtu: { type: 'array', items: nicItem({ mtu: { type: 'integer', minimum: 576, maximum: 65536 } }, ['mtu']) },
     nic_queues: {
       type: 'array',
@@ -127,6 +138,8 @@ export function nodeResources(host: HostContext): Resource[] {
   }
   const governor = host.var<string | undefined>('cpu_governor', undefined);
   if (governor) out.push(cpuGovernor({ governor, tags: ['cpufreq'] }));
+  const thp = host.var<{ enabled?: string; defrag?: string } | undefined>('transparent_hugepages', undefined);
+  if (thp) out.push(transparentHugepages({ ...thp, tags: ['thp'] }));
   const unsafe = host.var<string[]>('kubelet_allowed_unsafe_sysctls', aisKubeNode(host) ? ['net.*'] : []);
   if (unsafe.length) {
     const kubelet = restartHandler({ service: 'kubelet', healthUrl: KUBELET_HEALTHZ, tags: ['kubelet'] });

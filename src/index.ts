@@ -128,10 +128,18 @@ export {
 } from './resources/kube/kube.ts';
 export { SYSCTL_PROFILES, OPTIONAL_SYSCTLS, RETIRED_SYSCTL_FILES, sysctlFile } from './profiles/sysctl-profiles.ts';
 export { sysctlEffect, type ManagedSysctls, type SysctlEffectOptions } from './resources/tuning/sysctl-effect.ts';
+export type { NeverLower } from './resources/tuning/sysctl-floor.ts';
 export { mtu, type MtuOptions, type NetworkStack } from './resources/tuning/mtu.ts';
 export { nicQueues, type NicQueuesOptions, type NicSelector } from './resources/tuning/nic.ts';
 export { chronySources, type ChronyOptions } from './resources/tuning/chrony.ts';
 export { cpuGovernor, type CpuGovernorOptions } from './resources/tuning/cpu-governor.ts';
+export {
+  transparentHugepages,
+  THP_MODES,
+  type TransparentHugepagesOptions,
+  type TransparentHugepagesFacts,
+} from './resources/tuning/transparent-hugepages.ts';
 export { packages, type PackagesOptions, type PackageName, type PackageMirror } from './resources/core/packages.ts';
 export { prerequisites, STORAGE_PACKAGES, jailPackages, nodePackages } from './plays/prerequisites.ts';
+export { NFS_DEFAULTS, nfsMountOptions, jailStorageOptions, type JailNfs } from './plays/jail-storage.ts';
 export { kubeClusterResources, kubeNodeResources } from './plays/kube-network.ts';

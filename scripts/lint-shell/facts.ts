@@ -175,6 +175,7 @@ const STATES: Record<string, HostState[]> = {
   'cni-conf': [{ text: () => '10-flannel.conflist\n10-calico.conflist\n.old.conf\n' }],
   'cni-plugins': [{ text: () => 'tools curl=yes wget=no\n' }, { text: () => 'tools curl=no wget=yes\n' }],
   'cpu-governor': [{ text: () => 'cpu0 powersave|performance powersave\ncpu1 powersave|performance powersave\n' }],
+  'transparent-hugepages': [{ text: () => 'enabled always [madvise] never\ndefrag always defer defer+madvise [madvise] never\n' }],
   'kubelet-config': [
     { files: { '/var/lib/kubelet/config.yaml': 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n' } },
   ],

@@ -12,6 +12,7 @@
 import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import type { Resource } from '../contract/resource.ts';
 import { packages, type PackageMirror, type PackageName } from '../resources/core/packages.ts';
+import { fsClientPackages } from './jail-storage.ts';
 
 const validateVars = varsSchema({
   properties: {
@@ -30,10 +31,10 @@ const validateVars = varsSchema({
 /** storage.ts: mkfs.xfs, setfattr/getfattr (the xattr check). */
 export const STORAGE_PACKAGES: PackageName[] = ['xfsprogs', 'attr'];
 
-/** jail.ts: the NFS client where the jail (or a submount) is NFS. */
+/** jail.ts: the client of each filesystem type of the jail and its submounts (nfs-common for NFS, ...). */
 export function jailPackages(host: HostContext): PackageName[] {
   const types = [host.var('jail_fstype', 'nfs'), ...host.var<Array<{ fstype: string }>>('jail_submounts', []).map((s) => s.fstype)];
-  return types.some((t) => t.startsWith('nfs')) ? [{ apt: 'nfs-common', dnf: 'nfs-utils' }] : [];
+  return fsClientPackages(types);
 }
 
 /** node.ts: chrony where NTP servers or pools are set, ethtool where NIC queues are tuned. */

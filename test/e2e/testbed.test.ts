@@ -153,6 +153,49 @@ describe('test bed: hosts', () => {
   });
 });
 
+describe('test bed: the fake sysfs of kernel-wide knobs', () => {
+  const THP = '/sys/kernel/mm/transparent_hugepage';
+  const H = 'tb10';
+
+  it('opt-in: kernel semantics per host, back to the kernel values at a reboot, gone after a reset; the runner never changes', async (ctx) => {
+    // a kernel without THP has no path to put the fake over: nothing to test here
+    if (!existsSync(`${THP}/enabled`)) ctx.skip();
+    const runnerThp = readFileSync(`${THP}/enabled`, 'utf8');
+    await tb.reset(H);
+    await tb.fakeSysfs(H);
+    const read = async (p: string) => (await tb.hostExec(H, `cat ${p}`)).stdout;
+    expect(await read(`${THP}/enabled`)).toBe(runnerThp); // the kernel's value at boot
+    const w = await tb.hostExec(
+      H,
+      `echo never > ${THP}/enabled && echo 1 > /sys/kernel/mm/ksm/run && echo performance > /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`,
+    );
+    expect(w.code, w.stderr).toBe(0);
+    expect(await read(`${THP}/enabled`)).toBe('always madvise [never]\n');
+    expect(await read('/sys/kernel/mm/ksm/run')).toBe('1\n');
+    expect(await read('/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor')).toBe('performance\n');
+    // an unknown word is rejected as sysfs does, and the value stays
+    const bad = await tb.hostExec(H, `/bin/echo sometimes > ${THP}/enabled`); // (dash says "I/O error" for any write error)
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/Invalid argument/);
+    expect(await read(`${THP}/enabled`)).toBe('always madvise [never]\n');
+    expect((await tb.hostExec(H, 'echo x > /sys/devices/system/cpu/cpu0/cpufreq/scaling_available_governors')).code).not.toBe(0);
+    // the other hosts and the runner keep theirs
+    expect((await tb.hostExec('tb9', `cat ${THP}/enabled`)).stdout).toBe(runnerThp);
+    expect(readFileSync(`${THP}/enabled`, 'utf8')).toBe(runnerThp);
+    // a reboot: kernel values again, unless the boot (tmpfiles.d w lines) sets them
+    expect(
+      (await tb.hostExec(H, `mkdir -p /etc/tmpfiles.d && echo 'w ${THP}/defrag - - - - never' > /etc/tmpfiles.d/tb-test.conf`)).code,
+    ).toBe(0);
+    await tb.reboot(H);
+    expect(await read(`${THP}/enabled`)).toBe(runnerThp);
+    expect(await read(`${THP}/defrag`)).toMatch(/\[never\]\n$/);
+    expect(await read('/sys/kernel/mm/ksm/run')).toBe('0\n');
+    // a reset: the plain bed again (read-only)
+    await tb.reset(H);
+    expect((await tb.hostExec(H, `echo never > ${THP}/enabled`)).code).not.toBe(0);
+  });
+});
+
 describe('test bed: host controls', () => {
   it('stopSshd makes a host unreachable, startSshd brings it back', async () => {
     await tb.stopSshd('tb3');

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, posix, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -163,6 +163,22 @@ export async function reset(list: string | string[], opts: { quiet?: boolean } =
 export async function reboot(list: string | string[], opts: { quiet?: boolean } = {}): Promise<TestbedHost[]> {
   await script('reboot.sh', names(list), { quiet: opts.quiet ?? true });
   return hosts();
+}
+
+/** In a host: the marker that turns its fake kernel-wide sysfs knobs on (sh/lib/host-init.sh). */
+export const FAKE_SYSFS_MARKER = '/var/lib/tb/fake-sysfs';
+
+/**
+ * Give hosts a writable fake of the kernel-wide sysfs knobs (transparent hugepages, KSM, cpufreq;
+ * sh/lib/fake-sysfs.py): a marker in the host, then a reboot that mounts it. It stays on through
+ * later reboots (each starts from the kernel's values again) until a reset.
+ */
+export async function fakeSysfs(list: string | string[]): Promise<TestbedHost[]> {
+  for (const n of names(list)) {
+    const r = await hostExec(n, `mkdir -p ${posix.dirname(FAKE_SYSFS_MARKER)} && : > ${FAKE_SYSFS_MARKER}`);
+    if (r.code !== 0) throw new Error(`testbed: ${n}: cannot mark the fake sysfs: ${r.stderr}`);
+  }
+  return reboot(list);
 }
 
 /** The running bed's hosts (parsed .testbed/hosts.json); throws when no bed is up. */

@@ -131,7 +131,7 @@ describe('sysctlEffect diff', () => {
     takeOver: ['/etc/sysctl.d/99-ais-*.conf'],
     retire: ['/etc/sysctl.d/90-racksmith-required.conf'],
   });
-  const facts = (...files: SysctlConfFile[]): SysctlEffectFacts => ({ files, memory });
+  const facts = (...files: SysctlConfFile[]): SysctlEffectFacts => ({ files, memory, live: {} });
 
   it('converged: no change', () => expect(r.diff(facts(f('/etc/sysctl.d/10-a.conf', ['kernel.sysrq', '1'])))).toEqual([]));
 
@@ -178,8 +178,8 @@ describe('a superseded file goes only once its replacement is written', () => {
     const managed = Object.keys(dropins).map((name) => ({ file: join(dir, name), values: { 'net.core.somaxconn': 65535 } }));
     for (const [name, content] of Object.entries(dropins)) if (content !== undefined) writeFileSync(join(dir, name), content);
     const r = sysctlEffect({ name: 'n', managed, retire: [old] });
-    const changes = r.diff({ files: [f(old, ['net.core.somaxconn', '65535'])], memory: { memTotalKb: 1 << 20, pageSize: 4096 } });
-    const run = spawnSync('sh', ['-c', r.apply({ files: [], memory: { memTotalKb: 0, pageSize: 0 } }, changes)[0].script], {
+    const changes = r.diff({ files: [f(old, ['net.core.somaxconn', '65535'])], memory: { memTotalKb: 1 << 20, pageSize: 4096 }, live: {} });
+    const run = spawnSync('sh', ['-c', r.apply({ files: [], memory: { memTotalKb: 0, pageSize: 0 }, live: {} }, changes)[0].script], {
       encoding: 'utf8',
     });
     return { code: run.status, stderr: run.stderr, kept: existsSync(old), dir };

@@ -15,7 +15,8 @@ import { common, ProbeError, Refusal, type Change, type CommonOptions, type Reso
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
-import { MEMORY_PROBE, normaliseSysctl, parseMemory, type HostMemory, type SysctlValue } from './sysctl.ts';
+import { MEMORY_PROBE, normaliseSysctl, parseMemory, SYSCTL_LIVE, type HostMemory, type SysctlValue } from './sysctl.ts';
+import { applyFloors, type NeverLower } from './sysctl-floor.ts';
 
 /** The loader's directories, highest precedence first (systemd-sysctl and procps agree). */
 export const SYSCTL_DIRS = ['/etc/sysctl.d', '/run/sysctl.d', '/usr/local/lib/sysctl.d', '/usr/lib/sysctl.d', '/lib/sysctl.d'];
@@ -26,6 +27,8 @@ export const TAKEN_OVER_SUFFIX = '.racksmith-taken-over';
 export interface ManagedSysctls {
   file: string;
   values: Record<string, SysctlValue>;
+  /** The drop-in's floors (its sysctl's `neverLower`): checked against the value it keeps. */
+  neverLower?: NeverLower;
 }
 
 export interface SysctlEffectOptions extends CommonOptions {
@@ -55,6 +58,8 @@ export interface SysctlEffectFacts {
   /** Every config file found, in no particular order. */
   files: SysctlConfFile[];
   memory: HostMemory;
+  /** Live values of the floored drop-ins' keys (none without floors). */
+  live: Record<string, string | null>;
 }
 
 type EffectData = { op: 'remove' | 'take-over'; path: string };
@@ -200,18 +205,25 @@ export function sysctlEffect(o: SysctlEffectOptions): Resource<SysctlEffectFacts
       throw new InputError(`sysctl take-over: ${JSON.stringify(t)} is not a *.conf path or glob in a sysctl.d directory`);
   const retire = (o.retire ?? []).map((p) => checkAbsolutePath(p, 'retired sysctl file'));
   const takeOverRes = takeOver.map(globRegExp);
+  // The kept value depends on the live one: read with the sysctl resources' own batch (no extra process).
+  const liveKeys = [...new Set(o.managed.filter((m) => m.neverLower).flatMap((m) => Object.keys(m.values)))];
   return {
     ...common('sysctl-effect', `sysctl-effect:${o.name}`, o),
     verifiable: true,
-    probe: () => [inline(MEMORY_PROBE), PROBE],
-    parse: (out) => ({ memory: parseMemory(out.parts[0] as string), files: parseEffectProbe(out.parts[1] as string) }),
+    probe: () => [inline(MEMORY_PROBE), ...liveKeys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), PROBE],
+    parse: (out) => ({
+      // parts: the memory line, each floored key's live value, the listing
+      memory: parseMemory(out.parts[0] as string),
+      live: Object.fromEntries(liveKeys.map((k, i) => [k, out.parts[1 + i] as string | null])),
+      files: parseEffectProbe(out.parts[1 + liveKeys.length] as string),
+    }),
     diff(f) {
-      const managed = o.managed.map((m) => ({
-        file: m.file,
-        values: Object.fromEntries(
+      const managed = o.managed.map((m) => {
+        const want = Object.fromEntries(
           Object.entries(m.values).map(([k, v]) => [k, normaliseSysctl(typeof v === 'function' ? v(f.memory) : v)]),
-        ),
-      }));
+        );
+        return { file: m.file, values: applyFloors(m.neverLower, want, f.live).values };
+      });
       const managedKeys = new Set(managed.flatMap((m) => Object.keys(m.values)));
       const changes: Change<EffectData>[] = [];
       const gone = new Set<string>();

@@ -3,6 +3,7 @@ import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { applyFloors, isNumericSysctl, keptText, type NeverLower } from './sysctl-floor.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** Host facts a value may be computed from (RAM-scaled values). */
@@ -24,6 +25,11 @@ export interface SysctlOptions extends CommonOptions {
    * written with `-` (the loader ignores them where absent), no change where missing.
    */
   optional?: string[];
+  /**
+   * Floors (`sysctl_never_lower`): `true` for every numeric key, or a list of keys (keys of other
+   * resources are ignored here). A live value already higher is kept and written, field by field.
+   */
+  neverLower?: NeverLower;
 }
 
 export interface SysctlFacts {
@@ -113,6 +119,13 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
   const profile = o.profile ?? path;
   const optional = o.optional ?? [];
   for (const k of optional) if (!keys.includes(k)) throw new InputError(`sysctl ${path}: optional key ${k} is not among its values`);
+  const neverLower = o.neverLower;
+  if (Array.isArray(neverLower))
+    for (const k of neverLower) {
+      const v = o.values[k];
+      if (typeof v === 'string' && !isNumericSysctl(normaliseSysctl(v)))
+        throw new InputError(`sysctl ${path}: ${k} = ${v} is not numeric: it cannot be a floor (never lower)`);
+    }
   const desired = (m: HostMemory): Record<string, string> =>
     Object.fromEntries(
       keys.map((k) => {
@@ -137,8 +150,13 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
       return { file: fileFacts(out.parts[1 + keys.length]), live, memory };
     },
     diff(f) {
-      const want = desired(f.memory);
-      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want, optional));
+      const floored = applyFloors(neverLower, desired(f.memory), f.live);
+      const want = floored.values;
+      const kept = keptText(floored.kept);
+      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want, optional), {
+        create: `create ${path}${kept}`,
+        update: `update ${path}${kept}`,
+      });
       for (const [k, v] of Object.entries(want)) {
         const live = f.live[k];
         if (live === null && optional.includes(k)) continue; // not on this host (its module is not loaded)

@@ -63,6 +63,7 @@ TB_FAKE_SYSCTL_DIRS=${TB_FAKE_SYSCTL_DIRS-fs vm}
 TB_FAKE_SYSCTLS=${TB_FAKE_SYSCTLS-kernel.pid_max kernel.threads-max kernel.core_pattern kernel.core_uses_pid kernel.panic kernel.panic_on_oops kernel.kptr_restrict kernel.dmesg_restrict kernel.perf_event_paranoid kernel.randomize_va_space kernel.numa_balancing kernel.printk kernel.hung_task_timeout_secs kernel.keys.maxkeys kernel.keys.maxbytes kernel.unprivileged_bpf_disabled net.core.rmem_max net.core.wmem_max net.core.rmem_default net.core.wmem_default net.core.optmem_max net.netfilter.nf_conntrack_max}
 TB_PROC_SYS_RO=${TB_PROC_SYS_RO:-1}
 TB_SYS_RO=${TB_SYS_RO:-1}                     # /sys read-only except the host's own block devices
+TB_FAKE_SYSFS_MARKER=/var/lib/tb/fake-sysfs    # in a host: its fake kernel-wide sysfs knobs are on (api.ts fakeSysfs)
 TB_TRACE=${TB_TRACE:-}                        # 1: host-init.sh traces (timestamps) into hosts/tbI/console.log
 
 tb_ip()     { echo "$TB_NET.$((10 + $1))"; }

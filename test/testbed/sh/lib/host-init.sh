@@ -89,6 +89,43 @@ for dev in $DEVS; do
   ln -s "../devices/virtual/block/$n" "$M/sys/block/$n"
 done
 
+# Kernel-wide knobs (transparent hugepages, KSM, cpufreq): a writable per-host fake served over
+# FUSE by fake-sysfs.py, for hosts that opted in (tb.fakeSysfs: a marker in the upper layer, so it
+# holds across reboots and a reset drops it). Each reboot starts a new server from the kernel's
+# values: what a family persisted must bring its setting back.
+if [ -e "$H/upper$TB_FAKE_SYSFS_MARKER" ]; then
+  fs=$H/fake-sysfs; mkdir -p "$fs"
+  thp=/sys/kernel/mm/transparent_hugepage
+  en=$(cat "$thp/enabled" 2>/dev/null || echo 'always [madvise] never')
+  df=$(cat "$thp/defrag" 2>/dev/null || echo 'always defer defer+madvise [madvise] never')
+  cpus=(/sys/devices/system/cpu/cpu[0-9]*)
+  exec {fsr}< <(exec python3 "$TB_LIB/fake-sysfs.py" "$fs" "${#cpus[@]}" "$en" "$df")
+  ready=; read -r ready <&"$fsr" || :
+  [ "$ready" = ready ] || { echo "fake sysfs: the server did not start" >&2; exit 1; }
+  exec {fsr}<&-
+  over() {  # bind $1 over $2, made first (as $1's kind) where it is missing
+    if [ ! -e "$2" ]; then if [ -d "$1" ]; then mkdir "$2"; else : > "$2"; fi; fi
+    mount --bind "$1" "$2"
+  }
+  for k in transparent_hugepage/enabled transparent_hugepage/defrag ksm/run; do
+    [ -e "$M/sys/kernel/mm/$k" ] && over "$fs/$k" "$M/sys/kernel/mm/$k"   # a kernel without it keeps none
+  done
+  for c in "${cpus[@]}"; do
+    n=${c##*/}; t=$M/sys/devices/system/cpu/$n
+    if [ -d "$t/cpufreq" ]; then
+      for k in scaling_governor scaling_available_governors; do over "$fs/$n/$k" "$t/cpufreq/$k"; done
+    else
+      # no cpufreq here (a VM): a tmpfs in place of cpuN carries its real entries (read-only) and ours
+      mount -t tmpfs -o mode=755,size=64k tb-cpu "$t"
+      for e in "$c"/*; do
+        if [ -L "$e" ]; then ln -s "$(readlink "$e")" "$t/${e##*/}"
+        else over "$e" "$t/${e##*/}"; mount -o remount,bind,ro "$t/${e##*/}"; fi
+      done
+      over "$fs/$n" "$t/cpufreq"
+    fi
+  done
+fi
+
 # /dev: minimal tmpfs with only this host's loop devices
 D=$M/dev
 mount -t tmpfs -o mode=755,size=1m,nosuid tb-dev "$D"
