@@ -82,6 +82,7 @@ const EXPORTS = [
   'pollScript',
   'prepare',
   'prerequisites',
+  'probed',
   'recordedDiskMount',
   'restartHandler',
   'secretText',

@@ -26,15 +26,7 @@ import {
   type DiskFacts,
   type QueueFacts,
 } from '../../src/resources/storage/blockdev-logic.ts';
-import {
-  diskMount,
-  diskProbe,
-  diskProbeParts,
-  ioTuning,
-  parseDiskParts,
-  XATTR_CHECKS,
-  xfsFormat,
-} from '../../src/resources/storage/blockdev.ts';
+import { diskMount, diskProbe, diskFactsProbe, ioTuning, XATTR_CHECKS, xfsFormat } from '../../src/resources/storage/blockdev.ts';
 import { Refusal } from '../../src/contract/resource.ts';
 import { ioRulesContent, ioUdevRules } from '../../src/resources/storage/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
@@ -852,9 +844,9 @@ describe('disk probe over a fake sysfs tree', () => {
   });
 
   it('another entry of the list that is the same disk is reported', () => {
-    const parts = diskProbeParts({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
-    const sp = standaloneProbe(parts);
-    const f = parseDiskParts(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).parts);
+    const disk = diskFactsProbe({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
+    const sp = standaloneProbe(disk.probe());
+    const f = disk.parse(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })));
     expect(f.kname).toBe('sdb');
     expect(f.majmin).toBe('8:16');
     expect(f.sameAs).toEqual(['serial ST20000_S1']);
@@ -933,8 +925,7 @@ describe('disk probes: mounts from one read of the mount table', () => {
   };
 
   it("each disk gets exactly its own and its partitions' mounts; an unmounted disk is probed for content", () => {
-    const parts = diskProbeParts({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root });
-    const sp = standaloneProbe(parts);
+    const sp = standaloneProbe(diskFactsProbe({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root }).probe());
     const { out, awkRuns } = sh(sp.script);
     const [sda, sdb, sdc] = out
       .split(/^(?=spec=)/m)

@@ -1,4 +1,4 @@
-import { define, inline, type ProbeBatch, type ProbePart } from '../../contract/probe.ts';
+import { define, inline, probed, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkToken, VALUE_LIMITS } from '../../util/input-value.ts';
@@ -6,7 +6,7 @@ import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } f
 import { managedFile, type FileWrite } from './managed-file.ts';
 import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
 
 export interface MountOptions extends CommonOptions {
@@ -220,67 +220,70 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
     verifiable: true,
     claims: [`mountpoint:${path}`],
     files: persist ? [fstab] : undefined,
-    probe() {
-      // Builtins here; the target's (and a bind source's) identity, mode and emptiness come from
-      // one find for every mount of the script, what is mounted from the shared mount table.
-      const mk = o.requireMarker;
-      const t = shq(path);
-      const s = bindKind ? shq(o.source!) : undefined;
-      const lines = [`t=${t}`];
-      if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
-      lines.push('rs_target_kind "$t"');
-      if (device) {
-        // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
-        // (udev's by-uuid links can lag right after a mkfs).
-        lines.push(`d=${shq(device)}; if [ -b "$d" ]; then
+    ...probed(
+      () => {
+        // Builtins here; the target's (and a bind source's) identity, mode and emptiness come from
+        // one find for every mount of the script, what is mounted from the shared mount table.
+        const mk = o.requireMarker;
+        const t = shq(path);
+        const s = bindKind ? shq(o.source!) : undefined;
+        const lines = [`t=${t}`];
+        if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
+        lines.push('rs_target_kind "$t"');
+        if (device) {
+          // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
+          // (udev's by-uuid links can lag right after a mkfs).
+          lines.push(`d=${shq(device)}; if [ -b "$d" ]; then
   echo "dev=$d"
   mm=; [ ! -L "$d" ] && [ -r "/sys/class/block/\${d##*/}/dev" ] && IFS= read -r mm < "/sys/class/block/\${d##*/}/dev"
   if [ -n "$mm" ]; then echo "majmin_dec=$mm"; else echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; fi
   echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"
 else echo source=absent; fi`);
-      }
-      if (within) {
-        lines.push(PHYSICAL_PATH);
-      }
-      if (mk !== undefined) {
-        // Seen through the mountpoint once mounted, or on a local bind source before that: parse picks.
-        lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
-        if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
-      }
-      // Answers, in order: own lines, the target's id (and the bind source's), its mount table lines, fstab.
-      const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
-      return [TARGET_KIND, inline(lines.join('\n')), ...ids, mountTableProbe(path), fstab.probe()];
-    },
-    parse(out): MountFacts {
-      const a = out.parts;
-      const n = a.length;
-      if (n !== (bindKind ? 5 : 4) || typeof a[0] !== 'string' || typeof a[n - 2] !== 'string') {
-        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      }
-      const kv = readOwn(a[0]);
-      const target = a[1] as PathId | undefined;
-      const live = topMount(a[n - 2] as string, path);
-      const marker = live ? kv.get('marker_t') : kv.get('marker_s');
-      return {
-        marker: marker === undefined ? undefined : marker === 'yes',
-        fstab: fileFacts(a[n - 1]),
-        live,
-        target: {
-          kind: (kv.get('target') ?? 'absent') as MountFacts['target']['kind'],
-          devIno: target?.devIno || undefined,
-          mode: target?.mode,
-          empty: target?.empty ?? false,
-          real: kv.get('real'),
-        },
-        source: {
-          exists: kv.get('source') !== 'absent',
-          devIno: bindKind ? (a[2] as PathId | undefined)?.devIno : undefined,
-          majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
-          uuid: kv.get('uuid') || undefined,
-          path: kv.get('dev') || undefined,
-        },
-      };
-    },
+        }
+        if (within) {
+          lines.push(PHYSICAL_PATH);
+        }
+        if (mk !== undefined) {
+          // Seen through the mountpoint once mounted, or on a local bind source before that: parse picks.
+          lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
+          if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
+        }
+        // Own lines, the target's id (and the bind source's), its mount table lines, fstab.
+        return {
+          kind: TARGET_KIND,
+          own: inline(lines.join('\n')),
+          target: { batch: PATH_IDS, arg: path },
+          source: bindKind ? { batch: PATH_IDS, arg: o.source! } : undefined,
+          table: mountTableProbe(path),
+          fstab: fstab.probe(),
+        };
+      },
+      (a): MountFacts => {
+        const kv = readOwn(a.own);
+        const target = a.target;
+        const live = topMount(a.table, path);
+        const marker = live ? kv.get('marker_t') : kv.get('marker_s');
+        return {
+          marker: marker === undefined ? undefined : marker === 'yes',
+          fstab: fileFacts(a.fstab),
+          live,
+          target: {
+            kind: (kv.get('target') ?? 'absent') as MountFacts['target']['kind'],
+            devIno: target?.devIno || undefined,
+            mode: target?.mode,
+            empty: target?.empty ?? false,
+            real: kv.get('real'),
+          },
+          source: {
+            exists: kv.get('source') !== 'absent',
+            devIno: a.source?.devIno,
+            majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
+            uuid: kv.get('uuid') || undefined,
+            path: kv.get('dev') || undefined,
+          },
+        };
+      },
+    ),
     diff(f): Change<MountStep | FileWrite>[] {
       const changes: Change<MountStep | FileWrite>[] = [];
       // messages name the device by the path the host resolved (a placeholder is no path there)

@@ -1,9 +1,10 @@
+import { probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { mountTableProbe, parseMountTable } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
 import { DEFAULT_GPU_CAPS, driverFileSet, fileKind, readDriverScan, type DriverScan, type GpuCap } from './gpu-files.ts';
 import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MARKER, underJailLock } from './jail-shared.ts';
@@ -157,14 +158,10 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
     verifiable: true,
     readsSharedState: true, // the shared jail tree's placeholders
     files: [fstab],
-    probe: () => [part, mountTableProbe(`${jail}/`), fstab.probe()],
-    parse(out) {
-      const [own, table, fstabAnswer] = out.parts;
-      if (out.parts.length !== 3 || typeof own !== 'string' || typeof table !== 'string') {
-        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      }
-      return readFacts(own, table, fileFacts(fstabAnswer));
-    },
+    ...probed(
+      () => ({ own: part, table: mountTableProbe(`${jail}/`), fstab: fstab.probe() }),
+      (a) => readFacts(a.own, a.table, fileFacts(a.fstab)),
+    ),
     diff(f): Change<GpuChange | FileWrite>[] {
       if (f.problem) throw new Refusal(`GPU binds: ${f.problem}`);
       const changes: Change<GpuChange | FileWrite>[] = [];

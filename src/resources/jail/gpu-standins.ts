@@ -1,10 +1,10 @@
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
 import { fileKind } from './gpu-files.ts';
 import { standinLibrary, STANDIN_ARCHES } from './elf-standin.ts';
@@ -115,8 +115,9 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
     fleet: jailFleetKey(o.jailId),
     readsSharedState: true, // the shared jail tree
     files: [standin, fstab],
-    probe() {
-      const body = `J=${shq(jail)}; S=${shq(standinPath)}
+    ...probed(
+      () => {
+        const body = `J=${shq(jail)}; S=${shq(standinPath)}
 a=$(uname -m); echo "sti-arch=$a"
 L=${libDir ? shq(libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "sti-libdir=$L"
 if [ -d "$J$L" ]; then
@@ -124,22 +125,17 @@ if [ -d "$J$L" ]; then
   if [ -f "$S" ]; then find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' \\( -samefile "$S" -printf 'sti-bound\\t%f\\n' -o -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' \\) 2>/dev/null
   else find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' 2>/dev/null; fi
 fi`;
-      return [inline(body), standin.probe(), mountTableProbe(`${jail}/`), fstab.probe()];
-    },
-    parse(out) {
-      const [own, standinAnswer, table, fstabAnswer] = out.parts;
-      if (out.parts.length !== 4 || typeof own !== 'string' || typeof table !== 'string') {
-        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      }
-      return {
+        return { own: inline(body), standin: standin.probe(), table: mountTableProbe(`${jail}/`), fstab: fstab.probe() };
+      },
+      (a): StandinFacts => ({
         role: 'cpu',
-        ...readOwn(own),
-        mounts: parseMountTable(table),
-        standin: fileFacts(standinAnswer),
-        fstab: fileFacts(fstabAnswer),
+        ...readOwn(a.own),
+        mounts: parseMountTable(a.table),
+        standin: fileFacts(a.standin),
+        fstab: fileFacts(a.fstab),
         fleetLibs: new Map(),
-      };
-    },
+      }),
+    ),
     useFleet(f, fleet) {
       const fleetLibs = new Map<string, string>();
       for (const facts of fleet.values()) {

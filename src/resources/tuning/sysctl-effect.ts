@@ -10,7 +10,7 @@
  * file names are removed.
  */
 import { posix } from 'node:path';
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
@@ -203,8 +203,10 @@ export function sysctlEffect(o: SysctlEffectOptions): Resource<SysctlEffectFacts
   return {
     ...common('sysctl-effect', `sysctl-effect:${o.name}`, o),
     verifiable: true,
-    probe: () => [inline(MEMORY_PROBE), PROBE],
-    parse: (out) => ({ memory: parseMemory(out.parts[0] as string), files: parseEffectProbe(out.parts[1] as string) }),
+    ...probed(
+      () => ({ memory: inline(MEMORY_PROBE), files: PROBE }),
+      ({ memory, files }) => ({ memory: parseMemory(memory), files: parseEffectProbe(files) }),
+    ),
     diff(f) {
       const managed = o.managed.map((m) => ({
         file: m.file,
