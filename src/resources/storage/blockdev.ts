@@ -138,7 +138,7 @@ export const PARTITION_OFFSETS = [17408, 24576, 32256, 32768, 65536, 1048576, 20
  * reads 21 regions per disk in the probe, in the storage play's probe and again in the guard
  * before mkfs; one perl (present on every Debian and Ubuntu host: perl-base is Essential) reads
  * them all, where dd takes one process per region (bench/README "Where the first run goes").
- * Both write the same bytes, which the same od | awk reads (test/unit/disk-sample.test.ts).
+ * Both write the same bytes, which the same od | awk reads (test/unit/resources/storage/disk-sample.test.ts).
  */
 const REGIONS_FN = `rs_regions() {
   rs_rf=$1; shift

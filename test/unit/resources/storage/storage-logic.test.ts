@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageHostCtx } from '../support/storage-host.ts';
+import { storageHostCtx } from '../../../support/storage-host.ts';
 import {
   allowedBy,
   humanSize,
@@ -25,13 +25,13 @@ import {
   xattrDiff,
   type DiskFacts,
   type QueueFacts,
-} from '../../src/resources/storage/blockdev-logic.ts';
-import { diskMount, diskProbe, diskFactsProbe, ioTuning, XATTR_CHECKS, xfsFormat } from '../../src/resources/storage/blockdev.ts';
-import { Refusal } from '../../src/contract/resource.ts';
-import { ioRulesContent, ioUdevRules } from '../../src/resources/storage/udev.ts';
-import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { standaloneProbe } from '../../src/engine/probe-set.ts';
+} from '../../../../src/resources/storage/blockdev-logic.ts';
+import { diskMount, diskProbe, diskFactsProbe, ioTuning, XATTR_CHECKS, xfsFormat } from '../../../../src/resources/storage/blockdev.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import { ioRulesContent, ioUdevRules } from '../../../../src/resources/storage/udev.ts';
+import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../../../playbooks/storage.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -420,7 +420,7 @@ describe('I/O profiles and clamping', () => {
   const nvme = mergeProfiles().nvme;
 
   it("the HDD default is ais-k8s's legacy profile as the ais-k8s mapping in docs/storage.md names it; all keys null leaves HDDs alone (current ais-k8s)", () => {
-    const mapping = readFileSync(new URL('../../docs/storage.md', import.meta.url), 'utf8');
+    const mapping = readFileSync(new URL('../../../../docs/storage.md', import.meta.url), 'utf8');
     const row = mapping.split('\n').find((l) => l.startsWith('| legacy HDD profile'))!;
     const named = Object.fromEntries([...row.matchAll(/`(?:queue\/)?(\w+): (\S+?)`/g)].map((m) => [m[1], m[2]]));
     expect(named).toEqual(Object.fromEntries(Object.entries(hdd).map(([k, v]) => [k, String(v)])));
