@@ -40,11 +40,6 @@ export default tseslint.config(
     rules: { 'max-lines-per-function': ['error', { max: 150, skipBlankLines: false, skipComments: false }] },
   },
   {
-    // split by h2 (issue #35): the lead removes this override when that branch is merged.
-    files: ['src/resources/core/mount.ts', 'src/resources/jail/gpu-binds.ts', 'src/resources/jail/gpu-standins.ts'],
-    rules: { 'max-lines-per-function': 'off' },
-  },
-  {
     // Tests read NDJSON events and kubectl's JSON field by field: `any` there is the honest type.
     files: ['test/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

@@ -92,3 +92,105 @@ export interface ProbeOutput {
 export function textOutput(stdout: string, code = 0, stderr = ''): ProbeOutput {
   return { parts: [stdout], stdout, code, stderr };
 }
+
+/** The probe could not produce facts (missing tool, unreadable file, answers laid out otherwise). */
+export class ProbeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProbeError';
+  }
+}
+
+/**
+ * A probe as its resource declares it: a part, or a list or a record of declarations (nested at
+ * will), in the order the parts run; `undefined` is a part left out (an option not set). Records
+ * name the answers (never `batch` or `define`: those make a part); a list of any length goes in a
+ * record field (`disks: specs.map(diskPart)`).
+ */
+export type ProbeDecl = ProbePart | undefined | readonly ProbeDecl[] | { readonly [name: string]: ProbeDecl };
+
+/**
+ * What parse gets from a declaration: the same shape, each part replaced by its answer (a plain
+ * part's stdout, a batch part's `A`), define parts and their record fields left out.
+ */
+export type Answers<D> = D extends string
+  ? string
+  : D extends BatchPart<infer A>
+    ? A
+    : D extends DefinePart | undefined
+      ? undefined
+      : D extends readonly unknown[]
+        ? { readonly [K in keyof D]: Answers<D[K]> }
+        : { readonly [K in keyof D as D[K] extends DefinePart ? never : K]: Answers<D[K]> };
+
+/** The probe and parse of a resource, from its declared parts (spread into the resource). */
+export interface Probed<F> {
+  probe(): ProbeText;
+  parse(out: ProbeOutput): F;
+}
+
+/**
+ * A resource's `probe` and `parse` from one declaration: `probe` gives its parts, `parse` hands
+ * `read` their answers typed by the declaration (`Answers<D>`), and `out` for its stdout, exit
+ * code and stderr. `declare` runs once, at the first probe or parse. Answers not laid out as
+ * declared (another count) are a ProbeError, never misread.
+ *
+ *   ...probed(() => ({ live: inline(sh), file: conf.probe() }), ({ live, file }) => ({ live, file: fileFacts(file) }))
+ */
+export function probed<const D extends ProbeDecl, F>(declare: () => D, read: (answers: Answers<D>, out: ProbeOutput) => F): Probed<F> {
+  let layout: { parts: readonly ProbePart[]; answers: (out: ProbeOutput) => Answers<D> } | undefined;
+  const laid = () => (layout ??= layOut(declare()));
+  return {
+    probe: () => laid().parts,
+    parse: (out) => read(laid().answers(out), out),
+  };
+}
+
+/** A declaration's parts in order, and the reader that puts their answers back in its shape. */
+function layOut<D extends ProbeDecl>(decl: D): { parts: readonly ProbePart[]; answers: (out: ProbeOutput) => Answers<D> } {
+  const parts: ProbePart[] = [];
+  const reader = readerOf(decl, parts);
+  const count = parts.filter(answering).length;
+  return {
+    parts,
+    answers(out) {
+      if (out.parts.length !== count) throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
+      // The engine gives the answer of the n-th answering part at n (engine/probe-set.ts), each
+      // the answer of its own part's type: the declaration's type holds by construction.
+      return reader(out.parts, { next: 0 }) as Answers<D>;
+    },
+  };
+}
+
+type Reader = (answers: readonly unknown[], at: { next: number }) => unknown;
+
+/** Appends the declaration's parts to `parts`; returns what reads their answers back (built once). */
+function readerOf(decl: ProbeDecl, parts: ProbePart[]): Reader {
+  if (decl === undefined) return () => undefined;
+  if (isPart(decl)) {
+    parts.push(decl);
+    return isDefine(decl) ? () => undefined : (answers, at) => answers[at.next++];
+  }
+  if (isList(decl)) {
+    const items = decl.map((d) => readerOf(d, parts));
+    return (answers, at) => items.map((read) => read(answers, at));
+  }
+  // A record's define fields are laid out but give no field (Answers leaves them out).
+  const fields: Array<{ name: string; read: Reader }> = [];
+  for (const [name, d] of Object.entries(decl)) {
+    const read = readerOf(d, parts);
+    if (!isDefine(d)) fields.push({ name, read });
+  }
+  return (answers, at) => {
+    const o: Record<string, unknown> = {};
+    for (const f of fields) o[f.name] = f.read(answers, at);
+    return o;
+  };
+}
+
+const isList = (d: ProbeDecl): d is readonly ProbeDecl[] => Array.isArray(d);
+/** A part, not a record of them (a record's fields are never named batch or define). */
+const isPart = (d: ProbeDecl): d is ProbePart =>
+  typeof d === 'string' || (typeof d === 'object' && !isList(d) && ('batch' in d || 'define' in d));
+const isDefine = (d: ProbeDecl): d is DefinePart => isPart(d) && typeof d === 'object' && 'define' in d;
+const answering = (p: ProbePart): boolean => !isDefine(p);

@@ -150,13 +150,8 @@ export class NotApplicable extends Error {
   }
 }
 
-/** The probe could not produce facts (missing tool, unreadable file...). */
-export class ProbeError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ProbeError';
-  }
-}
+// The probe could not produce facts: declared with the probe vocabulary, thrown by parse.
+export { ProbeError } from './probe.ts';
 
 /** The shared form of a claim: an edit of part of what `claim` names (see Resource.claims). */
 export function editClaim(claim: string): string {

@@ -9,7 +9,7 @@
 //  - without udevd, rules are verified with `udevadm test --action=change /sys/block/loopN`,
 //    which applies ATTR{queue/...}; `udevadm control --reload-rules` fails and is tolerated;
 //  - the kernel has no device-mapper, so the LVM/dm holder refusal is covered by the unit
-//    tests (test/unit/storage-logic.test.ts, from facts and from a fake /sys holders/ tree);
+//    tests (test/unit/resources/storage/storage-logic.test.ts, from facts and from a fake /sys holders/ tree);
 //  - sfdisk is not in the rootfs: the partition-table case writes an MBR with dd.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { beforeAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';

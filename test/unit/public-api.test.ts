@@ -86,6 +86,7 @@ const EXPORTS = [
   'pollScript',
   'prepare',
   'prerequisites',
+  'probed',
   'recordedDiskMount',
   'restartHandler',
   'secretText',

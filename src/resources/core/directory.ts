@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { checkAbsolutePath, chmodChownScript, fileFacts, fileProbe, metadataChanges, normMode, type FileFacts } from './file-common.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
@@ -16,8 +17,10 @@ export function directory(o: DirectoryOptions): Resource<FileFacts> {
   return {
     ...common('directory', `directory:${path}`, o),
     verifiable: true,
-    probe: () => [fileProbe(path)],
-    parse: (out) => fileFacts(out.parts[0]),
+    ...probed(
+      () => ({ file: fileProbe(path) }),
+      ({ file }) => fileFacts(file),
+    ),
     diff(f): Change[] {
       if (f.type === 'absent') return [{ summary: `create directory ${path}${mode ? ` (mode ${mode})` : ''}` }];
       if (f.type !== 'dir') throw new Refusal(`${path} exists and is a ${f.type}, not a directory`);

@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 import { Secret } from '../../util/secret.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
@@ -38,8 +39,10 @@ export function file(o: FileOptions): Resource<FileFacts, FileWrite> {
     verifiable: true,
     files: [mf],
     claims: [`file:${path}`],
-    probe: () => [mf.probe()],
-    parse: (out) => fileFacts(out.parts[0]),
+    ...probed(
+      () => ({ file: mf.probe() }),
+      ({ file }) => fileFacts(file),
+    ),
     diff(f): Change<FileWrite>[] {
       if (f.type === 'dir' || f.type === 'other')
         throw new Refusal(`${path} is a ${f.type === 'dir' ? 'directory' : 'special file'}; not replacing it`);

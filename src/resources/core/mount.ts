@@ -1,12 +1,12 @@
-import { define, inline, type ProbeBatch, type ProbePart } from '../../contract/probe.ts';
+import { define, inline, probed, type Answers, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkToken, VALUE_LIMITS } from '../../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
-import { managedFile, type FileWrite } from './managed-file.ts';
+import { managedFile, type FileWrite, type ManagedFile } from './managed-file.ts';
 import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
 
 export interface MountOptions extends CommonOptions {
@@ -114,7 +114,6 @@ const hexMajMin = (hex: string) =>
       .join(':'),
   );
 
-/** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
 /**
  * Shell that prints `real=` and the physical path of "$t" (a normalised absolute path), as
  * `realpath -m` would, mostly without it: cd -P resolves the deepest directory that exists, and
@@ -133,7 +132,61 @@ cd /`;
 export const FSTAB_SYNTAX_CHECK = `rs_v=$(findmnt --tab-file "$t" -n -o TARGET 2>&1 >/dev/null) || :
 case $rs_v in *'parse error'*) printf '%s\\n' "$rs_v" >&2; exit 4 ;; esac`;
 
+/** A mounted filesystem: live now (verified by source identity and flags) and persisted in fstab. */
 export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWrite> {
+  const s = checkMount(o);
+  const fstab = managedFile<MountFacts>({
+    path: s.fstabFile,
+    get: (f) => f.fstab,
+    set: (f, file) => ({ ...f, fstab: file }),
+    backup: true,
+    stepName: `fstab entry for ${s.path}`,
+    check: FSTAB_SYNTAX_CHECK,
+  });
+  const readOwn = ownLinesReader();
+  return {
+    ...common('mount', `mount:${s.path}`, o),
+    verifiable: true,
+    claims: [`mountpoint:${s.path}`],
+    files: s.persist ? [fstab] : undefined,
+    ...probed(
+      () => mountProbe(s, fstab),
+      (a): MountFacts => mountFacts(s, a, readOwn),
+    ),
+    diff: (f) => mountChanges(s, f, fstab),
+    apply: (_, changes) => mountSteps(s, changes, fstab),
+  };
+}
+
+/** What a mount's own changes do (besides its fstab file's): the data of its changes. */
+type MountStep = 'mkdir' | 'mount' | 'remount' | 'mode';
+
+/** A mount's options, checked once: what its probe, diff and apply read. */
+interface MountSpec {
+  path: string;
+  fstype: string;
+  source?: string;
+  device?: string;
+  options: string[];
+  bindKind?: 'bind' | 'rbind';
+  fstabFile: string;
+  persist: boolean;
+  mkdir: boolean | 'file';
+  within?: string;
+  requireMarker?: string;
+  optional?: boolean;
+  mode?: string;
+  overNonEmpty?: boolean;
+  dump: number;
+  pass: number;
+  /** The options the kernel shows per mount and a remount can change. */
+  wantFlags: string[];
+  /** The options passed to mount -o (the userspace-only ones left out). */
+  kernelOpts: string[];
+}
+
+/** The mount's options checked (InputError before any host is contacted). */
+function checkMount(o: MountOptions): MountSpec {
   const path = checkAbsolutePath(o.path, 'mount path');
   if (!o.fstype || /\s/.test(o.fstype)) throw new InputError(`mount ${path}: fstype is required and has no spaces`);
   if ((o.source === undefined) === (o.device === undefined)) throw new InputError(`mount ${path}: give exactly one of source or device`);
@@ -143,225 +196,234 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
   const device = o.device !== undefined ? checkAbsolutePath(o.device, 'device') : undefined;
   const options = o.options?.length ? o.options : ['defaults'];
   for (const opt of options) if (!opt || /[\s,]/.test(opt)) throw new InputError(`mount ${path}: invalid option ${JSON.stringify(opt)}`);
-  const bindKind = options.includes('rbind') ? 'rbind' : options.includes('bind') ? 'bind' : undefined;
-  const fstabFile = checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile');
-  const persist = o.persist ?? true;
-  const mkdir = o.mkdir ?? true;
-  const within = o.within !== undefined ? checkAbsolutePath(o.within, 'within') : undefined;
   if (o.requireMarker !== undefined && (o.requireMarker.startsWith('/') || o.requireMarker.split('/').includes('..'))) {
     throw new InputError(`mount ${path}: requireMarker must be a path relative to the mounted root, got ${o.requireMarker}`);
   }
-  const mode = normMode(o.mode);
-  const wantFlags = options.filter((x) => VFS_FLAGS.includes(x));
-  const kernelOpts = options.filter((x) => !USERSPACE.test(x));
-
-  const entryFor = (f: MountFacts): FstabEntry => ({
-    source: device ? `UUID=${f.source.uuid}` : o.source!,
-    target: path,
+  return {
+    path,
     fstype: o.fstype,
-    options: options.join(','),
+    source: o.source,
+    device,
+    options,
+    bindKind: options.includes('rbind') ? 'rbind' : options.includes('bind') ? 'bind' : undefined,
+    fstabFile: checkAbsolutePath(o.fstabFile ?? '/etc/fstab', 'fstabFile'),
+    persist: o.persist ?? true,
+    mkdir: o.mkdir ?? true,
+    within: o.within !== undefined ? checkAbsolutePath(o.within, 'within') : undefined,
+    requireMarker: o.requireMarker,
+    optional: o.optional,
+    mode: normMode(o.mode),
+    overNonEmpty: o.overNonEmpty,
     dump: o.dump ?? 0,
     pass: o.pass ?? 0,
-  });
-  const newFstab = (f: MountFacts) => setEntry(contentText(f.fstab), entryFor(f));
-
-  /** Is what is mounted at `path` the thing we want? */
-  const liveMatches = (f: MountFacts): boolean => {
-    const live = f.live!;
-    if (device) return f.source.majmin !== undefined && live.majmin === hexMajMin(f.source.majmin);
-    if (bindKind) return f.source.devIno !== undefined && f.target.devIno === f.source.devIno;
-    return live.fstype === o.fstype && (live.source === o.source || ['tmpfs', 'proc', 'sysfs', 'devpts', 'mqueue'].includes(o.fstype));
+    wantFlags: options.filter((x) => VFS_FLAGS.includes(x)),
+    kernelOpts: options.filter((x) => !USERSPACE.test(x)),
   };
-  const flagDiff = (live: Live): string[] => {
-    const d: string[] = [];
-    for (const flag of wantFlags) if (!live.options.includes(flag)) d.push(`+${flag}`);
-    // rw is only enforced when asked for: a bind of a read-only tree (/sys) stays read-only.
-    if (options.includes('rw') && live.options.includes('ro')) d.push('-ro');
-    return d;
-  };
+}
 
-  const mountCommand = (): string => {
-    const p = shq(path);
-    if (bindKind) {
-      const cmds = [`mount --${bindKind} -- ${shq(o.source!)} ${p}`];
-      // Bind mounts take per-mount flags (ro, nosuid...) only through a remount.
-      if (wantFlags.length) cmds.push(`mount -o ${shq(['remount', 'bind', ...wantFlags].join(','))} ${p}`);
-      return cmds.join('\n');
-    }
-    const src = device ?? o.source!;
-    const opts = kernelOpts.length ? ` -o ${shq(kernelOpts.join(','))}` : '';
-    return `mount -t ${shq(o.fstype)}${opts} -- ${shq(src)} ${p}`;
-  };
-
-  // The last own lines read (hosts alike answer them alike; the map is only read).
-  let lastOwn: { own: string; kv: Map<string, string> } | undefined;
-  const readOwn = (own: string) => {
-    if (lastOwn?.own === own) return lastOwn.kv;
-    const kv = new Map<string, string>();
-    for (const l of own.split('\n')) {
-      const eq = l.indexOf('=');
-      if (eq > 0) kv.set(l.slice(0, eq), l.slice(eq + 1));
-    }
-    lastOwn = { own, kv };
-    return kv;
-  };
-
-  const fstab = managedFile<MountFacts>({
-    path: fstabFile,
-    get: (f) => f.fstab,
-    set: (f, file) => ({ ...f, fstab: file }),
-    backup: true,
-    stepName: `fstab entry for ${path}`,
-    check: FSTAB_SYNTAX_CHECK,
-  });
-
-  return {
-    ...common('mount', `mount:${path}`, o),
-    verifiable: true,
-    claims: [`mountpoint:${path}`],
-    files: persist ? [fstab] : undefined,
-    probe() {
-      // Builtins here; the target's (and a bind source's) identity, mode and emptiness come from
-      // one find for every mount of the script, what is mounted from the shared mount table.
-      const mk = o.requireMarker;
-      const t = shq(path);
-      const s = bindKind ? shq(o.source!) : undefined;
-      const lines = [`t=${t}`];
-      if (s) lines.push(`s=${s}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
-      lines.push('rs_target_kind "$t"');
-      if (device) {
-        // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
-        // (udev's by-uuid links can lag right after a mkfs).
-        lines.push(`d=${shq(device)}; if [ -b "$d" ]; then
+/**
+ * The mount's probe: builtins in its own lines; the target's (and a bind source's) identity, mode
+ * and emptiness from one find for every mount of the script, what is mounted from the shared
+ * mount table, and the fstab file.
+ */
+function mountProbe(s: MountSpec, fstab: ManagedFile<MountFacts>) {
+  const mk = s.requireMarker;
+  const t = shq(s.path);
+  const src = s.bindKind ? shq(s.source!) : undefined;
+  const lines = [`t=${t}`];
+  if (src) lines.push(`s=${src}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
+  lines.push('rs_target_kind "$t"');
+  if (s.device) {
+    // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
+    // (udev's by-uuid links can lag right after a mkfs).
+    lines.push(`d=${shq(s.device)}; if [ -b "$d" ]; then
   echo "dev=$d"
   mm=; [ ! -L "$d" ] && [ -r "/sys/class/block/\${d##*/}/dev" ] && IFS= read -r mm < "/sys/class/block/\${d##*/}/dev"
   if [ -n "$mm" ]; then echo "majmin_dec=$mm"; else echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; fi
   echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"
 else echo source=absent; fi`);
-      }
-      if (within) {
-        lines.push(PHYSICAL_PATH);
-      }
-      if (mk !== undefined) {
-        // Seen through the mountpoint once mounted, or on a local bind source before that: parse picks.
-        lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
-        if (s) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
-      }
-      // Answers, in order: own lines, the target's id (and the bind source's), its mount table lines, fstab.
-      const ids: ProbePart[] = [{ batch: PATH_IDS, arg: path }, ...(bindKind ? [{ batch: PATH_IDS, arg: o.source! }] : [])];
-      return [TARGET_KIND, inline(lines.join('\n')), ...ids, mountTableProbe(path), fstab.probe()];
+  }
+  if (s.within) {
+    lines.push(PHYSICAL_PATH);
+  }
+  if (mk !== undefined) {
+    // Seen through the mountpoint once mounted, or on a local bind source before that: parse picks.
+    lines.push(`[ -d "$t" ] && { [ -e "$t"/${shq(mk)} ] && echo marker_t=yes || echo marker_t=no; }`);
+    if (src) lines.push(`[ -d "$s" ] && { [ -e "$s"/${shq(mk)} ] && echo marker_s=yes || echo marker_s=no; }`);
+  }
+  return {
+    kind: TARGET_KIND,
+    own: inline(lines.join('\n')),
+    target: { batch: PATH_IDS, arg: s.path },
+    source: s.bindKind ? { batch: PATH_IDS, arg: s.source! } : undefined,
+    table: mountTableProbe(s.path),
+    fstab: fstab.probe(),
+  };
+}
+
+/** The own lines' `key=value`s, as a reader that keeps the last lines read (hosts alike answer them alike; the map is only read). */
+function ownLinesReader(): (own: string) => Map<string, string> {
+  let last: { own: string; kv: Map<string, string> } | undefined;
+  return (own) => {
+    if (last?.own === own) return last.kv;
+    const kv = new Map<string, string>();
+    for (const l of own.split('\n')) {
+      const eq = l.indexOf('=');
+      if (eq > 0) kv.set(l.slice(0, eq), l.slice(eq + 1));
+    }
+    last = { own, kv };
+    return kv;
+  };
+}
+
+function mountFacts(s: MountSpec, a: Answers<ReturnType<typeof mountProbe>>, readOwn: (own: string) => Map<string, string>): MountFacts {
+  const kv = readOwn(a.own);
+  const target = a.target;
+  const live = topMount(a.table, s.path);
+  const marker = live ? kv.get('marker_t') : kv.get('marker_s');
+  return {
+    marker: marker === undefined ? undefined : marker === 'yes',
+    fstab: fileFacts(a.fstab),
+    live,
+    target: {
+      kind: (kv.get('target') ?? 'absent') as MountFacts['target']['kind'],
+      devIno: target?.devIno || undefined,
+      mode: target?.mode,
+      empty: target?.empty ?? false,
+      real: kv.get('real'),
     },
-    parse(out): MountFacts {
-      const a = out.parts;
-      const n = a.length;
-      if (n !== (bindKind ? 5 : 4) || typeof a[0] !== 'string' || typeof a[n - 2] !== 'string') {
-        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      }
-      const kv = readOwn(a[0]);
-      const target = a[1] as PathId | undefined;
-      const live = topMount(a[n - 2] as string, path);
-      const marker = live ? kv.get('marker_t') : kv.get('marker_s');
-      return {
-        marker: marker === undefined ? undefined : marker === 'yes',
-        fstab: fileFacts(a[n - 1]),
-        live,
-        target: {
-          kind: (kv.get('target') ?? 'absent') as MountFacts['target']['kind'],
-          devIno: target?.devIno || undefined,
-          mode: target?.mode,
-          empty: target?.empty ?? false,
-          real: kv.get('real'),
-        },
-        source: {
-          exists: kv.get('source') !== 'absent',
-          devIno: bindKind ? (a[2] as PathId | undefined)?.devIno : undefined,
-          majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
-          uuid: kv.get('uuid') || undefined,
-          path: kv.get('dev') || undefined,
-        },
-      };
-    },
-    diff(f): Change<MountStep | FileWrite>[] {
-      const changes: Change<MountStep | FileWrite>[] = [];
-      // messages name the device by the path the host resolved (a placeholder is no path there)
-      const what = (device && f.source.path) ?? device ?? o.source;
-      if (f.live && !liveMatches(f)) {
-        throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${what}; unmount it first`);
-      }
-      if ((device || bindKind) && !f.source.exists) {
-        if (o.optional && !f.live) return [];
-        throw new Refusal(`mount source ${device ?? o.source} does not exist`);
-      }
-      if (device && !f.source.uuid) throw new Refusal(`${what} has no filesystem UUID (not formatted?)`);
-      if (f.target.kind === 'link') throw new Refusal(`mountpoint ${path} is a symlink; refusing to mount through it`);
-      if (within && f.target.real !== undefined && f.target.real !== within && !f.target.real.startsWith(within + '/')) {
-        throw new Refusal(`mountpoint ${path} resolves to ${f.target.real}, outside ${within}`);
-      }
-      if (o.requireMarker !== undefined && f.marker === false) {
-        throw new Refusal(`${what} is not populated: marker ${o.requireMarker} is missing; nothing mounted`);
-      }
-      if (f.target.kind === 'absent') {
-        if (!mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
-        changes.push({ summary: `create mountpoint ${path}${mkdir === 'file' ? ' (empty file)' : ''}`, data: 'mkdir' });
-      } else if (!f.live && f.target.kind === 'dir' && !f.target.empty && !o.overNonEmpty) {
-        throw new Refusal(`${path} is a non-empty directory; mounting would hide its content (set overNonEmpty to allow)`);
-      } else if (f.target.kind === 'other') {
-        throw new Refusal(`mountpoint ${path} is neither a directory nor a file`);
-      }
-      if (persist) {
-        const want = entryFor(f);
-        const text = f.fstab.content !== undefined ? contentText(f.fstab) : '';
-        const have = findEntry(text, path);
-        // Several entries for the path (another tool's, or an older racksmith's): collapsed into one.
-        const duplicates = entryCount(text, path) > 1;
-        if (!have || !sameEntry(have, want) || duplicates) {
-          const summary = !have
-            ? `${fstabFile}: add ${formatEntry(want)}`
-            : duplicates
-              ? `${fstabFile}: one ${path} entry instead of ${entryCount(text, path)}`
-              : `${fstabFile}: update ${path} entry`;
-          changes.push(...fstab.changes(f, newFstab(f), { create: summary, update: summary }));
-        }
-      }
-      if (!f.live) changes.push({ summary: `mount ${what} on ${path} (${o.fstype}, ${options.join(',')})`, data: 'mount' });
-      else {
-        const d = flagDiff(f.live);
-        if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}`, data: 'remount' });
-      }
-      if (mode && (f.live ? f.target.mode !== mode : true)) {
-        changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${mode}`, data: 'mode' });
-      }
-      return changes;
-    },
-    apply(_, changes): Step[] {
-      const does = (what: MountStep) => changes.some((c) => c.data === what);
-      const steps: Step[] = [];
-      const p = shq(path);
-      if (does('mkdir')) {
-        steps.push({
-          name: `create mountpoint ${path}`,
-          script: mkdir === 'file' ? `mkdir -p -- ${shq(path.replace(/\/[^/]*$/, '') || '/')}\n: >> ${p}` : `mkdir -p -- ${p}`,
-        });
-      }
-      if (does('mount')) {
-        const check =
-          o.requireMarker === undefined
-            ? ''
-            : `\nif [ ! -e ${p}/${shq(o.requireMarker)} ]; then umount ${p}; echo ${shq(`${device ?? o.source} is not populated: marker ${o.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
-        steps.push({ name: `mount ${path}`, script: mountCommand() + check });
-      } else if (does('remount')) {
-        steps.push({
-          name: `remount ${path}`,
-          script: `mount -o ${shq(['remount', ...(bindKind ? ['bind'] : []), ...(options.includes('rw') ? ['rw'] : []), ...wantFlags].join(','))} ${p}`,
-        });
-      }
-      // fstab only after the mount worked: a broken entry never outlives a failed mount.
-      steps.push(...fstab.steps(changes));
-      if (does('mode')) steps.push({ name: `mode of ${path}`, script: `chmod ${shq(mode!)} -- ${p}` });
-      return steps;
+    source: {
+      exists: kv.get('source') !== 'absent',
+      devIno: a.source?.devIno,
+      majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
+      uuid: kv.get('uuid') || undefined,
+      path: kv.get('dev') || undefined,
     },
   };
 }
 
-/** What a mount's own changes do (besides its fstab file's): the data of its changes. */
-type MountStep = 'mkdir' | 'mount' | 'remount' | 'mode';
+/** Is what is mounted at the path the thing we want? */
+function liveMatches(s: MountSpec, f: MountFacts): boolean {
+  const live = f.live!;
+  if (s.device) return f.source.majmin !== undefined && live.majmin === hexMajMin(f.source.majmin);
+  if (s.bindKind) return f.source.devIno !== undefined && f.target.devIno === f.source.devIno;
+  return live.fstype === s.fstype && (live.source === s.source || ['tmpfs', 'proc', 'sysfs', 'devpts', 'mqueue'].includes(s.fstype));
+}
+
+/** The flags a remount must add (+flag) or take away (-ro). */
+function flagDiff(s: MountSpec, live: Live): string[] {
+  const d: string[] = [];
+  for (const flag of s.wantFlags) if (!live.options.includes(flag)) d.push(`+${flag}`);
+  // rw is only enforced when asked for: a bind of a read-only tree (/sys) stays read-only.
+  if (s.options.includes('rw') && live.options.includes('ro')) d.push('-ro');
+  return d;
+}
+
+const entryFor = (s: MountSpec, f: MountFacts): FstabEntry => ({
+  source: s.device ? `UUID=${f.source.uuid}` : s.source!,
+  target: s.path,
+  fstype: s.fstype,
+  options: s.options.join(','),
+  dump: s.dump,
+  pass: s.pass,
+});
+
+/** Refused states (Refusal), else the changes; mountpoint, fstab, mount, mode in that order. */
+function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts>): Change<MountStep | FileWrite>[] {
+  const path = s.path;
+  // messages name the device by the path the host resolved (a placeholder is no path there)
+  const what = (s.device && f.source.path) ?? s.device ?? s.source;
+  if (f.live && !liveMatches(s, f)) {
+    throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${what}; unmount it first`);
+  }
+  if ((s.device || s.bindKind) && !f.source.exists) {
+    if (s.optional && !f.live) return [];
+    throw new Refusal(`mount source ${s.device ?? s.source} does not exist`);
+  }
+  if (s.device && !f.source.uuid) throw new Refusal(`${what} has no filesystem UUID (not formatted?)`);
+  if (f.target.kind === 'link') throw new Refusal(`mountpoint ${path} is a symlink; refusing to mount through it`);
+  if (s.within && f.target.real !== undefined && f.target.real !== s.within && !f.target.real.startsWith(s.within + '/')) {
+    throw new Refusal(`mountpoint ${path} resolves to ${f.target.real}, outside ${s.within}`);
+  }
+  if (s.requireMarker !== undefined && f.marker === false) {
+    throw new Refusal(`${what} is not populated: marker ${s.requireMarker} is missing; nothing mounted`);
+  }
+  const changes: Change<MountStep | FileWrite>[] = [];
+  if (f.target.kind === 'absent') {
+    if (!s.mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
+    changes.push({ summary: `create mountpoint ${path}${s.mkdir === 'file' ? ' (empty file)' : ''}`, data: 'mkdir' });
+  } else if (!f.live && f.target.kind === 'dir' && !f.target.empty && !s.overNonEmpty) {
+    throw new Refusal(`${path} is a non-empty directory; mounting would hide its content (set overNonEmpty to allow)`);
+  } else if (f.target.kind === 'other') {
+    throw new Refusal(`mountpoint ${path} is neither a directory nor a file`);
+  }
+  if (s.persist) changes.push(...fstabChanges(s, f, fstab));
+  if (!f.live) changes.push({ summary: `mount ${what} on ${path} (${s.fstype}, ${s.options.join(',')})`, data: 'mount' });
+  else {
+    const d = flagDiff(s, f.live);
+    if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}`, data: 'remount' });
+  }
+  if (s.mode && (f.live ? f.target.mode !== s.mode : true)) {
+    changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${s.mode}`, data: 'mode' });
+  }
+  return changes;
+}
+
+/** The fstab entry's change: added, updated, or several entries for the path collapsed into one. */
+function fstabChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts>): Change<FileWrite>[] {
+  const want = entryFor(s, f);
+  const text = f.fstab.content !== undefined ? contentText(f.fstab) : '';
+  const have = findEntry(text, s.path);
+  // Several entries for the path (another tool's, or an older racksmith's): collapsed into one.
+  const duplicates = entryCount(text, s.path) > 1;
+  if (have && sameEntry(have, want) && !duplicates) return [];
+  const summary = !have
+    ? `${s.fstabFile}: add ${formatEntry(want)}`
+    : duplicates
+      ? `${s.fstabFile}: one ${s.path} entry instead of ${entryCount(text, s.path)}`
+      : `${s.fstabFile}: update ${s.path} entry`;
+  return fstab.changes(f, setEntry(contentText(f.fstab), want), { create: summary, update: summary });
+}
+
+/** The mount command: a bind (its flags through a remount), or mount -t with the kernel's options. */
+function mountCommand(s: MountSpec): string {
+  const p = shq(s.path);
+  if (s.bindKind) {
+    const cmds = [`mount --${s.bindKind} -- ${shq(s.source!)} ${p}`];
+    // Bind mounts take per-mount flags (ro, nosuid...) only through a remount.
+    if (s.wantFlags.length) cmds.push(`mount -o ${shq(['remount', 'bind', ...s.wantFlags].join(','))} ${p}`);
+    return cmds.join('\n');
+  }
+  const src = s.device ?? s.source!;
+  const opts = s.kernelOpts.length ? ` -o ${shq(s.kernelOpts.join(','))}` : '';
+  return `mount -t ${shq(s.fstype)}${opts} -- ${shq(src)} ${p}`;
+}
+
+function mountSteps(s: MountSpec, changes: readonly Change<MountStep | FileWrite>[], fstab: ManagedFile<MountFacts>): Step[] {
+  const does = (what: MountStep) => changes.some((c) => c.data === what);
+  const steps: Step[] = [];
+  const path = s.path;
+  const p = shq(path);
+  if (does('mkdir')) {
+    steps.push({
+      name: `create mountpoint ${path}`,
+      script: s.mkdir === 'file' ? `mkdir -p -- ${shq(path.replace(/\/[^/]*$/, '') || '/')}\n: >> ${p}` : `mkdir -p -- ${p}`,
+    });
+  }
+  if (does('mount')) {
+    const check =
+      s.requireMarker === undefined
+        ? ''
+        : `\nif [ ! -e ${p}/${shq(s.requireMarker)} ]; then umount ${p}; echo ${shq(`${s.device ?? s.source} is not populated: marker ${s.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
+    steps.push({ name: `mount ${path}`, script: mountCommand(s) + check });
+  } else if (does('remount')) {
+    steps.push({
+      name: `remount ${path}`,
+      script: `mount -o ${shq(['remount', ...(s.bindKind ? ['bind'] : []), ...(s.options.includes('rw') ? ['rw'] : []), ...s.wantFlags].join(','))} ${p}`,
+    });
+  }
+  // fstab only after the mount worked: a broken entry never outlives a failed mount.
+  steps.push(...fstab.steps(changes));
+  if (does('mode')) steps.push({ name: `mode of ${path}`, script: `chmod ${shq(s.mode!)} -- ${p}` });
+  return steps;
+}

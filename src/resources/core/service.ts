@@ -4,7 +4,7 @@
  * is healthy: `systemctl is-active`, and an HTTP health endpoint when given (kubelet /healthz).
  * Where systemd is not PID 1 (containers, the test bed) it is skipped as "not restarted: no systemd".
  */
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { common, NotApplicable, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
@@ -52,8 +52,10 @@ export function restartHandler(o: RestartHandlerOptions): Resource<RestartHandle
     handler: true,
     verifiable: false,
     // builtins only: a converged host pays nothing for a handler
-    probe: () => [inline('if [ -d /run/systemd/system ]; then echo systemd=yes; else echo systemd=no; fi')],
-    parse: (out) => ({ systemd: (out.parts[0] as string).includes('systemd=yes') }),
+    ...probed(
+      () => ({ init: inline('if [ -d /run/systemd/system ]; then echo systemd=yes; else echo systemd=no; fi') }),
+      ({ init }) => ({ systemd: init.includes('systemd=yes') }),
+    ),
     diff(f): Change[] {
       if (!f.systemd) throw new NotApplicable(`not ${action === 'restart' ? 'restarted' : 'reloaded'}: no systemd`);
       return [{ summary: `${action} ${o.service}` }];

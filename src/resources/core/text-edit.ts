@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 import { InputError } from '../../util/errors.ts';
 import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { isSensitive, managedFile, type FileWrite } from './managed-file.ts';
@@ -53,8 +54,10 @@ export function textEdit(
     files: [mf],
     // Edits of one file stack (each diffed against the file the one before leaves).
     claims: [editClaim(`file:${path}`)],
-    probe: () => [mf.probe()],
-    parse: (out) => fileFacts(out.parts[0]),
+    ...probed(
+      () => ({ file: mf.probe() }),
+      ({ file }) => fileFacts(file),
+    ),
     diff(f): Change<FileWrite>[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
       const w = isSensitive(f, sensitive) ? hidden : plain;

@@ -1,9 +1,10 @@
+import { probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
-import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
 import { mountTableProbe, parseMountTable } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
 import { DEFAULT_GPU_CAPS, driverFileSet, fileKind, readDriverScan, type DriverScan, type GpuCap } from './gpu-files.ts';
 import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MARKER, underJailLock } from './jail-shared.ts';
@@ -103,68 +104,19 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
     stepName: 'fstab GPU binds',
   });
 
-  const readFacts = (own: string, table: string, fstabFacts: FileFacts): GpuFacts => {
-    const scan = readDriverScan(own);
-    const set = driverFileSet(scan, caps);
-    const base: Omit<GpuFacts, 'files'> = {
-      fstab: fstabFacts,
-      source: driverSource(scan),
-      version: set.version,
-      versionFrom: set.versionFrom,
-      libDir: scan.libDir,
-      problem: set.problem,
-    };
-    // The mount table only matters for driver files found (most hosts without GPUs have none).
-    const mounts = set.files.length ? parseMountTable(table) : new Map<string, never>();
-    const realJail = scan.jailReal ?? jail;
-    const files: GpuFile[] = [];
-    for (const g of set.files) {
-      const logical = `${jail}${g.target}`;
-      const dir = logical.slice(0, logical.lastIndexOf('/'));
-      const target = `${scan.realDirs.get(dir) ?? dir}${logical.slice(dir.length)}`;
-      if (!target.startsWith(`${realJail}/`)) return { ...base, files: [], problem: `${logical} resolves to ${target}, outside the jail` };
-      const mount = mounts.get(target);
-      const name = g.host.slice(g.host.lastIndexOf('/') + 1);
-      const kind = fileKind(g);
-      files.push({
-        host: g.host,
-        target,
-        dir: g.dir,
-        hostDevIno: g.devIno,
-        mode: g.mode,
-        targetKind: g.targetKind,
-        bound: g.targetSame,
-        emptyPlaceholder: g.targetKind === 'file' && g.targetEmpty && !g.targetSame,
-        mounted: mount !== undefined,
-        readOnly: mount?.options.includes('ro') ?? false,
-        // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
-        cached: kind === 'lib' || kind === 'lib32' ? (scan.links.get(name) ?? []).some((l) => scan.cached.has(l)) : undefined,
-      });
-    }
-    files.sort((a, b) => (a.target < b.target ? -1 : a.target > b.target ? 1 : 0));
-    return { ...base, files };
-  };
-
   /** This host's libnvidia-ml, when bound: after a cache refresh, the jail's libnvidia-ml.so.1 must be it. */
   const nvml = (f: GpuFacts) =>
     f.files.find((g) => /^libnvidia-ml\.so\.\d/.test(g.host.slice(g.host.lastIndexOf('/') + 1)) && fileKind(g) === 'lib');
-  /** The data of the changes to files of the set that do one of `what`. */
-  const decided = (changes: readonly Change<GpuChange | FileWrite>[], what: readonly GpuFileChange['do'][]): GpuFileChange[] =>
-    changes.flatMap((c) => (c.data && 'file' in c.data && what.includes(c.data.do) ? [c.data] : []));
 
   return {
     ...common('gpu-binds', `gpu-binds:${jail}`, o),
     verifiable: true,
     readsSharedState: true, // the shared jail tree's placeholders
     files: [fstab],
-    probe: () => [part, mountTableProbe(`${jail}/`), fstab.probe()],
-    parse(out) {
-      const [own, table, fstabAnswer] = out.parts;
-      if (out.parts.length !== 3 || typeof own !== 'string' || typeof table !== 'string') {
-        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      }
-      return readFacts(own, table, fileFacts(fstabAnswer));
-    },
+    ...probed(
+      () => ({ own: part, table: mountTableProbe(`${jail}/`), fstab: fstab.probe() }),
+      (a) => readGpuFacts(jail, caps, a.own, a.table, fileFacts(a.fstab)),
+    ),
     diff(f): Change<GpuChange | FileWrite>[] {
       if (f.problem) throw new Refusal(`GPU binds: ${f.problem}`);
       const changes: Change<GpuChange | FileWrite>[] = [];
@@ -194,50 +146,109 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
         });
       return changes;
     },
-    apply(f, changes): Step[] {
-      const steps: Step[] = [];
-      const placeholders = decided(changes, ['placeholder', 'mark']);
-      if (placeholders.length) {
-        // Placeholders live on the shared FS: created (or given the marker) once, under the
-        // cross-node lock, re-checked under it; never written while something is bound there.
-        const body = placeholders
-          .map(({ do: what, file: g }) => {
-            const t = shq(g.target);
-            if (g.dir) return `[ -e ${t} ] || mkdir -p -- ${t}`;
-            if (what === 'placeholder') return placeholderScript(g.target, `--reference=${shq(g.host)}`);
-            return `if [ -f ${t} ] && [ ! -s ${t} ] && ! [ ${t} -ef ${shq(g.host)} ]; then printf %s ${shq(PLACEHOLDER_MARKER)} > ${t}; fi`;
-          })
-          .join('\n');
-        steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
-      }
-      const binds = decided(changes, ['bind', 'remount']);
-      if (binds.length) {
-        steps.push({
-          name: 'GPU binds',
-          script: binds
-            .map(({ do: what, file: g }) => {
-              const t = shq(g.target);
-              const bind = what === 'bind' ? `mount --bind -- ${shq(g.host)} ${t}\n` : '';
-              return g.dir ? bind || ':' : `${bind}mount -o remount,bind,ro ${t}`;
-            })
-            .join('\n'),
-        });
-      }
-      steps.push(...fstab.steps(changes));
-      const cache = changes.find((c) => c.data && 'do' in c.data && c.data.do === 'cache')?.data as GpuCacheChange | undefined;
-      if (cache) {
-        // A candidate cache replaces the shared one (atomic rename) only if it differs; then the
-        // NVML soname must lead to this host's driver (Soperator's ensure_nvml_soname, stricter).
-        const so1 = `${jail}${f.libDir}/libnvidia-ml.so.1`;
-        const check = cache.nvml
-          ? `\nif ! [ ${shq(so1)} -ef ${shq(cache.nvml)} ]; then printf '%s %s, %s\\n' ${shq(`after refreshing ${jail}/etc/ld.so.cache, ${so1} resolves to`)} "$(readlink -f ${shq(so1)} || echo nothing)" ${shq(`not this host's driver file ${cache.nvml}`)} >&2; exit 6; fi`
-          : '';
-        const body = `J=${shq(jail)}
+    apply: (f, changes) => gpuBindSteps(jail, timeout, f, changes, fstab),
+  };
+}
+
+/** A host's facts from its driver scan (own lines), the jail's mount table and its fstab. */
+function readGpuFacts(jail: string, caps: readonly GpuCap[], own: string, table: string, fstabFacts: FileFacts): GpuFacts {
+  const scan = readDriverScan(own);
+  const set = driverFileSet(scan, caps);
+  const base: Omit<GpuFacts, 'files'> = {
+    fstab: fstabFacts,
+    source: driverSource(scan),
+    version: set.version,
+    versionFrom: set.versionFrom,
+    libDir: scan.libDir,
+    problem: set.problem,
+  };
+  // The mount table only matters for driver files found (most hosts without GPUs have none).
+  const mounts = set.files.length ? parseMountTable(table) : new Map<string, never>();
+  const realJail = scan.jailReal ?? jail;
+  const files: GpuFile[] = [];
+  for (const g of set.files) {
+    const logical = `${jail}${g.target}`;
+    const dir = logical.slice(0, logical.lastIndexOf('/'));
+    const target = `${scan.realDirs.get(dir) ?? dir}${logical.slice(dir.length)}`;
+    if (!target.startsWith(`${realJail}/`)) return { ...base, files: [], problem: `${logical} resolves to ${target}, outside the jail` };
+    const mount = mounts.get(target);
+    const name = g.host.slice(g.host.lastIndexOf('/') + 1);
+    const kind = fileKind(g);
+    files.push({
+      host: g.host,
+      target,
+      dir: g.dir,
+      hostDevIno: g.devIno,
+      mode: g.mode,
+      targetKind: g.targetKind,
+      bound: g.targetSame,
+      emptyPlaceholder: g.targetKind === 'file' && g.targetEmpty && !g.targetSame,
+      mounted: mount !== undefined,
+      readOnly: mount?.options.includes('ro') ?? false,
+      // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
+      cached: kind === 'lib' || kind === 'lib32' ? (scan.links.get(name) ?? []).some((l) => scan.cached.has(l)) : undefined,
+    });
+  }
+  files.sort((a, b) => (a.target < b.target ? -1 : a.target > b.target ? 1 : 0));
+  return { ...base, files };
+}
+
+/** The data of the changes to files of the set that do one of `what`. */
+const decided = (changes: readonly Change<GpuChange | FileWrite>[], what: readonly GpuFileChange['do'][]): GpuFileChange[] =>
+  changes.flatMap((c) => (c.data && 'file' in c.data && what.includes(c.data.do) ? [c.data] : []));
+
+/**
+ * The steps of the decided changes: placeholders under the jail's lock, the binds, fstab, and the
+ * jail's ld.so.cache under its ldconfig lock.
+ */
+function gpuBindSteps(
+  jail: string,
+  timeout: number,
+  f: GpuFacts,
+  changes: readonly Change<GpuChange | FileWrite>[],
+  fstab: ManagedFile<GpuFacts>,
+): Step[] {
+  const steps: Step[] = [];
+  const placeholders = decided(changes, ['placeholder', 'mark']);
+  if (placeholders.length) {
+    // Placeholders live on the shared FS: created (or given the marker) once, under the
+    // cross-node lock, re-checked under it; never written while something is bound there.
+    const body = placeholders
+      .map(({ do: what, file: g }) => {
+        const t = shq(g.target);
+        if (g.dir) return `[ -e ${t} ] || mkdir -p -- ${t}`;
+        if (what === 'placeholder') return placeholderScript(g.target, `--reference=${shq(g.host)}`);
+        return `if [ -f ${t} ] && [ ! -s ${t} ] && ! [ ${t} -ef ${shq(g.host)} ]; then printf %s ${shq(PLACEHOLDER_MARKER)} > ${t}; fi`;
+      })
+      .join('\n');
+    steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
+  }
+  const binds = decided(changes, ['bind', 'remount']);
+  if (binds.length) {
+    steps.push({
+      name: 'GPU binds',
+      script: binds
+        .map(({ do: what, file: g }) => {
+          const t = shq(g.target);
+          const bind = what === 'bind' ? `mount --bind -- ${shq(g.host)} ${t}\n` : '';
+          return g.dir ? bind || ':' : `${bind}mount -o remount,bind,ro ${t}`;
+        })
+        .join('\n'),
+    });
+  }
+  steps.push(...fstab.steps(changes));
+  const cache = changes.map((c) => c.data).find((d): d is GpuCacheChange => d !== undefined && 'do' in d && d.do === 'cache');
+  if (cache) {
+    // A candidate cache replaces the shared one (atomic rename) only if it differs; then the
+    // NVML soname must lead to this host's driver (Soperator's ensure_nvml_soname, stricter).
+    const so1 = `${jail}${f.libDir}/libnvidia-ml.so.1`;
+    const check = cache.nvml
+      ? `\nif ! [ ${shq(so1)} -ef ${shq(cache.nvml)} ]; then printf '%s %s, %s\\n' ${shq(`after refreshing ${jail}/etc/ld.so.cache, ${so1} resolves to`)} "$(readlink -f ${shq(so1)} || echo nothing)" ${shq(`not this host's driver file ${cache.nvml}`)} >&2; exit 6; fi`
+      : '';
+    const body = `J=${shq(jail)}
 chroot "$J" /sbin/ldconfig -C /etc/ld.so.cache.racksmith-new
 if cmp -s "$J/etc/ld.so.cache.racksmith-new" "$J/etc/ld.so.cache"; then rm -f "$J/etc/ld.so.cache.racksmith-new"; else mv -f "$J/etc/ld.so.cache.racksmith-new" "$J/etc/ld.so.cache"; fi${check}`;
-        steps.push({ name: 'jail ld.so.cache', script: underJailLock(jail, 'ldconfig', timeout, body) });
-      }
-      return steps;
-    },
-  };
+    steps.push({ name: 'jail ld.so.cache', script: underJailLock(jail, 'ldconfig', timeout, body) });
+  }
+  return steps;
 }

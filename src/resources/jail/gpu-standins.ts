@@ -1,10 +1,10 @@
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
-import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
 import { mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
 import { fileKind } from './gpu-files.ts';
 import { standinLibrary, STANDIN_ARCHES } from './elf-standin.ts';
@@ -95,51 +95,28 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
     return editBlock(contentText(f.fstab), block, MARKER, all.length ? 'present' : 'absent');
   };
 
-  const readOwn = (own: string) => {
-    const f = { arch: '', libDir: '', realLibDir: '', placeholders: new Map<string, number>(), bound: new Set<string>() };
-    for (const line of own.split('\n')) {
-      const t = line.split('\t');
-      if (t[0] === 'sti-ph' && t.length === 3) f.placeholders.set(t[1], Number(t[2]));
-      else if (t[0] === 'sti-bound' && t.length === 2) f.bound.add(t[1]);
-      else if (line.startsWith('sti-arch=')) f.arch = line.slice(9);
-      else if (line.startsWith('sti-libdir=')) f.libDir = line.slice(11);
-      else if (line.startsWith('sti-real=')) f.realLibDir = line.slice(9);
-    }
-    f.realLibDir ||= `${jail}${f.libDir}`;
-    return f;
-  };
-
   return {
     ...common('gpu-standins', `gpu-standins:${jail}`, o),
     verifiable: true,
     fleet: jailFleetKey(o.jailId),
     readsSharedState: true, // the shared jail tree
     files: [standin, fstab],
-    probe() {
-      const body = `J=${shq(jail)}; S=${shq(standinPath)}
-a=$(uname -m); echo "sti-arch=$a"
-L=${libDir ? shq(libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "sti-libdir=$L"
-if [ -d "$J$L" ]; then
-  if cd -P -- "$J$L" 2>/dev/null; then echo "sti-real=$PWD"; fi; cd /
-  if [ -f "$S" ]; then find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' \\( -samefile "$S" -printf 'sti-bound\\t%f\\n' -o -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' \\) 2>/dev/null
-  else find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' 2>/dev/null; fi
-fi`;
-      return [inline(body), standin.probe(), mountTableProbe(`${jail}/`), fstab.probe()];
-    },
-    parse(out) {
-      const [own, standinAnswer, table, fstabAnswer] = out.parts;
-      if (out.parts.length !== 4 || typeof own !== 'string' || typeof table !== 'string') {
-        throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      }
-      return {
+    ...probed(
+      () => ({
+        own: inline(standinProbe(jail, standinPath, libDir)),
+        standin: standin.probe(),
+        table: mountTableProbe(`${jail}/`),
+        fstab: fstab.probe(),
+      }),
+      (a): StandinFacts => ({
         role: 'cpu',
-        ...readOwn(own),
-        mounts: parseMountTable(table),
-        standin: fileFacts(standinAnswer),
-        fstab: fileFacts(fstabAnswer),
+        ...readStandinLines(jail, a.own),
+        mounts: parseMountTable(a.table),
+        standin: fileFacts(a.standin),
+        fstab: fileFacts(a.fstab),
         fleetLibs: new Map(),
-      };
-    },
+      }),
+    ),
     useFleet(f, fleet) {
       const fleetLibs = new Map<string, string>();
       for (const facts of fleet.values()) {
@@ -181,30 +158,69 @@ fi`;
       );
       return changes;
     },
-    apply(_, changes): Step[] {
-      const steps: Step[] = [...standin.steps(changes)];
-      const decided = (what: StandinChange['do']) =>
-        changes.flatMap((c) => (c.data && 'do' in c.data && c.data.do === what ? [c.data] : []));
-      const create = decided('placeholder');
-      if (create.length) {
-        const body = create.map((c) => placeholderScript(c.target, shq(c.mode ?? '644'))).join('\n');
-        steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
-      }
-      const S = shq(standinPath);
-      const binds = [
-        ...decided('bind').map((c) => {
-          const t = shq(c.target);
-          // Only over a placeholder (or a stale bind): a real library at a GPU target is left alone, and this host fails.
-          const guard = c.overMount
-            ? ''
-            : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
-          return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
-        }),
-        ...decided('remount').map((c) => `mount -o remount,bind,ro ${shq(c.target)}`),
-      ];
-      if (binds.length) steps.push({ name: 'GPU stand-in binds', script: binds.join('\n') });
-      steps.push(...fstab.steps(changes));
-      return steps;
-    },
+    apply: (_, changes) => standinSteps(jail, standinPath, timeout, changes, standin, fstab),
   };
+}
+
+/** The probe's own lines: the architecture, the library directory (and its physical path), placeholders and bound stand-ins. */
+function readStandinLines(jail: string, own: string) {
+  const f = { arch: '', libDir: '', realLibDir: '', placeholders: new Map<string, number>(), bound: new Set<string>() };
+  for (const line of own.split('\n')) {
+    const t = line.split('\t');
+    if (t[0] === 'sti-ph' && t.length === 3) f.placeholders.set(t[1], Number(t[2]));
+    else if (t[0] === 'sti-bound' && t.length === 2) f.bound.add(t[1]);
+    else if (line.startsWith('sti-arch=')) f.arch = line.slice(9);
+    else if (line.startsWith('sti-libdir=')) f.libDir = line.slice(11);
+    else if (line.startsWith('sti-real=')) f.realLibDir = line.slice(9);
+  }
+  f.realLibDir ||= `${jail}${f.libDir}`;
+  return f;
+}
+
+/**
+ * Shell that prints this host's architecture, the jail's library directory for it (and its
+ * physical path), the placeholders in it and the names bound to the stand-in already.
+ */
+function standinProbe(jail: string, standinPath: string, libDir: string | undefined): string {
+  return `J=${shq(jail)}; S=${shq(standinPath)}
+a=$(uname -m); echo "sti-arch=$a"
+L=${libDir ? shq(libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "sti-libdir=$L"
+if [ -d "$J$L" ]; then
+  if cd -P -- "$J$L" 2>/dev/null; then echo "sti-real=$PWD"; fi; cd /
+  if [ -f "$S" ]; then find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' \\( -samefile "$S" -printf 'sti-bound\\t%f\\n' -o -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' \\) 2>/dev/null
+  else find "$J$L" -maxdepth 1 -type f -name 'lib*.so.*' -size -${PLACEHOLDER_MAX_BYTES}c -printf 'sti-ph\\t%f\\t%s\\n' 2>/dev/null; fi
+fi`;
+}
+
+/** The steps of the decided changes: the stand-in, missing placeholders under the jail's lock, the binds, fstab. */
+function standinSteps(
+  jail: string,
+  standinPath: string,
+  timeout: number,
+  changes: readonly Change<StandinChange | FileWrite>[],
+  standin: ManagedFile<StandinFacts>,
+  fstab: ManagedFile<StandinFacts>,
+): Step[] {
+  const steps: Step[] = [...standin.steps(changes)];
+  const decided = (what: StandinChange['do']) => changes.flatMap((c) => (c.data && 'do' in c.data && c.data.do === what ? [c.data] : []));
+  const create = decided('placeholder');
+  if (create.length) {
+    const body = create.map((c) => placeholderScript(c.target, shq(c.mode ?? '644'))).join('\n');
+    steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
+  }
+  const S = shq(standinPath);
+  const binds = [
+    ...decided('bind').map((c) => {
+      const t = shq(c.target);
+      // Only over a placeholder (or a stale bind): a real library at a GPU target is left alone, and this host fails.
+      const guard = c.overMount
+        ? ''
+        : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
+      return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
+    }),
+    ...decided('remount').map((c) => `mount -o remount,bind,ro ${shq(c.target)}`),
+  ];
+  if (binds.length) steps.push({ name: 'GPU stand-in binds', script: binds.join('\n') });
+  steps.push(...fstab.steps(changes));
+  return steps;
 }

@@ -6,7 +6,7 @@
 import { posix } from 'node:path';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
@@ -278,19 +278,18 @@ export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFac
     ...common('nm-unmanaged', `nm-unmanaged:${path}`, o),
     verifiable: true,
     files: [mf],
-    probe: () => [
-      inline(
-        [
-          `if command -v NetworkManager >/dev/null 2>&1 || [ -x /usr/sbin/NetworkManager ]; then echo nm=yes; else echo nm=no; fi`,
-          `if pidof NetworkManager >/dev/null 2>&1; then echo running=yes; else echo running=no; fi`,
-        ].join('\n'),
-      ),
-      mf.probe(),
-    ],
-    parse(out) {
-      const live = out.parts[0] as string;
-      return { installed: live.includes('nm=yes'), running: live.includes('running=yes'), file: fileFacts(out.parts[1]) };
-    },
+    ...probed(
+      () => ({
+        nm: inline(
+          [
+            `if command -v NetworkManager >/dev/null 2>&1 || [ -x /usr/sbin/NetworkManager ]; then echo nm=yes; else echo nm=no; fi`,
+            `if pidof NetworkManager >/dev/null 2>&1; then echo running=yes; else echo running=no; fi`,
+          ].join('\n'),
+        ),
+        file: mf.probe(),
+      }),
+      ({ nm, file }) => ({ installed: nm.includes('nm=yes'), running: nm.includes('running=yes'), file: fileFacts(file) }),
+    ),
     diff: (f) => (f.installed ? mf.changes(f, content) : []),
     apply(f, changes): Step[] {
       const steps = mf.steps(changes);

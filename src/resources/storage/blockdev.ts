@@ -7,7 +7,7 @@
  *  - diskMount: mount.ts for a disk given by path or by serial.
  * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
  */
-import { define, inline, type DefinePart, type ProbeBatch, type ProbePart } from '../../contract/probe.ts';
+import { define, inline, probed, type BatchPart, type DefinePart, type ProbeBatch, type Probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import {
@@ -30,7 +30,7 @@ import {
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
 import { escapeMountinfo } from '../core/mount-table.ts';
-import { common, ProbeError, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
@@ -138,7 +138,7 @@ export const PARTITION_OFFSETS = [17408, 24576, 32256, 32768, 65536, 1048576, 20
  * reads 21 regions per disk in the probe, in the storage play's probe and again in the guard
  * before mkfs; one perl (present on every Debian and Ubuntu host: perl-base is Essential) reads
  * them all, where dd takes one process per region (bench/README "Where the first run goes").
- * Both write the same bytes, which the same od | awk reads (test/unit/disk-sample.test.ts).
+ * Both write the same bytes, which the same od | awk reads (test/unit/resources/storage/disk-sample.test.ts).
  */
 const REGIONS_FN = `rs_regions() {
   rs_rf=$1; shift
@@ -481,25 +481,25 @@ export function diskProbe(spec: DiskSpec, o: ProbeOptions = {}): string {
 }
 
 /** diskProbe without the helpers' definitions (a probe part after diskHelpers()): one inline part per disk. */
-export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): ProbePart {
+export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): BatchPart {
   return inline(diskCall(spec, o));
 }
 
 /**
- * Probe parts for a disk and the other disks of its list: each part is some disk's own probe,
+ * A disk's probe and parse, with the other disks of its list: each part is some disk's own probe,
  * shared word for word with that disk's resources, so knowing which entries are the same disk
- * costs nothing on the host.
+ * costs nothing on the host. The facts are the disk's, with `sameAs` from the others' maj:min.
  */
-export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): ProbePart[] {
-  return [diskHelpers(), diskProbeBody(spec, o), ...others.map((x) => diskProbeBody(x, o))];
-}
-
-/** Facts of the first disk of `diskProbeParts` answers (one per disk), with `sameAs` from the others' maj:min. */
-export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
-  if (!parts.length || parts.some((p) => typeof p !== 'string')) throw new ProbeError('unexpected disk probe output');
-  const [self, ...others] = (parts as string[]).map((p) => parseDiskFacts(p));
-  if (!self.error) for (const x of others) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
-  return self;
+export function diskFactsProbe(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): Probed<DiskFacts> {
+  return probed(
+    () => ({ helpers: diskHelpers(), self: diskProbeBody(spec, o), others: others.map((x) => diskProbeBody(x, o)) }),
+    (answers) => {
+      const self = parseDiskFacts(answers.self);
+      if (!self.error)
+        for (const x of answers.others.map((p) => parseDiskFacts(p))) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
+      return self;
+    },
+  );
 }
 
 /**
@@ -521,13 +521,14 @@ const DISK_USERS_FN = `rs_disk_users() {
 }`;
 
 /**
- * Probe parts that tell, for a disk that may be mounted or carry XFS (whose probe leaves them
- * out), the count of the host's disks carrying each of its serials/WWNs and who else uses it
- * (`iddisks=`, `loop=`, `nsmount=`, ... as parseDiskFacts reads them): what a wipe must know.
+ * Probe parts (after diskHelpers()) that tell, for a disk that may be mounted or carry XFS (whose
+ * probe leaves them out), the count of the host's disks carrying each of its serials/WWNs and who
+ * else uses it (`iddisks=`, `loop=`, `nsmount=`, ... as parseDiskFacts reads them): what a wipe
+ * must know. Its answer: `users`.
  */
-export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): ProbePart[] {
+export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): { usersFn: DefinePart; users: BatchPart } {
   const how = spec.device !== undefined ? `device ${shq(spec.device)}` : `serial ${shq(spec.serial)}`;
-  return [diskHelpers(), define(DISK_USERS_FN), inline(`rs_disk_users ${shq(o.root ?? '')} ${how}`)];
+  return { usersFn: define(DISK_USERS_FN), users: inline(`rs_disk_users ${shq(o.root ?? '')} ${how}`) };
 }
 
 /** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
@@ -619,8 +620,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> 
   return {
     ...common('xfs-format', `disk:${o.name}`, o),
     verifiable: true,
-    probe: () => diskProbeParts(o.spec, o.others),
-    parse: (out) => parseDiskParts(out.parts),
+    ...diskFactsProbe(o.spec, o.others),
     diff(f) {
       const plan = planFormat(f, { allow, mountpoint: o.mountpoint, alsoAt: o.alsoAt });
       return plan.action === 'keep' ? [] : [{ summary: plan.summary, data: plan }];
@@ -674,8 +674,7 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts, IoChange> {
     ...common('io-tuning', `io:${o.name}`, o),
     verifiable: true,
     // The full disk probe, word for word the disk resource's: the engine runs it once for both.
-    probe: () => diskProbeParts(o.spec),
-    parse: (out) => parseDiskParts(out.parts),
+    ...diskFactsProbe(o.spec),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
     apply(f, changes): Step[] {
       const t = changes[0].data!.target;

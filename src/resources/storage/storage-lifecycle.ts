@@ -11,7 +11,7 @@
  *  - aisStatePurge: the AIS node state (/etc/ais/.ais.*) once every data disk was wiped.
  * Decisions live in storage-lifecycle-logic.ts.
  */
-import { inline, type ProbePart } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { parseDiskFacts, type DiskFacts } from './blockdev-logic.ts';
@@ -45,7 +45,7 @@ import {
   type RecordDisk,
   type XfsMount,
 } from './storage-lifecycle-logic.ts';
-import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 const recordFile = <F>(path: string, get: (f: F) => FileFacts, set: (f: F, file: FileFacts) => F) =>
   managedFile<F>({ path, get, set, mode: '644', owner: 0, group: 0, stepName: `record in ${path}` });
@@ -101,12 +101,10 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
     verifiable: true,
     files: [mf],
     // The disks' parts are their format resources' probes word for word: they run once per script.
-    probe: () => [mf.probe(), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
-    parse(out): RecordLineFacts {
-      const [file, ...disks] = out.parts;
-      if (disks.length !== o.disks.length) throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      return { file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p as string)) };
-    },
+    ...probed(
+      () => ({ file: mf.probe(), helpers: diskHelpers(), disks: o.disks.map((d) => diskProbeBody(d.spec)) }),
+      ({ file, disks }): RecordLineFacts => ({ file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p)) }),
+    ),
     diff(f) {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
       const record = parseRecord(f.file.type === 'file' ? contentText(f.file) : undefined, path);
@@ -237,12 +235,10 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
     ...common('storage-prune', `storage-prune:${path}`, o),
     verifiable: true,
     files: [rec, fstab],
-    probe: () => [rec.probe(), fstab.probe(), xfsMountsProbe([...keep])],
-    parse(out): PruneFacts {
-      const [record, tab, xfs] = out.parts;
-      if (typeof xfs !== 'string') throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      return { record: fileFacts(record), fstab: fileFacts(tab), xfs: parseXfsMounts(xfs) };
-    },
+    ...probed(
+      () => ({ record: rec.probe(), fstab: fstab.probe(), xfs: xfsMountsProbe([...keep]) }),
+      (a): PruneFacts => ({ record: fileFacts(a.record), fstab: fileFacts(a.fstab), xfs: parseXfsMounts(a.xfs) }),
+    ),
     diff(f) {
       if (f.record.type !== 'file') return []; // nothing recorded: nothing of racksmith's to prune
       const record = parseRecord(contentText(f.record), path);
@@ -339,17 +335,25 @@ export function diskDecommission(o: DiskDecommissionOptions): Resource<Decommiss
     (f, file) => ({ ...f, fstab: file }),
     `remove the lines of decommissioned ${o.name}`,
   );
-  const disk: ProbePart[] = [diskHelpers(), diskProbeBody(o.spec)];
   return {
     ...common('disk-decommission', `decommission:${o.name}`, o),
     verifiable: true,
     files: [rec, fstab],
-    probe: () => [rec.probe(), fstab.probe(), ...disk, ...(wipe.length ? diskUsersParts(o.spec).slice(1) : [])],
-    parse(out): DecommissionFacts {
-      const [record, tab, d, ids] = out.parts as [unknown, unknown, unknown, unknown];
-      if (typeof d !== 'string') throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      return { record: fileFacts(record), fstab: fileFacts(tab), disk: parseDiskFacts(typeof ids === 'string' ? `${d}\n${ids}` : d) };
-    },
+    ...probed(
+      // A wipe also asks who else uses the disk (its users' lines follow the disk's own).
+      () => ({
+        record: rec.probe(),
+        fstab: fstab.probe(),
+        helpers: diskHelpers(),
+        disk: diskProbeBody(o.spec),
+        ...(wipe.length ? diskUsersParts(o.spec) : { users: undefined }),
+      }),
+      (a): DecommissionFacts => ({
+        record: fileFacts(a.record),
+        fstab: fileFacts(a.fstab),
+        disk: parseDiskFacts(a.users === undefined ? a.disk : `${a.disk}\n${a.users}`),
+      }),
+    ),
     diff(f) {
       const record = f.record.type === 'file' ? parseRecord(contentText(f.record), path) : [];
       const fstabText = f.fstab.type === 'file' ? contentText(f.fstab) : '';
@@ -433,11 +437,10 @@ export function aisStatePurge(o: AisStatePurgeOptions = {}): Resource<string[], 
   return {
     ...common('ais-state-purge', `ais-state-purge:${dir}`, o),
     verifiable: true,
-    probe: () => [inline(`for p in ${shq(dir)}/.ais.*; do [ -e "$p" ] && printf '%s\\n' "\${p##*/}"; done; :`)],
-    parse: (out) =>
-      String(out.parts[0] ?? '')
-        .split('\n')
-        .filter(Boolean),
+    ...probed(
+      () => ({ names: inline(`for p in ${shq(dir)}/.ais.*; do [ -e "$p" ] && printf '%s\\n' "\${p##*/}"; done; :`) }),
+      ({ names }) => names.split('\n').filter(Boolean),
+    ),
     diff: (files) => (files.length ? [{ summary: `remove the AIS node state ${dir}/{${files.join(',')}}`, data: 'purge' }] : []),
     apply: () => [{ name: `remove ${dir}/.ais.*`, script: `rm -rf -- ${shq(dir)}/.ais.*` }],
   };

@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 /**
  * The udev rule file that persists the data disks' I/O tuning across reboots and disk
  * re-plugs: one line per disk, matched by WWN/serial (or an explicit match), with the same
@@ -24,7 +25,7 @@ import {
 import { diskHelpers, diskProbeBody, type DiskSpec } from './blockdev.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
-import { common, ProbeError, Refusal, type CommonOptions, type Resource } from '../../contract/resource.ts';
+import { common, Refusal, type CommonOptions, type Resource } from '../../contract/resource.ts';
 
 export const IO_RULES_FILE = '/etc/udev/rules.d/60-racksmith-io.rules';
 
@@ -99,12 +100,10 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts, FileWr
     files: [mf],
     claims: [`file:${path}`],
     // The disks' parts are their own resources' probes word for word: they run once per script.
-    probe: () => [mf.probe(), diskHelpers(), ...o.disks.map((d) => diskProbeBody(d.spec))],
-    parse(out): IoUdevFacts {
-      const [file, ...disks] = out.parts;
-      if (disks.length !== o.disks.length) throw new ProbeError(`unexpected probe output: ${out.stdout.slice(0, 200)}`);
-      return { file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p as string)) };
-    },
+    ...probed(
+      () => ({ file: mf.probe(), helpers: diskHelpers(), disks: o.disks.map((d) => diskProbeBody(d.spec)) }),
+      ({ file, disks }): IoUdevFacts => ({ file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p)) }),
+    ),
     diff(f) {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
       const n = o.disks.length;

@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 /**
  * chronySources: the NTP servers and pools chronyd uses (ais-k8s ais_ntp, Kubespray), in a sources file of
  * its own (Debian's chrony.conf reads /etc/chrony/sources.d/*.sources). chrony.conf must read that
@@ -49,8 +50,10 @@ export function chronySources(o: ChronyOptions): Resource<ChronyFacts, FileWrite
     ...common('chrony', `chrony:${path}`, o),
     verifiable: true,
     files: [mf],
-    probe: () => [confFile.probe(), mf.probe()],
-    parse: (out) => ({ conf: fileFacts(out.parts[0]), sources: fileFacts(out.parts[1]) }),
+    ...probed(
+      () => ({ conf: confFile.probe(), sources: mf.probe() }),
+      ({ conf, sources }) => ({ conf: fileFacts(conf), sources: fileFacts(sources) }),
+    ),
     diff(f): Change<FileWrite>[] {
       if (f.conf.type !== 'file') throw new Refusal(`${conf} does not exist: is chrony installed?`);
       const reads = contentText(f.conf)

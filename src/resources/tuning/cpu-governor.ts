@@ -4,7 +4,7 @@
  * kernel has no cpufreq (VMs, containers, the test bed), the resource says "cpufreq: not
  * supported on this host".
  */
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { common, NotApplicable, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
@@ -63,8 +63,10 @@ export function cpuGovernor(o: CpuGovernorOptions): Resource<CpuGovernorFacts, s
     verifiable: true,
     files: [mf],
     claims: [`file:${path}`],
-    probe: () => [inline(PROBE), mf.probe()],
-    parse: (out) => ({ cpus: parseGovernors(out.parts[0] as string), rules: fileFacts(out.parts[1]) }),
+    ...probed(
+      () => ({ cpus: inline(PROBE), rules: mf.probe() }),
+      ({ cpus, rules }) => ({ cpus: parseGovernors(cpus), rules: fileFacts(rules) }),
+    ),
     diff(f): Change<string[] | FileWrite>[] {
       if (!f.cpus.length) throw new NotApplicable('cpufreq: not supported on this host (no /sys/devices/system/cpu/cpu*/cpufreq)');
       const lacking = f.cpus.filter((c) => c.available.length && !c.available.includes(o.governor));

@@ -1,6 +1,6 @@
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { common, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
@@ -37,15 +37,16 @@ export function kmod(o: KmodOptions): Resource<KmodFacts, FileWrite | string> {
     verifiable: true,
     files: [mf],
     claims: [`file:${path}`],
-    probe() {
-      // Loaded modules are in /sys/module (a builtin test); modules.builtin is read once, and
-      // only when some module is not there.
-      const checks = o.modules
-        .map((m) => `if [ -d /sys/module/${m.replace(/-/g, '_')} ]; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`)
-        .join('\n');
-      const names = [...new Set(o.modules.flatMap((m) => [m.replace(/-/g, '_'), m.replace(/_/g, '-')]))].join('|');
-      return [
-        inline(`rs_miss=
+    ...probed(
+      () => {
+        // Loaded modules are in /sys/module (a builtin test); modules.builtin is read once, and
+        // only when some module is not there.
+        const checks = o.modules
+          .map((m) => `if [ -d /sys/module/${m.replace(/-/g, '_')} ]; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`)
+          .join('\n');
+        const names = [...new Set(o.modules.flatMap((m) => [m.replace(/-/g, '_'), m.replace(/_/g, '-')]))].join('|');
+        return {
+          live: inline(`rs_miss=
 ${checks}
 if [ -n "$rs_miss" ]; then
   echo builtin:
@@ -53,21 +54,22 @@ if [ -n "$rs_miss" ]; then
   read -r rs_rel 2>/dev/null < /proc/sys/kernel/osrelease || rs_rel=$(uname -r)
   grep -E '/(${names})\\.ko' "/lib/modules/$rs_rel/modules.builtin" 2>/dev/null
 fi`),
-        mf.probe(),
-      ];
-    },
-    parse(out) {
-      const live = out.parts[0] as string;
-      const file = fileFacts(out.parts[1]);
-      const loaded: Record<string, boolean> = {};
-      const cut = live.indexOf('builtin:\n');
-      const builtin = new Set(cut < 0 ? [] : [...live.slice(cut).matchAll(/\/([A-Za-z0-9_-]+)\.ko/g)].map((x) => x[1].replace(/-/g, '_')));
-      for (const l of (cut < 0 ? live : live.slice(0, cut)).split('\n')) {
-        const [m, v] = l.split(' ');
-        if (m && v) loaded[m] = v === 'yes' || builtin.has(m.replace(/-/g, '_'));
-      }
-      return { file, loaded };
-    },
+          file: mf.probe(),
+        };
+      },
+      ({ live, file }) => {
+        const loaded: Record<string, boolean> = {};
+        const cut = live.indexOf('builtin:\n');
+        const builtin = new Set(
+          cut < 0 ? [] : [...live.slice(cut).matchAll(/\/([A-Za-z0-9_-]+)\.ko/g)].map((x) => x[1].replace(/-/g, '_')),
+        );
+        for (const l of (cut < 0 ? live : live.slice(0, cut)).split('\n')) {
+          const [m, v] = l.split(' ');
+          if (m && v) loaded[m] = v === 'yes' || builtin.has(m.replace(/-/g, '_'));
+        }
+        return { file: fileFacts(file), loaded };
+      },
+    ),
     diff(f) {
       const changes: Change<FileWrite | string>[] = mf.changes(f, content);
       // (a module to load: its name is the change's data)

@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 /**
  * kubeletConfig: keys merged into the kubelet's own config file (kubeadm's
  * /var/lib/kubelet/config.yaml, Kubespray's /etc/kubernetes/kubelet-config.yaml) without
@@ -116,8 +117,10 @@ export function kubeletConfig(o: KubeletConfigOptions): Resource<FileFacts, File
     ...common('kubelet-config', `kubelet-config:${path}`, o),
     verifiable: true,
     files: [mf],
-    probe: () => [mf.probe()],
-    parse: (out) => fileFacts(out.parts[0]),
+    ...probed(
+      () => ({ file: mf.probe() }),
+      ({ file }) => fileFacts(file),
+    ),
     diff(f): Change<FileWrite>[] {
       // the file racksmith looked at may not be the one this kubelet reads: say how to name that one
       const elsewhere = `; if the kubelet's config is elsewhere, set ${o.pathSetting ?? 'its path'} (Kubespray: /etc/kubernetes/kubelet-config.yaml)`;

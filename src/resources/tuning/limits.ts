@@ -1,6 +1,6 @@
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { common, type CommonOptions, type Resource } from '../../contract/resource.ts';
@@ -101,8 +101,10 @@ function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string
     verifiable: true,
     files: [mf],
     claims: [`file:${path}`, ...claims],
-    probe: () => [inline(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`), mf.probe()],
-    parse: (out) => ({ applicable: (out.parts[0] as string).includes('applicable=yes'), file: fileFacts(out.parts[1]) }),
+    ...probed(
+      () => ({ pam: inline(`if ${cond}; then echo applicable=yes; else echo applicable=no; fi`), file: mf.probe() }),
+      ({ pam, file }) => ({ applicable: pam.includes('applicable=yes'), file: fileFacts(file) }),
+    ),
     diff: (f) => (f.applicable ? mf.changes(f, spec.content) : []),
     apply: (_, changes) => mf.steps(changes),
   };

@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 /**
  * mtu: an interface's MTU (by name, MAC or driver), set live (`ip link`) and persisted through the
  * network stack the host actually uses, detected in this order: netplan (/etc/netplan/*.yaml),
@@ -227,13 +228,15 @@ export function mtu(o: MtuOptions): Resource<MtuFacts, MtuData> {
     ...common('mtu', `mtu:${selectorId(sel)}`, o),
     verifiable: true,
     files: [netplan, interfaces],
-    probe: () => [NIC_PROBE, STACK_PROBE, netplan.probe(), interfaces.probe()],
-    parse: (out) => ({
-      ...parseNics(out.parts[0] as string),
-      ...parseStack(out.parts[1] as string),
-      netplanFile: fileFacts(out.parts[2]),
-      interfaces: fileFacts(out.parts[3]),
-    }),
+    ...probed(
+      () => ({ nics: NIC_PROBE, stack: STACK_PROBE, netplanFile: netplan.probe(), interfaces: interfaces.probe() }),
+      (a) => ({
+        ...parseNics(a.nics),
+        ...parseStack(a.stack),
+        netplanFile: fileFacts(a.netplanFile),
+        interfaces: fileFacts(a.interfaces),
+      }),
+    ),
     diff(f) {
       const nics = selectNics(f.nics, sel);
       if (!nics.length) throw new NotApplicable(`no interface matches ${selectorText(sel)}`);

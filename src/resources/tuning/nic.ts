@@ -1,3 +1,4 @@
+import { probed } from '../../contract/probe.ts';
 /**
  * Network interfaces as resources see them: the NIC probe (one plain part, shared word for word by
  * every NIC resource of a script: it runs once), selectors by name, MAC or driver (as ais-k8s
@@ -228,8 +229,10 @@ export function nicQueues(o: NicQueuesOptions): Resource<NicQueuesFacts, QueueDa
     verifiable: true,
     files: [mf],
     claims: [`file:${rulesFile}`],
-    probe: () => [NIC_PROBE, mf.probe()],
-    parse: (out) => ({ ...parseNics(out.parts[0] as string), rules: fileFacts(out.parts[1]) }),
+    ...probed(
+      () => ({ nics: NIC_PROBE, rules: mf.probe() }),
+      ({ nics, rules }) => ({ ...parseNics(nics), rules: fileFacts(rules) }),
+    ),
     diff(f) {
       if (!f.ethtool) throw new Refusal('ethtool is not installed (install_packages installs it)');
       const nics = selectNics(f.nics, sel);

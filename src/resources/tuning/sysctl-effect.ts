@@ -10,7 +10,7 @@
  * file names are removed.
  */
 import { posix } from 'node:path';
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
@@ -210,13 +210,18 @@ export function sysctlEffect(o: SysctlEffectOptions): Resource<SysctlEffectFacts
   return {
     ...common('sysctl-effect', `sysctl-effect:${o.name}`, o),
     verifiable: true,
-    probe: () => [inline(MEMORY_PROBE), ...liveKeys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), PROBE],
-    parse: (out) => ({
-      // parts: the memory line, each floored key's live value, the listing
-      memory: parseMemory(out.parts[0] as string),
-      live: Object.fromEntries(liveKeys.map((k, i) => [k, out.parts[1 + i] as string | null])),
-      files: parseEffectProbe(out.parts[1 + liveKeys.length] as string),
-    }),
+    ...probed(
+      () => ({
+        memory: inline(MEMORY_PROBE),
+        live: liveKeys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), // each floored key's live value
+        files: PROBE,
+      }),
+      ({ memory, live, files }) => ({
+        memory: parseMemory(memory),
+        live: Object.fromEntries(liveKeys.map((k, i) => [k, live[i] ?? null])),
+        files: parseEffectProbe(files),
+      }),
+    ),
     diff(f) {
       const managed = o.managed.map((m) => {
         const want = Object.fromEntries(

@@ -1,4 +1,4 @@
-import { inline, type ProbeBatch } from '../../contract/probe.ts';
+import { inline, probed, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
@@ -141,14 +141,14 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
     files: [mf],
     // A key set in two files flips at every run, and the boot order decides which value wins.
     claims: [`file:${path}`, ...keys.map((k) => `sysctl:${k}`)],
-    probe: () => [inline(MEMORY_PROBE), ...keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), mf.probe()],
-    parse(out) {
-      // parts: the memory line, each key's live value, the file
-      const memory = parseMemory(out.parts[0] as string);
-      const live: Record<string, string | null> = {};
-      keys.forEach((k, i) => (live[k] = out.parts[1 + i] as string | null));
-      return { file: fileFacts(out.parts[1 + keys.length]), live, memory };
-    },
+    ...probed(
+      () => ({ memory: inline(MEMORY_PROBE), live: keys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), file: mf.probe() }),
+      (answers) => {
+        const live: Record<string, string | null> = {};
+        keys.forEach((k, i) => (live[k] = answers.live[i]));
+        return { file: fileFacts(answers.file), live, memory: parseMemory(answers.memory) };
+      },
+    ),
     diff(f) {
       const floored = applyFloors(neverLower, desired(f.memory), f.live);
       const want = floored.values;

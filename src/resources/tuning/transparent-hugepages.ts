@@ -7,7 +7,7 @@
  * (no unit to enable, no daemon-reload), and the kernel command line would need a boot loader
  * change and a reboot to take effect.
  */
-import { inline } from '../../contract/probe.ts';
+import { inline, probed } from '../../contract/probe.ts';
 import { common, NotApplicable, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
@@ -94,8 +94,10 @@ export function transparentHugepages(o: TransparentHugepagesOptions): Resource<T
     verifiable: true,
     files: [mf],
     claims: [`file:${path}`, ...knobs.map((k) => `sysfs:${THP_DIR}/${k}`)],
-    probe: () => [inline(PROBE), mf.probe()],
-    parse: (out) => ({ knobs: parseThpProbe(out.parts[0] as string), file: fileFacts(out.parts[1]) }),
+    ...probed(
+      () => ({ knobs: inline(PROBE), file: mf.probe() }),
+      ({ knobs, file }) => ({ knobs: parseThpProbe(knobs), file: fileFacts(file) }),
+    ),
     diff(f): Change<ThpData>[] {
       const missing = knobs.filter((k) => !f.knobs[k]);
       if (missing.length)

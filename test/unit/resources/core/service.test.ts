@@ -5,10 +5,10 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NotApplicable } from '../../src/contract/resource.ts';
-import { textOutput } from '../../src/contract/probe.ts';
-import { KUBELET_HEALTHZ, pollScript, restartHandler } from '../../src/resources/core/service.ts';
-import { InputError } from '../../src/util/errors.ts';
+import { NotApplicable } from '../../../../src/contract/resource.ts';
+import { textOutput } from '../../../../src/contract/probe.ts';
+import { KUBELET_HEALTHZ, pollScript, restartHandler } from '../../../../src/resources/core/service.ts';
+import { InputError } from '../../../../src/util/errors.ts';
 
 describe('restartHandler', () => {
   const h = restartHandler({ service: 'kubelet', healthUrl: KUBELET_HEALTHZ });

@@ -3,10 +3,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { ProbeSet, standaloneProbe } from '../../src/engine/probe-set.ts';
-import { buildScript, splitOutput, type Section } from '../../src/engine/script.ts';
-import { fileWith } from './facts.ts';
+import { scriptAsStdin } from '../../../../src/connection/transport.ts';
+import { ProbeSet, standaloneProbe } from '../../../../src/engine/probe-set.ts';
+import { buildScript, splitOutput, type Section } from '../../../../src/engine/script.ts';
+import { fileWith } from '../../facts.ts';
 import {
   entryCount,
   findEntry,
@@ -17,11 +17,11 @@ import {
   parseEntry,
   removeEntry,
   setEntry,
-} from '../../src/resources/core/fstab.ts';
-import { mount, type MountFacts } from '../../src/resources/core/mount.ts';
-import { gpuBinds } from '../../src/resources/jail/gpu-binds.ts';
-import { gpuStandins } from '../../src/resources/jail/gpu-standins.ts';
-import { Refusal, type Resource } from '../../src/contract/resource.ts';
+} from '../../../../src/resources/core/fstab.ts';
+import { mount, type MountFacts } from '../../../../src/resources/core/mount.ts';
+import { gpuBinds } from '../../../../src/resources/jail/gpu-binds.ts';
+import { gpuStandins } from '../../../../src/resources/jail/gpu-standins.ts';
+import { Refusal, type Resource } from '../../../../src/contract/resource.ts';
 
 describe('fstab text', () => {
   it.each([

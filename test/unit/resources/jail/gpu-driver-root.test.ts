@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gpuProbePart, gpuProbeSettings } from '../../src/resources/jail/gpu-driver.ts';
-import { driverSource } from '../../src/resources/jail/gpu-binds.ts';
-import { shq } from '../../src/shell/quote.ts';
+import { gpuProbePart, gpuProbeSettings } from '../../../../src/resources/jail/gpu-driver.ts';
+import { driverSource } from '../../../../src/resources/jail/gpu-binds.ts';
+import { shq } from '../../../../src/shell/quote.ts';
 import {
   DEFAULT_GPU_CAPS,
   DEFAULT_GPU_PATTERNS,
@@ -19,8 +19,8 @@ import {
   readDriverScan,
   type DriverScan,
   type ScannedFile,
-} from '../../src/resources/jail/gpu-files.ts';
-import { driverScan as scan, LIB, scannedFile as file } from '../support/gpu-scan.ts';
+} from '../../../../src/resources/jail/gpu-files.ts';
+import { driverScan as scan, LIB, scannedFile as file } from '../../../support/gpu-scan.ts';
 
 const OP = OPERATOR_DRIVER_ROOT;
 const V = '550.54.15';

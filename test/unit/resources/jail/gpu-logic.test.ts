@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fileWith, absent } from './facts.ts';
-import { Refusal } from '../../src/contract/resource.ts';
+import { fileWith, absent } from '../../facts.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
 import {
   DEFAULT_GPU_CAPS,
   driverDisagreement,
@@ -19,13 +19,13 @@ import {
   type DriverScan,
   type GpuCap,
   type ScannedFile,
-} from '../../src/resources/jail/gpu-files.ts';
-import { driverScan as scan, LIB, scannedFile as file } from '../support/gpu-scan.ts';
-import { gpuDriver, type GpuDriverFacts } from '../../src/resources/jail/gpu-driver.ts';
-import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../src/resources/jail/gpu-binds.ts';
-import { gpuStandins, type StandinFacts } from '../../src/resources/jail/gpu-standins.ts';
-import { standinLibrary } from '../../src/resources/jail/elf-standin.ts';
-import { underJailLock } from '../../src/resources/jail/jail-shared.ts';
+} from '../../../../src/resources/jail/gpu-files.ts';
+import { driverScan as scan, LIB, scannedFile as file } from '../../../support/gpu-scan.ts';
+import { gpuDriver, type GpuDriverFacts } from '../../../../src/resources/jail/gpu-driver.ts';
+import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../../../src/resources/jail/gpu-binds.ts';
+import { gpuStandins, type StandinFacts } from '../../../../src/resources/jail/gpu-standins.ts';
+import { standinLibrary } from '../../../../src/resources/jail/elf-standin.ts';
+import { underJailLock } from '../../../../src/resources/jail/jail-shared.ts';
 
 const V = '550.54.15';
 const OLD = '535.104.05';

@@ -2,10 +2,10 @@
 // transaction), NIC probe parsing and queue diffs (veth: rx/tx channels, no rings), MTU stack
 // detection, the ifupdown stanza edit, networkd's file choice and the unknown-stack refusal.
 import { describe, expect, it } from 'vitest';
-import { NotApplicable, Refusal } from '../../src/contract/resource.ts';
-import type { FileFacts } from '../../src/resources/core/file-common.ts';
-import { aptInstall, packages, parsePackages } from '../../src/resources/core/packages.ts';
-import { nicQueues, parseEthtoolCounts, parseNics, type NicFacts, type NicQueuesFacts } from '../../src/resources/tuning/nic.ts';
+import { NotApplicable, Refusal } from '../../../../src/contract/resource.ts';
+import type { FileFacts } from '../../../../src/resources/core/file-common.ts';
+import { aptInstall, packages, parsePackages } from '../../../../src/resources/core/packages.ts';
+import { nicQueues, parseEthtoolCounts, parseNics, type NicFacts, type NicQueuesFacts } from '../../../../src/resources/tuning/nic.ts';
 import {
   detectStack,
   editInterfaces,
@@ -15,11 +15,11 @@ import {
   renderNetplan,
   type MtuFacts,
   type NetworkdFile,
-} from '../../src/resources/tuning/mtu.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { cpuGovernor, cpuList, parseGovernors } from '../../src/resources/tuning/cpu-governor.ts';
-import { chronySources, renderSources } from '../../src/resources/tuning/chrony.ts';
-import { limits, renderContainerdDropin, renderLimitsFile, renderSystemdManager } from '../../src/resources/tuning/limits.ts';
+} from '../../../../src/resources/tuning/mtu.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { cpuGovernor, cpuList, parseGovernors } from '../../../../src/resources/tuning/cpu-governor.ts';
+import { chronySources, renderSources } from '../../../../src/resources/tuning/chrony.ts';
+import { limits, renderContainerdDropin, renderLimitsFile, renderSystemdManager } from '../../../../src/resources/tuning/limits.ts';
 
 describe('packages', () => {
   const r = packages({

@@ -1,13 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { standaloneProbe } from '../../src/engine/probe-set.ts';
-import { absent, fileWith } from './facts.ts';
-import { minFreeKbytes, tcpMem } from '../../src/profiles/sysctl-profiles.ts';
-import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath, SYSCTL_LIVE } from '../../src/resources/tuning/sysctl.ts';
-import { kmod } from '../../src/resources/tuning/kmod.ts';
-import { Refusal } from '../../src/contract/resource.ts';
-import { limits } from '../../src/resources/tuning/limits.ts';
+import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
+import { absent, fileWith } from '../../facts.ts';
+import { minFreeKbytes, tcpMem } from '../../../../src/profiles/sysctl-profiles.ts';
+import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath, SYSCTL_LIVE } from '../../../../src/resources/tuning/sysctl.ts';
+import { kmod } from '../../../../src/resources/tuning/kmod.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import { limits } from '../../../../src/resources/tuning/limits.ts';
 
 const GiB = 1024 * 1024; // in KiB
 

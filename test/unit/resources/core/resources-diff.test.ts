@@ -1,14 +1,14 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fileWith } from './facts.ts';
+import { fileWith } from '../../facts.ts';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyPatch } from 'diff';
 import { afterAll, describe, expect, it } from 'vitest';
-import { command } from '../../src/resources/core/command.ts';
-import { directory } from '../../src/resources/core/directory.ts';
-import { file } from '../../src/resources/core/file.ts';
+import { command } from '../../../../src/resources/core/command.ts';
+import { directory } from '../../../../src/resources/core/directory.ts';
+import { file } from '../../../../src/resources/core/file.ts';
 import {
   checkAbsolutePath,
   FILE_FACTS,
@@ -18,13 +18,13 @@ import {
   fileFacts,
   predictWrite,
   type FileFacts,
-} from '../../src/resources/core/file-common.ts';
-import { block, editBlock, editLine, line } from '../../src/resources/core/text-edit.ts';
-import { ProbeError, Refusal, type Change, type Resource } from '../../src/contract/resource.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { standaloneProbe } from '../../src/engine/probe-set.ts';
-import { textOutput } from '../../src/contract/probe.ts';
-import { Secret } from '../../src/util/secret.ts';
+} from '../../../../src/resources/core/file-common.ts';
+import { block, editBlock, editLine, line } from '../../../../src/resources/core/text-edit.ts';
+import { ProbeError, Refusal, type Change, type Resource } from '../../../../src/contract/resource.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
+import { textOutput } from '../../../../src/contract/probe.ts';
+import { Secret } from '../../../../src/util/secret.ts';
 
 // ---------------------------------------------------------------------------------------------
 // helpers

@@ -5,9 +5,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { namePrefilter } from '../../src/resources/jail/gpu-driver.ts';
-import { DEFAULT_GPU_PATTERNS } from '../../src/resources/jail/gpu-files.ts';
-import { shq } from '../../src/shell/quote.ts';
+import { namePrefilter } from '../../../../src/resources/jail/gpu-driver.ts';
+import { DEFAULT_GPU_PATTERNS } from '../../../../src/resources/jail/gpu-files.ts';
+import { shq } from '../../../../src/shell/quote.ts';
 
 let dir: string;
 beforeAll(() => {

@@ -3,12 +3,12 @@
 // CNI resources, and inventory validation (exit-3 errors at the variable's position).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { manifest } from '../kube-double/fixtures.ts';
-import { HostContext } from '../../src/contract/playbook.ts';
-import type { Host } from '../../src/inventory/model.ts';
-import { checkPoolAddress, cidrWithin, parseCidr, cidrText } from '../../src/kube/cidr.ts';
-import { diffName, displayName, identify, kubectlRef, parseObjects, printObjects, splitDocuments } from '../../src/kube/objects.ts';
-import { MANIFEST_PINS, findManifestPin } from '../../src/kube/pins.ts';
+import { manifest } from '../../../kube-double/fixtures.ts';
+import { HostContext } from '../../../../src/contract/playbook.ts';
+import type { Host } from '../../../../src/inventory/model.ts';
+import { checkPoolAddress, cidrWithin, parseCidr, cidrText } from '../../../../src/kube/cidr.ts';
+import { diffName, displayName, identify, kubectlRef, parseObjects, printObjects, splitDocuments } from '../../../../src/kube/objects.ts';
+import { MANIFEST_PINS, findManifestPin } from '../../../../src/kube/pins.ts';
 import {
   flannelNetConf,
   mirrorImage,
@@ -17,10 +17,10 @@ import {
   renderMetallbConfig,
   renderMetallbNative,
   rewriteImages,
-} from '../../src/kube/render.ts';
-import { crdSchemas, pruneSchema, schemaKey, validateCustomResource } from '../../src/kube/schema.ts';
-import { kubeSettings } from '../../src/plays/kube-settings.ts';
-import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../src/resources/kube/cni.ts';
+} from '../../../../src/kube/render.ts';
+import { crdSchemas, pruneSchema, schemaKey, validateCustomResource } from '../../../../src/kube/schema.ts';
+import { kubeSettings } from '../../../../src/plays/kube-settings.ts';
+import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../../../src/resources/kube/cni.ts';
 import {
   clusterProblems,
   kubeApplyChanges,
@@ -31,10 +31,10 @@ import {
   withStrictArp,
   type ClusterFacts,
   type ManifestDoc,
-} from '../../src/resources/kube/kube.ts';
-import { ProbeError, Refusal } from '../../src/contract/resource.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { sha256Hex } from '../../src/kube/artifacts.ts';
+} from '../../../../src/resources/kube/kube.ts';
+import { ProbeError, Refusal } from '../../../../src/contract/resource.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { sha256Hex } from '../../../../src/kube/artifacts.ts';
 
 const text = (rel: string) => readFileSync(manifest(rel), 'utf8');
 

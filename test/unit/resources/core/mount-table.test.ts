@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { factsHash } from '../../src/engine/facts-hash.ts';
-import { MOUNT_TABLE, parseMountTable, topMount } from '../../src/resources/core/mount-table.ts';
+import { factsHash } from '../../../../src/engine/facts-hash.ts';
+import { MOUNT_TABLE, parseMountTable, topMount } from '../../../../src/resources/core/mount-table.ts';
 
 /** The mount table part of a probe's output (empty without one). */
 

@@ -3,10 +3,10 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { kubeletConfig, mergeUnsafeSysctls } from '../../src/resources/tuning/kubelet-config.ts';
-import { Refusal } from '../../src/contract/resource.ts';
-import type { FileFacts } from '../../src/resources/core/file-common.ts';
-import { InputError } from '../../src/util/errors.ts';
+import { kubeletConfig, mergeUnsafeSysctls } from '../../../../src/resources/tuning/kubelet-config.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import type { FileFacts } from '../../../../src/resources/core/file-common.ts';
+import { InputError } from '../../../../src/util/errors.ts';
 
 // As kubeadm writes it (Go's yaml: lists not indented under their key).
 const KUBEADM = `apiVersion: kubelet.config.k8s.io/v1beta1

@@ -7,11 +7,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { KUBECTL, kubectlFor } from '../kube-double/kubectl.ts';
-import { manifest } from '../kube-double/fixtures.ts';
-import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
-import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../../src/kube/objects.ts';
-import { renderFlannel, renderMetallbConfig } from '../../src/kube/render.ts';
+import { KUBECTL, kubectlFor } from '../../../kube-double/kubectl.ts';
+import { manifest } from '../../../kube-double/fixtures.ts';
+import { startKubeApiDouble, type KubeApiDouble } from '../../../kube-double/server.ts';
+import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../../../../src/kube/objects.ts';
+import { renderFlannel, renderMetallbConfig } from '../../../../src/kube/render.ts';
 import {
   clusterGuard,
   kubeApply,
@@ -21,9 +21,9 @@ import {
   waitRollout,
   type KubeAccess,
   type ManifestDoc,
-} from '../../src/resources/kube/kube.ts';
-import type { Change, Resource } from '../../src/contract/resource.ts';
-import { standaloneProbe } from '../../src/engine/probe-set.ts';
+} from '../../../../src/resources/kube/kube.ts';
+import type { Change, Resource } from '../../../../src/contract/resource.ts';
+import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-kube-scripts-'));
 const kubeconfig = join(dir, 'kubeconfig');

@@ -7,7 +7,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diskHelpers } from '../../src/resources/storage/blockdev.ts';
+import { diskHelpers } from '../../../../src/resources/storage/blockdev.ts';
 
 const MiB = 1 << 20;
 const GiB = 1 << 30;

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageHostCtx } from '../support/storage-host.ts';
+import { storageHostCtx } from '../../../support/storage-host.ts';
 import {
   allowedBy,
   humanSize,
@@ -25,21 +25,13 @@ import {
   xattrDiff,
   type DiskFacts,
   type QueueFacts,
-} from '../../src/resources/storage/blockdev-logic.ts';
-import {
-  diskMount,
-  diskProbe,
-  diskProbeParts,
-  ioTuning,
-  parseDiskParts,
-  XATTR_CHECKS,
-  xfsFormat,
-} from '../../src/resources/storage/blockdev.ts';
-import { Refusal } from '../../src/contract/resource.ts';
-import { ioRulesContent, ioUdevRules } from '../../src/resources/storage/udev.ts';
-import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../playbooks/storage.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { standaloneProbe } from '../../src/engine/probe-set.ts';
+} from '../../../../src/resources/storage/blockdev-logic.ts';
+import { diskMount, diskProbe, diskFactsProbe, ioTuning, XATTR_CHECKS, xfsFormat } from '../../../../src/resources/storage/blockdev.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import { ioRulesContent, ioUdevRules } from '../../../../src/resources/storage/udev.ts';
+import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../../../playbooks/storage.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -428,7 +420,7 @@ describe('I/O profiles and clamping', () => {
   const nvme = mergeProfiles().nvme;
 
   it("the HDD default is ais-k8s's legacy profile as the ais-k8s mapping in docs/storage.md names it; all keys null leaves HDDs alone (current ais-k8s)", () => {
-    const mapping = readFileSync(new URL('../../docs/storage.md', import.meta.url), 'utf8');
+    const mapping = readFileSync(new URL('../../../../docs/storage.md', import.meta.url), 'utf8');
     const row = mapping.split('\n').find((l) => l.startsWith('| legacy HDD profile'))!;
     const named = Object.fromEntries([...row.matchAll(/`(?:queue\/)?(\w+): (\S+?)`/g)].map((m) => [m[1], m[2]]));
     expect(named).toEqual(Object.fromEntries(Object.entries(hdd).map(([k, v]) => [k, String(v)])));
@@ -852,9 +844,9 @@ describe('disk probe over a fake sysfs tree', () => {
   });
 
   it('another entry of the list that is the same disk is reported', () => {
-    const parts = diskProbeParts({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
-    const sp = standaloneProbe(parts);
-    const f = parseDiskParts(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })).parts);
+    const disk = diskFactsProbe({ serial: 'S1' }, [{ serial: 'ST20000_S1' }, { serial: 'S2' }, { device: '/dev/sdz' }], { root });
+    const sp = standaloneProbe(disk.probe());
+    const f = disk.parse(sp.output(execFileSync('sh', ['-c', sp.script], { encoding: 'utf8' })));
     expect(f.kname).toBe('sdb');
     expect(f.majmin).toBe('8:16');
     expect(f.sameAs).toEqual(['serial ST20000_S1']);
@@ -933,8 +925,7 @@ describe('disk probes: mounts from one read of the mount table', () => {
   };
 
   it("each disk gets exactly its own and its partitions' mounts; an unmounted disk is probed for content", () => {
-    const parts = diskProbeParts({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root });
-    const sp = standaloneProbe(parts);
+    const sp = standaloneProbe(diskFactsProbe({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root }).probe());
     const { out, awkRuns } = sh(sp.script);
     const [sda, sdb, sdc] = out
       .split(/^(?=spec=)/m)

@@ -20,9 +20,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { atomicWriteScript, type WriteSpec } from '../../src/resources/core/file-common.ts';
-import { FSTAB_SYNTAX_CHECK, PHYSICAL_PATH } from '../../src/resources/core/mount.ts';
-import { shq } from '../../src/shell/quote.ts';
+import { atomicWriteScript, type WriteSpec } from '../../../../src/resources/core/file-common.ts';
+import { FSTAB_SYNTAX_CHECK, PHYSICAL_PATH } from '../../../../src/resources/core/mount.ts';
+import { shq } from '../../../../src/shell/quote.ts';
 
 let dir: string;
 beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'rs-write-'))));

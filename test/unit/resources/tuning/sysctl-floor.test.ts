@@ -4,14 +4,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import network from '../../playbooks/network.ts';
-import { prepare } from '../../src/engine/run.ts';
-import { loadInventory } from '../../src/inventory/load.ts';
-import { sysctl, type SysctlFacts } from '../../src/resources/tuning/sysctl.ts';
-import { sysctlEffect, type SysctlConfFile } from '../../src/resources/tuning/sysctl-effect.ts';
-import { applyFloors, flooredKeys, floorValue } from '../../src/resources/tuning/sysctl-floor.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { absent, fileWith } from './facts.ts';
+import network from '../../../../playbooks/network.ts';
+import { prepare } from '../../../../src/engine/run.ts';
+import { loadInventory } from '../../../../src/inventory/load.ts';
+import { sysctl, type SysctlFacts } from '../../../../src/resources/tuning/sysctl.ts';
+import { sysctlEffect, type SysctlConfFile } from '../../../../src/resources/tuning/sysctl-effect.ts';
+import { applyFloors, flooredKeys, floorValue } from '../../../../src/resources/tuning/sysctl-floor.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { absent, fileWith } from '../../facts.ts';
 
 describe('floorValue', () => {
   it.each<[string, string, string, string | null, string, boolean]>([

@@ -5,9 +5,9 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import network from '../../playbooks/network.ts';
-import { prepare } from '../../src/engine/run.ts';
-import { loadInventory } from '../../src/inventory/load.ts';
+import network from '../../../../playbooks/network.ts';
+import { prepare } from '../../../../src/engine/run.ts';
+import { loadInventory } from '../../../../src/inventory/load.ts';
 import {
   findOverrides,
   loaderOrder,
@@ -16,8 +16,8 @@ import {
   sysctlEffect,
   type SysctlConfFile,
   type SysctlEffectFacts,
-} from '../../src/resources/tuning/sysctl-effect.ts';
-import { InputError } from '../../src/util/errors.ts';
+} from '../../../../src/resources/tuning/sysctl-effect.ts';
+import { InputError } from '../../../../src/util/errors.ts';
 
 const f = (path: string, ...lines: Array<[string, string]>): SysctlConfFile => ({
   path,

@@ -4,9 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HostContext } from '../../src/contract/playbook.ts';
-import { Refusal } from '../../src/contract/resource.ts';
-import type { Host } from '../../src/inventory/model.ts';
+import { HostContext } from '../../../../src/contract/playbook.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import type { Host } from '../../../../src/inventory/model.ts';
 import {
   isBlank,
   parseDiskFacts,
@@ -15,12 +15,12 @@ import {
   udevGlobError,
   usesOf,
   type DiskFacts,
-} from '../../src/resources/storage/blockdev-logic.ts';
-import { storageConfig } from '../../playbooks/storage.ts';
-import { InputError } from '../../src/util/errors.ts';
+} from '../../../../src/resources/storage/blockdev-logic.ts';
+import { storageConfig } from '../../../../playbooks/storage.ts';
+import { InputError } from '../../../../src/util/errors.ts';
 
 const fixture = (name: string): DiskFacts =>
-  parseDiskFacts(readFileSync(join(import.meta.dirname, 'fixtures/disk-probes', `${name}.txt`), 'utf8'));
+  parseDiskFacts(readFileSync(join(import.meta.dirname, '../../fixtures/disk-probes', `${name}.txt`), 'utf8'));
 const MP = '/ais/d1';
 const decide = (f: DiskFacts, allow: string[]) => {
   try {

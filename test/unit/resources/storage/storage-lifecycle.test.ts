@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseDiskFacts, type DiskFacts } from '../../src/resources/storage/blockdev-logic.ts';
+import { parseDiskFacts, type DiskFacts } from '../../../../src/resources/storage/blockdev-logic.ts';
 import {
   assignMountpoints,
   decommissionPlan,
@@ -15,15 +15,15 @@ import {
   wipeNamedBy,
   withoutLines,
   type RecordDisk,
-} from '../../src/resources/storage/storage-lifecycle-logic.ts';
-import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../src/resources/storage/storage-lifecycle.ts';
-import { Refusal } from '../../src/contract/resource.ts';
-import { storageHostCtx } from '../support/storage-host.ts';
-import { storageConfig, storageResources } from '../../playbooks/storage.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { fileWith, absent } from './facts.ts';
+} from '../../../../src/resources/storage/storage-lifecycle-logic.ts';
+import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../../../src/resources/storage/storage-lifecycle.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import { storageHostCtx } from '../../../support/storage-host.ts';
+import { storageConfig, storageResources } from '../../../../playbooks/storage.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { fileWith, absent } from '../../facts.ts';
 
-const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures/disk-probes', `${name}.txt`), 'utf8');
+const fixture = (name: string) => readFileSync(join(import.meta.dirname, '../../fixtures/disk-probes', `${name}.txt`), 'utf8');
 
 /** A recorded answer with its disk renamed (the recordings are of loop26), and lines added. */
 function answer(name: string, kname: string, majmin: string, extra: string[] = []): string {

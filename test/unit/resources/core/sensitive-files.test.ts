@@ -2,20 +2,20 @@
 // or with `sensitive: true`, read by every file probe; a listed file's diffs show no content, old
 // or new, whatever a later resource gives; the record's own edits, run by the real /bin/sh.
 import { createHash } from 'node:crypto';
-import { fileWith, scratchStateDir } from './facts.ts';
+import { fileWith, scratchStateDir } from '../../facts.ts';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { file } from '../../src/resources/core/file.ts';
-import { block, line } from '../../src/resources/core/text-edit.ts';
-import { FILE_FACTS, fileFacts, fileFactsBatch, type FileFacts } from '../../src/resources/core/file-common.ts';
-import { forgetSensitiveScript, markSensitiveScript, SENSITIVE_RECORD } from '../../src/resources/core/sensitive-files.ts';
-import type { Change, Resource } from '../../src/contract/resource.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { Secret, secretText } from '../../src/util/secret.ts';
-import { shq } from '../../src/shell/quote.ts';
+import { file } from '../../../../src/resources/core/file.ts';
+import { block, line } from '../../../../src/resources/core/text-edit.ts';
+import { FILE_FACTS, fileFacts, fileFactsBatch, type FileFacts } from '../../../../src/resources/core/file-common.ts';
+import { forgetSensitiveScript, markSensitiveScript, SENSITIVE_RECORD } from '../../../../src/resources/core/sensitive-files.ts';
+import type { Change, Resource } from '../../../../src/contract/resource.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { Secret, secretText } from '../../../../src/util/secret.ts';
+import { shq } from '../../../../src/shell/quote.ts';
 
 scratchStateDir();
 

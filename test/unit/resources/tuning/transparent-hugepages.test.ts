@@ -4,19 +4,19 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import node from '../../playbooks/node.ts';
-import { NotApplicable, Refusal } from '../../src/contract/resource.ts';
-import { prepare } from '../../src/engine/run.ts';
-import { loadInventory } from '../../src/inventory/load.ts';
+import node from '../../../../playbooks/node.ts';
+import { NotApplicable, Refusal } from '../../../../src/contract/resource.ts';
+import { prepare } from '../../../../src/engine/run.ts';
+import { loadInventory } from '../../../../src/inventory/load.ts';
 import {
   parseThpMode,
   parseThpProbe,
   renderThpTmpfiles,
   transparentHugepages,
   type TransparentHugepagesFacts,
-} from '../../src/resources/tuning/transparent-hugepages.ts';
-import { InputError } from '../../src/util/errors.ts';
-import { absent, fileWith } from './facts.ts';
+} from '../../../../src/resources/tuning/transparent-hugepages.ts';
+import { InputError } from '../../../../src/util/errors.ts';
+import { absent, fileWith } from '../../facts.ts';
 
 const ENABLED = (sel: string) => ({ selected: sel, offered: ['always', 'madvise', 'never'] });
 const DEFRAG = (sel: string) => ({ selected: sel, offered: ['always', 'defer', 'defer+madvise', 'madvise', 'never'] });
