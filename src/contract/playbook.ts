@@ -34,7 +34,7 @@ export class HostContext {
   /** The host's facts (Ansible's gathered facts): only in a play with `facts: true`. */
   get facts(): HostFacts {
     const f = this.hostFacts;
-    if (f instanceof NoFacts) throw new Error(f.why);
+    if (f instanceof NoFacts) throw new FactsUnavailable(f.why);
     this.reads?.push({ kind: 'facts', value: f });
     return f;
   }
@@ -102,7 +102,12 @@ export class HostContext {
   }
 }
 
-/** Why a HostContext has no facts: what reading `host.facts` throws (the engine places it at the playbook line that read them). */
+/** What reading `host.facts` throws where there are none (the engine places it at the playbook line that read them). */
+export class FactsUnavailable extends Error {
+  override name = 'FactsUnavailable';
+}
+
+/** Why a HostContext has no facts: the message of the FactsUnavailable that reading `host.facts` throws. */
 export class NoFacts {
   constructor(readonly why: string) {}
 }

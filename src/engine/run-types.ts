@@ -23,6 +23,8 @@ export interface PreparedPlay {
   hosts: Array<{ host: Host; resources: Resource[] }>;
   /** The variables the play read or validated while building its hosts' resources. */
   variables?: ReadonlySet<string>;
+  /** A `facts: true` play prepared without facts: its hosts' resources are built once they are gathered. */
+  awaitsFacts?: boolean;
 }
 
 export interface ExecuteOptions extends ConnectOptions {
@@ -53,6 +55,8 @@ export interface ExecuteOptions extends ConnectOptions {
   runId?: string;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
+  /** Hosts not to run at all (their facts could not be gathered, or moved since the plan), each with its recap's error. */
+  refused?: ReadonlyMap<string, { error: string; unreachable: boolean }>;
 }
 
 export interface RunOutcome extends Recap {

@@ -35,11 +35,21 @@ export function parseFacts(text: string): HostFacts {
     cpu: cpus(cpuLines),
     nics: many('nic')
       .filter((n) => n.name !== 'lo')
-      .map((n) => nic(n.name, n.values)),
-    disks: many('disk').flatMap((d) => disk(d.name, d.values) ?? []),
-    gpus: many('gpu').map((g) => gpu(g.name, g.values, g.lines, nvidia)),
+      .map((n) => nic(n.name, n.values))
+      .sort(byName),
+    disks: many('disk')
+      .flatMap((d) => disk(d.name, d.values) ?? [])
+      .sort(byName),
+    gpus: many('gpu')
+      .map((g) => gpu(g.name, g.values, g.lines, nvidia))
+      .sort((a, b) => (a.address < b.address ? -1 : 1)),
   };
 }
+
+// By name with numbers as numbers (loop9 before loop10, eth2 before eth10), whatever order the
+// host's shell globbed them in (its locale's): a play building from the lists builds the same.
+const naturally = new Intl.Collator('en', { numeric: true });
+const byName = (a: { name: string }, b: { name: string }) => naturally.compare(a.name, b.name);
 
 /** /proc/meminfo's MemTotal (kB) in bytes. */
 export function memTotal(lines: readonly string[]): number {

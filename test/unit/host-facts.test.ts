@@ -266,3 +266,21 @@ describe('the NVIDIA driver version', () => {
     expect(nvidiaVersion(lines)).toBe(expected);
   });
 });
+
+describe('order', () => {
+  it('NICs and disks by name with numbers as numbers, whatever the host globbed first', () => {
+    const files = { ...alpineContainer.files };
+    for (const n of ['eth10', 'eth2']) {
+      files[`sys/class/net/${n}/address`] = '02:00:00:00:00:01\n';
+      files[`sys/class/net/${n}/mtu`] = '1500\n';
+    }
+    for (const d of ['loop10', 'loop9']) {
+      files[`sys/block/${d}/size`] = '2048\n';
+      files[`sys/block/${d}/ro`] = '0\n';
+      files[`sys/block/${d}/loop/backing_file`] = '/srv/disk.img\n';
+    }
+    const facts = parseFacts(gatherOver({ ...alpineContainer, files }));
+    expect(facts.nics.map((n) => n.name)).toEqual(['eth0', 'eth2', 'eth10']);
+    expect(facts.disks.map((d) => d.name)).toEqual(['loop9', 'loop10']);
+  });
+});
