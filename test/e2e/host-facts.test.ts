@@ -1,7 +1,7 @@
 // Issue 36, host facts: a play with `facts: true` builds its resources from host.facts, gathered
 // in one exec per host for all such plays; the files it writes match what the host itself says
 // (memory, CPUs, NIC names, its loop data disks); a re-run changes nothing; a dry run changes
-// nothing; a saved plan is refused on a host whose facts moved (its NIC's MTU) and applied on the
+// nothing; a host that cannot be reached for its facts is unreachable, the others run; a saved plan is refused on a host whose facts moved (its NIC's MTU) and applied on the
 // other; --list-tasks contacts no host; reading host.facts without asking is exit 3 at its line.
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,6 +68,24 @@ describe('a facts: true play', () => {
     expect(check.code, check.stderr).toBe(2);
     expect(changedResources(check).map((r) => r.id)).toHaveLength(3);
     for (const f of FILES) expect(onHost('tb3', f)).toBeNull();
+  });
+});
+
+describe('a host whose facts cannot be gathered', () => {
+  it('is unreachable, with the reason, and the other hosts run', async () => {
+    await tb.reset(['tb3', 'tb4']);
+    await tb.stopSshd('tb4');
+    try {
+      const run = await provision([PB, '-i', inv, '-l', 'tb3,tb4', '--json', '--journal', join(tmp(), 'j')]);
+      expect(run.code, run.stderr).toBe(1);
+      expect(recaps(run).tb4.unreachable).toBe(true);
+      expect(recaps(run).tb4.error).toMatch(/^tb4: cannot connect to [0-9.]+:22/);
+      expect(recaps(run).tb3.error).toBeUndefined();
+      expect(onHost('tb3', '/etc/rs-facts.txt')).toBe(await expectedFacts('tb3'));
+      for (const f of FILES) expect(onHost('tb4', f)).toBeNull();
+    } finally {
+      await tb.startSshd('tb4');
+    }
   });
 });
 
