@@ -1,8 +1,9 @@
 // Issue 36, host facts: a play with `facts: true` builds its resources from host.facts, gathered
 // in one exec per host for all such plays; the files it writes match what the host itself says
 // (memory, CPUs, NIC names, its loop data disks); a re-run changes nothing; a dry run changes
-// nothing; a host that cannot be reached for its facts is unreachable, the others run; a saved plan is refused on a host whose facts moved (its NIC's MTU) and applied on the
-// other; --list-tasks contacts no host; reading host.facts without asking is exit 3 at its line.
+// nothing; a host that cannot be reached for its facts is unreachable and the others run; a saved
+// plan is refused on a host whose facts moved (its NIC's MTU) and applied on the other;
+// --list-tasks contacts no host; reading host.facts without asking is exit 3 at its line.
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
