@@ -31,7 +31,7 @@ export async function gatherForRun(loaded: Loaded, o: ExecuteOptions, plannedFac
   const hosts = new Map<string, Host>();
   for (const pp of loaded.prepared) if (pp.awaitsFacts) for (const { host } of pp.hosts) hosts.set(host.name, host);
   const conns = new SharedConnections(o.connector ?? connect, o, o.connectAttempts);
-  const gathered = await gatherAll([...hosts.values()], conns, o.forks);
+  const gathered = await gatherAll([...hosts.values()], conns, { forks: o.forks, timeoutMs: o.hostTimeoutMs, signal: o.signal });
   const refused = new Map<string, { error: string; unreachable: boolean }>();
   const facts = new Map<string, HostFacts>();
   for (const [name, f] of gathered) {

@@ -4,7 +4,7 @@ import type { ConnectOptions } from '../connection/connect.ts';
 import { withRetry } from '../connection/retry.ts';
 import type { Host } from '../inventory/model.ts';
 import { NoFacts } from '../contract/playbook.ts';
-import { gatherFacts } from '../facts/gather.ts';
+import { GatherError, gatherFacts } from '../facts/gather.ts';
 import type { HostFacts } from '../facts/types.ts';
 
 /** Why a host has no facts: it is not run (`ExecuteOptions.refused`), with this as its recap's error. */
@@ -67,28 +67,63 @@ export class SharedConnections {
   }
 }
 
-/** Gather `hosts`' facts, up to `forks` at once: one exec each. */
-export async function gatherAll(hosts: readonly Host[], conns: SharedConnections, forks: number): Promise<GatheredFacts> {
+/**
+ * Gather `hosts`' facts, up to `forks` at once: one exec each. A host that does not answer within
+ * `timeoutMs` (--host-timeout) is given up on (its connection aborted), as the run would; after
+ * an interrupt no further host starts.
+ */
+export async function gatherAll(
+  hosts: readonly Host[],
+  conns: SharedConnections,
+  o: { forks: number; timeoutMs?: number; signal?: AbortSignal },
+): Promise<GatheredFacts> {
   const out = new Map<string, HostFacts | FactsFailure>();
   const queue = [...hosts];
-  const worker = async () => {
-    for (let h = queue.shift(); h; h = queue.shift()) {
-      let conn: Connection;
-      try {
-        conn = await conns.open(h);
-      } catch (e) {
-        out.set(h.name, { error: (e as Error).message, unreachable: true });
-        continue;
-      }
-      try {
-        out.set(h.name, await gatherFacts(conn));
-      } catch (e) {
-        out.set(h.name, { error: (e as Error).message, unreachable: false });
-      }
+  const one = async (h: Host): Promise<HostFacts | FactsFailure> => {
+    if (o.signal?.aborted) return { error: 'interrupted before its facts were gathered', unreachable: false };
+    let conn: Connection;
+    try {
+      conn = await conns.open(h);
+    } catch (e) {
+      return { error: (e as Error).message, unreachable: true };
+    }
+    try {
+      return await gatherFacts(conn);
+    } catch (e) {
+      // (an exec that fails is a connection lost: unreachable, as in the run)
+      return { error: (e as Error).message, unreachable: !(e instanceof GatherError) };
     }
   };
-  await Promise.all(Array.from({ length: Math.min(Math.max(1, forks), hosts.length) }, worker));
+  const worker = async () => {
+    for (let h = queue.shift(); h; h = queue.shift()) out.set(h.name, await withTimeout(one(h), h, conns, o.timeoutMs));
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, o.forks), hosts.length) }, worker));
   return out;
+}
+
+/** `work`, or after `ms` an unreachable host whose connection is aborted (its exec then fails and is dropped). */
+async function withTimeout(
+  work: Promise<HostFacts | FactsFailure>,
+  h: Host,
+  conns: SharedConnections,
+  ms: number | undefined,
+): Promise<HostFacts | FactsFailure> {
+  if (!ms) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<FactsFailure>((done) => {
+    timer = setTimeout(() => {
+      void conns.open(h).then(
+        (c) => (c.abort ? c.abort() : c.close()),
+        () => undefined,
+      );
+      done({ error: `timed out after ${ms / 1000}s gathering facts`, unreachable: true });
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** What a play with `facts: true` gives its HostContext for host `name`. */
