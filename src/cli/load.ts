@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { ansibleSettings } from '../config/ansible-cfg.ts';
 import { checkConnectionFiles } from '../connection/connect.ts';
 import type { Playbook } from '../contract/playbook.ts';
-import { prepare, type PreparedPlay } from '../engine/index.ts';
+import { prepare, type FactsOf, type PreparedPlay } from '../engine/index.ts';
 import { playHosts, withPlayGroups } from '../engine/play-hosts.ts';
 import { hostConnection } from '../inventory/connection.ts';
 import { parseExtraVars } from '../inventory/extra-vars.ts';
@@ -34,7 +34,7 @@ export interface Loaded {
   /** What loading decided that the operator should hear (a skipped .ini, a bundled playbook): warnings. */
   notices: string[];
   /** When a play asks for facts (`facts: true`): every play prepared again, with the hosts' gathered facts. */
-  withFacts?: (factsOf: NonNullable<Parameters<typeof prepare>[3]>) => PreparedPlay[];
+  withFacts?: (factsOf: FactsOf) => PreparedPlay[];
 }
 
 /** Everything up to the first connection: parse, load, validate, build every resource. */
@@ -74,7 +74,7 @@ export async function load(
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
   const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
   const withFacts = prepared.some((p) => p.awaitsFacts && p.hosts.length)
-    ? (factsOf: NonNullable<Parameters<typeof prepare>[3]>) => prepare(inventory, playbooks, sel, factsOf)
+    ? (factsOf: FactsOf) => prepare(inventory, playbooks, sel, factsOf)
     : undefined;
   return { opts, inventory, prepared, code, selection, vault, notices, withFacts };
 }

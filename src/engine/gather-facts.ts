@@ -6,6 +6,7 @@ import type { Host } from '../inventory/model.ts';
 import { NoFacts } from '../contract/playbook.ts';
 import { GatherError, gatherFacts } from '../facts/gather.ts';
 import type { HostFacts } from '../facts/types.ts';
+import type { FactsOf } from './run-types.ts';
 
 /** Why a host has no facts: it is not run (`ExecuteOptions.refused`), with this as its recap's error. */
 export interface FactsFailure {
@@ -127,7 +128,7 @@ async function withTimeout(
 }
 
 /** What a play with `facts: true` gives its HostContext for host `name`. */
-export function factsOf(gathered: GatheredFacts): (name: string) => HostFacts | NoFacts {
+export function factsOf(gathered: GatheredFacts): FactsOf {
   return (name) => {
     const f = gathered.get(name);
     if (!f) return new NoFacts(`the facts of ${name} were not gathered`);

@@ -3,7 +3,8 @@ import type { ConnectOptions } from '../connection/connect.ts';
 import type { BecomeSetting } from '../connection/become.ts';
 import type { Host } from '../inventory/model.ts';
 import type { Resource } from '../contract/resource.ts';
-import type { Play } from '../contract/playbook.ts';
+import type { NoFacts, Play } from '../contract/playbook.ts';
+import type { HostFacts } from '../facts/types.ts';
 import type { Recap, ResourceResult } from './events.ts';
 import type { PlannedResource } from './host-types.ts';
 
@@ -16,6 +17,9 @@ export interface RunSelection {
   /** -b, --become-user, --become-method (hosts' variables and plays' keywords win). */
   become?: BecomeSetting;
 }
+
+/** A host's gathered facts for a `facts: true` play, or why there are none. */
+export type FactsOf = (host: string) => HostFacts | NoFacts;
 
 /** A play with each selected host's resources already built and checked. */
 export interface PreparedPlay {

@@ -14,9 +14,9 @@ import { resolveBecome } from '../connection/become.ts';
 import { throwSite } from './throw-site.ts';
 import { RunChecks } from './run-checks.ts';
 import { PlaysRun } from './plays-run.ts';
-import type { ExecuteOptions, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
+import type { ExecuteOptions, FactsOf, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
 
-export type { ExecuteOptions, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
+export type { ExecuteOptions, FactsOf, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
 export { mapLimit } from './map-limit.ts';
 
 /**
@@ -25,12 +25,7 @@ export { mapLimit } from './map-limit.ts';
  * A play with `facts: true` is built from `factsOf` (its hosts' gathered facts); without it, its
  * hosts are listed with no resources (`awaitsFacts`), and so is a host whose facts are missing.
  */
-export function prepare(
-  written: Inventory,
-  playbooks: Playbook[],
-  sel: RunSelection,
-  factsOf?: (host: string) => HostFacts | NoFacts,
-): PreparedPlay[] {
+export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelection, factsOf?: FactsOf): PreparedPlay[] {
   const inv = withPlayGroups(written, playbooks); // racksmith_play_hosts: the plays' groups as the operator defines them
   const limited = sel.limit !== undefined ? new Set(selectLimit(inv, sel.limit)) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
