@@ -32,16 +32,17 @@ export async function gatherForRun(loaded: Loaded, o: ExecuteOptions, plannedFac
   for (const pp of loaded.prepared) if (pp.awaitsFacts) for (const { host } of pp.hosts) hosts.set(host.name, host);
   const conns = new SharedConnections(o.connector ?? connect, o, o.connectAttempts);
   const gathered = await gatherAll([...hosts.values()], conns, { forks: o.forks, timeoutMs: o.hostTimeoutMs, signal: o.signal });
-  const refused = new Map<string, { error: string; unreachable: boolean }>();
+  const refused = new Map<string, { error: string; unreachable: boolean; execs?: number }>();
   const facts = new Map<string, HostFacts>();
   for (const [name, f] of gathered) {
+    // (a host reached ran the gatherer: one exec, in its recap too)
     if (isFailure(f)) {
-      refused.set(name, f);
+      refused.set(name, f.unreachable ? f : { ...f, execs: 1 });
       continue;
     }
     facts.set(name, f);
     const drift = plannedFacts && factsDrift(plannedFacts[name], f);
-    if (drift) refused.set(name, { error: drift, unreachable: false });
+    if (drift) refused.set(name, { error: drift, unreachable: false, execs: 1 });
   }
   try {
     return { prepared: loaded.withFacts(factsOf(gathered)), refused, facts, connector: conns.connector, close: () => conns.closeUnused() };

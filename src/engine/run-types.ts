@@ -59,8 +59,11 @@ export interface ExecuteOptions extends ConnectOptions {
   runId?: string;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
-  /** Hosts not to run at all (their facts could not be gathered, or moved since the plan), each with its recap's error. */
-  refused?: ReadonlyMap<string, { error: string; unreachable: boolean }>;
+  /**
+   * Hosts not to run at all (their facts could not be gathered, or moved since the plan), each
+   * with its recap's error and the execs it took before the run (the gatherer's).
+   */
+  refused?: ReadonlyMap<string, { error: string; unreachable: boolean; execs?: number }>;
 }
 
 export interface RunOutcome extends Recap {
