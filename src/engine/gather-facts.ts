@@ -2,6 +2,7 @@ import type { Connection } from '../connection/types.ts';
 import { ConnectError } from '../connection/types.ts';
 import type { ConnectOptions } from '../connection/connect.ts';
 import { withRetry } from '../connection/retry.ts';
+import { BecomeError } from '../connection/become.ts';
 import type { Host } from '../inventory/model.ts';
 import { NoFacts } from '../contract/playbook.ts';
 import { GatherError, gatherFacts } from '../facts/gather.ts';
@@ -91,8 +92,8 @@ export async function gatherAll(
     try {
       return await gatherFacts(conn);
     } catch (e) {
-      // (an exec that fails is a connection lost: unreachable, as in the run)
-      return { error: (e as Error).message, unreachable: !(e instanceof GatherError) };
+      // (an exec that fails is a connection lost: unreachable, as in the run; a refused sudo is a failed host)
+      return { error: (e as Error).message, unreachable: !(e instanceof GatherError || e instanceof BecomeError) };
     }
   };
   const worker = async () => {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConnectError, type Connection } from '../../src/connection/types.ts';
 import type { ConnectOptions } from '../../src/connection/connect.ts';
+import { BecomeError } from '../../src/connection/become.ts';
 import { gatherAll, isFailure, SharedConnections } from '../../src/engine/gather-facts.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { FakeConnection, type Faults } from '../support/fake-host.ts';
@@ -99,5 +100,16 @@ describe('a gatherer that gives no facts', () => {
       1,
     );
     expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({ error, unreachable: false });
+  });
+});
+
+it("a host that refuses sudo failed (reachable), with sudo's reason", async () => {
+  const refuse = async (): Promise<never> => {
+    throw new BecomeError('x: sudo: a password is required');
+  };
+  const conns = new SharedConnections(async () => ({ host: 'x', execCount: 0, exec: refuse, close: async () => {} }), OPTIONS, 1);
+  expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({
+    error: 'x: sudo: a password is required',
+    unreachable: false,
   });
 });
