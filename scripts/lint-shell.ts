@@ -5,7 +5,7 @@
 // change the resources make in the host states of scripts/lint-shell/facts.ts (a kind with none
 // fails); the scripts a script runs in a shell of its own (sh -c under flock, sudo, su); the
 // engine's wrappers (the section layout, the apply lock, become, the remote kill of an aborted
-// exec). Any finding fails. Nothing is contacted. A deliberate construct carries a
+// exec), the host facts gatherer. Any finding fails. Nothing is contacted. A deliberate construct carries a
 // `# shellcheck disable=SCxxxx` with its reason in the script's own text.
 //   npx tsx scripts/lint-shell.ts [--keep]   (--keep: leave the rendered scripts in the temp directory)
 import { execFileSync, spawn } from 'node:child_process';
@@ -31,6 +31,7 @@ import { command } from '../src/resources/core/command.ts';
 import { aisStatePurge } from '../src/resources/storage/storage-lifecycle.ts';
 import { manifestsDir } from '../test/kube-double/fixtures.ts';
 import { applySteps, Coverage } from './lint-shell/facts.ts';
+import { gatherScript } from '../src/facts/gather-script.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const HOSTS = join(root, 'scripts/lint-shell/hosts.yaml');
@@ -134,6 +135,7 @@ add(
     { kind: 'step', group: 'b', skipIf: ['a'], body: 'echo b' },
   ]),
 );
+add('host-facts-gatherer', gatherScript());
 add('ssh-kill-groups', killGroupsScript(['racksmith-tag-1', 'racksmith-tag-2']));
 add('transport-stdin', scriptAsStdin('echo x'));
 add('engine-apply-lock-session', applyLockScript({ runId: 'ctl:1:x', timeoutSec: 0 }, { sessionPid: 1234 }));

@@ -8,6 +8,7 @@
 // Playbooks
 export { playbook, varsSchema, HostContext, UNSET, type Play, type Playbook, type HostRead } from './contract/playbook.ts';
 export type { Host, Vars } from './inventory/model.ts';
+export type { Disk, Gpu, HostFacts, Nic, OsFamily } from './facts/types.ts';
 
 // The resource contract, for writing resource families (docs/resources.md)
 export {

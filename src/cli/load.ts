@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { ansibleSettings } from '../config/ansible-cfg.ts';
 import { checkConnectionFiles } from '../connection/connect.ts';
 import type { Playbook } from '../contract/playbook.ts';
-import { prepare, type PreparedPlay } from '../engine/index.ts';
+import { prepare, type FactsOf, type PreparedPlay } from '../engine/index.ts';
 import { playHosts, withPlayGroups } from '../engine/play-hosts.ts';
 import { hostConnection } from '../inventory/connection.ts';
 import { parseExtraVars } from '../inventory/extra-vars.ts';
@@ -33,6 +33,8 @@ export interface Loaded {
   listingText?: string;
   /** What loading decided that the operator should hear (a skipped .ini, a bundled playbook): warnings. */
   notices: string[];
+  /** When a play asks for facts (`facts: true`): every play prepared again, with the hosts' gathered facts. */
+  withFacts?: (factsOf: FactsOf) => PreparedPlay[];
 }
 
 /** Everything up to the first connection: parse, load, validate, build every resource. */
@@ -53,14 +55,15 @@ export async function load(
   withCliSshArgs(inventory, opts);
   const notices: string[] = [];
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd(), notices));
-  const playbooks = [];
+  const playbooks: Playbook[] = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
   if (opts.listHosts) {
     // in the plays' order, each play's hosts in Ansible's order (the order its batches take)
     return { opts, inventory, prepared: [], notices, listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] };
   }
   const limit = limitOfRerun(inventory, playbooks, opts, extraLimit);
-  const prepared = prepare(inventory, playbooks, { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become });
+  const sel = { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become };
+  const prepared = prepare(inventory, playbooks, sel);
   if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0))
     throw new InputError(['no hosts matched: nothing to do', ...(inventory.warnings ?? []).map((w) => w.message), ...notices].join('\n  '));
@@ -70,7 +73,10 @@ export async function load(
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;
   const selection = planning ? [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] : undefined;
-  return { opts, inventory, prepared, code, selection, vault, notices };
+  const withFacts = prepared.some((p) => p.awaitsFacts && p.hosts.length)
+    ? (factsOf: FactsOf) => prepare(inventory, playbooks, sel, factsOf)
+    : undefined;
+  return { opts, inventory, prepared, code, selection, vault, notices, withFacts };
 }
 
 /**

@@ -4,7 +4,9 @@ import { likelyTypos, typoWarning } from '../inventory/did-you-mean.ts';
 import { HumanReporter } from '../output/human.ts';
 import { defaultJournalPath, journalSink, type JournalSink } from '../output/journal.ts';
 import { jsonSink } from '../output/json.ts';
-import { makePlan, writePlan } from '../plan/plan.ts';
+import { makePlan, writePlan, type PlanFile } from '../plan/plan.ts';
+import type { HostFacts } from '../facts/types.ts';
+import { gatherForRun, type FactsStep } from './facts-step.ts';
 import { formatPos, InputError } from '../util/errors.ts';
 import { printable, printableLines } from '../util/printable.ts';
 import type { Secret } from '../util/secret.ts';
@@ -43,8 +45,17 @@ export function printListing(loaded: Loaded, out: CliStreams): boolean {
   return true;
 }
 
-/** The run of what was loaded: journal, passwords, reporters, warnings, the hosts, the plan to write. */
-export async function runLoaded(argv: string[], loaded: Loaded, planned: ExecuteOptions['planned'], out: CliStreams): Promise<number> {
+/**
+ * The run of what was loaded: journal, passwords, reporters, the hosts' facts if a play asks,
+ * warnings, the hosts, the plan to write. `plannedFacts`: in `apply`, the plan's facts.
+ */
+export async function runLoaded(
+  argv: string[],
+  loaded: Loaded,
+  planned: ExecuteOptions['planned'],
+  out: CliStreams,
+  plannedFacts?: PlanFile['facts'],
+): Promise<number> {
   const { opts, prepared } = loaded;
   const journalFile = opts.journal ?? defaultJournalPath();
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
@@ -70,12 +81,20 @@ export async function runLoaded(argv: string[], loaded: Loaded, planned: Execute
   };
   human.onEvent(runStart);
   json?.(runStart);
-  writeRunWarnings(loaded, hostNames, out, json);
   const interrupt = interruptOnSignals(journal, out);
+  let facts: FactsStep | undefined;
   try {
-    const outcome = await execute(prepared, executeOptions(opts, asked, planned, interrupt.signal), emit);
+    const o = executeOptions(opts, asked, planned, interrupt.signal);
+    try {
+      facts = await gatherForRun(loaded, o, planned && (plannedFacts ?? {}));
+    } catch (e) {
+      return exitBadInput(out, e, printableLines);
+    }
+    const run = facts ? { ...loaded, prepared: facts.prepared } : loaded;
+    writeRunWarnings(run, hostNames, out, json);
+    const outcome = await execute(run.prepared, facts ? { ...o, connector: facts.connector, refused: facts.refused } : o, emit);
     await human.finish(outcome);
-    if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out);
+    if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out, facts?.facts);
     const journalFailure = journal.failure as Error | undefined; // set by a write during the run
     if (journalFailure) {
       out.stderr.write(`journal: ${journalFile} (incomplete: ${journalFailure.message})\n`);
@@ -85,6 +104,7 @@ export async function runLoaded(argv: string[], loaded: Loaded, planned: Execute
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
     return outcome.exitCode;
   } finally {
+    await facts?.close();
     interrupt.dispose();
     journal.close();
   }
@@ -200,7 +220,14 @@ function executeOptions(
 }
 
 /** --plan-out: the reviewed changes saved for `provision apply FILE`. */
-function writePlanOut(file: string, argv: string[], loaded: Loaded, outcome: RunOutcome, out: CliStreams): void {
+function writePlanOut(
+  file: string,
+  argv: string[],
+  loaded: Loaded,
+  outcome: RunOutcome,
+  out: CliStreams,
+  facts: Map<string, HostFacts> | undefined,
+): void {
   writePlan(
     file,
     makePlan({
@@ -210,6 +237,7 @@ function writePlanOut(file: string, argv: string[], loaded: Loaded, outcome: Run
       inventory: loaded.inventory,
       code: loaded.code!,
       outcome,
+      facts,
     }),
   );
   out.stderr.write(`plan written to ${file}: review it, then \`provision apply ${file}\`\n`);

@@ -4,6 +4,7 @@ import type { Resource } from './resource.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import { templatingError } from '../inventory/connection.ts';
+import type { HostFacts } from '../facts/types.ts';
 
 /**
  * One thing a play read from its HostContext and what it got back: a play's resources are a
@@ -11,12 +12,15 @@ import { templatingError } from '../inventory/connection.ts';
  * (see play-memo.ts). `validate` is not an answer but a check that is run again per host.
  */
 export type HostRead =
-  | { kind: 'name' | 'vars' | 'groups' | 'inventoryHosts'; value: unknown }
+  | { kind: 'name' | 'vars' | 'groups' | 'inventoryHosts' | 'facts'; value: unknown }
   | { kind: 'inGroup' | 'var' | 'varPos'; arg: string; value: unknown }
   | { kind: 'error'; arg: string; message: string; value: InputError }
   | { kind: 'validate'; validate: ValidateFunction };
 
-/** What a playbook sees of a host: its name, groups and merged variables. Nothing to connect with. */
+/**
+ * What a playbook sees of a host: its name, groups and merged variables, and in a play with
+ * `facts: true` its facts. Nothing to connect with.
+ */
 export class HostContext {
   /** Set while a play's resources are built under the memo: every read is appended. */
   reads?: HostRead[];
@@ -24,7 +28,16 @@ export class HostContext {
     private readonly host: Host,
     /** Every host of the inventory, for plays that need facts about the fleet (e.g. all node IPs). */
     private readonly allHosts: readonly Host[] = [],
+    /** The host's facts, gathered because the play asked (`facts: true`); else why there are none. */
+    private readonly hostFacts: HostFacts | NoFacts = NOT_ASKED,
   ) {}
+  /** The host's facts (Ansible's gathered facts): only in a play with `facts: true`. */
+  get facts(): HostFacts {
+    const f = this.hostFacts;
+    if (f instanceof NoFacts) throw new FactsUnavailable(f.why);
+    this.reads?.push({ kind: 'facts', value: f });
+    return f;
+  }
   get name(): string {
     this.reads?.push({ kind: 'name', value: this.host.name });
     return this.host.name;
@@ -89,6 +102,17 @@ export class HostContext {
   }
 }
 
+/** What reading `host.facts` throws where there are none (the engine places it at the playbook line that read them). */
+export class FactsUnavailable extends Error {
+  override name = 'FactsUnavailable';
+}
+
+/** Why a HostContext has no facts: the message of the FactsUnavailable that reading `host.facts` throws. */
+export class NoFacts {
+  constructor(readonly why: string) {}
+}
+const NOT_ASKED = new NoFacts('host.facts is read by a play without `facts: true`: add `facts: true` to the play to gather them');
+
 /** A variable the inventory does not set. */
 export const UNSET: unique symbol = Symbol('unset');
 
@@ -122,6 +146,12 @@ export interface Play {
   become?: boolean;
   becomeUser?: string;
   becomeMethod?: 'sudo' | 'su';
+  /**
+   * Gather the host's facts (`host.facts`: hardware, OS, NICs, disks, GPUs) before this play's
+   * resources are built, as Ansible's gather_facts: one exec per host, once per run, shared by
+   * every play that asks. Plays without it never pay for it.
+   */
+  facts?: boolean;
   /**
    * The play's resources for one host. It must depend only on what it reads from `host` (and
    * on what is the same for the whole run): hosts that answer the same reads share one build.

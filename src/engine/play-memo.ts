@@ -57,6 +57,9 @@ function answersSame(reads: HostRead[], ctx: HostContext): boolean {
       case 'inventoryHosts':
         if (ctx.inventoryHosts !== r.value) return false;
         break;
+      case 'facts':
+        if (!same(ctx.facts, r.value)) return false;
+        break;
       case 'inGroup':
         if (ctx.inGroup(r.arg) !== r.value) return false;
         break;

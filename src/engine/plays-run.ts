@@ -74,6 +74,11 @@ export class PlaysRun {
         : { runId: o.runId ?? newRunId(hostname(), process.pid, new Date(this.t0)), timeoutSec: o.lockTimeoutSec };
     this.resourcesOf = plays.map((pp) => new Map(pp.hosts.map((h) => [h.host.name, h.resources])));
     this.playNames = plays.map((pp) => pp.play.name);
+    // Hosts the caller refused before the run (no facts): never run, their recap says why.
+    for (const [host, why] of o.refused ?? []) {
+      this.refused.add(host);
+      Object.assign(this.recapOf(host), why);
+    }
   }
 
   /** Every play in order, the hosts' connections closed at the end, then the recap. */

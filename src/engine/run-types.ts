@@ -3,7 +3,8 @@ import type { ConnectOptions } from '../connection/connect.ts';
 import type { BecomeSetting } from '../connection/become.ts';
 import type { Host } from '../inventory/model.ts';
 import type { Resource } from '../contract/resource.ts';
-import type { Play } from '../contract/playbook.ts';
+import type { NoFacts, Play } from '../contract/playbook.ts';
+import type { HostFacts } from '../facts/types.ts';
 import type { Recap, ResourceResult } from './events.ts';
 import type { PlannedResource } from './host-types.ts';
 
@@ -17,12 +18,17 @@ export interface RunSelection {
   become?: BecomeSetting;
 }
 
+/** A host's gathered facts for a `facts: true` play, or why there are none. */
+export type FactsOf = (host: string) => HostFacts | NoFacts;
+
 /** A play with each selected host's resources already built and checked. */
 export interface PreparedPlay {
   play: Play;
   hosts: Array<{ host: Host; resources: Resource[] }>;
   /** The variables the play read or validated while building its hosts' resources. */
   variables?: ReadonlySet<string>;
+  /** A `facts: true` play prepared without facts: its hosts' resources are built once they are gathered. */
+  awaitsFacts?: boolean;
 }
 
 export interface ExecuteOptions extends ConnectOptions {
@@ -53,6 +59,11 @@ export interface ExecuteOptions extends ConnectOptions {
   runId?: string;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
+  /**
+   * Hosts not to run at all (their facts could not be gathered, or moved since the plan), each
+   * with its recap's error and the execs it took before the run (the gatherer's).
+   */
+  refused?: ReadonlyMap<string, { error: string; unreachable: boolean; execs?: number }>;
 }
 
 export interface RunOutcome extends Recap {

@@ -6,23 +6,26 @@ import { BadValue } from '../util/input-value.ts';
 import { printable } from '../util/printable.ts';
 import type { EventSink } from './events.ts';
 import { PlayMemo } from './play-memo.ts';
-import { HostContext, type Play, type Playbook } from '../contract/playbook.ts';
+import { FactsUnavailable, HostContext, NoFacts, type Play, type Playbook } from '../contract/playbook.ts';
+import type { HostFacts } from '../facts/types.ts';
 import { batchSizes } from './batches.ts';
 import { playHosts, withPlayGroups } from './play-hosts.ts';
 import { resolveBecome } from '../connection/become.ts';
 import { throwSite } from './throw-site.ts';
 import { RunChecks } from './run-checks.ts';
 import { PlaysRun } from './plays-run.ts';
-import type { ExecuteOptions, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
+import type { ExecuteOptions, FactsOf, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
 
-export type { ExecuteOptions, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
+export type { ExecuteOptions, FactsOf, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
 export { mapLimit } from './map-limit.ts';
 
 /**
  * Build every resource of every play for every selected host before anything connects: bad
  * input (a wrong variable, an invalid path, a duplicate id) is found while nothing has run.
+ * A play with `facts: true` is built from `factsOf` (its hosts' gathered facts); without it, its
+ * hosts are listed with no resources (`awaitsFacts`), and so is a host whose facts are missing.
  */
-export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelection): PreparedPlay[] {
+export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelection, factsOf?: FactsOf): PreparedPlay[] {
   const inv = withPlayGroups(written, playbooks); // racksmith_play_hosts: the plays' groups as the operator defines them
   const limited = sel.limit !== undefined ? new Set(selectLimit(inv, sel.limit)) : null;
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
@@ -59,9 +62,12 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
       const memo = new PlayMemo();
       // Hosts given the same build (memo) share its checked, ordered list too.
       const checked = new Map<Resource[], Resource[]>();
+      const awaitsFacts = play.facts === true && !factsOf;
       const hosts = names.map((n) => {
         const host = byName.get(n)!;
-        const built = buildResources(pb, play, host, inv, memo);
+        const facts = play.facts === true ? (factsOf?.(n) ?? NO_FACTS_YET) : undefined;
+        if (facts instanceof NoFacts) return { host: reachedAs(host, play), resources: [] };
+        const built = buildResources(pb, play, host, inv, memo, facts);
         let resources = checked.get(built);
         if (!resources) {
           resources = checkResources(play, n, built, sel);
@@ -70,12 +76,14 @@ export function prepare(written: Inventory, playbooks: Playbook[], sel: RunSelec
         runOf.add(n, play, built, resources);
         return { host: reachedAs(host, play), resources };
       });
-      out.push({ play, hosts, variables: memo.variables });
+      out.push({ play, hosts, variables: memo.variables, ...(awaitsFacts ? { awaitsFacts } : {}) });
     }
   }
   runOf.check();
   return out;
 }
+
+const NO_FACTS_YET = new NoFacts('facts not gathered yet');
 
 /** A play's maxFailPercent and anyErrorsFatal: bad values are bad input, before anything runs. */
 function checkStopOptions(play: Play): void {
@@ -133,15 +141,17 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
  * A play's resources for one host. A resource refusing its arguments without saying where they
  * came from is pointed at the host's entry in the inventory, so every input error has a place.
  */
-function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, memo: PlayMemo): Resource[] {
+function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, memo: PlayMemo, facts?: HostFacts): Resource[] {
   let built: unknown;
   try {
-    built = memo.resources(new HostContext(host, inv.hosts), (ctx) => play.resources(ctx));
+    built = memo.resources(new HostContext(host, inv.hosts, facts), (ctx) => play.resources(ctx));
   } catch (e) {
     if (e instanceof InputError) {
       if (!e.pos) throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
       throw e;
     }
+    if (e instanceof FactsUnavailable)
+      throw new InputError(`playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: ${e.message}`, throwSite(e));
     // A bug or an unchecked value in the playbook: still bad input found before any host, not a crash.
     const err = e instanceof Error ? e : new Error(String(e));
     throw new InputError(

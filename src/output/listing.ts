@@ -5,12 +5,15 @@ import { printable } from '../util/printable.ts';
 /** What ansible-playbook's listing flags print, from plays built and checked but never run. */
 export type ListingMode = 'tasks' | 'tags' | 'syntax';
 
+const DEPENDS_ON_FACTS = ' (depends on facts)';
+
 const tagList = (tags: Iterable<string>) => `[${[...tags].join(', ')}]`;
 
 /**
  * `--list-tasks`: per play, each host's resources (id and tags) in the order they run; hosts
  * whose lists are the same are printed once (a fleet's hosts mostly are). `--list-tags`: per
  * play, every tag its resources carry. `--syntax-check`: the playbooks, once all is checked.
+ * A `facts: true` play's resources are its hosts' facts' to decide: listed as "(depends on facts)".
  */
 export function listing(mode: ListingMode, playbooks: readonly Playbook[], prepared: readonly PreparedPlay[]): string {
   const named = (pb: Playbook) => `playbook: ${printable(pb.file ?? pb.name)}\n`;
@@ -24,10 +27,15 @@ export function listing(mode: ListingMode, playbooks: readonly Playbook[], prepa
       out += `\n  play #${n + 1} (${printable(play.hosts)}): ${printable(play.name)}\tTAGS: ${tagList(play.tags ?? [])}\n`;
       if (mode === 'tags') {
         const tags = new Set(pp.hosts.flatMap((h) => h.resources.flatMap((r) => r.tags)));
-        out += `      TASK TAGS: ${tagList([...tags].sort())}\n`;
+        out += `      TASK TAGS: ${tagList([...tags].sort())}${pp.awaitsFacts ? DEPENDS_ON_FACTS : ''}\n`;
         return;
       }
       if (pp.hosts.length === 0) out += '    hosts (0)\n';
+      else if (pp.awaitsFacts) {
+        // (built only from the hosts' facts, which a listing does not gather: no host is contacted)
+        out += `    hosts (${pp.hosts.length}): ${pp.hosts.map((h) => h.host.name).join(', ')}\n      ${DEPENDS_ON_FACTS.trim()}\n`;
+        return;
+      }
       for (const [text, hosts] of groupByList(pp)) out += `    hosts (${hosts.length}): ${hosts.join(', ')}\n${text}`;
     });
   }

@@ -11,6 +11,8 @@ import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import type { RunOutcome } from '../engine/run.ts';
 import type { PlannedResource } from '../engine/host-run.ts';
 import { changedCode, codeDigest, type CodeHashes } from './code.ts';
+import type { HostFacts } from '../facts/types.ts';
+import { factsFingerprint } from './host-facts.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
 export const PLAN_VERSION = 3;
@@ -39,6 +41,8 @@ export interface PlanFile {
   /** sha256 of every module the playbooks load and of racksmith's sources (plan/code.ts). */
   code: CodeHashes;
   hosts: Record<string, Record<string, Record<string, PlannedResource>>>;
+  /** Per host whose facts a play used (`facts: true`), their fingerprint (host-facts.ts): apply refuses a host whose facts moved. */
+  facts?: Record<string, Record<string, string>>;
   /**
    * `hmac-sha256:` of the rest of the file under this installation's key: an edit (an option
    * added to argv, a host added, createdAt moved) cannot be signed again without that key.
@@ -73,6 +77,7 @@ const planSchema = {
     inventoryFingerprint: { type: 'string' },
     playbookFingerprint: { type: 'string' },
     code: { type: 'object', additionalProperties: { type: 'string' } },
+    facts: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'string' } } },
     hosts: {
       type: 'object',
       additionalProperties: {
@@ -115,6 +120,8 @@ export function makePlan(o: {
   inventory: Inventory;
   code: CodeHashes;
   outcome: RunOutcome;
+  /** The facts the run's plays used, per host. */
+  facts?: ReadonlyMap<string, HostFacts>;
 }): Omit<PlanFile, 'signature'> {
   // each result by host, play and id: one pass over them, not a search per fact hash
   const results = new Map<string, RunOutcome['results'][number]>();
@@ -145,6 +152,7 @@ export function makePlan(o: {
     playbookFingerprint: codeDigest(o.code),
     code: o.code,
     hosts,
+    ...(o.facts?.size ? { facts: Object.fromEntries([...o.facts].map(([h, f]) => [h, factsFingerprint(f)])) } : {}),
   };
 }
 

@@ -39,6 +39,21 @@ const jailPlay = relative(process.cwd(), join(FIX, 'jail-like.ts'));
 const throws = relative(process.cwd(), join(FIX, 'throws.ts'));
 
 describe('listing flags connect to nothing', { timeout: 60_000 }, () => {
+  it('--list-tasks and --list-tags: a facts: true play depends on facts (not gathered: nothing connects)', async () => {
+    const facts = 'test/fixtures/playbooks/host-facts.ts';
+    const tasks = await cli([facts, '-i', inv, '-l', 'w1,w2', '--list-tasks']);
+    expect(tasks.code, tasks.stderr).toBe(0);
+    expect(tasks.stdout).toContain(
+      ['  play #1 (all): facts file\tTAGS: []', '    hosts (2): w1, w2', '      (depends on facts)', ''].join('\n'),
+    );
+    expect(tasks.stdout).toContain(
+      ['  play #3 (all): plain file\tTAGS: []', '    hosts (2): w1, w2', '      file:/etc/rs-facts-plain.txt\tTAGS: []'].join('\n'),
+    );
+    const tags = await cli([facts, '-i', inv, '--list-tags']);
+    expect(tags.code, tags.stderr).toBe(0);
+    expect(tags.stdout).toContain('  play #2 (all): os file\tTAGS: []\n      TASK TAGS: [] (depends on facts)\n');
+  });
+
   it("--list-tasks: each host's resources, hosts with the same list once", async () => {
     const r = await cli([PLAYBOOK, '-i', inv, '--list-tasks']);
     expect(r.code, r.stderr).toBe(0);
