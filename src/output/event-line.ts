@@ -1,15 +1,22 @@
 import type { RunEvent } from '../engine/events.ts';
+import type { ExecEvent } from '../exec/events.ts';
 import { remember } from '../util/memo.ts';
 
 // The CLI hands every event to the --json stream and to the journal, one after the other: the
 // line is built once and reused for the same event object (events are not changed once emitted).
-let last: { e: RunEvent; line: string } | undefined;
+let last: { e: LoggedEvent; line: string } | undefined;
 // toISOString costs about a microsecond; hundreds of events share each millisecond.
 let isoMs = -1;
 let iso = '';
 
+/** What --json and the journal write: a run's events, or `provision exec`'s. */
+export type LoggedEvent = RunEvent | ExecEvent;
+
+/** The first or last event of a run or an exec: the sinks write them at once, with what they hold before them. */
+export const isLoggedEdge = (e: LoggedEvent): boolean => e.type === 'run_start' || e.type === 'recap';
+
 /** An event as one NDJSON line (with its newline), timestamped. Secrets serialise masked. */
-export function eventLine(e: RunEvent): string {
+export function eventLine(e: LoggedEvent): string {
   if (last?.e !== e) {
     const now = Date.now();
     if (now !== isoMs) {
@@ -30,7 +37,7 @@ const CONVERGED_KEYS = ['type', 'host', 'play', 'id', 'kind', 'status', 'changes
 let head = { iso: '', host: '', play: '', text: '' };
 const tails = new Map<string, { kind: string; text: string }>();
 
-function convergedLine(e: RunEvent): string | undefined {
+function convergedLine(e: LoggedEvent): string | undefined {
   if (e.type !== 'resource' || e.status !== 'ok' || e.changes.length !== 0) return undefined;
   let n = 0;
   for (const k in e) if (k !== CONVERGED_KEYS[n++]) return undefined;

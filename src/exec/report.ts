@@ -1,0 +1,56 @@
+import { printable } from '../util/printable.ts';
+import { foldHostNames } from './host-ranges.ts';
+import { cutNote, type BoundedText } from './output-bound.ts';
+import type { ExecGroup, ExecHostResult } from './result.ts';
+
+/** A group's header: the hosts folded (`tb[1-29]`), how many, and how the command ended there. */
+export function groupHeader(g: ExecGroup): string {
+  const names = printable(foldHostNames(g.hosts));
+  const count = g.hosts.length > 1 ? ` (${g.hosts.length} hosts)` : '';
+  return `==== ${names}${count}: ${ending(g.result)}`;
+}
+
+/** `exit 0`, `exit 3`, `UNREACHABLE: connection refused`, `FAILED: become (sudo to root) failed: …`. */
+export function ending(r: ExecHostResult): string {
+  if (r.status === 'unreachable') return `UNREACHABLE${r.error ? `: ${printable(r.error)}` : ''}`;
+  if (r.exitCode === null) return `FAILED${r.error ? `: ${printable(r.error)}` : ''}`;
+  return `exit ${r.exitCode}`;
+}
+
+/**
+ * The folded view, as `dshbak -c` prints it: each group's header, its stdout, then its stderr
+ * under a `-- stderr` line (when there is any), each with the note of what was cut.
+ */
+export function renderGroups(groups: readonly ExecGroup[]): string {
+  let out = '';
+  for (const g of groups) {
+    out += `${groupHeader(g)}\n`;
+    out += stream(g.result.stdout);
+    if (g.result.stderr.text || g.result.stderr.cut) out += `-- stderr\n${stream(g.result.stderr)}`;
+  }
+  return out;
+}
+
+function stream(s: BoundedText): string {
+  let out = s.text ? printableOutput(s.text) : '';
+  if (out && !out.endsWith('\n')) out += '\n';
+  const note = cutNote(s.cut);
+  return note ? `${out}${note}\n` : out;
+}
+
+/** A host's output made printable (its escape sequences cannot drive the terminal), its tabs and line breaks kept. */
+export function printableOutput(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => line.split('\t').map(printable).join('\t'))
+    .join('\n');
+}
+
+/** The last line: `30 hosts: 29 exit 0, 1 failed (tb30: exit 3), 0 unreachable`, the failing hosts folded. */
+export function execSummary(results: readonly ExecHostResult[]): string {
+  const ok = results.filter((r) => r.status === 'ok');
+  const failed = results.filter((r) => r.status === 'failed');
+  const unreachable = results.filter((r) => r.status === 'unreachable');
+  const named = (rs: ExecHostResult[]) => (rs.length ? ` (${printable(foldHostNames(rs.map((r) => r.host)))})` : '');
+  return `exec: ${results.length} hosts: ${ok.length} exit 0, ${failed.length} failed${named(failed)}, ${unreachable.length} unreachable${named(unreachable)}`;
+}
