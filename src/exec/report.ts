@@ -1,5 +1,5 @@
 import { printable } from '../util/printable.ts';
-import { foldHostNames } from './host-ranges.ts';
+import { foldHostNames } from '../output/host-ranges.ts';
 import { cutNote, type BoundedText } from './output-bound.ts';
 import type { ExecGroup, ExecHostResult } from './result.ts';
 

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldHostNames } from '../../src/exec/host-ranges.ts';
+import { foldHostNames } from '../../src/output/host-ranges.ts';
 import { EXEC_OUTPUT_LIMIT } from '../../src/exec/output-bound.ts';
 import * as tb from '../testbed/api.ts';
 import { provision, writeInventory } from './helpers.ts';

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { commandLine } from '../../src/exec/command-line.ts';
-import { foldHostNames } from '../../src/exec/host-ranges.ts';
+import { foldHostNames } from '../../src/output/host-ranges.ts';
 import { boundedScript, cutNote, cutOutput, EXEC_OUTPUT_LIMIT, newTrailerMark } from '../../src/exec/output-bound.ts';
 import { execSummary, renderGroups } from '../../src/exec/report.ts';
 import { groupResults, type ExecHostResult } from '../../src/exec/result.ts';

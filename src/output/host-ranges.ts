@@ -6,6 +6,11 @@
  * fold together (tb[1-30]). Names without digits stay as they are.
  */
 export function foldHostNames(names: readonly string[]): string {
+  return foldedTerms(names).join(',');
+}
+
+/** The terms of foldHostNames: `node[01-29,31]`, `db`, … in the order of each family's first host. */
+export function foldedTerms(names: readonly string[]): string[] {
   const parsed = names.map((name) => {
     const m = /^(.*?)(\d+)(\D*)$/.exec(name);
     return m
@@ -34,14 +39,26 @@ export function foldHostNames(names: readonly string[]): string {
     }
     f.numbers.push({ n: Number(p.digits), text: p.digits });
   }
-  return order
-    .map((key) => {
-      const f = families.get(key);
-      if (!f) return (JSON.parse(key) as string[])[0];
-      if (f.numbers.length === 1) return `${f.prefix}${f.numbers[0].text}${f.suffix}`;
-      return `${f.prefix}[${ranges(f.numbers)}]${f.suffix}`;
-    })
-    .join(',');
+  return order.map((key) => {
+    const f = families.get(key);
+    if (!f) return (JSON.parse(key) as string[])[0];
+    if (f.numbers.length === 1) return `${f.prefix}${f.numbers[0].text}${f.suffix}`;
+    return `${f.prefix}[${ranges(f.numbers)}]${f.suffix}`;
+  });
+}
+
+const MAX_TERM = 60;
+
+/**
+ * Hosts for a header line: folded (`tb[1-30] (30 hosts)`), at most `maxTerms` terms, then `… (N
+ * hosts)`: 1,000 hosts named without numbers still make one short line.
+ */
+export function hostList(hosts: readonly string[], maxTerms = 8): string {
+  // (a family with many gaps is one long term: its first ranges stand for it)
+  const terms = foldedTerms(hosts).map((t) => (t.length > MAX_TERM ? `${t.slice(0, MAX_TERM - 2)}…]` : t));
+  const count = hosts.length > 1 ? ` (${hosts.length} hosts)` : '';
+  if (terms.length <= maxTerms) return `${terms.join(', ')}${count}`;
+  return `${terms.slice(0, maxTerms - 1).join(', ')}, … ${terms[terms.length - 1]}${count}`;
 }
 
 /** `1-3,5,7-9`: consecutive numbers as ranges, in numeric order, each written as given (padding kept). */
