@@ -63,6 +63,7 @@ export const CLI_OPTIONS = {
   journal: { type: 'string', apply: true, notRecorded: true, exec: true },
   resume: { type: 'string', notRecorded: true },
   json: { type: 'boolean', apply: true, exec: true },
+  recap: { type: 'string', apply: true, notRecorded: true },
   verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, exec: true },
   help: { type: 'boolean', short: 'h', notRecorded: true, exec: true },
 } as const satisfies Record<string, CliOption>;

@@ -52,6 +52,7 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
       --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
       --json               NDJSON events on stdout (the human view stays on stderr)
+      --recap summary|full the recap: totals and the hosts not ok (default), or a row per host (full; also -v)
   -v, --verbose            more detail (repeat for more)
   -h, --help
 

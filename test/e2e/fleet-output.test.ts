@@ -62,4 +62,10 @@ describe('the human view at fleet size, off a terminal', () => {
     expect(r.stderr).toContain(`(${names.length - 1} hosts ok, not listed`);
     expect(lines(view(r.stderr))).toBeLessThanOrEqual(25);
   });
+
+  it('--recap full: a row per host', async () => {
+    const r = await provision([PB, '-i', inventory, '--recap', 'full']);
+    expect(r.code, r.stderr).toBe(0);
+    for (const h of names) expect(r.stderr).toMatch(new RegExp(`^${h}\\s+\\d+\\s+\\d+\\s+0\\s+0\\s+no\\s`, 'm'));
+  });
 });
