@@ -17,7 +17,7 @@ export type ExecEvent =
     };
 
 /** A host's result as its event carries it: each stream's text and how many bytes were cut after it. */
-export interface ExecEventResult {
+export type ExecEventResult = {
   host: string;
   status: ExecHostResult['status'];
   exitCode: number | null;
@@ -26,7 +26,7 @@ export interface ExecEventResult {
   stdoutCut?: number;
   stderrCut?: number;
   error?: string;
-}
+};
 
 export function execEvent(r: ExecHostResult): ExecEvent {
   return {

@@ -1,5 +1,4 @@
 import type { RunEvent } from '../engine/events.ts';
-import type { ExecEvent } from '../exec/events.ts';
 import { remember } from '../util/memo.ts';
 
 // The CLI hands every event to the --json stream and to the journal, one after the other: the
@@ -9,8 +8,11 @@ let last: { e: LoggedEvent; line: string } | undefined;
 let isoMs = -1;
 let iso = '';
 
-/** What --json and the journal write: a run's events, or `provision exec`'s. */
-export type LoggedEvent = RunEvent | ExecEvent;
+/** An event of another command than a run (`provision exec`'s, exec/events.ts): written as it is, its `kind` naming the command. */
+export type CommandEvent = { type: string; kind?: string } & Record<string, unknown>;
+
+/** What --json and the journal write: a run's events, or another command's. */
+export type LoggedEvent = RunEvent | CommandEvent;
 
 /** The first or last event of a run or an exec: the sinks write them at once, with what they hold before them. */
 export const isLoggedEdge = (e: LoggedEvent): boolean => e.type === 'run_start' || e.type === 'recap';
@@ -24,7 +26,8 @@ export function eventLine(e: LoggedEvent): string {
       iso = new Date(now).toISOString();
     }
     // Same line as JSON.stringify({ ts, ...e }) without copying the event first.
-    last = { e, line: convergedLine(e) ?? `{"ts":"${iso}",${JSON.stringify(e).slice(1)}\n` };
+    // (convergedLine checks every key of the event, whoever made it)
+    last = { e, line: convergedLine(e as RunEvent) ?? `{"ts":"${iso}",${JSON.stringify(e).slice(1)}\n` };
   }
   return last.line;
 }
@@ -37,7 +40,7 @@ const CONVERGED_KEYS = ['type', 'host', 'play', 'id', 'kind', 'status', 'changes
 let head = { iso: '', host: '', play: '', text: '' };
 const tails = new Map<string, { kind: string; text: string }>();
 
-function convergedLine(e: LoggedEvent): string | undefined {
+function convergedLine(e: RunEvent): string | undefined {
   if (e.type !== 'resource' || e.status !== 'ok' || e.changes.length !== 0) return undefined;
   let n = 0;
   for (const k in e) if (k !== CONVERGED_KEYS[n++]) return undefined;
