@@ -110,6 +110,34 @@ describe('provision exec', () => {
     expect(asRoot.stdout).toMatch(/: exit 0\nroot\n$/);
   });
 
+  it('-l narrows the pattern to its hosts; a pattern that matches nothing is exit 3 before any host', async () => {
+    const [one, two] = names;
+    const r = await provision([
+      'exec',
+      'rack',
+      '-i',
+      inventory,
+      '-l',
+      `${one},${two}`,
+      '--journal',
+      journalOf('limit'),
+      '--json',
+      '--',
+      'hostname',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(
+      r.events
+        .filter((e) => e.type === 'exec')
+        .map((e) => `${e.host}=${e.stdout.trim()}`)
+        .sort(),
+    ).toEqual([`${one}=${one}`, `${two}=${two}`]);
+    const none = await provision(['exec', 'nosuchgroup', '-i', inventory, '--journal', journalOf('none'), '--', 'true']);
+    expect(none.code).toBe(3);
+    expect(none.stderr).toMatch(/no hosts matched 'nosuchgroup': nothing to do/);
+    expect(() => readFileSync(journalOf('none'))).toThrow(/ENOENT/);
+  });
+
   it.each([
     [['-C'], /exec does not take -C: a command cannot be dry-run/],
     [['--check'], /exec does not take --check/],
