@@ -63,6 +63,26 @@ describe('the human view at fleet size, off a terminal', () => {
     expect(lines(view(r.stderr))).toBeLessThanOrEqual(25);
   });
 
+  it('a wrong sudo password on several hosts: its problem once naming them all, each host one line as it ends', async () => {
+    const PASSWORD = 'Pw-fleetOut-4c1e';
+    const refused = names.slice(-5);
+    for (const h of refused) await tb.setOpsAccess(h, { sudo: 'password', password: PASSWORD });
+    const inv = writeInventory({
+      hosts: refused,
+      vars: { ansible_user: 'ops', ansible_become_password: { secret: 'not-the-password' } },
+    });
+    const r = await provision([PB, '-i', inv, '-b']);
+    expect(r.code, r.stderr).toBe(1);
+    const problems = r.stderr.split('Problems:\n')[1]?.split('\n\n')[0].split('\n') ?? [];
+    // the hosts' error and what it left undone, each once for all the hosts
+    expect(problems, r.stderr).toHaveLength(2);
+    for (const p of problems) expect(p.startsWith(`  ${hostList(refused)}: `), p).toBe(true);
+    expect(problems[0]).toMatch(/not run: become \(sudo to root\) failed: .*the password was refused/);
+    expect(r.stderr.match(/^✖ /gmu)).toHaveLength(refused.length);
+    expect(lines(view(r.stderr))).toBeLessThanOrEqual(25);
+    expect(r.stderr).not.toContain(PASSWORD);
+  });
+
   it('--recap full: a row per host', async () => {
     const r = await provision([PB, '-i', inventory, '--recap', 'full']);
     expect(r.code, r.stderr).toBe(0);
