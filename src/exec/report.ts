@@ -1,13 +1,13 @@
 import { printable } from '../util/printable.ts';
+import { clusterByValues, slotLine } from '../output/fold-values.ts';
 import { foldHostNames } from '../output/host-ranges.ts';
 import { cutNote, type BoundedText } from './output-bound.ts';
 import type { ExecGroup, ExecHostResult } from './result.ts';
 
-/** A group's header: the hosts folded (`tb[1-29]`), how many, and how the command ended there. */
-export function groupHeader(g: ExecGroup): string {
-  const names = printable(foldHostNames(g.hosts));
-  const count = g.hosts.length > 1 ? ` (${g.hosts.length} hosts)` : '';
-  return `==== ${names}${count}: ${ending(g.result)}`;
+/** A header: the hosts folded (`tb[1-29]`), how many, and how the command ended there. */
+function header(hosts: readonly string[], ending: string): string {
+  const count = hosts.length > 1 ? ` (${hosts.length} hosts)` : '';
+  return `==== ${printable(foldHostNames(hosts))}${count}: ${ending}`;
 }
 
 /** `exit 0`, `exit 3`, `UNREACHABLE: connection refused`, `FAILED: become (sudo to root) failed: …`. */
@@ -23,13 +23,27 @@ export function ending(r: ExecHostResult): string {
  */
 export function renderGroups(groups: readonly ExecGroup[]): string {
   let out = '';
-  for (const g of groups) {
-    out += `${groupHeader(g)}\n`;
-    out += stream(g.result.stdout);
-    if (g.result.stderr.text || g.result.stderr.cut) out += `-- stderr\n${stream(g.result.stderr)}`;
+  // Groups without output whose endings differ only in a value (the address of each unreachable
+  // host) are one header, the values under it; a group with output stays its own.
+  const clusters = clusterByValues(
+    groups,
+    (g) => (hasOutput(g.result) ? `output ${g.hosts[0]}` : g.result.status),
+    (g) => [ending(g.result)],
+  );
+  for (const c of clusters) {
+    out += `${header(
+      c.members.flatMap((g) => g.hosts),
+      c.templates[0],
+    )}\n`;
+    c.values.forEach((v, i) => (out += `  ${printable(slotLine(i + 1, v))}\n`));
+    const r = c.members[0].result;
+    out += stream(r.stdout);
+    if (r.stderr.text || r.stderr.cut) out += `-- stderr\n${stream(r.stderr)}`;
   }
   return out;
 }
+
+const hasOutput = (r: ExecHostResult) => !!(r.stdout.text || r.stdout.cut || r.stderr.text || r.stderr.cut);
 
 function stream(s: BoundedText): string {
   let out = s.text ? printableOutput(s.text) : '';

@@ -80,7 +80,7 @@ async function onHost(host: Host, script: string, mark: string, o: ExecRunOption
       );
     } catch (e) {
       if (ended) return endedResult();
-      return { host: name, status: 'unreachable', exitCode: null, stdout: NOTHING, stderr: NOTHING, error: (e as Error).message };
+      return { host: name, status: 'unreachable', exitCode: null, stdout: NOTHING, stderr: NOTHING, error: withoutHost(e, name) };
     }
     // (a host that timed out while connecting: its connection is dropped, nothing is run)
     if (ended) {
@@ -104,7 +104,7 @@ async function onHost(host: Host, script: string, mark: string, o: ExecRunOption
         exitCode: null,
         stdout: NOTHING,
         stderr: NOTHING,
-        error: (e as Error).message,
+        error: withoutHost(e, name),
       };
     }
   } finally {
@@ -112,4 +112,10 @@ async function onHost(host: Host, script: string, mark: string, o: ExecRunOption
     o.signal?.removeEventListener('abort', onAbort);
     if (conn && !ended) await conn.close().catch(() => undefined);
   }
+}
+
+/** An error's message without its leading `host: ` (the header names the hosts, and hosts then share it). */
+function withoutHost(e: unknown, host: string): string {
+  const message = (e as Error).message;
+  return message.startsWith(`${host}: `) ? message.slice(host.length + 2) : message;
 }

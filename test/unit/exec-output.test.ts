@@ -65,6 +65,21 @@ describe('groupResults and renderGroups', () => {
     expect(execSummary([down('n1'), down('n2'), result('n3')])).toBe('exec: 3 hosts: 1 exit 0, 0 failed, 2 unreachable (n[1-2])');
   });
 
+  it('hosts without output whose errors differ only in an address are one header, the addresses under it', () => {
+    const down = (h: string, ip: string) =>
+      result(h, { status: 'unreachable', exitCode: null, stdout: { text: '', cut: 0 }, error: `ssh root@${ip}:22: connect ECONNREFUSED` });
+    const text = renderGroups(groupResults([down('n1', '10.0.0.1'), down('n2', '10.0.0.2'), result('n3'), down('n4', '10.0.0.4')]));
+    expect(text).toBe(
+      [
+        '==== n[1-2,4] (3 hosts): UNREACHABLE: ssh root@‹1›: connect ECONNREFUSED',
+        '  ‹1›: 10.0.0.1:22, 10.0.0.2:22, 10.0.0.4:22',
+        '==== n3: exit 0',
+        'Linux',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('a cut stream says how much was cut; stderr comes under its own line; escape sequences are shown, tabs kept', () => {
     const r = result('h1', { stdout: { text: 'a\tb\x1b[2J', cut: 1234 }, stderr: { text: 'oops\n', cut: 0 } });
     expect(renderGroups(groupResults([r]))).toBe(`==== h1: exit 0\na\tb\\x1b[2J\n${cutNote(1234)}\n-- stderr\noops\n`);
