@@ -441,7 +441,7 @@ export async function replaySynthetic(
   const human = new HumanReporter({ diff: false, verbose: 0, out: nullStream() });
   const json = o.json ? jsonSink(nullStream()) : undefined;
   const journal = journalSink(journalFile);
-  type RunEvent = Parameters<ReturnType<typeof jsonSink>>[0];
+  type RunEvent = Parameters<typeof human.onEvent>[0];
   let eventCount = 0;
   const emit = (e: RunEvent) => {
     eventCount++;

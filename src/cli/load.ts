@@ -108,7 +108,7 @@ function prepareHostsOnly(written: Inventory, playbooks: Playbook[], limit: stri
  * --ssh-common-args / --ssh-extra-args are the default of ansible_ssh_common_args /
  * ansible_ssh_extra_args, as in Ansible: a host whose inventory sets the variable keeps its own.
  */
-function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
+export function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
   const given = [
     ['ansible_ssh_common_args', opts.sshCommonArgs, opts.sshCommonArgsOrigin ?? { file: '--ssh-common-args' }],
     ['ansible_ssh_extra_args', opts.sshExtraArgs, { file: '--ssh-extra-args' }],
@@ -127,7 +127,7 @@ function withCliSshArgs(inv: Inventory, opts: CliOptions): void {
 }
 
 /** The passwords hosts are reached with, opened now: a vaulted one read without a vault password is exit 3 here, at the value. */
-function revealConnectionSecrets(hosts: readonly Inventory['hosts'][number][]): void {
+export function revealConnectionSecrets(hosts: readonly Inventory['hosts'][number][]): void {
   for (const h of hosts) {
     h.connection.password?.reveal();
     h.connection.become?.password?.reveal();

@@ -5,6 +5,7 @@ import { useTeamKey } from '../util/state-dir.ts';
 import { scrub } from '../util/secret.ts';
 import { applyCommand } from './apply-command.ts';
 import { EXIT, exitBadInput } from './exit.ts';
+import { execCommand } from './exec-command.ts';
 import { inventoryCommand } from './inventory-command.ts';
 import { importSource, type PlaybookImporter } from './playbook.ts';
 import { runCommand } from './run-command.ts';
@@ -27,6 +28,7 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
     }
   }
   if (argv[0] === 'apply') return applyCommand(argv, out, importPlaybook);
+  if (argv[0] === 'exec') return execCommand(argv.slice(1), out);
   return runCommand(argv, out, importPlaybook);
 }
 

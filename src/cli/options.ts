@@ -11,57 +11,61 @@ interface CliOption {
   security?: boolean;
   /** A switch of the dry run, not part of what was reviewed: never in a plan. */
   notRecorded?: boolean;
+  /** `provision exec PATTERN -- CMD` takes it: inventory, selection, connection, become, forks, timeouts, output, journal. */
+  exec?: boolean;
 }
 
 /**
- * Every option of a run (`provision [PLAYBOOK...]` and `provision apply`), the one table the
- * parser, saved plans and `apply` read: the lists below are derived from it, never kept by hand.
+ * Every option of a run (`provision [PLAYBOOK...]`, `provision apply` and `provision exec`), the
+ * one table the parser, saved plans, `apply` and `exec` read: the lists below are derived from
+ * it, never kept by hand.
  */
 export const CLI_OPTIONS = {
-  inventory: { type: 'string', short: 'i', multiple: true },
-  'vault-password-file': { type: 'string', multiple: true, apply: true },
-  'vault-id': { type: 'string', multiple: true, apply: true },
-  'ask-vault-pass': { type: 'boolean', apply: true },
+  inventory: { type: 'string', short: 'i', multiple: true, exec: true },
+  'vault-password-file': { type: 'string', multiple: true, apply: true, exec: true },
+  'vault-id': { type: 'string', multiple: true, apply: true, exec: true },
+  'ask-vault-pass': { type: 'boolean', apply: true, exec: true },
   'list-hosts': { type: 'boolean' },
   'list-tasks': { type: 'boolean' },
   'list-tags': { type: 'boolean' },
   'syntax-check': { type: 'boolean' },
   check: { type: 'boolean', short: 'C', notRecorded: true },
   diff: { type: 'boolean', short: 'D', apply: true },
-  limit: { type: 'string', short: 'l' },
+  limit: { type: 'string', short: 'l', exec: true },
   tags: { type: 'string', short: 't' },
   'skip-tags': { type: 'string' },
-  forks: { type: 'string', short: 'f', apply: true },
-  'extra-vars': { type: 'string', short: 'e', multiple: true, apply: true },
+  forks: { type: 'string', short: 'f', apply: true, exec: true },
+  'extra-vars': { type: 'string', short: 'e', multiple: true, apply: true, exec: true },
   serial: { type: 'string' },
   'max-fail-percent': { type: 'string' },
-  'known-hosts': { type: 'string', apply: true, security: true },
-  'ssh-accept-new': { type: 'boolean', apply: true, security: true },
-  timeout: { type: 'string', short: 'T', apply: true },
-  become: { type: 'boolean', short: 'b', apply: true, security: true },
-  'become-user': { type: 'string', apply: true, security: true },
-  'become-method': { type: 'string', apply: true, security: true },
-  'ask-become-pass': { type: 'boolean', short: 'K', apply: true, security: true },
-  'ask-pass': { type: 'boolean', short: 'k', apply: true, security: true },
-  user: { type: 'string', short: 'u', apply: true, security: true },
-  'private-key': { type: 'string', apply: true, security: true },
-  'key-file': { type: 'string', apply: true, security: true },
-  connection: { type: 'string', short: 'c', apply: true, security: true },
-  'ssh-common-args': { type: 'string', apply: true, security: true },
-  'ssh-extra-args': { type: 'string', apply: true, security: true },
-  'ssh-config': { type: 'string', short: 'F', apply: true, security: true },
-  'host-timeout': { type: 'string', apply: true },
-  'ssh-keepalive': { type: 'string', apply: true },
+  'known-hosts': { type: 'string', apply: true, security: true, exec: true },
+  'ssh-accept-new': { type: 'boolean', apply: true, security: true, exec: true },
+  timeout: { type: 'string', short: 'T', apply: true, exec: true },
+  become: { type: 'boolean', short: 'b', apply: true, security: true, exec: true },
+  'become-user': { type: 'string', apply: true, security: true, exec: true },
+  'become-method': { type: 'string', apply: true, security: true, exec: true },
+  'ask-become-pass': { type: 'boolean', short: 'K', apply: true, security: true, exec: true },
+  'ask-pass': { type: 'boolean', short: 'k', apply: true, security: true, exec: true },
+  user: { type: 'string', short: 'u', apply: true, security: true, exec: true },
+  'private-key': { type: 'string', apply: true, security: true, exec: true },
+  'key-file': { type: 'string', apply: true, security: true, exec: true },
+  connection: { type: 'string', short: 'c', apply: true, security: true, exec: true },
+  'ssh-common-args': { type: 'string', apply: true, security: true, exec: true },
+  'ssh-extra-args': { type: 'string', apply: true, security: true, exec: true },
+  'ssh-config': { type: 'string', short: 'F', apply: true, security: true, exec: true },
+  'host-timeout': { type: 'string', apply: true, exec: true },
+  'ssh-keepalive': { type: 'string', apply: true, exec: true },
   'lock-timeout': { type: 'string', apply: true },
   'plan-out': { type: 'string', notRecorded: true },
-  'plan-key': { type: 'string', apply: true, security: true },
+  'plan-key': { type: 'string', apply: true, security: true, exec: true },
   yes: { type: 'boolean' },
   'max-plan-age': { type: 'string', apply: true },
-  journal: { type: 'string', apply: true, notRecorded: true },
+  journal: { type: 'string', apply: true, notRecorded: true, exec: true },
   resume: { type: 'string', notRecorded: true },
-  json: { type: 'boolean', apply: true },
-  verbose: { type: 'boolean', short: 'v', multiple: true, apply: true },
-  help: { type: 'boolean', short: 'h', notRecorded: true },
+  json: { type: 'boolean', apply: true, exec: true },
+  recap: { type: 'string', apply: true, notRecorded: true },
+  verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, exec: true },
+  help: { type: 'boolean', short: 'h', notRecorded: true, exec: true },
 } as const satisfies Record<string, CliOption>;
 
 export type CliOptionName = keyof typeof CLI_OPTIONS;
@@ -73,6 +77,9 @@ const named = (has: (o: CliOption) => boolean) => new Set(table.filter(([, o]) =
 export const SECURITY_OPTIONS: ReadonlySet<string> = named((o) => !!o.security);
 /** Options of the dry run that are not part of what was reviewed. */
 export const NOT_RECORDED: ReadonlySet<string> = named((o) => !!o.notRecorded);
+
+/** The options `provision exec` takes (-C/--check is not one: a command cannot be dry-run). */
+export const EXEC_OPTIONS = Object.fromEntries(table.filter(([, o]) => o.exec)) as Record<string, CliOption>;
 
 /** Some options of the table, as they are (for a command that takes only those). */
 export function pickOptions<K extends CliOptionName>(...names: K[]): Pick<typeof CLI_OPTIONS, K> {

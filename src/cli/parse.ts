@@ -56,6 +56,8 @@ export interface CliOptions {
   resume?: string;
   json: boolean;
   verbose: number;
+  /** --recap: `summary` (default: totals and the hosts not ok) or `full` (a row per host; also with -v). */
+  recap: 'summary' | 'full';
 }
 
 const list = (s: string | undefined) =>
@@ -153,6 +155,8 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
   if (v['ssh-config'] !== undefined && !existsSync(v['ssh-config']))
     throw new InputError(`-F/--ssh-config: no such file: ${v['ssh-config']}`);
   const serial = serialList(v.serial);
+  if (v.recap !== undefined && v.recap !== 'summary' && v.recap !== 'full')
+    throw new InputError(`--recap must be summary or full, got '${printable(v.recap)}'`);
   const warning = ignoredKeysWarning(cfg);
   return {
     inventory,
@@ -200,6 +204,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     resume: v.resume,
     json: !!v.json,
     verbose: v.verbose?.length ?? 0,
+    recap: v.recap ?? 'summary',
   };
 }
 

@@ -72,7 +72,7 @@ export async function runLoaded(
   } catch (e) {
     return exitBadInput(out, e);
   }
-  const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, out: out.stderr });
+  const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, recap: opts.recap, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
   const emit = (e: RunEvent) => {
     human.onEvent(e);

@@ -2,6 +2,10 @@
 export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
        provision apply PLAN [--max-plan-age 24h] [options]
        provision inventory -i INVENTORY (--list | --host HOST) [-e VARS] [vault options]
+       provision exec PATTERN -i INVENTORY [-l LIMIT] [-b] [-f N] [-T S] [--host-timeout S] [--json] -- CMD [ARGS...]
+                           one command on the pattern's hosts; several words are quoted one by one,
+                           a single word is a shell command line (sh -c); hosts with the same output
+                           and exit status are printed once; exit 0 only if every host exited 0
 
   -i, --inventory PATH     Ansible inventory: YAML, INI or JSON file, or a directory of them
                            (group_vars/ and host_vars/ beside it); repeatable, merged in order
@@ -48,6 +52,7 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
       --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
       --json               NDJSON events on stdout (the human view stays on stderr)
+      --recap summary|full the recap: totals and the hosts not ok (default), or a row per host (full; also -v)
   -v, --verbose            more detail (repeat for more)
   -h, --help
 

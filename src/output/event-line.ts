@@ -3,13 +3,22 @@ import { remember } from '../util/memo.ts';
 
 // The CLI hands every event to the --json stream and to the journal, one after the other: the
 // line is built once and reused for the same event object (events are not changed once emitted).
-let last: { e: RunEvent; line: string } | undefined;
+let last: { e: LoggedEvent; line: string } | undefined;
 // toISOString costs about a microsecond; hundreds of events share each millisecond.
 let isoMs = -1;
 let iso = '';
 
+/** An event of another command than a run (`provision exec`'s, exec/events.ts): written as it is, its `kind` naming the command. */
+export type CommandEvent = { type: string; kind?: string } & Record<string, unknown>;
+
+/** What --json and the journal write: a run's events, or another command's. */
+export type LoggedEvent = RunEvent | CommandEvent;
+
+/** The first or last event of a run or an exec: the sinks write them at once, with what they hold before them. */
+export const isLoggedEdge = (e: LoggedEvent): boolean => e.type === 'run_start' || e.type === 'recap';
+
 /** An event as one NDJSON line (with its newline), timestamped. Secrets serialise masked. */
-export function eventLine(e: RunEvent): string {
+export function eventLine(e: LoggedEvent): string {
   if (last?.e !== e) {
     const now = Date.now();
     if (now !== isoMs) {
@@ -17,7 +26,8 @@ export function eventLine(e: RunEvent): string {
       iso = new Date(now).toISOString();
     }
     // Same line as JSON.stringify({ ts, ...e }) without copying the event first.
-    last = { e, line: convergedLine(e) ?? `{"ts":"${iso}",${JSON.stringify(e).slice(1)}\n` };
+    // (convergedLine checks every key of the event, whoever made it)
+    last = { e, line: convergedLine(e as RunEvent) ?? `{"ts":"${iso}",${JSON.stringify(e).slice(1)}\n` };
   }
   return last.line;
 }

@@ -5,8 +5,7 @@ import { InputError } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
 import { scrub } from '../util/secret.ts';
 import { stateDir } from '../util/state-dir.ts';
-import { eventLine } from './event-line.ts';
-import { isRunEdge, type RunEvent } from '../engine/events.ts';
+import { eventLine, isLoggedEdge, type LoggedEvent } from './event-line.ts';
 
 /** Where runs are journaled unless --journal says otherwise. */
 export function defaultJournalPath(now = new Date()): string {
@@ -14,7 +13,7 @@ export function defaultJournalPath(now = new Date()): string {
 }
 
 export interface JournalSink {
-  (e: RunEvent): void;
+  (e: LoggedEvent): void;
   /** Write what is buffered now (Ctrl-C, tests). */
   flush(): void;
   /** Flush and close the file (a later event opens it again). */
@@ -129,11 +128,11 @@ export function journalSink(file: string, onFailure?: (err: Error) => void): Jou
     live.delete(sink);
   };
   const sink = Object.assign(
-    (e: RunEvent) => {
+    (e: LoggedEvent) => {
       if (failure) return;
       buf += eventLine(e);
       live.add(sink);
-      if (isRunEdge(e) || buf.length >= JOURNAL_FLUSH_BYTES) flush();
+      if (isLoggedEdge(e) || buf.length >= JOURNAL_FLUSH_BYTES) flush();
       else if (e.type !== 'resource') turnEnd ??= setImmediate(flush);
       else timer ??= setTimeout(flush, JOURNAL_FLUSH_MS).unref();
     },

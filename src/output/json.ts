@@ -1,5 +1,4 @@
-import { isRunEdge, type RunEvent } from '../engine/events.ts';
-import { eventLine } from './event-line.ts';
+import { eventLine, isLoggedEdge, type LoggedEvent } from './event-line.ts';
 
 /** Events buffered for --json are written at the latest once this much is buffered. */
 export const JSON_FLUSH_BYTES = 64 * 1024;
@@ -11,7 +10,7 @@ export const JSON_FLUSH_BYTES = 64 * 1024;
  * event loop, or once JSON_FLUSH_BYTES are buffered; the run's first and last events
  * (run_start, recap) at once, after what came before them.
  */
-export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: RunEvent) => void {
+export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: LoggedEvent) => void {
   let buf = '';
   let scheduled = false;
   const flush = () => {
@@ -23,7 +22,7 @@ export function jsonSink(out: NodeJS.WritableStream = process.stdout): (e: RunEv
   };
   return (e) => {
     buf += eventLine(e);
-    if (isRunEdge(e) || buf.length >= JSON_FLUSH_BYTES) flush();
+    if (isLoggedEdge(e) || buf.length >= JSON_FLUSH_BYTES) flush();
     else if (!scheduled) {
       scheduled = true;
       setImmediate(flush);

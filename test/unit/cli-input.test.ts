@@ -244,6 +244,7 @@ describe('parseCli', () => {
       resume: undefined,
       json: false,
       verbose: 0,
+      recap: 'summary',
     });
   });
 
@@ -311,6 +312,8 @@ describe('parseCli', () => {
       '--ssh-extra-args=-p 2222',
       '-F',
       'package.json',
+      '--recap',
+      'full',
     ]);
     expect(o).toEqual({
       inventory: ['inv.yml'],
@@ -349,7 +352,12 @@ describe('parseCli', () => {
       resume: 'old.ndjson',
       json: true,
       verbose: 2,
+      recap: 'full',
     });
+  });
+
+  it('--recap other than summary or full is bad input', () => {
+    expect(() => parseCli(['-i', 'i', '--recap', 'all'])).toThrow(/--recap must be summary or full, got 'all'/);
   });
 
   it('long forms', () => {

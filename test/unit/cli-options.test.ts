@@ -6,11 +6,11 @@ import { APPLY_ARG, APPLY_ARG_TAKES_VALUE, CLI_OPTIONS, NOT_RECORDED, SECURITY_O
 import { USAGE } from '../../src/cli/usage.ts';
 
 // parseApply's two regexes and the plan's two sets, as they were written by hand (plus --plan-key,
-// added since: a security option apply takes)
+// added since: a security option apply takes; and --recap, an output option no plan records)
 const HAND_ALLOWED =
-  /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key)(=.*)?$/;
+  /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap)(=.*)?$/;
 const HAND_TAKES_VALUE =
-  /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key)$/;
+  /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap)$/;
 const HAND_SECURITY = new Set([
   'known-hosts',
   'ssh-accept-new',
@@ -25,7 +25,7 @@ const HAND_SECURITY = new Set([
   'plan-key',
 ]);
 const handIsSecurity = (name: string) => HAND_SECURITY.has(name) || /become/.test(name);
-const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help']);
+const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help', 'recap']);
 
 const names = Object.keys(CLI_OPTIONS);
 const shorts = Object.values(CLI_OPTIONS).flatMap((o) => ('short' in o ? [o.short] : []));
