@@ -1,4 +1,5 @@
 import { execute, type ExecuteOptions, type RunEvent, type RunOutcome } from '../engine/index.ts';
+import { drainPlan } from './drain-plan.ts';
 import { ignoredConnectionVars } from '../inventory/ansible-connection-vars.ts';
 import { likelyTypos, typoWarning } from '../inventory/did-you-mean.ts';
 import { HumanReporter } from '../output/human.ts';
@@ -49,6 +50,13 @@ export async function runLoaded(argv: string[], loaded: Loaded, planned: Execute
   const journalFile = opts.journal ?? defaultJournalPath();
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
   const runStart: RunEvent = { type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check };
+  let drain: ReturnType<typeof drainPlan>;
+  try {
+    const selected = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
+    drain = drainPlan(loaded.inventory, selected, opts.drain, opts.drainTimeoutSec);
+  } catch (e) {
+    return exitBadInput(out, e);
+  }
   let journal: JournalSink;
   try {
     journal = openJournal(journalFile, runStart, out);
@@ -71,9 +79,13 @@ export async function runLoaded(argv: string[], loaded: Loaded, planned: Execute
   human.onEvent(runStart);
   json?.(runStart);
   writeRunWarnings(loaded, hostNames, out, json);
+  for (const message of drain.notices) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
+  }
   const interrupt = interruptOnSignals(journal, out);
   try {
-    const outcome = await execute(prepared, executeOptions(opts, asked, planned, interrupt.signal), emit);
+    const outcome = await execute(prepared, { ...executeOptions(opts, asked, planned, interrupt.signal), drain: drain.plan }, emit);
     await human.finish(outcome);
     if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out);
     const journalFailure = journal.failure as Error | undefined; // set by a write during the run
