@@ -1,9 +1,13 @@
-// --drain slurm on the bed's real Slurm (tb.slurm: tb7 the controller, tb8 and tb9 compute
-// nodes): an MTU change (Change.disruptive) waits for the node's running job, drains the node,
-// changes, resumes; a node drained by hand stays drained; a drain that times out applies nothing
-// disruptive and still resumes the node. Each test resets its hosts and makes the cluster again.
-import { beforeEach, describe, expect, it } from 'vitest';
+// --drain around an MTU change (Change.disruptive). Slurm on the bed's real Slurm (tb.slurm: tb7
+// the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
+// drained, changed, resumed; a node drained by hand stays drained; a drain that times out applies
+// nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
+// (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
+// PodDisruptionBudget that holds an eviction past the timeout; a node cordoned beforehand stays so.
+// Each test resets its hosts.
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
+import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
 import { provision, recaps, writeInventory, type CliRun } from './helpers.ts';
 
 const PB = 'playbooks/node.ts';
@@ -108,5 +112,113 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain failed', 'resume true']);
     expect((await nodeState('tb8')).state).toBe('allocated'); // back in scheduling, its job untouched
     await onCtl(`scancel ${job}`);
+  }, 120_000);
+});
+
+describe('--drain kubernetes around an MTU change (the API double)', () => {
+  const CP = 'tb1';
+  const NODE = 'tb3';
+  let double: KubeApiDouble | undefined;
+  const kubeInventory = () =>
+    writeInventory({
+      hosts: [CP, NODE],
+      groups: { kube_control_plane: { hosts: [CP] } },
+      hostVars: { [NODE]: { nic_mtu: [{ name: 'eth0', mtu: 9000 }] } },
+    });
+  /** A pod on the node, owned as given (a ReplicaSet's pod is evicted, a DaemonSet's is left). */
+  const pod = (name: string, namespace: string, owner: { kind: string; name: string }, labels: Record<string, string> = {}) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace,
+      labels,
+      ownerReferences: [{ apiVersion: 'apps/v1', ...owner, uid: `uid-${owner.name}`, controller: true }],
+    },
+    spec: { nodeName: NODE, containers: [{ name: 'c', image: 'x' }] },
+  });
+  const unschedulable = () => (double!.get('Node', NODE)?.spec as { unschedulable?: boolean } | undefined)?.unschedulable === true;
+  const requested = (method: string, path: RegExp) =>
+    double!.requests.some((r) => r.method === method && path.test(`${r.path}?${r.query}`));
+
+  beforeEach(async () => {
+    await tb.reset([CP, NODE]);
+    await double?.stop();
+    double = await startKubeApiDouble({ host: tb.runnerIp, nodes: [{ name: CP }, { name: NODE }] });
+    const r = await tb.hostExec(
+      CP,
+      'mkdir -p /etc/kubernetes && cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf',
+      {
+        input: double.kubeconfig(),
+      },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    await tb.hostExec(NODE, `mkdir -p /etc/network && printf '%s' '${IFACES}' > /etc/network/interfaces`);
+    double.cluster.seed(pod('web-1', 'default', { kind: 'ReplicaSet', name: 'web' }, { app: 'web' }), 'kubelet');
+    double.cluster.seed(pod('kube-proxy-x', 'kube-system', { kind: 'DaemonSet', name: 'kube-proxy' }), 'kubelet');
+  }, 60_000);
+  afterAll(async () => {
+    await double?.stop();
+    await tb.reset([NODE]); // (no host keeps the jumbo MTU after this file)
+  });
+
+  it("cordons, evicts the node's pods (DaemonSets left), changes, uncordons; check mode lists it", async () => {
+    const check = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(drainEvents(check)).toEqual([{ type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'would' }]);
+    expect(unschedulable()).toBe(false);
+
+    const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'drained' },
+      { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
+    ]);
+    expect(await liveMtu(NODE)).toBe('9000');
+    // what kubectl drain asked of the API: the node's pods, an eviction, cordon and uncordon
+    expect(requested('GET', /\/api\/v1\/pods\?.*fieldSelector=spec.nodeName%3Dtb3/)).toBe(true);
+    expect(requested('POST', /\/api\/v1\/namespaces\/default\/pods\/web-1\/eviction/)).toBe(true);
+    expect(double!.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${NODE}`)).toHaveLength(2);
+    expect(double!.get('Pod', 'web-1', 'default')).toBeUndefined();
+    expect(double!.get('Pod', 'kube-proxy-x', 'kube-system')).toBeDefined();
+    expect(unschedulable()).toBe(false);
+  }, 120_000);
+
+  it('a PodDisruptionBudget that allows no eviction: the drain times out, nothing applied, the node uncordoned', async () => {
+    double!.cluster.seed(
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
+      },
+      'kubectl',
+    );
+    const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '3', '--json']);
+    expect(run.code).toBe(1);
+    const mtu = run.events.find((e) => e.type === 'resource' && e.host === NODE && e.id === 'mtu:eth0');
+    expect(mtu?.status).toBe('failed');
+    expect(mtu?.error).toMatch(/^not applied: drain \(kubernetes via tb1\) failed: kubectl drain tb3 failed \(exit 1\): /);
+    expect(mtu?.error).toContain('error when evicting pods/"web-1" -n "default": global timeout reached: 3s');
+    // the budget answered 429 (kubectl asks again every 5 s, until its timeout)
+    const evictions = double!.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/pods/web-1/eviction'));
+    expect(evictions.length).toBeGreaterThanOrEqual(1);
+    expect(await liveMtu(NODE)).toBe('1500');
+    expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
+    expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain failed', 'resume true']);
+    expect(unschedulable()).toBe(false);
+  }, 120_000);
+
+  it('a node cordoned beforehand is drained and changed, and stays cordoned', async () => {
+    const r = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl cordon ${NODE}`);
+    expect(r.code, r.stderr).toBe(0);
+    const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'already', detail: 'cordoned (spec.unschedulable)' },
+    ]);
+    expect(await liveMtu(NODE)).toBe('9000');
+    expect(unschedulable()).toBe(true);
+    expect(double!.get('Pod', 'web-1', 'default')).toBeUndefined();
   }, 120_000);
 });
