@@ -43,9 +43,11 @@ export async function runWaves(conn: Connection, o: HostRunOptions, states: Stat
     }
     // --drain: the host's work moves off before the first exec with a disruptive change
     if (o.beforeDisruptive && toApply.some((s) => s.changes!.some(isDisruptive))) {
+      // (a Ctrl-C or a halt while the drain waited stops here too: nothing disruptive after it)
       const undrained = await o.beforeDisruptive();
-      if (undrained !== undefined) {
-        failUnfinished(o, states, `not applied: ${undrained}`);
+      const why = undrained !== undefined ? `not applied: ${undrained}` : stopped(o);
+      if (why !== undefined) {
+        failUnfinished(o, states, why);
         return { ended: true, lockWaits };
       }
     }

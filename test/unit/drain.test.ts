@@ -200,11 +200,19 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     };
     return { log, provider };
   }
-  async function runWith(outcome: DrainOutcome, plays: (f: FakeFleet) => Play[], check = false) {
+  async function runWith(outcome: DrainOutcome, plays: (f: FakeFleet) => Play[], check = false, signal?: AbortController) {
     const f = new FakeFleet(['ctl', 'n1', 'n2']);
     for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
     const inv = f.inventory();
     const { log, provider } = recorder(outcome);
+    if (signal) {
+      // Ctrl-C while the drain waits: it returns drained, and the run must stop there
+      const drain = provider.drain.bind(provider);
+      provider.drain = async (...a) => {
+        signal.abort();
+        return drain(...a);
+      };
+    }
     const ctl = inv.hosts[0];
     const hosts = new Map(['n1', 'n2'].map((n) => [n, { provider, controller: ctl, node: n }]));
     const events: RunEvent[] = [];
@@ -220,6 +228,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         connectAttempts: 1,
         connector: f.connector,
         drain: { hosts, timeoutSec: 5 },
+        signal: signal?.signal,
       },
       (e) => {
         events.push(e);
@@ -255,6 +264,17 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     ]);
     expect(log).toEqual(want);
     expect(out.results.find((r) => r.host === 'n1')!.error).toBe('not applied: drain (rec via ctl) failed: timed out');
+  });
+
+  it('Ctrl-C while the drain waits: nothing disruptive applied, the host resumed all the same', async () => {
+    const { log, out } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      new AbortController(),
+    );
+    expect(log).toEqual(['drain n1', 'n1 kv:1 failed', 'resume n1']);
+    expect(out.results.find((r) => r.host === 'n1')!.error).toBe('interrupted before this change was applied');
   });
 
   it('check mode drains nothing and lists the host that would be', async () => {
