@@ -5,6 +5,7 @@
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
 // PodDisruptionBudget that holds an eviction past the timeout; a node cordoned beforehand stays so.
 // Each test resets its hosts.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
@@ -81,6 +82,10 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       .map((e) => (e.type === 'resource' ? `${e.id} ${e.status}` : `${e.type} ${e.outcome ?? e.ok}`));
     expect(order).toEqual(['drain drained', 'mtu:eth0 changed', 'resume true']);
     expect(run.stderr).toContain('tb8: resumed (slurm via tb7)');
+    // the journal has them too
+    const journal = readFileSync(/journal: (\S+)/.exec(run.stderr)![1], 'utf8');
+    expect(journal).toMatch(/"type":"drain".*"outcome":"drained"/);
+    expect(journal).toMatch(/"type":"resume".*"ok":true/);
 
     const again = await provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--json']);
     expect(again.code, again.stderr).toBe(0);
