@@ -19,7 +19,8 @@ import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, TOOLS, type Cas
 import { mitogenStrategyDir, sitePlays, writeWorkload } from './lib/workload.ts';
 
 const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
-  --hosts N            test hosts (default 20; the bench bed, rsbb0 / 10.78.0.0/24 / .testbed-bench)
+  --hosts N            test hosts (default 20, at most 1,012; the bench bed, rsbb0 / 10.78.0.0/22 / .testbed-bench,
+                       or RS_BENCH_BED=lane1..lane9: rsblK / 10.(100+K).0.0/22 / .testbed-bench-laneK)
   --runs R             runs per tool and case, alternating racksmith / ansible / ansible-mitogen (default 3)
   --tools LIST         racksmith,ansible,ansible-mitogen (default all three)
   --cases LIST         first-run,converged,floor (default all)
@@ -113,7 +114,7 @@ async function main(argv: string[]): Promise<number> {
     return n;
   };
   const N = int(values.hosts, 20, '--hosts');
-  if (N > 200) throw new Error('--hosts: the test bed holds at most 200 hosts');
+  if (N > 1012) throw new Error('--hosts: a bench bed (a /22 network) holds at most 1,012 hosts');
   const R = int(values.runs, 3, '--runs');
   const forks = int(values.forks, N, '--forks');
   const tools = (values.tools ?? TOOLS.join(',')).split(',').map((s) => s.trim()) as Tool[];
