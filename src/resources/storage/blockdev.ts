@@ -498,8 +498,8 @@ export function diskProbeParts(spec: DiskSpec, others: readonly DiskSpec[] = [],
 export function parseDiskParts(parts: readonly unknown[]): DiskFacts {
   if (!parts.length || parts.some((p) => typeof p !== 'string')) throw new ProbeError('unexpected disk probe output');
   const [self, ...others] = (parts as string[]).map((p) => parseDiskFacts(p));
-  if (!self.error) for (const x of others) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
-  return self;
+  const same = self.error ? [] : others.filter((x) => !x.error && x.majmin === self.majmin).map((x) => x.spec);
+  return same.length ? { ...self, sameAs: [...self.sameAs, ...same] } : self;
 }
 
 /**
