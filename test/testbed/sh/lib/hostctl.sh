@@ -5,7 +5,9 @@
 # alive PID: exists and is not a zombie (our exited unshare parents are reaped by the machine's
 # PID 1, which can take a second: a zombie counts as gone)
 alive()      { local st; [ -n "${1:-}" ] && st=$(cat "/proc/$1/stat" 2>/dev/null) && st=${st##*) } && [ "${st%% *}" != Z ]; }
-cmdline_of() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null; }
+# (empty when the process is gone meanwhile: under set -e a failed read would end a reset of
+# hundreds of hosts whose processes die while it looks)
+cmdline_of() { { tr '\0' ' ' < "/proc/$1/cmdline"; } 2>/dev/null || true; }
 wait_gone()  { local k; for ((k = 0; k < 200; k++)); do alive "$1" || return 0; sleep 0.02; done; return 1; }
 host_dir()   { echo "$TB_HOSTS/tb$1"; }
 # "dev rotational serial image" per line, one line per disk
@@ -146,7 +148,7 @@ stop_host() {
       # host-init may not have written init.pid yet: kill the unshare's child (the pid-ns init) too
       if [ -z "$p" ] || ! alive "$p"; then
         for c in $(cat "/proc/$u/task/$u/children" 2>/dev/null); do
-          [[ "$(cmdline_of "$c")" == *host-init.sh* || "$(cmdline_of "$c")" == *tb-init* ]] && kill -KILL "$c" 2>/dev/null
+          [[ "$(cmdline_of "$c")" == *host-init.sh* || "$(cmdline_of "$c")" == *tb-init* ]] && kill -KILL "$c" 2>/dev/null || true
         done
       fi
       wait_gone "$u" || kill -KILL "$u" 2>/dev/null || true
