@@ -31,7 +31,8 @@ const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
   --synthetic          afterwards, plan time for 1,000 synthetic hosts x 50 resources, no SSH
   --synthetic-hosts H  that many synthetic hosts instead of 1,000
   --keep               leave the bench bed up (the next run with the same --hosts reuses it)
-  --out FILE           JSON results (default bench/results/latest.json)`;
+  --out FILE           JSON results (default bench/results/latest.json)
+The growth from 20 to 1,000 hosts, charted into bench/README.md: npx tsx bench/scale-chart.ts RESULTS.json...`;
 
 interface Sample extends Omit<ToolRun, 'stdout' | 'stderr'> {
   run: number;
@@ -142,6 +143,7 @@ async function main(argv: string[]): Promise<number> {
 
   const unlock = await lockBed();
   const t0 = Date.now();
+  const loadAtStart = loadavg();
   // Measure the CLI as installed (npm ci builds dist/): rebuild it when the sources moved since.
   if (!prebuiltIsCurrent(repoRoot)) {
     log('dist/ is not built from these sources: npm run build');
@@ -329,6 +331,12 @@ async function main(argv: string[]): Promise<number> {
         `floor: node-ssh ${secs(fl)} racksmith/floor ${Number.isFinite(rc) ? (rc / fl).toFixed(1) + 'x' : '-'}${Number.isFinite(ar) ? `  (ansible raw floor ${secs(ar)})` : ''}`,
       );
     }
+    // at fleet size, what each host costs the controller (bench/scale-chart.ts charts it from 20 to 1,000)
+    const conv = summary.converged?.racksmith;
+    if (conv)
+      lines.push(
+        `per host: racksmith converged wall ${((conv.wall.median / N) * 1000).toFixed(1)} ms, controller CPU ${((conv.cpu.median / N) * 1000).toFixed(1)} ms, peak RSS ${(conv.peakRssSumMb.median / N).toFixed(2)} MiB (${N} hosts, forks ${forks})`,
+      );
     const orderRuns = comparisons.filter((c) => c.orderOnly.length).length;
     const equalTo = (b: Tool) => {
       const cs = comparisons.filter((c) => c.b === b);
@@ -396,6 +404,7 @@ async function main(argv: string[]): Promise<number> {
         node: process.version,
         ansible: version('ansible-playbook', ['--version']),
         ansibleMitogen: mitogenDir ? `${version('dpkg-query', ['-W', '-f', '${Version}', 'ansible-mitogen'])} (${mitogenDir})` : undefined,
+        loadAtStart,
         loadAtEnd: loadavg(),
       },
       config: {
