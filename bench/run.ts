@@ -19,7 +19,8 @@ import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, TOOLS, type Cas
 import { mitogenStrategyDir, sitePlays, writeWorkload } from './lib/workload.ts';
 
 const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
-  --hosts N            test hosts (default 20; the bench bed, rsbb0 / 10.78.0.0/24 / .testbed-bench)
+  --hosts N            test hosts (default 20, at most 1,012; the bench bed, rsbb0 / 10.78.0.0/22 / .testbed-bench,
+                       or RS_BENCH_BED=lane1..lane9: rsblK / 10.(100+K).0.0/22 / .testbed-bench-laneK)
   --runs R             runs per tool and case, alternating racksmith / ansible / ansible-mitogen (default 3)
   --tools LIST         racksmith,ansible,ansible-mitogen (default all three)
   --cases LIST         first-run,converged,floor (default all)
@@ -30,7 +31,8 @@ const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
   --synthetic          afterwards, plan time for 1,000 synthetic hosts x 50 resources, no SSH
   --synthetic-hosts H  that many synthetic hosts instead of 1,000
   --keep               leave the bench bed up (the next run with the same --hosts reuses it)
-  --out FILE           JSON results (default bench/results/latest.json)`;
+  --out FILE           JSON results (default bench/results/latest.json)
+The growth from 20 to 1,000 hosts, charted into bench/README.md: npx tsx bench/scale-chart.ts RESULTS.json...`;
 
 interface Sample extends Omit<ToolRun, 'stdout' | 'stderr'> {
   run: number;
@@ -113,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
     return n;
   };
   const N = int(values.hosts, 20, '--hosts');
-  if (N > 200) throw new Error('--hosts: the test bed holds at most 200 hosts');
+  if (N > 1012) throw new Error('--hosts: a bench bed (a /22 network) holds at most 1,012 hosts');
   const R = int(values.runs, 3, '--runs');
   const forks = int(values.forks, N, '--forks');
   const tools = (values.tools ?? TOOLS.join(',')).split(',').map((s) => s.trim()) as Tool[];
@@ -141,6 +143,7 @@ async function main(argv: string[]): Promise<number> {
 
   const unlock = await lockBed();
   const t0 = Date.now();
+  const loadAtStart = loadavg();
   // Measure the CLI as installed (npm ci builds dist/): rebuild it when the sources moved since.
   if (!prebuiltIsCurrent(repoRoot)) {
     log('dist/ is not built from these sources: npm run build');
@@ -328,6 +331,12 @@ async function main(argv: string[]): Promise<number> {
         `floor: node-ssh ${secs(fl)} racksmith/floor ${Number.isFinite(rc) ? (rc / fl).toFixed(1) + 'x' : '-'}${Number.isFinite(ar) ? `  (ansible raw floor ${secs(ar)})` : ''}`,
       );
     }
+    // at fleet size, what each host costs the controller (bench/scale-chart.ts charts it from 20 to 1,000)
+    const conv = summary.converged?.racksmith;
+    if (conv)
+      lines.push(
+        `per host: racksmith converged wall ${((conv.wall.median / N) * 1000).toFixed(1)} ms, controller CPU ${((conv.cpu.median / N) * 1000).toFixed(1)} ms, peak RSS ${(conv.peakRssSumMb.median / N).toFixed(2)} MiB (${N} hosts, forks ${forks})`,
+      );
     const orderRuns = comparisons.filter((c) => c.orderOnly.length).length;
     const equalTo = (b: Tool) => {
       const cs = comparisons.filter((c) => c.b === b);
@@ -395,6 +404,7 @@ async function main(argv: string[]): Promise<number> {
         node: process.version,
         ansible: version('ansible-playbook', ['--version']),
         ansibleMitogen: mitogenDir ? `${version('dpkg-query', ['-W', '-f', '${Version}', 'ansible-mitogen'])} (${mitogenDir})` : undefined,
+        loadAtStart,
         loadAtEnd: loadavg(),
       },
       config: {

@@ -9,14 +9,16 @@ import { join, resolve } from 'node:path';
 export const repoRoot = resolve(import.meta.dirname, '..', '..');
 
 /**
- * Two bench beds: `main` for `npm run bench`, `smoke` for the smoke test in the e2e suite (so a
- * suite run never takes down a benchmark someone is running by hand, and the other way round).
+ * Bench beds: `main` for `npm run bench`, `smoke` for the smoke test in the e2e suite (so a
+ * suite run never takes down a benchmark someone is running by hand, and the other way round),
+ * and `lane1`..`lane9` for benchmarks run side by side on one machine (each engineer their own
+ * lane). `main` and the lanes are /22 networks: up to 1,012 hosts (test/testbed/sh/lib/common.sh).
  */
-const BEDS = {
+const BEDS: Record<string, BenchBed> = {
   main: {
     RS_TESTBED_STATE: join(repoRoot, '.testbed-bench'),
     TB_BRIDGE: 'rsbb0',
-    TB_NET: '10.78.0',
+    TB_NET: '10.78.0.0/22',
     TB_NS_PREFIX: 'rs-bb',
     TB_VETH_PREFIX: 'rsbbv',
     TB_MAC_PREFIX: '02:7b:01',
@@ -29,9 +31,27 @@ const BEDS = {
     TB_VETH_PREFIX: 'rsbsv',
     TB_MAC_PREFIX: '02:7b:02',
   },
-} as const;
-const bedName = (process.env.RS_BENCH_BED ?? 'main') as keyof typeof BEDS;
-if (!(bedName in BEDS)) throw new Error(`bench: RS_BENCH_BED must be ${Object.keys(BEDS).join(' or ')}`);
+};
+interface BenchBed {
+  RS_TESTBED_STATE: string;
+  TB_BRIDGE: string;
+  TB_NET: string;
+  TB_NS_PREFIX: string;
+  TB_VETH_PREFIX: string;
+  TB_MAC_PREFIX: string;
+}
+for (let k = 1; k <= 9; k++) {
+  BEDS[`lane${k}`] = {
+    RS_TESTBED_STATE: join(repoRoot, `.testbed-bench-lane${k}`),
+    TB_BRIDGE: `rsbl${k}`,
+    TB_NET: `10.${100 + k}.0.0/22`,
+    TB_NS_PREFIX: `rs-bl${k}-`,
+    TB_VETH_PREFIX: `rsbl${k}v`,
+    TB_MAC_PREFIX: `02:7b:2${k}`,
+  };
+}
+const bedName = process.env.RS_BENCH_BED ?? 'main';
+if (!(bedName in BEDS)) throw new Error(`bench: RS_BENCH_BED must be main, smoke or lane1..lane9 (not ${bedName})`);
 const chosen = BEDS[bedName];
 export const benchState = chosen.RS_TESTBED_STATE;
 
@@ -94,8 +114,19 @@ function recordQueues(tb: Testbed): void {
   writeFileSync(queueFile, JSON.stringify(q));
 }
 
+/**
+ * Hosts as `up` left them, untouched since: their first reset can be skipped (a reset of 1,000
+ * hosts stops, wipes and starts each of them again: as long as bringing the bed up).
+ */
+const untouched = new Set<string>();
+
 /** Reset hosts (fresh as after up) and untune their disks' queues. */
 export async function resetHosts(tb: Testbed, names: string[]): Promise<void> {
+  if (names.every((n) => untouched.has(n))) {
+    for (const n of names) untouched.delete(n);
+    return;
+  }
+  for (const n of names) untouched.delete(n);
   await tb.reset(names);
   const q = JSON.parse(readFileSync(queueFile, 'utf8')) as Record<string, Record<string, string>>;
   for (const h of tb.hosts().filter((x) => names.includes(x.name))) {
@@ -116,10 +147,13 @@ export async function ensureBed(hosts: number, disks: number, log: (s: string) =
   if ((await tb.matches({ hosts, disks })) && existsSync(queueFile)) {
     log(`reusing the running bench bed (${hosts} hosts x ${disks} disks, ${benchState})`);
   } else {
-    log(`bringing up the bench bed: ${hosts} hosts x ${disks} disks (${BED_ENV.TB_BRIDGE}, ${BED_ENV.TB_NET}.0/24, ${benchState})`);
+    log(
+      `bringing up the bench bed: ${hosts} hosts x ${disks} disks (${BED_ENV.TB_BRIDGE}, ${BED_ENV.TB_NET.includes('/') ? BED_ENV.TB_NET : `${BED_ENV.TB_NET}.0/24`}, ${benchState})`,
+    );
     const t0 = performance.now();
     await tb.up({ hosts, disks, quiet: true });
     recordQueues(tb);
+    for (const h of tb.hosts()) untouched.add(h.name);
     log(`bench bed up in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }
   return tb;

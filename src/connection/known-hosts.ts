@@ -128,8 +128,47 @@ const DEFAULT_ALGORITHMS = [
   'ssh-rsa',
 ];
 
-/** Each known_hosts file's lines as last parsed, with the file's identity, size and mtime then. */
-const PARSED = new Map<string, { version: string; lines: readonly KnownHostsLine[] }>();
+/**
+ * A known_hosts file's lines, indexed by the names they list outright: every connection of a run
+ * looks its host up, and matching each host against every line was hosts x lines pattern matches
+ * (2,000,000 at 1,000 hosts with a line per IP and per name). Lines with wildcards, negations or a
+ * hashed name are matched against each name as before.
+ */
+export class KnownHostsIndex {
+  private readonly byName = new Map<string, KnownHostsLine[]>();
+  private readonly matched: KnownHostsLine[] = [];
+  private readonly found = new Map<string, KnownHostsLine[]>();
+
+  constructor(readonly lines: readonly KnownHostsLine[]) {
+    for (const l of lines) {
+      if (l.patterns.startsWith('|1|') || /[*?!]/.test(l.patterns)) {
+        this.matched.push(l);
+        continue;
+      }
+      for (const name of new Set(l.patterns.toLowerCase().split(','))) {
+        const at = this.byName.get(name);
+        if (at) at.push(l);
+        else this.byName.set(name, [l]);
+      }
+    }
+  }
+
+  /** The lines that name `name` (a knownHostsName), in file order. */
+  linesFor(name: string): KnownHostsLine[] {
+    let out = this.found.get(name);
+    if (!out) {
+      const listed = this.byName.get(name.toLowerCase()) ?? [];
+      const matching = this.matched.filter((l) => hostMatches(l.patterns, name));
+      out = matching.length ? [...listed, ...matching].sort((a, b) => a.line - b.line) : listed;
+      this.found.set(name, out);
+    }
+    return out;
+  }
+}
+
+/** Each known_hosts file's index as last parsed, with the file's identity, size and mtime then. */
+const PARSED = new Map<string, { version: string; index: KnownHostsIndex }>();
+const EMPTY = new KnownHostsIndex([]);
 
 /** Known-hosts checking as OpenSSH does it with StrictHostKeyChecking=yes (or accept-new). */
 export class KnownHosts {
@@ -137,20 +176,21 @@ export class KnownHosts {
 
   /** The lines that name this host (what `ssh-keygen -F` finds). */
   linesFor(host: string, port: number): KnownHostsLine[] {
-    const name = knownHostsName(host, port);
-    return this.lines().filter((l) => hostMatches(l.patterns, name));
+    return this.index().linesFor(knownHostsName(host, port));
   }
 
   /** The file's lines: read and parsed again only when it changed (every connection of a run asks). */
-  private lines(): readonly KnownHostsLine[] {
+  private index(): KnownHostsIndex {
     const st = statSync(this.file, { throwIfNoEntry: false });
-    if (!st) return [];
+    if (!st) return EMPTY;
     const version = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
     const known = PARSED.get(this.file);
-    if (known?.version === version) return known.lines;
-    const lines = parseKnownHosts(readInputFile(this.file, 'known_hosts file', INPUT_LIMITS.sshConfig).toString('utf8'));
-    PARSED.set(this.file, { version, lines });
-    return lines;
+    if (known?.version === version) return known.index;
+    const index = new KnownHostsIndex(
+      parseKnownHosts(readInputFile(this.file, 'known_hosts file', INPUT_LIMITS.sshConfig).toString('utf8')),
+    );
+    PARSED.set(this.file, { version, index });
+    return index;
   }
 
   /**

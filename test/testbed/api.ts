@@ -37,8 +37,17 @@ export const hostsJsonPath = join(stateDir, 'hosts.json');
 /** Runner-side path of the shared directory that every host sees at `sharedMount`. */
 export const sharedDir = join(stateDir, 'shared');
 export const sharedMount = '/srv/shared';
+/**
+ * The runner's address in a bed network (TB_NET): the network's first address + 1. TB_NET is
+ * `A.B.C` (a /24) or `A.B.C.D/P` (see sh/lib/common.sh, which checks it).
+ */
+export function runnerAddress(net: string): string {
+  const addr = net.includes('/') ? net.slice(0, net.indexOf('/')) : `${net}.0`;
+  const o = addr.split('.').map(Number);
+  return `${o[0]}.${o[1]}.${o[2]}.${o[3] + 1}`;
+}
 /** Address of the runner on the bed's bridge (hosts reach test doubles listening here). */
-export const runnerIp = `${process.env.TB_NET ?? '10.77.0'}.1`;
+export const runnerIp = runnerAddress(process.env.TB_NET ?? '10.77.0');
 
 export interface TestbedDisk {
   /** Kernel device inside the host, e.g. /dev/loop3 (the host sees only its own disks). */

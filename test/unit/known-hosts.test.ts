@@ -299,3 +299,19 @@ describe('verdicts with a host certificate', () => {
     }
   });
 });
+
+describe('known_hosts of a fleet', () => {
+  it('1,000 hosts with a line per IP and per name: each host finds its own two lines, and the wildcard line after them', () => {
+    const file = join(dir, 'known_hosts.fleet');
+    const lines: string[] = [];
+    for (let i = 0; i < 1000; i++) lines.push(`10.9.${i >> 8}.${i & 255} ${A.line}`, `Node${i} ${B.line}`);
+    lines.push(`10.9.* ${B.line}`);
+    writeFileSync(file, lines.join('\n') + '\n');
+    const kh = new KnownHosts(file);
+    for (const i of [0, 1, 517, 999]) {
+      expect(kh.linesFor(`10.9.${i >> 8}.${i & 255}`, 22).map((l) => l.line)).toEqual([2 * i + 1, 2001]);
+      expect(kh.linesFor(`node${i}`, 22).map((l) => l.line)).toEqual([2 * i + 2]);
+    }
+    expect(kh.linesFor('node1000', 22)).toEqual([]);
+  });
+});

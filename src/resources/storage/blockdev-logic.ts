@@ -136,8 +136,32 @@ export interface LoopUse {
 
 const num = (s: string | undefined): number | undefined => (s !== undefined && /^\d+$/.test(s.trim()) ? Number(s.trim()) : undefined);
 
-/** Parse the key=value lines printed by `diskProbe` (blockdev.ts). */
+// Every resource of a disk, and every list that names it (filesystem, mount, queue, udev rule,
+// storage record), parses the same answer: ~16 parses of 2 answers per host. The facts of the
+// last answers are kept (frozen: shared by all their readers) and parsed once.
+const recentFacts = new Map<string, DiskFacts>();
+const RECENT_FACTS_MAX = 64;
+
+/** Parse the key=value lines printed by `diskProbe` (blockdev.ts); the facts are frozen. */
 export function parseDiskFacts(out: string): DiskFacts {
+  let f = recentFacts.get(out);
+  if (!f) {
+    f = deepFreeze(parseDiskAnswer(out));
+    if (recentFacts.size >= RECENT_FACTS_MAX) recentFacts.delete(recentFacts.keys().next().value!);
+    recentFacts.set(out, f);
+  }
+  return f;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+function parseDiskAnswer(out: string): DiskFacts {
   const f: DiskFacts = {
     spec: '',
     sameAs: [],

@@ -494,10 +494,11 @@ export function diskFactsProbe(spec: DiskSpec, others: readonly DiskSpec[] = [],
   return probed(
     () => ({ helpers: diskHelpers(), self: diskProbeBody(spec, o), others: others.map((x) => diskProbeBody(x, o)) }),
     (answers) => {
+      // parsed facts are frozen and shared (parseDiskFacts caches per answer): add sameAs to a copy
       const self = parseDiskFacts(answers.self);
-      if (!self.error)
-        for (const x of answers.others.map((p) => parseDiskFacts(p))) if (!x.error && x.majmin === self.majmin) self.sameAs.push(x.spec);
-      return self;
+      const others = answers.others.map((p) => parseDiskFacts(p));
+      const same = self.error ? [] : others.filter((x) => !x.error && x.majmin === self.majmin).map((x) => x.spec);
+      return same.length ? { ...self, sameAs: [...self.sameAs, ...same] } : self;
     },
   );
 }

@@ -99,7 +99,7 @@ fi
 # 5. files
 rm -rf "$TB_HOSTS" "$TB_SHARED"
 rm -f "$TB_STATE"/{id_ed25519,id_ed25519.pub,known_hosts,inventory.yaml,inventory-ops.yaml,inventory.ini,hosts.json,ssh_config} \
-      "$TB_STATE"/{config.env,loops-before,losetup.lock,shared.img,munge.key} "$TB_STATE"/*.tmp
+      "$TB_STATE"/{config.env,loops-before,losetup.lock,shared.img,munge.key,etc-hosts} "$TB_STATE"/*.tmp
 rmdir "$TB_STATE" 2>/dev/null || true
 if [ "$PURGE" = 1 ]; then
   rm -rf "$TB_ROOTFS" "$TB_ROOTFS.debootstrap.log" "$TB_SLURM_LAYER"

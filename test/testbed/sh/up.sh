@@ -1,6 +1,7 @@
 #!/bin/bash
 # Bring up N test hosts tb1..tbN on this machine (root only), each with
-#   - its own network namespace rs-tbI (veth eth0 -> bridge rsbr0, IP 10.77.0.(10+I); runner 10.77.0.1)
+#   - its own network namespace rs-tbI (veth eth0 -> bridge rsbr0, IP 10.77.0.(10+I); runner 10.77.0.1;
+#     TB_NET=A.B.C.D/P: network + 10 + I, runner network + 1)
 #   - its own root filesystem: overlayfs (lower = cached debootstrap rootfs, upper = per host)
 #   - its own mount/pid/uts/ipc namespaces, /proc, filtered /sys/block, minimal /dev
 #   - K sparse loop disks (disk 1 rotational=1 "HDD", disk 2 rotational=0 "SSD", alternating),
@@ -8,7 +9,7 @@
 #   - sshd on port 22 (root login with the generated key .testbed/id_ed25519)
 #   - the shared directory .testbed/shared at /srv/shared
 # A previous bed (crash leftovers included) is torn down first, so up always gives fresh hosts.
-# Usage: up.sh [--hosts N] [--disks K] [--slurm]   (also: up.sh N [K]; N <= 200, default 3 hosts, 1 disk)
+# Usage: up.sh [--hosts N] [--disks K] [--slurm]   (also: up.sh N [K]; N <= 244 on a /24 TB_NET, 1,012 on a /22, at most 1,023; default 3 hosts, 1 disk)
 #   --slurm: a Slurm cluster on all hosts (tb1 the controller; sh/slurm.sh)
 # Output: .testbed/inventory.yaml, inventory.ini, hosts.json, known_hosts, ssh_config, id_ed25519
 set -euo pipefail
@@ -33,7 +34,8 @@ done
 TB_DISKS_PER_HOST=$K
 
 [ "$(id -u)" = 0 ] || { echo "testbed: must run as root" >&2; exit 1; }
-[[ "$N" =~ ^[0-9]+$ ]] && [ "$N" -ge 1 ] && [ "$N" -le 200 ] || { echo "testbed: --hosts must be 1..200" >&2; exit 1; }
+[[ "$N" =~ ^[0-9]+$ ]] && [ "$N" -ge 1 ] && [ "$N" -le "$TB_NET_MAX_HOSTS" ] ||
+  { echo "testbed: --hosts must be 1..$TB_NET_MAX_HOSTS on TB_NET=$TB_NET (a /22 such as 10.78.0.0/22 holds up to 1,012)" >&2; exit 1; }
 [[ "$K" =~ ^[0-9]+$ ]] && [ "$K" -le 16 ] || { echo "testbed: --disks must be 0..16" >&2; exit 1; }
 for t in ip unshare nsenter losetup blkdiscard truncate ssh ssh-keygen setsid flock timeout awk; do
   command -v "$t" >/dev/null || { echo "testbed: missing tool: $t" >&2; exit 1; }
@@ -72,7 +74,7 @@ ssh-keygen -q -t ed25519 -N '' -C racksmith-testbed -f "$TB_STATE/id_ed25519"
 
 # 3. bridge in the root netns (the runner reaches hosts through it); fixed MAC so it never changes
 ip link add "$TB_BRIDGE" address "$TB_MAC_PREFIX:01:00:01" type bridge
-ip addr add "$TB_NET.1/24" dev "$TB_BRIDGE"
+ip addr add "$TB_RUNNER_IP/$TB_NET_BITS" dev "$TB_BRIDGE"
 ip link set "$TB_BRIDGE" up
 
 # 4. shared storage, seen by every host at $TB_SHARED_MOUNT (stands in for the NFS/virtiofs export;

@@ -26,7 +26,7 @@ TB_ROOTFS=${TB_ROOTFS:-$TB_REPO/.cache/testbed-rootfs}      # read-only lower la
 TB_SLURM_LAYER=${TB_SLURM_LAYER:-$TB_REPO/.cache/testbed-slurm}   # runner's munge + Slurm, a layer above the rootfs (build-slurm-layer.sh)
 TB_ROOTFS_TARBALL=${TB_ROOTFS_TARBALL:-}      # optional cache: unpacked if present, written after a debootstrap
 TB_BRIDGE=${TB_BRIDGE:-rsbr0}
-TB_NET=${TB_NET:-10.77.0}                     # /24; runner .1, host tbI = .(10+I)
+TB_NET=${TB_NET:-10.77.0}                     # A.B.C (a /24) or A.B.C.D/P (16 <= P <= 24); see tb_net_parse
 TB_NS_PREFIX=${TB_NS_PREFIX:-rs-tb}           # netns name = rs-tbI
 TB_VETH_PREFIX=${TB_VETH_PREFIX:-rstbv}       # root-side veth = rstbvI (<= 15 chars)
 TB_MAC_PREFIX=${TB_MAC_PREFIX:-02:7b:00}      # bridge 02:7b:00:01:00:01, host tbI eth0 02:7b:00:00:II:II
@@ -37,9 +37,48 @@ TB_LOOP_LOCK=${TB_LOOP_LOCK:-/run/racksmith-testbed-loop.lock}   # loop device a
 unset _tb_run
 # The owner file names the checkout for a default-state bed (as it always did), else the state dir.
 if [ "$TB_STATE" = "$TB_STATE_DEFAULT" ]; then TB_OWNER_ID=$TB_REPO; else TB_OWNER_ID=$TB_STATE; fi
+
+# The bed's network. TB_NET is either today's form "A.B.C" (the /24 A.B.C.0/24) or a prefix
+# "A.B.C.D/P" with 16 <= P <= 24 for beds past 244 hosts (10.78.0.0/22: 1,012 hosts). The runner is
+# the network's address + 1, host tbI the network's address + 10 + I (host tb300 of 10.78.0.0/22 is
+# 10.78.1.54); the last address is the broadcast. Sets TB_NET_BASE (the network as a 32-bit number),
+# TB_NET_BITS (P), TB_RUNNER_IP and TB_NET_MAX_HOSTS.
+tb_ip4_num() {  # dotted quad -> number; fails on anything else
+  local IFS=. o a=0
+  # shellcheck disable=SC2086
+  set -- $1
+  [ $# = 4 ] || return 1
+  for o in "$@"; do [[ "$o" =~ ^[0-9]{1,3}$ ]] && [ "$o" -le 255 ] || return 1; a=$((a * 256 + 10#$o)); done
+  echo "$a"
+}
+tb_num_ip4() { echo "$(($1 >> 24 & 255)).$(($1 >> 16 & 255)).$(($1 >> 8 & 255)).$(($1 & 255))"; }
+tb_net_parse() {  # tb_net_parse NET -> "BASE BITS", or fails with a message
+  local net=$1 addr bits num
+  if [[ "$net" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then addr=$net.0 bits=24
+  elif [[ "$net" =~ ^([0-9.]+)/([0-9]+)$ ]]; then addr=${BASH_REMATCH[1]} bits=${BASH_REMATCH[2]}
+  else echo "testbed: TB_NET=$net: expected A.B.C (a /24) or A.B.C.D/P with 16 <= P <= 24" >&2; return 1; fi
+  num=$(tb_ip4_num "$addr") || { echo "testbed: TB_NET=$net: $addr is not an IPv4 address" >&2; return 1; }
+  [ "$bits" -ge 16 ] && [ "$bits" -le 24 ] || { echo "testbed: TB_NET=$net: the prefix must be 16..24 (/22 holds 1,012 hosts)" >&2; return 1; }
+  [ $((num & ((1 << (32 - bits)) - 1))) = 0 ] || { echo "testbed: TB_NET=$net: $addr is not the network's first address" >&2; return 1; }
+  echo "$num $bits"
+}
+_tb_net=$(tb_net_parse "$TB_NET") || exit 1
+TB_NET_BASE=${_tb_net% *} TB_NET_BITS=${_tb_net#* }
+unset _tb_net
+TB_RUNNER_IP=$(tb_num_ip4 $((TB_NET_BASE + 1)))
+# one bridge holds at most 1,023 ports (BR_MAX_PORTS 1024, port 0 unused): so does one bed
+TB_NET_MAX_HOSTS=$(((1 << (32 - TB_NET_BITS)) - 12))
+[ "$TB_NET_MAX_HOSTS" -le 1023 ] || TB_NET_MAX_HOSTS=1023
+# does the bed's network overlap A.B.C.0/24 (the default bed's)?
+tb_net_overlaps24() {
+  local other
+  other=$(tb_ip4_num "$1.0") || return 1
+  [ $((other >> (32 - TB_NET_BITS))) = $((TB_NET_BASE >> (32 - TB_NET_BITS))) ]
+}
+
 # A second bed must not share any global name with the default one, or up/down would take it over.
 if [ "$TB_STATE" != "$TB_STATE_DEFAULT" ] || [ "$TB_BRIDGE" != rsbr0 ]; then
-  if [ "$TB_BRIDGE" = rsbr0 ] || [ "$TB_NET" = 10.77.0 ] || [ "$TB_NS_PREFIX" = rs-tb ] || [ "$TB_VETH_PREFIX" = rstbv ]; then
+  if [ "$TB_BRIDGE" = rsbr0 ] || tb_net_overlaps24 10.77.0 || [ "$TB_NS_PREFIX" = rs-tb ] || [ "$TB_VETH_PREFIX" = rstbv ]; then
     echo "testbed: a bed with TB_STATE=$TB_STATE / TB_BRIDGE=$TB_BRIDGE needs its own TB_BRIDGE, TB_NET, TB_NS_PREFIX and TB_VETH_PREFIX (not rsbr0, 10.77.0, rs-tb, rstbv)" >&2
     exit 1
   fi
@@ -67,7 +106,7 @@ TB_SYS_RO=${TB_SYS_RO:-1}                     # /sys read-only except the host's
 TB_FAKE_SYSFS_MARKER=/var/lib/tb/fake-sysfs    # in a host: its fake kernel-wide sysfs knobs are on (api.ts fakeSysfs)
 TB_TRACE=${TB_TRACE:-}                        # 1: host-init.sh traces (timestamps) into hosts/tbI/console.log
 
-tb_ip()     { echo "$TB_NET.$((10 + $1))"; }
+tb_ip()     { tb_num_ip4 $((TB_NET_BASE + 10 + $1)); }
 tb_ns()     { echo "$TB_NS_PREFIX$1"; }
 tb_name()   { echo "tb$1"; }
 tb_veth()   { echo "$TB_VETH_PREFIX$1"; }
@@ -82,6 +121,6 @@ tb_index()  {  # "tb3" | "3" -> 3
 tb_secs()   { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 # exported so that host-init.sh (run via ip netns exec + unshare) sees the same settings
-export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_SLURM_LAYER TB_BRIDGE TB_NET TB_NS_PREFIX TB_VETH_PREFIX TB_MAC_PREFIX \
+export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_SLURM_LAYER TB_BRIDGE TB_NET TB_NET_BASE TB_NET_BITS TB_RUNNER_IP TB_NS_PREFIX TB_VETH_PREFIX TB_MAC_PREFIX \
        TB_DISK_SIZE TB_DISKS_PER_HOST TB_BOOT_EMULATION TB_SHARED_FS TB_SHARED_MOUNT TB_SHARED_SIZE \
        TB_KUBECTL TB_SUITE TB_MIRROR TB_INCLUDE TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO TB_TRACE

@@ -5,17 +5,31 @@
 # alive PID: exists and is not a zombie (our exited unshare parents are reaped by the machine's
 # PID 1, which can take a second: a zombie counts as gone)
 alive()      { local st; [ -n "${1:-}" ] && st=$(cat "/proc/$1/stat" 2>/dev/null) && st=${st##*) } && [ "${st%% *}" != Z ]; }
-cmdline_of() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null; }
+# (empty when the process is gone meanwhile: under set -e a failed read would end a reset of
+# hundreds of hosts whose processes die while it looks)
+cmdline_of() { { tr '\0' ' ' < "/proc/$1/cmdline"; } 2>/dev/null || true; }
 wait_gone()  { local k; for ((k = 0; k < 200; k++)); do alive "$1" || return 0; sleep 0.02; done; return 1; }
 host_dir()   { echo "$TB_HOSTS/tb$1"; }
 # "dev rotational serial image" per line, one line per disk
 host_devs()  { awk '{print $1}' "$(host_dir "$1")/disks" 2>/dev/null; }
 
+# every host's /etc/hosts: written once per bed (N lines; per host it was N subshells, N^2 in all)
 hosts_file() {
-  echo "127.0.0.1 localhost"
-  echo "$TB_NET.1 testrunner"
-  local j; for ((j = 1; j <= N; j++)); do echo "$(tb_ip "$j") tb$j"; done
+  local f=$TB_STATE/etc-hosts j
+  if [ ! -s "$f" ] || [ "$(sed -n '$=' "$f")" != $((N + 2)) ]; then
+    {
+      echo "127.0.0.1 localhost"
+      echo "$TB_RUNNER_IP testrunner"
+      for ((j = 1; j <= N; j++)); do echo "$(tb_num_ip4 $((TB_NET_BASE + 10 + j))) tb$j"; done
+    } > "$f.tmp"
+    mv "$f.tmp" "$f"
+  fi
+  cat "$f"
 }
+
+# host_mac I: eth0's MAC inside host I (deterministic: a "rebooted" host keeps it)
+host_mac()   { printf '%s:00:%02x:%02x' "$TB_MAC_PREFIX" $(($1 / 256)) $(($1 % 256)); }
+bridge_mac() { echo "$TB_MAC_PREFIX:01:00:01"; }
 
 # wait_devs_free DEV...: mounts of a killed host (its XFS data disks) go away asynchronously;
 # a device is free once it can be opened O_EXCL, as mount and mkfs do (max ~10 s for all)
@@ -87,13 +101,17 @@ start_host() {
   ip netns del "$ns" 2>/dev/null || true
   ip netns add "$ns"
   # deterministic MAC: a "rebooted" host keeps its MAC, so nobody's ARP cache goes stale
-  ip link add "$veth" type veth peer name eth0 netns "$ns" \
-    address "$(printf '%s:00:%02x:%02x' "$TB_MAC_PREFIX" $((i / 256)) $((i % 256)))"
+  ip link add "$veth" type veth peer name eth0 netns "$ns" address "$(host_mac "$i")"
   ip link set "$veth" master "$TB_BRIDGE" up
   ip -n "$ns" link set lo up
-  ip -n "$ns" addr add "$ip/24" dev eth0
+  ip -n "$ns" addr add "$ip/$TB_NET_BITS" dev eth0
   ip -n "$ns" link set eth0 up
-  ip -n "$ns" route add default via "$TB_NET.1"   # the runner; it does not forward (ip_forward=0, no NAT)
+  ip -n "$ns" route add default via "$TB_RUNNER_IP"   # the runner; it does not forward (ip_forward=0, no NAT)
+  # runner <-> host without ARP: permanent neighbour entries (both MACs are fixed). The kernel's
+  # neighbour table is one for all namespaces and gc_thresh3 (1024) caps its learned entries, which
+  # a bed of 500+ hosts (an entry on each side) overflows; permanent entries do not count.
+  ip -n "$ns" neigh replace "$TB_RUNNER_IP" lladdr "$(bridge_mac)" dev eth0 nud permanent
+  ip neigh replace "$ip" lladdr "$(host_mac "$i")" dev "$TB_BRIDGE" nud permanent
 
   # the host itself: new mount/uts/ipc/pid namespaces inside the netns. No fd of ours is inherited
   # (stdio go to console.log), so the host never keeps a caller's pipe (CI job, vitest) open.
@@ -130,7 +148,7 @@ stop_host() {
       # host-init may not have written init.pid yet: kill the unshare's child (the pid-ns init) too
       if [ -z "$p" ] || ! alive "$p"; then
         for c in $(cat "/proc/$u/task/$u/children" 2>/dev/null); do
-          [[ "$(cmdline_of "$c")" == *host-init.sh* || "$(cmdline_of "$c")" == *tb-init* ]] && kill -KILL "$c" 2>/dev/null
+          [[ "$(cmdline_of "$c")" == *host-init.sh* || "$(cmdline_of "$c")" == *tb-init* ]] && kill -KILL "$c" 2>/dev/null || true
         done
       fi
       wait_gone "$u" || kill -KILL "$u" 2>/dev/null || true
@@ -176,10 +194,16 @@ wait_host() {
   return 1
 }
 
+# wait_hosts I...: wait_host for each, TB_WAIT_PARALLEL at a time (1,000 ssh clients at once
+# would hold ~5 GiB and time each other out on 2 cores)
+TB_WAIT_PARALLEL=${TB_WAIT_PARALLEL:-64}
 wait_hosts() {
-  local pids=() p fail=0 i
-  for i in "$@"; do wait_host "$i" & pids+=($!); done
-  for p in "${pids[@]}"; do wait "$p" || fail=1; done
+  local running=0 fail=0 i
+  for i in "$@"; do
+    if [ "$running" -ge "$TB_WAIT_PARALLEL" ]; then wait -n || fail=1; running=$((running - 1)); fi
+    wait_host "$i" & running=$((running + 1))
+  done
+  while [ "$running" -gt 0 ]; do wait -n || fail=1; running=$((running - 1)); done
   return $fail
 }
 
@@ -192,6 +216,15 @@ write_known_hosts() {
     echo "tb$i $key"
   done > "$TB_STATE/known_hosts.tmp"
   mv "$TB_STATE/known_hosts.tmp" "$TB_STATE/known_hosts"
+}
+
+# ssh_ip_patterns: the bed's addresses as ssh_config patterns, one A.B.C.* per /24 of TB_NET
+ssh_ip_patterns() {
+  local k pats=()
+  for ((k = 0; k < 1 << (24 - TB_NET_BITS); k++)); do
+    pats+=("$(tb_num_ip4 $((TB_NET_BASE + k * 256)) | sed 's/\.0$/.*/')")
+  done
+  echo "${pats[*]}"
 }
 
 # write_state: inventory.yaml (Ansible YAML), inventory.ini (ansible baseline), ssh_config, hosts.json
@@ -252,7 +285,7 @@ write_state() {
   # --- ssh_config: ssh -F .testbed/ssh_config tb1
   {
     for ((i = 1; i <= N; i++)); do printf 'Host tb%d\n  HostName %s\n' "$i" "$(tb_ip "$i")"; done
-    echo "Host tb* $TB_NET.*"
+    echo "Host tb* $(ssh_ip_patterns)"
     echo "  User root"
     echo "  IdentityFile $key"
     echo "  IdentitiesOnly yes"
