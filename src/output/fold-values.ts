@@ -80,15 +80,40 @@ function tryAdd<T>(c: Building<T>, item: T, tokens: string[][]): boolean {
 
 function finish<T>(c: Building<T>): ValueCluster<T> {
   const values: string[][] = [];
+  const slotOf = new Map<string, number>(); // the same values in several places share one slot
   const templates = c.tokens[0].map((first, i) => {
     const out = [...first];
     for (const k of [...c.varying[i]].sort((x, y) => x - y)) {
-      values.push([...new Set(c.tokens.map((t) => t[i][k]))]);
-      out[k] = `‹${values.length}›`;
+      const { prefix, suffix, middles } = narrowed([...new Set(c.tokens.map((t) => t[i][k]))]);
+      const id = JSON.stringify(middles);
+      if (!slotOf.has(id)) slotOf.set(id, values.push(middles));
+      out[k] = `${prefix}‹${slotOf.get(id)}›${suffix}`;
     }
     return out.join('');
   });
   return { members: c.members, templates, values };
+}
+
+/** Where a value's parts may be cut: `/sys/block/‹1›/queue/scheduler`, `10.0.0.‹1›`, `/dev/‹1›`. */
+const SEPARATOR = /[/.:]/;
+
+/**
+ * Values with the parts they all share (up to a separator) taken out, so a slot holds only what
+ * differs: /sys/block/loop3/queue/scheduler and …/loop4/… read `/sys/block/‹1›/queue/scheduler`.
+ */
+function narrowed(vals: readonly string[]): { prefix: string; suffix: string; middles: string[] } {
+  const shortest = Math.min(...vals.map((v) => v.length));
+  let pre = 0;
+  while (pre < shortest && vals.every((v) => v[pre] === vals[0][pre])) pre++;
+  while (pre > 0 && !SEPARATOR.test(vals[0][pre - 1])) pre--;
+  let suf = 0;
+  while (suf < shortest - pre && vals.every((v) => v[v.length - 1 - suf] === vals[0][vals[0].length - 1 - suf])) suf++;
+  while (suf > 0 && !SEPARATOR.test(vals[0][vals[0].length - suf])) suf--;
+  return {
+    prefix: vals[0].slice(0, pre),
+    suffix: vals[0].slice(vals[0].length - suf),
+    middles: vals.map((v) => v.slice(pre, v.length - suf)),
+  };
 }
 
 /** A slot's values on one line: `‹1›: sdb, sdc, … sdz (24 values)`. */

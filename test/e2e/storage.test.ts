@@ -142,7 +142,10 @@ describe('storage playbook on fresh hosts', () => {
       );
     }
     expect(run.stderr).toContain('Changes that would be made');
-    expect(run.stderr).toMatch(/format \/dev\/loop\d+ \(blank, 1 GiB, no serial\) as XFS/);
+    // the human view folds the hosts' formats into one line, each host's device a value of its slot
+    const formatLine = /format \/dev\/(‹\d›|loop\d+) \(blank, 1 GiB, no serial\) as XFS/;
+    expect(run.stderr).toMatch(formatLine);
+    for (const h of HOSTS) expect(run.stderr).toContain(kname(disks(h)[0].dev));
     // nothing happened
     for (const [i, h] of HOSTS.entries()) {
       for (const d of disks(h)) {

@@ -123,8 +123,8 @@ describe('off a terminal, the human view is a constant number of lines plus one 
     expect(text).toContain(
       [
         '● mount:/ais/d1  [tb[1-30] (30 hosts)]',
-        '    mount ‹1› on /ais/d1 (xfs)',
-        '      ‹1›: /dev/loop0, /dev/loop2, /dev/loop4, /dev/loop6, /dev/loop8, … /dev/loop58 (30 values)',
+        '    mount /dev/‹1› on /ais/d1 (xfs)',
+        '      ‹1›: loop0, loop2, loop4, loop6, loop8, … loop58 (30 values)',
       ].join('\n'),
     );
     expect(text).toContain('● file:/etc/rs/f1.conf  [tb[1-30] (30 hosts)]\n    create /etc/rs/f1.conf (12 bytes)\n');
@@ -171,10 +171,10 @@ describe('folding', () => {
     expect(foldChangeValues(groupChanges(results, ['n1', 'n2', 'n3']), ['n1', 'n2', 'n3'])).toEqual([
       {
         id: 'mount:/d',
-        summaries: ['mount ‹1› on /d'],
+        summaries: ['mount /dev/‹1› on /d'],
         diffs: [],
         hosts: ['n1', 'n2', 'n3'],
-        values: [['/dev/sdc', '/dev/sdb', '/dev/sda']],
+        values: [['sdc', 'sdb', 'sda']],
       },
     ]);
   });
@@ -194,18 +194,28 @@ describe('folding', () => {
     ).toHaveLength(2);
   });
 
-  it('a value that is an address or a UUID is one word', () => {
+  it('a value that is an address or a UUID is one word; only the part that varies is the slot', () => {
     const [c] = clusterByValues(
       ['UUID=0b1e-77aa on 10.0.0.1:22', 'UUID=9f3c-0011 on 10.0.0.2:22'],
       () => '',
       (t) => [t],
     );
-    expect(c.templates).toEqual(['UUID=‹1› on ‹2›']);
+    expect(c.templates).toEqual(['UUID=‹1› on 10.0.0.‹2›:22']);
     expect(c.values).toEqual([
       ['0b1e-77aa', '9f3c-0011'],
-      ['10.0.0.1:22', '10.0.0.2:22'],
+      ['1', '2'],
     ]);
     expect(slotLine(1, c.values[0])).toBe('‹1›: 0b1e-77aa, 9f3c-0011');
+  });
+
+  it('a sysfs path folds to its device; the same values in several lines share one slot', () => {
+    const [c] = clusterByValues(
+      ['loop3', 'loop5'],
+      () => '',
+      (d) => [`/sys/block/${d}/queue/scheduler: none → mq-deadline`, `/sys/block/${d}/queue/nr_requests: 128 → 2048`],
+    );
+    expect(c.templates).toEqual(['/sys/block/‹1›/queue/scheduler: none → mq-deadline', '/sys/block/‹1›/queue/nr_requests: 128 → 2048']);
+    expect(c.values).toEqual([['loop3', 'loop5']]);
   });
 
   it('a failure message many hosts share is one line with the hosts; one that differs in an address, one line with the addresses', () => {
@@ -219,8 +229,8 @@ describe('folding', () => {
     ]);
     const down = ['tb1', 'tb2'].map((host, i) => ({ host, text: `UNREACHABLE: ssh root@10.0.0.${i + 1}:22: connect ECONNREFUSED` }));
     expect(foldProblems(down)).toEqual([
-      '  tb[1-2] (2 hosts): UNREACHABLE: ssh root@‹1›: connect ECONNREFUSED',
-      '      ‹1›: 10.0.0.1:22, 10.0.0.2:22',
+      '  tb[1-2] (2 hosts): UNREACHABLE: ssh root@10.0.0.‹1›:22: connect ECONNREFUSED',
+      '      ‹1›: 1, 2',
     ]);
   });
 
