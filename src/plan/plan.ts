@@ -172,7 +172,8 @@ export function makePlan(o: {
     code: o.code,
     hosts,
     ...(o.facts?.size ? { facts: Object.fromEntries([...o.facts].map(([h, f]) => [h, factsFingerprint(f)])) } : {}),
-    groups: Object.fromEntries(o.inventory.hosts.filter((h) => h.name in hosts).map((h) => [h.name, h.groups])),
+    // every host is in `all`: only the groups that tell hosts apart
+    groups: Object.fromEntries(o.inventory.hosts.filter((h) => h.name in hosts).map((h) => [h.name, h.groups.filter((g) => g !== 'all')])),
   };
 }
 
