@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
@@ -70,6 +70,7 @@ export function runsDir(): string {
 const recordFile = (id: string) => join(runsDir(), `${id}.json`);
 
 export function writeRecord(r: RunRecord): void {
+  mkdirSync(runsDir(), { recursive: true, mode: 0o700 });
   writeFileAtomic(recordFile(r.id), scrub(JSON.stringify(r, null, 1)) + '\n');
 }
 
@@ -109,7 +110,9 @@ export function readRecords(): { records: RunRecord[]; broken: string[] } {
       broken.push(name);
     }
   }
-  records.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  // by start time to the millisecond (ids only to the second), then by id
+  const key = (r: RunRecord) => `${r.start}\0${r.id}`;
+  records.sort((a, b) => (key(a) < key(b) ? 1 : key(a) > key(b) ? -1 : 0));
   return { records, broken };
 }
 
