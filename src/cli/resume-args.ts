@@ -1,7 +1,7 @@
-import { optionTokens } from '../cli/options.ts';
+import { optionTokens } from './options.ts';
 import { unmaskExtraVars } from '../plan/extra-secrets.ts';
 import { InputError } from '../util/errors.ts';
-import { isRunId, readRecord } from './record.ts';
+import { isRunId, readRecord } from '../history/record.ts';
 
 /** What a resumed run does not take from the run it resumes: where that one wrote, what it resumed, what it saved. */
 const NOT_RESUMED = new Set(['journal', 'resume', 'plan-out', 'help']);
