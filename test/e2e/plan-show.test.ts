@@ -162,8 +162,14 @@ describe.skipIf(chromiumMissing)('a plan of 1,000 hosts', () => {
     expect(r.code, r.stderr).toBe(0);
     const empty = join(dir, 'empty.html');
     writeFileSync(empty, '<!doctype html><title>empty</title>');
-    const baseline = await renderPage(empty);
-    const shown = await renderPage(page);
+    // the better of two openings each: a shared runner's load spikes are not the page's cost
+    const best = async (file: string) => {
+      const a = await renderPage(file);
+      const b = await renderPage(file);
+      return a.ms <= b.ms ? a : b;
+    };
+    const baseline = await best(empty);
+    const shown = await best(page);
     expect(shown.console).toEqual([]);
     expect(shown.dom).toContain('101 of 101 changes, 1000 of 1000 hosts');
     const extra = shown.ms - baseline.ms;
