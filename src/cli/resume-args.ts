@@ -49,6 +49,6 @@ export async function resumeArgv(argv: string[], ask: (what: string) => Promise<
     }
     recorded.push(a);
   }
-  const unmasked = await unmaskExtraVars(recorded, extra, ask);
+  const unmasked = await unmaskExtraVars(recorded, extra, ask, { noun: `run ${record.id}`, strict: false });
   return [...unmasked, ...kept, '--resume', record.journal];
 }
