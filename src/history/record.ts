@@ -91,6 +91,27 @@ export function readRecord(id: string): RunRecord {
   }
 }
 
+/** The ids of the recorded runs, newest first (by the start second in the id: no record read). */
+export function recordIds(): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(runsDir());
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.endsWith('.json') && isRunId(n.slice(0, -5)))
+    .map((n) => n.slice(0, -5))
+    .sort()
+    .reverse();
+}
+
+/** When a run started, to the second, from its id. */
+export function startOfId(id: string): number {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z/.exec(id)!;
+  return Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
+}
+
 /** Every run's record, newest first; a record that cannot be read is skipped and named in `broken`. */
 export function readRecords(): { records: RunRecord[]; broken: string[] } {
   let names: string[];

@@ -1,8 +1,8 @@
 import type { Recap } from '../engine/events.ts';
 import { printable } from '../util/printable.ts';
 import { playbookSources, runner } from './provenance.ts';
-import { newRunId, readRecords, removeRun, writeRecord, type RunRecord } from './record.ts';
-import { DEFAULT_RETENTION, runsToPrune } from './select.ts';
+import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
+import { DEFAULT_RETENTION } from './select.ts';
 
 export interface RunStart {
   argv: string[];
@@ -74,11 +74,16 @@ export function startRecord(s: RunStart, warn: (message: string) => void): RunRe
       }
       if (!save()) return;
       try {
-        const old = runsToPrune(readRecords().records, {
-          keep: DEFAULT_RETENTION.keep,
-          before: Date.now() - DEFAULT_RETENTION.days * 86400e3,
-        });
-        for (const r of old) removeRun(r);
+        // by the ids alone (a fleet's records are large): only the runs to remove are read
+        const before = Date.now() - DEFAULT_RETENTION.days * 86400e3;
+        const old = recordIds().filter((id, i) => i >= DEFAULT_RETENTION.keep || startOfId(id) < before);
+        for (const id of old) {
+          try {
+            removeRun(readRecord(id));
+          } catch (e) {
+            warn(`run history: retention: ${printable((e as Error).message)}`);
+          }
+        }
       } catch (e) {
         warn(`run history: retention: ${printable((e as Error).message)}`);
       }

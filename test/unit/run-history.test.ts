@@ -1,7 +1,7 @@
 // Issue #37, run history: which runs a listing keeps (host, label, since, failed), which runs
 // retention removes (--keep, --older-than), labels and ages as given on the command line, run ids.
 import { describe, expect, it } from 'vitest';
-import { isRunId, newRunId, type RunRecord } from '../../src/history/record.ts';
+import { isRunId, newRunId, startOfId, type RunRecord } from '../../src/history/record.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns } from '../../src/history/select.ts';
 import { InputError } from '../../src/util/errors.ts';
 
@@ -99,5 +99,12 @@ describe('command-line values', () => {
     expect(newRunId(new Date('2026-12-05T00:00:00Z')) > a).toBe(true);
     expect(isRunId('../../etc/passwd')).toBe(false);
     expect(isRunId('journal.ndjson')).toBe(false);
+  });
+});
+
+describe('ids on disk', () => {
+  it('a run id gives its start second back', () => {
+    const at = new Date('2026-12-04T23:30:12.345Z');
+    expect(startOfId(newRunId(at))).toBe(Date.parse('2026-12-04T23:30:12Z'));
   });
 });
