@@ -56,6 +56,8 @@ export const CLI_OPTIONS = {
   'host-timeout': { type: 'string', apply: true, exec: true },
   'ssh-keepalive': { type: 'string', apply: true, exec: true },
   'lock-timeout': { type: 'string', apply: true },
+  drain: { type: 'string', apply: true },
+  'drain-timeout': { type: 'string', apply: true },
   'plan-out': { type: 'string', notRecorded: true },
   'plan-key': { type: 'string', apply: true, security: true, exec: true },
   yes: { type: 'boolean' },

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { drainMode, type DrainMode } from './drain-plan.ts';
 import { parseArgs } from 'node:util';
 import { ignoredKeysWarning, type AnsibleSettings, type SettingOrigin } from '../config/ansible-cfg.ts';
 import { sshArgsOfConfig } from '../config/ssh-args-of-config.ts';
@@ -50,6 +51,9 @@ export interface CliOptions {
   hostTimeoutMs?: number;
   keepaliveMs: number;
   lockTimeoutSec: number;
+  /** --drain (unset: each host's racksmith_drain, default none). */
+  drain?: DrainMode;
+  drainTimeoutSec: number;
   planOut?: string;
   yes: boolean;
   maxPlanAgeMs: number;
@@ -199,6 +203,8 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
         ? undefined
         : wholeInRange('--host-timeout', v['host-timeout'], 1, MAX_TIMER_SEC, 0, ' of seconds') * 1000,
     lockTimeoutSec: wholeInRange('--lock-timeout', v['lock-timeout'], 0, 86400, 300, ' of seconds'),
+    drain: v.drain === undefined ? undefined : drainMode(v.drain, '--drain'),
+    drainTimeoutSec: wholeInRange('--drain-timeout', v['drain-timeout'], 1, 86400, 600, ' of seconds'),
     keepaliveMs: wholeInRange('--ssh-keepalive', v['ssh-keepalive'], 0, 3600, DEFAULT_KEEPALIVE_MS / 1000, ' of seconds') * 1000,
     planOut: v['plan-out'],
     yes: !!v.yes,

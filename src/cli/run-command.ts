@@ -1,4 +1,5 @@
 import { execute, type ExecuteOptions, type RunEvent, type RunOutcome } from '../engine/index.ts';
+import { drainPlan } from './drain-plan.ts';
 import { ignoredConnectionVars } from '../inventory/ansible-connection-vars.ts';
 import { likelyTypos, typoWarning } from '../inventory/did-you-mean.ts';
 import { HumanReporter } from '../output/human.ts';
@@ -64,6 +65,13 @@ export async function runLoaded(
   const journalFile = opts.journal ?? defaultJournalPath();
   const hostNames = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host.name)))];
   const runStart: RunEvent = { type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check };
+  let drain: ReturnType<typeof drainPlan>;
+  try {
+    const selected = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
+    drain = drainPlan(loaded.inventory, selected, opts.drain, opts.drainTimeoutSec);
+  } catch (e) {
+    return exitBadInput(out, e);
+  }
   let journal: JournalSink;
   try {
     journal = openJournal(journalFile, runStart, out);
@@ -89,6 +97,10 @@ export async function runLoaded(
   };
   human.onEvent(runStart);
   json?.(runStart);
+  for (const message of drain.notices) {
+    out.stderr.write(`warning: ${printable(message)}\n`);
+    json?.({ type: 'warning', message });
+  }
   const interrupt = interruptOnSignals(journal, out);
   let facts: FactsStep | undefined;
   try {
@@ -102,7 +114,11 @@ export async function runLoaded(
     }
     const run = facts ? { ...loaded, prepared: facts.prepared } : loaded;
     writeRunWarnings(run, hostNames, out, json);
-    const outcome = await execute(run.prepared, facts ? { ...o, connector: facts.connector, refused: facts.refused } : o, emit);
+    const outcome = await execute(
+      run.prepared,
+      { ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o), drain: drain.plan },
+      emit,
+    );
     await human.finish(outcome);
     if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out, facts?.facts);
     const journalFailure = journal.failure as Error | undefined; // set by a write during the run

@@ -47,6 +47,9 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
                            remote commands are killed, its link dropped (it counts as unreachable)
       --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
+      --drain MODE         kubernetes, slurm or none (default: each host's racksmith_drain, else none):
+                           drain a host before its first disruptive change, put it back after its last
+      --drain-timeout SECS how long a drain may wait for the host's work to leave (default 600)
       --plan-out FILE      with --check: save the reviewed changes for \`provision apply FILE\`
       --plan-key FILE      sign plans and mask secrets with this team key (also RACKSMITH_PLAN_KEY)
                            instead of this installation's: plans then apply wherever the key is

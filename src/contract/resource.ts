@@ -19,6 +19,13 @@ export interface Change<D = unknown> {
    * check mode it is shown like any other change.
    */
   confirm?: string;
+  /**
+   * Set on a change that disturbs the workloads running on the host (a kubelet or containerd
+   * restart, an MTU or NIC queue change): what it disturbs. With `--drain` the engine moves the
+   * work off the host (Kubernetes or Slurm) before the first such change and puts it back after
+   * the host's last change; without, it is only reported.
+   */
+  disruptive?: string;
 }
 
 /** A named piece of shell that converges part of a resource. */

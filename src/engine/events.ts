@@ -52,8 +52,18 @@ export type RunEvent =
   | { type: 'warning'; message: string; variable?: string; at?: string; suggestion?: string }
   | { type: 'host_start'; host: string; play: string }
   | ({ type: 'resource' } & ResourceResult)
+  /**
+   * --drain: the host's work moved off before its first disruptive change (`drained`), found
+   * already out by someone else (`already`, never resumed by this run), not emptied in time
+   * (`failed`: nothing disruptive applied); in check mode `would`.
+   */
+  | { type: 'drain'; host: string; via: string; controller: string; outcome: DrainEventOutcome; detail?: string }
+  /** --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`). */
+  | { type: 'resume'; host: string; via: string; controller: string; ok: boolean; detail?: string }
   | ({ type: 'host_recap' } & HostRecap)
   | ({ type: 'recap' } & Recap);
+
+export type DrainEventOutcome = 'drained' | 'already' | 'failed' | 'would';
 
 export type EventSink = (e: RunEvent) => void;
 

@@ -4,6 +4,7 @@ import { ProbeSet } from './probe-set.ts';
 import type { Section } from './script.ts';
 import { applyLockScript, LOCK_WAITED } from './apply-lock.ts';
 import { probeOf } from './host-caches.ts';
+import { isDisruptive } from './drain-session.ts';
 import { execSections, readAnswer, stepError } from './host-exec.ts';
 import { finishState, ingestAnswer, notConverged, NO_CHANGES, NO_STEPS, stopped, type State } from './host-state.ts';
 import type { HostRunOptions } from './host-types.ts';
@@ -154,7 +155,11 @@ export async function runHandlers(conn: Connection, o: HostRunOptions, states: S
       continue;
     }
     if (changes.length === 0) finishState(o, s, { status: 'ok', changes: NO_CHANGES });
-    else if (o.check) finishState(o, s, { status: 'changed', changes: changes.map((c) => ({ summary: `would ${c.summary}${because}` })) });
+    else if (o.check)
+      finishState(o, s, {
+        status: 'changed',
+        changes: changes.map((c) => ({ summary: `would ${c.summary}${because}`, ...(c.disruptive ? { disruptive: c.disruptive } : {}) })),
+      });
     else {
       s.changes = changes.map((c) => ({ ...c, summary: `${c.summary}${because}` }));
       due.push(s);
@@ -163,6 +168,12 @@ export async function runHandlers(conn: Connection, o: HostRunOptions, states: S
   const stop = due.length === 0 ? undefined : stopped(o);
   if (due.length === 0 || stop !== undefined) {
     for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: stop });
+    return undefined;
+  }
+  // --drain: a disruptive handler (a kubelet restart) waits for the host's drain like a wave does
+  const undrained = o.beforeDisruptive && due.some((s) => s.changes!.some(isDisruptive)) ? await o.beforeDisruptive() : undefined;
+  if (undrained !== undefined) {
+    for (const s of due) finishState(o, s, { status: 'failed', changes: s.changes!, error: `not applied: ${undrained}` });
     return undefined;
   }
   const sections: Section[] = [];

@@ -95,9 +95,17 @@ export function finishState(o: HostRunOptions, s: State, res: Outcome): void {
 /** Changes as shown and recorded: without the data that apply reads (it may hold bytes, or secrets). */
 function shown(changes: Change[]): Change[] {
   for (const c of changes) {
-    if (c.data !== undefined) return changes.map(({ summary, diff }) => (diff === undefined ? { summary } : { summary, diff }));
+    if (c.data !== undefined) return changes.map(shownChange);
   }
   return changes;
+}
+
+/** A change without its data; what it disturbs (Change.disruptive) is shown, and --drain reads it. */
+function shownChange({ summary, diff, disruptive }: Change): Change {
+  const out: Change = { summary };
+  if (diff !== undefined) out.diff = diff;
+  if (disruptive !== undefined) out.disruptive = disruptive;
+  return out;
 }
 
 /** Take a resource's answer: its facts, or it fails with why they could not be read. */

@@ -39,6 +39,11 @@ export interface HostRunOptions {
   onApply?: (host: string) => void;
   /** Take the host's apply lock in every exec that applies steps (apply-lock.ts). */
   lock?: ApplyLockOptions;
+  /**
+   * --drain: called before an exec that applies a disruptive change (Change.disruptive); why the
+   * host could not be drained, if so (then nothing disruptive runs: the host's run ends failed).
+   */
+  beforeDisruptive?: () => Promise<string | undefined>;
   /** The play's fleet groups (fleet.ts): keyed resources diff their facts with their group's. */
   fleet?: FleetViews;
 }

@@ -1,6 +1,7 @@
 import type { Connection } from '../connection/types.ts';
 import { NotApplicable, Refusal, type Change, type Resource } from '../contract/resource.ts';
 import { applyWave } from './host-apply.ts';
+import { isDisruptive } from './drain-session.ts';
 import { diffOnce } from './host-caches.ts';
 import { reprobe } from './host-exec.ts';
 import { failUnfinished, finishState, notConverged, NO_CHANGES, stackable, stopped, type State } from './host-state.ts';
@@ -39,6 +40,16 @@ export async function runWaves(conn: Connection, o: HostRunOptions, states: Stat
     if (stop !== undefined) {
       failUnfinished(o, states, stop);
       break;
+    }
+    // --drain: the host's work moves off before the first exec with a disruptive change
+    if (o.beforeDisruptive && toApply.some((s) => s.changes!.some(isDisruptive))) {
+      // (a Ctrl-C or a halt while the drain waited stops here too: nothing disruptive after it)
+      const undrained = await o.beforeDisruptive();
+      const why = undrained !== undefined ? `not applied: ${undrained}` : stopped(o);
+      if (why !== undefined) {
+        failUnfinished(o, states, why);
+        return { ended: true, lockWaits };
+      }
     }
     const res = await applyWave(conn, o, factHashes, toApply, deferred);
     if (res?.lost !== undefined) return { lost: res.lost, lockWaits };

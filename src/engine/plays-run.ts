@@ -13,6 +13,7 @@ import { newRunId } from './apply-lock.ts';
 import { FailBudget } from './fail-budget.ts';
 import { endedError, until, watchHost, type HostWatch } from './host-watch.ts';
 import { mapLimit } from './map-limit.ts';
+import { DrainSession, wouldDisrupt } from './drain-session.ts';
 import type { ExecuteOptions, PreparedPlay, RunOutcome } from './run-types.ts';
 import { getMaxListeners, setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
@@ -59,6 +60,10 @@ export class PlaysRun {
    */
   private readonly playNames: string[];
   private readonly budget = new FailBudget();
+  /** --drain: hosts drained around their disruptive changes (drain-session.ts). */
+  private readonly drains: DrainSession | undefined;
+  /** Each host's last play: after it, a host this run drained is put back. */
+  private readonly lastPlay = new Map<string, number>();
 
   constructor(
     private readonly plays: PreparedPlay[],
@@ -79,6 +84,16 @@ export class PlaysRun {
       this.refused.add(host);
       Object.assign(this.recapOf(host), why);
     }
+    plays.forEach((pp, i) => pp.hosts.forEach((h) => this.lastPlay.set(h.host.name, i)));
+    this.drains = o.drain?.hosts.size
+      ? new DrainSession(
+          o.drain,
+          this.lock?.runId ?? o.runId ?? newRunId(hostname(), process.pid, new Date(this.t0)),
+          (h) => this.connector(h, this.o),
+          emit,
+          o.signal,
+        )
+      : undefined;
   }
 
   /** Every play in order, the hosts' connections closed at the end, then the recap. */
@@ -86,6 +101,9 @@ export class PlaysRun {
     try {
       for (const [playIndex, pp] of this.plays.entries()) await this.runPlay(playIndex, pp);
     } finally {
+      // what this run drained comes back however the run ended (Ctrl-C, a halt, a lost host)
+      await this.drains?.resumeAll();
+      await this.drains?.close();
       await this.closeConnections();
     }
     return this.finish();
@@ -187,6 +205,9 @@ export class PlaysRun {
       recap.error = endedError(w.reason, this.o.hostTimeoutMs);
       return false;
     }
+    if (this.drains && res && this.o.check && wouldDisrupt(res.results)) this.drains.would(host.name);
+    // after the host's last change of the run: back into scheduling, if this run drained it
+    if (this.drains && this.lastPlay.get(host.name) === playIndex) await this.drains.resume(host.name);
     if (!res) return false;
     return this.record(host.name, playName, conn, res, recap);
   }
@@ -247,6 +268,7 @@ export class PlaysRun {
       signal: o.signal,
       halted: this.budget.halted,
       lock: this.lock,
+      beforeDisruptive: this.drains && (() => this.drains!.before(host)),
       onResult: this.onResult,
       fleet,
     };

@@ -7,6 +7,7 @@ import type { NoFacts, Play } from '../contract/playbook.ts';
 import type { HostFacts } from '../facts/types.ts';
 import type { Recap, ResourceResult } from './events.ts';
 import type { PlannedResource } from './host-types.ts';
+import type { DrainPlan } from './drain-session.ts';
 
 // What a run is given and gives back: prepare()'s selection and plays, execute()'s options and outcome.
 
@@ -57,6 +58,8 @@ export interface ExecuteOptions extends ConnectOptions {
   lockTimeoutSec?: number;
   /** Who this run is in the hosts' apply locks (default: controller host, pid, start time). */
   runId?: string;
+  /** --drain: which hosts are drained around their disruptive changes, by what, through which host. */
+  drain?: DrainPlan;
   /** Connection factory, replaceable in tests. */
   connector?: (host: Host, o: ConnectOptions) => Promise<Connection>;
   /**

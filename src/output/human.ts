@@ -9,6 +9,7 @@ import { hostList } from './host-ranges.ts';
 import { slotLine } from './fold-values.ts';
 import { recapTable } from './recap.ts';
 import { printable, printableLines } from '../util/printable.ts';
+import { drainLines } from './drain-lines.ts';
 
 export interface HumanOptions {
   diff: boolean;
@@ -59,7 +60,11 @@ export class HumanReporter {
     this.liveTitles = !!this.out.isTTY && process.stdout.isTTY === true;
   }
 
+  /** --drain's events, for the Drains section at the end. */
+  private readonly drains: Array<Extract<RunEvent, { type: 'drain' | 'resume' }>> = [];
+
   onEvent = (e: RunEvent): void => {
+    if (e.type === 'drain' || e.type === 'resume') this.drains.push(e);
     if (e.type === 'run_start') this.startProgress(e.hosts, e.check);
     else if (this.fleet) this.fleet.onEvent(e);
     else if (e.type === 'resource') {
@@ -183,6 +188,11 @@ export class HumanReporter {
       w();
       w('Pending on those changes (known once they apply; not counted as changes):');
       this.writeGroups(pending);
+    }
+    if (this.drains.length) {
+      w();
+      w(outcome.check ? 'Drains (--drain; check mode: nothing was drained):' : 'Drains (--drain):');
+      for (const line of drainLines(this.drains)) w(line);
     }
     const failures = outcome.results.filter((r) => r.status === 'failed');
     const unreachable = outcome.hosts.filter((h) => h.unreachable || h.error);

@@ -56,7 +56,9 @@ const BUILTINS: BuiltinSpec[] = [
     shortNames: ['po'],
     categories: ['all'],
     status: true,
-    verbs: ['get', 'list', 'watch'],
+    // create and delete as the kubelet and `kubectl drain` use them (tests seed pods on nodes);
+    // the pods/eviction subresource: eviction.ts
+    verbs: ['get', 'list', 'watch', 'create', 'delete'],
   },
   { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] },
   {
@@ -308,6 +310,17 @@ export class ResourceRegistry {
           verbs: ['get', 'patch', 'update'],
         });
       }
+      // kubectl drain evicts (policy/v1) only where discovery lists pods/eviction, else it deletes
+      if (isPods(t))
+        resources.push({
+          name: 'pods/eviction',
+          singularName: '',
+          namespaced: true,
+          group: 'policy',
+          version: 'v1',
+          kind: 'Eviction',
+          verbs: ['create'],
+        });
     }
     return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gvString(group, version), resources };
   }
@@ -338,6 +351,11 @@ export class ResourceRegistry {
                   { subresource: 'status', responseKind: { group: t.group, version: v, kind: t.kind }, verbs: ['get', 'patch', 'update'] },
                 ];
               }
+              if (isPods(t))
+                r.subresources = [
+                  ...((r.subresources as JsonObject[]) ?? []),
+                  { subresource: 'eviction', responseKind: { group: 'policy', version: 'v1', kind: 'Eviction' }, verbs: ['create'] },
+                ];
               return r;
             }),
           freshness: 'Current',
@@ -346,6 +364,9 @@ export class ResourceRegistry {
     return { kind: 'APIGroupDiscoveryList', apiVersion: 'apidiscovery.k8s.io/v2', metadata: {}, items: items as unknown as JsonObject[] };
   }
 }
+
+/** The core pods resource (the one with the eviction subresource). */
+const isPods = (t: ResourceType): boolean => t.group === '' && t.plural === 'pods';
 
 export const AGGREGATED_DISCOVERY_CONTENT_TYPE = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
 

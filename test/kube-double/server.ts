@@ -2,6 +2,7 @@
  * A test double of the Kubernetes API server, spoken to over plain HTTP by the real kubectl.
  * See README.md beside this file for what it implements and what it does not.
  */
+import { evict } from './eviction.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
@@ -272,6 +273,10 @@ class Server {
     body: Buffer,
   ): Promise<void> {
     const { type, version, namespace, name, subresource } = route;
+    if (subresource === 'eviction' && type.group === '' && type.plural === 'pods' && namespace !== undefined && name !== undefined) {
+      if (method !== 'POST') return sendError(res, errors.methodNotAllowed());
+      return send(res, 201, evict(this.cluster, type, namespace, name));
+    }
     if (subresource !== undefined && subresource !== 'status') return sendError(res, errors.noResource());
     if (subresource === 'status' && !type.statusSubresource) return sendError(res, errors.noResource());
     const dryRun = q.has('dryRun');

@@ -77,6 +77,8 @@ export interface UpOptions {
   disks?: number;
   /** Do not echo the scripts' progress lines to stderr. */
   quiet?: boolean;
+  /** A Slurm cluster on all hosts, tb1 the controller (see `slurm`). */
+  slurm?: boolean;
 }
 
 interface RunOptions {
@@ -137,7 +139,7 @@ function names(list: string | string[]): string[] {
  * 3 hosts. Returns the hosts.
  */
 export async function up(opts: UpOptions): Promise<TestbedHost[]> {
-  const args = ['--hosts', String(opts.hosts), '--disks', String(opts.disks ?? 1)];
+  const args = ['--hosts', String(opts.hosts), '--disks', String(opts.disks ?? 1), ...(opts.slurm ? ['--slurm'] : [])];
   await script('up.sh', args, { quiet: opts.quiet ?? false });
   return hosts();
 }
@@ -179,6 +181,23 @@ export async function fakeSysfs(list: string | string[]): Promise<TestbedHost[]>
     if (r.code !== 0) throw new Error(`testbed: ${n}: cannot mark the fake sysfs: ${r.stderr}`);
   }
   return reboot(list);
+}
+
+/** Whether this bed can run Slurm (the runner had munge and Slurm's packages when the bed came up). */
+export function slurmAvailable(): boolean {
+  const env = join(stateDir, 'config.env');
+  const layer = existsSync(env) ? /^TB_SLURM_LAYER=(.+)$/m.exec(readFileSync(env, 'utf8'))?.[1] : undefined;
+  return !!layer && existsSync(join(layer, '.tb-slurm-ready'));
+}
+
+/**
+ * A real Slurm cluster on these hosts: the first runs slurmctld, every one slurmd (node names =
+ * host names, one munge key, partition `all`); resolves once `sinfo` shows them all idle. The
+ * daemons restart at every reboot of a host; `reset` removes the set-up. Calling it again
+ * re-configures (another host list, fresh daemons).
+ */
+export async function slurm(list: string | string[], opts: { quiet?: boolean } = {}): Promise<void> {
+  await script('slurm.sh', names(list), { quiet: opts.quiet ?? true });
 }
 
 /** The running bed's hosts (parsed .testbed/hosts.json); throws when no bed is up. */

@@ -1,10 +1,13 @@
-// npm run testbed -- up --hosts N [--disks K] | down [--purge] | reboot tb2 tb3 | reset tb2 |
+// npm run testbed -- up --hosts N [--disks K] [--slurm] | slurm tb1 tb2 | down [--purge] | reboot tb2 tb3 | reset tb2 |
 //                    status | exec tb1 'shell command'
 import { parseArgs } from 'node:util';
 import * as tb from './api.ts';
 
 const usage = `usage: npm run testbed -- <command>
-  up --hosts N [--disks K]   fresh bed of N hosts (tb1..tbN) with K loop disks each (default 3, 1)
+  up --hosts N [--disks K] [--slurm]
+                             fresh bed of N hosts (tb1..tbN) with K loop disks each (default 3, 1);
+                             --slurm: a Slurm cluster on them (tb1 the controller)
+  slurm tb1 tb2 [...]        a Slurm cluster on these hosts (the first the controller)
   down [--purge]             remove everything the bed created (--purge: also the cached rootfs)
   reboot tb2 [tb3 ...]       "reboot" hosts (upper dir and disks persist)
   reset tb2 [tb3 ...]        make hosts fresh as after up (wipe upper dir, zero disks)
@@ -19,6 +22,7 @@ async function main(argv: string[]): Promise<number> {
       hosts: { type: 'string', short: 'n' },
       disks: { type: 'string', short: 'k' },
       purge: { type: 'boolean' },
+      slurm: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -34,12 +38,16 @@ async function main(argv: string[]): Promise<number> {
   };
   switch (cmd) {
     case 'up': {
-      const hs = await tb.up({ hosts: int(values.hosts, 3, '--hosts'), disks: int(values.disks, 1, '--disks') });
+      const hs = await tb.up({ hosts: int(values.hosts, 3, '--hosts'), disks: int(values.disks, 1, '--disks'), slurm: values.slurm });
       console.log(`${hs.length} hosts up; inventory: ${tb.inventoryPath}`);
       return 0;
     }
     case 'down':
       await tb.down({ purge: values.purge });
+      return 0;
+    case 'slurm':
+      if (rest.length === 0) throw new Error('slurm needs host names (tb1 tb2 ...)');
+      await tb.slurm(rest, { quiet: false });
       return 0;
     case 'reboot':
     case 'reset': {

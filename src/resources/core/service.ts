@@ -18,6 +18,21 @@ export interface RestartHandlerOptions extends CommonOptions {
   healthUrl?: string;
   /** Seconds to wait for the service to be active (and healthy). Default 60. */
   timeoutSec?: number;
+  /**
+   * The restart disturbs the host's workloads (Change.disruptive: `--drain` moves them off first).
+   * Default: true for a restart of kubelet or containerd (the pods' node agent and runtime), else false.
+   */
+  disruptive?: boolean;
+}
+
+/** Services whose restart disturbs the pods of the node, unless a playbook says otherwise. */
+const DISRUPTIVE_SERVICES = new Set(['kubelet', 'containerd']);
+
+/** Whether a restart handler's change is disruptive, and why (see RestartHandlerOptions.disruptive). */
+export function restartDisrupts(o: Pick<RestartHandlerOptions, 'service' | 'action' | 'disruptive'>): string | undefined {
+  const action = o.action ?? 'restart';
+  const marked = o.disruptive ?? (action === 'restart' && DISRUPTIVE_SERVICES.has(o.service));
+  return marked ? `${action} of ${o.service} disturbs the workloads that depend on it` : undefined;
 }
 
 export interface RestartHandlerFacts {
@@ -47,6 +62,7 @@ export function restartHandler(o: RestartHandlerOptions): Resource<RestartHandle
   if (o.healthUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(o.healthUrl))
     throw new InputError(`restart handler ${o.service}: healthUrl must be an http(s) URL`);
   const unit = shq(o.service);
+  const disruptive = restartDisrupts(o);
   return {
     ...common('handler', `${action}:${o.service}`, o),
     handler: true,
@@ -58,7 +74,7 @@ export function restartHandler(o: RestartHandlerOptions): Resource<RestartHandle
     ),
     diff(f): Change[] {
       if (!f.systemd) throw new NotApplicable(`not ${action === 'restart' ? 'restarted' : 'reloaded'}: no systemd`);
-      return [{ summary: `${action} ${o.service}` }];
+      return [{ summary: `${action} ${o.service}`, ...(disruptive ? { disruptive } : {}) }];
     },
     apply() {
       const steps = [

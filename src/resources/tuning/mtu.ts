@@ -62,6 +62,8 @@ export interface MtuFacts extends NicsFacts {
 export const INTERFACES = '/etc/network/interfaces';
 export const NETWORKD_DIRS = ['/etc/systemd/network', '/run/systemd/network', '/usr/lib/systemd/network', '/lib/systemd/network'];
 const DROPIN = '90-racksmith-mtu.conf';
+/** Why a live MTU change is disruptive (Change.disruptive): the link resets, connections stall. */
+const MTU_DISRUPTS = 'the link resets: open connections stall or drop';
 const MATCH_KEYS = ['Name', 'MACAddress', 'PermanentMACAddress', 'Driver', 'OriginalName'];
 
 const STACK_PROBE = `for rs_f in /etc/netplan/*.yaml; do [ -e "$rs_f" ] && echo "@netplan $rs_f"; done
@@ -244,7 +246,8 @@ export function mtu(o: MtuOptions): Resource<MtuFacts, MtuData> {
       const unknown: string[] = [];
       let ifText: string | undefined;
       for (const nic of nics) {
-        if (nic.mtu !== o.mtu) changes.push({ summary: `${nic.name} mtu: ${nic.mtu} → ${o.mtu}`, data: { live: nic.name } });
+        if (nic.mtu !== o.mtu)
+          changes.push({ summary: `${nic.name} mtu: ${nic.mtu} → ${o.mtu}`, data: { live: nic.name }, disruptive: MTU_DISRUPTS });
         const stack = detectStack(f, nic);
         if (stack === 'netplan') {
           if (!changes.some((c) => c.data instanceof FileWrite))
@@ -259,6 +262,7 @@ export function mtu(o: MtuOptions): Resource<MtuFacts, MtuData> {
             changes.push({
               summary: `persist mtu ${o.mtu} in NetworkManager connection ${f.nm![nic.name]}`,
               data: { nm: nic.name, conn: f.nm![nic.name] },
+              disruptive: MTU_DISRUPTS,
             });
         } else if (stack === 'networkd') {
           const file = networkdFileFor(f.networkd, nic)!;

@@ -253,6 +253,8 @@ export function nicQueues(o: NicQueuesOptions): Resource<NicQueuesFacts, QueueDa
           changes.push({
             summary: `${nic.name} ${kind}: ${differ.map((k) => `${k} ${cur[k] ?? '?'} → ${args[k]}`).join(', ')}`,
             data: { args: [flag, nic.name, ...argText(args).split(' ')] },
+            // the driver resets its queues: the link drops packets (or goes down) for a moment
+            disruptive: `${nic.name} ${kind} reset: traffic stops while the driver rebuilds its queues`,
           });
         // at boot, for every interface the selector then matches
         const rule = `ACTION=="add", SUBSYSTEM=="net", ${udevMatch(sel)}, RUN+="/usr/sbin/ethtool ${flag} $name ${argText(args)}"`;

@@ -99,10 +99,10 @@ fi
 # 5. files
 rm -rf "$TB_HOSTS" "$TB_SHARED"
 rm -f "$TB_STATE"/{id_ed25519,id_ed25519.pub,known_hosts,inventory.yaml,inventory-ops.yaml,inventory.ini,hosts.json,ssh_config} \
-      "$TB_STATE"/{config.env,loops-before,losetup.lock,shared.img} "$TB_STATE"/*.tmp
+      "$TB_STATE"/{config.env,loops-before,losetup.lock,shared.img,munge.key} "$TB_STATE"/*.tmp
 rmdir "$TB_STATE" 2>/dev/null || true
 if [ "$PURGE" = 1 ]; then
-  rm -rf "$TB_ROOTFS" "$TB_ROOTFS.debootstrap.log"
+  rm -rf "$TB_ROOTFS" "$TB_ROOTFS.debootstrap.log" "$TB_SLURM_LAYER"
   rmdir "$(dirname "$TB_ROOTFS")" 2>/dev/null || true   # .cache, when nothing else is cached there
 fi
 [ "$(cat "$TB_OWNER_FILE" 2>/dev/null)" = "$TB_OWNER_ID" ] && rm -f "$TB_OWNER_FILE"

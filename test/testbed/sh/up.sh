@@ -8,12 +8,14 @@
 #   - sshd on port 22 (root login with the generated key .testbed/id_ed25519)
 #   - the shared directory .testbed/shared at /srv/shared
 # A previous bed (crash leftovers included) is torn down first, so up always gives fresh hosts.
-# Usage: up.sh [--hosts N] [--disks K]      (also: up.sh N [K]; N <= 200, default 3 hosts, 1 disk)
+# Usage: up.sh [--hosts N] [--disks K] [--slurm]   (also: up.sh N [K]; N <= 200, default 3 hosts, 1 disk)
+#   --slurm: a Slurm cluster on all hosts (tb1 the controller; sh/slurm.sh)
 # Output: .testbed/inventory.yaml, inventory.ini, hosts.json, known_hosts, ssh_config, id_ed25519
 set -euo pipefail
 . "$(dirname "$(readlink -f "$0")")/lib/common.sh"
 N=3
 K=$TB_DISKS_PER_HOST
+SLURM=0
 pos=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -21,7 +23,8 @@ while [ $# -gt 0 ]; do
     --hosts=*) N=${1#*=}; shift ;;
     --disks) K=${2:?}; shift 2 ;;
     --disks=*) K=${1#*=}; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --slurm) SLURM=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) pos+=("$1"); shift ;;
   esac
 done
@@ -54,13 +57,14 @@ ls /sys/block | grep '^loop' > "$TB_STATE/loops-before" || true
 {
   echo "N=$N"
   for v in TB_DISKS_PER_HOST TB_DISK_SIZE TB_BOOT_EMULATION TB_SHARED_FS TB_SHARED_MOUNT TB_SHARED_SIZE \
-           TB_KUBECTL TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO TB_ROOTFS; do
+           TB_KUBECTL TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO TB_ROOTFS TB_SLURM_LAYER; do
     printf '%s=%q\n' "$v" "${!v}"
   done
 } > "$TB_STATE/config.env"
 
 # 1. shared lower rootfs (cached across beds in .cache/testbed-rootfs)
 bash "$TB_LIB/build-rootfs.sh"
+bash "$TB_LIB/build-slurm-layer.sh"    # nothing without the runner's slurm packages
 T0b=$EPOCHREALTIME
 
 # 2. client key
@@ -98,4 +102,8 @@ T2=$EPOCHREALTIME
 write_state
 
 tb_log "$N hosts up: cleanup=$(tb_secs "$T0" "$T0a")s rootfs=$(tb_secs "$T0a" "$T0b")s create=$(tb_secs "$T0b" "$T1")s ssh-ready=$(tb_secs "$T1" "$T2")s total=$(tb_secs "$T0" "$T2")s"
+if [ "$SLURM" = 1 ]; then
+  flock -u 9    # slurm.sh takes the bed lock itself
+  bash "$TB_SH/slurm.sh" $(seq 1 "$N")
+fi
 echo "inventory: $TB_STATE/inventory.yaml   ssh: ssh -F $TB_STATE/ssh_config tb1" >&2

@@ -23,6 +23,7 @@ TB_STATE=${TB_STATE:-$TB_STATE_DEFAULT}
 TB_HOSTS=$TB_STATE/hosts
 TB_SHARED=$TB_STATE/shared
 TB_ROOTFS=${TB_ROOTFS:-$TB_REPO/.cache/testbed-rootfs}      # read-only lower layer
+TB_SLURM_LAYER=${TB_SLURM_LAYER:-$TB_REPO/.cache/testbed-slurm}   # runner's munge + Slurm, a layer above the rootfs (build-slurm-layer.sh)
 TB_ROOTFS_TARBALL=${TB_ROOTFS_TARBALL:-}      # optional cache: unpacked if present, written after a debootstrap
 TB_BRIDGE=${TB_BRIDGE:-rsbr0}
 TB_NET=${TB_NET:-10.77.0}                     # /24; runner .1, host tbI = .(10+I)
@@ -81,6 +82,6 @@ tb_index()  {  # "tb3" | "3" -> 3
 tb_secs()   { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 
 # exported so that host-init.sh (run via ip netns exec + unshare) sees the same settings
-export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_BRIDGE TB_NET TB_NS_PREFIX TB_VETH_PREFIX TB_MAC_PREFIX \
+export TB_SH TB_LIB TB_REPO TB_STATE TB_HOSTS TB_SHARED TB_ROOTFS TB_SLURM_LAYER TB_BRIDGE TB_NET TB_NS_PREFIX TB_VETH_PREFIX TB_MAC_PREFIX \
        TB_DISK_SIZE TB_DISKS_PER_HOST TB_BOOT_EMULATION TB_SHARED_FS TB_SHARED_MOUNT TB_SHARED_SIZE \
        TB_KUBECTL TB_SUITE TB_MIRROR TB_INCLUDE TB_FAKE_SYSCTLS TB_FAKE_SYSCTL_DIRS TB_PROC_SYS_RO TB_SYS_RO TB_TRACE

@@ -18,9 +18,12 @@ echo "$outer_pid" > "$H/init.pid"
 
 hostname "tb$i"
 
+# the Slurm layer (when the runner has Slurm) sits above the rootfs: binaries present, nothing started
+lower=$TB_ROOTFS
+[ -f "$TB_SLURM_LAYER/.tb-slurm-ready" ] && lower=$TB_SLURM_LAYER:$TB_ROOTFS
 # the previous incarnation's overlay may still be going away (kill is asynchronous): retry on EBUSY
 for ((k = 0; ; k++)); do
-  mount -t overlay "$TB_NS_PREFIX$i" -o "lowerdir=$TB_ROOTFS,upperdir=$H/upper,workdir=$H/work" "$M" && break
+  mount -t overlay "$TB_NS_PREFIX$i" -o "lowerdir=$lower,upperdir=$H/upper,workdir=$H/work" "$M" && break
   [ "$k" -lt 100 ] || exit 1
   sleep 0.05
 done

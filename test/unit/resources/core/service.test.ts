@@ -7,11 +7,23 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NotApplicable } from '../../../../src/contract/resource.ts';
 import { textOutput } from '../../../../src/contract/probe.ts';
-import { KUBELET_HEALTHZ, pollScript, restartHandler } from '../../../../src/resources/core/service.ts';
+import { KUBELET_HEALTHZ, pollScript, restartDisrupts, restartHandler } from '../../../../src/resources/core/service.ts';
 import { InputError } from '../../../../src/util/errors.ts';
 
 describe('restartHandler', () => {
   const h = restartHandler({ service: 'kubelet', healthUrl: KUBELET_HEALTHZ });
+
+  it.each<[string, Parameters<typeof restartDisrupts>[0], boolean]>([
+    ['a kubelet restart', { service: 'kubelet' }, true],
+    ['a containerd restart', { service: 'containerd' }, true],
+    ['a kubelet reload', { service: 'kubelet', action: 'reload' }, false],
+    ['a chrony restart', { service: 'chrony' }, false],
+    ['a restart the playbook marks', { service: 'slurmd', disruptive: true }, true],
+    ['a kubelet restart the playbook unmarks', { service: 'kubelet', disruptive: false }, false],
+  ])('disruptive: %s -> %s', (_, o, want) => {
+    expect(restartDisrupts(o) !== undefined).toBe(want);
+    expect(restartHandler(o).diff({ systemd: true })[0].disruptive !== undefined).toBe(want);
+  });
 
   it('is a handler with id restart:UNIT', () => {
     expect(h).toMatchObject({ id: 'restart:kubelet', handler: true, verifiable: false });

@@ -139,6 +139,16 @@ describe('nicQueues diff', () => {
     ],
   ])('%s', (_, o, want) => expect(summaries(nicQueues(o))).toEqual(want));
 
+  it('marks the live queue change disruptive, not the udev rule that persists it', () => {
+    const marks = nicQueues({ select: { name: 'eth0' }, channels: 8 })
+      .diff(facts())
+      .map((c) => [c.summary.split(':')[0], c.disruptive !== undefined]);
+    expect(marks).toEqual([
+      ['create /etc/udev/rules.d/60-racksmith-nic-channels-eth0.rules', false],
+      ['eth0 channels', true],
+    ]);
+  });
+
   it('rings on veth: not applicable, said per NIC', () => {
     const r = nicQueues({ select: { name: 'eth0' }, rings: { rx: 256 } });
     expect(() => r.diff(facts())).toThrow(NotApplicable);
@@ -267,6 +277,12 @@ MTUBytes=1500
     });
     expect(r.diff(done)).toEqual([]);
     expect(() => mtu({ select: { name: 'eth0' }, mtu: 100 })).toThrow(InputError);
+  });
+
+  it('the live change is disruptive, the persisted file is not', () => {
+    const r = mtu({ select: { name: 'eth0' }, mtu: 9000 });
+    const changes = r.diff(base({ interfaces: text('iface eth0 inet manual\n') }));
+    expect(changes.map((c) => c.disruptive)).toEqual(['the link resets: open connections stall or drop', undefined]);
   });
 });
 

@@ -1,0 +1,75 @@
+/**
+ * Slurm drains (`--drain slurm`), run on the Slurm controller host: `scontrol update
+ * nodename=N state=drain reason="racksmith <run id>"` (running jobs go on, no new one starts),
+ * then wait until no job runs on N; `state=resume` after. A node already draining or drained
+ * (someone else's reason) is left as it is: its jobs are still waited for, it is never resumed.
+ */
+import { pollUntil, type DrainExec, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
+import { shq } from '../shell/quote.ts';
+
+/** sinfo's state of one node and its reason: `drained|maintenance`. */
+export const nodeStateScript = (node: string): string => `sinfo -h -N -n ${shq(node)} -o '%T|%E'`;
+
+/** The jobs running (or completing) on the node, one id a line. */
+export const runningJobsScript = (node: string): string => `squeue -h -w ${shq(node)} -t running,completing -o %i`;
+
+export const drainScript = (node: string, reason: string): string =>
+  `scontrol update nodename=${shq(node)} state=drain reason=${shq(reason)}`;
+
+export const resumeScript = (node: string): string => `scontrol update nodename=${shq(node)} state=resume`;
+
+export interface SlurmNodeState {
+  /** sinfo's long state without its flag suffix (`*` not responding, `~` powered off, ...): idle, allocated, draining, drained, ... */
+  state: string;
+  reason: string;
+}
+
+/** Parse `sinfo -o '%T|%E'` of one node (the first line: a node in two partitions is listed twice). */
+export function parseNodeState(stdout: string): SlurmNodeState | undefined {
+  const line = stdout.split('\n').find((l) => l.includes('|'));
+  if (!line) return undefined;
+  const [state, ...rest] = line.trim().split('|');
+  return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason: rest.join('|') };
+}
+
+/** Whether the scheduler already keeps new work off the node (drained, draining, down, ...). */
+export function alreadyOut(s: SlurmNodeState): boolean {
+  return /drain|down|fail|maint|reserved/.test(s.state);
+}
+
+async function run(exec: DrainExec, script: string, what: string): Promise<string> {
+  const r = await exec(script);
+  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code ?? 'signal'}): ${r.stderr.trim() || r.stdout.trim()}`);
+  return r.stdout;
+}
+
+export const slurmDrain: DrainProvider = {
+  name: 'slurm',
+  async drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome> {
+    let drained = false;
+    try {
+      const before = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
+      if (!before) return { kind: 'failed', detail: `Slurm does not know node ${node} (sinfo lists nothing)`, drained };
+      const already = alreadyOut(before);
+      if (!already) {
+        await run(exec, drainScript(node, o.reason), `scontrol drain ${node}`);
+        drained = true;
+      }
+      const jobs = async (): Promise<boolean | string> => {
+        const ids = (await run(exec, runningJobsScript(node), `squeue -w ${node}`)).split('\n').filter(Boolean);
+        return ids.length === 0 || `job${ids.length > 1 ? 's' : ''} ${ids.join(', ')} still running`;
+      };
+      const why = await pollUntil(jobs, o.timeoutSec, o.signal, `the jobs on ${node}`);
+      if (why !== undefined) return { kind: 'failed', detail: why, drained };
+      if (already)
+        return { kind: 'already', detail: `${before.state}${before.reason && before.reason !== 'none' ? ` (${before.reason})` : ''}` };
+      return { kind: 'drained' };
+    } catch (e) {
+      return { kind: 'failed', detail: (e as Error).message, drained };
+    }
+  },
+  async resume(exec: DrainExec, node: string): Promise<string | undefined> {
+    const r = await exec(resumeScript(node));
+    return r.code === 0 ? undefined : `scontrol resume ${node} failed (exit ${r.code ?? 'signal'}): ${r.stderr.trim()}`;
+  },
+};

@@ -1,0 +1,125 @@
+import type { Connection } from '../connection/types.ts';
+import type { DrainProvider } from '../contract/drain.ts';
+import type { Change } from '../contract/resource.ts';
+import type { Host } from '../inventory/model.ts';
+import type { EventSink, ResourceResult } from './events.ts';
+
+// --drain: a host's work moves off (through its provider, on a controller host) before the
+// host's first disruptive change, and comes back after its last change, only when this run took
+// it out. The engine knows DrainProvider only (contract/drain.ts); Kubernetes and Slurm are in src/drain/.
+
+/** How one host is drained. */
+export interface HostDrain {
+  provider: DrainProvider;
+  /** Where the provider's commands run (the first control-plane host, the Slurm controller). */
+  controller: Host;
+  /** The host's name in the scheduler (Kubernetes node, Slurm node name). */
+  node: string;
+}
+
+export interface DrainPlan {
+  /** Per host of the run; a host not in it is never drained. */
+  hosts: ReadonlyMap<string, HostDrain>;
+  timeoutSec: number;
+}
+
+/** Whether a change (or one of a list) disturbs workloads. */
+export const isDisruptive = (c: Change): boolean => c.disruptive !== undefined;
+
+/** Check mode: whether a host's results include a disruptive change (so the apply would drain it). */
+export const wouldDisrupt = (results: readonly ResourceResult[]): boolean => results.some((r) => r.changes.some(isDisruptive));
+
+export class DrainSession {
+  /** Hosts this run took out: put back by resume / resumeAll. */
+  private readonly drained = new Map<string, HostDrain>();
+  /** Hosts whose drain is settled for this run (drained, or already out): not asked again. */
+  private readonly settled = new Set<string>();
+  private readonly listed = new Set<string>();
+  /**
+   * The session's own connection per controller, apart from the hosts' runs: a host's connection
+   * is aborted at Ctrl-C or its timeout, and the resume after that must still get through.
+   */
+  private readonly conns = new Map<string, Promise<Connection>>();
+
+  constructor(
+    private readonly plan: DrainPlan,
+    private readonly runId: string,
+    private readonly connect: (h: Host) => Promise<Connection>,
+    private readonly emit: EventSink,
+    private readonly signal?: AbortSignal,
+  ) {}
+
+  private connection(h: Host): Promise<Connection> {
+    let p = this.conns.get(h.name);
+    if (!p) {
+      p = this.connect(h);
+      p.catch(() => this.conns.delete(h.name)); // the next call tries again
+      this.conns.set(h.name, p);
+    }
+    return p;
+  }
+
+  /** The controllers' connections closed (after resumeAll). */
+  async close(): Promise<void> {
+    await Promise.all([...this.conns.values()].map((p) => p.then((c) => c.close()).catch(() => undefined)));
+  }
+
+  /** Drain the host unless this run already did (or found it out); why it failed, if it did. */
+  async before(host: string): Promise<string | undefined> {
+    const d = this.plan.hosts.get(host);
+    if (!d || this.settled.has(host)) return undefined;
+    const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
+    let out;
+    try {
+      const conn = await this.connection(d.controller);
+      out = await d.provider.drain((script) => conn.exec(script), d.node, {
+        reason: `racksmith ${this.runId}`,
+        timeoutSec: this.plan.timeoutSec,
+        signal: this.signal,
+      });
+    } catch (e) {
+      out = { kind: 'failed' as const, detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
+    }
+    if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
+    this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
+    if (out.kind === 'failed') return `drain (${d.provider.name} via ${d.controller.name}) failed: ${out.detail}`;
+    this.settled.add(host);
+    return undefined;
+  }
+
+  /** Check mode: say once that the apply would drain this host. */
+  would(host: string): void {
+    const d = this.plan.hosts.get(host);
+    if (!d || this.listed.has(host)) return;
+    this.listed.add(host);
+    this.emit({ type: 'drain', host, via: d.provider.name, controller: d.controller.name, outcome: 'would' });
+  }
+
+  /** Put the host back if this run drained it (Ctrl-C and failures included). */
+  async resume(host: string): Promise<void> {
+    const d = this.drained.get(host);
+    if (!d) return;
+    this.drained.delete(host);
+    this.settled.delete(host);
+    let why: string | undefined;
+    try {
+      const conn = await this.connection(d.controller);
+      why = await d.provider.resume((script) => conn.exec(script), d.node);
+    } catch (e) {
+      why = `controller ${d.controller.name}: ${(e as Error).message}`;
+    }
+    this.emit({
+      type: 'resume',
+      host,
+      via: d.provider.name,
+      controller: d.controller.name,
+      ok: why === undefined,
+      ...(why ? { detail: why } : {}),
+    });
+  }
+
+  /** Every host still drained by this run, back (the run's end, however it ended). */
+  async resumeAll(): Promise<void> {
+    await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
+  }
+}

@@ -1,0 +1,229 @@
+// --drain around an MTU change (Change.disruptive). Slurm on the bed's real Slurm (tb.slurm: tb7
+// the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
+// drained, changed, resumed; a node drained by hand stays drained; a drain that times out applies
+// nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
+// (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
+// PodDisruptionBudget that holds an eviction past the timeout; a node cordoned beforehand stays so.
+// Each test resets its hosts.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
+import { provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+
+const PB = 'playbooks/node.ts';
+const CTL = 'tb7';
+const NODES = ['tb8', 'tb9'];
+const IFACES = 'auto lo\niface lo inet loopback\n\nauto eth0\niface eth0 inet manual\n';
+
+const inventory = () =>
+  writeInventory({
+    hosts: [CTL, ...NODES],
+    groups: { slurm_controller: { hosts: [CTL] } },
+    hostVars: Object.fromEntries(NODES.map((h) => [h, { nic_mtu: [{ name: 'eth0', mtu: 9000 }] }])),
+  });
+
+const onCtl = async (cmd: string): Promise<string> => {
+  const r = await tb.hostExec(CTL, cmd);
+  if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
+  return r.stdout.trim();
+};
+/** sinfo's state of a node (idle, allocated, draining, drained, ...) and its reason. */
+const nodeState = async (node: string) => {
+  const [state, reason] = (await onCtl(`sinfo -h -N -n ${node} -o '%T|%E'`)).split('\n')[0].split('|');
+  // (without sinfo's flags: `*` is a node that missed one of the controller's pings)
+  return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason };
+};
+const liveMtu = async (h: string) => (await tb.hostExec(h, 'cat /sys/class/net/eth0/mtu')).stdout.trim();
+/** Submit a sleep job on `node` and wait until it runs (the scheduler starts it within a second or two). */
+async function runningJob(node: string, secs: number): Promise<string> {
+  const id = await onCtl(`sbatch --parsable -w ${node} --chdir=/tmp -o /dev/null --wrap 'sleep ${secs}'`);
+  for (let i = 0; i < 100 && (await onCtl(`squeue -h -j ${id} -o %T`)) !== 'RUNNING'; i++) await new Promise((r) => setTimeout(r, 100));
+  expect(await onCtl(`squeue -h -j ${id} -o %T`)).toBe('RUNNING');
+  return id;
+}
+/** The run's drain and resume events, without their time stamps. */
+const drainEvents = (run: CliRun) => run.events.filter((e) => e.type === 'drain' || e.type === 'resume').map(({ ts: _ts, ...e }) => e);
+
+describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real Slurm on the bed)', () => {
+  beforeEach(async () => {
+    await tb.reset([CTL, ...NODES]);
+    await tb.slurm([CTL, ...NODES]);
+    for (const h of NODES) await tb.hostExec(h, `mkdir -p /etc/network && printf '%s' '${IFACES}' > /etc/network/interfaces`);
+  }, 60_000);
+
+  it('check mode lists the node; the apply waits for its job, drains, changes, resumes; a re-run drains nothing', async () => {
+    const job = await runningJob('tb8', 6);
+    const check = await provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(drainEvents(check)).toEqual([{ type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'would' }]);
+    expect(check.stderr).toContain('tb8: would be drained (it has disruptive changes) (slurm via tb7)');
+    expect((await nodeState('tb8')).state).toBe('allocated');
+    expect(await liveMtu('tb8')).toBe('1500');
+
+    const running = provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--json']);
+    // while the job runs the node is draining and the MTU untouched
+    let seen = '';
+    for (let i = 0; i < 100 && seen !== 'draining'; i++) {
+      seen = (await nodeState('tb8')).state;
+      if (seen !== 'draining') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(seen).toBe('draining');
+    expect((await nodeState('tb8')).reason).toMatch(/^racksmith /);
+    expect(await liveMtu('tb8')).toBe('1500');
+    const run = await running;
+    expect(run.code, run.stderr).toBe(0);
+    expect(await onCtl(`squeue -h -j ${job} -o %T`)).toBe(''); // the job ran to its end
+    expect(await liveMtu('tb8')).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    // drain, then the MTU change, then resume: in that order in the event stream
+    const order = run.events
+      .filter((e) => e.type === 'drain' || e.type === 'resume' || (e.type === 'resource' && e.id === 'mtu:eth0'))
+      .map((e) => (e.type === 'resource' ? `${e.id} ${e.status}` : `${e.type} ${e.outcome ?? e.ok}`));
+    expect(order).toEqual(['drain drained', 'mtu:eth0 changed', 'resume true']);
+    expect(run.stderr).toContain('tb8: resumed (slurm via tb7)');
+    // the journal has them too
+    const journal = readFileSync(/journal: (\S+)/.exec(run.stderr)![1], 'utf8');
+    expect(journal).toMatch(/"type":"drain".*"outcome":"drained"/);
+    expect(journal).toMatch(/"type":"resume".*"ok":true/);
+
+    const again = await provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(recaps(again).tb8).toMatchObject({ changed: 0, failed: 0 });
+    expect(drainEvents(again)).toEqual([]);
+  }, 120_000);
+
+  it('a node drained by hand beforehand is changed and stays drained with its reason', async () => {
+    await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
+    const run = await provision([PB, '-i', inventory(), '-l', 'tb9', '--drain', 'slurm', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: 'tb9', via: 'slurm', controller: CTL, outcome: 'already', detail: 'drained (maintenance by ops)' },
+    ]);
+    expect(await liveMtu('tb9')).toBe('9000');
+    expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: 'maintenance by ops' });
+  }, 120_000);
+
+  it('a drain that times out applies nothing disruptive, fails the host and resumes the node', async () => {
+    const job = await runningJob('tb8', 300);
+    const run = await provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--drain-timeout', '2', '--json']);
+    expect(run.code).toBe(1);
+    const mtu = run.events.find((e) => e.type === 'resource' && e.host === 'tb8' && e.id === 'mtu:eth0');
+    expect(mtu).toMatchObject({
+      status: 'failed',
+      error: `not applied: drain (slurm via tb7) failed: timed out after 2s waiting for the jobs on tb8: job ${job} still running`,
+    });
+    expect(await liveMtu('tb8')).toBe('1500');
+    expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain failed', 'resume true']);
+    expect((await nodeState('tb8')).state).toBe('allocated'); // back in scheduling, its job untouched
+    await onCtl(`scancel ${job}`);
+  }, 120_000);
+});
+
+describe('--drain kubernetes around an MTU change (the API double)', () => {
+  const CP = 'tb1';
+  const NODE = 'tb3';
+  let double: KubeApiDouble | undefined;
+  const kubeInventory = () =>
+    writeInventory({
+      hosts: [CP, NODE],
+      groups: { kube_control_plane: { hosts: [CP] } },
+      hostVars: { [NODE]: { nic_mtu: [{ name: 'eth0', mtu: 9000 }] } },
+    });
+  /** A pod on the node, owned as given (a ReplicaSet's pod is evicted, a DaemonSet's is left). */
+  const pod = (name: string, namespace: string, owner: { kind: string; name: string }, labels: Record<string, string> = {}) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace,
+      labels,
+      ownerReferences: [{ apiVersion: 'apps/v1', ...owner, uid: `uid-${owner.name}`, controller: true }],
+    },
+    spec: { nodeName: NODE, containers: [{ name: 'c', image: 'x' }] },
+  });
+  const unschedulable = () => (double!.get('Node', NODE)?.spec as { unschedulable?: boolean } | undefined)?.unschedulable === true;
+  const requested = (method: string, path: RegExp) =>
+    double!.requests.some((r) => r.method === method && path.test(`${r.path}?${r.query}`));
+
+  beforeEach(async () => {
+    await tb.reset([CP, NODE]);
+    await double?.stop();
+    double = await startKubeApiDouble({ host: tb.runnerIp, nodes: [{ name: CP }, { name: NODE }] });
+    const r = await tb.hostExec(
+      CP,
+      'mkdir -p /etc/kubernetes && cat > /etc/kubernetes/admin.conf && chmod 600 /etc/kubernetes/admin.conf',
+      {
+        input: double.kubeconfig(),
+      },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    await tb.hostExec(NODE, `mkdir -p /etc/network && printf '%s' '${IFACES}' > /etc/network/interfaces`);
+    double.cluster.seed(pod('web-1', 'default', { kind: 'ReplicaSet', name: 'web' }, { app: 'web' }), 'kubelet');
+    double.cluster.seed(pod('kube-proxy-x', 'kube-system', { kind: 'DaemonSet', name: 'kube-proxy' }), 'kubelet');
+  }, 60_000);
+  afterAll(async () => {
+    await double?.stop();
+    await tb.reset([NODE]); // (no host keeps the jumbo MTU after this file)
+  });
+
+  it("cordons, evicts the node's pods (DaemonSets left), changes, uncordons; check mode lists it", async () => {
+    const check = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(drainEvents(check)).toEqual([{ type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'would' }]);
+    expect(unschedulable()).toBe(false);
+
+    const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'drained' },
+      { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
+    ]);
+    expect(await liveMtu(NODE)).toBe('9000');
+    // what kubectl drain asked of the API: the node's pods, an eviction, cordon and uncordon
+    expect(requested('GET', /\/api\/v1\/pods\?.*fieldSelector=spec.nodeName%3Dtb3/)).toBe(true);
+    expect(requested('POST', /\/api\/v1\/namespaces\/default\/pods\/web-1\/eviction/)).toBe(true);
+    expect(double!.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${NODE}`)).toHaveLength(2);
+    expect(double!.get('Pod', 'web-1', 'default')).toBeUndefined();
+    expect(double!.get('Pod', 'kube-proxy-x', 'kube-system')).toBeDefined();
+    expect(unschedulable()).toBe(false);
+  }, 120_000);
+
+  it('a PodDisruptionBudget that allows no eviction: the drain times out, nothing applied, the node uncordoned', async () => {
+    double!.cluster.seed(
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
+      },
+      'kubectl',
+    );
+    const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '3', '--json']);
+    expect(run.code).toBe(1);
+    const mtu = run.events.find((e) => e.type === 'resource' && e.host === NODE && e.id === 'mtu:eth0');
+    expect(mtu?.status).toBe('failed');
+    expect(mtu?.error).toMatch(/^not applied: drain \(kubernetes via tb1\) failed: kubectl drain tb3 failed \(exit 1\): /);
+    expect(mtu?.error).toContain('error when evicting pods/"web-1" -n "default": global timeout reached: 3s');
+    // the budget answered 429 (kubectl asks again every 5 s, until its timeout)
+    const evictions = double!.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/pods/web-1/eviction'));
+    expect(evictions.length).toBeGreaterThanOrEqual(1);
+    expect(await liveMtu(NODE)).toBe('1500');
+    expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
+    expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain failed', 'resume true']);
+    expect(unschedulable()).toBe(false);
+  }, 120_000);
+
+  it('a node cordoned beforehand is drained and changed, and stays cordoned', async () => {
+    const r = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl cordon ${NODE}`);
+    expect(r.code, r.stderr).toBe(0);
+    const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'already', detail: 'cordoned (spec.unschedulable)' },
+    ]);
+    expect(await liveMtu(NODE)).toBe('9000');
+    expect(unschedulable()).toBe(true);
+    expect(double!.get('Pod', 'web-1', 'default')).toBeUndefined();
+  }, 120_000);
+});

@@ -1,0 +1,287 @@
+// --drain's pure decisions: the Slurm and Kubernetes providers against scripted controller
+// answers, which hosts a run drains (drainPlan), and the engine's order on fake hosts (drain
+// before the first disruptive change, resume after the host's last play, only what it drained).
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { DrainExec, DrainOutcome, DrainProvider } from '../../src/contract/drain.ts';
+import type { Play } from '../../src/contract/playbook.ts';
+import type { Change, Resource } from '../../src/contract/resource.ts';
+import { drainPlan } from '../../src/cli/drain-plan.ts';
+import { kubernetesDrain } from '../../src/drain/kubernetes.ts';
+import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
+import type { RunEvent } from '../../src/engine/events.ts';
+import { execute, prepare } from '../../src/engine/run.ts';
+import { InputError } from '../../src/util/errors.ts';
+import { FakeFleet } from '../support/fake-host.ts';
+import { kv } from '../support/test-resources.ts';
+
+/** A controller that answers each script by the first matching rule, and records what it ran. */
+function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stderr?: string } | (() => { stdout: string })]>) {
+  const ran: string[] = [];
+  const exec: DrainExec = async (script) => {
+    ran.push(script.split('\n').pop()!);
+    const hit = rules.find(([re]) => re.test(script));
+    if (!hit) return { code: 0, stdout: '', stderr: '' };
+    const r = typeof hit[1] === 'function' ? hit[1]() : hit[1];
+    return { code: 0, stdout: '', stderr: '', ...r };
+  };
+  return { exec, ran };
+}
+
+describe('Slurm provider', () => {
+  it.each<[string, ReturnType<typeof parseNodeState>, boolean]>([
+    ['idle|none', { state: 'idle', reason: 'none' }, false],
+    ['allocated*|none', { state: 'allocated', reason: 'none' }, false],
+    ['draining|racksmith r1', { state: 'draining', reason: 'racksmith r1' }, true],
+    ['drained|disk swap|ticket 4', { state: 'drained', reason: 'disk swap|ticket 4' }, true],
+    ['down*|Not responding', { state: 'down', reason: 'Not responding' }, true],
+  ])('sinfo %j', (line, want, out) => {
+    expect(parseNodeState(`${line}\n`)).toEqual(want);
+    expect(alreadyOut(want!)).toBe(out);
+  });
+
+  it('idle node: drain with the run id as reason, no job left: drained; resume', async () => {
+    const c = controller([[/^sinfo/m, { stdout: 'idle|none\n' }]]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'racksmith r1', timeoutSec: 5 })).toEqual({ kind: 'drained' });
+    expect(c.ran).toEqual([
+      "sinfo -h -N -n n1 -o '%T|%E'",
+      "scontrol update nodename=n1 state=drain reason='racksmith r1'",
+      'squeue -h -w n1 -t running,completing -o %i',
+    ]);
+    expect(await slurmDrain.resume(c.exec, 'n1')).toBeUndefined();
+    expect(c.ran.at(-1)).toBe('scontrol update nodename=n1 state=resume');
+  });
+
+  it('a job that outlives the timeout: failed, and drained (so resumed after)', async () => {
+    const c = controller([
+      [/^sinfo/m, { stdout: 'allocated|none\n' }],
+      [/^squeue/m, { stdout: '41\n' }],
+    ]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'racksmith r1', timeoutSec: 1 })).toEqual({
+      kind: 'failed',
+      detail: 'timed out after 1s waiting for the jobs on n1: job 41 still running',
+      drained: true,
+    });
+  });
+
+  it('waits while jobs run, then drained', async () => {
+    let polls = 0;
+    const c = controller([
+      [/^sinfo/m, { stdout: 'mixed|none\n' }],
+      [/^squeue/m, () => ({ stdout: ++polls < 3 ? '7\n8\n' : '' })],
+    ]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 10 })).toEqual({ kind: 'drained' });
+    expect(polls).toBe(3);
+  });
+
+  it('drained by someone else: left so (no scontrol update), its jobs still waited for', async () => {
+    const c = controller([[/^sinfo/m, { stdout: 'drained|maintenance\n' }]]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 5 })).toEqual({
+      kind: 'already',
+      detail: 'drained (maintenance)',
+    });
+    expect(c.ran.some((s) => s.startsWith('scontrol'))).toBe(false);
+  });
+
+  it('a node Slurm does not know, or a failing command: failed, not drained', async () => {
+    expect(await slurmDrain.drain(controller([]).exec, 'n1', { reason: 'r', timeoutSec: 5 })).toMatchObject({
+      kind: 'failed',
+      drained: false,
+      detail: 'Slurm does not know node n1 (sinfo lists nothing)',
+    });
+    const broken = controller([[/^sinfo/m, { code: 1, stderr: 'slurm_load_node: Unable to contact slurm controller' }]]);
+    expect(await slurmDrain.drain(broken.exec, 'n1', { reason: 'r', timeoutSec: 5 })).toMatchObject({
+      kind: 'failed',
+      drained: false,
+      detail: 'sinfo -n n1 failed (exit 1): slurm_load_node: Unable to contact slurm controller',
+    });
+  });
+
+  it('Ctrl-C while waiting: failed, drained as it stands', async () => {
+    const abort = new AbortController();
+    abort.abort();
+    const c = controller([
+      [/^sinfo/m, { stdout: 'allocated|none\n' }],
+      [/^squeue/m, { stdout: '41\n' }],
+    ]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 60, signal: abort.signal })).toMatchObject({
+      kind: 'failed',
+      drained: true,
+      detail: 'interrupted while waiting for the jobs on n1: job 41 still running',
+    });
+  });
+});
+
+describe('Kubernetes provider', () => {
+  const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+  it('cordon, then drain with the flags and timeout; uncordon', async () => {
+    const c = controller([]);
+    expect(await k8s.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 30 })).toEqual({ kind: 'drained' });
+    expect(c.ran).toEqual([
+      "k get node n1 -o 'jsonpath={.spec.unschedulable}'",
+      'k cordon n1',
+      'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=30s',
+    ]);
+    await k8s.resume(c.exec, 'n1');
+    expect(c.ran.at(-1)).toBe('k uncordon n1');
+  });
+  it('already cordoned: pods drained, no cordon, outcome already', async () => {
+    const c = controller([[/jsonpath/, { stdout: 'true' }]]);
+    expect(await k8s.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 30 })).toEqual({
+      kind: 'already',
+      detail: 'cordoned (spec.unschedulable)',
+    });
+    expect(c.ran.some((s) => s.startsWith('k cordon'))).toBe(false);
+  });
+  it('an eviction that does not go through in time: failed, cordoned by this run', async () => {
+    const c = controller([
+      [
+        /kw drain/,
+        {
+          code: 1,
+          stderr: 'error when evicting pods/"web-1" -n "default": Cannot evict pod as it would violate the pod\'s disruption budget.',
+        },
+      ],
+    ]);
+    expect(await k8s.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 30 })).toMatchObject({ kind: 'failed', drained: true });
+  });
+});
+
+describe('drainPlan: which hosts are drained, by what, through which host', () => {
+  const fleet = new FakeFleet(['ctl', 'n1', 'n2'], { ctl: ['slurm_controller', 'kube_control_plane'] });
+  it('--drain for every host; racksmith_drain per host otherwise; none drains nothing', () => {
+    const inv = fleet.inventory();
+    inv.hosts[2].vars.racksmith_drain = 'kubernetes';
+    const byFlag = drainPlan(inv, inv.hosts.slice(1), 'slurm', 60);
+    expect([...byFlag.plan!.hosts].map(([h, d]) => [h, d.provider.name, d.controller.name])).toEqual([
+      ['n1', 'slurm', 'ctl'],
+      ['n2', 'slurm', 'ctl'],
+    ]);
+    expect(byFlag.notices).toEqual(['--drain slurm overrides racksmith_drain: kubernetes of n2']);
+    const byVar = drainPlan(inv, inv.hosts.slice(1), undefined, 60);
+    expect([...byVar.plan!.hosts.keys()]).toEqual(['n2']);
+    expect(drainPlan(inv, inv.hosts, 'none', 60).plan).toBeUndefined();
+  });
+  it.each<[string, (inv: ReturnType<FakeFleet['inventory']>) => void, 'slurm' | undefined, RegExp]>([
+    [
+      'an unknown racksmith_drain',
+      (inv) => (inv.hosts[1].vars.racksmith_drain = 'k8s'),
+      undefined,
+      /racksmith_drain of n1 must be kubernetes, slurm or none, got 'k8s'/,
+    ],
+    [
+      'a controller not in the inventory',
+      (inv) => (inv.hosts[1].vars.racksmith_slurm_controller = 'nope'),
+      'slurm',
+      /no host 'nope' in the inventory/,
+    ],
+    ['no slurm_controller group', (inv) => inv.groups.delete('slurm_controller'), 'slurm', /no Slurm controller/],
+  ])('bad input, exit 3: %s', (_, edit, flag, msg) => {
+    const inv = fleet.inventory();
+    edit(inv);
+    expect(() => drainPlan(inv, inv.hosts.slice(1), flag, 60)).toThrow(InputError);
+    expect(() => drainPlan(inv, inv.hosts.slice(1), flag, 60)).toThrow(msg);
+  });
+});
+
+describe('the engine around disruptive changes (fake hosts, a recording provider)', () => {
+  /** kv whose change is disruptive when `disrupts`. */
+  const marked = (path: string, value: string, disrupts: boolean): Resource => {
+    const r = kv({ path, value, name: value });
+    return disrupts ? { ...r, diff: (f) => r.diff(f as never).map((c: Change) => ({ ...c, disruptive: 'test' })) } : r;
+  };
+  function recorder(outcome: DrainOutcome) {
+    const log: string[] = [];
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async (_, node) => (log.push(`drain ${node}`), outcome),
+      resume: async (_, node) => (log.push(`resume ${node}`), undefined),
+    };
+    return { log, provider };
+  }
+  async function runWith(outcome: DrainOutcome, plays: (f: FakeFleet) => Play[], check = false, signal?: AbortController) {
+    const f = new FakeFleet(['ctl', 'n1', 'n2']);
+    for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
+    const inv = f.inventory();
+    const { log, provider } = recorder(outcome);
+    if (signal) {
+      // Ctrl-C while the drain waits: it returns drained, and the run must stop there
+      const drain = provider.drain.bind(provider);
+      provider.drain = async (...a) => {
+        signal.abort();
+        return drain(...a);
+      };
+    }
+    const ctl = inv.hosts[0];
+    const hosts = new Map(['n1', 'n2'].map((n) => [n, { provider, controller: ctl, node: n }]));
+    const events: RunEvent[] = [];
+    const prepared = prepare(inv, [{ name: 't', plays: plays(f) }], { limit: 'n1,n2' });
+    const out = await execute(
+      prepared,
+      {
+        inventoryFile: 'x',
+        acceptNewHostKeys: false,
+        connectTimeoutMs: 1000,
+        check,
+        forks: 1,
+        connectAttempts: 1,
+        connector: f.connector,
+        drain: { hosts, timeoutSec: 5 },
+        signal: signal?.signal,
+      },
+      (e) => {
+        events.push(e);
+        if (e.type === 'resource') log.push(`${e.host} ${e.id} ${e.status}`);
+      },
+    );
+    return { log, events, out };
+  }
+  const d = (f: FakeFleet, h: string) => join(f.dir(h), 'x');
+  const onN1 = (f: FakeFleet, disrupts: boolean) => (host: { name: string }) => [
+    marked(d(f, host.name), '1', disrupts && host.name === 'n1'),
+  ];
+
+  it('drains only the host with a disruptive change, before it; resumes after its last play', async () => {
+    const { log } = await runWith({ kind: 'drained' }, (f) => [
+      { name: 'a', hosts: 'all', resources: onN1(f, true) },
+      { name: 'b', hosts: 'all', resources: (h) => [marked(`${d(f, h.name)}b`, '2', false)] },
+    ]);
+    expect(log).toEqual(['drain n1', 'n1 kv:1 changed', 'n2 kv:1 changed', 'n1 kv:2 changed', 'resume n1', 'n2 kv:2 changed']);
+  });
+
+  it('someone else drained it: never resumed', async () => {
+    const { log } = await runWith({ kind: 'already', detail: 'drained' }, (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }]);
+    expect(log).toEqual(['drain n1', 'n1 kv:1 changed', 'n2 kv:1 changed']);
+  });
+
+  it.each<[string, boolean, string[]]>([
+    ['drained, then timed out: resumed', true, ['drain n1', 'n1 kv:1 failed', 'resume n1', 'n2 kv:1 changed']],
+    ['failed before draining: nothing to resume', false, ['drain n1', 'n1 kv:1 failed', 'n2 kv:1 changed']],
+  ])('a failed drain applies nothing disruptive: %s', async (_, drained, want) => {
+    const { log, out } = await runWith({ kind: 'failed', detail: 'timed out', drained }, (f) => [
+      { name: 'a', hosts: 'all', resources: onN1(f, true) },
+    ]);
+    expect(log).toEqual(want);
+    expect(out.results.find((r) => r.host === 'n1')!.error).toBe('not applied: drain (rec via ctl) failed: timed out');
+  });
+
+  it('Ctrl-C while the drain waits: nothing disruptive applied, the host resumed all the same', async () => {
+    const { log, out } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      new AbortController(),
+    );
+    expect(log).toEqual(['drain n1', 'n1 kv:1 failed', 'resume n1']);
+    expect(out.results.find((r) => r.host === 'n1')!.error).toBe('interrupted before this change was applied');
+  });
+
+  it('check mode drains nothing and lists the host that would be', async () => {
+    const { log, events } = await runWith({ kind: 'drained' }, (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }], true);
+    expect(log).toEqual(['n1 kv:1 changed', 'n2 kv:1 changed']);
+    expect(events.filter((e) => e.type === 'drain')).toEqual([
+      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'would' },
+    ]);
+  });
+});
