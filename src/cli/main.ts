@@ -7,6 +7,8 @@ import { applyCommand } from './apply-command.ts';
 import { EXIT, exitBadInput } from './exit.ts';
 import { execCommand } from './exec-command.ts';
 import { inventoryCommand } from './inventory-command.ts';
+import { planShowCommand } from './plan-show-command.ts';
+import { runsCommand } from './runs-command.ts';
 import { importSource, type PlaybookImporter } from './playbook.ts';
 import { runCommand } from './run-command.ts';
 import { scrubbing, type CliStreams } from './streams.ts';
@@ -20,9 +22,10 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
   } catch (e) {
     return exitBadInput(out, e, printableLines);
   }
-  if (argv[0] === 'inventory') {
+  if (argv[0] === 'inventory' || argv[0] === 'plan' || argv[0] === 'runs') {
     try {
-      return await inventoryCommand(argv.slice(1), out);
+      if (argv[0] === 'runs') return runsCommand(argv.slice(1), out);
+      return argv[0] === 'plan' ? planShowCommand(argv.slice(1), out) : await inventoryCommand(argv.slice(1), out);
     } catch (e) {
       return exitBadInput(out, e, printableLines);
     }

@@ -7,6 +7,7 @@ import { DEFAULT_KEEPALIVE_MS } from '../connection/ssh.ts';
 import { batchSizes } from '../engine/batches.ts';
 import type { VaultOptions } from '../inventory/vault.ts';
 import type { ListingMode } from '../output/listing.ts';
+import { parseLabels } from '../history/select.ts';
 import { parseDuration } from '../plan/plan.ts';
 import { InputError } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
@@ -58,6 +59,8 @@ export interface CliOptions {
   maxPlanAgeMs: number;
   journal?: string;
   resume?: string;
+  /** --label KEY=VALUE: recorded in the run's history (`provision runs --label`). */
+  labels: Record<string, string>;
   json: boolean;
   verbose: number;
   /** --recap: `summary` (default: totals and the hosts not ok) or `full` (a row per host; also with -v). */
@@ -208,6 +211,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
     resume: v.resume,
+    labels: parseLabels(v.label ?? []),
     json: !!v.json,
     verbose: v.verbose?.length ?? 0,
     recap: v.recap ?? 'summary',

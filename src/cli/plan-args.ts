@@ -28,6 +28,20 @@ export function planArgv(argv: string[], vault: VaultKeyring | undefined, opts: 
   return out;
 }
 
+/**
+ * The arguments a run's history records (`provision runs`, `--resume ID`): all of them, in the
+ * canonical form, `-e` secrets as placeholders with their masks (never their values).
+ */
+export function runArgv(argv: string[], vault: VaultKeyring | undefined): string[] {
+  const out: string[] = [];
+  for (const t of optionTokens(argv)) {
+    if (t.kind === 'positional') out.push(t.value);
+    else if (t.kind === 'option')
+      out.push(`--${t.name}`, ...(t.value === undefined ? [] : [t.name === 'extra-vars' ? maskExtraVars(t.value, vault) : t.value]));
+  }
+  return out;
+}
+
 /** A plan's argv holds only what planArgv records (it is signed; this is the second lock). */
 export function checkPlanArgv(argv: string[], file: string): void {
   let tokens;

@@ -16,6 +16,9 @@ import { load, type Loaded } from './load.ts';
 import type { CliOptions } from './parse.ts';
 import { planArgv } from './plan-args.ts';
 import { askedPasswords } from './passwords.ts';
+import { resumeArgv } from './resume-args.ts';
+import { promptPassword } from '../util/prompt.ts';
+import { recordRun } from './run-history.ts';
 import type { PlaybookImporter } from './playbook.ts';
 import { writeNotices, type CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
@@ -24,6 +27,7 @@ import { USAGE } from './usage.ts';
 export async function runCommand(argv: string[], out: CliStreams, importPlaybook: PlaybookImporter): Promise<number> {
   let loaded;
   try {
+    argv = await resumeArgv(argv, async (what) => (await promptPassword(what)).toString('utf8'));
     loaded = await load(argv, importPlaybook);
     if (loaded === 'help') {
       out.stdout.write(USAGE + '\n');
@@ -80,6 +84,10 @@ export async function runLoaded(
   } catch (e) {
     return exitBadInput(out, e);
   }
+  const history = recordRun(argv, loaded, journalFile, hostNames, (m) =>
+    out.stderr.write(`warning: ${m}
+`),
+  );
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, recap: opts.recap, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
   const emit = (e: RunEvent) => {
@@ -100,7 +108,9 @@ export async function runLoaded(
     try {
       facts = await gatherForRun(loaded, o, planned && (plannedFacts ?? {}));
     } catch (e) {
-      return exitBadInput(out, e, printableLines);
+      const code = exitBadInput(out, e, printableLines);
+      history.finish({ hosts: [], exitCode: code, check: opts.check, elapsedMs: 0 });
+      return code;
     }
     const run = facts ? { ...loaded, prepared: facts.prepared } : loaded;
     writeRunWarnings(run, hostNames, out, json);
@@ -112,13 +122,12 @@ export async function runLoaded(
     await human.finish(outcome);
     if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out, facts?.facts);
     const journalFailure = journal.failure as Error | undefined; // set by a write during the run
-    if (journalFailure) {
-      out.stderr.write(`journal: ${journalFile} (incomplete: ${journalFailure.message})\n`);
-      return EXIT.FAILED;
-    }
-    out.stderr.write(`journal: ${journalFile}\n`);
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
-    return outcome.exitCode;
+    const exitCode = journalFailure ? EXIT.FAILED : outcome.exitCode;
+    history.finish({ ...outcome, exitCode });
+    out.stderr.write(`run: ${history.id} (provision runs show ${history.id})\n`);
+    out.stderr.write(`journal: ${journalFile}${journalFailure ? ` (incomplete: ${journalFailure.message})` : ''}\n`);
+    return exitCode;
   } finally {
     await facts?.close();
     interrupt.dispose();

@@ -6,6 +6,9 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
                            one command on the pattern's hosts; several words are quoted one by one,
                            a single word is a shell command line (sh -c); hosts with the same output
                            and exit status are printed once; exit 0 only if every host exited 0
+       provision plan show PLAN [--json] [--html OUT]   (the reviewed changes, grouped, with diffs)
+       provision runs [--json] [--host H] [--label K=V] [--since D] [--failed]   (run history, newest first)
+       provision runs show ID [--json] [--html OUT] | runs prune (--keep N | --older-than D)
 
   -i, --inventory PATH     Ansible inventory: YAML, INI or JSON file, or a directory of them
                            (group_vars/ and host_vars/ beside it); repeatable, merged in order
@@ -53,7 +56,9 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --yes                apply changes that destroy data (storage_wipe) without a reviewed plan
       --max-plan-age DUR   apply: refuse plans older than this (default 24h)
       --journal FILE       where to write the run journal (NDJSON; default under ~/.local/state/racksmith)
-      --resume JOURNAL     run only the hosts that failed, were unreachable or did not finish there
+      --resume JOURNAL|ID  run only the hosts that failed, were unreachable or did not finish there;
+                           a run id (provision runs) also takes that run's playbooks and options
+      --label KEY=VALUE    recorded in the run's history, e.g. change=CHG-1234 (repeatable)
       --json               NDJSON events on stdout (the human view stays on stderr)
       --recap summary|full the recap: totals and the hosts not ok (default), or a row per host (full; also -v)
   -v, --verbose            more detail (repeat for more)

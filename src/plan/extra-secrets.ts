@@ -58,14 +58,14 @@ const isPlaceholder = (v: unknown): v is Record<string, string> =>
 const label = (path: Path) => path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i ? `.${p}` : p)).join('');
 
 /** The secret leaves of apply's own `-e` values, by path. */
-function secretLeaves(vars: Vars): Map<string, Secret> {
+function secretLeaves(vars: Vars, strict: boolean): Map<string, Secret> {
   const out = new Map<string, Secret>();
   mapValue(vars, [], (v, path) => {
     if (isSecret(v)) {
       out.set(label(path), v);
       return v;
     }
-    if (v === null || typeof v !== 'object')
+    if (strict && (v === null || typeof v !== 'object'))
       throw new InputError(`apply -e: ${label(path)} is not a secret: apply's -e only gives again a plan's -e secrets`);
     return undefined;
   });
@@ -76,8 +76,14 @@ function secretLeaves(vars: Vars): Map<string, Secret> {
  * A plan's argv with each placeholder replaced by its secret: from apply's `-e` (each of them
  * must fill a placeholder), else asked with `ask`; each must match its mask (else exit 3).
  */
-export async function unmaskExtraVars(planArgv: string[], applyExtra: string[], ask: (what: string) => Promise<string>): Promise<string[]> {
-  const given = secretLeaves(parseExtraVars(applyExtra).vars);
+export async function unmaskExtraVars(
+  planArgv: string[],
+  applyExtra: string[],
+  ask: (what: string) => Promise<string>,
+  /** `--resume ID`: the recorded run's secrets; its own -e may set other variables and secrets too. */
+  of: { noun: string; strict: boolean } = { noun: 'the plan', strict: true },
+): Promise<string[]> {
+  const given = secretLeaves(parseExtraVars(applyExtra).vars, of.strict);
   const used = new Set<string>();
   const out: string[] = [];
   for (let i = 0; i < planArgv.length; i++) {
@@ -95,15 +101,15 @@ export async function unmaskExtraVars(planArgv: string[], applyExtra: string[], 
     for (const h of holders) {
       const name = label(h.path);
       // asked: known to scrub() from here on, as every secret of the run
-      const value = given.get(name)?.reveal() ?? new Secret(await ask(`secret for -e ${name} (${h.mask}) of the plan: `)).reveal();
+      const value = given.get(name)?.reveal() ?? new Secret(await ask(`secret for -e ${name} (${h.mask}) of ${of.noun}: `)).reveal();
       used.add(name);
       if (maskSecret(value) !== h.mask)
-        throw new InputError(`-e ${name}: the secret given is not the one the plan was made with (${h.mask})`);
+        throw new InputError(`-e ${name}: the secret given is not the one ${of.noun} was made with (${h.mask})`);
       values.set(name, value);
     }
     out.push(toJson(mapValue(parsed, [], (v, path) => (isPlaceholder(v) ? { secret: values.get(label(path)) } : undefined))));
   }
   const stray = [...given.keys()].filter((k) => !used.has(k));
-  if (stray.length) throw new InputError(`apply -e: ${stray.join(', ')}: the plan has no -e secret of that name`);
+  if (of.strict && stray.length) throw new InputError(`apply -e: ${stray.join(', ')}: the plan has no -e secret of that name`);
   return out;
 }

@@ -15,7 +15,16 @@ import type { HostFacts } from '../facts/types.ts';
 import { factsFingerprint } from './host-facts.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
-export const PLAN_VERSION = 3;
+export const PLAN_VERSION = 4;
+
+/**
+ * A resource as reviewed: what apply checks (PlannedResource), its kind, and the diffs that were
+ * shown (masked as the terminal and the journal mask them), for `plan show`.
+ */
+export interface PlanEntry extends PlannedResource {
+  kind?: string;
+  diffs?: string[];
+}
 
 /**
  * A reviewed dry run, for a change window: per host and play, the hash of every resource's facts
@@ -40,9 +49,11 @@ export interface PlanFile {
   playbookFingerprint: string;
   /** sha256 of every module the playbooks load and of racksmith's sources (plan/code.ts). */
   code: CodeHashes;
-  hosts: Record<string, Record<string, Record<string, PlannedResource>>>;
   /** Per host whose facts a play used (`facts: true`), their fingerprint (host-facts.ts): apply refuses a host whose facts moved. */
   facts?: Record<string, Record<string, string>>;
+  hosts: Record<string, Record<string, Record<string, PlanEntry>>>;
+  /** Each reviewed host's inventory groups (for `plan show`'s filters). */
+  groups: Record<string, string[]>;
   /**
    * `hmac-sha256:` of the rest of the file under this installation's key: an edit (an option
    * added to argv, a host added, createdAt moved) cannot be signed again without that key.
@@ -63,6 +74,7 @@ const planSchema = {
     'playbookFingerprint',
     'code',
     'hosts',
+    'groups',
     'signature',
   ],
   additionalProperties: false,
@@ -78,6 +90,7 @@ const planSchema = {
     playbookFingerprint: { type: 'string' },
     code: { type: 'object', additionalProperties: { type: 'string' } },
     facts: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'string' } } },
+    groups: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
     hosts: {
       type: 'object',
       additionalProperties: {
@@ -91,6 +104,8 @@ const planSchema = {
               factHash: { type: 'string' },
               changes: { type: 'array', items: { type: 'string' } },
               pending: { type: 'string' },
+              kind: { type: 'string' },
+              diffs: { type: 'array', items: { type: 'string' } },
             },
           },
         },
@@ -155,12 +170,21 @@ export function makePlan(o: {
     code: o.code,
     hosts,
     ...(o.facts?.size ? { facts: Object.fromEntries([...o.facts].map(([h, f]) => [h, factsFingerprint(f)])) } : {}),
+    // every host is in `all`: only the groups that tell hosts apart
+    groups: Object.fromEntries(o.inventory.hosts.filter((h) => h.name in hosts).map((h) => [h.name, h.groups.filter((g) => g !== 'all')])),
   };
 }
 
 function plannedResource(factHash: string, r: RunOutcome['results'][number] | undefined): PlannedResource {
-  const changes = r?.status === 'changed' ? r.changes.map((c) => c.summary) : [];
-  return r?.pending ? { factHash, changes, pending: r.pending } : { factHash, changes };
+  const changed = r?.status === 'changed' ? r.changes : [];
+  const diffs = changed.map((c) => c.diff).filter((d): d is string => !!d);
+  return {
+    factHash,
+    changes: changed.map((c) => c.summary),
+    ...(r?.pending ? { pending: r.pending } : {}),
+    ...(r ? { kind: r.kind } : {}),
+    ...(diffs.length ? { diffs } : {}),
+  };
 }
 
 /** The plan's signature: its content without `signature`, as written, under a key derived from the installation key (exported for tests that forge plans). */
@@ -187,6 +211,25 @@ export function writePlan(file: string, plan: Omit<PlanFile, 'signature'>): void
 
 /** A saved plan, refused (exit 3) unless it is exactly as this installation wrote it. */
 export function readPlan(file: string): PlanFile {
+  const plan = readPlanUnverified(file);
+  if (!signatureVerifies(plan))
+    throw new InputError(
+      'plan was edited since it was made, or made by another racksmith installation (its signature does not match); make a new one',
+      { file },
+    );
+  return plan;
+}
+
+/** Whether the plan is exactly as written under this process's key (the installation's or --plan-key's). */
+export function signatureVerifies(plan: PlanFile): boolean {
+  const { signature, ...body } = plan;
+  const want = Buffer.from(signatureOf(body));
+  const got = Buffer.from(signature);
+  return got.length === want.length && timingSafeEqual(got, want);
+}
+
+/** A saved plan of this format (exit 3 otherwise), its signature not checked yet: `plan show` shows an unverified plan with a warning. */
+export function readPlanUnverified(file: string): PlanFile {
   let value: unknown;
   try {
     value = JSON.parse(readInputFile(file, 'plan', INPUT_LIMITS.plan).toString('utf8'));
@@ -200,16 +243,7 @@ export function readPlan(file: string): PlanFile {
       file,
     });
   validateOrThrow(validatePlan, value, { pos: () => ({ file }) });
-  const plan = value as PlanFile;
-  const { signature, ...body } = plan;
-  const want = Buffer.from(signatureOf(body));
-  const got = Buffer.from(signature);
-  if (got.length !== want.length || !timingSafeEqual(got, want))
-    throw new InputError(
-      'plan was edited since it was made, or made by another racksmith installation (its signature does not match); make a new one',
-      { file },
-    );
-  return plan;
+  return value as PlanFile;
 }
 
 /** `24h`, `90m`, `3600s`, `2d` -> milliseconds. */
@@ -262,7 +296,12 @@ export function checkPlan(
 }
 
 export function plannedFrom(plan: PlanFile): Map<string, Map<string, Map<string, PlannedResource>>> {
+  // what apply checks: the reviewed fact hashes and summaries (kind and diffs are for reading)
+  const planned = ({ factHash, changes, pending }: PlanEntry): PlannedResource => ({ factHash, changes, ...(pending ? { pending } : {}) });
   return new Map(
-    Object.entries(plan.hosts).map(([h, plays]) => [h, new Map(Object.entries(plays).map(([p, rs]) => [p, new Map(Object.entries(rs))]))]),
+    Object.entries(plan.hosts).map(([h, plays]) => [
+      h,
+      new Map(Object.entries(plays).map(([p, rs]) => [p, new Map(Object.entries(rs).map(([id, e]) => [id, planned(e)]))])),
+    ]),
   );
 }

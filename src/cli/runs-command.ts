@@ -1,0 +1,125 @@
+import { parseArgs } from 'node:util';
+import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
+import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns } from '../history/select.ts';
+import { runReport } from '../history/show.ts';
+import { writeReport } from '../report/write.ts';
+import { InputError } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
+import { EXIT } from './exit.ts';
+import { pickOptions } from './options.ts';
+import type { CliStreams } from './streams.ts';
+import { USAGE } from './usage.ts';
+
+/** The options of `provision runs` (list, show, prune): output and labels from the run's table, the rest its own. */
+const RUNS_OPTIONS = {
+  ...pickOptions('json', 'label', 'help'),
+  host: { type: 'string' },
+  since: { type: 'string' },
+  failed: { type: 'boolean' },
+  html: { type: 'string' },
+  keep: { type: 'string' },
+  'older-than': { type: 'string' },
+} as const;
+
+type RunsValues = ReturnType<typeof parseRunsArgs>['values'];
+
+function parseRunsArgs(args: string[]) {
+  try {
+    return parseArgs({ args, options: RUNS_OPTIONS, allowPositionals: true });
+  } catch (e) {
+    throw new InputError(`runs: ${(e as Error).message}\n\n${USAGE}`);
+  }
+}
+
+/** Options that do not belong to the subcommand are refused, never ignored. */
+function only(values: RunsValues, what: string, allowed: string[]): void {
+  const extra = Object.keys(values).filter((k) => !allowed.includes(k));
+  if (extra.length) throw new InputError(`${what} takes no ${extra.map((k) => `--${k}`).join(', ')}`);
+}
+
+/**
+ * `provision runs [--json] [--host H] [--label K=V] [--since D] [--failed]`, `runs show ID [--json]
+ * [--html OUT]`, `runs prune (--keep N | --older-than D)`: the run history in the state directory.
+ */
+export function runsCommand(args: string[], out: CliStreams): number {
+  const { values, positionals } = parseRunsArgs(args);
+  if (values.help) {
+    out.stdout.write(USAGE + '\n');
+    return EXIT.OK;
+  }
+  const [sub, ...rest] = positionals;
+  if (sub === 'show') {
+    only(values, 'runs show', ['json', 'html']);
+    if (rest.length !== 1) throw new InputError('runs show takes one run id (provision runs lists them)');
+    writeReport(runReport(readRecord(rest[0])), { json: !!values.json, html: values.html }, out);
+    return EXIT.OK;
+  }
+  if (sub === 'prune') {
+    only(values, 'runs prune', ['keep', 'older-than', 'json']);
+    if (rest.length) throw new InputError('runs prune takes no arguments');
+    return prune(values, out);
+  }
+  if (sub !== undefined) throw new InputError(`runs: unknown subcommand '${printable(sub)}' (show ID, prune, or none to list)`);
+  only(values, 'runs', ['json', 'host', 'label', 'since', 'failed']);
+  return list(values, out);
+}
+
+function list(values: RunsValues, out: CliStreams): number {
+  const { records, broken } = readRecords();
+  for (const b of broken) out.stderr.write(`warning: ${runsDir()}/${printable(b)} cannot be read: left out\n`);
+  const filter = {
+    host: values.host,
+    labels: parseLabels(values.label ?? []),
+    since: values.since === undefined ? undefined : parseSince(values.since),
+    failed: !!values.failed,
+  };
+  const runs = selectRuns(records, filter);
+  if (values.json) {
+    for (const r of runs) out.stdout.write(JSON.stringify(r) + '\n');
+  } else {
+    for (const r of runs) out.stdout.write(runLine(r) + '\n');
+  }
+  // a filter that selects nothing is said (on stderr: stdout stays empty for scripts)
+  if (!runs.length)
+    out.stderr.write(records.length ? `no run of the ${records.length} in ${runsDir()} matches\n` : `no runs recorded in ${runsDir()}\n`);
+  return EXIT.OK;
+}
+
+/** One line per run: id, start, outcome, hosts and their totals, who, labels, playbooks. */
+function runLine(r: RunRecord): string {
+  const hosts = Object.values(r.hosts);
+  const sum = (k: 'changed' | 'failed') => hosts.reduce((n, h) => n + h[k], 0);
+  const unreachable = hosts.filter((h) => h.unreachable).length;
+  const outcome = r.end === undefined ? 'unfinished' : runFailed(r) ? 'FAILED' : r.check ? 'check' : 'ok';
+  const labels = Object.entries(r.labels).map(([k, v]) => `${k}=${v}`);
+  const playbooks = r.playbooks.map(
+    (p) => p.path.replace(`${r.cwd}/`, '') + (p.git ? `@${p.git.revision.slice(0, 8)}${p.git.dirty ? '+' : ''}` : ''),
+  );
+  return printable(
+    [
+      r.id,
+      r.start.replace(/\.\d+Z$/, 'Z'),
+      outcome,
+      `${hosts.length} host(s): ${sum('changed')} changed, ${sum('failed')} failed, ${unreachable} unreachable`,
+      `${r.user}@${r.controller}`,
+      ...(labels.length ? [labels.join(',')] : []),
+      playbooks.join(' '),
+    ].join('  '),
+  );
+}
+
+function prune(values: RunsValues, out: CliStreams): number {
+  if (values.keep === undefined && values['older-than'] === undefined)
+    throw new InputError('runs prune needs --keep N or --older-than D (e.g. 30d)');
+  let keep: number | undefined;
+  if (values.keep !== undefined) {
+    if (!/^\d{1,7}$/.test(values.keep)) throw new InputError(`--keep must be a whole number, got '${printable(values.keep)}'`);
+    keep = Number(values.keep);
+  }
+  const before = values['older-than'] === undefined ? undefined : Date.now() - parseAge('--older-than', values['older-than']);
+  const gone = runsToPrune(readRecords().records, { keep, before });
+  for (const r of gone) removeRun(r);
+  if (values.json) for (const r of gone) out.stdout.write(JSON.stringify({ id: r.id, pruned: true }) + '\n');
+  out.stderr.write(`pruned ${gone.length} run(s) (records, and their journals in the default journal directory)\n`);
+  return EXIT.OK;
+}

@@ -1,0 +1,44 @@
+import { execFileSync } from 'node:child_process';
+import { hostname, userInfo } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import type { PlaybookSource } from './record.ts';
+
+/** `git -C dir ARGS`'s output, or undefined (no git, not a work tree, or it took too long). */
+function git(dir: string, args: string[]): string | undefined {
+  try {
+    return execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Each playbook with the revision (HEAD) of the git work tree it is in, and whether that tree has
+ * changes not committed (tracked files only: an untracked scratch file does not change what ran
+ * from the repository). Work trees are asked once each.
+ */
+export function playbookSources(playbooks: readonly string[]): PlaybookSource[] {
+  const byDir = new Map<string, PlaybookSource['git']>();
+  return playbooks.map((p) => {
+    const path = resolve(p);
+    const dir = dirname(path);
+    if (!byDir.has(dir)) {
+      const revision = git(dir, ['rev-parse', 'HEAD']);
+      const status = revision === undefined ? undefined : git(dir, ['status', '--porcelain', '--untracked-files=no']);
+      byDir.set(dir, revision !== undefined && status !== undefined ? { revision, dirty: status !== '' } : undefined);
+    }
+    const g = byDir.get(dir);
+    return g ? { path, git: g } : { path };
+  });
+}
+
+/** Who ran it, from where: the login name (else $USER, else the uid) and this machine's name. */
+export function runner(): { user: string; controller: string } {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = process.env.USER ?? `uid ${process.getuid?.() ?? '?'}`;
+  }
+  return { user, controller: hostname() };
+}

@@ -1,0 +1,92 @@
+import type { Recap } from '../engine/events.ts';
+import { printable } from '../util/printable.ts';
+import { playbookSources, runner } from './provenance.ts';
+import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
+import { DEFAULT_RETENTION } from './select.ts';
+
+export interface RunStart {
+  argv: string[];
+  playbooks: string[];
+  inventoryFingerprint: string;
+  labels: Record<string, string>;
+  check: boolean;
+  journal: string;
+  /** The hosts the run reaches, with their groups. */
+  hosts: Array<{ name: string; groups: string[] }>;
+}
+
+export interface RunRecorder {
+  readonly id: string;
+  /** Record the end (counts, exit code), then apply the default retention. */
+  finish(recap: Recap): void;
+}
+
+/**
+ * The run's history record, written when it starts (a run that never ends keeps a record with no
+ * end) and when it ends. The history is a record, not a gate: a record that cannot be written is a
+ * warning, never a failed run.
+ */
+export function startRecord(s: RunStart, warn: (message: string) => void): RunRecorder {
+  const record: RunRecord = {
+    id: newRunId(),
+    start: new Date().toISOString(),
+    ...runner(),
+    argv: s.argv,
+    cwd: process.cwd(),
+    playbooks: playbookSources(s.playbooks),
+    inventoryFingerprint: s.inventoryFingerprint,
+    labels: s.labels,
+    check: s.check,
+    journal: s.journal,
+    hosts: Object.fromEntries(
+      s.hosts.map((h) => [
+        h.name,
+        { ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false, groups: h.groups.filter((g) => g !== 'all') },
+      ]),
+    ),
+  };
+  const save = () => {
+    try {
+      writeRecord(record);
+      return true;
+    } catch (e) {
+      warn(`run history: cannot write the record of run ${record.id}: ${printable((e as Error).message)}`);
+      return false;
+    }
+  };
+  save();
+  return {
+    id: record.id,
+    finish(recap) {
+      record.end = new Date().toISOString();
+      record.exitCode = recap.exitCode;
+      for (const h of recap.hosts) {
+        record.hosts[h.host] = {
+          ok: h.ok,
+          changed: h.changed,
+          ...(h.pending ? { pending: h.pending } : {}),
+          failed: h.failed,
+          skipped: h.skipped,
+          unreachable: h.unreachable,
+          ...(h.error !== undefined ? { error: h.error } : {}),
+          groups: record.hosts[h.host]?.groups ?? [],
+        };
+      }
+      if (!save()) return;
+      try {
+        // by the ids alone (a fleet's records are large): only the runs to remove are read
+        const before = Date.now() - DEFAULT_RETENTION.days * 86400e3;
+        const old = recordIds().filter((id, i) => i >= DEFAULT_RETENTION.keep || startOfId(id) < before);
+        for (const id of old) {
+          try {
+            removeRun(readRecord(id));
+          } catch (e) {
+            warn(`run history: retention: ${printable((e as Error).message)}`);
+          }
+        }
+      } catch (e) {
+        warn(`run history: retention: ${printable((e as Error).message)}`);
+      }
+    },
+  };
+}

@@ -1,0 +1,70 @@
+import { InputError } from '../util/errors.ts';
+import { printable } from '../util/printable.ts';
+import type { RunRecord } from './record.ts';
+
+/** What `provision runs` is asked to list. */
+export interface RunFilter {
+  host?: string;
+  labels?: Record<string, string>;
+  /** Runs that started at or after this time (ms since the epoch). */
+  since?: number;
+  failed?: boolean;
+}
+
+/** A run that did not end well: a host failed or was unreachable, or it never finished (no end). */
+export function runFailed(r: RunRecord): boolean {
+  if (r.end === undefined || r.exitCode === undefined) return true;
+  return r.exitCode === 1 || r.exitCode === 3 || Object.values(r.hosts).some((h) => h.failed > 0 || h.unreachable || h.error !== undefined);
+}
+
+/** The runs a filter keeps, in the order given (newest first). */
+export function selectRuns(records: RunRecord[], f: RunFilter): RunRecord[] {
+  return records.filter(
+    (r) =>
+      (f.host === undefined || f.host in r.hosts) &&
+      Object.entries(f.labels ?? {}).every(([k, v]) => r.labels[k] === v) &&
+      (f.since === undefined || Date.parse(r.start) >= f.since) &&
+      (!f.failed || runFailed(r)),
+  );
+}
+
+/** The runs that retention removes: beyond the `keep` newest, or started before `before` (ms). Records come newest first. */
+export function runsToPrune(records: RunRecord[], o: { keep?: number; before?: number }): RunRecord[] {
+  return records.filter((r, i) => (o.keep !== undefined && i >= o.keep) || (o.before !== undefined && Date.parse(r.start) < o.before));
+}
+
+/** Kept after every run: the 200 newest runs, none older than 90 days (docs/cli.md). */
+export const DEFAULT_RETENTION = { keep: 200, days: 90 } as const;
+
+const UNIT_MS = { m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 } as const;
+
+/** `90m`, `24h`, `7d`, `2w` -> milliseconds (from 1 minute to 100 years). */
+export function parseAge(flag: string, s: string): number {
+  const m = /^(\d{1,6})(m|h|d|w)$/.exec(s.trim());
+  if (!m || Number(m[1]) === 0) throw new InputError(`${flag} must look like 90m, 24h, 7d or 2w, got '${printable(s)}'`);
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+
+/** --since: an age (`24h`, `7d`) or a date/time (`2026-12-01`, `2026-12-01T08:00Z`) -> ms since the epoch. */
+export function parseSince(s: string, now = Date.now()): number {
+  if (/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s.trim())) {
+    const t = Date.parse(s.trim());
+    if (!Number.isNaN(t)) return t;
+  }
+  if (/^\d+[mhdw]$/.test(s.trim())) return now - parseAge('--since', s);
+  throw new InputError(`--since must be an age (24h, 7d) or a date (2026-12-01, 2026-12-01T08:00Z), got '${printable(s)}'`);
+}
+
+/** `--label KEY=VALUE` (repeatable) -> labels; a key given again takes the last value (apply's and --resume's own labels win over the recorded run's). */
+export function parseLabels(given: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of given) {
+    const m = /^([A-Za-z0-9_.-]{1,64})=(.{1,256})$/su.exec(l);
+    if (!m || /[\p{Cc}\u2028\u2029]/u.test(m[2]))
+      throw new InputError(
+        `--label must be KEY=VALUE (KEY: letters, digits, _ . -; VALUE: 1 to 256 printable characters), got '${printable(l)}'`,
+      );
+    out[m[1]] = m[2];
+  }
+  return out;
+}

@@ -1,0 +1,99 @@
+/**
+ * What `plan show` and `runs show` present, in one shape: hosts, and per host the resources worth
+ * reading (changed, pending, failed), with their summaries and diffs as they were recorded (already
+ * masked: plans and journals hold no secret). The text, JSON and HTML views render this model.
+ */
+
+/** A resource's state in a report: what a plan reviewed or a run did. */
+export type ItemStatus = 'changed' | 'pending' | 'failed' | 'ok' | 'skipped';
+
+export interface ReportItem {
+  host: string;
+  play: string;
+  id: string;
+  kind: string;
+  status: ItemStatus;
+  summaries: string[];
+  diffs: string[];
+  /** Why it is pending, or the error it failed with. */
+  note?: string;
+}
+
+/** A host's state in a report. */
+export type HostStatus = 'changed' | 'pending' | 'failed' | 'unreachable' | 'ok';
+
+export interface ReportHost {
+  name: string;
+  groups: string[];
+  status: HostStatus;
+  /** Why it failed or was unreachable (a run's host error). */
+  error?: string;
+}
+
+export interface Report {
+  /** `plan` or `run`: the page's title and wording. */
+  kind: 'plan' | 'run';
+  title: string;
+  /** Facts about the plan or run, in order (made at, argv, user, labels...). */
+  meta: Array<[string, string]>;
+  /** Said loudly at the top of every view (a plan whose signature does not verify). */
+  warnings: string[];
+  hosts: ReportHost[];
+  /** The resources worth reading: not `ok`, not `skipped`. */
+  items: ReportItem[];
+}
+
+/** One distinct change (same play, resource, status, summaries, diffs and note) and the hosts that have it. */
+export interface ItemGroup {
+  play: string;
+  id: string;
+  kind: string;
+  status: ItemStatus;
+  summaries: string[];
+  diffs: string[];
+  note?: string;
+  hosts: string[];
+}
+
+/**
+ * Each distinct change once, with its hosts (in the report's host order): a rack of 40 identical
+ * nodes reads as one diff. Groups come in the order their first host met them.
+ */
+export function groupItems(report: Pick<Report, 'hosts' | 'items'>): ItemGroup[] {
+  const rank = new Map(report.hosts.map((h, i) => [h.name, i]));
+  const groups = new Map<string, ItemGroup>();
+  const members = new Map<ItemGroup, Set<string>>();
+  for (const it of report.items) {
+    const key = JSON.stringify([it.play, it.id, it.kind, it.status, it.summaries, it.diffs, it.note ?? null]);
+    let g = groups.get(key);
+    if (!g) {
+      g = { play: it.play, id: it.id, kind: it.kind, status: it.status, summaries: it.summaries, diffs: it.diffs, hosts: [] };
+      if (it.note !== undefined) g.note = it.note;
+      groups.set(key, g);
+      members.set(g, new Set());
+    }
+    const seen = members.get(g)!;
+    if (!seen.has(it.host)) {
+      seen.add(it.host);
+      g.hosts.push(it.host);
+    }
+  }
+  const at = (h: string) => rank.get(h) ?? Number.MAX_SAFE_INTEGER;
+  for (const g of groups.values()) g.hosts.sort((a, b) => at(a) - at(b));
+  return [...groups.values()];
+}
+
+/** Per host (report order), the indexes in `groups` of the groups it is in. */
+export function groupsByHost(report: Pick<Report, 'hosts'>, groups: ItemGroup[]): Map<string, number[]> {
+  const out = new Map(report.hosts.map((h) => [h.name, [] as number[]]));
+  groups.forEach((g, i) => {
+    for (const h of g.hosts) out.get(h)?.push(i);
+  });
+  return out;
+}
+
+/** How many hosts have each status, in a fixed order (those with none left out). */
+export function hostTotals(hosts: ReportHost[]): Array<[HostStatus, number]> {
+  const order: HostStatus[] = ['failed', 'unreachable', 'changed', 'pending', 'ok'];
+  return order.map((s) => [s, hosts.filter((h) => h.status === s).length] as [HostStatus, number]).filter(([, n]) => n > 0);
+}
