@@ -13,6 +13,8 @@ import type { FactsOf } from './run-types.ts';
 export interface FactsFailure {
   error: string;
   unreachable: boolean;
+  /** The gatherer's exec when it ran and the host answered (its recap counts it); absent when none ran. */
+  execs?: 1;
 }
 
 /** Each host's facts, or why they could not be gathered. */
@@ -93,7 +95,8 @@ export async function gatherAll(
       return await gatherFacts(conn);
     } catch (e) {
       // (an exec that fails is a connection lost: unreachable, as in the run; a refused sudo is a failed host)
-      return { error: (e as Error).message, unreachable: !(e instanceof GatherError || e instanceof BecomeError) };
+      const reachable = e instanceof GatherError || e instanceof BecomeError;
+      return reachable ? { error: (e as Error).message, unreachable: false, execs: 1 } : { error: (e as Error).message, unreachable: true };
     }
   };
   const worker = async () => {

@@ -75,7 +75,7 @@ describe('gathering facts', { timeout: 30_000 }, () => {
     if (faults.hangAtExec) expect(opened.get('c')![0].closed).toBe(true);
   });
 
-  it('after an interrupt no host starts', async () => {
+  it('after an interrupt no host starts (and none counts an exec in its recap)', async () => {
     const { conns, opened } = fakes();
     const abort = new AbortController();
     abort.abort();
@@ -99,7 +99,7 @@ describe('a gatherer that gives no facts', () => {
       OPTIONS,
       1,
     );
-    expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({ error, unreachable: false });
+    expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({ error, unreachable: false, execs: 1 });
   });
 });
 
@@ -111,5 +111,6 @@ it("a host that refuses sudo failed (reachable), with sudo's reason", async () =
   expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({
     error: 'x: sudo: a password is required',
     unreachable: false,
+    execs: 1,
   });
 });
