@@ -75,6 +75,16 @@ describe('gathering facts', { timeout: 30_000 }, () => {
     if (faults.hangAtExec) expect(opened.get('c')![0].closed).toBe(true);
   });
 
+  it('an interrupt during a gather that never answers ends it after the run’s grace, its connection aborted', async () => {
+    const { conns, opened } = fakes({ h: { hangAtExec: 1 } });
+    const abort = new AbortController();
+    const got = gatherAll([host('h')], conns, { forks: 1, signal: abort.signal });
+    await expect.poll(() => opened.get('h')?.[0].execCount).toBe(1); // the gatherer's exec is in flight
+    abort.abort();
+    expect(await got).toEqual(new Map([['h', { error: 'interrupted while its facts were gathered', unreachable: false }]]));
+    expect(opened.get('h')![0].closed).toBe(true);
+  });
+
   it('after an interrupt no host starts (and none counts an exec in its recap)', async () => {
     const { conns, opened } = fakes();
     const abort = new AbortController();
