@@ -16,6 +16,7 @@ import {
   prerequisites,
   InputError,
   jailStorageOptions,
+  jailNfsUsed,
   nfsMountOptions,
   type JailNfs,
 } from '../src/index.ts';
@@ -35,7 +36,7 @@ import {
  *   jail_options:  default for nfs/nfs4: Soperator's NFS chart's mount options with jail_nfs (NFS_JAIL_OPTIONS);
  *                  for none: [bind] (a list without bind or rbind gets bind first); else [defaults, _netdev]
  *   jail_nfs:      { nconnect: 16, actimeo: 30, hard: true, vers: 4.2 }   (the defaults) the NFS options of
- *                  the jail root and of every nfs/nfs4 submount without options of its own
+ *                  the jail root and of every nfs/nfs4 submount without options of its own (none: exit 3)
  *   jail_marker:   etc/soperator-jail-populated   (must exist: the jail is never populated here)
  *   jail_submounts: [{ path: /home, source: nfs:/home, fstype: nfs, options: [...], readonly: false }]
  *                  each its own filesystem type; options default as for the root (without _netdev
@@ -161,12 +162,22 @@ export function jailResources(host: HostContext): Resource[] {
     : undefined;
   const gate = driver ? [driver.id] : [];
   const pre = prerequisites(host, 'jail', jailPackages(host)); // mount.nfs before the jail mounts
+  const rootOptions = host.var<string[] | undefined>('jail_options', undefined);
+  const submounts = host.var<Submount[]>('jail_submounts', []);
+  if (
+    host.var<Partial<JailNfs> | undefined>('jail_nfs', undefined) !== undefined &&
+    !jailNfsUsed([{ fstype, options: rootOptions }, ...submounts])
+  )
+    throw host.error(
+      'jail_nfs',
+      "jail_nfs: no mount takes it (it tunes an nfs/nfs4 jail root or submount without options of its own: jail_options or the submount's options win)",
+    );
   const root = mount({
     path: J,
     after: pre.map((r) => r.id),
     source,
     fstype,
-    options: jailStorageOptions(fstype, host.var<string[] | undefined>('jail_options', undefined), nfs, true),
+    options: jailStorageOptions(fstype, rootOptions, nfs, true),
     requireMarker: host.var('jail_marker', 'etc/soperator-jail-populated'),
     overNonEmpty: false,
     dependsOn: gate,
@@ -178,7 +189,7 @@ export function jailResources(host: HostContext): Resource[] {
     mount({ ...o, dependsOn: [root.id, ...(o.dependsOn ?? [])], within: J, options: [...(o.options ?? []), after] });
 
   const out: Resource[] = [...(driver ? [driver] : []), ...pre, root];
-  for (const s of host.var<Submount[]>('jail_submounts', [])) {
+  for (const s of submounts) {
     out.push(
       sub({
         path: inJail(s.path),

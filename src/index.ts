@@ -146,5 +146,5 @@ export {
 } from './resources/tuning/transparent-hugepages.ts';
 export { packages, type PackagesOptions, type PackageName, type PackageMirror } from './resources/core/packages.ts';
 export { prerequisites, STORAGE_PACKAGES, jailPackages, nodePackages } from './plays/prerequisites.ts';
-export { NFS_DEFAULTS, nfsMountOptions, jailStorageOptions, type JailNfs } from './plays/jail-storage.ts';
+export { NFS_DEFAULTS, nfsMountOptions, jailStorageOptions, jailNfsUsed, type JailNfs } from './plays/jail-storage.ts';
 export { kubeClusterResources, kubeNodeResources } from './plays/kube-network.ts';

@@ -35,9 +35,9 @@ export async function gatherForRun(loaded: Loaded, o: ExecuteOptions, plannedFac
   const refused = new Map<string, { error: string; unreachable: boolean; execs?: number }>();
   const facts = new Map<string, HostFacts>();
   for (const [name, f] of gathered) {
-    // (a host reached ran the gatherer: one exec, in its recap too)
+    // (the gatherer's exec, where it ran, is in the failure: a host interrupted before it ran none)
     if (isFailure(f)) {
-      refused.set(name, f.unreachable ? f : { ...f, execs: 1 });
+      refused.set(name, f);
       continue;
     }
     facts.set(name, f);

@@ -8,11 +8,14 @@ import { NoFacts } from '../contract/playbook.ts';
 import { GatherError, gatherFacts } from '../facts/gather.ts';
 import type { HostFacts } from '../facts/types.ts';
 import type { FactsOf } from './run-types.ts';
+import { watchHost, type HostEnd } from './host-watch.ts';
 
 /** Why a host has no facts: it is not run (`ExecuteOptions.refused`), with this as its recap's error. */
 export interface FactsFailure {
   error: string;
   unreachable: boolean;
+  /** The gatherer's exec when it ran and the host answered (its recap counts it); absent when none ran. */
+  execs?: 1;
 }
 
 /** Each host's facts, or why they could not be gathered. */
@@ -70,9 +73,10 @@ export class SharedConnections {
 }
 
 /**
- * Gather `hosts`' facts, up to `forks` at once: one exec each. A host that does not answer within
- * `timeoutMs` (--host-timeout) is given up on (its connection aborted), as the run would; after
- * an interrupt no further host starts.
+ * Gather `hosts`' facts, up to `forks` at once: one exec each. A host watched as in the run
+ * (host-watch.ts): one that does not answer within `timeoutMs` (--host-timeout) is given up on,
+ * and after an interrupt (Ctrl-C) the gathers in flight get the run's grace, then their
+ * connections are aborted; no further host starts.
  */
 export async function gatherAll(
   hosts: readonly Host[],
@@ -83,49 +87,43 @@ export async function gatherAll(
   const queue = [...hosts];
   const one = async (h: Host): Promise<HostFacts | FactsFailure> => {
     if (o.signal?.aborted) return { error: 'interrupted before its facts were gathered', unreachable: false };
-    let conn: Connection;
+    const pending = conns.open(h);
+    const w = watchHost(pending, o.timeoutMs, o.signal);
     try {
-      conn = await conns.open(h);
-    } catch (e) {
-      return { error: (e as Error).message, unreachable: true };
-    }
-    try {
-      return await gatherFacts(conn);
-    } catch (e) {
-      // (an exec that fails is a connection lost: unreachable, as in the run; a refused sudo is a failed host)
-      return { error: (e as Error).message, unreachable: !(e instanceof GatherError || e instanceof BecomeError) };
+      return await Promise.race([gatherOver(pending), w.ended.then((why) => ended(why, o.timeoutMs))]);
+    } finally {
+      w.clear();
     }
   };
   const worker = async () => {
-    for (let h = queue.shift(); h; h = queue.shift()) out.set(h.name, await withTimeout(one(h), h, conns, o.timeoutMs));
+    for (let h = queue.shift(); h; h = queue.shift()) out.set(h.name, await one(h));
   };
   await Promise.all(Array.from({ length: Math.min(Math.max(1, o.forks), hosts.length) }, worker));
   return out;
 }
 
-/** `work`, or after `ms` an unreachable host whose connection is aborted (its exec then fails and is dropped). */
-async function withTimeout(
-  work: Promise<HostFacts | FactsFailure>,
-  h: Host,
-  conns: SharedConnections,
-  ms: number | undefined,
-): Promise<HostFacts | FactsFailure> {
-  if (!ms) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<FactsFailure>((done) => {
-    timer = setTimeout(() => {
-      void conns.open(h).then(
-        (c) => (c.abort ? c.abort() : c.close()),
-        () => undefined,
-      );
-      done({ error: `timed out after ${ms / 1000}s gathering facts`, unreachable: true });
-    }, ms);
-  });
+/** The facts read over this connection, or why not. */
+async function gatherOver(pending: Promise<Connection>): Promise<HostFacts | FactsFailure> {
+  let conn: Connection;
   try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
+    conn = await pending;
+  } catch (e) {
+    return { error: (e as Error).message, unreachable: true };
   }
+  try {
+    return await gatherFacts(conn);
+  } catch (e) {
+    // (an exec that fails is a connection lost: unreachable, as in the run; a refused sudo is a failed host)
+    const reachable = e instanceof GatherError || e instanceof BecomeError;
+    return reachable ? { error: (e as Error).message, unreachable: false, execs: 1 } : { error: (e as Error).message, unreachable: true };
+  }
+}
+
+/** A host whose watch ended its gathering (its connection aborted: the exec then fails and is dropped). */
+function ended(why: HostEnd, timeoutMs: number | undefined): FactsFailure {
+  return why === 'timeout'
+    ? { error: `timed out after ${timeoutMs! / 1000}s gathering facts`, unreachable: true }
+    : { error: 'interrupted while its facts were gathered', unreachable: false };
 }
 
 /** What a play with `facts: true` gives its HostContext for host `name`. */

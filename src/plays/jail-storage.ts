@@ -68,6 +68,14 @@ export function jailStorageOptions(fstype: string, given: string[] | undefined, 
 }
 
 /**
+ * Whether `jail_nfs` reaches any of these mounts (the jail root and its submounts): only an
+ * nfs/nfs4 mount without options of its own takes it; else it would be ignored without a word.
+ */
+export function jailNfsUsed(mounts: ReadonlyArray<{ fstype: string; options?: readonly string[] }>): boolean {
+  return mounts.some((m) => isNfs(m.fstype) && !m.options);
+}
+
+/**
  * The client each filesystem type needs on the host (Debian, and EL names). Types the kernel
  * mounts alone (virtiofs, a bind, local filesystems) need none; vendor filesystems (lustre, gpfs,
  * weka, ...) come with their vendor's client, which racksmith does not install.

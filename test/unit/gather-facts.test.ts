@@ -75,7 +75,17 @@ describe('gathering facts', { timeout: 30_000 }, () => {
     if (faults.hangAtExec) expect(opened.get('c')![0].closed).toBe(true);
   });
 
-  it('after an interrupt no host starts', async () => {
+  it('an interrupt during a gather that never answers ends it after the run’s grace, its connection aborted', async () => {
+    const { conns, opened } = fakes({ h: { hangAtExec: 1 } });
+    const abort = new AbortController();
+    const got = gatherAll([host('h')], conns, { forks: 1, signal: abort.signal });
+    await expect.poll(() => opened.get('h')?.[0].execCount).toBe(1); // the gatherer's exec is in flight
+    abort.abort();
+    expect(await got).toEqual(new Map([['h', { error: 'interrupted while its facts were gathered', unreachable: false }]]));
+    expect(opened.get('h')![0].closed).toBe(true);
+  });
+
+  it('after an interrupt no host starts (and none counts an exec in its recap)', async () => {
     const { conns, opened } = fakes();
     const abort = new AbortController();
     abort.abort();
@@ -99,7 +109,7 @@ describe('a gatherer that gives no facts', () => {
       OPTIONS,
       1,
     );
-    expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({ error, unreachable: false });
+    expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({ error, unreachable: false, execs: 1 });
   });
 });
 
@@ -111,5 +121,6 @@ it("a host that refuses sudo failed (reachable), with sudo's reason", async () =
   expect((await gatherAll([host('x')], conns, { forks: 1 })).get('x')).toEqual({
     error: 'x: sudo: a password is required',
     unreachable: false,
+    execs: 1,
   });
 });

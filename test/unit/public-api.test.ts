@@ -60,6 +60,7 @@ const EXPORTS = [
   'ioTuning',
   'ioUdevRules',
   'isSensitive',
+  'jailNfsUsed',
   'jailPackages',
   'jailStorageOptions',
   'kmod',

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import jail, { NFS_JAIL_OPTIONS } from '../../../../playbooks/jail.ts';
 import { prepare } from '../../../../src/engine/run.ts';
 import { loadInventory } from '../../../../src/inventory/load.ts';
-import { fsClientPackages, jailStorageOptions, nfsMountOptions, NFS_DEFAULTS } from '../../../../src/plays/jail-storage.ts';
+import { fsClientPackages, jailNfsUsed, jailStorageOptions, nfsMountOptions, NFS_DEFAULTS } from '../../../../src/plays/jail-storage.ts';
 import type { MountFacts } from '../../../../src/resources/core/mount.ts';
 import { InputError } from '../../../../src/util/errors.ts';
 import { fileWith } from '../../facts.ts';
@@ -42,6 +42,15 @@ describe('jailStorageOptions', () => {
     ['none binds', 'none', undefined, false, 'bind'],
     ['none with options: bind first', 'none', ['ro'], false, 'bind,ro'],
   ])('%s', (_, fstype, given, root, options) => expect(jailStorageOptions(fstype, given, { nconnect: 8 }, root).join(',')).toBe(options));
+});
+
+describe('jailNfsUsed', () => {
+  it.each<[string, Parameters<typeof jailNfsUsed>[0], boolean]>([
+    ['an NFS root without options', [{ fstype: 'nfs' }], true],
+    ['an NFS root with its own options', [{ fstype: 'nfs', options: ['vers=4.1'] }], false],
+    ['an nfs4 submount without options under a virtiofs root', [{ fstype: 'virtiofs' }, { fstype: 'nfs4' }], true],
+    ['no NFS at all', [{ fstype: 'virtiofs' }, { fstype: 'glusterfs' }], false],
+  ])('%s: %s', (_, mounts, used) => expect(jailNfsUsed(mounts)).toBe(used));
 });
 
 describe('fsClientPackages', () => {
@@ -105,6 +114,14 @@ describe('the jail playbook: NFS root, shared-filesystem submount', () => {
     ['nconnect above the kernel’s 16', '        jail_source: n:/j\n        jail_nfs: { nconnect: 32 }'],
     ['an unknown key', '        jail_source: n:/j\n        jail_nfs: { timeo: 5 }'],
     ['an unknown version', '        jail_source: n:/j\n        jail_nfs: { vers: 5 }'],
+    [
+      'no mount takes it: the NFS root has its own options',
+      '        jail_source: n:/j\n        jail_options: [vers=4.1]\n        jail_nfs: { nconnect: 8 }',
+    ],
+    [
+      'no mount takes it: a shared-filesystem root, its one submount not NFS',
+      '        jail_source: datafs\n        jail_fstype: virtiofs\n        jail_nfs: { actimeo: 0 }\n        jail_submounts: [{ path: /d, source: d2, fstype: virtiofs }]',
+    ],
   ])('%s: exit 3 at the variable', (_, vars) => {
     expect(build(vars)).toThrow(InputError);
     expect(build(vars)).toThrow(/jail_nfs/);
