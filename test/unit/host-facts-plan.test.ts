@@ -67,6 +67,7 @@ describe('facts in a saved plan', () => {
     ['nothing moved', () => {}, []],
     ['an MTU', (f) => (f.nics[0].mtu = 9000), ['nics.eth0']],
     ['a NIC gone', (f) => f.nics.pop(), ['nics.eth1']],
+    ['a pod came and went', (f) => f.nics.push({ ...f.nics[0], name: 'cali1a2b3c4d5e6' }, { ...f.nics[0], name: 'veth9f8e7d6' }), []],
     ['a disk added', (f) => f.disks.push({ ...f.disks[0], name: 'sdb' }), ['disks.sdb']],
     ['the driver upgraded', (f) => (f.gpus[0].driverVersion = '550.54.15'), ['gpus.0000:3b:00.0']],
     ['the driver unloaded', (f) => delete f.gpus[0].driverVersion, ['gpus.0000:3b:00.0']],
