@@ -1,5 +1,7 @@
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ansibleSettings } from '../config/ansible-cfg.ts';
+import type { Recap } from '../engine/events.ts';
 import { checkConnectionFiles } from '../connection/connect.ts';
 import { resolveBecome } from '../connection/become.ts';
 import { commandLine } from '../exec/command-line.ts';
@@ -7,6 +9,7 @@ import { execEvent, type ExecEvent } from '../exec/events.ts';
 import { boundedScript, newTrailerMark } from '../exec/output-bound.ts';
 import { renderGroups, execSummary } from '../exec/report.ts';
 import { groupResults, type ExecHostResult } from '../exec/result.ts';
+import { startRecord, type RunStart } from '../history/recorder.ts';
 import { runExec } from '../exec/run-exec.ts';
 import { parseExtraVars } from '../inventory/extra-vars.ts';
 import { selectHosts, selectLimit } from '../inventory/limit.ts';
@@ -14,12 +17,14 @@ import { loadInventory } from '../inventory/load.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
 import { defaultJournalPath, journalSink, type JournalSink } from '../output/journal.ts';
 import { jsonSink } from '../output/json.ts';
+import { inventoryFingerprint } from '../plan/plan.ts';
 import { InputError } from '../util/errors.ts';
 import { printable, printableLines } from '../util/printable.ts';
 import { EXIT, exitBadInput } from './exit.ts';
 import { revealConnectionSecrets, withCliSshArgs } from './load.ts';
 import { CLI_OPTIONS, EXEC_OPTIONS } from './options.ts';
 import { parseCli, type CliOptions } from './parse.ts';
+import { runArgv } from './plan-args.ts';
 import { askedPasswords, keyring } from './passwords.ts';
 import type { CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
@@ -33,6 +38,8 @@ interface ExecLoaded {
   script: string;
   mark: string;
   warnings: string[];
+  /** What the run history records of this exec (argv with -e secrets masked, the hosts). */
+  history: RunStart;
 }
 
 /**
@@ -82,6 +89,15 @@ async function loadExec(args: string[]): Promise<ExecLoaded | 'help'> {
     script: boundedScript(script, mark),
     mark,
     warnings: (inventory.warnings ?? []).map((w) => w.message),
+    history: {
+      argv: ['exec', ...runArgv(before, vault), '--', ...words],
+      playbooks: [],
+      inventoryFingerprint: inventoryFingerprint(inventory),
+      labels: opts.labels,
+      check: false,
+      journal: resolve(opts.journal ?? defaultJournalPath()),
+      hosts: hosts.map((h) => ({ name: h.name, groups: h.groups })),
+    },
   };
 }
 
@@ -170,6 +186,8 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
     journal(e);
   };
   json?.(start);
+  const history = startRecord(loaded.history, (m) => out.stderr.write(`warning: ${printableLines(m)}\n`));
+  out.stderr.write(`run: ${history.id}\n`);
   const abort = new AbortController();
   const onSignal = () => {
     if (abort.signal.aborted) process.exit(130);
@@ -203,6 +221,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
     );
     const exitCode = results.every((r) => r.status === 'ok') ? EXIT.OK : EXIT.FAILED;
     emit(recapEvent(results, exitCode, Date.now() - t0));
+    history.finish(historyRecap(results, exitCode, Date.now() - t0));
     view.write(renderGroups(groupResults(results)));
     out.stderr.write(`${execSummary(results)}\n`);
     const journalFailure = journal.failure as Error | undefined; // set by a write during the exec
@@ -217,6 +236,25 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
     process.off('SIGTERM', onSignal);
     journal.close();
   }
+}
+
+/** The exec's results as the run history counts hosts: one ok or failed "resource" per host. */
+function historyRecap(results: readonly ExecHostResult[], exitCode: number, elapsedMs: number): Recap {
+  return {
+    exitCode,
+    check: false,
+    elapsedMs,
+    hosts: results.map((r) => ({
+      host: r.host,
+      ok: r.status === 'ok' ? 1 : 0,
+      changed: 0,
+      failed: r.status === 'failed' ? 1 : 0,
+      skipped: 0,
+      unreachable: r.status === 'unreachable',
+      execs: r.status === 'unreachable' ? 0 : 1,
+      ...(r.error !== undefined ? { error: r.error } : r.status === 'failed' ? { error: `exit ${r.exitCode}` } : {}),
+    })),
+  };
 }
 
 function recapEvent(results: readonly ExecHostResult[], exitCode: number, elapsedMs: number): ExecEvent {

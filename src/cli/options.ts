@@ -64,7 +64,7 @@ export const CLI_OPTIONS = {
   'max-plan-age': { type: 'string', apply: true },
   journal: { type: 'string', apply: true, notRecorded: true, exec: true },
   resume: { type: 'string', notRecorded: true },
-  label: { type: 'string', multiple: true, apply: true },
+  label: { type: 'string', multiple: true, apply: true, exec: true },
   json: { type: 'boolean', apply: true, exec: true },
   recap: { type: 'string', apply: true, notRecorded: true },
   verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, exec: true },

@@ -26,6 +26,8 @@ export async function resumeArgv(argv: string[], ask: (what: string) => Promise<
   if (tokens.some((t) => t.kind === 'positional'))
     throw new InputError(`--resume ${resume.value} runs that run's playbooks: give no playbook here`);
   const record = readRecord(resume.value);
+  if (record.argv[0] === 'exec')
+    throw new InputError(`run ${record.id} was an exec: --resume takes a run of playbooks (run the command again with provision exec)`);
   if (record.argv[0] === 'apply')
     throw new InputError(
       `run ${record.id} applied a saved plan: --resume takes a run of playbooks (run \`provision apply\` with a new plan instead)`,

@@ -179,3 +179,22 @@ describe('retention', () => {
     expect(ids(await runs(['--json'])).length).toBe(n);
   });
 });
+
+describe('provision exec in the history', () => {
+  it('an exec is a run: its command and label recorded, a host that exited non-zero counted failed; --resume refuses it', async () => {
+    const own = { XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'rs-runs-exec-')) };
+    const line = '[ "$(hostname)" = tb4 ] && exit 3; echo fine';
+    const ex = await provision(['exec', 'tb3:tb4', '-i', inv, '--label', 'change=CHG-9', '--', line], { env: own });
+    expect(ex.code, ex.stderr).toBe(1);
+    const execId = runId(ex);
+    const listed = await provision(['runs', '--json', '--failed', '--label', 'change=CHG-9'], { env: own });
+    expect(ids(listed)).toEqual([execId]);
+    const r = JSON.parse(lines(listed)[0]);
+    expect(r.argv).toEqual(['exec', 'tb3:tb4', '--inventory', inv, '--label', 'change=CHG-9', '--', line]);
+    expect(r.hosts.tb3).toMatchObject({ ok: 1, failed: 0, unreachable: false });
+    expect(r.hosts.tb4).toMatchObject({ ok: 0, failed: 1, error: 'exit 3' });
+    const resumed = await provision(['--resume', execId, '-i', inv], { env: own });
+    expect(resumed.code).toBe(3);
+    expect(resumed.stderr).toContain(`run ${execId} was an exec: --resume takes a run of playbooks`);
+  });
+});
