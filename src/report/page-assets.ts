@@ -99,9 +99,23 @@ export const PAGE_SCRIPT = `
   function openDiffs(open) {
     document.querySelectorAll('details.diff').forEach(function (d) { d.open = open; });
   }
-  Object.keys(f).forEach(function (k) { f[k].addEventListener('input', apply); });
-  $('v-grouped').addEventListener('click', function () { view('grouped'); });
-  $('v-hosts').addEventListener('click', function () { view('hosts'); });
+  // A filtered view is a link (#host=tb3&status=changed&view=hosts): what a reviewer sends to
+  // point at the hosts to look at. Read once at load; kept in step as the filters change.
+  function fromHash() {
+    var p = new URLSearchParams(location.hash.slice(1));
+    Object.keys(f).forEach(function (k) { if (p.has(k)) f[k].value = p.get(k); });
+    return p.get('view') === 'hosts' ? 'hosts' : 'grouped';
+  }
+  function toHash() {
+    var p = new URLSearchParams();
+    Object.keys(f).forEach(function (k) { if (f[k].value) p.set(k, f[k].value); });
+    if ($('grouped').classList.contains('hidden')) p.set('view', 'hosts');
+    var h = p.toString();
+    try { history.replaceState(null, '', h ? '#' + h : location.pathname + location.search); } catch (e) { /* a page the browser will not let rewrite its URL keeps it */ }
+  }
+  Object.keys(f).forEach(function (k) { f[k].addEventListener('input', function () { apply(); toHash(); }); });
+  $('v-grouped').addEventListener('click', function () { view('grouped'); toHash(); });
+  $('v-hosts').addEventListener('click', function () { view('hosts'); toHash(); });
   $('f-diffs').addEventListener('change', function (e) { openDiffs(e.target.checked); });
   document.addEventListener('click', function (e) {
     var a = e.target.closest && e.target.closest('a[href^="#g"]');
@@ -115,7 +129,7 @@ export const PAGE_SCRIPT = `
   window.addEventListener('afterprint', function () {
     document.querySelectorAll('details.diff').forEach(function (d, i) { d.open = !!wasOpen[i]; });
   });
-  view('grouped');
+  view(fromHash());
   apply();
 })();
 `;

@@ -81,6 +81,20 @@ describe('plan show', () => {
     expect(shown.dom).toContain('2 of 2 changes, 3 of 3 hosts');
   });
 
+  it.skipIf(chromiumMissing)('--html: a link with filters opens filtered, in the view it names', async () => {
+    const page = join(tmp(), 'plan.html');
+    expect((await provision(['plan', 'show', plan, '--html', page])).code).toBe(0);
+    // tb8 has no change: the page's own script hides both changes and the other hosts' rows
+    const one = await renderPage(`${page}#host=tb8&view=hosts`);
+    expect(one.console).toEqual([]);
+    expect(one.dom).toContain('0 of 2 changes, 1 of 3 hosts');
+    expect(one.dom).toMatch(/<section id="grouped" class="hidden">/);
+    expect(one.dom).toMatch(/<section id="hosts"( class="")?>/);
+    const group = await renderPage(`${page}#group=rackb`);
+    expect(group.dom).toContain('0 of 2 changes, 1 of 3 hosts');
+    expect(group.dom).toMatch(/<section id="hosts" class="hidden">/);
+  });
+
   it('a plan that does not verify is shown with a warning, exit 1', async () => {
     const edited = join(tmp(), 'edited.plan');
     const p = JSON.parse(readFileSync(plan, 'utf8')) as PlanFile;
