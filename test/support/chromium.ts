@@ -52,7 +52,9 @@ export function renderPage(file: string, timeoutMs = 60_000): Promise<RenderedPa
       const consoleLines = err
         .split('\n')
         .filter((l) => l.includes(':CONSOLE'))
-        .map((l) => l.replace(/^.*?:CONSOLE[^\]]*\]\s*/, ''));
+        .map((l) => l.replace(/^.*?:CONSOLE[^\]]*\]\s*/, ''))
+        // the browser's own pages log too ("Slow network is detected", source: chrome://resources/...), not the page's
+        .filter((l) => !/, source: chrome:\/\//.test(l));
       res({ dom, console: consoleLines, ms: performance.now() - started, code: code ?? -1 });
     });
   });
