@@ -85,7 +85,8 @@ function finish<T>(c: Building<T>): ValueCluster<T> {
     const out = [...first];
     for (const k of [...c.varying[i]].sort((x, y) => x - y)) {
       const { prefix, suffix, middles } = narrowed([...new Set(c.tokens.map((t) => t[i][k]))]);
-      const id = JSON.stringify(middles);
+      // one slot only where every member has the same value in both places, not merely the same set
+      const id = JSON.stringify(c.tokens.map((t) => t[i][k].slice(prefix.length, t[i][k].length - suffix.length)));
       if (!slotOf.has(id)) slotOf.set(id, values.push(middles));
       out[k] = `${prefix}‹${slotOf.get(id)}›${suffix}`;
     }

@@ -218,6 +218,24 @@ describe('folding', () => {
     expect(c.values).toEqual([['loop3', 'loop5']]);
   });
 
+  it('two places with the same values but not host by host are two slots', () => {
+    const pairs = [
+      ['sdb', 'sdb'],
+      ['sdc', 'sdb'],
+      ['sdc', 'sdc'],
+    ];
+    const [c] = clusterByValues(
+      pairs,
+      () => '',
+      ([a, b]) => [`mount /dev/${a} on /d1`, `mount /dev/${b} on /d2`],
+    );
+    expect(c.templates).toEqual(['mount /dev/‹1› on /d1', 'mount /dev/‹2› on /d2']);
+    expect(c.values).toEqual([
+      ['sdb', 'sdc'],
+      ['sdb', 'sdc'],
+    ]);
+  });
+
   it('a failure message many hosts share is one line with the hosts; one that differs in an address, one line with the addresses', () => {
     const hosts = names(300);
     const sudo = hosts.map((host) => ({
