@@ -14,7 +14,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadInventory } from '../src/inventory/load.ts';
 import { prepare, type PreparedPlay } from '../src/engine/run.ts';
-import { probeOf } from '../src/engine/host-run.ts';
+import { probeOf } from '../src/engine/host-caches.ts';
 import { ProbeSet } from '../src/engine/probe-set.ts';
 import { scriptBody, type Section } from '../src/engine/script.ts';
 import { applyLockScript } from '../src/engine/apply-lock.ts';

@@ -8,7 +8,7 @@ import type { Resource, Step } from '../../src/contract/resource.ts';
 import type { ProbeOutput } from '../../src/contract/probe.ts';
 import { inline } from '../../src/contract/probe.ts';
 import { FILE_FACTS } from '../../src/resources/core/file-common.ts';
-import { probeOf } from '../../src/engine/host-run.ts';
+import { probeOf } from '../../src/engine/host-caches.ts';
 
 export interface Uncovered {
   id: string;

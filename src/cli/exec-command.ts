@@ -23,6 +23,7 @@ import { printable, printableLines } from '../util/printable.ts';
 import { EXIT, exitBadInput } from './exit.ts';
 import { revealConnectionSecrets, withCliSshArgs } from './load.ts';
 import { CLI_OPTIONS, EXEC_OPTIONS } from './options.ts';
+import { interruptOnSignals } from './interrupt.ts';
 import { parseCli, type CliOptions } from './parse.ts';
 import { runArgv } from './plan-args.ts';
 import { askedPasswords, keyring } from './passwords.ts';
@@ -188,14 +189,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
   json?.(start);
   const history = startRecord(loaded.history, (m) => out.stderr.write(`warning: ${printableLines(m)}\n`));
   out.stderr.write(`run: ${history.id}\n`);
-  const abort = new AbortController();
-  const onSignal = () => {
-    if (abort.signal.aborted) process.exit(130);
-    out.stderr.write('\ninterrupted: stopping the commands in flight (Ctrl-C again to quit now)\n');
-    abort.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const interrupt = interruptOnSignals(journal, out, 'stopping the commands in flight');
   try {
     const results = await runExec(
       hosts,
@@ -215,7 +209,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
         forks: opts.forks,
         connectAttempts: 3,
         hostTimeoutMs: opts.hostTimeoutMs,
-        signal: abort.signal,
+        signal: interrupt.signal,
       },
       (r) => emit(execEvent(r)),
     );
@@ -232,8 +226,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
     out.stderr.write(`journal: ${journalFile}\n`);
     return exitCode;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    interrupt.dispose();
     journal.close();
   }
 }

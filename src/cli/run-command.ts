@@ -20,6 +20,7 @@ import { resumeArgv } from './resume-args.ts';
 import { promptPassword } from '../util/prompt.ts';
 import { recordRun } from './run-history.ts';
 import type { PlaybookImporter } from './playbook.ts';
+import { interruptOnSignals } from './interrupt.ts';
 import { writeNotices, type CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
 
@@ -101,7 +102,7 @@ export async function runLoaded(
     out.stderr.write(`warning: ${printable(message)}\n`);
     json?.({ type: 'warning', message });
   }
-  const interrupt = interruptOnSignals(journal, out);
+  const interrupt = interruptOnSignals(journal, out, 'stopping the steps in flight, then writing the recap');
   let facts: FactsStep | undefined;
   try {
     const o = executeOptions(opts, asked, planned, interrupt.signal);
@@ -186,29 +187,6 @@ function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, 
     out.stderr.write(`warning: ${message}\n`);
     json?.({ type: 'warning', message, variable: w.variable, at });
   }
-}
-
-/**
- * Ctrl-C: no new host or step; the steps in flight get a moment, then their hosts are aborted
- * (remote commands killed) and reported as interrupted; journal and recap are written. A second one is final.
- */
-function interruptOnSignals(journal: JournalSink, out: CliStreams): { signal: AbortSignal; dispose(): void } {
-  const abort = new AbortController();
-  const onSignal = () => {
-    journal.flush();
-    if (abort.signal.aborted) process.exit(130);
-    out.stderr.write('\ninterrupted: stopping the steps in flight, then writing the recap (Ctrl-C again to quit now)\n');
-    abort.abort();
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  return {
-    signal: abort.signal,
-    dispose() {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    },
-  };
 }
 
 /** The engine's options of this run. */

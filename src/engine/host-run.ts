@@ -13,8 +13,7 @@ import { runWaves } from './host-waves.ts';
 // (saved plans), host-state.ts (each resource's outcome) and host-caches.ts (what hosts share).
 export type { Answer, HostRunOptions, HostRunResult, PlannedResource } from './host-types.ts';
 export { isReadable } from './host-state.ts';
-export { BECOME_REFUSED, probeHost } from './host-exec.ts';
-export { probeOf } from './host-caches.ts';
+export { probeHost } from './host-exec.ts';
 
 /**
  * Converge one host: one exec probes everything; each wave of changes is one exec that applies

@@ -44,16 +44,8 @@ export interface Report {
 }
 
 /** One distinct change (same play, resource, status, summaries, diffs and note) and the hosts that have it. */
-export interface ItemGroup {
-  play: string;
-  id: string;
-  kind: string;
-  status: ItemStatus;
-  summaries: string[];
-  diffs: string[];
-  note?: string;
-  hosts: string[];
-}
+/** One distinct change and the hosts that have it. */
+export type ItemGroup = Omit<ReportItem, 'host'> & { hosts: string[] };
 
 /**
  * Each distinct change once, with its hosts (in the report's host order): a rack of 40 identical
