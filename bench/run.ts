@@ -30,6 +30,8 @@ const USAGE = `usage: npm run bench -- [--hosts N] [--runs R] [options]
   --profile            afterwards, where racksmith's time goes (in-process, instrumented connection)
   --synthetic          afterwards, plan time for 1,000 synthetic hosts x 50 resources, no SSH
   --synthetic-hosts H  that many synthetic hosts instead of 1,000
+  --no-storage         leave the storage play out (one unused disk per host): for beds past the runner's disk
+                       space (each formatted bed disk writes XFS's 64 MiB log: ~130 MB per host with storage)
   --keep               leave the bench bed up (the next run with the same --hosts reuses it)
   --out FILE           JSON results (default bench/results/latest.json)
 The growth from 20 to 1,000 hosts, charted into bench/README.md: npx tsx bench/scale-chart.ts RESULTS.json...`;
@@ -99,6 +101,7 @@ async function main(argv: string[]): Promise<number> {
       synthetic: { type: 'boolean' },
       'synthetic-hosts': { type: 'string' },
       keep: { type: 'boolean' },
+      'no-storage': { type: 'boolean' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -153,7 +156,8 @@ async function main(argv: string[]): Promise<number> {
   // The storage play needs data disks: two per host, as in the storage e2e test (d1 rotational
   // = HDD profile, d2 non-rotational = SSD profile).
   const site = await sitePlays();
-  const storage = site.storage;
+  const storage = site.storage && !values['no-storage'];
+  if (site.storage && !storage) log('--no-storage: the storage play is left out (network and jail only)');
   if (site.notBenched.length)
     log(
       `plays of site.ts with no host in the bench inventory (not benchmarked, nothing on the Ansible side): ${site.notBenched.join(', ')}`,
@@ -417,7 +421,7 @@ async function main(argv: string[]): Promise<number> {
         bed: { ...BED_ENV, state: benchState },
         racksmith: 'playbooks/site.ts',
         ansible: 'bench/ansible/site.yml',
-        plays: site.plays,
+        plays: storage ? site.plays : site.plays.filter((name) => name !== site.storagePlay),
         notBenched: site.notBenched,
         disksPerHost: storage ? 2 : 1,
       },

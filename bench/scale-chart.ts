@@ -14,7 +14,7 @@ interface BenchResult {
   date: string;
   git: { atStart: string };
   machine: { cores: number; memGb: number; loadAtStart?: number[]; loadAtEnd: number[] };
-  config: { hosts: number; forks: number };
+  config: { hosts: number; forks: number; disksPerHost?: number };
   summary: {
     converged?: { racksmith?: { wall: Stat; cpu: Stat; peakRssSumMb: Stat; ok: number; n: number } };
     floor?: { 'floor-node-ssh'?: { wall: Stat } };
@@ -23,6 +23,8 @@ interface BenchResult {
 
 export interface ScalePoint {
   hosts: number;
+  /** The storage play ran (2 disks per host); left out with --no-storage. */
+  storage: boolean;
   forks: number;
   wallS: number;
   cpuS: number;
@@ -40,6 +42,7 @@ export function scalePoint(r: BenchResult, file: string): ScalePoint {
   const load = (l: number[] | undefined) => (l ? l[0].toFixed(1) : '?');
   return {
     hosts: r.config.hosts,
+    storage: (r.config.disksPerHost ?? 2) === 2,
     forks: r.config.forks,
     wallS: c.wall.median,
     cpuS: c.cpu.median,
@@ -70,7 +73,7 @@ export function scaleSection(points: ScalePoint[]): string {
   const ps = [...points].sort((a, b) => a.hosts - b.hosts);
   const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const row = (p: ScalePoint) =>
-    `| ${p.hosts} | ${p.forks} | ${f(p.wallS)} s | ${f(p.floorS)} s | ${f(p.wallS / p.floorS, 1)}× | ${f((p.wallS / p.hosts) * 1000, 1)} ms | ${f(p.cpuS)} s | ${f((p.cpuS / p.hosts) * 1000, 1)} ms | ${f(p.rssMb, 0)} MiB | ${f(p.rssMb / p.hosts, 2)} MiB | ${p.ok ? 'yes' : 'NO'} | ${p.load} | ${p.date} ${p.git} |`;
+    `| ${p.hosts}${p.storage ? '' : ' (no storage)'} | ${p.forks} | ${f(p.wallS)} s | ${f(p.floorS)} s | ${f(p.wallS / p.floorS, 1)}× | ${f((p.wallS / p.hosts) * 1000, 1)} ms | ${f(p.cpuS)} s | ${f((p.cpuS / p.hosts) * 1000, 1)} ms | ${f(p.rssMb, 0)} MiB | ${f(p.rssMb / p.hosts, 2)} MiB | ${p.ok ? 'yes' : 'NO'} | ${p.load} | ${p.date} ${p.git} |`;
   const first = ps[0];
   const growth = (p: ScalePoint, v: (q: ScalePoint) => number) => `${f(v(p) / v(first), 1)}×`;
   return [

@@ -55,11 +55,13 @@ export interface Workload {
 export const BENCHED_PATTERNS = ['all', 'storage', 'jail'];
 
 /** The plays of playbooks/site.ts: does it have the storage play, and which plays get no bench host. */
-export async function sitePlays(): Promise<{ storage: boolean; plays: string[]; notBenched: string[] }> {
+export async function sitePlays(): Promise<{ storage: boolean; storagePlay?: string; plays: string[]; notBenched: string[] }> {
   const { loadPlaybook } = await import('../../src/cli.ts');
   const pb = await loadPlaybook(sitePlaybook);
+  const storagePlay = pb.plays.find((p) => p.hosts === 'storage')?.name;
   return {
-    storage: pb.plays.some((p) => p.hosts === 'storage'),
+    storage: storagePlay !== undefined,
+    storagePlay,
     plays: pb.plays.map((p) => p.name),
     notBenched: pb.plays.filter((p) => !BENCHED_PATTERNS.includes(p.hosts)).map((p) => `${p.name} (hosts: ${p.hosts})`),
   };
