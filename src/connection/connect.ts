@@ -32,6 +32,8 @@ export interface ConnectOptions {
   becomePassword?: Secret;
   /** -F: the OpenSSH client config (default ~/.ssh/config; racksmith_ssh_config per host wins). */
   sshConfigFile?: string;
+  /** Ctrl-C: a connection still being made is dropped at once. */
+  signal?: AbortSignal;
 }
 
 /** The escalation a host's execs run under (the engine resolved whom; the password comes from the host or -K). */
@@ -63,6 +65,7 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
     // --ssh-accept-new is this run's choice; else what the host's ssh args or config say
     acceptNewHostKeys: o.acceptNewHostKeys || (c.acceptNewHostKeys ?? cfg.acceptNewHostKeys ?? false),
     keepaliveMs: o.keepaliveMs,
+    signal: o.signal,
   };
   const jump = c.jump ?? (c.noJump ? undefined : cfg.jump);
   return {

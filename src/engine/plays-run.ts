@@ -219,8 +219,10 @@ export class PlaysRun {
       conn = await until(pending, w);
     } catch (e) {
       w.clear();
-      recap.unreachable = true;
-      recap.error = (e as Error).message;
+      // Ctrl-C drops the connections still being made (ssh.ts): those hosts were interrupted, not unreachable
+      const interrupted = this.o.signal?.aborted === true;
+      recap.unreachable = !interrupted;
+      recap.error = interrupted ? endedError('interrupted', this.o.hostTimeoutMs) : (e as Error).message;
       return undefined;
     }
     if (!conn || w.reason) {

@@ -3,8 +3,10 @@
 // question reported (unreachable, timed out or interrupted), its remote commands killed, the other
 // hosts converged.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
@@ -106,6 +108,45 @@ describe('faults', () => {
     expect(events.at(-1).type).toBe('recap');
     expect(stdout.trim().split('\n').at(-1)).toMatch(/"type":"recap"/);
     expect(await until('tb9', gone('sleep 1009'), 50)).toBe(true);
+  });
+
+  it('Ctrl-C while a host is still in its SSH handshake: the run ends then, not at the connect timeout; the host is interrupted', async () => {
+    // The "host" is a real TCP listener on loopback that accepts and never speaks SSH.
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    const dir = mkdtempSync(join(tmpdir(), 'rs-int-'));
+    const journal = join(dir, 'j.ndjson');
+    const inv = join(dir, 'inventory.yaml');
+    writeFileSync(inv, `all:\n  hosts:\n    silent:\n      ansible_host: 127.0.0.1\n      ansible_port: ${port}\n`);
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin/provision.js'), HANG, '-i', inv, '--json', '--timeout', '600', '--journal', journal],
+      {
+        cwd: repoRoot,
+      },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const closed = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+    await once(server, 'connection'); // TCP is up; the handshake waits for a banner that never comes
+    child.kill('SIGINT');
+    // The connect timeout is 10 minutes: a watchdog stands in for "never".
+    const watchdog = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await closed;
+    clearTimeout(watchdog);
+    server.close();
+    expect(code, stderr).toBe(1);
+    const events = readFileSync(journal, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(events.find((e) => e.type === 'host_recap' && e.host === 'silent')).toMatchObject({
+      unreachable: false,
+      error: expect.stringMatching(/^interrupted/),
+    });
+    expect(events.at(-1).type).toBe('recap');
   });
 
   it('a temp file an interrupted write left is removed by the next run that writes that file', async () => {
