@@ -103,9 +103,14 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
       const file = get(f);
       const want = typeof content === 'string' ? Buffer.from(content) : content;
       const rewrite = !hasContent(file, want);
-      const expect = file.type === 'absent' ? 'absent' : file.type === 'file' ? file.sha256 : undefined;
       const list = o.sensitive === true && !file.sensitive;
-      const data = new FileWrite(path, want, rewrite, expect, list ? 'list' : undefined);
+      // Made only for a change: its compare-and-swap hash hashes the probed content, which a
+      // converged file (most of a fleet's) never needs.
+      let write: FileWrite | undefined;
+      const data = () => {
+        const expect = file.type === 'absent' ? 'absent' : file.type === 'file' ? file.sha256 : undefined;
+        return (write ??= new FileWrite(path, want, rewrite, expect, list ? 'list' : undefined));
+      };
       const out: Change<FileWrite>[] = [];
       if (rewrite) {
         const existed = file.type === 'file';
@@ -114,12 +119,16 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
           : isSensitive(file, o.sensitive)
             ? sensitiveDiff(path, existed ? file : undefined, want)
             : contentDiff(path, file.content, want, existed);
-        out.push({ summary: file.type === 'absent' ? (text.create ?? `create ${path}`) : (text.update ?? `update ${path}`), diff, data });
-      } else if (list) out.push({ summary: `${path}: list as sensitive in ${SENSITIVE_RECORD}`, data });
+        out.push({
+          summary: file.type === 'absent' ? (text.create ?? `create ${path}`) : (text.update ?? `update ${path}`),
+          diff,
+          data: data(),
+        });
+      } else if (list) out.push({ summary: `${path}: list as sensitive in ${SENSITIVE_RECORD}`, data: data() });
       if (file.type === 'file') {
-        if (mode && file.mode !== mode) out.push({ summary: `${path}: mode ${file.mode} → ${mode}`, data });
-        if (!ownerMatches(owner, file.uid, file.user)) out.push({ summary: `${path}: owner ${file.user} → ${owner}`, data });
-        if (!ownerMatches(group, file.gid, file.group)) out.push({ summary: `${path}: group ${file.group} → ${group}`, data });
+        if (mode && file.mode !== mode) out.push({ summary: `${path}: mode ${file.mode} → ${mode}`, data: data() });
+        if (!ownerMatches(owner, file.uid, file.user)) out.push({ summary: `${path}: owner ${file.user} → ${owner}`, data: data() });
+        if (!ownerMatches(group, file.gid, file.group)) out.push({ summary: `${path}: group ${file.group} → ${group}`, data: data() });
       }
       return out;
     },
