@@ -34,6 +34,7 @@ const USAGE = `usage: npm run bench:behaviour -- [--hosts N] [options]
   --forks F        racksmith's --forks (default 100; a --serial batch larger than F runs with its size)
   --checks LIST    ${CHECKS.join(',')} (default all; the hosts are converged first in any case)
   --interrupt-at K Ctrl-C once the journal shows K hosts started (default: half the hosts)
+  --no-storage     leave the storage play out (one unused disk per host), as npm run bench -- --no-storage
   --keep           leave the bench bed up (the next run with the same --hosts reuses it)
   --out FILE       JSON result (default bench/results/behaviour.json)`;
 
@@ -349,6 +350,8 @@ interface Options {
   checks: Set<Check>;
   interruptAt: number;
   keep: boolean;
+  /** The storage play runs (2 disks per host); --no-storage leaves it out. */
+  storage: boolean;
   out: string;
 }
 
@@ -361,6 +364,7 @@ function options(argv: string[]): Options | undefined {
       checks: { type: 'string' },
       'interrupt-at': { type: 'string' },
       keep: { type: 'boolean' },
+      'no-storage': { type: 'boolean' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -381,6 +385,7 @@ function options(argv: string[]): Options | undefined {
     checks,
     interruptAt: int(values['interrupt-at'], Math.ceil(hosts / 2), '--interrupt-at', hosts),
     keep: values.keep ?? false,
+    storage: !values['no-storage'],
     out: resolve(values.out ?? join(repoRoot, 'bench/results/behaviour.json')),
   };
 }
@@ -400,12 +405,13 @@ async function main(argv: string[]): Promise<number> {
     execFileSync(process.execPath, [join(repoRoot, 'scripts/build.mjs')], { cwd: repoRoot, stdio: 'inherit' });
   }
   const site = await sitePlays();
-  const tb = await ensureBed(o.hosts, site.storage ? 2 : 1, log);
+  const storage = site.storage && o.storage;
+  const tb = await ensureBed(o.hosts, storage ? 2 : 1, log);
   const workDir = mkdtempSync(join(tmpdir(), 'racksmith-behaviour-'));
   let keepWork = false;
   try {
     await populateJailExport(tb);
-    const w = writeWorkload(tb, workDir, o.forks, site.storage);
+    const w = writeWorkload(tb, workDir, o.forks, storage);
     const runner = new Runner(w, o.forks);
     log(`${o.hosts} hosts, forks ${o.forks}, checks ${[...o.checks].join(', ')}; work dir ${workDir} (bed ${BED_ENV.bed})`);
     const results: CheckResult[] = [];
@@ -430,7 +436,7 @@ async function main(argv: string[]): Promise<number> {
       date: new Date().toISOString(),
       git: gitHead(),
       machine: { cores: cpus().length, loadAtStart, loadAtEnd: loadavg() },
-      config: { hosts: o.hosts, forks: o.forks, interruptAt: o.interruptAt, bed: BED_ENV.bed, plays },
+      config: { hosts: o.hosts, forks: o.forks, interruptAt: o.interruptAt, bed: BED_ENV.bed, storage, plays },
       checks: results,
       runs: runner.runs,
       totalSeconds: (Date.now() - t0) / 1000,
