@@ -32,6 +32,26 @@ export interface Change<D = unknown> {
 export interface Step {
   name: string;
   script: string;
+  /** Set on the whole-file write of a file whose stacked writers may write it once per exec (see StepWrite). */
+  write?: StepWrite;
+}
+
+/**
+ * A step's whole-file write (made by `managedFile` for a file that allows it). Stacked writers of
+ * one file in one exec whose writes have the same `fold` write it once: each one's write step only
+ * marks that it was reached, and after the last one's the engine runs the `script` of the last
+ * writer reached, compare-and-swap against what the first one expected. Nothing in the exec may
+ * read the file between those writes (the file allows it only then: fstab, which mount commands
+ * never read when they name source and target).
+ */
+export interface StepWrite {
+  readonly path: string;
+  /** Writes fold only with writes of the same path and options (mode, owner, backup, check...). */
+  readonly fold: string;
+  /** The sha256 (or 'absent') this write expects the file to have: its compare-and-swap. */
+  readonly expect: string | undefined;
+  /** The write, expecting `expect` in place of its own. */
+  script(expect: string | undefined): string;
 }
 
 /**

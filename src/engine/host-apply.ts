@@ -3,6 +3,7 @@ import { NotApplicable, Refusal, type Change } from '../contract/resource.ts';
 import { ProbeSet } from './probe-set.ts';
 import type { Section } from './script.ts';
 import { applyLockScript, LOCK_WAITED } from './apply-lock.ts';
+import { foldedWriteScript, planFolds, reached } from './folded-writes.ts';
 import { probeOf } from './host-caches.ts';
 import { isDisruptive } from './drain-session.ts';
 import { execSections, readAnswer, stepError } from './host-exec.ts';
@@ -46,8 +47,34 @@ export async function applyWave(
       finishState(o, s, { status: 'failed', changes: s.changes!, error: `apply: ${(e as Error).message}` });
       continue;
     }
+  }
+  // Where each state's steps run: their sections (a folded write's stage stands in for its step).
+  const folds = planFolds(toApply, (s) => stackedInWave(s, toApply));
+  const stepSections = new Map<State, number[]>();
+  for (const s of toApply) {
+    if (s.result) continue;
     const skipIf = wavePredecessors(s, toApply);
-    for (const step of s.steps) sections.push({ kind: 'step', group: s.r.id, skipIf, body: step.script });
+    const at: number[] = [];
+    for (const step of s.steps!) {
+      const fold = folds.get(step);
+      if (!fold) {
+        at.push(sections.push({ kind: 'step', group: s.r.id, skipIf, body: step.script }) - 1);
+        continue;
+      }
+      const stage =
+        sections.push({
+          kind: 'step',
+          group: s.r.id,
+          skipIf,
+          mark: { name: fold.token, value: String(fold.stages.length + 1) },
+          body: '',
+        }) - 1;
+      at.push(stage);
+      fold.stages.push(stage);
+      // (no group: it runs whichever writers were reached)
+      if (fold.stages.length === fold.members.length) fold.section = sections.push({ kind: 'step', body: foldedWriteScript(fold) }) - 1;
+    }
+    stepSections.set(s, at);
   }
   const reprobe = [...toApply.filter((s) => s.r.verifiable), ...deferred];
   const reprobeSet = new ProbeSet(
@@ -66,20 +93,29 @@ export async function applyWave(
     }
   }
   // Attribute step outcomes to their resources.
-  let k = o.lock ? 1 : 0;
   for (const s of toApply) {
-    if (s.result) continue; // decided before the exec: no steps were sent
+    const at = stepSections.get(s);
+    if (!at) continue; // decided before the exec: no steps were sent
     // A predecessor in this wave did not converge: the script skipped this one's steps.
     const failed = wavePredecessorStates(s, toApply).find(notConverged);
     if (failed) {
-      k += s.steps!.length;
       finishState(o, s, { status: 'skipped', changes: s.changes!, error: `dependency ${failed.r.id} did not converge` });
       continue;
     }
-    for (const step of s.steps!) {
-      const so = out[k++];
-      if (s.result) continue;
-      if (so.code !== 0) finishState(o, s, { status: 'failed', changes: s.changes!, error: stepError(step, so) });
+    s.steps!.forEach((step, i) => {
+      const so = out[at[i]];
+      if (!s.result && so.code !== 0) finishState(o, s, { status: 'failed', changes: s.changes!, error: stepError(step, so) });
+    });
+  }
+  // A folded write that failed fails every writer whose content it carried (each names its own write step).
+  for (const fold of new Set(folds.values())) {
+    const wrote = out[fold.section];
+    if (wrote.code === 0) continue;
+    for (const m of fold.members.slice(
+      0,
+      reached(fold, (i) => out[i].code),
+    )) {
+      if (!m.s.result) finishState(o, m.s, { status: 'failed', changes: m.s.changes!, error: stepError(m.step, wrote) });
     }
   }
   reprobe.forEach((s, i) => {
@@ -115,10 +151,16 @@ export async function applyWave(
 function wavePredecessorStates(s: State, toApply: State[]): State[] {
   const out: State[] = [];
   for (const d of s.afters) if (toApply.includes(d)) out.push(d);
+  const under = stackedInWave(s, toApply);
+  if (under) out.push(under);
+  return out;
+}
+
+/** The writer of this wave whose predicted file `s` was diffed against (through writers not in the wave). */
+function stackedInWave(s: State, toApply: State[]): State | undefined {
   let under = s.stacked;
   while (under && !toApply.includes(under) && under.stacked) under = under.stacked;
-  if (under && toApply.includes(under)) out.push(under);
-  return out;
+  return under && toApply.includes(under) ? under : undefined;
 }
 
 function wavePredecessors(s: State, toApply: State[]): string[] | undefined {

@@ -13,6 +13,12 @@ export interface Section {
   skipIf?: readonly string[];
   /** A gate (the apply lock): when it fails, the script ends there and no later section runs. */
   stop?: boolean;
+  /**
+   * A step with nothing to run but setting variable `name` (a safe token, empty at the script's
+   * start) to `value` in the script's own shell (no subshell, exit 0): later sections read
+   * whether it was reached (a folded write's stage).
+   */
+  mark?: { name: string; value: string };
   body: string;
 }
 
@@ -46,11 +52,16 @@ export function scriptBody(sections: readonly Section[]): string {
     return groupTokens.get(group)!;
   };
   for (const s of sections) if (s.kind === 'define') lines.push(s.body);
+  for (const s of sections) if (s.mark) lines.push(`${s.mark.name}=`);
   sections.forEach((s, i) => {
     if (s.kind === 'define') return;
     const run = [
       `printf '\\n%s B ${i}\\n' "$rs_m"; printf '\\n%s B ${i}\\n' "$rs_m" >&2`,
-      s.kind === 'step' ? `( set -e\n${s.body}\n) </dev/null` : `(\n${s.body}\n) </dev/null`,
+      s.mark !== undefined
+        ? `${s.mark.name}=${s.mark.value}`
+        : s.kind === 'step'
+          ? `( set -e\n${s.body}\n) </dev/null`
+          : `(\n${s.body}\n) </dev/null`,
       'rs_rc=$?',
       `printf '\\n%s E ${i} %s\\n' "$rs_m" "$rs_rc"; printf '\\n%s X ${i}\\n' "$rs_m" >&2`,
     ];

@@ -1,11 +1,14 @@
 // The engine's rules, on fake hosts (test/support/fake-host.ts: each host a directory, each exec
 // a local /bin/sh run of the real script): dependencies, ordering, stacking, check mode, saved-plan
 // drift, prefetched answers, lost connections and resources that throw.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Play } from '../../src/contract/playbook.ts';
-import type { Resource } from '../../src/contract/resource.ts';
+import { common, type Resource } from '../../src/contract/resource.ts';
+import { managedFile } from '../../src/resources/core/managed-file.ts';
+import { contentText, fileFacts, type FileAnswer, type FileFacts } from '../../src/resources/core/file-common.ts';
+import { shq } from '../../src/shell/quote.ts';
 import { execute, prepare, type ExecuteOptions } from '../../src/engine/run.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import type { PlannedResource } from '../../src/engine/host-run.ts';
@@ -133,6 +136,66 @@ describe('stacked edits of one file', () => {
     const again = await run(f, [play(edits)]);
     expect(again.outcome.results.map((x) => x.status)).toEqual(['ok', 'ok']);
     expect(again.execs('h1')).toBe(1);
+  });
+});
+
+/** A line of a shared file, written by managedFile with folded writes and backups (as fstab's mount entries); `before` runs first. */
+function entry(path: string, name: string, before?: string): Resource<FileFacts, unknown> {
+  const file = managedFile<FileFacts>({ path, backup: true, foldWrites: true, stepName: `entry ${name}` });
+  return {
+    ...common('entry', `entry:${name}`, {}),
+    verifiable: true,
+    files: [file],
+    probe: () => [file.probe()],
+    parse: (out) => fileFacts(out.parts[0] as FileAnswer),
+    diff: (f) => {
+      const text = f.content !== undefined ? contentText(f) : '';
+      return text.split('\n').includes(name) ? [] : file.changes(f, `${text}${name}\n`);
+    },
+    apply: (_, changes) => [...(before ? [{ name: `before ${name}`, script: before }] : []), ...file.steps(changes)],
+  };
+}
+
+describe('stacked whole-file writes of one exec fold into one write', () => {
+  const backups = (f: FakeFleet) => readdirSync(f.dir('h1')).filter((n) => n.endsWith('.bak')).length;
+  it('three writers: the file written once (one backup of the original), each writer changed; the next run changes nothing', async () => {
+    const f = new FakeFleet(['h1']);
+    const file = at(f, 'h1', 'tab');
+    mkdirSync(f.dir('h1'), { recursive: true });
+    writeFileSync(file, 'x\n');
+    const rs = () => [entry(file, 'a'), entry(file, 'b'), entry(file, 'c')];
+    const r = await run(f, [play(rs)]);
+    expect(r.outcome.results.map((x) => x.status)).toEqual(['changed', 'changed', 'changed']);
+    expect(read(file)).toBe('x\na\nb\nc\n');
+    expect(backups(f)).toBe(1);
+    expect(r.execs('h1')).toBe(2);
+    const again = await run(f, [play(rs)]);
+    expect(again.outcome.results.map((x) => x.status)).toEqual(['ok', 'ok', 'ok']);
+  });
+
+  it('a writer whose step fails before its write: the writers before it are written, it fails, the one stacked on it is skipped', async () => {
+    const f = new FakeFleet(['h1']);
+    const file = at(f, 'h1', 'tab');
+    const r = await run(f, [play(() => [entry(file, 'a'), entry(file, 'b', 'exit 7'), entry(file, 'c')])]);
+    expect(r.result('h1', 'entry:a').status).toBe('changed');
+    expect(r.result('h1', 'entry:b')).toMatchObject({ status: 'failed', error: expect.stringMatching(/step "before b" exit 7/) });
+    expect(r.result('h1', 'entry:c')).toMatchObject({ status: 'skipped', error: 'dependency entry:b did not converge' });
+    expect(read(file)).toBe('a\n');
+  });
+
+  it('the file changed after the probe: the one write refuses, and every writer it carried fails naming its own write', async () => {
+    const f = new FakeFleet(['h1']);
+    const file = at(f, 'h1', 'tab');
+    mkdirSync(f.dir('h1'), { recursive: true });
+    writeFileSync(file, 'x\n');
+    const r = await run(f, [play(() => [entry(file, 'a', `echo y >> ${shq(file)}`), entry(file, 'b')])]);
+    for (const n of ['a', 'b'])
+      expect(r.result('h1', `entry:${n}`)).toMatchObject({
+        status: 'failed',
+        error: expect.stringMatching(new RegExp(`step "entry ${n}" exit 3: .*changed since it was probed; not overwriting`)),
+      });
+    expect(read(file)).toBe('x\ny\n');
+    expect(backups(f)).toBe(0);
   });
 });
 

@@ -45,6 +45,11 @@ export interface ManagedFileOptions<F> {
    * is treated so whatever this says.
    */
   sensitive?: boolean;
+  /**
+   * Stacked writers of this file in one exec may write it once (Step.write): set only for a file
+   * nothing in the exec reads between their writes (fstab: mount commands name source and target).
+   */
+  foldWrites?: boolean;
 }
 
 /** The summaries of a content change (defaults: `create PATH`, `update PATH`). */
@@ -152,17 +157,20 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
         const meta = chmodChownScript(path, mode, owner, group);
         return [{ name: meta ? `set mode/owner of ${path}` : `list ${path} as sensitive`, script: list + meta }];
       }
-      const write = atomicWriteScript({
-        path,
-        content: w.content,
-        mode,
-        owner,
-        group,
-        expectSha256: w.expect,
-        backup: o.backup,
-        check: o.check,
-      });
-      return [{ name: o.stepName ?? `write ${path}`, script: list + (o.then ? `${write}\n${o.then}` : write) }];
+      const content = w.content;
+      const writeExpecting = (expect: string | undefined) => {
+        const write = atomicWriteScript({ path, content, mode, owner, group, expectSha256: expect, backup: o.backup, check: o.check });
+        return o.then ? `${write}\n${o.then}` : write;
+      };
+      const step: Step = { name: o.stepName ?? `write ${path}`, script: list + writeExpecting(w.expect) };
+      if (o.foldWrites && !list)
+        step.write = {
+          path,
+          fold: JSON.stringify([path, mode, owner, group, o.backup, o.check, o.then]),
+          expect: w.expect,
+          script: writeExpecting,
+        };
+      return [step];
     },
     predict(f, changes) {
       const w = writeOf(changes);

@@ -142,6 +142,8 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
     backup: true,
     stepName: `fstab entry for ${s.path}`,
     check: FSTAB_SYNTAX_CHECK,
+    // (the mount commands name source and target: nothing reads fstab before the one write)
+    foldWrites: true,
   });
   const readOwn = ownLinesReader();
   return {

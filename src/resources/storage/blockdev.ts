@@ -537,42 +537,78 @@ const GUARD_HELPERS = [READ_FN, MAJMIN_FN, REGIONS_FN, SAMPLE_FN, FP_FN, BLOCK_M
 
 /**
  * Shell that exits 3 unless /dev/KNAME is still the probed disk (maj:min) and nothing uses it:
- * not mounted here, no holders, the kernel's exclusive open succeeds (no mount in any mount
- * namespace, no exclusive opener) and no loop device is backed by it. `between` checks more after
- * the identity (the format's size and content); `words` say what is refused and when.
+ * the kernel's exclusive open succeeds (no mount in any mount namespace, no holder such as
+ * dm/md, no exclusive opener) and no loop device is backed by it. When the open fails, what holds
+ * it is named: mounted here, held by another device, else what rs_inuse found. `between` checks
+ * more after the identity (the format's size and content); `words` say what is refused and when.
  */
 function diskGuard(f: DiskFacts, words: { refusing: string; now: string; stillMounted: string }, between = ''): string {
   const k = f.kname;
   const sys = `/sys/class/block/${k}`;
   const pairs = [`${f.majmin}=${k}`, ...f.partitions.map((p) => `${p.majmin}=${p.name}`)].join(' ');
   const not = `; ${words.refusing}`;
-  return `${GUARD_HELPERS}
+  // The probe's exclusive open succeeded: this wipefs opens O_EXCL (util-linux 2.24 or later), no need to ask it again.
+  const excl = f.exclusiveOpen === '' ? '\nrs_wipefs_excl=yes' : '';
+  return `${GUARD_HELPERS}${excl}
 R=
 d=${shq(`/dev/${k}`)}
 [ -b "$d" ] || { echo "$d is gone" >&2; exit 3; }
 rs_rd ${shq(`${sys}/dev`)} || :
 [ "$rs_v" = ${shq(f.majmin)} ] || { echo "$d is no longer the probed disk ${f.majmin}${words.refusing === 'not formatting' ? '' : not}" >&2; exit 3; }
-${between}mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
-if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is ${words.stillMounted}${not}" >&2; exit 3; fi
-if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device${words.now}${not}" >&2; exit 3; fi
-rs_u=$(rs_inuse "$d" ${shq(pairs)})
-case $rs_u in excl=ok*) ;; *) echo "$d is in use${words.now}, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;; esac
+${between}rs_u=$(rs_inuse "$d" ${shq(pairs)})
+case $rs_u in excl=ok*) ;; *)
+  # (a mount or a holder claims the disk: the exclusive open fails, and these say why)
+  mms=" ${[f.majmin, ...f.partitions.map((p) => p.majmin)].join(' ')} "
+  if awk -v mms="$mms" 'index(mms, " " $3 " ") { found = 1 } END { exit !found }' /proc/self/mountinfo; then echo "$d (or a partition of it) is ${words.stillMounted}${not}" >&2; exit 3; fi
+  if [ -n "$(ls -A ${shq(`${sys}/holders`)} 2>/dev/null)" ]; then echo "$d is held by another device${words.now}${not}" >&2; exit 3; fi
+  echo "$d is in use${words.now}, the kernel refuses to open it exclusively: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;;
+esac
 case $rs_u in *loop=*) echo "$d backs a loop device${words.now}: $(printf '%s' "$rs_u" | tr '\\n' ' ')${not}" >&2; exit 3 ;; esac`;
 }
 
+/** The regions rs_sample reads of a device of `size` bytes, as its OFFSET LENGTH pairs (made here, for the format guard). */
+export function sampleRegions(size: number): number[] {
+  if (size <= 32 * MiB) return [0, size];
+  const out = [0, 1179648, 2097152, 131072, 4194304, 131072, 8388608, 131072, 16777216, 131072];
+  // (as the shell's integer arithmetic: each sixteenth rounded down to 4 KiB)
+  for (let i = 1; i < 16; i++) out.push(Math.floor((Math.floor(size / 16) * i) / 4096) * 4096 - 16384, 81920);
+  out.push(size - MiB, MiB);
+  return out;
+}
+const MiB = 1048576;
+
+/** How many bytes rs_sample reads of a device of `size` bytes. */
+export function sampledBytes(size: number): number {
+  return sampleRegions(size).reduce((a, x, i) => (i % 2 ? a + x : a), 0);
+}
+
+/** Shell that succeeds when every byte rs_sample would read of `dev` (shell text, size `size`) is there and zero. */
+export function zeroSample(dev: string, size: number): string {
+  return `rs_regions ${dev} ${sampleRegions(size).join(' ')} | cmp -s -n ${sampledBytes(size)} - /dev/zero`;
+}
+
 /**
- * Right before mkfs: the disk guard, and the same size and content fingerprint (signatures, and
- * the data sample where there were none) as probed.
+ * Right before mkfs: the disk guard, and the same size and content as probed. A disk the probe
+ * proved blank is blank still: no signature (blkid, wipefs) and every sampled byte zero, read once
+ * into cmp against /dev/zero (the probe's sample read nothing else). Any other disk: the same
+ * fingerprint (signatures, and the data sample where there were none) as probed.
  */
-function guardScript(f: DiskFacts): string {
+function guardScript(f: DiskFacts, blank: boolean): string {
   const sys = `/sys/class/block/${f.kname}`;
+  const changed = `{ echo "$d changed since it was probed (signatures or data differ); not formatting" >&2; exit 3; }`;
+  const content =
+    blank && f.sample?.want === sampledBytes(f.sizeBytes)
+      ? `rs_brc=0; rs_b=$(blkid -p -o export -- "$d" 2>&1) || rs_brc=$?
+rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$d" 2>&1) || rs_wrc=$?
+if [ "$rs_brc" != 2 ] || [ "$rs_wrc" != 0 ] || [ -n "$rs_b$rs_w" ] || ! ${zeroSample('"$d"', f.sizeBytes)}; then ${changed}; fi`
+      : `rs_fp "$d" $((rs_v * 512))
+[ "$rs_fpv" = ${shq(f.fingerprint)} ] || ${changed}`;
   return diskGuard(
     f,
     { refusing: 'not formatting', now: ' now', stillMounted: 'mounted now' },
     `rs_rd ${shq(`${sys}/size`)} || :
 [ "$rs_v" = ${shq(String(f.sizeBytes / 512))} ] || { echo "$d changed size since it was probed; not formatting" >&2; exit 3; }
-rs_fp "$d" $((rs_v * 512))
-[ "$rs_fpv" = ${shq(f.fingerprint)} ] || { echo "$d changed since it was probed (signatures or data differ); not formatting" >&2; exit 3; }
+${content}
 `,
   );
 }
@@ -632,7 +668,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> 
       const d = shq(`/dev/${f.kname}`);
       if (plan.blank) {
         // Proven blank: no -f, so mkfs.xfs itself also refuses any signature that appeared.
-        return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f)}\n${mkfsScript(f.kname, rootMode, false)}` }];
+        return [{ name: `mkfs.xfs /dev/${f.kname}`, script: `${guardScript(f, true)}\n${mkfsScript(f.kname, rootMode, false)}` }];
       }
       const wipeParts = f.partitions
         .map(
@@ -643,7 +679,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> 
       return [
         {
           name: `erase and mkfs.xfs /dev/${f.kname} (format_allow: ${plan.allowedBy})`,
-          script: `${guardScript(f)}
+          script: `${guardScript(f, false)}
 ${wipeParts}
 # (wipefs warns that a loop device cannot re-read its partition table, and exits 0)
 wipefs -a -q -- ${d}

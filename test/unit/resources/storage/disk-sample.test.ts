@@ -7,7 +7,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, symlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { diskHelpers } from '../../../../src/resources/storage/blockdev.ts';
+import { diskHelpers, sampledBytes, sampleRegions, zeroSample } from '../../../../src/resources/storage/blockdev.ts';
 
 const MiB = 1 << 20;
 const GiB = 1 << 30;
@@ -19,7 +19,7 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'rs-sample-'));
   noPerlPath = join(dir, 'bin');
   mkdirSync(noPerlPath);
-  for (const tool of ['dd', 'od', 'awk', 'blkid', 'cat']) {
+  for (const tool of ['dd', 'od', 'awk', 'blkid', 'cat', 'cmp']) {
     const where = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
     symlinkSync(where, join(noPerlPath, tool));
   }
@@ -45,11 +45,22 @@ function sample(path: string, size: number, perl: boolean): string {
   });
 }
 
+/** Whether the format guard's check (zeroSample) finds every sampled byte there and zero. */
+function stillZero(path: string, size: number, perl: boolean): boolean {
+  const script = `${diskHelpers().define}\nif ${zeroSample('"$1"', size)}; then echo zero; else echo changed; fi`;
+  const out = execFileSync('/bin/sh', ['-c', script, 'sh', path], {
+    encoding: 'utf8',
+    env: { PATH: perl ? (process.env.PATH ?? '/usr/bin:/bin') : noPerlPath, LC_ALL: 'C' },
+  });
+  return out.trim() === 'zero';
+}
+
 const bytes = (s: string) => Buffer.from(s, 'latin1');
 const XFSB = Buffer.from([0x58, 0x46, 0x53, 0x42, 0, 0, 0x10, 0]);
 const nonZeroLines = Buffer.alloc(4096, 0xab); // eight identical 512-byte lines: od's "*"
 
-describe('the blank-disk sample reads the same with perl and with dd', () => {
+// (each case runs the shell four times: a loaded machine takes its time)
+describe('the blank-disk sample reads the same with perl and with dd', { timeout: 30_000 }, () => {
   it('perl is there to take the fast path on this machine', () => {
     expect(execFileSync('sh', ['-c', 'command -v perl'], { encoding: 'utf8' }).trim()).not.toBe('');
   });
@@ -72,5 +83,18 @@ describe('the blank-disk sample reads the same with perl and with dd', () => {
     const withDd = sample(path, claimed, false);
     expect(withDd).toBe(withPerl);
     for (const e of expected) expect(withPerl).toMatch(e);
+    // The format guard reads the same regions once more: still zero exactly where the sample was blank.
+    const blank = withPerl === `sample=${sampledBytes(claimed)} ${sampledBytes(claimed)}\n`;
+    expect(stillZero(path, claimed, true)).toBe(blank);
+    expect(stillZero(path, claimed, false)).toBe(blank);
   });
+
+  it.each([GiB, 8 * MiB, 32 * MiB, 32 * MiB + 512, 3 * GiB + 4096 * 7 + 512, 14 * 1024 * GiB + 512 * 3])(
+    'the guard reads the regions the probe reads (size %d)',
+    (size) => {
+      const script = `${diskHelpers().define}\nrs_regions() { :; }\nrs_sample /dev/null "$1"; printf '%s' "$rs_segs"`;
+      const segs = execFileSync('/bin/sh', ['-c', script, 'sh', String(size)], { encoding: 'utf8' });
+      expect(sampleRegions(size).join(' ')).toBe(segs);
+    },
+  );
 });
