@@ -30,6 +30,7 @@ import {
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
 import { escapeMountinfo } from '../core/mount-table.ts';
+import { BLOCK_IDS_FN } from '../core/block-ids.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
@@ -231,14 +232,18 @@ RS_S_EOF
 
 /**
  * The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of device $1 and,
- * when they find nothing, of its data sample (size $2 bytes).
+ * when they find nothing, of its data sample (size $2 bytes). rs_sig reads them, rs_fp_sum
+ * hashes what it read (the probe skips the hash of an XFS disk, which is never formatted).
  */
-const FP_FN = `rs_fp() {
+const FP_FN = `rs_sig() {
   # (exit codes kept with || so that apply steps, which run under set -e, go on)
   rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
   rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
   rs_s=
   if [ "$rs_brc" = 2 ] && [ "$rs_wrc" = 0 ] && [ -z "$rs_w" ]; then rs_sample "$1" "$2"; fi
+}
+rs_fp() { rs_sig "$1" "$2"; rs_fp_sum; }
+rs_fp_sum() {
   rs_fpv=$(sha256sum <<RS_FP_EOF
 $rs_b
 $rs_w
@@ -404,7 +409,13 @@ mountfs=$fs"
     echo content=mounted
     echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"
   else
-    rs_fp "$R/dev/$k" $((\${rs_size:-0} * 512))
+    rs_sig "$R/dev/$k" $((\${rs_size:-0} * 512))
+    # The fingerprint guards a format: an XFS disk is never formatted (a hash process saved per disk).
+    case "
+$rs_b
+" in *"
+TYPE=xfs
+"*) rs_fpv= ;; *) rs_fp_sum ;; esac
     while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
 $rs_b
 RS_B_EOF
@@ -429,9 +440,7 @@ TYPE=xfs
 UUID="*) rs_u=\${rs_b#*"
 UUID="}; rs_u=\${rs_u%%"
 "*} ;; esac
-      if [ -z "$R" ] && [ -n "$rs_u" ]; then
-        for dv in $(blkid -c /dev/null -o device -t "UUID=$rs_u" 2>/dev/null); do echo "uuiddev=$dv"; done
-      fi ;;
+      if [ -z "$R" ] && [ -n "$rs_u" ]; then rs_bid_devs "$rs_u"; fi ;;
     *)
       rs_inuse "$R/dev/$k" "$pairs"
       rs_iddisks "$sys" "$mm" ;;
@@ -463,6 +472,7 @@ const DISK_HELPERS = [
   BLOCK_MOUNTS_FN,
   BM_GET_FN,
   INUSE_FN,
+  BLOCK_IDS_FN,
   DISK_FN,
 ].join('\n');
 
