@@ -405,9 +405,11 @@ mountfs=$fs"
   fi
   if [ -n "$rs_mnt" ]; then
     # A mounted disk is never formatted: its content is not read (no wipefs, sample), only the
-    # filesystem UUID its mountpath is recorded by (storage.json).
+    # filesystem UUID its mountpath is recorded by (storage.json): from the script's one blkid of
+    # the host's devices (block-ids.ts), a fake root's own device read alone.
     echo content=mounted
-    echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"
+    if [ -z "$R" ]; then rs_bid_uuid "/dev/$k"; echo "fsuuid=$rs_bid_v"
+    else echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"; fi
   else
     rs_sig "$R/dev/$k" $((\${rs_size:-0} * 512))
     # The fingerprint guards a format: an XFS disk is never formatted (a hash process saved per disk).
