@@ -7,8 +7,9 @@
 
 /**
  * Shell functions: rs_bid_uuid DEV sets $rs_bid_v to DEV's filesystem UUID ('' when none; DEV
- * may be a link to the device); rs_bid_devs UUID prints `uuiddev=DEV` for every device that
- * carries that UUID. Both read the superblocks (`-c /dev/null`: no cache, which udev's links and
+ * may be a link to the device); rs_bid_dev UUID sets $rs_bid_v to the device that carries that
+ * UUID (the one udev's by-uuid link names, when there is one and several carry it; '' when none);
+ * rs_bid_devs UUID prints `uuiddev=DEV` for every device that carries that UUID. Both read the superblocks (`-c /dev/null`: no cache, which udev's links and
  * blkid's cache can lag right after a mkfs).
  */
 export const BLOCK_IDS_FN = `rs_bid_done=
@@ -27,6 +28,21 @@ rs_bid_uuid() {
   done <<RS_BID_EOF
 $rs_bid
 RS_BID_EOF
+}
+rs_bid_dev() {
+  rs_bid_load; rs_bid_v=; rs_bid_d=; rs_bid_1st=
+  while IFS= read -r l; do
+    case $l in
+    DEVNAME=*) rs_bid_d=\${l#DEVNAME=} ;;
+    UUID=*)
+      [ "\${l#UUID=}" = "$1" ] || continue
+      [ -n "$rs_bid_1st" ] || rs_bid_1st=$rs_bid_d
+      [ "$rs_bid_d" -ef "/dev/disk/by-uuid/$1" ] && { rs_bid_v=$rs_bid_d; return 0; } ;;
+    esac
+  done <<RS_BID_EOF
+$rs_bid
+RS_BID_EOF
+  rs_bid_v=$rs_bid_1st
 }
 rs_bid_devs() {
   rs_bid_load; rs_bid_d=

@@ -4,7 +4,7 @@ import { InputError } from '../../util/errors.ts';
 import { checkToken, VALUE_LIMITS } from '../../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from './managed-file.ts';
-import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
+import { MOUNTINFO, mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
@@ -261,6 +261,7 @@ else echo source=absent; fi`);
     own: inline(lines.join('\n')),
     target: { batch: PATH_IDS, arg: s.path },
     source: s.bindKind ? { batch: PATH_IDS, arg: s.source! } : undefined,
+    mountinfo: MOUNTINFO,
     table: mountTableProbe(s.path),
     fstab: fstab.probe(),
   };

@@ -2,7 +2,7 @@ import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
-import { mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
+import { MOUNTINFO, mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
@@ -105,6 +105,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
       () => ({
         own: inline(standinProbe(jail, standinPath, libDir)),
         standin: standin.probe(),
+        mountinfo: MOUNTINFO,
         table: mountTableProbe(`${jail}/`),
         fstab: fstab.probe(),
       }),
