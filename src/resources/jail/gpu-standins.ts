@@ -1,5 +1,6 @@
 import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
+import { MACHINE_ARCH } from './machine-arch.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
 import { MOUNTINFO, mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
@@ -184,7 +185,7 @@ function readStandinLines(jail: string, own: string) {
  */
 function standinProbe(jail: string, standinPath: string, libDir: string | undefined): string {
   return `J=${shq(jail)}; S=${shq(standinPath)}
-a=$(uname -m); echo "sti-arch=$a"
+${MACHINE_ARCH}; echo "sti-arch=$a"
 L=${libDir ? shq(libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "sti-libdir=$L"
 if [ -d "$J$L" ]; then
   if cd -P -- "$J$L" 2>/dev/null; then echo "sti-real=$PWD"; fi; cd /
