@@ -16,7 +16,7 @@ export const BLOCK_IDS_FN = `rs_bid_done=
 rs_bid_load() {
   [ -n "$rs_bid_done" ] && return 0
   rs_bid_done=1
-  rs_bid=$(blkid -c /dev/null -o export 2>/dev/null)
+  rs_bid=$(blkid -c /dev/null -o export 2>/dev/null) || : # (exit 2: no device has a tag; steps run under set -e)
 }
 rs_bid_uuid() {
   rs_bid_load; rs_bid_v=; rs_bid_at=
