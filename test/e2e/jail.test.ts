@@ -9,7 +9,8 @@
 // driver's /proc/driver/nvidia/version is a file on a tmpfs mounted over the host's /proc/driver;
 // `nvidia-container-cli` is a script printing a recorded `list` output (the format of
 // libnvidia-container's src/cli/list.c: one path per line, devices, binaries, libraries, IPC,
-// firmware); an aarch64 host is one whose `uname -m` (a wrapper earlier in PATH) says aarch64;
+// firmware); an aarch64 host is one whose `uname -m` (a wrapper earlier in PATH) and
+// /proc/sys/kernel/arch (a file bound over it) say aarch64;
 // the jail's ldconfig is wrapped by a slow one to hold the lock while another host waits.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -332,6 +333,13 @@ describe('jail', () => {
         ).toString('base64'),
       },
     });
+    // the kernel's own answer, which the probe reads before uname where the kernel has it
+    // (Linux 6.1+): the same double, bound over it (a reset host starts without the mount)
+    const arch = await sh(
+      'tb10',
+      '[ ! -e /proc/sys/kernel/arch ] || { echo aarch64 > /run/tb-arch && mount --bind /run/tb-arch /proc/sys/kernel/arch; }',
+    );
+    expect(arch.code, arch.stderr).toBe(0);
     const inv = inventory(['tb10'], 'jail-arm');
     const run = await provision([PB, '-i', inv, '--json']);
     expect(run.code, run.stderr).toBe(0);

@@ -1,48 +1,54 @@
 /**
- * The kernel's mount table as a batched probe part: /proc/self/mountinfo is read once per script
- * (no findmnt per resource on the host), and each resource gets only the lines of its mountpoint
- * (`/path`) or of a subtree (`/path/`): its answer is those lines, as the table has them.
+ * The kernel's mount table as a probe part: /proc/self/mountinfo is read once per script's inline
+ * shell (no findmnt per resource on the host), and each resource gets only the lines of its
+ * mountpoint (`/path`) or of a subtree (`/path/`): its answer is those lines, as the table has them.
  */
-import type { BatchPart, ProbeBatch } from '../../contract/probe.ts';
+import { define, inline, type BatchPart } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { mountinfoEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 import { remember } from '../../util/memo.ts';
 
-export const MOUNT_TABLE: ProbeBatch = {
-  // Only lines that may be asked for travel: a Kubernetes node's table runs to thousands of lines
-  // (a few per pod volume). grep -F keeps every line with ` /path ` (or ` /path/` for a subtree)
-  // anywhere in it, a superset of the lines whose mountpoint field matches, which split picks.
-  // Exit 1 (nothing matched) is an empty table, not a failure.
-  script: (paths) =>
-    `grep -F ${paths.map((p) => `-e ${shq(p.endsWith('/') ? ` ${mountinfoEscape(p)}` : ` ${mountinfoEscape(p)} `)}`).join(' ')} /proc/self/mountinfo\n[ $? -le 1 ]`,
-  split(stdout, args) {
-    // Each line with its mountpoint, in table order; the lines of each mountpoint (several when
-    // mounts are stacked) joined once.
-    const lines: Array<{ mp: string; line: string }> = [];
-    const byMountpoint = new Map<string, string>();
-    for (let at = 0; at < stdout.length;) {
-      let end = stdout.indexOf('\n', at);
-      if (end < 0) end = stdout.length;
-      if (end > at) {
-        const line = `${stdout.slice(at, end)}\n`;
-        const mp = unescapeMountinfo(mountpointField(line));
-        lines.push({ mp, line });
-        byMountpoint.set(mp, (byMountpoint.get(mp) ?? '') + line);
-      }
-      at = end + 1;
-    }
-    return args.map((a) => {
-      if (!a.endsWith('/')) return byMountpoint.get(a) ?? '';
-      let under = '';
-      for (const x of lines) if (x.mp.startsWith(a)) under += x.line;
-      return under;
-    });
-  },
-};
+/**
+ * Shell functions over the mount table, read once per shell (and root): rs_mi_load ROOT sets
+ * $rs_mi to ROOT/proc/self/mountinfo (one `cat` for every disk, mount and storage record of the
+ * script's inline parts, which share one shell: contract/probe.ts); rs_mi_lines exact|under
+ * ESCAPED prints the lines whose mountpoint field is ESCAPED (mountinfo's escaping), or starts
+ * with it. Lines are walked with builtins: a Kubernetes node's table runs to thousands of lines,
+ * which `read` would take a syscall per byte to read.
+ */
+export const MOUNTINFO_FN = `rs_mi_root=
+rs_mi_load() {
+  [ "$rs_mi_root" = "=$1" ] && return 0
+  rs_mi_root="=$1"
+  rs_mi=$(cat -- "$1/proc/self/mountinfo" 2>/dev/null)
+}
+rs_mi_lines() {
+  rs_mi_load ''
+  rs_mi_how=$1; rs_mi_want=$2; rs_mi_ifs=$IFS; set -f
+  IFS='
+'
+  for rs_mi_l in $rs_mi; do
+    IFS=' '
+    # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
+    set -- $rs_mi_l
+    case $rs_mi_how in
+    exact) [ "$5" = "$rs_mi_want" ] || continue ;;
+    *) case $5 in "$rs_mi_want"*) ;; *) continue ;; esac ;;
+    esac
+    printf '%s\\n' "$rs_mi_l"
+  done
+  IFS=$rs_mi_ifs; set +f
+}`;
 
-/** The mount table lines of `path` (exact), or of everything under it when it ends with '/'. */
+/** The define part of MOUNTINFO_FN, for a probe whose parts call it. */
+export const MOUNTINFO = define(MOUNTINFO_FN);
+
+/**
+ * The mount table lines of `path` (its mountpoint exactly), or of everything under it when it
+ * ends with '/', as the table has them: an inline part (the probe needs MOUNTINFO defined).
+ */
 export function mountTableProbe(path: string): BatchPart {
-  return { batch: MOUNT_TABLE, arg: path };
+  return inline(`rs_mi_lines ${path.endsWith('/') ? 'under' : 'exact'} ${shq(mountinfoEscape(path))}`);
 }
 
 export interface MountEntry {

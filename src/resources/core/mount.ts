@@ -4,10 +4,11 @@ import { InputError } from '../../util/errors.ts';
 import { checkToken, VALUE_LIMITS } from '../../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from './managed-file.ts';
-import { mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
+import { MOUNTINFO, mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
+import { BLOCK_IDS_FN } from './block-ids.ts';
 
 export interface MountOptions extends CommonOptions {
   /** Mountpoint. */
@@ -82,6 +83,8 @@ export const PATH_IDS: ProbeBatch<PathId | undefined> = {
 };
 
 /** What a mountpoint is (`target=link|dir|file|other|absent`): defined once per script, however many mounts. */
+const BLOCK_IDS = define(BLOCK_IDS_FN);
+
 const TARGET_KIND = define(
   'rs_target_kind() { if [ -L "$1" ]; then echo target=link; elif [ -d "$1" ]; then echo target=dir; elif [ -f "$1" ]; then echo target=file; elif [ -e "$1" ]; then echo target=other; else echo target=absent; fi; }',
 );
@@ -237,12 +240,13 @@ function mountProbe(s: MountSpec, fstab: ManagedFile<MountFacts>) {
   lines.push('rs_target_kind "$t"');
   if (s.device) {
     // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
-    // (udev's by-uuid links can lag right after a mkfs).
+    // (udev's by-uuid links can lag right after a mkfs): one blkid for every mount and disk of
+    // the script (block-ids.ts).
     lines.push(`d=${shq(s.device)}; if [ -b "$d" ]; then
   echo "dev=$d"
   mm=; [ ! -L "$d" ] && [ -r "/sys/class/block/\${d##*/}/dev" ] && IFS= read -r mm < "/sys/class/block/\${d##*/}/dev"
   if [ -n "$mm" ]; then echo "majmin_dec=$mm"; else echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; fi
-  echo "uuid=$(blkid -p -s UUID -o value -- "$d" 2>/dev/null)"
+  rs_bid_uuid "$d"; echo "uuid=$rs_bid_v"
 else echo source=absent; fi`);
   }
   if (s.within) {
@@ -255,9 +259,11 @@ else echo source=absent; fi`);
   }
   return {
     kind: TARGET_KIND,
+    ids: s.device ? BLOCK_IDS : undefined,
     own: inline(lines.join('\n')),
     target: { batch: PATH_IDS, arg: s.path },
     source: s.bindKind ? { batch: PATH_IDS, arg: s.source! } : undefined,
+    mountinfo: MOUNTINFO,
     table: mountTableProbe(s.path),
     fstab: fstab.probe(),
   };

@@ -2,7 +2,7 @@ import { probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
-import { mountTableProbe, parseMountTable } from '../core/mount-table.ts';
+import { MOUNTINFO, mountTableProbe, parseMountTable } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
@@ -114,7 +114,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
     readsSharedState: true, // the shared jail tree's placeholders
     files: [fstab],
     ...probed(
-      () => ({ own: part, table: mountTableProbe(`${jail}/`), fstab: fstab.probe() }),
+      () => ({ own: part, mountinfo: MOUNTINFO, table: mountTableProbe(`${jail}/`), fstab: fstab.probe() }),
       (a) => readGpuFacts(jail, caps, a.own, a.table, fileFacts(a.fstab)),
     ),
     diff(f): Change<GpuChange | FileWrite>[] {

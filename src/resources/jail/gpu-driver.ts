@@ -1,5 +1,6 @@
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
+import { MACHINE_ARCH } from './machine-arch.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { common, ProbeError, Refusal, type CommonOptions, type Resource } from '../../contract/resource.ts';
 import {
@@ -124,7 +125,7 @@ ${s.driverRoot ? `R=${shq(s.driverRoot)}` : `R=/; if ! rs_nvml '' && rs_nvml ${s
       : `[ -r ${shq(s.fstabFile)} ] && sed -n '/^# BEGIN RACKSMITH JAIL GPU BINDS$/,/^# END RACKSMITH JAIL GPU BINDS$/p' ${shq(s.fstabFile)} | while read -r rs_s _; do case "$rs_s" in ${shq(watch)}/*) printf 'gpu-rec\\t%s\\n' "$rs_s" ;; esac; done
 `;
   const part = `J=${shq(s.jail)}; tab='\t'; rs_f=; rs_seen=; rs_lib=
-a=$(uname -m); echo "gpu-arch=$a"
+${MACHINE_ARCH}; echo "gpu-arch=$a"
 L=${s.libDir ? shq(s.libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "gpu-libdir=$L"
 ${chooseRoot}
 P=; [ "$R" = / ] || P=$R; echo "gpu-root=$R"; echo ${shq(`gpu-root-watch=${watch}`)}

@@ -1,8 +1,9 @@
 import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
+import { MACHINE_ARCH } from './machine-arch.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
-import { mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
+import { MOUNTINFO, mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
@@ -105,6 +106,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
       () => ({
         own: inline(standinProbe(jail, standinPath, libDir)),
         standin: standin.probe(),
+        mountinfo: MOUNTINFO,
         table: mountTableProbe(`${jail}/`),
         fstab: fstab.probe(),
       }),
@@ -183,7 +185,7 @@ function readStandinLines(jail: string, own: string) {
  */
 function standinProbe(jail: string, standinPath: string, libDir: string | undefined): string {
   return `J=${shq(jail)}; S=${shq(standinPath)}
-a=$(uname -m); echo "sti-arch=$a"
+${MACHINE_ARCH}; echo "sti-arch=$a"
 L=${libDir ? shq(libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "sti-libdir=$L"
 if [ -d "$J$L" ]; then
   if cd -P -- "$J$L" 2>/dev/null; then echo "sti-real=$PWD"; fi; cd /

@@ -71,7 +71,7 @@ export interface DiskFacts {
   blkidCode: number;
   /** `wipefs -n` of the whole disk. */
   signatures: Signature[];
-  /** sha256 of the raw blkid + wipefs output: apply refuses to format when it moved. */
+  /** sha256 of the raw blkid + wipefs output: apply refuses to format when it moved ('' for XFS: never formatted). */
   fingerprint: string;
   /**
    * false when the disk (or a partition) is mounted: a mounted disk is never formatted, so the

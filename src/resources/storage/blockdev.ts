@@ -29,7 +29,8 @@ import {
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
-import { escapeMountinfo } from '../core/mount-table.ts';
+import { escapeMountinfo, MOUNTINFO_FN } from '../core/mount-table.ts';
+import { BLOCK_IDS_FN } from '../core/block-ids.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
@@ -231,14 +232,18 @@ RS_S_EOF
 
 /**
  * The same fingerprint in probe and apply: sha256 of blkid -p and wipefs -n of device $1 and,
- * when they find nothing, of its data sample (size $2 bytes).
+ * when they find nothing, of its data sample (size $2 bytes). rs_sig reads them, rs_fp_sum
+ * hashes what it read (the probe skips the hash of an XFS disk, which is never formatted).
  */
-const FP_FN = `rs_fp() {
+const FP_FN = `rs_sig() {
   # (exit codes kept with || so that apply steps, which run under set -e, go on)
   rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
   rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
   rs_s=
   if [ "$rs_brc" = 2 ] && [ "$rs_wrc" = 0 ] && [ -z "$rs_w" ]; then rs_sample "$1" "$2"; fi
+}
+rs_fp() { rs_sig "$1" "$2"; rs_fp_sum; }
+rs_fp_sum() {
   rs_fpv=$(sha256sum <<RS_FP_EOF
 $rs_b
 $rs_w
@@ -248,13 +253,32 @@ RS_FP_EOF
   rs_fpv=\${rs_fpv%% *}
 }`;
 
-/** Shell that sets $rs_bmv to the `FSTYPE<TAB> MOUNTPOINT...` of maj:min $1 in $rs_bm, or returns 1. */
+/**
+ * Shell that sets $rs_bmv to the `FSTYPE<TAB> MOUNTPOINT...` of block device maj:min $1 (its
+ * mountpoints in mount table order, escaped as there: no blanks; FSTYPE that of its last mount),
+ * or returns 1 (major 0 is never a block device: no proc, tmpfs, overlay). From the mount table
+ * read once per shell (and root $R: mount-table.ts), walked with builtins.
+ */
 const BM_GET_FN = `rs_bm_get() {
-  case $rs_bm in "$1\t"*) rs_bmv=\${rs_bm#"$1\t"} ;; *"
-$1\t"*) rs_bmv=\${rs_bm#*"
-$1\t"} ;; *) return 1 ;; esac
-  rs_bmv=\${rs_bmv%%"
-"*}
+  rs_bmv=; rs_bm_fs=; rs_bm_n=; rs_bm_mm=$1
+  case $1 in 0:*) return 1 ;; esac
+  rs_mi_load "$R"
+  rs_bm_ifs=$IFS; set -f
+  IFS='
+'
+  for rs_bm_l in $rs_mi; do
+    IFS=' '
+    # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
+    set -- $rs_bm_l
+    [ $# -ge 7 ] && [ "$3" = "$rs_bm_mm" ] || continue
+    rs_bmv="$rs_bmv $5"; rs_bm_n=1
+    shift 6
+    while [ $# -gt 0 ] && [ "$1" != - ]; do shift; done
+    rs_bm_fs=\${2-}
+  done
+  IFS=$rs_bm_ifs; set +f
+  [ -n "$rs_bm_n" ] || return 1
+  rs_bmv="$rs_bm_fs\t$rs_bmv"
 }`;
 
 /**
@@ -308,28 +332,11 @@ rs_inuse() {
     case " $rs_pairs " in *" $rs_mm="*) ;; *) continue ;; esac
     ln=\${b%/loop/backing_file}; ln=\${ln##*/}
     echo "loop=$ln $bf"
-    rs_rd "$R/sys/class/block/$ln/dev" || :; rs_block_mounts
+    rs_rd "$R/sys/class/block/$ln/dev" || :
     if rs_bm_get "$rs_v"; then set -f; for mp in \${rs_bmv#*"\t"}; do echo "loopmount=$ln $mp"; done; set +f; fi
     for h in "$R/sys/class/block/$ln"/holders/*; do [ -e "$h" ] && echo "loopholder=$ln \${h##*/}"; done
   done
   return 0
-}`;
-
-/**
- * Shell that sets $rs_bm to the mount table by block device (major 0 is never one: no proc, tmpfs,
- * overlay), read once per shell (and root $R):
- * a line `MAJ:MIN<TAB>FSTYPE<TAB> MOUNTPOINT...` per device, its mountpoints in mount table order
- * (escaped as there: no blanks), FSTYPE that of its last mount. One awk for every disk of a
- * script, not one per disk (a storage node has dozens).
- */
-const BLOCK_MOUNTS_FN = `rs_bm_root=
-rs_block_mounts() {
-  [ "$rs_bm_root" = "=$R" ] && return 0
-  rs_bm_root="=$R"
-  rs_bm=$(awk '$3 ~ /^0:/ { next } { fs = ""; for (i = 7; i < NF; i++) if ($i == "-") { fs = $(i + 1); break }
-    if (!($3 in mps)) order[++n] = $3
-    mps[$3] = mps[$3] " " $5; last[$3] = fs }
-  END { for (j = 1; j <= n; j++) printf "%s\\t%s\\t%s\\n", order[j], last[order[j]], mps[order[j]] }' "$R/proc/self/mountinfo" 2>/dev/null)
 }`;
 
 /**
@@ -376,7 +383,6 @@ const DISK_FN = `rs_disk() {
   done
   for h in "$sys"/holders/*; do [ -e "$h" ] && echo "holder=$k \${h##*/}"; done
   # The disk's and its partitions' mounts: mount=MAJ:MIN NAME MOUNTPOINT, and the disk's own fstype.
-  rs_block_mounts
   rs_mnt=
   for pr in $pairs; do
     pm=\${pr%%=*}
@@ -400,11 +406,19 @@ mountfs=$fs"
   fi
   if [ -n "$rs_mnt" ]; then
     # A mounted disk is never formatted: its content is not read (no wipefs, sample), only the
-    # filesystem UUID its mountpath is recorded by (storage.json).
+    # filesystem UUID its mountpath is recorded by (storage.json): from the script's one blkid of
+    # the host's devices (block-ids.ts), a fake root's own device read alone.
     echo content=mounted
-    echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"
+    if [ -z "$R" ]; then rs_bid_uuid "/dev/$k"; echo "fsuuid=$rs_bid_v"
+    else echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"; fi
   else
-    rs_fp "$R/dev/$k" $((\${rs_size:-0} * 512))
+    rs_sig "$R/dev/$k" $((\${rs_size:-0} * 512))
+    # The fingerprint guards a format: an XFS disk is never formatted (a hash process saved per disk).
+    case "
+$rs_b
+" in *"
+TYPE=xfs
+"*) rs_fpv= ;; *) rs_fp_sum ;; esac
     while IFS= read -r l; do case $l in DEVNAME=*) ;; *=*) echo "blkid.$l" ;; esac; done <<RS_B_EOF
 $rs_b
 RS_B_EOF
@@ -429,9 +443,7 @@ TYPE=xfs
 UUID="*) rs_u=\${rs_b#*"
 UUID="}; rs_u=\${rs_u%%"
 "*} ;; esac
-      if [ -z "$R" ] && [ -n "$rs_u" ]; then
-        for dv in $(blkid -c /dev/null -o device -t "UUID=$rs_u" 2>/dev/null); do echo "uuiddev=$dv"; done
-      fi ;;
+      if [ -z "$R" ] && [ -n "$rs_u" ]; then rs_bid_devs "$rs_u"; fi ;;
     *)
       rs_inuse "$R/dev/$k" "$pairs"
       rs_iddisks "$sys" "$mm" ;;
@@ -460,9 +472,10 @@ const DISK_HELPERS = [
   REGIONS_FN,
   SAMPLE_FN,
   FP_FN,
-  BLOCK_MOUNTS_FN,
+  MOUNTINFO_FN,
   BM_GET_FN,
   INUSE_FN,
+  BLOCK_IDS_FN,
   DISK_FN,
 ].join('\n');
 
@@ -533,7 +546,7 @@ export function diskUsersParts(spec: DiskSpec, o: ProbeOptions = {}): { usersFn:
 }
 
 /** The helpers the format guard calls (a step has its own shell: it defines what it uses). */
-const GUARD_HELPERS = [READ_FN, MAJMIN_FN, REGIONS_FN, SAMPLE_FN, FP_FN, BLOCK_MOUNTS_FN, BM_GET_FN, INUSE_FN].join('\n');
+const GUARD_HELPERS = [READ_FN, MAJMIN_FN, REGIONS_FN, SAMPLE_FN, FP_FN, MOUNTINFO_FN, BM_GET_FN, INUSE_FN].join('\n');
 
 /**
  * Shell that exits 3 unless /dev/KNAME is still the probed disk (maj:min) and nothing uses it:

@@ -28,7 +28,7 @@ import {
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import type { MountFacts, MountOptions } from '../core/mount.ts';
-import { escapeMountinfo, unescapeMountinfo } from '../core/mount-table.ts';
+import { escapeMountinfo, MOUNTINFO, unescapeMountinfo } from '../core/mount-table.ts';
 import {
   assignMountpoints,
   decommissionPlan,
@@ -130,7 +130,8 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
 // The mount of a recorded mountpath
 
 /**
- * Shell that prints the device of the filesystem UUID storage.json records for `mountpoint` (udev's
+ * Shell that prints the device of the filesystem UUID storage.json records for `mountpoint` (in a
+ * probe, from the script's one blkid of the host's devices: core/block-ids.ts; in a step, udev's
  * by-uuid link, else blkid's lookup), else `fallback`'s output: the mountpath's own entry (a
  * fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its disk, so
  * a disk moved to another slot is found at its mountpath whatever its kernel name is now.
@@ -139,7 +140,8 @@ function recordResolver(path: string, mountpoint: string, fallback: string): str
   return `$(rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${shq(recordLinePrefix(mountpoint))}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
 rs_d=
 if [ -n "$rs_u" ]; then
-  if [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_d=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_d=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
+  if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_d=$rs_bid_v
+  elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_d=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_d=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
 fi
 if [ -n "$rs_d" ]; then echo "$rs_d"; else echo ${fallback}; fi)`;
 }
@@ -191,15 +193,33 @@ interface PruneFacts {
 type PruneData = FileWrite | { unmount: string };
 
 /**
- * Shell that prints the XFS filesystems mounted at a mountpoint not in RS_KEEP (newline-separated,
- * escaped as mountinfo has them): `xfs=MAJ:MIN UUID SOURCE MOUNTPOINT`. One awk; blkid only for
- * mounts that are not listed (none on a converged host).
+ * Shell (an inline part, after MOUNTINFO) that prints the XFS filesystems mounted at a mountpoint
+ * not in `keep`: `xfs=MAJ:MIN UUID SOURCE MOUNTPOINT` (escaped as mountinfo has them). The mount
+ * table the script's inline shell read once, walked with builtins; blkid only for mounts that are
+ * not listed (none on a converged host).
  */
 function xfsMountsProbe(keep: readonly string[]): string {
-  return `RS_KEEP=${shq(keep.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_KEEP"], a, "\\n"); for (i = 1; i <= n; i++) k[a[i]] = 1 }
-{ for (i = 7; i <= NF; i++) if ($i == "-") break; if ($(i + 1) == "xfs" && !($5 in k)) print $3, $(i + 2), $5 }' /proc/self/mountinfo 2>/dev/null |
-while read -r mm src mp; do printf 'xfs=%s %s %s %s\\n' "$mm" "$(blkid -p -s UUID -o value -- "$src" 2>/dev/null)" "$src" "$mp"; done
-:`;
+  return `rs_xk=${shq(keep.map(escapeMountinfo).join('\n'))}
+rs_mi_load ''
+rs_x_ifs=$IFS; set -f
+IFS='
+'
+for rs_x_l in $rs_mi; do
+  IFS=' '
+  # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
+  set -- $rs_x_l
+  [ $# -ge 7 ] || continue
+  rs_x_mm=$3; rs_x_mp=$5; shift 6
+  while [ $# -gt 0 ] && [ "$1" != - ]; do shift; done
+  [ "\${2-}" = xfs ] || continue
+  case "
+$rs_xk
+" in *"
+$rs_x_mp
+"*) continue ;; esac
+  printf 'xfs=%s %s %s %s\\n' "$rs_x_mm" "$(blkid -p -s UUID -o value -- "\${3-}" 2>/dev/null)" "\${3-}" "$rs_x_mp"
+done
+IFS=$rs_x_ifs; set +f`;
 }
 
 export function parseXfsMounts(out: string): XfsMount[] {
@@ -236,7 +256,7 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
     verifiable: true,
     files: [rec, fstab],
     ...probed(
-      () => ({ record: rec.probe(), fstab: fstab.probe(), xfs: xfsMountsProbe([...keep]) }),
+      () => ({ record: rec.probe(), fstab: fstab.probe(), mountinfo: MOUNTINFO, xfs: inline(xfsMountsProbe([...keep])) }),
       (a): PruneFacts => ({ record: fileFacts(a.record), fstab: fileFacts(a.fstab), xfs: parseXfsMounts(a.xfs) }),
     ),
     diff(f) {

@@ -66,14 +66,28 @@ type EffectData = { op: 'remove' | 'take-over'; path: string };
 
 const TAKE_OVER = /^\/(etc|run|usr\/lib|usr\/local\/lib|lib)\/sysctl\.d\/[A-Za-z0-9._*?[\]-]+\.conf$/;
 
-/** All config files with their lines, one grep for all; `@f PATH` first for each (empty files too). */
+/**
+ * Each line of the files "$@" that is not blank or a comment, as `grep -Hn` prints it
+ * (`PATH:N:LINE`), read with builtins: the files are small, and a process would run on every
+ * host at every run.
+ */
+export const CONF_LINES = `for rs_f in "$@"; do
+  [ -r "$rs_f" ] || continue
+  rs_n=0
+  while IFS= read -r rs_l || [ -n "$rs_l" ]; do
+    rs_n=$((rs_n + 1))
+    case \${rs_l#"\${rs_l%%[![:space:]]*}"} in '' | '#'* | ';'*) ;; *) printf '%s:%d:%s\\n' "$rs_f" "$rs_n" "$rs_l" ;; esac
+  done 2>/dev/null < "$rs_f"
+done`;
+
+/** All config files with their lines (CONF_LINES); `@f PATH` first for each (empty files too). */
 const PROBE = `set --
 for rs_d in ${SYSCTL_DIRS.join(' ')}; do
   for rs_f in "$rs_d"/*.conf; do [ -e "$rs_f" ] && { echo "@f $rs_f"; set -- "$@" "$rs_f"; }; done
 done
 [ -e ${SYSCTL_CONF} ] && { echo "@f ${SYSCTL_CONF}"; set -- "$@" ${SYSCTL_CONF}; }
 echo @lines
-[ $# -gt 0 ] && grep -Hn -v -E '^[[:space:]]*([#;].*)?$' -- "$@" 2>/dev/null
+${CONF_LINES}
 :`;
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { factsHash } from '../../../../src/engine/facts-hash.ts';
-import { MOUNT_TABLE, parseMountTable, topMount } from '../../../../src/resources/core/mount-table.ts';
+import { MOUNTINFO_FN, mountTableProbe, parseMountTable, topMount } from '../../../../src/resources/core/mount-table.ts';
 
 /** The mount table part of a probe's output (empty without one). */
 
@@ -62,8 +62,41 @@ describe('mount table (shared probe part)', () => {
     expect(parseMountTable('41 22 garbage\n9041 9022 garbage').size).toBe(0);
   });
 
-  it('the batch gives each mountpoint only its lines, and a subtree (trailing /) everything under it', () => {
-    const [jailTmp, under, none, spaced] = MOUNT_TABLE.split(TABLE, ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space']);
+  /** What a resource gets for each path: the mountinfo lines the host's shell prints for it. */
+  const answers = (table: string, args: readonly string[]): string[] => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-mountinfo-'));
+    try {
+      writeFileSync(join(dir, 'mountinfo'), table);
+      // the table read once, as rs_mi_load does, from this file: then every path's part
+      const parts = args.map((a) => `printf '@@%s\\n' ${JSON.stringify(a)}\n${(mountTableProbe(a) as { arg: string }).arg}`);
+      const script = `${MOUNTINFO_FN}\nrs_mi_root='='; rs_mi=$(cat ${join(dir, 'mountinfo')})\n${parts.join('\n')}`;
+      const out = execFileSync('sh', ['-c', script], { encoding: 'utf8' });
+      return out.split(/^@@.*\n/m).slice(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  /** The lines of `a`'s mountpoint (or of everything under it, for a trailing /), in table order. */
+  const wanted = (table: string, a: string): string =>
+    table
+      .split('\n')
+      .filter((l) => {
+        const f = l.split(' ');
+        if (f.length < 5) return false;
+        const mp = f[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+        return a.endsWith('/') ? mp.startsWith(a) : mp === a;
+      })
+      .map((l) => `${l}\n`)
+      .join('');
+
+  it('each mountpoint gets only its lines, and a subtree (trailing /) everything under it', () => {
+    const [jailTmp, under, none, spaced, prefix] = answers(TABLE, [
+      '/mnt/jail/tmp',
+      '/mnt/jail/',
+      '/nope',
+      '/mnt/with space',
+      '/mnt/jail/tm',
+    ]);
     expect(jailTmp).toBe(
       `${TABLE.split('\n')
         .filter((l) => / \/mnt\/jail\/tmp /.test(l))
@@ -72,47 +105,30 @@ describe('mount table (shared probe part)', () => {
     expect(parseMountTable(jailTmp).get('/mnt/jail/tmp')).toMatchObject({ source: 'tmpfs2' });
     expect(under.split('\n').filter(Boolean)).toHaveLength(3); // proc, tmp twice: not /mnt/jail itself
     expect(none).toBe('');
+    expect(prefix).toBe(''); // a prefix of a mountpoint is not it
     expect(parseMountTable(spaced).get('/mnt/with space')).toMatchObject({ fstype: 'tmpfs' });
   });
 
-  // The script sends only lines that may be asked for; split must then give what the whole table gives.
-  const filtered = (table: string, args: string[]) => {
-    const dir = mkdtempSync(join(tmpdir(), 'rs-mountinfo-'));
-    try {
-      writeFileSync(join(dir, 'mountinfo'), table);
-      const script = MOUNT_TABLE.script(args);
-      expect(script).toContain('/proc/self/mountinfo');
-      return execFileSync('sh', ['-c', script.replace('/proc/self/mountinfo', join(dir, 'mountinfo'))], { encoding: 'utf8' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  };
-
-  it('the host sends only the lines asked for (escaped paths, subtrees); split gives the same answers', () => {
-    const args = ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space', '/', '/mnt/jail'];
-    const sent = filtered(TABLE, args);
-    expect(sent.split('\n').filter(Boolean)).toHaveLength(7); // all but 'garbage line' (` / ` is in every line)
-    expect(MOUNT_TABLE.split(sent, args)).toEqual(MOUNT_TABLE.split(TABLE, args));
-    expect(
-      filtered(TABLE, ['/mnt/jail/tmp', '/mnt/with space'])
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => l.split(' ')[0]),
-    ).toEqual(['43', '44', '45']);
-    expect(filtered(TABLE, ['/mnt/jail/tm'])).toBe(''); // a prefix of a mountpoint is not sent; no match is no failure
+  it('the host prints what the whole table holds for each path (escaped paths, subtrees, stacked mounts)', () => {
+    const args = ['/mnt/jail/tmp', '/mnt/jail/', '/nope', '/mnt/with space', '/', '/mnt/jail', '/mnt/'];
+    expect(answers(TABLE, args)).toEqual(args.map((a) => wanted(TABLE, a)));
   });
 
-  it('on this machine: the filtered mount table answers as the whole one', () => {
+  it('reads the table once per shell, with one process', () => {
+    expect(MOUNTINFO_FN.match(/\/proc\/self\/mountinfo/g)).toHaveLength(1);
+    expect(MOUNTINFO_FN).toMatch(/\[ "\$rs_mi_root" = "=\$1" \] && return 0/);
+  });
+
+  it('on this machine: each path gets what the whole mount table holds for it', () => {
     const whole = readFileSync('/proc/self/mountinfo', 'utf8');
     const mountpoints = whole
       .split('\n')
       .filter(Boolean)
       .map((l) => l.split(' ')[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))));
     const args = [...mountpoints.slice(0, 5), '/proc/', '/sys/', '/no/such/mountpoint', '/dev/'];
-    const script = MOUNT_TABLE.script(args);
-    const sent = execFileSync('sh', ['-c', script], { encoding: 'utf8' });
-    expect(sent.length).toBeLessThanOrEqual(whole.length);
-    expect(MOUNT_TABLE.split(sent, args)).toEqual(MOUNT_TABLE.split(readFileSync('/proc/self/mountinfo', 'utf8'), args));
+    const script = `${MOUNTINFO_FN}\n${args.map((a) => `printf '@@\\n'\n${(mountTableProbe(a) as { arg: string }).arg}`).join('\n')}`;
+    const got = execFileSync('sh', ['-c', script], { encoding: 'utf8' }).split(/^@@\n/m).slice(1);
+    expect(got).toEqual(args.map((a) => wanted(readFileSync('/proc/self/mountinfo', 'utf8'), a)));
     const table = parseMountTable(whole);
     expect(table.size).toBeGreaterThan(0);
     for (const mp of mountpoints) expect(topMount(whole, mp)).toEqual(table.get(mp));

@@ -9,6 +9,7 @@ import network from '../../../../playbooks/network.ts';
 import { prepare } from '../../../../src/engine/run.ts';
 import { loadInventory } from '../../../../src/inventory/load.ts';
 import {
+  CONF_LINES,
   findOverrides,
   loaderOrder,
   normaliseKey,
@@ -36,6 +37,25 @@ describe('normaliseKey', () => {
 });
 
 describe('parseEffectProbe', () => {
+  it("the host's shell prints the lines grep -Hn -v of blanks and comments prints, with builtins", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-sysctl-lines-'));
+    const files = ['a.conf', 'empty.conf', 'b.conf', 'no-such.conf'].map((n) => join(dir, n));
+    writeFileSync(files[0], '# c\n  ; x\n\t\n \r\nnet.core.x = 1\n  vm.y=2 # t\n\\back\\slash = 3\n\t#\n-kernel.z=4');
+    writeFileSync(files[1], '');
+    writeFileSync(files[2], 'a=1\n\n;b=2\n');
+    // and this machine's own files
+    for (const d of ['/etc/sysctl.d', '/usr/lib/sysctl.d']) {
+      const ls = spawnSync('sh', ['-c', `ls ${d}/*.conf 2>/dev/null`], { encoding: 'utf8' });
+      files.push(...ls.stdout.split('\n').filter(Boolean));
+    }
+    if (existsSync('/etc/sysctl.conf')) files.push('/etc/sysctl.conf');
+    const shell = spawnSync('sh', ['-c', `set -- ${files.map((x) => `'${x}'`).join(' ')}\n${CONF_LINES}`], { encoding: 'utf8' });
+    const grep = spawnSync('grep', ['-Hn', '-v', '-E', '^[[:space:]]*([#;].*)?$', '--', ...files], { encoding: 'utf8' });
+    expect(shell.stdout).toContain(`${files[0]}:7:\\back\\slash = 3\n`);
+    expect(shell.stdout).toContain(`${files[0]}:9:-kernel.z=4\n`); // a last line without its newline
+    expect(shell.stdout).toBe(grep.stdout);
+  });
+
   it('files (empty ones too) and their assignments; comments were left out by grep', () => {
     const out = `@f /etc/sysctl.d/99-zzz.conf
 @f /etc/sysctl.d/empty.conf

@@ -1,0 +1,58 @@
+/**
+ * Filesystem UUIDs of the host's block devices, read once per probe subshell: one `blkid` for
+ * every disk, mount and storage record that asks (a process per ask adds up over a storage node's
+ * dozen disks). The probes of a script that ask run as inline parts (contract/probe.ts), in one
+ * shell: the first ask reads, the others look up with builtins.
+ */
+
+/**
+ * Shell functions: rs_bid_uuid DEV sets $rs_bid_v to DEV's filesystem UUID ('' when none; DEV
+ * may be a link to the device); rs_bid_dev UUID sets $rs_bid_v to the device that carries that
+ * UUID (the one udev's by-uuid link names, when there is one and several carry it; '' when none);
+ * rs_bid_devs UUID prints `uuiddev=DEV` for every device that carries that UUID. Both read the superblocks (`-c /dev/null`: no cache, which udev's links and
+ * blkid's cache can lag right after a mkfs).
+ */
+export const BLOCK_IDS_FN = `rs_bid_done=
+rs_bid_load() {
+  [ -n "$rs_bid_done" ] && return 0
+  rs_bid_done=1
+  rs_bid=$(blkid -c /dev/null -o export 2>/dev/null) || : # (exit 2: no device has a tag; steps run under set -e)
+}
+rs_bid_uuid() {
+  rs_bid_load; rs_bid_v=; rs_bid_at=
+  while IFS= read -r l; do
+    case $l in
+    DEVNAME=*) rs_bid_at=; [ "\${l#DEVNAME=}" -ef "$1" ] && rs_bid_at=1 ;;
+    UUID=*) [ -n "$rs_bid_at" ] && { rs_bid_v=\${l#UUID=}; return 0; } ;;
+    esac
+  done <<RS_BID_EOF
+$rs_bid
+RS_BID_EOF
+}
+rs_bid_dev() {
+  rs_bid_load; rs_bid_v=; rs_bid_d=; rs_bid_1st=
+  while IFS= read -r l; do
+    case $l in
+    DEVNAME=*) rs_bid_d=\${l#DEVNAME=} ;;
+    UUID=*)
+      [ "\${l#UUID=}" = "$1" ] || continue
+      [ -n "$rs_bid_1st" ] || rs_bid_1st=$rs_bid_d
+      [ "$rs_bid_d" -ef "/dev/disk/by-uuid/$1" ] && { rs_bid_v=$rs_bid_d; return 0; } ;;
+    esac
+  done <<RS_BID_EOF
+$rs_bid
+RS_BID_EOF
+  rs_bid_v=$rs_bid_1st
+}
+rs_bid_devs() {
+  rs_bid_load; rs_bid_d=
+  while IFS= read -r l; do
+    case $l in
+    DEVNAME=*) rs_bid_d=\${l#DEVNAME=} ;;
+    UUID=*) [ "\${l#UUID=}" = "$1" ] && echo "uuiddev=$rs_bid_d" ;;
+    esac
+  done <<RS_BID_EOF
+$rs_bid
+RS_BID_EOF
+  return 0
+}`;
