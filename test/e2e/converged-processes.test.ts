@@ -9,7 +9,7 @@ import { provision, recaps, writeInventory } from './helpers.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import { loadPlaybook } from '../../src/cli.ts';
 import { prepare } from '../../src/engine/index.ts';
-import { probeOf } from '../../src/engine/host-run.ts';
+import { probeOf } from '../../src/engine/host-caches.ts';
 import { ProbeSet } from '../../src/engine/probe-set.ts';
 import { buildScript, type Section } from '../../src/engine/script.ts';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
