@@ -270,7 +270,7 @@ const BM_GET_FN = `rs_bm_get() {
     IFS=' '
     # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
     set -- $rs_bm_l
-    [ $# -ge 7 ] && [ "$3" = "$rs_bm_mm" ] || continue
+    if [ $# -lt 7 ] || [ "$3" != "$rs_bm_mm" ]; then continue; fi
     rs_bmv="$rs_bmv $5"; rs_bm_n=1
     shift 6
     while [ $# -gt 0 ] && [ "$1" != - ]; do shift; done

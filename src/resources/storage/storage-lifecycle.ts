@@ -140,6 +140,7 @@ function recordResolver(path: string, mountpoint: string, fallback: string): str
   return `$(rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${shq(recordLinePrefix(mountpoint))}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
 rs_d=
 if [ -n "$rs_u" ]; then
+  # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_dev (core/block-ids.ts) where the script defines it
   if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_d=$rs_bid_v
   elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_d=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_d=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
 fi
