@@ -8,7 +8,7 @@ import { NoFacts } from '../contract/playbook.ts';
 import { GatherError, gatherFacts } from '../facts/gather.ts';
 import type { HostFacts } from '../facts/types.ts';
 import type { FactsOf } from './run-types.ts';
-import { watchHost, type HostEnd } from './host-watch.ts';
+import { allowHostsInFlight, watchHost, type HostEnd } from './host-watch.ts';
 
 /** Why a host has no facts: it is not run (`ExecuteOptions.refused`), with this as its recap's error. */
 export interface FactsFailure {
@@ -83,6 +83,7 @@ export async function gatherAll(
   conns: SharedConnections,
   o: { forks: number; timeoutMs?: number; signal?: AbortSignal },
 ): Promise<GatheredFacts> {
+  allowHostsInFlight(o.signal, o.forks);
   const out = new Map<string, HostFacts | FactsFailure>();
   const queue = [...hosts];
   const one = async (h: Host): Promise<HostFacts | FactsFailure> => {

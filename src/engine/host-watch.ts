@@ -1,4 +1,16 @@
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import type { Connection } from '../connection/types.ts';
+
+/** What each host in flight puts on the run's interrupt signal: its watch and its connection attempt (ssh.ts). */
+const LISTENERS_PER_HOST = 2;
+
+/**
+ * Lets `forks` hosts in flight listen for the interrupt without Node's leak warning (printed on
+ * stderr in the middle of a run), which stays for a real leak: more listeners than that.
+ */
+export function allowHostsInFlight(signal: AbortSignal | undefined, forks: number): void {
+  if (signal) setMaxListeners(Math.max(getMaxListeners(signal), LISTENERS_PER_HOST * forks + 10), signal);
+}
 
 /** Why a host's watch ended it. */
 export type HostEnd = 'timeout' | 'interrupted';

@@ -11,11 +11,10 @@ import { ApplyEpochs, NEVER, type ApplyStamp } from './apply-epochs.ts';
 import { batchSizes } from './batches.ts';
 import { newRunId } from './apply-lock.ts';
 import { FailBudget } from './fail-budget.ts';
-import { endedError, until, watchHost, type HostWatch } from './host-watch.ts';
+import { allowHostsInFlight, endedError, until, watchHost, type HostWatch } from './host-watch.ts';
 import { mapLimit } from './map-limit.ts';
 import { DrainSession, wouldDisrupt } from './drain-session.ts';
 import type { ExecuteOptions, PreparedPlay, RunOutcome } from './run-types.ts';
-import { getMaxListeners, setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 
 type PlayHosts = PreparedPlay['hosts'];
@@ -70,8 +69,7 @@ export class PlaysRun {
     private readonly o: ExecuteOptions,
     private readonly emit: EventSink,
   ) {
-    // Every host in flight listens for the interrupt (watchHost): --forks of them, not a leak.
-    if (o.signal) setMaxListeners(Math.max(getMaxListeners(o.signal), o.forks + 10), o.signal);
+    allowHostsInFlight(o.signal, o.forks);
     this.connector = o.connector ?? connect;
     this.lock =
       o.check || o.lockTimeoutSec === undefined

@@ -1,9 +1,9 @@
-import { getMaxListeners, setMaxListeners } from 'node:events';
 import { BecomeError } from '../connection/become.ts';
 import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { withRetry } from '../connection/retry.ts';
 import { ConnectError, type Connection } from '../connection/types.ts';
 import type { Host } from '../inventory/model.ts';
+import { allowHostsInFlight } from '../engine/host-watch.ts';
 import { cutOutput, type BoundedText } from './output-bound.ts';
 import type { ExecHostResult } from './result.ts';
 
@@ -32,8 +32,7 @@ export async function runExec(
   o: ExecRunOptions,
   onResult: (r: ExecHostResult) => void,
 ): Promise<ExecHostResult[]> {
-  // Every host in flight listens for the interrupt: --forks of them, not a leak.
-  if (o.signal) setMaxListeners(Math.max(getMaxListeners(o.signal), o.forks + 10), o.signal);
+  allowHostsInFlight(o.signal, o.forks);
   const out: ExecHostResult[] = new Array(hosts.length);
   let next = 0;
   const worker = async () => {
