@@ -18,6 +18,12 @@ export interface ProbeBatch<A = string> {
    * that answer alike share one parse.
    */
   split(stdout: string, args: readonly string[]): A[];
+  /**
+   * Its script keeps the inline contract (no `exit`, sets every variable it reads, `cd` only back
+   * to `/`): it may share one subshell with the script's other shared sections, a fork saved per
+   * section on every host (engine/script.ts).
+   */
+  readonly shared?: boolean;
 }
 
 /** One argument of a batch, as a part of a resource's probe. */
@@ -46,6 +52,7 @@ const INLINE_MARK = `@@RS-INLINE-${randomBytes(6).toString('hex')}@@`;
 
 /** Runs inline parts one after the other in one subshell (a subshell per part is a fork each). */
 const INLINE: ProbeBatch = {
+  shared: true,
   script: (bodies) => bodies.map((b, i) => `printf '\\n%s %d\\n' '${INLINE_MARK}' ${i}\n{\n${b}\n} </dev/null`).join('\n'),
   split(stdout, bodies) {
     // Parts print in order: each search starts where the last part's output ended.
@@ -64,9 +71,9 @@ const INLINE: ProbeBatch = {
 };
 
 /**
- * A probe part that shares one subshell with the script's other inline parts: for builtin-only
- * checks, where the subshell would cost more than the work. It must not `exit`, must set every
- * variable it reads, and may `cd` only back to `/`.
+ * A probe part that shares one subshell with the script's other inline parts (and its shared
+ * batches): for checks where a subshell of their own would cost more than the work. It must not
+ * `exit`, must set every variable it reads, and may `cd` only back to `/`.
  */
 export function inline(body: string): BatchPart {
   return { batch: INLINE, arg: body };

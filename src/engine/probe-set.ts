@@ -51,7 +51,7 @@ export class ProbeSet {
       }
       return refs;
     });
-    for (const [batch, b] of this.batches) sections[b.section] = { kind: 'probe', body: batch.script(b.args) };
+    for (const [batch, b] of this.batches) sections[b.section] = { kind: 'probe', body: batch.script(b.args), shared: batch.shared };
   }
 
   /** A part's place in the script: its own section (shared when word for word), or a batch's slot. */

@@ -19,6 +19,12 @@ export interface Section {
    * whether it was reached (a folded write's stage).
    */
   mark?: { name: string; value: string };
+  /**
+   * A probe that keeps the inline contract (contract/probe.ts): probes in a row that are shared run
+   * in one subshell, each as a brace group between its markers (a fork for all of them, not one
+   * each). An `exit` there would end the rest of the row: those sections show as not run.
+   */
+  shared?: boolean;
   body: string;
 }
 
@@ -32,8 +38,8 @@ export interface SectionOutput {
 }
 
 /**
- * Join sections into ONE script for one round trip. Each section runs in a subshell between
- * markers on both streams: its stdout between B and E (with its exit code) on stdout, its stderr
+ * Join sections into ONE script for one round trip. Each section runs in a subshell (a row of
+ * shared probes in one together) between markers on both streams: its stdout between B and E (with its exit code) on stdout, its stderr
  * between B and X on stderr. A random marker per script keeps host output from faking a
  * boundary. Nothing is written on the host (no temp files): a converged run only reads.
  */
@@ -53,16 +59,25 @@ export function scriptBody(sections: readonly Section[]): string {
   };
   for (const s of sections) if (s.kind === 'define') lines.push(s.body);
   for (const s of sections) if (s.mark) lines.push(`${s.mark.name}=`);
+  // the subshell of a row of shared probes is open
+  let inRow = false;
   sections.forEach((s, i) => {
     if (s.kind === 'define') return;
+    const shared = isShared(s);
+    if (shared && !inRow) lines.push('(');
+    else if (!shared && inRow) lines.push(') </dev/null');
+    inRow = shared;
     const run = [
       `printf '\\n%s B ${i}\\n' "$rs_m"; printf '\\n%s B ${i}\\n' "$rs_m" >&2`,
       s.mark !== undefined
         ? `${s.mark.name}=${s.mark.value}`
         : s.kind === 'step'
           ? `( set -e\n${s.body}\n) </dev/null`
-          : `(\n${s.body}\n) </dev/null`,
-      'rs_rc=$?',
+          : shared
+            ? `{\n${s.body}\n} </dev/null`
+            : `(\n${s.body}\n) </dev/null`,
+      // (a brace group's status is its last command's, echo's too: shellcheck would take it for a slip)
+      shared ? '# shellcheck disable=SC2320\nrs_rc=$?' : 'rs_rc=$?',
       `printf '\\n%s E ${i} %s\\n' "$rs_m" "$rs_rc"; printf '\\n%s X ${i}\\n' "$rs_m" >&2`,
     ];
     if (s.kind === 'step' && s.group) {
@@ -77,7 +92,13 @@ export function scriptBody(sections: readonly Section[]): string {
     }
     if (s.stop) lines.push('[ "$rs_rc" = 0 ] || exit 0');
   });
+  if (inRow) lines.push(') </dev/null');
   return lines.join('\n');
+}
+
+/** A probe that may share its row's subshell (a gate or a mark never does: they act on the script's own shell). */
+function isShared(s: Section): boolean {
+  return s.kind === 'probe' && s.shared === true && !s.stop && s.mark === undefined;
 }
 
 /**
@@ -99,7 +120,10 @@ export function splitOutput(stdout: string, marker: string, count: number, stder
     const eol = ei < 0 ? -1 : stdout.indexOf('\n', ei + e.length);
     const code = eol < 0 ? '' : stdout.slice(ei + e.length, eol);
     if (!/^\d+$/.test(code)) {
-      out[i].stdout = stdout.slice(start);
+      // cut short (the script died, or an exit ended its row of shared probes): up to the next
+      // section that began, if any
+      const next = stdout.indexOf(`\n${marker} B `, start);
+      out[i].stdout = next < 0 ? stdout.slice(start) : stdout.slice(start, next);
       from = start;
       continue;
     }
@@ -114,7 +138,8 @@ export function splitOutput(stdout: string, marker: string, count: number, stder
     if (bi < 0) continue;
     const start = bi + b.length;
     const xi = stderr.indexOf(`\n${marker} X ${i}\n`, start);
-    out[i].stderr = xi < 0 ? stderr.slice(start) : stderr.slice(start, xi);
+    const end = xi < 0 ? stderr.indexOf(`\n${marker} B `, start) : xi;
+    out[i].stderr = end < 0 ? stderr.slice(start) : stderr.slice(start, end);
     at = xi < 0 ? start : xi + 1;
   }
   return out;

@@ -83,6 +83,7 @@ export const FILE_FACTS: ProbeBatch<FileAnswer> = fileFactsBatch(SENSITIVE_RECOR
 /** The file probe batch, reading the lists of sensitive files at `records` (a test's own). */
 export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer> {
   return {
+    shared: true,
     script(paths) {
       const list = paths.map(shq).join(' ');
       const pick = (test: string) => `set --

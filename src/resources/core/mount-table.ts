@@ -11,10 +11,11 @@ import { remember } from '../../util/memo.ts';
 /**
  * Shell functions over the mount table, read once per shell (and root): rs_mi_load ROOT sets
  * $rs_mi to ROOT/proc/self/mountinfo (one `cat` for every disk, mount and storage record of the
- * script's inline parts, which share one shell: contract/probe.ts); rs_mi_lines exact|under
- * ESCAPED prints the lines whose mountpoint field is ESCAPED (mountinfo's escaping), or starts
- * with it. Lines are walked with builtins: a Kubernetes node's table runs to thousands of lines,
- * which `read` would take a syscall per byte to read.
+ * script's shared subshell: contract/probe.ts); rs_mi_each ROOT FN calls FN with each line's
+ * fields as its arguments (the whole line in $rs_mi_l; IFS a blank and globbing off meanwhile);
+ * rs_mi_lines exact|under ESCAPED prints the lines whose mountpoint field is ESCAPED (mountinfo's
+ * escaping), or starts with it. Lines are walked with builtins: a Kubernetes node's table runs to
+ * thousands of lines, which `read` would take a syscall per byte to read.
  */
 export const MOUNTINFO_FN = `rs_mi_root=
 rs_mi_load() {
@@ -22,22 +23,29 @@ rs_mi_load() {
   rs_mi_root="=$1"
   rs_mi=$(cat -- "$1/proc/self/mountinfo" 2>/dev/null)
 }
-rs_mi_lines() {
-  rs_mi_load ''
-  rs_mi_how=$1; rs_mi_want=$2; rs_mi_ifs=$IFS; set -f
+rs_mi_each() {
+  rs_mi_load "$1"
+  rs_mi_fn=$2; rs_mi_ifs=$IFS; set -f
   IFS='
 '
   for rs_mi_l in $rs_mi; do
     IFS=' '
     # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
     set -- $rs_mi_l
-    case $rs_mi_how in
-    exact) [ "$5" = "$rs_mi_want" ] || continue ;;
-    *) case $5 in "$rs_mi_want"*) ;; *) continue ;; esac ;;
-    esac
-    printf '%s\\n' "$rs_mi_l"
+    "$rs_mi_fn" "$@" || :
   done
   IFS=$rs_mi_ifs; set +f
+}
+rs_mi_line() {
+  case $rs_mi_how in
+  exact) [ "$5" = "$rs_mi_want" ] || return 0 ;;
+  *) case $5 in "$rs_mi_want"*) ;; *) return 0 ;; esac ;;
+  esac
+  printf '%s\\n' "$rs_mi_l"
+}
+rs_mi_lines() {
+  rs_mi_how=$1; rs_mi_want=$2
+  rs_mi_each '' rs_mi_line
 }`;
 
 /** The define part of MOUNTINFO_FN, for a probe whose parts call it. */

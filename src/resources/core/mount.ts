@@ -66,6 +66,7 @@ export interface PathId {
 
 /** Identity, mode and emptiness of paths, one find for all the mounts of a script; undefined when missing. */
 export const PATH_IDS: ProbeBatch<PathId | undefined> = {
+  shared: true,
   script: (paths) =>
     `find -L ${paths.map(shq).join(' ')} -maxdepth 0 -printf '%D:%i %m ' \\( -empty -printf 'empty ' -o -printf 'nonempty ' \\) -printf '%p\\n' 2>/dev/null\n:`,
   split(stdout, paths) {

@@ -4,6 +4,7 @@
  * per resource, from the operator's mirror when one is given (used for this transaction only:
  * the host's own package sources are not changed). A host with neither manager is refused.
  */
+import { inline } from '../../contract/probe.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { shJoin, shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
@@ -81,8 +82,9 @@ export function packages(o: PackagesOptions): Resource<PackagesFacts, string[]> 
   return {
     ...common('packages', `packages:${o.name}`, o),
     verifiable: true,
-    // one process: the package database's answer for exactly these names
-    probe: () => `if command -v dpkg-query >/dev/null 2>&1; then
+    // one process (in the script's shared subshell): the package database's answer for exactly these names
+    probe: () => [
+      inline(`if command -v dpkg-query >/dev/null 2>&1; then
   echo pm=apt
   dpkg-query -W -f='\${Package} \${db:Status-Abbrev}\\n' ${shJoin(apt)} 2>/dev/null
 elif command -v rpm >/dev/null 2>&1; then
@@ -91,7 +93,8 @@ elif command -v rpm >/dev/null 2>&1; then
 else
   echo pm=none
 fi
-:`,
+:`),
+    ],
     parse: (out) => parsePackages(out.stdout),
     diff(f): Change<string[]>[] {
       if (f.manager === 'none') throw new Refusal(`no apt or dnf on this host: install ${apt.join(', ')} by hand`);

@@ -29,7 +29,7 @@ import {
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
-import { escapeMountinfo, MOUNTINFO_FN } from '../core/mount-table.ts';
+import { escapeMountinfo, MOUNTINFO, MOUNTINFO_FN } from '../core/mount-table.ts';
 import { BLOCK_IDS_FN } from '../core/block-ids.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
@@ -259,24 +259,17 @@ RS_FP_EOF
  * or returns 1 (major 0 is never a block device: no proc, tmpfs, overlay). From the mount table
  * read once per shell (and root $R: mount-table.ts), walked with builtins.
  */
-const BM_GET_FN = `rs_bm_get() {
+const BM_GET_FN = `rs_bm_line() {
+  if [ $# -lt 7 ] || [ "$3" != "$rs_bm_mm" ]; then return 0; fi
+  rs_bmv="$rs_bmv $5"; rs_bm_n=1
+  shift 6
+  while [ $# -gt 0 ] && [ "$1" != - ]; do shift; done
+  rs_bm_fs=\${2-}
+}
+rs_bm_get() {
   rs_bmv=; rs_bm_fs=; rs_bm_n=; rs_bm_mm=$1
   case $1 in 0:*) return 1 ;; esac
-  rs_mi_load "$R"
-  rs_bm_ifs=$IFS; set -f
-  IFS='
-'
-  for rs_bm_l in $rs_mi; do
-    IFS=' '
-    # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
-    set -- $rs_bm_l
-    if [ $# -lt 7 ] || [ "$3" != "$rs_bm_mm" ]; then continue; fi
-    rs_bmv="$rs_bmv $5"; rs_bm_n=1
-    shift 6
-    while [ $# -gt 0 ] && [ "$1" != - ]; do shift; done
-    rs_bm_fs=\${2-}
-  done
-  IFS=$rs_bm_ifs; set +f
+  rs_mi_each "$R" rs_bm_line
   [ -n "$rs_bm_n" ] || return 1
   rs_bmv="$rs_bm_fs\t$rs_bmv"
 }`;
@@ -795,20 +788,28 @@ export interface XattrCheckOptions extends CommonOptions {
 }
 
 /**
- * The xattr check of every data mount of a script at once: one awk finds which are mounted, one
- * setfattr, getfattr and setfattr -x each take them all (four processes, not four per disk: a
- * storage node has a dozen). Per path, the key=value lines parseXattrFacts reads.
+ * The xattr check of every data mount of a script at once: the mount table (MOUNTINFO, read once
+ * per shell) tells which are mounted, one setfattr, getfattr and setfattr -x each take them all
+ * (three processes, not three per disk: a storage node has a dozen). Per path, the key=value
+ * lines parseXattrFacts reads.
  */
 export const XATTR_CHECKS: ProbeBatch = {
+  shared: true,
   script(paths) {
     // The attribute is this shell's own (its pid in the name): two runs checking one mount at the
     // same moment neither read nor remove each other's.
     const n = '"$n"';
     return `v="racksmith-$$"; n=${shq(XATTR_NAME)}."$$"
-rs_mp=$(RS_MPS=${shq(paths.map(escapeMountinfo).join('\n'))} awk 'BEGIN { n = split(ENVIRON["RS_MPS"], a, "\\n"); for (i = 1; i <= n; i++) w[a[i]] = 1 } ($5 in w) { print $5 }' /proc/self/mountinfo 2>/dev/null)
-rs_mp="
-$rs_mp
-"
+rs_xa_want=${shq(`\n${paths.map(escapeMountinfo).join('\n')}\n`)}
+rs_mp='
+'
+rs_xa_line() {
+  case $rs_xa_want in *"
+$5
+"*) rs_mp="$rs_mp$5
+" ;; esac
+}
+rs_mi_each '' rs_xa_line
 set --
 ${paths.map((p) => `case "$rs_mp" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
@@ -859,7 +860,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
     ...common('xattr-check', `xattr:${path}`, o),
     verifiable: true,
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
-    probe: () => [{ batch: XATTR_CHECKS, arg: path }],
+    probe: () => [MOUNTINFO, { batch: XATTR_CHECKS, arg: path }],
     parse: (out) => parseXattrFacts(out.stdout),
     diff: (f) => xattrDiff(path, f),
     apply: () => [],

@@ -201,26 +201,19 @@ type PruneData = FileWrite | { unmount: string };
  */
 function xfsMountsProbe(keep: readonly string[]): string {
   return `rs_xk=${shq(keep.map(escapeMountinfo).join('\n'))}
-rs_mi_load ''
-rs_x_ifs=$IFS; set -f
-IFS='
-'
-for rs_x_l in $rs_mi; do
-  IFS=' '
-  # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
-  set -- $rs_x_l
-  [ $# -ge 7 ] || continue
+rs_x_line() {
+  [ $# -ge 7 ] || return 0
   rs_x_mm=$3; rs_x_mp=$5; shift 6
   while [ $# -gt 0 ] && [ "$1" != - ]; do shift; done
-  [ "\${2-}" = xfs ] || continue
+  [ "\${2-}" = xfs ] || return 0
   case "
 $rs_xk
 " in *"
 $rs_x_mp
-"*) continue ;; esac
+"*) return 0 ;; esac
   printf 'xfs=%s %s %s %s\\n' "$rs_x_mm" "$(blkid -p -s UUID -o value -- "\${3-}" 2>/dev/null)" "\${3-}" "$rs_x_mp"
-done
-IFS=$rs_x_ifs; set +f`;
+}
+rs_mi_each '' rs_x_line`;
 }
 
 export function parseXfsMounts(out: string): XfsMount[] {

@@ -228,7 +228,7 @@ export function sysctlEffect(o: SysctlEffectOptions): Resource<SysctlEffectFacts
       () => ({
         memory: inline(MEMORY_PROBE),
         live: liveKeys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), // each floored key's live value
-        files: PROBE,
+        files: inline(PROBE),
       }),
       ({ memory, live, files }) => ({
         memory: parseMemory(memory),

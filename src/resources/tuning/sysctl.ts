@@ -60,6 +60,7 @@ echo "mem=$kb $rs_ps"`;
  * '' when it could not be read.
  */
 export const SYSCTL_LIVE: ProbeBatch<string | null> = {
+  shared: true,
   script: (keys) =>
     `set --\n${keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n')}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null\n:`,
   split(stdout, keys) {

@@ -32,6 +32,8 @@ import { ioRulesContent, ioUdevRules } from '../../../../src/resources/storage/u
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../../../playbooks/storage.ts';
 import { InputError } from '../../../../src/util/errors.ts';
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
+import { MOUNTINFO_FN } from '../../../../src/resources/core/mount-table.ts';
+import { shq } from '../../../../src/shell/quote.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -736,10 +738,22 @@ describe('xattr check', () => {
     expect(parseXattrFacts(XATTR_CHECKS.split('mounted=/ais/d1\nwant=v\n@set\n', ['/ais/d1'])[0]).ok).toBe(false);
   });
 
-  it('the batch script finds mounted paths by their mountinfo spelling (spaces escaped)', () => {
-    const script = XATTR_CHECKS.script(['/ais/d 2']);
-    expect(script).toContain("RS_MPS='/ais/d\\0402'");
-    expect(script).toContain("'\n/ais/d\\0402\n'");
+  it('the batch script finds mounted paths by their mountinfo spelling (spaces escaped), from the mount table walked in the shell', () => {
+    // the table as MOUNTINFO_FN would have read it (rs_mi_load sees it loaded); no setfattr is
+    // needed for the mounted= lines, which come first
+    const table = [
+      '36 25 8:1 / /ais/d\\0402 rw,noatime shared:1 - xfs /dev/sdb rw',
+      '37 25 8:2 / /ais/d3 rw - xfs /dev/sdc rw',
+      '38 25 8:3 / /ais/d1x rw - xfs /dev/sdd rw',
+    ].join('\n');
+    const script = `${MOUNTINFO_FN}\nrs_mi_root==; rs_mi=${shq(table)}\n${XATTR_CHECKS.script(['/ais/d 2', '/ais/d1', '/ais/d3'])}`;
+    const out = execFileSync('/bin/sh', ['-c', script], {
+      encoding: 'utf8',
+      env: { PATH: '/nonexistent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const mounted = out.split('\n').filter((l) => l.startsWith('mounted='));
+    expect(mounted).toEqual(['mounted=/ais/d 2', 'mounted=/ais/d3']);
   });
 });
 
