@@ -1,3 +1,5 @@
+import { define } from '../../contract/probe.ts';
+
 /**
  * Filesystem UUIDs of the host's block devices, read once per probe subshell: one `blkid` for
  * every disk, mount and storage record that asks (a process per ask adds up over a storage node's
@@ -56,3 +58,6 @@ $rs_bid
 RS_BID_EOF
   return 0
 }`;
+
+/** The define part of BLOCK_IDS_FN, for a probe whose parts call it. */
+export const BLOCK_IDS = define(BLOCK_IDS_FN);

@@ -8,7 +8,7 @@ import { MOUNTINFO, mountTableProbe, topMount, type MountEntry } from './mount-t
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
-import { BLOCK_IDS_FN } from './block-ids.ts';
+import { BLOCK_IDS } from './block-ids.ts';
 
 export interface MountOptions extends CommonOptions {
   /** Mountpoint. */
@@ -84,8 +84,6 @@ export const PATH_IDS: ProbeBatch<PathId | undefined> = {
 };
 
 /** What a mountpoint is (`target=link|dir|file|other|absent`): defined once per script, however many mounts. */
-const BLOCK_IDS = define(BLOCK_IDS_FN);
-
 const TARGET_KIND = define(
   'rs_target_kind() { if [ -L "$1" ]; then echo target=link; elif [ -d "$1" ]; then echo target=dir; elif [ -f "$1" ]; then echo target=file; elif [ -e "$1" ]; then echo target=other; else echo target=absent; fi; }',
 );

@@ -30,7 +30,7 @@ import {
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
 import { escapeMountinfo, MOUNTINFO, MOUNTINFO_FN } from '../core/mount-table.ts';
-import { BLOCK_IDS_FN } from '../core/block-ids.ts';
+import { BLOCK_IDS, BLOCK_IDS_FN } from '../core/block-ids.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
@@ -453,8 +453,8 @@ UUID="}; rs_u=\${rs_u%%"
   echo end=1
 }`;
 
-/** The shell functions every disk probe calls: defined once per script, however many disks. */
-const DISK_HELPERS = [
+/** The shell functions of the disk probes alone (the mount table's and blkid's are shared with mounts). */
+const DISK_OWN_HELPERS = [
   READ_FN,
   TRIM_FN,
   MAJMIN_FN,
@@ -465,15 +465,20 @@ const DISK_HELPERS = [
   REGIONS_FN,
   SAMPLE_FN,
   FP_FN,
-  MOUNTINFO_FN,
   BM_GET_FN,
   INUSE_FN,
-  BLOCK_IDS_FN,
   DISK_FN,
 ].join('\n');
 
-/** The probe part that defines the disk probes' helpers. */
-export const diskHelpers = (): DefinePart => define(DISK_HELPERS);
+/** The shell functions every disk probe calls. */
+const DISK_HELPERS = [MOUNTINFO_FN, BLOCK_IDS_FN, DISK_OWN_HELPERS].join('\n');
+
+/**
+ * The probe parts that define the disk probes' helpers: defined once per script, however many
+ * disks; the mount table's and blkid's as the same parts the mounts ask for, so that a script
+ * defines them once.
+ */
+export const diskHelpers = (): readonly DefinePart[] => [MOUNTINFO, BLOCK_IDS, define(DISK_OWN_HELPERS)];
 
 /** The call that probes one disk (after DISK_HELPERS). */
 function diskCall(spec: DiskSpec, o: ProbeOptions): string {
