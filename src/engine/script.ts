@@ -64,7 +64,7 @@ export function scriptBody(sections: readonly Section[]): string {
   let inRow = false;
   sections.forEach((s, i) => {
     if (s.kind === 'define') return;
-    const shared = isShared(s);
+    const shared = s.kind === 'probe' && s.shared === true;
     if (shared && !inRow) lines.push('(');
     else if (!shared && inRow) lines.push(') </dev/null');
     inRow = shared;
@@ -95,11 +95,6 @@ export function scriptBody(sections: readonly Section[]): string {
   });
   if (inRow) lines.push(') </dev/null');
   return lines.join('\n');
-}
-
-/** A probe that may share its row's subshell (a gate or a mark never does: they act on the script's own shell). */
-function isShared(s: Section): boolean {
-  return s.kind === 'probe' && s.shared === true && !s.stop && s.mark === undefined;
 }
 
 /**

@@ -36,11 +36,14 @@ function image(name: string, size: number, writes: Array<[number, Buffer]>): str
   return path;
 }
 
+/** The disk probes' shell functions, as a script defines them. */
+const HELPERS = diskHelpers()
+  .map((d) => d.define)
+  .join('\n');
+
 /** What rs_sample sets $rs_s to, read with perl (the host's PATH) or without. */
 function sample(path: string, size: number, perl: boolean): string {
-  const script = `${diskHelpers()
-    .map((d) => d.define)
-    .join('\n')}\nrs_sample "$1" "$2"; printf '%s\\n' "$rs_s"`;
+  const script = `${HELPERS}\nrs_sample "$1" "$2"; printf '%s\\n' "$rs_s"`;
   return execFileSync('/bin/sh', ['-c', script, 'sh', path, String(size)], {
     encoding: 'utf8',
     env: { PATH: perl ? (process.env.PATH ?? '/usr/bin:/bin') : noPerlPath, LC_ALL: 'C' },
@@ -49,9 +52,7 @@ function sample(path: string, size: number, perl: boolean): string {
 
 /** Whether the format guard's check (zeroSample) finds every sampled byte there and zero. */
 function stillZero(path: string, size: number, perl: boolean): boolean {
-  const script = `${diskHelpers()
-    .map((d) => d.define)
-    .join('\n')}\nif ${zeroSample('"$1"', size)}; then echo zero; else echo changed; fi`;
+  const script = `${HELPERS}\nif ${zeroSample('"$1"', size)}; then echo zero; else echo changed; fi`;
   const out = execFileSync('/bin/sh', ['-c', script, 'sh', path], {
     encoding: 'utf8',
     env: { PATH: perl ? (process.env.PATH ?? '/usr/bin:/bin') : noPerlPath, LC_ALL: 'C' },
@@ -96,9 +97,7 @@ describe('the blank-disk sample reads the same with perl and with dd', { timeout
   it.each([GiB, 8 * MiB, 32 * MiB, 32 * MiB + 512, 3 * GiB + 4096 * 7 + 512, 14 * 1024 * GiB + 512 * 3])(
     'the guard reads the regions the probe reads (size %d)',
     (size) => {
-      const script = `${diskHelpers()
-        .map((d) => d.define)
-        .join('\n')}\nrs_regions() { :; }\nrs_sample /dev/null "$1"; printf '%s' "$rs_segs"`;
+      const script = `${HELPERS}\nrs_regions() { :; }\nrs_sample /dev/null "$1"; printf '%s' "$rs_segs"`;
       const segs = execFileSync('/bin/sh', ['-c', script, 'sh', String(size)], { encoding: 'utf8' });
       expect(sampleRegions(size).join(' ')).toBe(segs);
     },
