@@ -106,25 +106,37 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
  * The recorded output as host number `i` of a converged fleet would answer: what differs between
  * such hosts is made to differ, so that nothing the engine reuses across hosts (a parse of the
  * same answer) looks better here than on a real fleet. Each host has its own filesystem UUIDs
- * (in the disks' probes and in fstab's content), mount IDs in the mount table, and value of the
- * data disks' xattr check.
+ * (in the disks' probes and in fstab's content) and mount IDs in the mount table.
  */
 export function hostVariant(stdout: string, i: number): string {
   const uuid = (u: string) => u.slice(0, -4) + (i & 0xffff).toString(16).padStart(4, '0');
   let out = stdout
     .replace(UUID, uuid)
-    .replace(/^(\d+) (\d+) (?=\d+:\d+ )/gm, (_, id: string, parent: string) => `${Number(id) + 10_000 * i} ${Number(parent) + 10_000 * i} `)
-    .replace(/racksmith-\d+\b/g, `racksmith-${1000 + i}`);
-  // small files' contents travel as one base64 blob (src/resources/core/file-common.ts)
+    .replace(
+      /^(\d+) (\d+) (?=\d+:\d+ )/gm,
+      (_, id: string, parent: string) => `${Number(id) + 10_000 * i} ${Number(parent) + 10_000 * i} `,
+    );
+  // small files' contents travel as one od hex dump (src/resources/core/file-common.ts)
   const c = out.indexOf('\n@content\n');
   const h = out.indexOf('\n@sha\n', c);
   if (c >= 0 && h > c) {
-    const blob = Buffer.from(out.slice(c + 10, h), 'base64')
-      .toString('latin1')
-      .replace(UUID, uuid);
-    out = out.slice(0, c + 10) + Buffer.from(blob, 'latin1').toString('base64') + out.slice(h);
+    const blob = Buffer.from(
+      Buffer.from(out.slice(c + 10, h).replace(/\s+/g, ''), 'hex')
+        .toString('latin1')
+        .replace(UUID, uuid),
+      'latin1',
+    );
+    out = out.slice(0, c + 10) + odHex(blob) + out.slice(h);
   }
   return out;
+}
+
+/** `bytes` as `od -A n -v -t x1` prints them: 16 a line, each as a space and two hex digits. */
+function odHex(bytes: Buffer): string {
+  let text = '';
+  for (let at = 0; at < bytes.length; at += 16)
+    text += `${[...bytes.subarray(at, at + 16)].map((b) => ` ${b.toString(16).padStart(2, '0')}`).join('')}\n`;
+  return text;
 }
 
 /** Replays each host's answers (made before the timed run), with the marker of each exec's script. */

@@ -34,7 +34,10 @@ const DISK_PROBES = join(import.meta.dirname, '../../test/unit/fixtures/disk-pro
 function fileAnswer(paths: readonly string[], files: Record<string, string>): string {
   const present = paths.filter((p) => p in files);
   const meta = present.map((p) => `f ${Buffer.byteLength(files[p])} 644 0 root 0 root ${p}`).join('\n');
-  const content = Buffer.from(present.map((p) => files[p]).join('')).toString('base64');
+  // (od's hex bytes, one line: the reader skips the blanks)
+  const content = Buffer.from(present.map((p) => files[p]).join(''))
+    .toString('hex')
+    .replace(/../g, ' $&');
   const sha = present.map((p) => `${createHash('sha256').update(files[p]).digest('hex')}  ${p}`).join('\n');
   return `${meta}\n@content\n${content}\n@sha\n${sha}\n@sensitive\n`;
 }

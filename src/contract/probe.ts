@@ -79,6 +79,11 @@ export function inline(body: string): BatchPart {
   return { batch: INLINE, arg: body };
 }
 
+/** An inline part (its argument is its shell), for wrappers that rewrite a probe's shell. */
+export function isInline(part: BatchPart<unknown>): part is BatchPart {
+  return part.batch === INLINE;
+}
+
 /** A resource's probe: one shell snippet, or parts whose outputs are joined in order. */
 export type ProbeText = string | readonly ProbePart[];
 

@@ -22,7 +22,8 @@ export interface Section {
   /**
    * A probe that keeps the inline contract (contract/probe.ts): probes in a row that are shared run
    * in one subshell, each as a brace group between its markers (a fork for all of them, not one
-   * each). An `exit` there would end the rest of the row: those sections show as not run.
+   * each); the row that ends the script runs in the script's own shell. An `exit` there would end
+   * the rest of the row: those sections show as not run.
    */
   shared?: boolean;
   body: string;
@@ -39,7 +40,7 @@ export interface SectionOutput {
 
 /**
  * Join sections into ONE script for one round trip. Each section runs in a subshell (a row of
- * shared probes in one together) between markers on both streams: its stdout between B and E
+ * shared probes in one together, or, ending the script, in its shell) between markers on both streams: its stdout between B and E
  * (with its exit code) on stdout, its stderr between B and X on stderr. A random marker per script
  * keeps host output from faking a boundary. Nothing is written on the host (no temp files): a
  * converged run only reads.
@@ -60,12 +61,18 @@ export function scriptBody(sections: readonly Section[]): string {
   };
   for (const s of sections) if (s.kind === 'define') lines.push(s.body);
   for (const s of sections) if (s.mark) lines.push(`${s.mark.name}=`);
-  // the subshell of a row of shared probes is open
+  // A row of shared probes runs in a subshell of its own, but the row that ends the script runs
+  // in the script's own shell (a fork less on every converged host: such a run is that one row):
+  // nothing runs after it to see what it leaves, and an exit there ends the rest of it alike.
+  const isShared = (s: Section) => s.kind === 'probe' && s.shared === true;
+  let lastRow = sections.length;
+  for (let j = sections.length - 1; j >= 0 && (sections[j].kind === 'define' || isShared(sections[j])); j--)
+    if (isShared(sections[j])) lastRow = j;
   let inRow = false;
   sections.forEach((s, i) => {
     if (s.kind === 'define') return;
-    const shared = s.kind === 'probe' && s.shared === true;
-    if (shared && !inRow) lines.push('(');
+    const shared = isShared(s);
+    if (shared && !inRow) lines.push(i >= lastRow ? '{' : '(');
     else if (!shared && inRow) lines.push(') </dev/null');
     inRow = shared;
     const run = [
@@ -93,7 +100,7 @@ export function scriptBody(sections: readonly Section[]): string {
     }
     if (s.stop) lines.push('[ "$rs_rc" = 0 ] || exit 0');
   });
-  if (inRow) lines.push(') </dev/null');
+  if (inRow) lines.push('} </dev/null');
   return lines.join('\n');
 }
 

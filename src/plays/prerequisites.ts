@@ -28,7 +28,7 @@ const validateVars = varsSchema({
   },
 });
 
-/** storage.ts: mkfs.xfs, setfattr/getfattr (the xattr check). */
+/** storage.ts: mkfs.xfs, setfattr (the xattr check). */
 export const STORAGE_PACKAGES: PackageName[] = ['xfsprogs', 'attr'];
 
 /** jail.ts: the client of each filesystem type of the jail and its submounts (nfs-common for NFS, ...). */

@@ -400,8 +400,35 @@ describe('shared probes: a row of them runs in one subshell', () => {
     const { script } = buildScript(sections);
     // processes the script starts: the pid counter would need a pid namespace; strace is not on
     // every runner, so the forks are counted from the script: one subshell opening for the row
-    expect(script.match(/^\($/gm)).toHaveLength(1);
+    // (the row ends the script: it runs in the script's own shell, so no subshell at all)
+    expect(script.match(/^\($/gm)).toBeNull();
     const { out } = roundTrip(sections);
     expect(out.every((o) => o.code === 0)).toBe(true);
+    // followed by a step, the same row gets its one subshell
+    const withStep: Section[] = [];
+    new ProbeSet(withStep, [[inline('echo i1')], [{ batch, arg: 'b1' }], [inline('echo i2')]]);
+    withStep.push(step('echo s'));
+    expect(buildScript(withStep).script.match(/^\($/gm)).toHaveLength(1);
+  });
+
+  it("the row that ends the script runs in the script's own shell: an exit there ends the script, the rest of the row shown as not run", () => {
+    const { script } = buildScript([probe('echo own'), shared('echo a'), shared('echo b')]);
+    expect(script.match(/^\($/gm)).toHaveLength(1); // the probe of its own
+    expect(script.match(/^\{$/gm)).toHaveLength(3); // the row, and a brace group per section
+    const { out, status } = roundTrip([
+      shared('echo one'),
+      probe('echo own'),
+      shared('rs_t=last; echo two'),
+      shared('echo "$rs_t"; exit 4'),
+      shared('echo four'),
+    ]);
+    expect(status).toBe(4);
+    expect(out.map((o) => [o.stdout, o.code])).toEqual([
+      ['one\n', 0],
+      ['own\n', 0],
+      ['two\n', 0],
+      ['last\n', null],
+      ['', null],
+    ]);
   });
 });

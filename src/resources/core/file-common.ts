@@ -65,12 +65,34 @@ export function fileFacts(answer: unknown): FileFacts {
 
 /**
  * A file's facts as a batched probe part: every file of every resource of a script is looked at
- * by one `find` (type, size, mode, owner), and the content of all small regular files is sent in
- * one `cat | base64` (their sha256 is computed here); a file too large to transfer is hashed on
- * the host. Each resource gets its own path's FileFacts.
+ * by one `find` (type, size, mode, owner), and the content of all small regular files is sent by
+ * one `od` as hex bytes (one process: `cat | base64` took two; their sha256 is computed here); a
+ * file too large to transfer is hashed on the host. Each resource gets its own path's FileFacts.
  */
 export function fileProbe(path: string): BatchPart<FileAnswer> {
   return { batch: FILE_FACTS, arg: path };
+}
+
+/**
+ * The bytes of `od -A n -v -t x1` output in text[from, to): two lowercase hex digits a byte, the
+ * spaces and line breaks between them skipped. (A loop over the text: twice as fast here as
+ * stripping the blanks with a regex for Buffer.from's hex.)
+ */
+export function fromOdHex(text: string, from = 0, to = text.length): Buffer {
+  const out = Buffer.allocUnsafe(Math.max(0, to - from) >> 1);
+  let n = 0;
+  let high = -1;
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    const digit = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
+    if (digit < 0) continue;
+    if (high < 0) high = digit;
+    else {
+      out[n++] = high * 16 + digit;
+      high = -1;
+    }
+  }
+  return out.subarray(0, n);
 }
 
 const ABSENT: FileFacts = Object.freeze({ type: 'absent' });
@@ -94,7 +116,7 @@ RS_META`;
 printf '%s\\n' "$rs_meta"
 ${pick('-le')}
 echo @content
-[ $# -gt 0 ] && cat -- "$@" | base64
+[ $# -gt 0 ] && od -A n -v -t x1 -- "$@"
 ${pick('-gt')}
 echo @sha
 [ $# -gt 0 ] && sha256sum -- "$@"
@@ -132,9 +154,8 @@ ${readSensitiveScript(records)}
           if (m) hashes.set(m[2], m[1]);
         }
       }
-      // Small files' contents, concatenated in the order find listed them (the decoder skips the
-      // line breaks of base64's output).
-      const blob = Buffer.from(stdout.slice(c + 10, h), 'base64');
+      // Small files' contents, concatenated in the order find listed them.
+      const blob = fromOdHex(stdout, c + 10, h);
       const content = new Map<string, Buffer>();
       let at = 0;
       for (const [path, line] of meta) {

@@ -7,7 +7,7 @@
  *  - diskMount: mount.ts for a disk given by path or by serial.
  * The udev rule that persists the I/O tuning is in udev.ts. Decisions live in blockdev-logic.ts.
  */
-import { define, inline, probed, type BatchPart, type DefinePart, type ProbeBatch, type Probed } from '../../contract/probe.ts';
+import { define, inline, isInline, probed, type BatchPart, type DefinePart, type ProbeBatch, type Probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import {
@@ -794,17 +794,17 @@ export interface XattrCheckOptions extends CommonOptions {
 
 /**
  * The xattr check of every data mount of a script at once: the mount table (MOUNTINFO, read once
- * per shell) tells which are mounted, one setfattr, getfattr and setfattr -x each take them all
- * (three processes, not three per disk: a storage node has a dozen). Per path, the key=value
- * lines parseXattrFacts reads.
+ * per shell) tells which are mounted, then one setfattr sets an attribute on them all and one
+ * `setfattr -x` removes it again (two processes, not two per disk: a storage node has a dozen).
+ * The removal is the read-back: removing an attribute the filesystem did not store fails
+ * (ENODATA), and the name is this shell's own. Per path, the key=value lines parseXattrFacts reads.
  */
 export const XATTR_CHECKS: ProbeBatch = {
   shared: true,
   script(paths) {
     // The attribute is this shell's own (its pid in the name): two runs checking one mount at the
-    // same moment neither read nor remove each other's.
-    const n = '"$n"';
-    return `v="racksmith-$$"; n=${shq(XATTR_NAME)}."$$"
+    // same moment neither see nor remove each other's.
+    return `n=${shq(XATTR_NAME)}."$$"
 rs_xa_want=${shq(`\n${paths.map(escapeMountinfo).join('\n')}\n`)}
 rs_mp='
 '
@@ -819,10 +819,8 @@ set --
 ${paths.map((p) => `case "$rs_mp" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
 if [ $# -gt 0 ]; then
-  echo "want=$v"; echo "name=$n"
-  echo @set; setfattr -n ${n} -v "$v" -- "$@" 2>&1; echo "@rc=$?"
-  echo @get; getfattr --absolute-names -n ${n} -- "$@" 2>/dev/null
-  echo @removed; setfattr -x ${n} -- "$@" 2>&1; echo "@rc=$?"
+  echo @set; setfattr -n "$n" -v "racksmith-$$" -- "$@" 2>&1; echo "@rc=$?"
+  echo @removed; setfattr -x "$n" -- "$@" 2>&1; echo "@rc=$?"
 fi
 :`;
   },
@@ -831,34 +829,24 @@ fi
     const sec: Record<string, string[]> = { head: [] };
     let cur = 'head';
     for (const l of stdout.split('\n')) {
-      if (l === '@set' || l === '@get' || l === '@removed') sec[(cur = l.slice(1))] = [];
+      if (l === '@set' || l === '@removed') sec[(cur = l.slice(1))] = [];
       else if (cur === 'head' && l.startsWith('mounted=')) mounted.add(l.slice(8));
       else sec[cur].push(l);
     }
-    const want = (sec.head.find((l) => l.startsWith('want=')) ?? 'want=').slice(5);
-    const name = sec.head.find((l) => l.startsWith('name='))?.slice(5) ?? XATTR_NAME;
-    // setfattr/getfattr name the file in each message ("setfattr: /ais/d1: Operation not supported")
+    // setfattr names the file in each message ("setfattr: /ais/d1: Operation not supported")
     const outcome = (lines: string[] | undefined, p: string) => {
       if (!lines) return 'did not run';
       const mine = lines.filter((l) => l.includes(`: ${p}: `));
       if (mine.length) return mine.join(' ');
       return lines.some((l) => l.startsWith('@rc=')) ? 'ok' : 'did not finish';
     };
-    const got = new Map<string, string>();
-    let file: string | undefined;
-    for (const l of sec.get ?? []) {
-      if (l.startsWith('# file: ')) file = l.slice(8);
-      else if (file !== undefined && l.startsWith(`${name}=`)) got.set(file, l.slice(name.length + 1).replace(/^"(.*)"$/, '$1'));
-    }
     return paths.map((p) =>
-      !mounted.has(p)
-        ? 'mounted=0\n'
-        : `mounted=1\nwant=${want}\nset=${outcome(sec.set, p)}\ngot=${got.get(p) ?? ''}\nremoved=${outcome(sec.removed, p)}\n`,
+      !mounted.has(p) ? 'mounted=0\n' : `mounted=1\nset=${outcome(sec.set, p)}\nremoved=${outcome(sec.removed, p)}\n`,
     );
   },
 };
 
-/** The mounted filesystem at `path` takes user xattrs: set, read back and remove user.racksmith.probe. */
+/** The mounted filesystem at `path` takes user xattrs: user.racksmith.probe.PID set, then removed (which reads it back). */
 export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
   const path = checkAbsolutePath(o.path, 'xattr check path');
   return {
@@ -876,13 +864,16 @@ export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'
   spec: DiskSpec;
 }
 
-/** Resolve a serial to /dev/KNAME in shell (prints nothing when it is not exactly one disk). */
+/**
+ * Shell that sets rs_dev to /dev/KNAME of the disk with this serial (empty when it is not exactly
+ * one disk): a resolver for resolvedMount.
+ */
 export function serialResolver(serial: string): string {
-  return `$(R=; ${READ_FN}
+  return `rs_dev=; R=; ${READ_FN}
 ${TRIM_FN}
 ${IDS_FN}
 ${SERIAL_FN}
-rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && echo "/dev/\${k##*/}")`;
+rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && rs_dev="/dev/\${k##*/}"`;
 }
 
 /**
@@ -899,23 +890,29 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
 
 /**
  * mount.ts for a device only the host can name: `o.device` is a placeholder path that does not
- * exist, which the probe and the steps replace by `resolver` (shell printing the device path, or
- * nothing: then the placeholder's absence fails safe).
+ * exist, which the probe and the steps replace by what `resolver` (shell that sets rs_dev to the
+ * device path, or to nothing: then the placeholder's absence fails safe) finds on the host.
  */
 export function resolvedMount(o: MountOptions & { device: string }, resolver: string): Resource<MountFacts> {
   const inner = mount(o);
   const quoted = shq(o.device);
-  const resolved = `"${resolver}"`;
-  const sub = (script: string) => script.split(quoted).join(resolved);
+  // A probe's shell part resolves once, up front, in the probe's own shell (no subshell on a
+  // converged host); a step resolves where it uses the device, as late as ever.
+  const resolvedFirst = (script: string) => (script.includes(quoted) ? `${resolver}\n${script.split(quoted).join('"$rs_dev"')}` : script);
+  const inPlace = (script: string) => script.split(quoted).join(`"$(${resolver}\nprintf '%s\\n' "$rs_dev")"`);
   return {
     ...inner,
     probe: () => {
       const p = inner.probe();
       // (inline parts carry their shell as the argument)
       return typeof p === 'string'
-        ? sub(p)
-        : p.map((part) => (typeof part === 'string' ? sub(part) : 'define' in part ? part : { ...part, arg: sub(part.arg) }));
+        ? resolvedFirst(p)
+        : p.map((part) => {
+            if (typeof part === 'string') return resolvedFirst(part);
+            if ('define' in part) return part;
+            return isInline(part) ? inline(resolvedFirst(part.arg)) : { ...part, arg: inPlace(part.arg) };
+          });
     },
-    apply: (f, changes) => inner.apply(f, changes as Parameters<typeof inner.apply>[1]).map((s) => ({ ...s, script: sub(s.script) })),
+    apply: (f, changes) => inner.apply(f, changes as Parameters<typeof inner.apply>[1]).map((s) => ({ ...s, script: inPlace(s.script) })),
   };
 }

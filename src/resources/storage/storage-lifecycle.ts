@@ -130,21 +130,24 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
 // The mount of a recorded mountpath
 
 /**
- * Shell that prints the device of the filesystem UUID storage.json records for `mountpoint` (in a
- * probe, from the script's one blkid of the host's devices: core/block-ids.ts; in a step, udev's
- * by-uuid link, else blkid's lookup), else `fallback`'s output: the mountpath's own entry (a
- * fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its disk, so
- * a disk moved to another slot is found at its mountpath whatever its kernel name is now.
+ * Shell that sets rs_dev to the device of the filesystem UUID storage.json records for
+ * `mountpoint` (in a probe, from the script's one blkid of the host's devices: core/block-ids.ts;
+ * in a step, udev's by-uuid link, else blkid's lookup), else as `fallback` (shell setting rs_dev)
+ * does: the mountpath's own entry (a fresh host, a replaced disk whose recorded filesystem is
+ * gone). A UUID moves with its disk, so a disk moved to another slot is found at its mountpath
+ * whatever its kernel name is now.
  */
 function recordResolver(path: string, mountpoint: string, fallback: string): string {
-  return `$(rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${shq(recordLinePrefix(mountpoint))}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
-rs_d=
+  return `rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${shq(recordLinePrefix(mountpoint))}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
+rs_dev=
 if [ -n "$rs_u" ]; then
   # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_dev (core/block-ids.ts) where the script defines it
-  if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_d=$rs_bid_v
-  elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_d=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_d=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
+  if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_dev=$rs_bid_v
+  elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_dev=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_dev=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
 fi
-if [ -n "$rs_d" ]; then echo "$rs_d"; else echo ${fallback}; fi)`;
+if [ -z "$rs_dev" ]; then
+${fallback}
+fi`;
 }
 
 export interface RecordedDiskMountOptions extends Omit<MountOptions, 'device' | 'source'> {
@@ -167,10 +170,10 @@ export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<MountFa
   const path = checkAbsolutePath(record ?? STORAGE_RECORD, 'storage record path');
   const mountpoint = checkAbsolutePath(o.path, 'mount path');
   let fallback: string;
-  if (spec.device !== undefined) fallback = shq(checkAbsolutePath(spec.device, 'device'));
+  if (spec.device !== undefined) fallback = `rs_dev=${shq(checkAbsolutePath(spec.device, 'device'))}`;
   else {
     if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
-    fallback = `"${serialResolver(spec.serial)}"`;
+    fallback = serialResolver(spec.serial);
   }
   return resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback));
 }

@@ -13,6 +13,7 @@ import {
   checkAbsolutePath,
   FILE_FACTS,
   fileProbe,
+  fromOdHex,
   MAX_PROBED_BYTES,
   normMode,
   fileFacts,
@@ -25,6 +26,7 @@ import { InputError } from '../../../../src/util/errors.ts';
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 import { textOutput } from '../../../../src/contract/probe.ts';
 import { Secret } from '../../../../src/util/secret.ts';
+import { odDump } from '../../../support/od.ts';
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -656,22 +658,30 @@ describe('file facts batch: every file of a script in one find, one cat | base64
     expect(facts[5].type).toBe('link');
   });
 
-  it('a file that changed size between find and cat is a probe error, not a wrong hash', () => {
-    const out = `f 5 644 0 root 0 root /x/a\nf 3 644 0 root 0 root /x/b\n\n@content\n${Buffer.from('abcdefg').toString('base64')}\n@sha\n@sensitive\n`;
+  it.each([
+    ['nothing', Buffer.alloc(0)],
+    ['every byte value', Buffer.from(Array.from({ length: 256 }, (_, i) => i))],
+    ['a line that ends without a newline, and 17 bytes (a second od line)', Buffer.from('a=1\nb=2\nc=3 \t$x')],
+  ])('od hex of %s reads back byte for byte', (_, bytes) => {
+    expect(fromOdHex(odDump(bytes)).equals(bytes)).toBe(true);
+    // and from the middle of an answer
+    const text = `x\n@content\n${odDump(bytes)}@sha\n`;
+    expect(fromOdHex(text, text.indexOf('@content\n') + 9, text.indexOf('@sha')).equals(bytes)).toBe(true);
+  });
+
+  it('a file that changed size between find and od is a probe error, not a wrong hash', () => {
+    const out = `f 5 644 0 root 0 root /x/a\nf 3 644 0 root 0 root /x/b\n\n@content\n${odDump('abcdefg')}@sha\n@sensitive\n`;
     const [a, b] = FILE_FACTS.split(out, ['/x/a', '/x/b']);
     expect(() => fileFacts(a)).toThrow(ProbeError);
     expect(() => fileFacts(b)).toThrow(/changed while it was read/);
-    const ok = FILE_FACTS.split(out.replace(Buffer.from('abcdefg').toString('base64'), Buffer.from('abcdefgh').toString('base64')), [
-      '/x/a',
-      '/x/b',
-    ]);
+    const ok = FILE_FACTS.split(out.replace(odDump('abcdefg'), odDump('abcdefgh')), ['/x/a', '/x/b']);
     expect(fileFacts(ok[0]).content!.toString()).toBe('abcde');
     expect(fileFacts(ok[1]).content!.toString()).toBe('fgh');
   });
 
   it('a file answered as before (same find line, same bytes) gets the same answer; any difference a new one', () => {
     const out = (content: string, mode = '644') =>
-      `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${Buffer.from(content).toString('base64')}\n@sha\n@sensitive\n`;
+      `f ${content.length} ${mode} 0 root 0 root /x/same\n\n@content\n${odDump(content)}@sha\n@sensitive\n`;
     const [a] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
     const [b] = FILE_FACTS.split(out('v=1\n'), ['/x/same']);
     const [c] = FILE_FACTS.split(out('v=2\n'), ['/x/same']);

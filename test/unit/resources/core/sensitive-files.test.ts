@@ -16,6 +16,7 @@ import type { Change, Resource } from '../../../../src/contract/resource.ts';
 import { InputError } from '../../../../src/util/errors.ts';
 import { Secret, secretText } from '../../../../src/util/secret.ts';
 import { shq } from '../../../../src/shell/quote.ts';
+import { odDump } from '../../../support/od.ts';
 
 scratchStateDir();
 
@@ -206,8 +207,7 @@ describe('the lists on a real filesystem', () => {
 });
 
 describe('the probe answer', () => {
-  const out = (record: string) =>
-    `f 4 644 0 root 0 root /x/a\n\n@content\n${Buffer.from('abcd').toString('base64')}\n@sha\n@sensitive\n${record}`;
+  const out = (record: string) => `f 4 644 0 root 0 root /x/a\n\n@content\n${odDump('abcd')}@sha\n@sensitive\n${record}`;
   it.each<[string, string, [boolean | undefined, boolean | undefined]]>([
     ['no record', '', [undefined, undefined]],
     ['listed: the file and the absent one', '/x/a\n/x/gone\n', [true, true]],

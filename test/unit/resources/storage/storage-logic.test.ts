@@ -3,7 +3,7 @@
 // and the disk probe run over a fake sysfs tree. The LVM/dm holder refusal is tested here from
 // facts (and from a fake /sys holders/ directory) because the test bed's kernel has no
 // device-mapper, so no real holder can be created there.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,8 +31,10 @@ import { Refusal } from '../../../../src/contract/resource.ts';
 import { ioRulesContent, ioUdevRules } from '../../../../src/resources/storage/udev.ts';
 import { AIS_MOUNT_OPTIONS, storageConfig, storageResources } from '../../../../playbooks/storage.ts';
 import { InputError } from '../../../../src/util/errors.ts';
+import { recordedDiskMount } from '../../../../src/resources/storage/storage-lifecycle.ts';
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
-import { MOUNTINFO_FN } from '../../../../src/resources/core/mount-table.ts';
+import { isInline } from '../../../../src/contract/probe.ts';
+import { escapeMountinfo, MOUNTINFO_FN } from '../../../../src/resources/core/mount-table.ts';
 import { shq } from '../../../../src/shell/quote.ts';
 
 const GiB = 1024 ** 3;
@@ -689,16 +691,23 @@ describe('format steps', () => {
   });
 });
 
+const hasTool = (name: string) => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
+
 describe('xattr check', () => {
   it.each([
-    ['mounted=1\nwant=v1\nset=ok\ngot=v1\nremoved=ok\n', true, ''],
+    ['mounted=1\nset=ok\nremoved=ok\n', true, ''],
     [
-      'mounted=1\nwant=v1\nset=setfattr: /ais/d1: Operation not supported \ngot=\nremoved=x\n',
+      'mounted=1\nset=setfattr: /ais/d1: Operation not supported \nremoved=x\n',
       false,
       /setfattr failed: setfattr: \/ais\/d1: Operation not supported/,
     ],
-    ['mounted=1\nwant=v1\nset=ok\ngot=v2\nremoved=ok\n', false, /read back "v2", wrote "v1"/],
-    ['mounted=1\nwant=v1\nset=ok\ngot=v1\nremoved=setfattr: denied\n', false, /could not remove/],
+    ['mounted=1\nset=ok\nremoved=setfattr: /ais/d1: No such attribute\n', false, /set, but not stored: .*No such attribute/],
+    [
+      'mounted=1\nset=ok\nremoved=setfattr: /ais/d1: Permission denied\n',
+      false,
+      /could not remove the probe attribute: .*Permission denied/,
+    ],
+    ['mounted=1\nset=ok\n', false, /could not remove the probe attribute: no output/],
   ])('%j', (out, ok, detail) => {
     const f = parseXattrFacts(out);
     expect(f.ok).toBe(ok);
@@ -709,33 +718,44 @@ describe('xattr check', () => {
     expect(refusal(() => xattrDiff('/ais/d1', parseXattrFacts('mounted=0\n')))).toMatch(/not mounted/);
   });
 
-  it('the batch (one setfattr/getfattr for every mount) gives each path its own outcome', () => {
+  it('the batch (one setfattr and one setfattr -x for every mount) gives each path its own outcome', () => {
     const out = [
       'mounted=/ais/d1',
       'mounted=/ais/d 2',
       'mounted=/ais/d3',
-      'want=racksmith-42',
       '@set',
       'setfattr: /ais/d3: Operation not supported',
       '@rc=1',
-      '@get',
-      '# file: /ais/d1',
-      'user.racksmith.probe="racksmith-42"',
-      '',
-      '# file: /ais/d 2',
-      'user.racksmith.probe="other"',
-      '',
       '@removed',
-      '@rc=0',
+      'setfattr: /ais/d 2: No such attribute',
+      'setfattr: /ais/d3: Operation not supported',
+      '@rc=1',
       '',
     ].join('\n');
     const facts = XATTR_CHECKS.split(out, ['/ais/d1', '/ais/d 2', '/ais/d3', '/ais/d4']).map((t) => parseXattrFacts(t));
     expect(facts[0]).toEqual({ mounted: true, ok: true, detail: '' });
-    expect(facts[1]).toMatchObject({ ok: false, detail: 'read back "other", wrote "racksmith-42"' });
+    expect(facts[1]).toMatchObject({ ok: false, detail: 'set, but not stored: setfattr: /ais/d 2: No such attribute' });
     expect(facts[2]).toMatchObject({ ok: false, detail: 'setfattr failed: setfattr: /ais/d3: Operation not supported' });
     expect(facts[3]).toEqual({ mounted: false, ok: false, detail: 'not mounted' });
     // cut short (the script died): never ok
-    expect(parseXattrFacts(XATTR_CHECKS.split('mounted=/ais/d1\nwant=v\n@set\n', ['/ais/d1'])[0]).ok).toBe(false);
+    expect(parseXattrFacts(XATTR_CHECKS.split('mounted=/ais/d1\n@set\n', ['/ais/d1'])[0]).ok).toBe(false);
+    expect(parseXattrFacts(XATTR_CHECKS.split('mounted=/ais/d1\n@set\n@rc=0\n@removed\n', ['/ais/d1'])[0]).ok).toBe(false);
+  });
+
+  it("on a real filesystem (the temp dir's): set, then removed, nothing left behind", (ctx) => {
+    if (!hasTool('setfattr') || !hasTool('getfattr')) return ctx.skip('setfattr/getfattr (Debian: attr) are not installed here');
+    const dir = mkdtempSync(join(tmpdir(), 'rs-xattr-'));
+    try {
+      const probe = `${MOUNTINFO_FN}\nrs_mi_root==; rs_mi=${shq(`36 25 0:1 / ${escapeMountinfo(dir)} rw - tmpfs tmpfs rw`)}\n${XATTR_CHECKS.script([dir])}`;
+      const out = execFileSync('/bin/sh', ['-c', probe], { encoding: 'utf8' });
+      const f = parseXattrFacts(XATTR_CHECKS.split(out, [dir])[0]);
+      if (!f.ok && /not supported/.test(f.detail)) return ctx.skip(`the filesystem of ${tmpdir()} takes no user xattrs (${f.detail})`);
+      expect(f).toEqual({ mounted: true, ok: true, detail: '' });
+      // nothing left behind
+      expect(execFileSync('getfattr', ['-d', '-m', '^user\\.racksmith', '--', dir], { encoding: 'utf8' })).toBe('');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the batch script finds mounted paths by their mountinfo spelling (spaces escaped), from the mount table walked in the shell', () => {
@@ -772,8 +792,40 @@ describe('mount of a disk given by serial', () => {
     });
     const steps = m.apply(facts, m.diff(facts));
     const mountStep = steps.find((s) => s.name.startsWith('mount '))!;
-    expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(R=; /);
+    expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(rs_dev=; R=; /);
     expect(mountStep.script).not.toMatch(/-- \/dev\/disk\/by-serial/);
+  });
+});
+
+describe('mount of a recorded mountpath', () => {
+  // The probe's part that names the device, run by the local sh: rs_bid_dev (the script's one
+  // blkid) and rs_target_kind are stand-ins; the record is a real file.
+  const dir = mkdtempSync(join(tmpdir(), 'rs-record-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const record = join(dir, 'storage.json');
+  const resolveIn = (spec: { device: string } | { serial: string }) => {
+    const m = recordedDiskMount({ spec, name: 'd1', path: '/ais/d1', fstype: 'xfs', options: ['noatime'], record });
+    const shells = [m.probe()].flat().map((p) => (typeof p === 'object' && 'batch' in p && isInline(p) ? p.arg : ''));
+    const part = shells.find((sh) => sh.includes('rs_dev'));
+    expect(part).toBeDefined();
+    const stubs = 'rs_bid_dev() { case $1 in u-moved) rs_bid_v=/dev/sdq ;; *) rs_bid_v= ;; esac; }\nrs_target_kind() { :; }';
+    // (echo after the part: a resolver run in a subshell would leave rs_dev unset here)
+    return execFileSync('/bin/sh', ['-c', `${stubs}\n${part}\necho "resolved=$rs_dev"`], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+  };
+  it.each([
+    ['the recorded filesystem, wherever its disk is now', `{"mountpoint":"/ais/d1","uuid":"u-moved"}\n`, /^resolved=\/dev\/sdq$/m],
+    ['its own disk when the recorded filesystem is gone', `{"mountpoint":"/ais/d1","uuid":"u-gone"}\n`, /^resolved=\/dev\/sdb$/m],
+    ["its own disk when the record names another mountpath's", `{"mountpoint":"/ais/d10","uuid":"u-moved"}\n`, /^resolved=\/dev\/sdb$/m],
+  ])("resolves, in the probe's own shell, to %s", (_, text, want) => {
+    writeFileSync(record, text);
+    expect(resolveIn({ device: '/dev/sdb' })).toMatch(want);
+  });
+  it('a disk given by serial that no disk has resolves to nothing (the placeholder fails safe)', () => {
+    writeFileSync(record, '');
+    expect(resolveIn({ serial: 'NO_SUCH_SERIAL_1' })).toMatch(/^resolved=$/m);
   });
 });
 
