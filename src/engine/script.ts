@@ -40,10 +40,10 @@ export interface SectionOutput {
 
 /**
  * Join sections into ONE script for one round trip. Each section runs in a subshell (a row of
- * shared probes in one together, or, ending the script, in its shell) between markers on both streams: its stdout between B and E
- * (with its exit code) on stdout, its stderr between B and X on stderr. A random marker per script
- * keeps host output from faking a boundary. Nothing is written on the host (no temp files): a
- * converged run only reads.
+ * shared probes in one together, or in the script's shell when the row ends the script) between
+ * markers on both streams: its stdout between B and E (with its exit code) on stdout, its stderr
+ * between B and X on stderr. A random marker per script keeps host output from faking a boundary.
+ * Nothing is written on the host (no temp files): a converged run only reads.
  */
 export function buildScript(sections: Section[], body = scriptBody(sections)): { script: string; marker: string } {
   const marker = `@@RS-${randomBytes(8).toString('hex')}@@`;
