@@ -15,12 +15,19 @@ import { common, ProbeError, Refusal, type Change, type CommonOptions, type Reso
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
-import { MEMORY_PROBE, normaliseSysctl, parseMemory, SYSCTL_LIVE, type HostMemory, type SysctlValue } from './sysctl.ts';
+import {
+  MEMORY_PROBE,
+  normaliseSysctl,
+  parseMemory,
+  SYSCTL_CONF,
+  SYSCTL_CONF_FILES,
+  SYSCTL_DIRS,
+  SYSCTL_LIVE,
+  type HostMemory,
+  type SysctlValue,
+} from './sysctl.ts';
 import { applyFloors, type NeverLower } from './sysctl-floor.ts';
 
-/** The loader's directories, highest precedence first (systemd-sysctl and procps agree). */
-export const SYSCTL_DIRS = ['/etc/sysctl.d', '/run/sysctl.d', '/usr/local/lib/sysctl.d', '/usr/lib/sysctl.d', '/lib/sysctl.d'];
-export const SYSCTL_CONF = '/etc/sysctl.conf';
 /** Where a taken-over file goes (the loader reads *.conf only). */
 export const TAKEN_OVER_SUFFIX = '.racksmith-taken-over';
 
@@ -65,30 +72,6 @@ export interface SysctlEffectFacts {
 type EffectData = { op: 'remove' | 'take-over'; path: string };
 
 const TAKE_OVER = /^\/(etc|run|usr\/lib|usr\/local\/lib|lib)\/sysctl\.d\/[A-Za-z0-9._*?[\]-]+\.conf$/;
-
-/**
- * Each line of the files "$@" that is not blank or a comment, as `grep -Hn` prints it
- * (`PATH:N:LINE`), read with builtins: the files are small, and a process would run on every
- * host at every run.
- */
-export const CONF_LINES = `for rs_f in "$@"; do
-  [ -r "$rs_f" ] || continue
-  rs_n=0
-  while IFS= read -r rs_l || [ -n "$rs_l" ]; do
-    rs_n=$((rs_n + 1))
-    case \${rs_l#"\${rs_l%%[![:space:]]*}"} in '' | '#'* | ';'*) ;; *) printf '%s:%d:%s\\n' "$rs_f" "$rs_n" "$rs_l" ;; esac
-  done 2>/dev/null < "$rs_f"
-done`;
-
-/** All config files with their lines (CONF_LINES); `@f PATH` first for each (empty files too). */
-const PROBE = `set --
-for rs_d in ${SYSCTL_DIRS.join(' ')}; do
-  for rs_f in "$rs_d"/*.conf; do [ -e "$rs_f" ] && { echo "@f $rs_f"; set -- "$@" "$rs_f"; }; done
-done
-[ -e ${SYSCTL_CONF} ] && { echo "@f ${SYSCTL_CONF}"; set -- "$@" ${SYSCTL_CONF}; }
-echo @lines
-${CONF_LINES}
-:`;
 
 /**
  * A sysctl.d line's key as the kernel names it: a leading `-` (ignore errors) dropped, and a key
@@ -228,12 +211,12 @@ export function sysctlEffect(o: SysctlEffectOptions): Resource<SysctlEffectFacts
       () => ({
         memory: inline(MEMORY_PROBE),
         live: liveKeys.map((k) => ({ batch: SYSCTL_LIVE, arg: k })), // each floored key's live value
-        files: inline(PROBE),
+        files: { batch: SYSCTL_LIVE, arg: SYSCTL_CONF_FILES }, // the config files' lines, by the same grep
       }),
       ({ memory, live, files }) => ({
         memory: parseMemory(memory),
         live: Object.fromEntries(liveKeys.map((k, i) => [k, live[i] ?? null])),
-        files: parseEffectProbe(files),
+        files: parseEffectProbe(files ?? ''),
       }),
     ),
     diff(f) {

@@ -53,30 +53,85 @@ while read -r k v _; do case $k in KernelPageSize:) rs_ps=$v; break ;; esac; don
 case $rs_ps in ''|*[!0-9]*) rs_ps=$(getconf PAGESIZE 2>/dev/null || echo 4096) ;; *) rs_ps=$((rs_ps * 1024)) ;; esac
 echo "mem=$kb $rs_ps"`;
 
+/** The boot-time loader's directories, highest precedence first (systemd-sysctl and procps agree). */
+export const SYSCTL_DIRS = ['/etc/sysctl.d', '/run/sysctl.d', '/usr/local/lib/sysctl.d', '/usr/lib/sysctl.d', '/lib/sysctl.d'];
+export const SYSCTL_CONF = '/etc/sysctl.conf';
+
 /**
- * Live values of every sysctl key of a script in one grep (a process per key adds up over dozens
- * of keys on every host; the shell's `read` cannot be used: /proc/sys answers one byte per read
- * call). Per key: its value normalised (its first line), null when the key does not exist here,
- * '' when it could not be read.
+ * SYSCTL_LIVE's argument for the config files the loader reads (sysctlEffect): their listing, `@f
+ * PATH` each (empty files too), then `@lines` and each line that is not blank or a comment, as
+ * `grep -Hn` prints it (`PATH:N:LINE`). A key never starts with `@`.
+ */
+export const SYSCTL_CONF_FILES = '@conf';
+
+/**
+ * Live values of every sysctl key of a script, and the lines of the sysctl config files, in one
+ * grep: a process per key adds up over dozens of keys on every host, and the shell cannot read
+ * them itself (/proc/sys answers one byte per read call; dash's `read` takes a system call per
+ * byte, some milliseconds for a node's config files). Per key: its value normalised (its first
+ * line), null when the key does not exist here, '' when it could not be read; for
+ * SYSCTL_CONF_FILES, the text described there.
  */
 export const SYSCTL_LIVE: ProbeBatch<string | null> = {
   shared: true,
-  script: (keys) =>
-    `set --\n${keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`).join('\n')}\n[ $# -gt 0 ] && grep -H '' "$@" 2>/dev/null\n:`,
-  split(stdout, keys) {
-    const lines = new Map<string, string>();
-    for (const l of stdout.split('\n')) {
-      const key = l.startsWith('missing=') ? l.slice(8) : l.slice(0, Math.max(0, l.indexOf(':')));
-      if (key && !lines.has(key)) lines.set(key, l);
+  script(args) {
+    const keys = args.filter((a) => a !== SYSCTL_CONF_FILES);
+    const lines = [
+      'set --',
+      ...keys.map((k) => `[ -e ${shq(sysctlPath(k))} ] && set -- "$@" ${shq(sysctlPath(k))} || echo ${shq(`missing=${k}`)}`),
+    ];
+    if (keys.length < args.length)
+      lines.push(
+        `for rs_d in ${SYSCTL_DIRS.join(' ')}; do`,
+        '  for rs_f in "$rs_d"/*.conf; do [ -e "$rs_f" ] && { echo "@f $rs_f"; set -- "$@" "$rs_f"; }; done',
+        'done',
+        `[ -e ${SYSCTL_CONF} ] && { echo "@f ${SYSCTL_CONF}"; set -- "$@" ${SYSCTL_CONF}; }`,
+      );
+    // (-a: a config file with a NUL byte is still read as lines)
+    lines.push('echo @lines', '[ $# -gt 0 ] && grep -aHn \'\' -- "$@" 2>/dev/null', ':');
+    return lines.join('\n');
+  },
+  split(stdout, args) {
+    const cut = stdout.indexOf('@lines\n');
+    const head = cut < 0 ? stdout : stdout.slice(0, cut);
+    const body = cut < 0 ? '' : stdout.slice(cut + 7);
+    const missing = new Set<string>();
+    const confPaths: string[] = [];
+    for (const l of head.split('\n')) {
+      if (l.startsWith('missing=')) missing.add(l.slice(8));
+      else if (l.startsWith('@f ')) confPaths.push(l.slice(3));
     }
-    return keys.map((k) => {
-      const l = lines.get(sysctlPath(k)) ?? lines.get(k);
-      if (l === undefined) return '';
-      // grep -H: /proc/sys/net/core/somaxconn:4096
-      return l.startsWith('missing=') ? null : normaliseSysctl(l.slice(l.indexOf(':') + 1));
+    // grep -Hn: /proc/sys/net/core/somaxconn:1:4096 (a value's first line is its line 1)
+    const live = new Map<string, string>();
+    const conf: string[] = [];
+    // longest path first: a config path that is a prefix of another never takes its lines
+    const byLength = [...confPaths].sort((a, b) => b.length - a.length);
+    for (const l of body.split('\n')) {
+      if (l.startsWith('/proc/sys/')) {
+        const c = l.indexOf(':1:');
+        if (c > 0 && !live.has(l.slice(0, c))) live.set(l.slice(0, c), l.slice(c + 3));
+        continue;
+      }
+      const p = byLength.find((x) => l.startsWith(`${x}:`));
+      if (p === undefined) continue;
+      const numbered = l.slice(p.length + 1);
+      if (!COMMENT_OR_BLANK.test(numbered.slice(numbered.indexOf(':') + 1))) conf.push(l);
+    }
+    return args.map((a) => {
+      if (a === SYSCTL_CONF_FILES)
+        return cut < 0 ? '' : `${confPaths.map((p) => `@f ${p}\n`).join('')}@lines\n${conf.map((l) => `${l}\n`).join('')}`;
+      if (missing.has(a)) return null;
+      const v = live.get(sysctlPath(a));
+      return v === undefined ? '' : normaliseSysctl(v);
     });
   },
 };
+
+/**
+ * A config line the loader skips: blank, or a comment (`#` or `;` after blanks). The blanks are
+ * the C locale's [:space:], as the shell and grep read them (JavaScript's \s takes more).
+ */
+const COMMENT_OR_BLANK = /^[ \t\n\v\f\r]*([#;]|$)/;
 
 /** The kernel prints vectors with tabs (`2048\t65535`); compare with single spaces. */
 export function normaliseSysctl(v: string | number): string {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
@@ -95,9 +95,13 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
 
   it('reads live values as the kernel prints them (tabs) and missing keys', () => {
     const keys = ['net.core.somaxconn', 'net.ipv4.ip_local_port_range', 'vm.min_free_kbytes', 'net.core.rmem_max'];
-    const grep = `missing=vm.min_free_kbytes\n/proc/sys/net/core/somaxconn:4096 \n/proc/sys/net/ipv4/ip_local_port_range:32768\t60999\n`;
+    const grep = `missing=vm.min_free_kbytes\n@lines\n/proc/sys/net/core/somaxconn:1:4096 \n/proc/sys/net/ipv4/ip_local_port_range:1:32768\t60999\n/proc/sys/net/ipv4/ip_local_port_range:2:x\n`;
     // (a key neither read nor missing: its file could not be read)
     expect(SYSCTL_LIVE.split(grep, keys)).toEqual(['4096', '32768 60999', null, '']);
+    // on this machine, through its shell and grep: the values /proc/sys gives
+    const here = ['kernel.ostype', 'no.such.key'];
+    const out = spawnSync('sh', ['-c', SYSCTL_LIVE.script(here)], { encoding: 'utf8' }).stdout;
+    expect(SYSCTL_LIVE.split(out, here)).toEqual([readFileSync('/proc/sys/kernel/ostype', 'utf8').trim(), null]);
     const f = r.parse({
       parts: [`mem=${24 * GiB} 4096\n`, '4096', '32768 60999', null, { type: 'absent' }],
       stdout: '',

@@ -9,7 +9,6 @@ import network from '../../../../playbooks/network.ts';
 import { prepare } from '../../../../src/engine/run.ts';
 import { loadInventory } from '../../../../src/inventory/load.ts';
 import {
-  CONF_LINES,
   findOverrides,
   loaderOrder,
   normaliseKey,
@@ -19,6 +18,7 @@ import {
   type SysctlEffectFacts,
 } from '../../../../src/resources/tuning/sysctl-effect.ts';
 import { InputError } from '../../../../src/util/errors.ts';
+import { SYSCTL_CONF, SYSCTL_CONF_FILES, SYSCTL_DIRS, SYSCTL_LIVE } from '../../../../src/resources/tuning/sysctl.ts';
 
 const f = (path: string, ...lines: Array<[string, string]>): SysctlConfFile => ({
   path,
@@ -37,23 +37,50 @@ describe('normaliseKey', () => {
 });
 
 describe('parseEffectProbe', () => {
-  it("the host's shell prints the lines grep -Hn -v of blanks and comments prints, with builtins", () => {
+  it("the config files' answer holds the lines grep -Hn -v of blanks and comments prints", () => {
     const dir = mkdtempSync(join(tmpdir(), 'rs-sysctl-lines-'));
-    const files = ['a.conf', 'empty.conf', 'b.conf', 'no-such.conf'].map((n) => join(dir, n));
+    const files = ['a.conf', 'empty.conf', 'b.conf', 'x:y.conf', 'x.conf'].map((n) => join(dir, n));
     writeFileSync(files[0], '# c\n  ; x\n\t\n \r\nnet.core.x = 1\n  vm.y=2 # t\n\\back\\slash = 3\n\t#\n-kernel.z=4');
     writeFileSync(files[1], '');
-    writeFileSync(files[2], 'a=1\n\n;b=2\n');
+    writeFileSync(files[2], 'a=1\n\n;b=2\n#c=3\n');
+    writeFileSync(files[3], 'p=1\n');
+    writeFileSync(files[4], 'q=1\n');
     // and this machine's own files
-    for (const d of ['/etc/sysctl.d', '/usr/lib/sysctl.d']) {
+    for (const d of SYSCTL_DIRS) {
       const ls = spawnSync('sh', ['-c', `ls ${d}/*.conf 2>/dev/null`], { encoding: 'utf8' });
       files.push(...ls.stdout.split('\n').filter(Boolean));
     }
-    if (existsSync('/etc/sysctl.conf')) files.push('/etc/sysctl.conf');
-    const shell = spawnSync('sh', ['-c', `set -- ${files.map((x) => `'${x}'`).join(' ')}\n${CONF_LINES}`], { encoding: 'utf8' });
-    const grep = spawnSync('grep', ['-Hn', '-v', '-E', '^[[:space:]]*([#;].*)?$', '--', ...files], { encoding: 'utf8' });
-    expect(shell.stdout).toContain(`${files[0]}:7:\\back\\slash = 3\n`);
-    expect(shell.stdout).toContain(`${files[0]}:9:-kernel.z=4\n`); // a last line without its newline
-    expect(shell.stdout).toBe(grep.stdout);
+    if (existsSync(SYSCTL_CONF)) files.push(SYSCTL_CONF);
+    // the batch's output for these files: the listing, then the one grep's lines
+    const read = spawnSync('grep', ['-aHn', '', '--', ...files], { encoding: 'utf8' });
+    const stdout = `${files.map((p) => `@f ${p}\n`).join('')}@lines\n${read.stdout}`;
+    const [answer] = SYSCTL_LIVE.split(stdout, [SYSCTL_CONF_FILES]);
+    const grep = spawnSync('grep', ['-Hn', '-v', '-E', '^[[:space:]]*([#;].*)?$', '--', ...files], {
+      encoding: 'utf8',
+      env: { LC_ALL: 'C' },
+    });
+    const lines = answer!.slice(answer!.indexOf('@lines\n') + 7);
+    expect(lines).toContain(`${files[0]}:7:\\back\\slash = 3\n`);
+    expect(lines).toContain(`${files[0]}:9:-kernel.z=4\n`); // a last line without its newline
+    expect(lines).toBe(grep.stdout);
+    expect(parseEffectProbe(answer!).map((c) => c.path)).toEqual(files);
+  });
+
+  it("the batch run by this machine's shell lists its config files and reads them with the one grep", () => {
+    const script = SYSCTL_LIVE.script(['kernel.ostype', SYSCTL_CONF_FILES]);
+    expect(script.match(/grep/g)).toHaveLength(1);
+    const out = spawnSync('sh', ['-c', script], { encoding: 'utf8' }).stdout;
+    const [ostype, conf] = SYSCTL_LIVE.split(out, ['kernel.ostype', SYSCTL_CONF_FILES]);
+    expect(ostype).toBe('Linux');
+    const here = SYSCTL_DIRS.flatMap((d) =>
+      spawnSync('sh', ['-c', `for f in ${d}/*.conf; do [ -e "$f" ] && echo "$f"; done`], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter(Boolean),
+    );
+    if (existsSync(SYSCTL_CONF)) here.push(SYSCTL_CONF);
+    expect(parseEffectProbe(conf!).map((c) => c.path)).toEqual(here);
+    // the script died before its grep: an incomplete answer, never an empty listing
+    expect(() => parseEffectProbe(SYSCTL_LIVE.split('@f /etc/sysctl.conf\n', [SYSCTL_CONF_FILES])[0]!)).toThrow(/incomplete/);
   });
 
   it('files (empty ones too) and their assignments; comments were left out by grep', () => {
