@@ -892,8 +892,9 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
  * mount.ts for a device only the host can name: `o.device` is a placeholder path that does not
  * exist, which the probe and the steps replace by what `resolver` (shell that sets rs_dev to the
  * device path, or to nothing: then the placeholder's absence fails safe) finds on the host.
+ * `defines`: shell functions the resolver uses in a probe (a step's resolver does without).
  */
-export function resolvedMount(o: MountOptions & { device: string }, resolver: string): Resource<MountFacts> {
+export function resolvedMount(o: MountOptions & { device: string }, resolver: string, defines: DefinePart[] = []): Resource<MountFacts> {
   const inner = mount(o);
   const quoted = shq(o.device);
   // A probe's shell part resolves once, up front, in the probe's own shell (no subshell on a
@@ -904,14 +905,17 @@ export function resolvedMount(o: MountOptions & { device: string }, resolver: st
     ...inner,
     probe: () => {
       const p = inner.probe();
-      // (inline parts carry their shell as the argument)
+      // (inline parts carry their shell as the argument; the resolver's helpers come first)
       return typeof p === 'string'
-        ? resolvedFirst(p)
-        : p.map((part) => {
-            if (typeof part === 'string') return resolvedFirst(part);
-            if ('define' in part) return part;
-            return isInline(part) ? inline(resolvedFirst(part.arg)) : { ...part, arg: inPlace(part.arg) };
-          });
+        ? [...defines, resolvedFirst(p)]
+        : [
+            ...defines,
+            ...p.map((part) => {
+              if (typeof part === 'string') return resolvedFirst(part);
+              if ('define' in part) return part;
+              return isInline(part) ? inline(resolvedFirst(part.arg)) : { ...part, arg: inPlace(part.arg) };
+            }),
+          ];
     },
     apply: (f, changes) => inner.apply(f, changes as Parameters<typeof inner.apply>[1]).map((s) => ({ ...s, script: inPlace(s.script) })),
   };

@@ -11,7 +11,7 @@
  *  - aisStatePurge: the AIS node state (/etc/ais/.ais.*) once every data disk was wiped.
  * Decisions live in storage-lifecycle-logic.ts.
  */
-import { inline, probed } from '../../contract/probe.ts';
+import { define, inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { parseDiskFacts, type DiskFacts } from './blockdev-logic.ts';
@@ -130,15 +130,42 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
 // The mount of a recorded mountpath
 
 /**
+ * The record read once per script (a probe's define part): `rs_rec_uuid PATH PREFIX` sets rs_u to
+ * the uuid of PATH's last line that starts with PREFIX. Every recorded mountpath's probe looks
+ * itself up there; reading the file in each of them (the shell's `read` takes a system call per
+ * byte) would grow with the square of a storage node's disks.
+ */
+const RECORD_FN = define(`rs_rec_path=
+rs_rec_load() {
+  [ "$rs_rec_path" = "=$1" ] && return 0
+  rs_rec_path="=$1"; rs_rec=
+  [ -r "$1" ] || return 0
+  while IFS= read -r rs_l || [ -n "$rs_l" ]; do rs_rec="$rs_rec
+$rs_l"; done < "$1"
+}
+rs_rec_uuid() {
+  rs_rec_load "$1"; rs_u=
+  case $rs_rec in *"
+$2"*) ;; *) return 0 ;; esac
+  rs_t=\${rs_rec##*"
+$2"}; rs_t=\${rs_t%%"
+"*}
+  case $rs_t in *'"uuid":"'*) rs_u=\${rs_t#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac
+}`);
+
+/**
  * Shell that sets rs_dev to the device of the filesystem UUID storage.json records for
- * `mountpoint` (in a probe, from the script's one blkid of the host's devices: core/block-ids.ts;
- * in a step, udev's by-uuid link, else blkid's lookup), else as `fallback` (shell setting rs_dev)
- * does: the mountpath's own entry (a fresh host, a replaced disk whose recorded filesystem is
- * gone). A UUID moves with its disk, so a disk moved to another slot is found at its mountpath
- * whatever its kernel name is now.
+ * `mountpoint` (in a probe, the record read once by RECORD_FN and the device from the script's one
+ * blkid of the host's devices: core/block-ids.ts; in a step, the record read here, udev's by-uuid
+ * link, else blkid's lookup), else as `fallback` (shell setting rs_dev) does: the mountpath's own
+ * entry (a fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its
+ * disk, so a disk moved to another slot is found at its mountpath whatever its kernel name is now.
  */
 function recordResolver(path: string, mountpoint: string, fallback: string): string {
-  return `rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${shq(recordLinePrefix(mountpoint))}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
+  const prefix = shq(recordLinePrefix(mountpoint));
+  return `if command -v rs_rec_uuid >/dev/null; then rs_rec_uuid ${shq(path)} ${prefix}
+else rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${prefix}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
+fi
 rs_dev=
 if [ -n "$rs_u" ]; then
   # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_dev (core/block-ids.ts) where the script defines it
@@ -175,7 +202,7 @@ export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<MountFa
     if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
     fallback = serialResolver(spec.serial);
   }
-  return resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback));
+  return resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback), [RECORD_FN]);
 }
 
 // ---------------------------------------------------------------------------------------------

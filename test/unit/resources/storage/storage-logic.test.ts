@@ -803,25 +803,35 @@ describe('mount of a recorded mountpath', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rs-record-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const record = join(dir, 'storage.json');
-  const resolveIn = (spec: { device: string } | { serial: string }) => {
+  const resolveIn = (spec: { device: string } | { serial: string }, helpers = true) => {
     const m = recordedDiskMount({ spec, name: 'd1', path: '/ais/d1', fstype: 'xfs', options: ['noatime'], record });
-    const shells = [m.probe()].flat().map((p) => (typeof p === 'object' && 'batch' in p && isInline(p) ? p.arg : ''));
+    const parts = [m.probe()].flat();
+    const shells = parts.map((p) => (typeof p === 'object' && 'batch' in p && isInline(p) ? p.arg : ''));
     const part = shells.find((sh) => sh.includes('rs_dev'));
     expect(part).toBeDefined();
+    // the record's reader, as the probe's define part gives it (a step's resolver does without)
+    const reader = parts.map((p) => (typeof p === 'object' && 'define' in p ? p.define : '')).find((d) => d.includes('rs_rec_uuid'));
+    expect(reader).toBeDefined();
     const stubs = 'rs_bid_dev() { case $1 in u-moved) rs_bid_v=/dev/sdq ;; *) rs_bid_v= ;; esac; }\nrs_target_kind() { :; }';
     // (echo after the part: a resolver run in a subshell would leave rs_dev unset here)
-    return execFileSync('/bin/sh', ['-c', `${stubs}\n${part}\necho "resolved=$rs_dev"`], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH },
-    });
+    const script = `${helpers ? reader : ''}\n${stubs}\n${part}\necho "resolved=$rs_dev"`;
+    return execFileSync('/bin/sh', ['-c', script], { encoding: 'utf8', env: { PATH: process.env.PATH } });
   };
   it.each([
     ['the recorded filesystem, wherever its disk is now', `{"mountpoint":"/ais/d1","uuid":"u-moved"}\n`, /^resolved=\/dev\/sdq$/m],
     ['its own disk when the recorded filesystem is gone', `{"mountpoint":"/ais/d1","uuid":"u-gone"}\n`, /^resolved=\/dev\/sdb$/m],
     ["its own disk when the record names another mountpath's", `{"mountpoint":"/ais/d10","uuid":"u-moved"}\n`, /^resolved=\/dev\/sdb$/m],
-  ])("resolves, in the probe's own shell, to %s", (_, text, want) => {
-    writeFileSync(record, text);
+    [
+      'the last line of its mountpath among others (a record without a final newline)',
+      `{"version":1,"disks":[\n{"mountpoint":"/ais/d10","uuid":"u-gone"},\n{"mountpoint":"/ais/d1","uuid":"u-moved"}\n]}`,
+      /^resolved=\/dev\/sdq$/m,
+    ],
+    ['its own disk when there is no record', undefined, /^resolved=\/dev\/sdb$/m],
+  ])("resolves, in the probe's own shell, to %s (with the record's reader, and without it as a step)", (_, text, want) => {
+    rmSync(record, { force: true });
+    if (text !== undefined) writeFileSync(record, text);
     expect(resolveIn({ device: '/dev/sdb' })).toMatch(want);
+    expect(resolveIn({ device: '/dev/sdb' }, false)).toMatch(want);
   });
   it('a disk given by serial that no disk has resolves to nothing (the placeholder fails safe)', () => {
     writeFileSync(record, '');
