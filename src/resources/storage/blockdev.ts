@@ -892,7 +892,8 @@ export function diskMount(o: DiskMountOptions): Resource<MountFacts> {
  * mount.ts for a device only the host can name: `o.device` is a placeholder path that does not
  * exist, which the probe and the steps replace by what `resolver` (shell that sets rs_dev to the
  * device path, or to nothing: then the placeholder's absence fails safe) finds on the host.
- * `defines`: shell functions the resolver uses in a probe (a step's resolver does without).
+ * `defines`: shell functions the resolver uses, given once to the probe's script (a step's
+ * resolver defines what its script lacks itself).
  */
 export function resolvedMount(o: MountOptions & { device: string }, resolver: string, defines: DefinePart[] = []): Resource<MountFacts> {
   const inner = mount(o);

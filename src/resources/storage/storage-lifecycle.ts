@@ -135,7 +135,7 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
  * itself up there; reading the file in each of them (the shell's `read` takes a system call per
  * byte) would grow with the square of a storage node's disks.
  */
-const RECORD_FN = define(`rs_rec_path=
+const RECORD_SH = `rs_rec_path=
 rs_rec_load() {
   [ "$rs_rec_path" = "=$1" ] && return 0
   rs_rec_path="=$1"; rs_rec=
@@ -151,21 +151,24 @@ $2"*) ;; *) return 0 ;; esac
 $2"}; rs_t=\${rs_t%%"
 "*}
   case $rs_t in *'"uuid":"'*) rs_u=\${rs_t#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac
-}`);
+}`;
+const RECORD_FN = define(RECORD_SH);
 
 /**
  * Shell that sets rs_dev to the device of the filesystem UUID storage.json records for
- * `mountpoint` (in a probe, the record read once by RECORD_FN and the device from the script's one
- * blkid of the host's devices: core/block-ids.ts; in a step, the record read here, udev's by-uuid
+ * `mountpoint` (the record read by RECORD_FN, once per script in a probe; the device from the
+ * script's one blkid of the host's devices in a probe: core/block-ids.ts, in a step udev's by-uuid
  * link, else blkid's lookup), else as `fallback` (shell setting rs_dev) does: the mountpath's own
  * entry (a fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its
  * disk, so a disk moved to another slot is found at its mountpath whatever its kernel name is now.
  */
 function recordResolver(path: string, mountpoint: string, fallback: string): string {
   const prefix = shq(recordLinePrefix(mountpoint));
-  return `if command -v rs_rec_uuid >/dev/null; then rs_rec_uuid ${shq(path)} ${prefix}
-else rs_u=; if [ -r ${shq(path)} ]; then while IFS= read -r l; do case $l in ${prefix}*'"uuid":"'*) rs_u=\${l#*'"uuid":"'}; rs_u=\${rs_u%%'"'*} ;; esac; done < ${shq(path)}; fi
-fi
+  // (a step's script may hold no probe, so no define part: it defines the reader itself)
+  return `command -v rs_rec_uuid >/dev/null || {
+${RECORD_SH}
+}
+rs_rec_uuid ${shq(path)} ${prefix}
 rs_dev=
 if [ -n "$rs_u" ]; then
   # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_dev (core/block-ids.ts) where the script defines it
