@@ -1,7 +1,10 @@
 // A saved plan grows linearly with the fleet (issue #39): makePlan for 10,000 hosts x 50
 // resources against 1,000 x 50, as a ratio of CPU time measured side by side, not a timed test
-// (the machine's speed cancels out). Linear is 10x; a search per host or per resource (quadratic)
-// is 100x at this size. (writePlan is JSON.stringify, scrub and an HMAC of the result: linear.)
+// (the machine's speed cancels out). Linear is 10x; a search of every result per host (quadratic)
+// is up to 100x at this size (75x measured with one planted in makePlan). The bound is about their
+// geometric mean, 30x: a busy machine's GC and CPU contention moved a linear run to 17x in CI. Each
+// size is its fastest of a few runs, the estimate least moved by the machine's load.
+// (writePlan is JSON.stringify, scrub and an HMAC of the result: linear.)
 import { describe, expect, it } from 'vitest';
 import { makePlan } from '../../src/plan/plan.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
@@ -54,13 +57,14 @@ function planCpuMs(hosts: number): number {
   return (c.user + c.system) / 1000;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+/** The fastest of `runs` measurements. */
+const fastest = (runs: number, measure: () => number) => Math.min(...Array.from({ length: runs }, measure));
 
 describe('a saved plan at fleet size', () => {
-  it('10,000 hosts x 50 resources cost at most 15x what 1,000 cost (linear: 10x)', () => {
+  it('10,000 hosts x 50 resources cost at most 30x what 1,000 cost (linear: 10x, quadratic: 100x)', () => {
     planCpuMs(1000); // warm-up: the first run compiles
-    const small = median([1, 2, 3].map(() => planCpuMs(1000)));
-    const large = planCpuMs(10_000);
-    expect(large / small, `1,000 hosts: ${small.toFixed(0)} ms, 10,000 hosts: ${large.toFixed(0)} ms`).toBeLessThanOrEqual(15);
+    const small = fastest(3, () => planCpuMs(1000));
+    const large = fastest(2, () => planCpuMs(10_000));
+    expect(large / small, `1,000 hosts: ${small.toFixed(0)} ms, 10,000 hosts: ${large.toFixed(0)} ms`).toBeLessThanOrEqual(30);
   }, 120_000);
 });
