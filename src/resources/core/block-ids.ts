@@ -11,8 +11,11 @@ import { define } from '../../contract/probe.ts';
  * Shell functions: rs_bid_uuid DEV sets $rs_bid_v to DEV's filesystem UUID ('' when none; DEV
  * may be a link to the device); rs_bid_dev UUID sets $rs_bid_v to the device that carries that
  * UUID (the one udev's by-uuid link names, when there is one and several carry it; '' when none);
- * rs_bid_devs UUID prints `uuiddev=DEV` for every device that carries that UUID. Both read the superblocks (`-c /dev/null`: no cache, which udev's links and
- * blkid's cache can lag right after a mkfs).
+ * rs_bid_devs UUID prints `uuiddev=DEV` for every device that carries that UUID. Both read the
+ * superblocks (`-c /dev/null`: no cache, which udev's links and blkid's cache can lag right after
+ * a mkfs). blkid's answer is walked with builtins (rs_bid_walk FN ARG: FN sees each line in
+ * $rs_bid_l and returns 1 to stop): `read` from a here-document takes a system call per byte, and
+ * a storage node's dozens of disks, mounts and records each looked through kilobytes of it.
  */
 export const BLOCK_IDS_FN = `rs_bid_done=
 rs_bid_load() {
@@ -20,42 +23,53 @@ rs_bid_load() {
   rs_bid_done=1
   rs_bid=$(blkid -c /dev/null -o export 2>/dev/null) || : # (exit 2: no device has a tag; steps run under set -e)
 }
+rs_bid_walk() {
+  rs_bid_fn=$1; shift
+  rs_bid_ifs=$IFS; rs_bid_opts=$-; set -f
+  IFS='
+'
+  for rs_bid_l in $rs_bid; do
+    "$rs_bid_fn" "$@" || break
+  done
+  IFS=$rs_bid_ifs
+  case $rs_bid_opts in *f*) ;; *) set +f ;; esac
+}
+rs_bid_uuid_line() {
+  case $rs_bid_l in
+  DEVNAME=*) rs_bid_at=; [ "\${rs_bid_l#DEVNAME=}" -ef "$1" ] && rs_bid_at=1 ;;
+  UUID=*) [ -n "$rs_bid_at" ] && { rs_bid_v=\${rs_bid_l#UUID=}; return 1; } ;;
+  esac
+  return 0
+}
 rs_bid_uuid() {
   rs_bid_load; rs_bid_v=; rs_bid_at=
-  while IFS= read -r l; do
-    case $l in
-    DEVNAME=*) rs_bid_at=; [ "\${l#DEVNAME=}" -ef "$1" ] && rs_bid_at=1 ;;
-    UUID=*) [ -n "$rs_bid_at" ] && { rs_bid_v=\${l#UUID=}; return 0; } ;;
-    esac
-  done <<RS_BID_EOF
-$rs_bid
-RS_BID_EOF
+  rs_bid_walk rs_bid_uuid_line "$1"
+}
+rs_bid_dev_line() {
+  case $rs_bid_l in
+  DEVNAME=*) rs_bid_d=\${rs_bid_l#DEVNAME=} ;;
+  UUID=*)
+    [ "\${rs_bid_l#UUID=}" = "$1" ] || return 0
+    [ -n "$rs_bid_1st" ] || rs_bid_1st=$rs_bid_d
+    [ "$rs_bid_d" -ef "/dev/disk/by-uuid/$1" ] && { rs_bid_v=$rs_bid_d; return 1; } ;;
+  esac
+  return 0
 }
 rs_bid_dev() {
   rs_bid_load; rs_bid_v=; rs_bid_d=; rs_bid_1st=
-  while IFS= read -r l; do
-    case $l in
-    DEVNAME=*) rs_bid_d=\${l#DEVNAME=} ;;
-    UUID=*)
-      [ "\${l#UUID=}" = "$1" ] || continue
-      [ -n "$rs_bid_1st" ] || rs_bid_1st=$rs_bid_d
-      [ "$rs_bid_d" -ef "/dev/disk/by-uuid/$1" ] && { rs_bid_v=$rs_bid_d; return 0; } ;;
-    esac
-  done <<RS_BID_EOF
-$rs_bid
-RS_BID_EOF
-  rs_bid_v=$rs_bid_1st
+  rs_bid_walk rs_bid_dev_line "$1"
+  [ -n "$rs_bid_v" ] || rs_bid_v=$rs_bid_1st
+}
+rs_bid_devs_line() {
+  case $rs_bid_l in
+  DEVNAME=*) rs_bid_d=\${rs_bid_l#DEVNAME=} ;;
+  UUID=*) [ "\${rs_bid_l#UUID=}" = "$1" ] && echo "uuiddev=$rs_bid_d" ;;
+  esac
+  return 0
 }
 rs_bid_devs() {
   rs_bid_load; rs_bid_d=
-  while IFS= read -r l; do
-    case $l in
-    DEVNAME=*) rs_bid_d=\${l#DEVNAME=} ;;
-    UUID=*) [ "\${l#UUID=}" = "$1" ] && echo "uuiddev=$rs_bid_d" ;;
-    esac
-  done <<RS_BID_EOF
-$rs_bid
-RS_BID_EOF
+  rs_bid_walk rs_bid_devs_line "$1"
   return 0
 }`;
 

@@ -1,9 +1,9 @@
 /**
- * The kernel's mount table as a probe part: /proc/self/mountinfo is read once per script's inline
+ * The kernel's mount table as probe parts: /proc/self/mountinfo is read once per script's inline
  * shell (no findmnt per resource on the host), and each resource gets only the lines of its
  * mountpoint (`/path`) or of a subtree (`/path/`): its answer is those lines, as the table has them.
  */
-import { define, inline, type BatchPart } from '../../contract/probe.ts';
+import { define, type BatchPart, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { mountinfoEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 import { remember } from '../../util/memo.ts';
@@ -11,11 +11,12 @@ import { remember } from '../../util/memo.ts';
 /**
  * Shell functions over the mount table, read once per shell (and root): rs_mi_load ROOT sets
  * $rs_mi to ROOT/proc/self/mountinfo (one `cat` for every disk, mount and storage record of the
- * script's shared subshell: contract/probe.ts); rs_mi_each ROOT FN calls FN with each line's
- * fields as its arguments (the whole line in $rs_mi_l; IFS a blank and globbing off meanwhile);
- * rs_mi_lines exact|under ESCAPED prints the lines whose mountpoint field is ESCAPED (mountinfo's
- * escaping), or starts with it. Lines are walked with builtins: a Kubernetes node's table runs to
- * thousands of lines, which `read` would take a syscall per byte to read.
+ * script's shared subshell: contract/probe.ts); rs_mi_each ROOT FN [TEXT] calls FN with each
+ * line's fields as its arguments (the whole line in $rs_mi_l; IFS a blank and globbing off
+ * meanwhile), only for lines that contain TEXT when given: a Kubernetes node's table runs to
+ * thousands of lines (its pods' volumes), and a `case` skips a line that cannot be the one for
+ * much less than splitting it and calling FN. Lines are walked with builtins: `read` would take
+ * a syscall per byte.
  */
 export const MOUNTINFO_FN = `rs_mi_root=
 rs_mi_load() {
@@ -25,38 +26,80 @@ rs_mi_load() {
 }
 rs_mi_each() {
   rs_mi_load "$1"
-  rs_mi_fn=$2; rs_mi_ifs=$IFS; set -f
+  rs_mi_fn=$2; rs_mi_has=\${3-}
+  case $rs_mi in *"$rs_mi_has"*) ;; *) return 0 ;; esac
+  rs_mi_ifs=$IFS; rs_mi_opts=$-; set -f
   IFS='
 '
   for rs_mi_l in $rs_mi; do
+    case $rs_mi_l in *"$rs_mi_has"*) ;; *) continue ;; esac
     IFS=' '
     # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
     set -- $rs_mi_l
     "$rs_mi_fn" "$@" || :
   done
-  IFS=$rs_mi_ifs; set +f
-}
-rs_mi_line() {
-  case $rs_mi_how in
-  exact) [ "$5" = "$rs_mi_want" ] || return 0 ;;
-  *) case $5 in "$rs_mi_want"*) ;; *) return 0 ;; esac ;;
-  esac
-  printf '%s\\n' "$rs_mi_l"
-}
-rs_mi_lines() {
-  rs_mi_how=$1; rs_mi_want=$2
-  rs_mi_each '' rs_mi_line
+  IFS=$rs_mi_ifs
+  case $rs_mi_opts in *f*) ;; *) set +f ;; esac
 }`;
+
+/**
+ * The text every mount table line of one of these mountpoints contains, for rs_mi_each: a blank
+ * and the beginning their escaped paths share (only a blank when they share nothing).
+ */
+export function mountpointsText(paths: readonly string[]): string {
+  const escaped = paths.map(mountinfoEscape);
+  let shared = escaped[0] ?? '';
+  for (const p of escaped) while (!p.startsWith(shared)) shared = shared.slice(0, -1);
+  return ` ${shared}`;
+}
 
 /** The define part of MOUNTINFO_FN, for a probe whose parts call it. */
 export const MOUNTINFO = define(MOUNTINFO_FN);
 
+/** A MOUNT_LINES argument: `=ESCAPED` for a mountpoint, `/ESCAPED/` (a trailing /) for a subtree. */
+const wantOf = (arg: string): { exact: boolean; escaped: string } =>
+  arg.startsWith('=') ? { exact: true, escaped: arg.slice(1) } : { exact: false, escaped: arg };
+
+/**
+ * The mount table lines of every mountpoint or subtree a script's probes ask for, in one walk of
+ * the table for them all (a shared batch: the script's own shell, after the inline parts). A walk
+ * per mount resource cost a jail host a dozen walks, each over every line of a Kubernetes node's
+ * table. The shell prints each line that any argument wants, once; each argument's answer is its
+ * own lines, in table order, as the table has them.
+ */
+export const MOUNT_LINES: ProbeBatch = {
+  shared: true,
+  script(args) {
+    const patterns = args.map((a) => {
+      const w = wantOf(a);
+      return w.exact ? shq(w.escaped) : `${shq(w.escaped)}*`;
+    });
+    return `rs_ml_line() {
+  case $5 in ${patterns.join('|')}) printf '%s\\n' "$rs_mi_l" ;; esac
+}
+rs_mi_each '' rs_ml_line`;
+  },
+  split(stdout, args) {
+    const lines = stdout.split('\n').filter((l) => l !== '');
+    const fields = lines.map(mountpointField);
+    return args.map((a) => {
+      const w = wantOf(a);
+      let answer = '';
+      lines.forEach((l, i) => {
+        if (w.exact ? fields[i] === w.escaped : fields[i].startsWith(w.escaped)) answer += `${l}\n`;
+      });
+      return answer;
+    });
+  },
+};
+
 /**
  * The mount table lines of `path` (its mountpoint exactly), or of everything under it when it
- * ends with '/', as the table has them: an inline part (the probe needs MOUNTINFO defined).
+ * ends with '/', as the table has them: a batch part (the probe needs MOUNTINFO defined).
  */
 export function mountTableProbe(path: string): BatchPart {
-  return inline(`rs_mi_lines ${path.endsWith('/') ? 'under' : 'exact'} ${shq(mountinfoEscape(path))}`);
+  const escaped = mountinfoEscape(path);
+  return { batch: MOUNT_LINES, arg: path.endsWith('/') ? escaped : `=${escaped}` };
 }
 
 export interface MountEntry {

@@ -29,7 +29,7 @@ import {
 } from './blockdev-logic.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
-import { escapeMountinfo, MOUNTINFO, MOUNTINFO_FN } from '../core/mount-table.ts';
+import { escapeMountinfo, MOUNTINFO, MOUNTINFO_FN, mountpointsText } from '../core/mount-table.ts';
 import { BLOCK_IDS, BLOCK_IDS_FN } from '../core/block-ids.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
@@ -269,7 +269,7 @@ const BM_GET_FN = `rs_bm_line() {
 rs_bm_get() {
   rs_bmv=; rs_bm_fs=; rs_bm_n=; rs_bm_mm=$1
   case $1 in 0:*) return 1 ;; esac
-  rs_mi_each "$R" rs_bm_line
+  rs_mi_each "$R" rs_bm_line " $1 "
   [ -n "$rs_bm_n" ] || return 1
   rs_bmv="$rs_bm_fs\t$rs_bmv"
 }`;
@@ -814,7 +814,7 @@ $5
 "*) rs_mp="$rs_mp$5
 " ;; esac
 }
-rs_mi_each '' rs_xa_line
+rs_mi_each '' rs_xa_line ${shq(mountpointsText(paths))}
 set --
 ${paths.map((p) => `case "$rs_mp" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done

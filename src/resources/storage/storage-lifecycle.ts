@@ -246,7 +246,7 @@ $rs_x_mp
 "*) return 0 ;; esac
   printf 'xfs=%s %s %s %s\\n' "$rs_x_mm" "$(blkid -p -s UUID -o value -- "\${3-}" 2>/dev/null)" "\${3-}" "$rs_x_mp"
 }
-rs_mi_each '' rs_x_line`;
+rs_mi_each '' rs_x_line ' - xfs '`;
 }
 
 export function parseXfsMounts(out: string): XfsMount[] {

@@ -3,8 +3,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shq } from '../../../../src/shell/quote.ts';
 import { factsHash } from '../../../../src/engine/facts-hash.ts';
-import { MOUNTINFO_FN, mountTableProbe, parseMountTable, topMount } from '../../../../src/resources/core/mount-table.ts';
+import {
+  MOUNT_LINES,
+  MOUNTINFO_FN,
+  mountpointsText,
+  mountTableProbe,
+  parseMountTable,
+  topMount,
+} from '../../../../src/resources/core/mount-table.ts';
 
 /** The mount table part of a probe's output (empty without one). */
 
@@ -62,16 +70,19 @@ describe('mount table (shared probe part)', () => {
     expect(parseMountTable('41 22 garbage\n9041 9022 garbage').size).toBe(0);
   });
 
-  /** What a resource gets for each path: the mountinfo lines the host's shell prints for it. */
-  const answers = (table: string, args: readonly string[]): string[] => {
+  /**
+   * What a resource gets for each path: the mountinfo lines the host's shell prints for the
+   * script's paths at once (MOUNT_LINES, the table read by rs_mi_load from `table` or, without
+   * one, from this machine), split per path as the engine splits a batch's answer.
+   */
+  const answers = (table: string | undefined, paths: readonly string[]): string[] => {
     const dir = mkdtempSync(join(tmpdir(), 'rs-mountinfo-'));
     try {
-      writeFileSync(join(dir, 'mountinfo'), table);
-      // the table read once, as rs_mi_load does, from this file: then every path's part
-      const parts = args.map((a) => `printf '@@%s\\n' ${JSON.stringify(a)}\n${(mountTableProbe(a) as { arg: string }).arg}`);
-      const script = `${MOUNTINFO_FN}\nrs_mi_root='='; rs_mi=$(cat ${join(dir, 'mountinfo')})\n${parts.join('\n')}`;
-      const out = execFileSync('sh', ['-c', script], { encoding: 'utf8' });
-      return out.split(/^@@.*\n/m).slice(1);
+      writeFileSync(join(dir, 'mountinfo'), table ?? '');
+      const args = paths.map((p) => (mountTableProbe(p) as { arg: string }).arg);
+      const load = table === undefined ? '' : `rs_mi_root='='; rs_mi=$(cat ${join(dir, 'mountinfo')})\n`;
+      const out = execFileSync('sh', ['-c', `${MOUNTINFO_FN}\n${load}${MOUNT_LINES.script(args)}`], { encoding: 'utf8' });
+      return MOUNT_LINES.split(out, args);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -114,6 +125,35 @@ describe('mount table (shared probe part)', () => {
     expect(answers(TABLE, args)).toEqual(args.map((a) => wanted(TABLE, a)));
   });
 
+  it('rs_mi_each FN TEXT calls FN for exactly the lines that contain TEXT (none at all when no line does)', () => {
+    const each = (text: string) =>
+      execFileSync(
+        'sh',
+        ['-c', `${MOUNTINFO_FN}\nrs_mi_root='='; rs_mi=${shq(TABLE)}\nfn() { printf '%s\\n' "$5"; }\nrs_mi_each '' fn ${shq(text)}`],
+        {
+          encoding: 'utf8',
+        },
+      );
+    const fifth = (keep: (l: string) => boolean) =>
+      TABLE.split('\n')
+        .filter((l) => l !== '' && keep(l))
+        .map((l) => `${l.split(' ')[4] ?? ''}\n`)
+        .join('');
+    for (const text of [' 7:0 ', ' - tmpfs ', ' /mnt/jail', ' /none', '']) expect(each(text), text).toBe(fifth((l) => l.includes(text)));
+    expect(each(' /none')).toBe('');
+  });
+
+  it.each<[string[], string]>([
+    [['/ais/d1', '/ais/d2'], ' /ais/d'],
+    [['/ais/d1'], ' /ais/d1'],
+    [['/ais/d 2', '/ais/d1'], ' /ais/d'],
+    [['/ais/d1', '/data/d1'], ' /'],
+    [['/a b', '/a b/c'], ' /a\\040b'],
+    [[], ' '],
+  ])('mountpointsText(%j) is %j: what every line of one of them contains', (paths, want) => {
+    expect(mountpointsText(paths)).toBe(want);
+  });
+
   it('reads the table once per shell, with one process', () => {
     expect(MOUNTINFO_FN.match(/\/proc\/self\/mountinfo/g)).toHaveLength(1);
     expect(MOUNTINFO_FN).toMatch(/\[ "\$rs_mi_root" = "=\$1" \] && return 0/);
@@ -126,8 +166,7 @@ describe('mount table (shared probe part)', () => {
       .filter(Boolean)
       .map((l) => l.split(' ')[4].replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))));
     const args = [...mountpoints.slice(0, 5), '/proc/', '/sys/', '/no/such/mountpoint', '/dev/'];
-    const script = `${MOUNTINFO_FN}\n${args.map((a) => `printf '@@\\n'\n${(mountTableProbe(a) as { arg: string }).arg}`).join('\n')}`;
-    const got = execFileSync('sh', ['-c', script], { encoding: 'utf8' }).split(/^@@\n/m).slice(1);
+    const got = answers(undefined, args);
     expect(got).toEqual(args.map((a) => wanted(readFileSync('/proc/self/mountinfo', 'utf8'), a)));
     const table = parseMountTable(whole);
     expect(table.size).toBeGreaterThan(0);
