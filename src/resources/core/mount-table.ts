@@ -1,38 +1,34 @@
 /**
- * The kernel's mount table as probe parts: /proc/self/mountinfo is read once per script's inline
- * shell (no findmnt per resource on the host), and each resource gets only the lines of its
+ * The kernel's mount table as probe parts: /proc/self/mountinfo is read once per script's shell
+ * (no findmnt per resource on the host), and each resource gets only the lines of its
  * mountpoint (`/path`) or of a subtree (`/path/`): its answer is those lines, as the table has them.
  */
 import { define, type BatchPart, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { mountinfoEscape, fstabUnescape as unescapeMountinfo } from './fstab.ts';
 import { remember } from '../../util/memo.ts';
+import { HOST_TABLES_FN } from './host-tables.ts';
 
 /**
- * Shell functions over the mount table, read once per shell (and root): rs_mi_load ROOT sets
- * $rs_mi to ROOT/proc/self/mountinfo (one `cat` for every disk, mount and storage record of the
- * script's shared subshell: contract/probe.ts); rs_mi_each ROOT FN [TEXT] calls FN with each
- * line's fields as its arguments (the whole line in $rs_mi_l; IFS a blank and globbing off
- * meanwhile), only for lines that contain TEXT when given: a Kubernetes node's table runs to
- * thousands of lines (its pods' volumes), and a `case` skips a line that cannot be the one for
- * much less than splitting it and calling FN. Lines are walked with builtins: `read` would take
- * a syscall per byte.
+ * Shell functions over the mount table, read once per shell and root with udev's block device
+ * properties (host-tables.ts: one grep for every disk, mount and storage record of the script):
+ * rs_mi_each ROOT FN [TEXT] calls FN with each line's fields as its arguments (the whole line in
+ * $rs_mi_l; IFS a blank and globbing off meanwhile), only for lines that contain TEXT when given:
+ * a Kubernetes node's table runs to thousands of lines (its pods' volumes), and a `case` skips a
+ * line that cannot be the one for much less than splitting it and calling FN. Lines are walked
+ * with builtins: `read` would take a system call per byte.
  */
-export const MOUNTINFO_FN = `rs_mi_root=
-rs_mi_load() {
-  [ "$rs_mi_root" = "=$1" ] && return 0
-  rs_mi_root="=$1"
-  rs_mi=$(cat -- "$1/proc/self/mountinfo" 2>/dev/null)
-}
+export const MOUNTINFO_FN = `${HOST_TABLES_FN}
 rs_mi_each() {
-  rs_mi_load "$1"
-  rs_mi_fn=$2; rs_mi_has=\${3-}
-  case $rs_mi in *"$rs_mi_has"*) ;; *) return 0 ;; esac
+  rs_ht_load "$1"
+  rs_mi_p="$1/proc/self/mountinfo:"; rs_mi_fn=$2; rs_mi_has=\${3-}
+  # (one pattern with one text: two would backtrack over the whole table, line by line)
+  case $rs_ht in *"$rs_mi_has"*) ;; *) return 0 ;; esac
   rs_mi_ifs=$IFS; rs_mi_opts=$-; set -f
   IFS='
 '
-  for rs_mi_l in $rs_mi; do
-    case $rs_mi_l in *"$rs_mi_has"*) ;; *) continue ;; esac
+  for rs_mi_l in $rs_ht; do
+    case $rs_mi_l in "$rs_mi_p"*"$rs_mi_has"*) rs_mi_l=\${rs_mi_l#"$rs_mi_p"} ;; *) continue ;; esac
     IFS=' '
     # shellcheck disable=SC2086 # the line split into its fields (set -f: no globbing)
     set -- $rs_mi_l

@@ -31,6 +31,7 @@ import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
 import { escapeMountinfo, MOUNTINFO, MOUNTINFO_FN, mountpointsText } from '../core/mount-table.ts';
 import { BLOCK_IDS, BLOCK_IDS_FN } from '../core/block-ids.ts';
+import { HOST_TABLES_FN } from '../core/host-tables.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
@@ -54,29 +55,40 @@ const READ_FN = `rs_rd() { rs_v=; IFS= read -r rs_v < "$1"; } 2>/dev/null`;
 /** Shell that sets $rs_v to $1 without leading and trailing blanks. */
 const TRIM_FN = `rs_trim() { rs_v=\${1#"\${1%%[![:space:]]*}"}; rs_v=\${rs_v%"\${rs_v##*[![:space:]]}"}; }`;
 
-/** A `case` pattern for the udev properties racksmith uses. */
-const UDEV_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*|E:ID_MODEL=*|E:ID_BUS=*|E:ID_PATH=*';
-/** Shell that prints those properties as udev.KEY=VALUE, for the device with decimal maj:min $1. */
-const UDEV_FN = `rs_udev() {
-  db="$R/run/udev/data/b$1"
-  [ -r "$db" ] || return 0
-  while IFS= read -r l; do case $l in ${UDEV_KEYS}) echo "udev.\${l#E:}" ;; esac; done < "$db"
-  return 0
+/**
+ * Shell: rs_udev_each MAJ:MIN FN calls FN with each of UDEV_PROPS that udev has of the block
+ * device MAJ:MIN (root $R) as `KEY=VALUE` in $rs_ul: from the host tables' one read
+ * (core/host-tables.ts), walked with builtins. `read` of udev's files took a system call per byte,
+ * for every device of the host each time a disk was looked up by serial.
+ */
+const UDEV_EACH_FN = `rs_udev_each() {
+  rs_ht_load "$R"
+  rs_udev_p="$R/run/udev/data/b$1:E:"; rs_udev_fn=$2
+  case $rs_ht_udev in *"$rs_udev_p"*) ;; *) return 0 ;; esac
+  rs_udev_ifs=$IFS; rs_udev_opts=$-; set -f
+  IFS='
+'
+  for rs_ul in $rs_ht_udev; do
+    case $rs_ul in "$rs_udev_p"*) rs_ul=\${rs_ul#"$rs_udev_p"}; "$rs_udev_fn" ;; esac
+  done
+  IFS=$rs_udev_ifs
+  case $rs_udev_opts in *f*) ;; *) set +f ;; esac
 }`;
 
+/** Shell that prints udev's UDEV_PROPS as udev.KEY=VALUE, for the device with decimal maj:min $1. */
+const UDEV_FN = `rs_udev_print() { printf 'udev.%s\\n' "$rs_ul"; }
+rs_udev() { rs_udev_each "$1" rs_udev_print; return 0; }`;
+
 /** udev properties that name a disk: what a serial spec and format_allow entries are matched against. */
-const UDEV_ID_KEYS = 'E:ID_SERIAL=*|E:ID_SERIAL_SHORT=*|E:ID_WWN=*|E:ID_WWN_WITH_EXTENSION=*';
+const UDEV_ID_KEYS = 'ID_SERIAL=*|ID_SERIAL_SHORT=*|ID_WWN=*|ID_WWN_WITH_EXTENSION=*';
 /**
  * Shell that sets $rs_ids to the serial and WWN values of the disk at sysfs dir $1 with decimal
  * maj:min $2 (udev's and sysfs's, trimmed), each between tabs: `<TAB>S1<TAB>0x5000c5...<TAB>`.
  */
-const IDS_FN = `rs_ids() {
+const IDS_FN = `rs_ids_udev() { case $rs_ul in ${UDEV_ID_KEYS}) rs_trim "\${rs_ul#*=}"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t" ;; esac; }
+rs_ids() {
   rs_ids='\t'
-  if [ -r "$R/run/udev/data/b$2" ]; then
-    while IFS= read -r l; do
-      case $l in ${UDEV_ID_KEYS}) rs_trim "\${l#*=}"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t" ;; esac
-    done < "$R/run/udev/data/b$2"
-  fi
+  rs_udev_each "$2" rs_ids_udev
   for x in device/serial serial device/wwid wwid; do
     [ -r "$1/$x" ] || continue
     rs_rd "$1/$x" || :; rs_trim "$rs_v"; [ -n "$rs_v" ] && rs_ids="$rs_ids$rs_v\t"
@@ -84,15 +96,40 @@ const IDS_FN = `rs_ids() {
   return 0
 }`;
 
-/** Shell that sets $mm (decimal maj:min) for the one disk whose serial or WWN is $1, or prints error=. */
-const SERIAL_FN = `rs_by_serial() {
-  rs_n=0; rs_found=; mm=
+/**
+ * Shell: rs_dids_load sets $rs_dids to a line per block device of root $R, `NAME MAJ:MIN` and its
+ * ids as rs_ids gives them (`sdb 8:16<TAB>S1<TAB>...<TAB>`), once per shell and root: every disk
+ * given by serial and every format_allow serial looks through it, not through every device's
+ * files again. rs_dids_each FN calls FN with each line in $rs_dl.
+ */
+const DISK_IDS_FN = `rs_dids_root=
+rs_dids_load() {
+  [ "$rs_dids_root" = "=$R" ] && return 0
+  rs_dids_root="=$R"; rs_dids=
   for s in "$R"/sys/block/*; do
     [ -r "$s/dev" ] || continue
-    rs_rd "$s/dev"; m=$rs_v
-    rs_ids "$s" "$m"
-    case $rs_ids in *"\t$1\t"*) rs_n=$((rs_n + 1)); rs_found="$rs_found \${s##*/}"; mm=$m ;; esac
+    rs_rd "$s/dev"; rs_dm=$rs_v; rs_ids "$s" "$rs_dm"
+    rs_dids="$rs_dids\${s##*/} $rs_dm$rs_ids
+"
   done
+}
+rs_dids_each() {
+  rs_dids_load
+  rs_dids_ifs=$IFS; rs_dids_opts=$-; set -f
+  IFS='
+'
+  for rs_dl in $rs_dids; do "$1"; done
+  IFS=$rs_dids_ifs
+  case $rs_dids_opts in *f*) ;; *) set +f ;; esac
+}`;
+
+/** Shell that sets $mm (decimal maj:min) for the one disk whose serial or WWN is $1, or prints error=. */
+const SERIAL_FN = `rs_by_serial_line() {
+  case $rs_dl in *"\t$rs_want\t"*) rs_n=$((rs_n + 1)); rs_found="$rs_found \${rs_dl%% *}"; mm=\${rs_dl#* }; mm=\${mm%%"\t"*} ;; esac
+}
+rs_by_serial() {
+  rs_n=0; rs_found=; mm=; rs_want=$1
+  rs_dids_each rs_by_serial_line
   if [ "$rs_n" = 0 ]; then echo "error=no disk has serial or WWN $1"; mm=; return 1; fi
   if [ "$rs_n" -gt 1 ]; then echo "error=serial $1 matches several disks:$rs_found"; mm=; return 1; fi
   return 0
@@ -102,23 +139,14 @@ const SERIAL_FN = `rs_by_serial() {
  * Shell that prints, for each serial/WWN value of the disk at sysfs dir $1 (maj:min $2), the
  * host's disks that carry it: `iddisks=VALUE<TAB>sdb sdc`. A format_allow serial must name one.
  */
-const IDDISKS_FN = `rs_iddisks() {
-  rs_ids "$1" "$2"; rs_mine=\${rs_ids#?}; rs_all=
-  for s in "$R"/sys/block/*; do
-    [ -r "$s/dev" ] || continue
-    rs_rd "$s/dev"; rs_ids "$s" "$rs_v"; rs_all="$rs_all\${s##*/}$rs_ids
-"
-  done
-  set -f
+const IDDISKS_FN = `rs_iddisks_line() { case $rs_dl in *"\t$v\t"*) l="$l \${rs_dl%% *}" ;; esac; }
+rs_iddisks() {
+  rs_ids "$1" "$2"; rs_mine=\${rs_ids#?}
   while [ -n "$rs_mine" ]; do
     v=\${rs_mine%%"\t"*}; rs_mine=\${rs_mine#*"\t"}; l=
-    rs_o=$IFS; IFS='
-'
-    for d in $rs_all; do case $d in *"\t$v\t"*) l="$l \${d%%"\t"*}" ;; esac; done
-    IFS=$rs_o
+    rs_dids_each rs_iddisks_line
     printf 'iddisks=%s\\t%s\\n' "$v" "\${l# }"
   done
-  set +f
 }`;
 
 /** Shell that sets $rs_mm to the decimal maj:min of block device file $1 (stat prints hex). */
@@ -458,8 +486,10 @@ const DISK_OWN_HELPERS = [
   READ_FN,
   TRIM_FN,
   MAJMIN_FN,
+  UDEV_EACH_FN,
   UDEV_FN,
   IDS_FN,
+  DISK_IDS_FN,
   SERIAL_FN,
   IDDISKS_FN,
   REGIONS_FN,
@@ -869,10 +899,14 @@ export interface DiskMountOptions extends Omit<MountOptions, 'device' | 'source'
  * one disk): a resolver for resolvedMount.
  */
 export function serialResolver(serial: string): string {
-  return `rs_dev=; R=; ${READ_FN}
-${TRIM_FN}
-${IDS_FN}
-${SERIAL_FN}
+  // (a script without a disk probe, a step's, defines the helpers itself, once)
+  return `rs_dev=; R=
+command -v rs_ht_load >/dev/null || {
+${HOST_TABLES_FN}
+}
+command -v rs_by_serial >/dev/null || {
+${[READ_FN, TRIM_FN, UDEV_EACH_FN, IDS_FN, DISK_IDS_FN, SERIAL_FN].join('\n')}
+}
 rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && rs_dev="/dev/\${k##*/}"`;
 }
 

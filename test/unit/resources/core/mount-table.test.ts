@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { shq } from '../../../../src/shell/quote.ts';
+import { presetHostTables } from '../../../support/host-tables.ts';
 import { factsHash } from '../../../../src/engine/facts-hash.ts';
 import {
   MOUNT_LINES,
@@ -72,20 +73,14 @@ describe('mount table (shared probe part)', () => {
 
   /**
    * What a resource gets for each path: the mountinfo lines the host's shell prints for the
-   * script's paths at once (MOUNT_LINES, the table read by rs_mi_load from `table` or, without
-   * one, from this machine), split per path as the engine splits a batch's answer.
+   * script's paths at once (MOUNT_LINES over `table`, or this machine's own without one), split
+   * per path as the engine splits a batch's answer.
    */
   const answers = (table: string | undefined, paths: readonly string[]): string[] => {
-    const dir = mkdtempSync(join(tmpdir(), 'rs-mountinfo-'));
-    try {
-      writeFileSync(join(dir, 'mountinfo'), table ?? '');
-      const args = paths.map((p) => (mountTableProbe(p) as { arg: string }).arg);
-      const load = table === undefined ? '' : `rs_mi_root='='; rs_mi=$(cat ${join(dir, 'mountinfo')})\n`;
-      const out = execFileSync('sh', ['-c', `${MOUNTINFO_FN}\n${load}${MOUNT_LINES.script(args)}`], { encoding: 'utf8' });
-      return MOUNT_LINES.split(out, args);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const args = paths.map((p) => (mountTableProbe(p) as { arg: string }).arg);
+    const load = table === undefined ? '' : `${presetHostTables(table)}\n`;
+    const out = execFileSync('sh', ['-c', `${MOUNTINFO_FN}\n${load}${MOUNT_LINES.script(args)}`], { encoding: 'utf8' });
+    return MOUNT_LINES.split(out, args);
   };
   /** The lines of `a`'s mountpoint (or of everything under it, for a trailing /), in table order. */
   const wanted = (table: string, a: string): string =>
@@ -129,7 +124,7 @@ describe('mount table (shared probe part)', () => {
     const each = (text: string) =>
       execFileSync(
         'sh',
-        ['-c', `${MOUNTINFO_FN}\nrs_mi_root='='; rs_mi=${shq(TABLE)}\nfn() { printf '%s\\n' "$5"; }\nrs_mi_each '' fn ${shq(text)}`],
+        ['-c', `${MOUNTINFO_FN}\n${presetHostTables(TABLE)}\nfn() { printf '%s\\n' "$5"; }\nrs_mi_each '' fn ${shq(text)}`],
         {
           encoding: 'utf8',
         },
@@ -154,9 +149,43 @@ describe('mount table (shared probe part)', () => {
     expect(mountpointsText(paths)).toBe(want);
   });
 
-  it('reads the table once per shell, with one process', () => {
-    expect(MOUNTINFO_FN.match(/\/proc\/self\/mountinfo/g)).toHaveLength(1);
-    expect(MOUNTINFO_FN).toMatch(/\[ "\$rs_mi_root" = "=\$1" \] && return 0/);
+  it("reads the mount table and udev's block device properties once per shell and root, with one grep", () => {
+    const root = mkdtempSync(join(tmpdir(), 'rs-host-tables-'));
+    try {
+      for (const d of ['proc/self', 'run/udev/data', 'bin']) mkdirSync(join(root, d), { recursive: true });
+      writeFileSync(join(root, 'proc/self/mountinfo'), `${TABLE}\n`);
+      // udev's entries: only the properties racksmith reads are kept (not S:, not E:ID_TYPE)
+      writeFileSync(join(root, 'run/udev/data/b7:0'), 'S:disk/by-id/x\nE:ID_TYPE=disk\nE:ID_SERIAL=S0\nE:ID_SERIAL_SHORT=0\n');
+      writeFileSync(join(root, 'run/udev/data/b254:1'), 'E:ID_WWN=0x5000\nE:ID_PATH=pci-0000:00:1f.2-ata-1\n');
+      const grep = execFileSync('sh', ['-c', 'command -v grep'], { encoding: 'utf8' }).trim();
+      writeFileSync(join(root, 'bin/grep'), `#!/bin/sh\necho run >> '${root}/grep.log'\nexec '${grep}' "$@"\n`, { mode: 0o755 });
+      const out = execFileSync(
+        'sh',
+        [
+          '-c',
+          `${MOUNTINFO_FN}\nfn() { printf '%s\\n' "$5"; }\nrs_mi_each "$1" fn ' /mnt/'\nrs_mi_each "$1" fn ' 7:0 '\nprintf '%s\\n' "$rs_ht_udev"`,
+          'sh',
+          root,
+        ],
+        { encoding: 'utf8', env: { ...process.env, PATH: `${join(root, 'bin')}:${process.env.PATH}` } },
+      );
+      // (in the glob's order of udev's files, each file's lines in its own order)
+      const udevLines = [
+        'b254:1:E:ID_WWN=0x5000',
+        'b254:1:E:ID_PATH=pci-0000:00:1f.2-ata-1',
+        'b7:0:E:ID_SERIAL=S0',
+        'b7:0:E:ID_SERIAL_SHORT=0',
+      ];
+      const mnt = TABLE.split('\n').filter((l) => l.includes(' /mnt/'));
+      expect(out.split('\n').filter(Boolean)).toEqual([
+        ...mnt.map((l) => l.split(' ')[4]),
+        '/ais/d1',
+        ...udevLines.map((l) => `${root}/run/udev/data/${l}`),
+      ]);
+      expect(readFileSync(join(root, 'grep.log'), 'utf8')).toBe('run\n');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('on this machine: each path gets what the whole mount table holds for it', () => {

@@ -35,7 +35,7 @@ import { recordedDiskMount } from '../../../../src/resources/storage/storage-lif
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 import { isInline } from '../../../../src/contract/probe.ts';
 import { escapeMountinfo, MOUNTINFO_FN } from '../../../../src/resources/core/mount-table.ts';
-import { shq } from '../../../../src/shell/quote.ts';
+import { presetHostTables } from '../../../support/host-tables.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -746,7 +746,7 @@ describe('xattr check', () => {
     if (!hasTool('setfattr') || !hasTool('getfattr')) return ctx.skip('setfattr/getfattr (Debian: attr) are not installed here');
     const dir = mkdtempSync(join(tmpdir(), 'rs-xattr-'));
     try {
-      const probe = `${MOUNTINFO_FN}\nrs_mi_root==; rs_mi=${shq(`36 25 0:1 / ${escapeMountinfo(dir)} rw - tmpfs tmpfs rw`)}\n${XATTR_CHECKS.script([dir])}`;
+      const probe = `${MOUNTINFO_FN}\n${presetHostTables(`36 25 0:1 / ${escapeMountinfo(dir)} rw - tmpfs tmpfs rw`)}\n${XATTR_CHECKS.script([dir])}`;
       const out = execFileSync('/bin/sh', ['-c', probe], { encoding: 'utf8' });
       const f = parseXattrFacts(XATTR_CHECKS.split(out, [dir])[0]);
       if (!f.ok && /not supported/.test(f.detail)) return ctx.skip(`the filesystem of ${tmpdir()} takes no user xattrs (${f.detail})`);
@@ -759,14 +759,14 @@ describe('xattr check', () => {
   });
 
   it('the batch script finds mounted paths by their mountinfo spelling (spaces escaped), from the mount table walked in the shell', () => {
-    // the table as MOUNTINFO_FN would have read it (rs_mi_load sees it loaded); no setfattr is
+    // the table as MOUNTINFO_FN would have read it (rs_ht_load sees it loaded); no setfattr is
     // needed for the mounted= lines, which come first
     const table = [
       '36 25 8:1 / /ais/d\\0402 rw,noatime shared:1 - xfs /dev/sdb rw',
       '37 25 8:2 / /ais/d3 rw - xfs /dev/sdc rw',
       '38 25 8:3 / /ais/d1x rw - xfs /dev/sdd rw',
     ].join('\n');
-    const script = `${MOUNTINFO_FN}\nrs_mi_root==; rs_mi=${shq(table)}\n${XATTR_CHECKS.script(['/ais/d 2', '/ais/d1', '/ais/d3'])}`;
+    const script = `${MOUNTINFO_FN}\n${presetHostTables(table)}\n${XATTR_CHECKS.script(['/ais/d 2', '/ais/d1', '/ais/d3'])}`;
     const out = execFileSync('/bin/sh', ['-c', script], {
       encoding: 'utf8',
       env: { PATH: '/nonexistent' },
@@ -792,7 +792,8 @@ describe('mount of a disk given by serial', () => {
     });
     const steps = m.apply(facts, m.diff(facts));
     const mountStep = steps.find((s) => s.name.startsWith('mount '))!;
-    expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(rs_dev=; R=; /);
+    expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(rs_dev=; R=\n/);
+    expect(mountStep.script).toContain('rs_by_serial ZL2ABC12');
     expect(mountStep.script).not.toMatch(/-- \/dev\/disk\/by-serial/);
   });
 });
@@ -987,27 +988,33 @@ describe('disk probes: mounts from one read of the mount table', () => {
     awkLog = join(root, 'awk.log');
     const awk = execFileSync('sh', ['-c', 'command -v awk'], { encoding: 'utf8' }).trim();
     writeFileSync(join(bin, 'awk'), `#!/bin/sh\necho run >> '${awkLog}'\nexec '${awk}' "$@"\n`, { mode: 0o755 });
-    // and cat, logging what it reads (the mount table is read with one cat)
-    const cat = execFileSync('sh', ['-c', 'command -v cat'], { encoding: 'utf8' }).trim();
-    writeFileSync(join(bin, 'cat'), `#!/bin/sh\necho "$*" >> '${awkLog}.cat'\nexec '${cat}' "$@"\n`, { mode: 0o755 });
+    // and grep, logging its arguments (the mount table and udev's database are read with one grep)
+    const grep = execFileSync('sh', ['-c', 'command -v grep'], { encoding: 'utf8' }).trim();
+    writeFileSync(join(bin, 'grep'), `#!/bin/sh\necho "$*" >> '${awkLog}.grep'\nexec '${grep}' "$@"\n`, { mode: 0o755 });
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   const sh = (script: string) => {
     writeFileSync(awkLog, '');
-    writeFileSync(`${awkLog}.cat`, '');
+    writeFileSync(`${awkLog}.grep`, '');
     const out = execFileSync('sh', ['-c', script], {
       encoding: 'utf8',
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     const lines = (f: string) => readFileSync(f, 'utf8').split('\n').filter(Boolean);
-    return { out, awkRuns: lines(awkLog).length, tableReads: lines(`${awkLog}.cat`).filter((l) => l.includes('mountinfo')).length };
+    return {
+      out,
+      awkRuns: lines(awkLog).length,
+      tableReads: lines(`${awkLog}.grep`).filter((l) => l.includes('/proc/self/mountinfo')).length,
+      udevReads: lines(`${awkLog}.grep`).filter((l) => l.includes('/run/udev/data/')).length,
+      greps: lines(`${awkLog}.grep`).length,
+    };
   };
 
   it("each disk gets exactly its own and its partitions' mounts; an unmounted disk is probed for content", () => {
     const sp = standaloneProbe(diskFactsProbe({ serial: 'SER_sda' }, [{ serial: 'SER_sdb' }, { serial: 'SER_sdc' }], { root }).probe());
-    const { out, awkRuns, tableReads } = sh(sp.script);
+    const { out, awkRuns, tableReads, udevReads, greps } = sh(sp.script);
     const [sda, sdb, sdc] = out
       .split(/^(?=spec=)/m)
       .filter((p) => p.startsWith('spec='))
@@ -1028,7 +1035,33 @@ describe('disk probes: mounts from one read of the mount table', () => {
     // data sample of the unmounted disk without a signature
     expect(tableReads).toBe(1);
     expect(awkRuns).toBe(1);
+    // the three disks found by serial, and each one's udev identity, from one read of udev's database
+    expect([sda.kname, sdb.kname, sdc.kname]).toEqual(['sda', 'sdb', 'sdc']);
+    expect(sdb.udev).toEqual({ ID_SERIAL_SHORT: 'SER_sdb' });
+    expect(udevReads).toBe(1);
+    expect(greps).toBe(1); // the same grep: the host tables (core/host-tables.ts)
     expect(sdc.sample).toMatchObject({ read: 1048576, want: 1048576, hits: [] });
+  });
+
+  it('a serial two disks carry selects neither, naming both; a serial none carries is said', () => {
+    const sdaDb = join(root, 'run/udev/data/b8:0');
+    const sdcDb = join(root, 'run/udev/data/b8:32');
+    const before = [readFileSync(sdaDb, 'utf8'), readFileSync(sdcDb, 'utf8')];
+    try {
+      writeFileSync(sdaDb, `${before[0]}E:ID_WWN=0xshared\n`);
+      writeFileSync(sdcDb, `E:ID_WWN_WITH_EXTENSION=0xshared\n${before[1]}`);
+      const probe = (serial: string) => parseDiskFacts(sh(diskProbe({ serial }, { root })).out);
+      expect(probe('0xshared').error).toBe('serial 0xshared matches several disks: sda sdc');
+      expect(probe('0xshare').error).toBe('no disk has serial or WWN 0xshare');
+      expect(probe('SER_sdc')).toMatchObject({
+        kname: 'sdc',
+        majmin: '8:32',
+        udev: { ID_WWN_WITH_EXTENSION: '0xshared', ID_SERIAL_SHORT: 'SER_sdc' },
+      });
+    } finally {
+      writeFileSync(sdaDb, before[0]);
+      writeFileSync(sdcDb, before[1]);
+    }
   });
 
   it('a disk probed on its own reads the table itself', () => {
