@@ -108,10 +108,17 @@ export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer
     shared: true,
     script(paths) {
       const list = paths.map(shq).join(' ');
+      // The regular files of a size: find's lines walked with builtins (`read` of a here-document
+      // takes a system call per byte): type, size, then the path after the other five fields.
       const pick = (test: string) => `set --
-while read -r y s _ _ _ _ _ p; do [ "$y" = f ] && [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$p"; done <<RS_META
-$rs_meta
-RS_META`;
+rs_ff_ifs=$IFS; rs_ff_opts=$-; set -f; IFS='
+'
+for l in $rs_meta; do
+  case $l in f\\ *) ;; *) continue ;; esac
+  r=\${l#f }; s=\${r%% *}; r=\${r#* }; r=\${r#* }; r=\${r#* }; r=\${r#* }; r=\${r#* }; r=\${r#* }
+  [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$r"
+done
+IFS=$rs_ff_ifs; case $rs_ff_opts in *f*) ;; *) set +f ;; esac`;
       return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
 printf '%s\\n' "$rs_meta"
 ${pick('-le')}

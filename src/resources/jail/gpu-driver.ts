@@ -141,16 +141,24 @@ if command -v nvidia-container-cli >/dev/null 2>&1; then
   echo gpu-source=cli
   # under a driver root, --root: it lists the paths inside the root (libnvidia-container's path_resolve)
   if [ -n "$P" ]; then rs_l=$(nvidia-container-cli --root "$R" list); else rs_l=$(nvidia-container-cli list); fi; echo "gpu-cli-rc=$?"
-  while IFS= read -r p; do case "$p" in /dev/*|/proc/*) ;; "$P"/*) set -- "$@" "$p" ;; /*) set -- "$@" "$P$p" ;; esac; done <<RS_GPU_EOF
-$rs_l
-RS_GPU_EOF
+  # (the lists are walked with builtins: \`read\` of a here-document takes a system call per byte)
+  rs_gd_ifs=$IFS; rs_gd_opts=$-; set -f; IFS='
+'
+  for p in $rs_l; do case "$p" in /dev/*|/proc/*) ;; "$P"/*) set -- "$@" "$p" ;; /*) set -- "$@" "$P$p" ;; esac; done
+  IFS=$rs_gd_ifs; case $rs_gd_opts in *f*) ;; *) set +f ;; esac
   [ $# -gt 0 ] && rs_f=$(find -L "$@" -maxdepth 0 \\( -type f -printf 'f\\t%p\\t%D:%i\\t%m\\n' -o -type d -printf 'd\\t%p\\t%D:%i\\t%m\\n' \\) 2>/dev/null)
 else
   echo gpu-source=globs
   for d in ${dirs.join(' ')}; do [ -d "$d" ] && set -- "$@" "$d"; done
   [ $# -gt 0 ] && rs_f=$(find "$@" -maxdepth 2 -type f ${first ? `\\( ${first} \\) ` : ''}\\( ${names} \\) -printf 'f\\t%p\\t%D:%i\\t%m\\n' 2>/dev/null)
 fi
-while IFS="$tab" read -r k f id m; do
+rs_gd_ifs=$IFS; rs_gd_opts=$-; set -f; IFS='
+'
+for rs_gd_l in $rs_f; do
+  IFS=$tab
+  # shellcheck disable=SC2086 # find's line split at its tabs (set -f: no globbing)
+  set -- $rs_gd_l
+  k=\${1-}; f=\${2-}; id=\${3-}; m=\${4-}
   [ -n "$k" ] || continue
   b=\${f##*/}; rel=\${f#"$P"}
   case "$b" in
@@ -163,9 +171,8 @@ while IFS="$tab" read -r k f id m; do
   empty=no; [ "$tk" = file ] && [ ! -s "$p" ] && empty=yes
   printf 'gpu-f\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' "$f" "$k" "$id" "$m" "$t" "$tk" "$same" "$empty"
   case "$rs_seen" in *"|\${p%/*}|"*) ;; *) rs_seen="$rs_seen|\${p%/*}|"; rs_real "\${p%/*}" gpu-dir ;; esac
-done <<RS_GPU_EOF
-$rs_f
-RS_GPU_EOF
+done
+IFS=$rs_gd_ifs; case $rs_gd_opts in *f*) ;; *) set +f ;; esac
 if [ -n "$rs_lib" ]; then
   find "$J$L" -maxdepth 1 -type l -printf 'gpu-link\\t%f\\t%l\\n' 2>/dev/null
   [ -d "$J/etc" ] && chroot "$J" /sbin/ldconfig -p 2>/dev/null
