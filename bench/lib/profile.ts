@@ -10,7 +10,9 @@
 //     reporting;
 //  3. a V8 CPU profile of the real CLI on converged hosts, self time by package / source dir;
 //  4. what each resource's probe costs on a host (processes started, time; run one by one), and
-//     each converged exec and each first-run exec (replayed in order on a reset host) alone.
+//     each converged exec and each first-run exec (replayed in order on a reset host) alone;
+//  5. at a production node's size (bench/lib/node-size.ts): the converged execs again with a
+//     Kubernetes node's count of mounts, and a storage node's disks probed by serial.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { Writable } from 'node:stream';
@@ -24,6 +26,7 @@ import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
+import { NODE_DISKS, NODE_MOUNTS, storageNodeProbeMs, withMoreMounts } from './node-size.ts';
 
 const now = () => performance.timeOrigin + performance.now(); // epoch ms, sub-ms
 
@@ -426,6 +429,13 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
   log(`profile: probe cost per resource on ${w.hosts[0]}`);
   const probes = await probeCosts(tb, w, w.hosts[0]);
   const alone = await forksPerExec(tb, w.hosts[0], converged.scripts);
+  log(`profile: at a node's size (${NODE_MOUNTS} mounts more on ${w.hosts[0]}; ${NODE_DISKS} disks on a fake root)`);
+  const ownLines = Number((await tb.hostExec(w.hosts[0], 'wc -l < /proc/self/mountinfo')).stdout.trim());
+  const bigTable = await withMoreMounts(tb, w.hosts[0], NODE_MOUNTS, async (lines) => ({
+    lines,
+    execs: await forksPerExec(tb, w.hosts[0], converged.scripts),
+  }));
+  const storageNode = await storageNodeProbeMs(NODE_DISKS);
   // a first run's execs change the host: replayed once each, in order, on a reset host
   await resetHosts(tb, [w.hosts[0]]);
   const firstAlone = await forksPerExec(tb, w.hosts[0], first.scripts, 1);
@@ -460,6 +470,8 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
     `converged execs run alone on ${w.hosts[0]} (nsenter, no SSH): ${alone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
     // issue #39's target: what a converged host pays for site.ts (subshells count: each is a fork)
     `processes per converged host: ${alone.reduce((a, f) => a + f.processes, 0)} (target <= ${CONVERGED_PROCESS_TARGET})`,
+    `at a node's size: ${w.hosts[0]}'s converged execs with ${bigTable.lines} mount table lines (${NODE_MOUNTS} tmpfs mounts more than its own ${ownLines}): ${bigTable.execs.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
+    `  ${storageNode.found} of ${NODE_DISKS} data disks by serial, mounted, probed in one script (a fake root of a storage node, udev entries of ~1.2 KB; local sh, median of 5): ${storageNode.ms.toFixed(1)} ms`,
     `first-run execs replayed alone in order on reset ${w.hosts[0]} (nsenter, no SSH): ${firstAlone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
     `each resource's probe alone on ${w.hosts[0]} (nsenter, median of 3): ${probes.reduce((a, p) => a + p.processes, 0)} processes, ${ms(probes.reduce((a, p) => a + p.remoteMs, 0))} in all; processes / ms:`,
     ...[...probes]
@@ -476,6 +488,13 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
     cpuProfile: cpu,
     probes,
     convergedExecsAlone: alone,
+    nodeSize: {
+      mountTableLines: bigTable.lines,
+      ownLines,
+      convergedExecs: bigTable.execs,
+      storageNodeDisks: NODE_DISKS,
+      storageNodeProbeMs: storageNode.ms,
+    },
     firstRunExecsAlone: firstAlone,
   };
 }
