@@ -18,13 +18,21 @@ export interface KmodFacts {
 
 const MODULE = /^[A-Za-z0-9_-]+$/;
 
+/**
+ * Where a module shows itself when /sys/module does not list it (built into the kernel, without
+ * parameters): br_netfilter registers the net.bridge sysctls, the file kubeadm's preflight checks.
+ * Such a module costs no look into modules.builtin (a process on every host at every run).
+ */
+export const LOADED_EVIDENCE: Readonly<Record<string, string>> = { br_netfilter: '/proc/sys/net/bridge/bridge-nf-call-iptables' };
+
 export function renderModulesFile(modules: string[]): string {
   return ['# Managed by racksmith. Loaded at boot by systemd-modules-load.', ...modules].join('\n') + '\n';
 }
 
 /**
  * Kernel modules loaded now (modprobe) and at boot (modules-load.d). A module counts as loaded
- * when /sys/module has it (every loaded module is there) or the kernel has it built in.
+ * when /sys/module has it (every loaded module is there), it shows itself (LOADED_EVIDENCE) or
+ * the kernel has it built in.
  */
 export function kmod(o: KmodOptions): Resource<KmodFacts, FileWrite | string> {
   if (!o.modules.length) throw new InputError('kmod: no modules');
@@ -39,10 +47,14 @@ export function kmod(o: KmodOptions): Resource<KmodFacts, FileWrite | string> {
     claims: [`file:${path}`],
     ...probed(
       () => {
-        // Loaded modules are in /sys/module (a builtin test); modules.builtin is read once, and
-        // only when some module is not there.
+        // Loaded modules are in /sys/module or show themselves (builtin tests); modules.builtin
+        // is read once, and only when some module is in neither.
         const checks = o.modules
-          .map((m) => `if [ -d /sys/module/${m.replace(/-/g, '_')} ]; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`)
+          .map((m) => {
+            const u = m.replace(/-/g, '_');
+            const shows = LOADED_EVIDENCE[u] ? ` || [ -e ${shq(LOADED_EVIDENCE[u])} ]` : '';
+            return `if [ -d /sys/module/${u} ]${shows}; then echo ${shq(m)} yes; else echo ${shq(m)} '?'; rs_miss=1; fi`;
+          })
           .join('\n');
         const names = [...new Set(o.modules.flatMap((m) => [m.replace(/-/g, '_'), m.replace(/_/g, '-')]))].join('|');
         return {

@@ -1,11 +1,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 import { absent, fileWith } from '../../facts.ts';
 import { minFreeKbytes, tcpMem } from '../../../../src/profiles/sysctl-profiles.ts';
 import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath, SYSCTL_LIVE } from '../../../../src/resources/tuning/sysctl.ts';
-import { kmod } from '../../../../src/resources/tuning/kmod.ts';
+import { kmod, LOADED_EVIDENCE } from '../../../../src/resources/tuning/kmod.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
 import { limits } from '../../../../src/resources/tuning/limits.ts';
 
@@ -131,6 +133,41 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
 
   it.each([[{ 'net core': 1 }], [{ 'net.core.somaxconn': '1; reboot' }], [{}]])('refuses bad input %j', (values) => {
     expect(() => sysctl({ file: '/etc/sysctl.d/x.conf', values })).toThrow();
+  });
+});
+
+// The kmod probe run by the local sh on this machine: what its kernel has is read first.
+describe('kmod probe on this machine', () => {
+  const probeHere = (modules: string[]) => {
+    const bin = mkdtempSync(join(tmpdir(), 'rs-kmod-'));
+    try {
+      // grep on PATH, logging its runs (modules.builtin is read by one)
+      const grep = execFileSync('sh', ['-c', 'command -v grep'], { encoding: 'utf8' }).trim();
+      writeFileSync(join(bin, 'grep'), `#!/bin/sh\necho run >> '${bin}/log'\nexec '${grep}' "$@"\n`, { mode: 0o755 });
+      writeFileSync(join(bin, 'log'), '');
+      const r = kmod({ modules, file: join(bin, 'modules.conf') });
+      const sp = standaloneProbe(r.probe());
+      const out = execFileSync('sh', ['-c', sp.script], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+      return { facts: r.parse(sp.output(out)), greps: readFileSync(join(bin, 'log'), 'utf8').split('\n').filter(Boolean).length };
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  };
+
+  it('br_netfilter that shows itself by its sysctls counts as loaded without a look into modules.builtin', (ctx) => {
+    const listed = existsSync('/sys/module/br_netfilter');
+    const shows = existsSync(LOADED_EVIDENCE.br_netfilter);
+    if (!listed && !shows) return ctx.skip('br_netfilter is neither loaded nor built in here');
+    const { facts, greps } = probeHere(['br_netfilter']);
+    expect(facts.loaded).toEqual({ br_netfilter: true });
+    expect(greps).toBe(0);
+  });
+
+  it('a module in neither place is looked up in modules.builtin, once for all of them', () => {
+    const { facts, greps } = probeHere(['racksmith_no_such_module', 'racksmith-none-either']);
+    expect(facts.loaded).toEqual({ racksmith_no_such_module: false, 'racksmith-none-either': false });
+    // (no modules.builtin here at all: the grep still runs, and finds nothing)
+    expect(greps).toBe(1);
   });
 });
 
