@@ -267,6 +267,8 @@ const FP_FN = `rs_sig() {
   # (exit codes kept with || so that apply steps, which run under set -e, go on)
   rs_brc=0; rs_b=$(blkid -p -o export -- "$1" 2>&1) || rs_brc=$?
   rs_wrc=0; rs_w=$(wipefs -n -p -i -O OFFSET,TYPE,UUID,LABEL -- "$1" 2>&1) || rs_wrc=$?
+  # (-O came to wipefs after --force, which rs_inuse asks --help about: this one opens O_EXCL)
+  if [ "$rs_wrc" = 0 ]; then rs_wipefs_excl=yes; fi
   rs_s=
   if [ "$rs_brc" = 2 ] && [ "$rs_wrc" = 0 ] && [ -z "$rs_w" ]; then rs_sample "$1" "$2"; fi
 }
@@ -768,11 +770,14 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts, IoChange> {
       return [
         {
           name: `I/O tuning of /dev/${k} (${profileFor(f, o.profile)} profile)`,
+          // (sysfs values read with the shell's own read: a disk's tuning starts no process)
           script: `k=${shq(k)}; q="/sys/block/$k/queue"; want_sched=${shq(sched)}; rs_capped=
-[ "$(cat "/sys/block/$k/dev" 2>/dev/null)" = ${shq(f.majmin)} ] || { echo "/sys/block/$k is no longer the probed disk ${f.majmin}" >&2; exit 3; }
+${READ_FN}
+rs_rd "/sys/block/$k/dev" || :
+[ "$rs_v" = ${shq(f.majmin)} ] || { echo "/sys/block/$k is no longer the probed disk ${f.majmin}" >&2; exit 3; }
 # The largest value between the current one and $2 that the kernel takes for $1 (it is then set).
 rs_bisect() {
-  f="$q/$1"; lo=$(cat "$f"); hi=$2
+  f="$q/$1"; rs_rd "$f"; lo=$rs_v; hi=$2
   while [ $((hi - lo)) -gt 1 ]; do
     mid=$(( (lo + hi) / 2 ))
     if { printf '%s\\n' "$mid" > "$f"; } 2>/dev/null; then lo=$mid; else hi=$mid; fi
@@ -783,15 +788,16 @@ rs_set() {
   f="$q/$1"
   if { printf '%s\\n' "$2" > "$f"; } 2>/dev/null; then
     # (a value the kernel took but clamped silently is a cap to confirm too)
-    [ "$1" = scheduler ] || [ "$(cat "$f")" -ge "$2" ] || rs_capped="$rs_capped $1=$2"
+    [ "$1" = scheduler ] || { rs_rd "$f" && [ "$rs_v" -ge "$2" ]; } || rs_capped="$rs_capped $1=$2"
     return 0
   fi
   if [ "$1" = scheduler ]; then echo "$f: the kernel refused $2" >&2; return 1; fi
   rs_bisect "$1" "$2"
-  echo "$f: the kernel accepted at most $(cat "$f") (wanted $2)" >&2
+  rs_rd "$f" || :
+  echo "$f: the kernel accepted at most $rs_v (wanted $2)" >&2
   rs_capped="$rs_capped $1=$2"
 }
-rs_sched() { rs_sc=$(cat "$q/scheduler"); case $rs_sc in *"["*) rs_sc=\${rs_sc#*"["}; rs_sc=\${rs_sc%%"]"*} ;; esac; }
+rs_sched() { rs_rd "$q/scheduler"; rs_sc=$rs_v; case $rs_sc in *"["*) rs_sc=\${rs_sc#*"["}; rs_sc=\${rs_sc%%"]"*} ;; esac; }
 ${writes.join('\n')}
 # A refused value becomes a driver cap (/run/racksmith/io-caps, used until boot) only when it is
 # confirmed on a settled device: the scheduler is still the one this step set or found (another
@@ -801,8 +807,8 @@ for c in $rs_capped; do
   key=\${c%%=*}; want=\${c#*=}; f="$q/$key"
   rs_sched
   if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
-  if { printf '%s\\n' "$want" > "$f"; } 2>/dev/null && [ "$(cat "$f")" -ge "$want" ]; then echo "$f: $want accepted on a second try: not a driver cap" >&2; continue; fi
-  rs_bisect "$key" "$want"; got=$(cat "$f")
+  if { printf '%s\\n' "$want" > "$f"; } 2>/dev/null && rs_rd "$f" && [ "$rs_v" -ge "$want" ]; then echo "$f: $want accepted on a second try: not a driver cap" >&2; continue; fi
+  rs_bisect "$key" "$want"; rs_rd "$f"; got=$rs_v
   rs_sched
   if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
   if [ "$got" -lt "$want" ]; then
