@@ -3,12 +3,7 @@ import { InputError } from '../util/errors.ts';
 import { printableLines } from '../util/printable.ts';
 import { useTeamKey } from '../util/state-dir.ts';
 import { scrub } from '../util/secret.ts';
-import { applyCommand } from './apply-command.ts';
 import { EXIT, exitBadInput } from './exit.ts';
-import { execCommand } from './exec-command.ts';
-import { inventoryCommand } from './inventory-command.ts';
-import { planShowCommand } from './plan-show-command.ts';
-import { runsCommand } from './runs-command.ts';
 import { importSource, type PlaybookImporter } from './playbook.ts';
 import { runCommand } from './run-command.ts';
 import { scrubbing, type CliStreams } from './streams.ts';
@@ -22,16 +17,18 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
   } catch (e) {
     return exitBadInput(out, e, printableLines);
   }
+  // The other commands' modules load only when named: a run (the common case) starts without them.
   if (argv[0] === 'inventory' || argv[0] === 'plan' || argv[0] === 'runs') {
     try {
-      if (argv[0] === 'runs') return runsCommand(argv.slice(1), out);
-      return argv[0] === 'plan' ? planShowCommand(argv.slice(1), out) : await inventoryCommand(argv.slice(1), out);
+      if (argv[0] === 'runs') return (await import('./runs-command.ts')).runsCommand(argv.slice(1), out);
+      if (argv[0] === 'plan') return (await import('./plan-show-command.ts')).planShowCommand(argv.slice(1), out);
+      return await (await import('./inventory-command.ts')).inventoryCommand(argv.slice(1), out);
     } catch (e) {
       return exitBadInput(out, e, printableLines);
     }
   }
-  if (argv[0] === 'apply') return applyCommand(argv, out, importPlaybook);
-  if (argv[0] === 'exec') return execCommand(argv.slice(1), out);
+  if (argv[0] === 'apply') return (await import('./apply-command.ts')).applyCommand(argv, out, importPlaybook);
+  if (argv[0] === 'exec') return (await import('./exec-command.ts')).execCommand(argv.slice(1), out);
   return runCommand(argv, out, importPlaybook);
 }
 

@@ -1,6 +1,6 @@
 import { sha256 } from '../../util/sha256.ts';
 import { posix } from 'node:path';
-import { createTwoFilesPatch } from 'diff';
+import { createTwoFilesPatch } from 'diff/lib/patch/create.js';
 import { shBytes, shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../../util/input-value.ts';

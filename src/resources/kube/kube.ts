@@ -17,7 +17,7 @@
  * ConfigMap) keep every field racksmith does not declare.
  */
 import { gzipSync } from 'node:zlib';
-import { createTwoFilesPatch } from 'diff';
+import { createTwoFilesPatch } from 'diff/lib/patch/create.js';
 import { yamlLib } from '../../util/yaml-lib.ts';
 import { shq } from '../../shell/quote.ts';
 import { cidrEqual, cidrWithin, parseCidr, type Cidr } from '../../kube/cidr.ts';
