@@ -73,10 +73,15 @@ export function fileProbe(path: string): BatchPart<FileAnswer> {
   return { batch: FILE_FACTS, arg: path };
 }
 
+/** Each ASCII character's value as a hex digit (lowercase, as od prints them), else -1. */
+const HEX_DIGIT = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) HEX_DIGIT['0123456789abcdef'.charCodeAt(i)] = i;
+
 /**
  * The bytes of `od -A n -v -t x1` output in text[from, to): two lowercase hex digits a byte, the
- * spaces and line breaks between them skipped. (A loop over the text: twice as fast here as
- * stripping the blanks with a regex for Buffer.from's hex.)
+ * spaces and line breaks between them skipped. (A loop over the text with a table of digits: four
+ * times as fast here as stripping the blanks with a regex for Buffer.from's hex, twice as fast as
+ * comparing character ranges.)
  */
 export function fromOdHex(text: string, from = 0, to = text.length): Buffer {
   const out = Buffer.allocUnsafe(Math.max(0, to - from) >> 1);
@@ -84,11 +89,11 @@ export function fromOdHex(text: string, from = 0, to = text.length): Buffer {
   let high = -1;
   for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
-    const digit = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
+    const digit = c < 128 ? HEX_DIGIT[c] : -1;
     if (digit < 0) continue;
     if (high < 0) high = digit;
     else {
-      out[n++] = high * 16 + digit;
+      out[n++] = (high << 4) | digit;
       high = -1;
     }
   }
