@@ -6,18 +6,18 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DIST, manifestPath, sourceDigest } from '../bin/prebuilt.mjs';
+import { DIST, manifestOf, manifestPath } from '../bin/prebuilt.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 try {
-  // the digest of the sources as they were before compiling: a file edited during the build
-  // makes the manifest disagree with the tree, never a stale build look current
-  const digest = sourceDigest(root);
+  // the digest and stamp of the sources as they were before compiling: a file edited during the
+  // build makes the manifest disagree with the tree, never a stale build look current
+  const manifest = manifestOf(root);
   rmSync(join(root, DIST), { recursive: true, force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
   await precompileSchemas();
-  writeFileSync(manifestPath(root), JSON.stringify({ digest }) + '\n');
+  writeFileSync(manifestPath(root), JSON.stringify(manifest) + '\n');
 } catch (e) {
   rmSync(join(root, DIST), { recursive: true, force: true });
   process.stderr.write(`racksmith: no prebuilt JavaScript (${e.message.split('\n')[0]}); provision runs the sources through tsx\n`);
