@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DIST, manifestOf, manifestPath } from '../bin/prebuilt.mjs';
+import { bundleDist } from './bundle.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 try {
@@ -17,6 +18,7 @@ try {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
   await precompileSchemas();
+  await bundleDist(join(root, DIST));
   writeFileSync(manifestPath(root), JSON.stringify(manifest) + '\n');
 } catch (e) {
   rmSync(join(root, DIST), { recursive: true, force: true });

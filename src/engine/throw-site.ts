@@ -19,30 +19,45 @@ export function throwSite(err: { stack?: string }): SourcePos | undefined {
       line: Number(m[2]),
       col: Number(m[3]),
     };
+    // (a line of dist/racksmith.js is racksmith's own code or one of its playbooks: its map tells)
+    if (isOwnModule(pos.file)) continue;
     return { ...pos, file: relative(process.cwd(), pos.file) || pos.file };
   }
   return undefined;
 }
 
 // racksmith's own modules (its src/ and dist/src/, wherever it is installed): an operator's
-// playbook in a src/ folder of their own still has its lines.
-const SRC_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PACKAGE_ROOT = SRC_DIR.endsWith('/dist/src') ? SRC_DIR.slice(0, -'/dist/src'.length) : dirname(SRC_DIR);
+// playbook in a src/ folder of their own still has its lines. This file is built as
+// dist/src/engine/throw-site.js, or is a part of dist/racksmith.js (scripts/bundle.mjs).
+const HERE = fileURLToPath(import.meta.url);
+const SRC_DIR = resolve(dirname(HERE), '..');
+const PACKAGE_ROOT = HERE.endsWith('/dist/racksmith.js')
+  ? dirname(dirname(HERE))
+  : SRC_DIR.endsWith('/dist/src')
+    ? SRC_DIR.slice(0, -'/dist/src'.length)
+    : dirname(SRC_DIR);
 const OWN = [`${PACKAGE_ROOT}/src/`, `${PACKAGE_ROOT}/dist/src/`];
 
 function isOwnModule(file: string): boolean {
   return file.includes('/node_modules/') || OWN.some((dir) => file.startsWith(dir));
 }
 
+// Each built file's map, read once: dist/racksmith.js's is large, and a fleet's hosts may each
+// name a playbook line.
+const maps = new Map<string, SourceMap | undefined>();
+
 /** A built file's line as its source's, from the map the build wrote beside it (none: undefined). */
 function fromSourceMap(file: string, line: number, col: number): SourcePos | undefined {
-  let payload: ConstructorParameters<typeof SourceMap>[0];
-  try {
-    payload = JSON.parse(readFileSync(`${file}.map`, 'utf8')) as typeof payload;
-  } catch {
-    return undefined;
+  if (!maps.has(file)) {
+    try {
+      maps.set(file, new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]));
+    } catch {
+      maps.set(file, undefined);
+    }
   }
-  const e = new SourceMap(payload).findEntry(line - 1, col - 1) as Partial<{
+  const map = maps.get(file);
+  if (!map) return undefined;
+  const e = map.findEntry(line - 1, col - 1) as Partial<{
     originalSource: string;
     originalLine: number;
     originalColumn: number;

@@ -24,12 +24,14 @@ export function schemaKey(d: DeclaredSchema): string {
 /**
  * Validators compiled at build time (dist/schemas.cjs, ajv's standalone code): compiling the
  * built-in schemas at every start cost ~80 ms, and importing ajv ~25 ms more. Only used from
- * dist/, where the build wrote them next to this file's build.
+ * dist/, where the build wrote them: this file's build is dist/src/util/validate.js, or a part of
+ * dist/racksmith.js (scripts/bundle.mjs).
  */
 function loadPrecompiled(): Record<string, ValidateFunction> {
-  if (!/\/dist\/src\/util\/validate\.js$/.test(import.meta.url)) return {};
+  const built = /\/dist\/(src\/util\/validate|racksmith)\.js$/.exec(import.meta.url);
+  if (!built) return {};
   try {
-    return require('../../schemas.cjs') as Record<string, ValidateFunction>;
+    return require(built[1] === 'racksmith' ? './schemas.cjs' : '../../schemas.cjs') as Record<string, ValidateFunction>;
   } catch {
     return {};
   }
