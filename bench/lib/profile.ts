@@ -16,9 +16,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Testbed } from './bed.ts';
 import { repoRoot, resetHosts } from './bed.ts';
@@ -28,6 +27,7 @@ import type { Connection, ExecResult } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { standaloneProbe } from '../../src/engine/probe-set.ts';
+import { sourcePosition } from '../../src/util/source-map.ts';
 import { NODE_DISKS, NODE_MOUNTS, storageNodeProbeMs, withMoreMounts } from './node-size.ts';
 
 const now = () => performance.timeOrigin + performance.now(); // epoch ms, sub-ms
@@ -237,25 +237,13 @@ interface CpuNode {
 
 /**
  * A frame of the built code (dist/racksmith.js, one module for all of racksmith) as the source it
- * came from, through the build's source map: a profile's self time then still falls by source
- * directory. Other frames as they are.
+ * came from, through the build's source map (`sourcePosition`, as error messages read it): a
+ * profile's self time then still falls by source directory. Other frames as they are. Lines 0-based.
  */
-function sourceFrame(url: string, line: number, col: number, maps: Map<string, SourceMap | undefined>): { url: string; line: number } {
+function sourceFrame(url: string, line: number, col: number): { url: string; line: number } {
   if (!url.startsWith('file:') || !url.includes('/dist/')) return { url, line };
-  if (!maps.has(url)) {
-    try {
-      const file = fileURLToPath(url);
-      maps.set(url, new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]));
-    } catch {
-      maps.set(url, undefined);
-    }
-  }
-  const e = maps.get(url)?.findEntry(line, col) as { originalSource?: string; originalLine?: number } | undefined;
-  if (!e?.originalSource || e.originalLine === undefined) return { url, line };
-  const source = e.originalSource.startsWith('file:')
-    ? e.originalSource
-    : pathToFileURL(resolve(dirname(fileURLToPath(url)), e.originalSource)).href;
-  return { url: source, line: e.originalLine };
+  const pos = sourcePosition(fileURLToPath(url), line + 1, col + 1);
+  return pos ? { url: pathToFileURL(pos.file).href, line: pos.line - 1 } : { url, line };
 }
 
 function category(url: string, fn: string): string {
@@ -308,12 +296,11 @@ function cpuProfile(
   prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0) / 1000));
   const cats = new Map<string, number>();
   const fns = new Map<string, { fn: string; where: string; ms: number }>();
-  const maps = new Map<string, SourceMap | undefined>();
   let total = 0;
   for (const [id, ms] of self) {
     const n = byId.get(id)!;
     const { functionName: fn } = n.callFrame;
-    const { url, line: lineNumber } = sourceFrame(n.callFrame.url, n.callFrame.lineNumber, n.callFrame.columnNumber, maps);
+    const { url, line: lineNumber } = sourceFrame(n.callFrame.url, n.callFrame.lineNumber, n.callFrame.columnNumber);
     total += ms;
     const c = category(url, fn);
     cats.set(c, (cats.get(c) ?? 0) + ms);

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { SourceMap } from 'node:module';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SourcePos } from '../util/errors.ts';
+import { sourcePosition } from '../util/source-map.ts';
 
 /**
  * The playbook's line in a stack: the first frame outside racksmith's own modules and Node's
@@ -14,7 +13,7 @@ export function throwSite(err: { stack?: string }): SourcePos | undefined {
     const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
     if (!m || isOwnModule(m[1].replace(/^file:\/\//, ''))) continue;
     const file = m[1].replace(/^file:\/\//, '');
-    const pos = (m[1].includes('/dist/') && fromSourceMap(file, Number(m[2]), Number(m[3]))) || {
+    const pos = (m[1].includes('/dist/') && sourcePosition(file, Number(m[2]), Number(m[3]))) || {
       file,
       line: Number(m[2]),
       col: Number(m[3]),
@@ -40,29 +39,4 @@ const OWN = [`${PACKAGE_ROOT}/src/`, `${PACKAGE_ROOT}/dist/src/`];
 
 function isOwnModule(file: string): boolean {
   return file.includes('/node_modules/') || OWN.some((dir) => file.startsWith(dir));
-}
-
-// Each built file's map, read once: dist/racksmith.js's is large, and a fleet's hosts may each
-// name a playbook line.
-const maps = new Map<string, SourceMap | undefined>();
-
-/** A built file's line as its source's, from the map the build wrote beside it (none: undefined). */
-function fromSourceMap(file: string, line: number, col: number): SourcePos | undefined {
-  if (!maps.has(file)) {
-    try {
-      maps.set(file, new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]));
-    } catch {
-      maps.set(file, undefined);
-    }
-  }
-  const map = maps.get(file);
-  if (!map) return undefined;
-  const e = map.findEntry(line - 1, col - 1) as Partial<{
-    originalSource: string;
-    originalLine: number;
-    originalColumn: number;
-  }>;
-  if (!e.originalSource || e.originalLine === undefined) return undefined;
-  const source = e.originalSource.startsWith('file:') ? fileURLToPath(e.originalSource) : resolve(dirname(file), e.originalSource);
-  return { file: source, line: e.originalLine + 1, col: (e.originalColumn ?? 0) + 1 };
 }
