@@ -3,15 +3,17 @@
 // concurrency; one exec of `true` per host, then close. Plain JavaScript (no tsx), so it is the
 // cost of Node + node-ssh + the handshakes.
 //
-//   node bench/floor.mjs HOSTS_JSON KEY KNOWN_HOSTS CONCURRENCY [COMMAND]
+//   node bench/floor.mjs HOSTS_JSON KEY KNOWN_HOSTS CONCURRENCY [COMMAND [HANDSHAKES]]
 //     HOSTS_JSON: [{"name":"tb1","ip":"10.78.0.11","port":22,"user":"root"}, ...]
 //     COMMAND: what the one exec runs (default `true`; the bench's --become floor: `sudo -n true`)
+//     HANDSHAKES: at most this many handshakes at once, each host's timeout from its turn, as
+//       racksmith's --ssh-handshakes (src/connection/handshake-gate.ts; default: no limit)
 // Prints one JSON line: {"hosts":N,"ok":N,"connectMs":[...],"execMs":[...]}; exit 1 if a host failed.
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { NodeSSH } from 'node-ssh';
 
-const [hostsFile, keyFile, knownHostsFile, concurrency, command = 'true'] = process.argv.slice(2);
+const [hostsFile, keyFile, knownHostsFile, concurrency, command = 'true', handshakes] = process.argv.slice(2);
 const hosts = JSON.parse(readFileSync(hostsFile, 'utf8'));
 const privateKey = readFileSync(keyFile, 'utf8');
 const known = new Map();
@@ -32,10 +34,21 @@ function tcp(ip, port) {
   });
 }
 
-async function one(h) {
-  const t0 = performance.now();
+// the handshake turns, first come first served
+const turns = { free: Number(handshakes) || Infinity, waiting: [] };
+async function turn() {
+  if (turns.free > 0) turns.free--;
+  else await new Promise((resolve) => turns.waiting.push(resolve));
+}
+function endTurn() {
+  const next = turns.waiting.shift();
+  if (next) next();
+  else turns.free++;
+}
+
+/** TCP, key exchange, host key check and authentication: what a turn covers. */
+async function connect(h, ssh) {
   const sock = await tcp(h.ip, h.port);
-  const ssh = new NodeSSH();
   await ssh.connect({
     sock,
     host: h.ip,
@@ -45,6 +58,17 @@ async function one(h) {
     readyTimeout: 10_000,
     hostVerifier: (key) => known.get(h.ip) === key.toString('base64'),
   });
+}
+
+async function one(h) {
+  await turn();
+  const t0 = performance.now();
+  const ssh = new NodeSSH();
+  try {
+    await connect(h, ssh);
+  } finally {
+    endTurn();
+  }
   const t1 = performance.now();
   const r = await ssh.execCommand(command);
   const t2 = performance.now();

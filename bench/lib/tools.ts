@@ -5,6 +5,7 @@ import type { Testbed } from './bed.ts';
 import { repoRoot } from './bed.ts';
 import { measure, type Measurement } from './measure.ts';
 import { ansibleEnv, ansiblePlaybook, sitePlaybook, type Workload } from './workload.ts';
+import { DEFAULT_SSH_HANDSHAKES } from '../../src/cli/parse.ts';
 
 export type Tool = 'racksmith' | 'ansible' | 'ansible-mitogen';
 export const TOOLS: readonly Tool[] = ['racksmith', 'ansible', 'ansible-mitogen'];
@@ -140,7 +141,17 @@ export async function runFloor(
   writeFileSync(hostsJson, JSON.stringify(tb.hosts().map((h) => ({ name: h.name, ip: h.ip, port: h.port, user: user(h) }))));
   const command = w.become ? 'sudo -n true' : 'true';
   const m = await measure(
-    [process.execPath, join(repoRoot, 'bench/floor.mjs'), hostsJson, tb.keyPath, tb.knownHostsPath, String(concurrency), command],
+    [
+      process.execPath,
+      join(repoRoot, 'bench/floor.mjs'),
+      hostsJson,
+      tb.keyPath,
+      tb.knownHostsPath,
+      String(concurrency),
+      command,
+      // racksmith's default --ssh-handshakes: the same turns at the same forks
+      String(DEFAULT_SSH_HANDSHAKES),
+    ],
     { cwd: repoRoot, timeoutMs: 120_000 },
   );
   let parsed: { ok: number; connectMs: number[]; execMs: number[] } = { ok: 0, connectMs: [], execMs: [] };

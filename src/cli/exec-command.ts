@@ -29,6 +29,7 @@ import { runArgv } from './plan-args.ts';
 import { askedPasswords, keyring } from './passwords.ts';
 import type { CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
+import { HandshakeGate } from '../connection/handshake-gate.ts';
 
 /** What exec loaded before any host: the options, the hosts (escalated as -b says), the command. */
 interface ExecLoaded {
@@ -201,6 +202,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
         keepaliveMs: opts.keepaliveMs,
+        handshakes: new HandshakeGate(opts.sshHandshakes),
         user: opts.user,
         privateKeyFile: opts.privateKey,
         connection: opts.connection,

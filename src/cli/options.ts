@@ -55,6 +55,7 @@ export const CLI_OPTIONS = {
   'ssh-config': { type: 'string', short: 'F', apply: true, security: true, exec: true },
   'host-timeout': { type: 'string', apply: true, exec: true },
   'ssh-keepalive': { type: 'string', apply: true, exec: true },
+  'ssh-handshakes': { type: 'string', apply: true, exec: true },
   'lock-timeout': { type: 'string', apply: true },
   drain: { type: 'string', apply: true },
   'drain-timeout': { type: 'string', apply: true },

@@ -50,6 +50,8 @@ export interface CliOptions {
   timeoutMs: number;
   hostTimeoutMs?: number;
   keepaliveMs: number;
+  /** --ssh-handshakes: SSH handshakes at once (the others wait their turn, their connect timeout not yet started). */
+  sshHandshakes: number;
   lockTimeoutSec: number;
   /** --drain (unset: each host's racksmith_drain, default none). */
   drain?: DrainMode;
@@ -79,6 +81,8 @@ const list = (s: string | undefined) =>
 export const MAX_TIMER_SEC = Math.floor((2 ** 31 - 1) / 1000);
 /** More hosts in flight than this is a typo, not a fleet (and each costs sockets and memory). */
 export const MAX_FORKS = 10_000;
+/** SSH handshakes at once by default (docs/scale.md: what one controller's thread handshakes). */
+export const DEFAULT_SSH_HANDSHAKES = 100;
 
 /** A whole number from `min` to `max` (the option's range), or `fallback` when not given. */
 function wholeInRange(name: string, v: string | undefined, min: number, max: number, fallback: number, unit = ''): number {
@@ -206,6 +210,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     drain: v.drain === undefined ? undefined : drainMode(v.drain, '--drain'),
     drainTimeoutSec: wholeInRange('--drain-timeout', v['drain-timeout'], 1, 86400, 600, ' of seconds'),
     keepaliveMs: wholeInRange('--ssh-keepalive', v['ssh-keepalive'], 0, 3600, DEFAULT_KEEPALIVE_MS / 1000, ' of seconds') * 1000,
+    sshHandshakes: wholeInRange('--ssh-handshakes', v['ssh-handshakes'], 1, MAX_FORKS, DEFAULT_SSH_HANDSHAKES),
     planOut: v['plan-out'],
     yes: !!v.yes,
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),

@@ -23,6 +23,7 @@ import type { PlaybookImporter } from './playbook.ts';
 import { interruptOnSignals } from './interrupt.ts';
 import { writeNotices, type CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
+import { HandshakeGate } from '../connection/handshake-gate.ts';
 
 /** `provision [PLAYBOOK...] -i INVENTORY [options]`: load everything, then run it (or list it, or print the usage). */
 export async function runCommand(argv: string[], out: CliStreams, importPlaybook: PlaybookImporter): Promise<number> {
@@ -208,6 +209,7 @@ function executeOptions(
     ...asked,
     hostTimeoutMs: opts.hostTimeoutMs,
     keepaliveMs: opts.keepaliveMs,
+    handshakes: new HandshakeGate(opts.sshHandshakes),
     lockTimeoutSec: opts.lockTimeoutSec,
     check: opts.check,
     yes: opts.yes,

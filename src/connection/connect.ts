@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Host } from '../inventory/model.ts';
 import type { Secret } from '../util/secret.ts';
 import type { Become } from './become.ts';
+import type { HandshakeGate } from './handshake-gate.ts';
 import { LocalConnection } from './local.ts';
 import { SshConnection, type SshOptions } from './ssh.ts';
 import { sshConfigFor } from './ssh-config.ts';
@@ -34,6 +35,8 @@ export interface ConnectOptions {
   sshConfigFile?: string;
   /** Ctrl-C: a connection still being made is dropped at once. */
   signal?: AbortSignal;
+  /** --ssh-handshakes: the run's limit on SSH handshakes at once (none: every host at once). */
+  handshakes?: HandshakeGate;
 }
 
 /** The escalation a host's execs run under (the engine resolved whom; the password comes from the host or -K). */
@@ -66,6 +69,7 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
     acceptNewHostKeys: o.acceptNewHostKeys || (c.acceptNewHostKeys ?? cfg.acceptNewHostKeys ?? false),
     keepaliveMs: o.keepaliveMs,
     signal: o.signal,
+    handshakes: o.handshakes,
   };
   const jump = c.jump ?? (c.noJump ? undefined : cfg.jump);
   return {

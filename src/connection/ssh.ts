@@ -12,6 +12,7 @@ import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { Escalation, execPlan, newNonce, type Become } from './become.ts';
 import type { Secret } from '../util/secret.ts';
+import type { HandshakeGate } from './handshake-gate.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -36,6 +37,8 @@ export interface SshOptions {
   jump?: Omit<SshOptions, 'jump' | 'name' | 'become'> & { name?: string };
   /** Run every exec escalated (sudo/su), in one shell. */
   become?: Become;
+  /** The run's limit on handshakes at once (--ssh-handshakes): the connect timeout starts at this host's turn. */
+  handshakes?: HandshakeGate;
   /**
    * Ctrl-C: the connection, while still being made, is dropped at once (a TCP connect or handshake
    * in flight would keep the process alive until its timeout) and not retried.
@@ -128,14 +131,17 @@ export class SshConnection implements Connection {
     }
     let via: SshConnection | undefined;
     let sock: Duplex;
+    let endTurn: (() => void) | undefined;
     try {
-      if (opts.jump) {
-        via = await SshConnection.open({ ...opts.jump, name: opts.jump.name ?? opts.jump.address });
-        sock = await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port);
-      } else {
-        sock = await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
-      }
+      // The jump host's connection takes its own turn at the gate first: a host holding a turn
+      // while it waits for its jump's could leave every turn held by hosts waiting so.
+      if (opts.jump) via = await SshConnection.open({ ...opts.jump, name: opts.jump.name ?? opts.jump.address });
+      endTurn = await opts.handshakes?.enter(opts.signal, () => new Error('interrupted'));
+      sock = via
+        ? await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
+        : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
     } catch (e) {
+      endTurn?.();
       await via?.close();
       if (e instanceof ConnectError) throw e;
       if (opts.signal?.aborted) throw interruptedWhileConnecting(opts);
@@ -200,6 +206,7 @@ export class SshConnection implements Connection {
       throw new ConnectError(`${opts.name}: ssh ${opts.user}@${opts.address}:${opts.port}: ${msg}`, !auth);
     } finally {
       opts.signal?.removeEventListener('abort', dropSocket);
+      endTurn?.();
     }
     // node-ssh listens for client errors only while connecting or running a command: a socket
     // error in between (the host died: EPIPE, ECONNRESET) would be an unhandled 'error' event and

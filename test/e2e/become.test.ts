@@ -349,6 +349,35 @@ describe('reaching hosts through a bastion', () => {
     expect(recaps(run)['rack-seven']).toMatchObject({ failed: 0, unreachable: false });
   }, 400_000);
 
+  it('--ssh-handshakes 1 through a bastion: each host and its jump connection take turns of their own', async () => {
+    // A host holding the one turn while its jump connection waited for a turn would never connect.
+    const behind = ['tb7', 'tb9'];
+    await fresh({
+      [BASTION]: { sudo: 'nopasswd' },
+      ...Object.fromEntries(behind.map((h): [string, tb.OpsAccess] => [h, { sudo: 'nopasswd', onlyViaBastion: true }])),
+    });
+    const args = `-o ProxyJump=ops@${tb.host(BASTION).ip} -o UserKnownHostsFile=${tb.knownHostsPath} -o StrictHostKeyChecking=yes`;
+    const inv = siteInventory(behind, { ansible_ssh_common_args: args });
+    const run = await provision([
+      'exec',
+      'all',
+      '-i',
+      inv,
+      '-f',
+      '2',
+      '--ssh-handshakes',
+      '1',
+      '--json',
+      '--journal',
+      journal(),
+      '--',
+      'hostname',
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const perHost = run.events.filter((e) => e.type === 'exec');
+    expect(perHost.map((e) => [e.host, e.stdout]).sort()).toEqual(behind.map((h) => [h, `${h}\n`]));
+  }, 400_000);
+
   it('an unsupported -o option in ansible_ssh_common_args: exit 3 at its line, nothing run', async () => {
     const inv = siteInventory(['tb7'], { ansible_ssh_common_args: '-o ControlMaster=auto' }, {}, 'yaml');
     const run = await provision(['playbooks/network.ts', '-i', inv, '-b', '--journal', journal()]);

@@ -1,0 +1,178 @@
+// --ssh-handshakes (src/connection/handshake-gate.ts): at most N SSH handshakes at once, the others
+// waiting their turn first come first served, each host's connect timeout started by its own turn
+// (1,000 handshakes started together all ran out of their timeout behind each other: docs/scale.md).
+// The connection tests use real TCP listeners on loopback that accept and never speak SSH: hosts
+// whose handshake hangs until the connect timeout.
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HandshakeGate } from '../../src/connection/handshake-gate.ts';
+import { SshConnection, type SshOptions } from '../../src/connection/ssh.ts';
+import { ConnectError } from '../../src/connection/types.ts';
+
+const interrupted = () => new Error('interrupted');
+
+describe('HandshakeGate', () => {
+  it('lets `limit` in at once and hands each released turn to the longest waiting, in order', async () => {
+    const gate = new HandshakeGate(2);
+    const a = await gate.enter(undefined, interrupted);
+    const b = await gate.enter(undefined, interrupted);
+    const order: string[] = [];
+    const c = gate.enter(undefined, interrupted).then((release) => (order.push('c'), release));
+    const d = gate.enter(undefined, interrupted).then((release) => (order.push('d'), release));
+    await Promise.resolve();
+    expect(order).toEqual([]);
+    expect(gate.load).toEqual({ inFlight: 2, waiting: 2 });
+    b();
+    const releaseC = await c;
+    expect(order).toEqual(['c']);
+    expect(gate.load).toEqual({ inFlight: 2, waiting: 1 });
+    a();
+    (await d)();
+    releaseC();
+    expect(order).toEqual(['c', 'd']);
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it('a release called twice frees one turn, not two', async () => {
+    const gate = new HandshakeGate(1);
+    const a = await gate.enter(undefined, interrupted);
+    a();
+    a();
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+    await gate.enter(undefined, interrupted);
+    let second = false;
+    void gate.enter(undefined, interrupted).then(() => (second = true));
+    await Promise.resolve();
+    expect(second).toBe(false);
+    expect(gate.load).toEqual({ inFlight: 1, waiting: 1 });
+  });
+
+  it('Ctrl-C ends a wait at once with the caller`s error and leaves the queue; an interrupted run never enters', async () => {
+    const gate = new HandshakeGate(1);
+    const held = await gate.enter(undefined, interrupted);
+    const abort = new AbortController();
+    const waiting = gate.enter(abort.signal, interrupted);
+    expect(gate.load.waiting).toBe(1);
+    abort.abort();
+    await expect(waiting).rejects.toThrow('interrupted');
+    expect(gate.load).toEqual({ inFlight: 1, waiting: 0 });
+    await expect(gate.enter(abort.signal, interrupted)).rejects.toThrow('interrupted');
+    held();
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('refuses a limit of %s', (n) => {
+    expect(() => new HandshakeGate(n)).toThrow(RangeError);
+  });
+});
+
+const servers: Server[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.close();
+});
+
+/** A listener that accepts and says nothing; records when each connection arrived. */
+async function silentPeer(): Promise<{ port: number; acceptedAt: number[]; accepted: () => Promise<Socket> }> {
+  const server = createServer();
+  servers.push(server);
+  const acceptedAt: number[] = [];
+  server.on('connection', () => acceptedAt.push(performance.now()));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  return { port, acceptedAt, accepted: async () => (await once(server, 'connection'))[0] as Socket };
+}
+
+function options(name: string, port: number, o: Partial<SshOptions>): SshOptions {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-handshake-gate-'));
+  writeFileSync(join(dir, 'known_hosts'), '');
+  return {
+    name,
+    address: '127.0.0.1',
+    port,
+    user: 'root',
+    knownHostsFile: join(dir, 'known_hosts'),
+    acceptNewHostKeys: false,
+    connectTimeoutMs: 120_000,
+    ...o,
+  };
+}
+
+/** When an open settled, and with what error. */
+async function settled(p: Promise<SshConnection>): Promise<{ at: number; error: unknown }> {
+  return p.then(
+    () => ({ at: performance.now(), error: undefined }),
+    (error: unknown) => ({ at: performance.now(), error }),
+  );
+}
+
+describe('SSH connections through the gate', () => {
+  it('a host over the limit connects only once a turn is free, and gets its whole connect timeout from then', async () => {
+    const TIMEOUT = 400;
+    const gate = new HandshakeGate(1);
+    const [first, second] = [await silentPeer(), await silentPeer()];
+    const a = settled(SshConnection.open(options('first', first.port, { connectTimeoutMs: TIMEOUT, handshakes: gate })));
+    const b = settled(SshConnection.open(options('second', second.port, { connectTimeoutMs: TIMEOUT, handshakes: gate })));
+    const [ra, rb] = await Promise.all([a, b]);
+    for (const r of [ra, rb]) expect((r.error as Error).message).toMatch(/Timed out while waiting for handshake/);
+    // the second host's TCP connection was not even made while the first held the turn...
+    expect(first.acceptedAt).toHaveLength(1);
+    expect(second.acceptedAt).toHaveLength(1);
+    expect(second.acceptedAt[0]).toBeGreaterThanOrEqual(ra.at);
+    // ...and its timeout ran from its own turn, not from when it started waiting
+    expect(rb.at - second.acceptedAt[0]).toBeGreaterThanOrEqual(TIMEOUT - 50);
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it('without a gate both hosts connect at once (what the test above tells apart)', async () => {
+    const [first, second] = [await silentPeer(), await silentPeer()];
+    const abort = new AbortController();
+    const a = settled(SshConnection.open(options('first', first.port, { signal: abort.signal })));
+    const b = settled(SshConnection.open(options('second', second.port, { signal: abort.signal })));
+    await Promise.all([first.accepted(), second.accepted()]);
+    abort.abort();
+    await Promise.all([a, b]);
+  });
+
+  it('Ctrl-C while a host waits for its turn: a final ConnectError at once, no connection ever made, the turn holder dropped too', async () => {
+    const gate = new HandshakeGate(1);
+    const [holder, waiter] = [await silentPeer(), await silentPeer()];
+    const abort = new AbortController();
+    const a = settled(SshConnection.open(options('holder', holder.port, { handshakes: gate, signal: abort.signal })));
+    const sock = await holder.accepted();
+    const closed = once(sock, 'close');
+    const b = settled(SshConnection.open(options('waiter', waiter.port, { handshakes: gate, signal: abort.signal })));
+    await Promise.resolve();
+    expect(gate.load).toEqual({ inFlight: 1, waiting: 1 });
+    abort.abort();
+    const [ra, rb] = await Promise.all([a, b]);
+    for (const [r, name, port] of [
+      [ra, 'holder', holder.port],
+      [rb, 'waiter', waiter.port],
+    ] as const) {
+      expect(r.error).toBeInstanceOf(ConnectError);
+      expect((r.error as ConnectError).transient).toBe(false);
+      expect((r.error as Error).message).toBe(`${name}: interrupted while connecting to 127.0.0.1:${port}`);
+    }
+    await closed;
+    expect(waiter.acceptedAt).toHaveLength(0);
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it('a host that cannot connect at all (refused) gives its turn back', async () => {
+    const gate = new HandshakeGate(1);
+    const server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    server.close();
+    await once(server, 'close');
+    const r = await settled(SshConnection.open(options('refused', port, { handshakes: gate })));
+    expect((r.error as Error).message).toMatch(/cannot connect to 127\.0\.0\.1:\d+: .*ECONNREFUSED/);
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+});
