@@ -3,47 +3,22 @@
 // hosts). The peer is a real TCP listener on loopback that accepts and never speaks SSH: a host
 // whose handshake hangs.
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import type { Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SshConnection } from '../../src/connection/ssh.ts';
 import { ConnectError } from '../../src/connection/types.ts';
+import { silentPeer, silentPeerOptions } from '../support/silent-peer.ts';
 
 const servers: Server[] = [];
 afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-/** A listener that accepts and says nothing; resolves each accepted socket in turn. */
-async function silentPeer(): Promise<{ port: number; accepted: () => Promise<Socket> }> {
-  const server = createServer();
-  servers.push(server);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as { port: number }).port;
-  return { port, accepted: async () => (await once(server, 'connection'))[0] as Socket };
-}
-
-function options(port: number, signal: AbortSignal) {
-  const dir = mkdtempSync(join(tmpdir(), 'rs-connect-interrupt-'));
-  writeFileSync(join(dir, 'known_hosts'), '');
-  return {
-    name: 'silent',
-    address: '127.0.0.1',
-    port,
-    user: 'root',
-    knownHostsFile: join(dir, 'known_hosts'),
-    acceptNewHostKeys: false,
-    connectTimeoutMs: 120_000,
-    signal,
-  };
-}
+const options = (port: number, signal: AbortSignal) => silentPeerOptions('silent', port, { signal });
 
 describe('Ctrl-C while connecting', () => {
   it('drops a handshake in flight at once: a final ConnectError, the peer sees its socket closed', async () => {
-    const peer = await silentPeer();
+    const peer = await silentPeer(servers);
     const abort = new AbortController();
     const opening = SshConnection.open(options(peer.port, abort.signal));
     opening.catch(() => undefined);
@@ -61,7 +36,7 @@ describe('Ctrl-C while connecting', () => {
   });
 
   it('does not start a connection once interrupted', async () => {
-    const peer = await silentPeer();
+    const peer = await silentPeer(servers);
     const abort = new AbortController();
     abort.abort();
     let accepted = false;
@@ -71,7 +46,7 @@ describe('Ctrl-C while connecting', () => {
   });
 
   it('without an interrupt the handshake is left to its own timeout (the signal changes nothing else)', async () => {
-    const peer = await silentPeer();
+    const peer = await silentPeer(servers);
     const abort = new AbortController();
     const o = { ...options(peer.port, abort.signal), connectTimeoutMs: 300 };
     const e = await SshConnection.open(o).then(

@@ -4,14 +4,12 @@
 // The connection tests use real TCP listeners on loopback that accept and never speak SSH: hosts
 // whose handshake hangs until the connect timeout.
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HandshakeGate } from '../../src/connection/handshake-gate.ts';
-import { SshConnection, type SshOptions } from '../../src/connection/ssh.ts';
+import { SshConnection } from '../../src/connection/ssh.ts';
 import { ConnectError } from '../../src/connection/types.ts';
+import { silentPeer, silentPeerOptions } from '../support/silent-peer.ts';
 
 const interrupted = () => new Error('interrupted');
 
@@ -75,33 +73,6 @@ afterEach(() => {
   for (const s of servers.splice(0)) s.close();
 });
 
-/** A listener that accepts and says nothing; records when each connection arrived. */
-async function silentPeer(): Promise<{ port: number; acceptedAt: number[]; accepted: () => Promise<Socket> }> {
-  const server = createServer();
-  servers.push(server);
-  const acceptedAt: number[] = [];
-  server.on('connection', () => acceptedAt.push(performance.now()));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as { port: number }).port;
-  return { port, acceptedAt, accepted: async () => (await once(server, 'connection'))[0] as Socket };
-}
-
-function options(name: string, port: number, o: Partial<SshOptions>): SshOptions {
-  const dir = mkdtempSync(join(tmpdir(), 'rs-handshake-gate-'));
-  writeFileSync(join(dir, 'known_hosts'), '');
-  return {
-    name,
-    address: '127.0.0.1',
-    port,
-    user: 'root',
-    knownHostsFile: join(dir, 'known_hosts'),
-    acceptNewHostKeys: false,
-    connectTimeoutMs: 120_000,
-    ...o,
-  };
-}
-
 /** When an open settled, and with what error. */
 async function settled(p: Promise<SshConnection>): Promise<{ at: number; error: unknown }> {
   return p.then(
@@ -114,9 +85,9 @@ describe('SSH connections through the gate', () => {
   it('a host over the limit connects only once a turn is free, and gets its whole connect timeout from then', async () => {
     const TIMEOUT = 400;
     const gate = new HandshakeGate(1);
-    const [first, second] = [await silentPeer(), await silentPeer()];
-    const a = settled(SshConnection.open(options('first', first.port, { connectTimeoutMs: TIMEOUT, handshakes: gate })));
-    const b = settled(SshConnection.open(options('second', second.port, { connectTimeoutMs: TIMEOUT, handshakes: gate })));
+    const [first, second] = [await silentPeer(servers), await silentPeer(servers)];
+    const a = settled(SshConnection.open(silentPeerOptions('first', first.port, { connectTimeoutMs: TIMEOUT, handshakes: gate })));
+    const b = settled(SshConnection.open(silentPeerOptions('second', second.port, { connectTimeoutMs: TIMEOUT, handshakes: gate })));
     const [ra, rb] = await Promise.all([a, b]);
     for (const r of [ra, rb]) expect((r.error as Error).message).toMatch(/Timed out while waiting for handshake/);
     // the second host's TCP connection was not even made while the first held the turn...
@@ -129,10 +100,10 @@ describe('SSH connections through the gate', () => {
   });
 
   it('without a gate both hosts connect at once (what the test above tells apart)', async () => {
-    const [first, second] = [await silentPeer(), await silentPeer()];
+    const [first, second] = [await silentPeer(servers), await silentPeer(servers)];
     const abort = new AbortController();
-    const a = settled(SshConnection.open(options('first', first.port, { signal: abort.signal })));
-    const b = settled(SshConnection.open(options('second', second.port, { signal: abort.signal })));
+    const a = settled(SshConnection.open(silentPeerOptions('first', first.port, { signal: abort.signal })));
+    const b = settled(SshConnection.open(silentPeerOptions('second', second.port, { signal: abort.signal })));
     await Promise.all([first.accepted(), second.accepted()]);
     abort.abort();
     await Promise.all([a, b]);
@@ -140,12 +111,12 @@ describe('SSH connections through the gate', () => {
 
   it('Ctrl-C while a host waits for its turn: a final ConnectError at once, no connection ever made, the turn holder dropped too', async () => {
     const gate = new HandshakeGate(1);
-    const [holder, waiter] = [await silentPeer(), await silentPeer()];
+    const [holder, waiter] = [await silentPeer(servers), await silentPeer(servers)];
     const abort = new AbortController();
-    const a = settled(SshConnection.open(options('holder', holder.port, { handshakes: gate, signal: abort.signal })));
+    const a = settled(SshConnection.open(silentPeerOptions('holder', holder.port, { handshakes: gate, signal: abort.signal })));
     const sock = await holder.accepted();
     const closed = once(sock, 'close');
-    const b = settled(SshConnection.open(options('waiter', waiter.port, { handshakes: gate, signal: abort.signal })));
+    const b = settled(SshConnection.open(silentPeerOptions('waiter', waiter.port, { handshakes: gate, signal: abort.signal })));
     await Promise.resolve();
     expect(gate.load).toEqual({ inFlight: 1, waiting: 1 });
     abort.abort();
@@ -171,7 +142,7 @@ describe('SSH connections through the gate', () => {
     const port = (server.address() as { port: number }).port;
     server.close();
     await once(server, 'close');
-    const r = await settled(SshConnection.open(options('refused', port, { handshakes: gate })));
+    const r = await settled(SshConnection.open(silentPeerOptions('refused', port, { handshakes: gate })));
     expect((r.error as Error).message).toMatch(/cannot connect to 127\.0\.0\.1:\d+: .*ECONNREFUSED/);
     expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
   });
