@@ -34,6 +34,12 @@ export class PlaysRun {
   private readonly t0 = Date.now();
   private readonly recaps = new Map<string, HostRecap>();
   private readonly conns = new Map<string, Promise<Connection>>();
+  /**
+   * Each host's connection attempt's own stop, beside Ctrl-C's: a host whose watch ended (its
+   * --host-timeout) leaves the queue for a handshake turn and drops a connection still being made,
+   * rather than connect later for nothing, in a turn another host waits for.
+   */
+  private readonly giveUps = new Map<string, AbortController>();
   private readonly results: ResourceResult[] = [];
   private readonly factHashes = new Map<string, Map<string, Map<string, string>>>();
   private readonly connector: (host: Host, o: ConnectOptions) => Promise<Connection>;
@@ -185,7 +191,7 @@ export class PlaysRun {
     if (recap.unreachable) return false;
     this.emit({ type: 'host_start', host: host.name, play: playName });
     const pending = this.connection(host);
-    const w = watchHost(pending, this.o.hostTimeoutMs, this.o.signal);
+    const w = this.watch(host.name, pending);
     const conn = await this.connected(pending, w, recap);
     if (!conn) return false;
     const options = this.hostOptions(playIndex, host.name, resources, fromStart, fleet);
@@ -217,10 +223,11 @@ export class PlaysRun {
       conn = await until(pending, w);
     } catch (e) {
       w.clear();
-      // Ctrl-C drops the connections still being made (ssh.ts): those hosts were interrupted, not unreachable
-      const interrupted = this.o.signal?.aborted === true;
-      recap.unreachable = !interrupted;
-      recap.error = interrupted ? endedError('interrupted', this.o.hostTimeoutMs) : (e as Error).message;
+      // Ctrl-C drops the connections still being made (ssh.ts): those hosts were interrupted, not
+      // unreachable; so does the end of the host's watch (its timeout), which the recap says
+      const ended = w.reason ?? (this.o.signal?.aborted === true ? 'interrupted' : undefined);
+      recap.unreachable = ended !== 'interrupted';
+      recap.error = ended ? endedError(ended, this.o.hostTimeoutMs) : (e as Error).message;
       return undefined;
     }
     if (!conn || w.reason) {
@@ -312,7 +319,7 @@ export class PlaysRun {
         return;
       }
       const pending = this.connection(host);
-      const w = watchHost(pending, this.o.hostTimeoutMs, this.o.signal);
+      const w = this.watch(host.name, pending);
       const later = laterPlays(this.resourcesOf, playIndex, host.name);
       const sentAt = this.epochs.stamp(host.name);
       // A fault of the engine itself: this host's runOne meets it again and reports it.
@@ -345,14 +352,24 @@ export class PlaysRun {
   private connection(host: Host): Promise<Connection> {
     let p = this.conns.get(host.name);
     if (!p) {
+      const giveUp = new AbortController();
+      this.giveUps.set(host.name, giveUp);
+      const o = { ...this.o, signal: this.o.signal ? AbortSignal.any([this.o.signal, giveUp.signal]) : giveUp.signal };
       p = withRetry(
-        () => this.connector(host, this.o),
+        () => this.connector(host, o),
         this.o.connectAttempts,
         (e) => e instanceof ConnectError && e.transient,
       );
       this.conns.set(host.name, p);
     }
     return p;
+  }
+
+  /** A host's watch (host-watch.ts); its end also stops the host's connection attempt (giveUps). */
+  private watch(host: string, pending: Promise<Connection>): HostWatch {
+    const w = watchHost(pending, this.o.hostTimeoutMs, this.o.signal);
+    void w.ended.then(() => this.giveUps.get(host)?.abort());
+    return w;
   }
 
   private recapOf(host: string): HostRecap {

@@ -15,6 +15,9 @@ import type { PlannedResource } from '../../src/engine/host-run.ts';
 import { line } from '../../src/resources/core/text-edit.ts';
 import { FakeFleet } from '../support/fake-host.ts';
 import { BecomeError } from '../../src/connection/become.ts';
+import type { ConnectOptions } from '../../src/connection/connect.ts';
+import { ConnectError, type Connection } from '../../src/connection/types.ts';
+import type { Host } from '../../src/inventory/model.ts';
 import { kv, logHandler, logStep, type Stage } from '../support/test-resources.ts';
 
 type RunOptions = Partial<
@@ -515,6 +518,42 @@ describe('a lost connection', () => {
     expect(r.result('h2', 'kv:b').status).toBe('changed');
     expect(r.outcome.exitCode).toBe(1);
     expect(r.events.filter((e) => e.type === 'host_recap')).toHaveLength(2);
+  });
+});
+
+describe('a host given up while still connecting', () => {
+  it('--host-timeout stops its connection attempt (a wait for a handshake turn too): timed out, unreachable, not connected later', async () => {
+    const f = new FakeFleet(['h1', 'h2']);
+    // h1's connection is never made (a host waiting behind other hosts' handshakes), until stopped
+    const stopped: string[] = [];
+    const connector = (host: Host, o: ConnectOptions): Promise<Connection> =>
+      host.name !== 'h1'
+        ? f.connector(host)
+        : new Promise((_, reject) =>
+            o.signal?.addEventListener('abort', () => {
+              stopped.push(host.name);
+              reject(new ConnectError(`${host.name}: interrupted while connecting`, false));
+            }),
+          );
+    for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
+    const prepared = prepare(f.inventory(), [{ name: 'test', plays: [play((h) => [kv({ path: at(f, h.name, 'a'), value: '1' })])] }], {});
+    const outcome = await execute(
+      prepared,
+      {
+        inventoryFile: 'fake',
+        acceptNewHostKeys: false,
+        connectTimeoutMs: 1000,
+        check: false,
+        forks: 2,
+        connectAttempts: 1,
+        hostTimeoutMs: 200,
+        connector,
+      },
+      () => {},
+    );
+    expect(stopped).toEqual(['h1']);
+    expect(outcome.hosts.find((h) => h.host === 'h1')).toMatchObject({ unreachable: true, error: 'timed out after 0.2s' });
+    expect(outcome.hosts.find((h) => h.host === 'h2')).toMatchObject({ unreachable: false, changed: 1 });
   });
 });
 
