@@ -100,6 +100,16 @@ function jumpOptions(
   };
 }
 
+/**
+ * `o` with a stop of its own beside the run's Ctrl-C (`o.signal`), for one host: a host given up
+ * (its --host-timeout) leaves the queue for a handshake turn and drops a connection still being
+ * made, rather than connect later for nothing in a turn other hosts wait for.
+ */
+export function stoppable<O extends ConnectOptions>(o: O): { options: O; stop: () => void } {
+  const own = new AbortController();
+  return { options: { ...o, signal: o.signal ? AbortSignal.any([o.signal, own.signal]) : own.signal }, stop: () => own.abort() };
+}
+
 export async function connect(host: Host, o: ConnectOptions): Promise<Connection> {
   if ((host.connection.kind ?? o.connection) === 'local') return new LocalConnection(host.name, becomeFor(host, o));
   return SshConnection.open(sshOptionsFor(host, o));

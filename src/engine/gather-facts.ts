@@ -1,6 +1,6 @@
 import type { Connection } from '../connection/types.ts';
 import { ConnectError } from '../connection/types.ts';
-import type { ConnectOptions } from '../connection/connect.ts';
+import { stoppable, type ConnectOptions } from '../connection/connect.ts';
 import { withRetry } from '../connection/retry.ts';
 import { BecomeError } from '../connection/become.ts';
 import type { Host } from '../inventory/model.ts';
@@ -28,6 +28,8 @@ export type GatheredFacts = ReadonlyMap<string, HostFacts | FactsFailure>;
 export class SharedConnections {
   private readonly opened = new Map<string, Promise<Connection>>();
   private readonly handed = new Set<string>();
+  /** Each host's stop of its connection attempt (giveUp), beside the run's Ctrl-C. */
+  private readonly stops = new Map<string, () => void>();
   constructor(
     private readonly connect: (host: Host, o: ConnectOptions) => Promise<Connection>,
     private readonly options: ConnectOptions,
@@ -37,14 +39,24 @@ export class SharedConnections {
   open(host: Host): Promise<Connection> {
     let p = this.opened.get(host.name);
     if (!p) {
+      const { options, stop } = stoppable(this.options);
+      this.stops.set(host.name, stop);
       p = withRetry(
-        () => this.connect(host, this.options),
+        () => this.connect(host, options),
         this.attempts,
         (e) => e instanceof ConnectError && e.transient,
       );
       this.opened.set(host.name, p);
     }
     return p;
+  }
+
+  /**
+   * A host given up (its watch ended): it leaves the queue for a handshake turn (--ssh-handshakes)
+   * and drops a connection still being made, rather than connect later for nothing.
+   */
+  giveUp(host: string): void {
+    this.stops.get(host)?.();
   }
 
   /** The run's connector: a host's gathered connection the first time (the run closes it), a new one after. */
@@ -90,6 +102,7 @@ export async function gatherAll(
     if (o.signal?.aborted) return { error: 'interrupted before its facts were gathered', unreachable: false };
     const pending = conns.open(h);
     const w = watchHost(pending, o.timeoutMs, o.signal);
+    void w.ended.then(() => conns.giveUp(h.name));
     try {
       return await Promise.race([gatherOver(pending), w.ended.then((why) => ended(why, o.timeoutMs))]);
     } finally {

@@ -2,7 +2,7 @@ import type { Connection } from '../connection/types.ts';
 import { ConnectError } from '../connection/types.ts';
 import type { Host } from '../inventory/model.ts';
 import type { Resource } from '../contract/resource.ts';
-import { connect, type ConnectOptions } from '../connection/connect.ts';
+import { connect, stoppable, type ConnectOptions } from '../connection/connect.ts';
 import { withRetry } from '../connection/retry.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { isReadable, probeHost, runHost, type Answer, type HostRunOptions, type HostRunResult } from './host-run.ts';
@@ -34,12 +34,8 @@ export class PlaysRun {
   private readonly t0 = Date.now();
   private readonly recaps = new Map<string, HostRecap>();
   private readonly conns = new Map<string, Promise<Connection>>();
-  /**
-   * Each host's connection attempt's own stop, beside Ctrl-C's: a host whose watch ended (its
-   * --host-timeout) leaves the queue for a handshake turn and drops a connection still being made,
-   * rather than connect later for nothing, in a turn another host waits for.
-   */
-  private readonly giveUps = new Map<string, AbortController>();
+  /** Each host's stop of its connection attempt (connect.ts `stoppable`), called when its watch ends. */
+  private readonly stops = new Map<string, () => void>();
   private readonly results: ResourceResult[] = [];
   private readonly factHashes = new Map<string, Map<string, Map<string, string>>>();
   private readonly connector: (host: Host, o: ConnectOptions) => Promise<Connection>;
@@ -352,11 +348,10 @@ export class PlaysRun {
   private connection(host: Host): Promise<Connection> {
     let p = this.conns.get(host.name);
     if (!p) {
-      const giveUp = new AbortController();
-      this.giveUps.set(host.name, giveUp);
-      const o = { ...this.o, signal: this.o.signal ? AbortSignal.any([this.o.signal, giveUp.signal]) : giveUp.signal };
+      const { options, stop } = stoppable(this.o);
+      this.stops.set(host.name, stop);
       p = withRetry(
-        () => this.connector(host, o),
+        () => this.connector(host, options),
         this.o.connectAttempts,
         (e) => e instanceof ConnectError && e.transient,
       );
@@ -365,10 +360,10 @@ export class PlaysRun {
     return p;
   }
 
-  /** A host's watch (host-watch.ts); its end also stops the host's connection attempt (giveUps). */
+  /** A host's watch (host-watch.ts); its end also stops the host's connection attempt. */
   private watch(host: string, pending: Promise<Connection>): HostWatch {
     const w = watchHost(pending, this.o.hostTimeoutMs, this.o.signal);
-    void w.ended.then(() => this.giveUps.get(host)?.abort());
+    void w.ended.then(() => this.stops.get(host)?.());
     return w;
   }
 

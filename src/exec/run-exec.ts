@@ -1,5 +1,5 @@
 import { BecomeError } from '../connection/become.ts';
-import { connect, type ConnectOptions } from '../connection/connect.ts';
+import { connect, stoppable, type ConnectOptions } from '../connection/connect.ts';
 import { withRetry } from '../connection/retry.ts';
 import { ConnectError, type Connection } from '../connection/types.ts';
 import type { Host } from '../inventory/model.ts';
@@ -55,8 +55,10 @@ async function onHost(host: Host, script: string, mark: string, o: ExecRunOption
   const name = host.name;
   let ended: 'timeout' | 'interrupted' | undefined;
   let conn: Connection | undefined;
+  const connecting = stoppable(o);
   const end = (why: 'timeout' | 'interrupted') => {
     ended ??= why;
+    connecting.stop();
     void conn?.abort?.().catch(() => undefined);
   };
   const timer = o.hostTimeoutMs ? setTimeout(() => end('timeout'), o.hostTimeoutMs) : undefined;
@@ -73,7 +75,7 @@ async function onHost(host: Host, script: string, mark: string, o: ExecRunOption
   try {
     try {
       conn = await withRetry(
-        () => (o.connector ?? connect)(host, o),
+        () => (o.connector ?? connect)(host, connecting.options),
         o.connectAttempts,
         (e) => e instanceof ConnectError && e.transient && !ended,
       );

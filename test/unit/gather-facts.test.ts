@@ -75,6 +75,26 @@ describe('gathering facts', { timeout: 30_000 }, () => {
     if (faults.hangAtExec) expect(opened.get('c')![0].closed).toBe(true);
   });
 
+  it('a host still connecting at its --host-timeout (waiting for a handshake turn) is given up: its connection attempt stopped', async () => {
+    const stopped: string[] = [];
+    // a connection that is never made (a host waiting behind other hosts' handshakes) until stopped
+    const conns = new SharedConnections(
+      (h, o) =>
+        new Promise((_, reject) =>
+          o.signal?.addEventListener('abort', () => {
+            stopped.push(h.name);
+            reject(new ConnectError(`${h.name}: interrupted while connecting`, false));
+          }),
+        ),
+      OPTIONS,
+      1,
+    );
+    const got = await gatherAll([host('q')], conns, { forks: 1, timeoutMs: 200 });
+    expect(got.get('q')).toEqual({ error: 'timed out after 0.2s gathering facts', unreachable: true });
+    expect(stopped).toEqual(['q']);
+    await conns.closeUnused(); // nothing left waiting to connect
+  });
+
   it('an interrupt during a gather that never answers ends it after the run’s grace, its connection aborted', async () => {
     const { conns, opened } = fakes({ h: { hangAtExec: 1 } });
     const abort = new AbortController();
