@@ -25,7 +25,9 @@ const journalEvents = (file: string) =>
 
 beforeAll(async () => {
   names = tb.hosts().map((h) => h.name);
-  // (exec changes nothing on the hosts: the bed's state is what the test reads, not what it made)
+  // The bed as it comes up (root logs in with the key): a file before may have left hosts
+  // otherwise (become.test.ts turns root login off). exec itself changes nothing on the hosts.
+  await tb.reset(names);
   inventory = writeInventory({ hosts: names, groups: { rack: { hosts: names } } });
   work = mkdtempSync(join(tmpdir(), 'rs-exec-'));
 });
