@@ -1,7 +1,9 @@
 // Types of bin/prebuilt.mjs (plain JavaScript: it runs before anything can compile TypeScript).
 export declare const DIST: string;
-export declare function sourceDigest(root: string): string;
-export declare function sourceStamp(root: string): string;
+export declare const SOURCE_DIRS: string[];
+export declare function filesUnder(root: string, dir: string, ext: string): string[];
+export declare function sourceDigest(root: string, files?: string[]): string;
+export declare function sourceStamp(root: string, files?: string[]): string;
 export declare function manifestPath(root: string): string;
 export declare function manifestOf(root: string): { digest: string; stamp: string };
 export declare function prebuiltIsCurrent(root: string): boolean;

@@ -8,26 +8,28 @@ import { join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 export const DIST = 'dist';
-const SOURCE_DIRS = ['src', 'playbooks'];
+/** The directories built: their .ts files under the root, their .js files under dist/. */
+export const SOURCE_DIRS = ['src', 'playbooks'];
 // what else decides the output
 const BUILD_INPUTS = ['tsconfig.json', 'tsconfig.build.json'];
 
-function tsFiles(root, dir) {
+/** Every file ending in `ext` under `root`/`dir`, as paths relative to `root`, in directory order. */
+export function filesUnder(root, dir, ext) {
   const out = [];
   for (const e of readdirSync(join(root, dir), { withFileTypes: true })) {
     const rel = `${dir}/${e.name}`;
-    if (e.isDirectory()) out.push(...tsFiles(root, rel));
-    else if (e.name.endsWith('.ts')) out.push(rel);
+    if (e.isDirectory()) out.push(...filesUnder(root, rel, ext));
+    else if (e.name.endsWith(ext)) out.push(rel);
   }
   return out;
 }
 
-const sourceFiles = (root) => [...SOURCE_DIRS.flatMap((d) => tsFiles(root, d)).sort(), ...BUILD_INPUTS];
+const sourceFiles = (root) => [...SOURCE_DIRS.flatMap((d) => filesUnder(root, d, '.ts')).sort(), ...BUILD_INPUTS];
 
 /** sha256 over the names and contents of every source file and the build configuration. */
-export function sourceDigest(root) {
+export function sourceDigest(root, files = sourceFiles(root)) {
   const h = createHash('sha256');
-  for (const f of sourceFiles(root))
+  for (const f of files)
     h.update(`${f}\0`)
       .update(readFileSync(join(root, f)))
       .update('\0');
@@ -41,8 +43,8 @@ export function sourceDigest(root) {
  * reading one. A stamp that differs says only "maybe": the digest decides then (a file saved
  * unchanged, a tree copied or unpacked elsewhere).
  */
-export function sourceStamp(root) {
-  return sourceFiles(root)
+export function sourceStamp(root, files = sourceFiles(root)) {
+  return files
     .map((f) => {
       const s = statSync(join(root, f), { bigint: true });
       return `${f} ${s.ino} ${s.size} ${s.ctimeNs}`;
@@ -61,7 +63,8 @@ export function prebuiltIsCurrent(root) {
   if (!existsSync(m)) return false;
   try {
     const built = JSON.parse(readFileSync(m, 'utf8'));
-    return built.stamp === sourceStamp(root) || built.digest === sourceDigest(root);
+    const files = sourceFiles(root); // listed once for the stamp and, if it differs, the digest
+    return built.stamp === sourceStamp(root, files) || built.digest === sourceDigest(root, files);
   } catch {
     return false;
   }

@@ -5,25 +5,15 @@
 // checkout's playbook importing ../src/x.ts, the bench) still reaches the one copy of its code:
 // an `instanceof` across them holds. esbuild, the bundler tsx itself runs on, does the bundling;
 // the npm packages stay imports of their own (`packages: 'external'`).
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { filesUnder, SOURCE_DIRS } from '../bin/prebuilt.mjs';
 
 export const BUNDLE = 'racksmith.js';
 
 /** Every .js module under dist/src and dist/playbooks, relative to dist/. */
-function modules(dist) {
-  const out = [];
-  const walk = (rel) => {
-    for (const e of readdirSync(join(dist, rel), { withFileTypes: true })) {
-      const r = `${rel}/${e.name}`;
-      if (e.isDirectory()) walk(r);
-      else if (e.name.endsWith('.js')) out.push(r);
-    }
-  };
-  for (const d of ['src', 'playbooks']) walk(d);
-  return out.sort();
-}
+const modules = (dist) => SOURCE_DIRS.flatMap((d) => filesUnder(dist, d, '.js')).sort();
 
 /** A name of module `i` in the bundle's exports (`default` included): unique across modules. */
 const bundled = (i, name) => `m${i}$${name}`;
