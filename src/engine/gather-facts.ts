@@ -101,8 +101,7 @@ export async function gatherAll(
   const one = async (h: Host): Promise<HostFacts | FactsFailure> => {
     if (o.signal?.aborted) return { error: 'interrupted before its facts were gathered', unreachable: false };
     const pending = conns.open(h);
-    const w = watchHost(pending, o.timeoutMs, o.signal);
-    void w.ended.then(() => conns.giveUp(h.name));
+    const w = watchHost(pending, o.timeoutMs, o.signal, () => conns.giveUp(h.name));
     try {
       return await Promise.race([gatherOver(pending), w.ended.then((why) => ended(why, o.timeoutMs))]);
     } finally {

@@ -30,9 +30,15 @@ const ABANDON_AFTER_MS = 1500;
 /**
  * A host's end, when its --host-timeout passes or the run is interrupted (Ctrl-C: after a grace
  * for the exec in flight): its connection is aborted (the remote process groups killed, the
- * socket dropped), so nothing of a host outlasts either.
+ * socket dropped), so nothing of a host outlasts either. A connection still being made is
+ * stopped by `stopConnecting` (connect.ts `stoppable`): it leaves the queue for a handshake turn.
  */
-export function watchHost(conn: Promise<Connection>, hostTimeoutMs: number | undefined, signal: AbortSignal | undefined): HostWatch {
+export function watchHost(
+  conn: Promise<Connection>,
+  hostTimeoutMs: number | undefined,
+  signal: AbortSignal | undefined,
+  stopConnecting?: () => void,
+): HostWatch {
   let reason: HostEnd | undefined;
   let fire: (r: HostEnd) => void = () => {};
   const ended = new Promise<HostEnd>((r) => (fire = r));
@@ -41,6 +47,7 @@ export function watchHost(conn: Promise<Connection>, hostTimeoutMs: number | und
     if (reason) return;
     reason = r;
     fire(r);
+    stopConnecting?.();
     void conn.then(
       (c) => (c.abort ? c.abort() : c.close()),
       () => undefined,

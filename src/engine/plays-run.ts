@@ -34,7 +34,7 @@ export class PlaysRun {
   private readonly t0 = Date.now();
   private readonly recaps = new Map<string, HostRecap>();
   private readonly conns = new Map<string, Promise<Connection>>();
-  /** Each host's stop of its connection attempt (connect.ts `stoppable`), called when its watch ends. */
+  /** Each host's stop of its connection attempt (connect.ts `stoppable`), for its watches. */
   private readonly stops = new Map<string, () => void>();
   private readonly results: ResourceResult[] = [];
   private readonly factHashes = new Map<string, Map<string, Map<string, string>>>();
@@ -360,11 +360,9 @@ export class PlaysRun {
     return p;
   }
 
-  /** A host's watch (host-watch.ts); its end also stops the host's connection attempt. */
+  /** A host's watch (host-watch.ts), which stops its connection attempt too when it ends. */
   private watch(host: string, pending: Promise<Connection>): HostWatch {
-    const w = watchHost(pending, this.o.hostTimeoutMs, this.o.signal);
-    void w.ended.then(() => this.stops.get(host)?.());
-    return w;
+    return watchHost(pending, this.o.hostTimeoutMs, this.o.signal, this.stops.get(host));
   }
 
   private recapOf(host: string): HostRecap {
