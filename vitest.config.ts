@@ -1,10 +1,14 @@
 import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
+import { useRunScratchDir } from './test/support/scratch-tmpdir.ts';
 
 // Two projects: `unit` (pure logic, no root needed) and `e2e` (real hosts from the test bed).
 // e2e files run one at a time: they share the test bed's hosts and reset the ones they use.
 // Run journals of the CLI under test go to a scratch state dir, not the user's home.
 process.env.XDG_STATE_HOME ??= '/tmp/racksmith-test-state';
+// Every temporary directory of the run goes into one, removed when the run ends (its globalSetup).
+useRunScratchDir();
+const SCRATCH = 'test/support/scratch-tmpdir.ts';
 
 // `import ... from 'racksmith'` in a test is src/index.ts (package.json's racksmith-source
 // condition), not dist/: one copy of every class (test/unit/one-module.test.ts).
@@ -20,6 +24,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          globalSetup: [SCRATCH],
         },
       },
       {
@@ -27,7 +32,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          globalSetup: ['test/testbed/global-setup.ts'],
+          globalSetup: [SCRATCH, 'test/testbed/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 300_000,
@@ -44,7 +49,7 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           exclude: ['test/e2e/testbed.test.ts', 'test/e2e/bench-smoke.test.ts'],
           env: { RS_E2E_INVENTORY: 'ini' },
-          globalSetup: ['test/testbed/global-setup.ts'],
+          globalSetup: [SCRATCH, 'test/testbed/global-setup.ts'],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 300_000,
