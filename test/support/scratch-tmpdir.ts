@@ -37,7 +37,9 @@ export function removeRunScratchDir(dir = process.env[MARK]): void {
   if (!dir || !isRunScratchDir(dir) || !existsSync(dir)) return;
   const mounts = mountsUnder(dir);
   if (mounts.length) {
-    console.error(`[tests] kept ${dir}: ${mounts.length} mount(s) left under it (${mounts.slice(0, 3).join(', ')}); unmount them, then remove it`);
+    console.error(
+      `[tests] kept ${dir}: ${mounts.length} mount(s) left under it (${mounts.slice(0, 3).join(', ')}); unmount them, then remove it`,
+    );
     return;
   }
   try {
