@@ -1,13 +1,13 @@
+import { join } from 'node:path';
 import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 import { useRunScratchDir } from './test/support/scratch-tmpdir.ts';
 
 // Two projects: `unit` (pure logic, no root needed) and `e2e` (real hosts from the test bed).
 // e2e files run one at a time: they share the test bed's hosts and reset the ones they use.
-// Run journals of the CLI under test go to a scratch state dir, not the user's home.
-process.env.XDG_STATE_HOME ??= '/tmp/racksmith-test-state';
-// Every temporary directory of the run goes into one, removed when the run ends (its globalSetup).
-useRunScratchDir();
+// Every temporary directory of the run goes into one, removed when the run ends (its globalSetup);
+// so do the run journals of the CLI under test, not into the user's home.
+process.env.XDG_STATE_HOME ??= join(useRunScratchDir(), 'state');
 const SCRATCH = 'test/support/scratch-tmpdir.ts';
 
 // `import ... from 'racksmith'` in a test is src/index.ts (package.json's racksmith-source
