@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { prebuiltIsCurrent } from '../bin/prebuilt.mjs';
 import { benchState, BED_ENV, downBed, ensureBed, lockBed, populateJailExport, repoRoot, resetHosts } from './lib/bed.ts';
 import { compare, snapshot, type Comparison, type HostState } from './lib/state.ts';
+import { QUIET_CORES } from './lib/measure.ts';
 import { fmtRange, summarize, table, type Summary } from './lib/stats.ts';
 import { runAnsible, runAnsibleRawFloor, runFloor, runRacksmith, TOOLS, type Case, type Tool, type ToolRun } from './lib/tools.ts';
 import { mitogenStrategyDir, sitePlays, writeWorkload } from './lib/workload.ts';
@@ -182,7 +183,7 @@ async function main(argv: string[]): Promise<number> {
     samples.push({ ...rest, run, case: c, ...extra });
     const status = r.ok ? '' : `  NOT OK (exit ${r.code}, failed ${r.failed}, unreachable ${r.unreachable})`;
     log(
-      `run ${run} ${c.padEnd(9)} ${r.tool.padEnd(17)} ${secs(r.wall).padStart(8)}  cpu ${secs(r.cpu)}  rss ${r.peakRssSumMb.toFixed(0)} MiB  pss ${r.peakPssMb.toFixed(0)} MiB  changed ${r.changed}${status}`,
+      `run ${run} ${c.padEnd(9)} ${r.tool.padEnd(17)} ${secs(r.wall).padStart(8)}  cpu ${secs(r.cpu)}  rss ${r.peakRssSumMb.toFixed(0)} MiB  pss ${r.peakPssMb.toFixed(0)} MiB  changed ${r.changed}  (quiet after ${(r.quiet.ms / 1000).toFixed(1)} s${r.quiet.busyCores < QUIET_CORES ? '' : `, still ${r.quiet.busyCores.toFixed(1)} cores busy`})${status}`,
     );
     if (!r.ok && r.note) log(`  ${r.note.split('\n').join('\n  ')}`);
   };
@@ -367,7 +368,7 @@ async function main(argv: string[]): Promise<number> {
     log(codeNote);
     const text = [
       '',
-      `${tools.join(' vs ')}, ${N} hosts, ${R} run(s), forks ${forks}, login ${w.become ? 'ops + sudo (--become; racksmith-root: the same converged run as root)' : 'root'}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
+      `${tools.join(' vs ')}, ${N} hosts, ${R} run(s), forks ${forks}, login ${w.become ? 'ops + sudo (--become; racksmith-root: the same converged run as root)' : 'root'}, plays ${storage ? 'network + storage + jail' : 'network + jail'}; median (min–max); machine: ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}; ${quietLine(samples)}`,
       '',
       table(['case', 'tool', 'wall', 'tool CPU', 'machine CPU', 'peak RSS MiB (tree)', 'peak PSS MiB (tree)', 'ok'], rows),
       '',
@@ -479,3 +480,11 @@ main(process.argv.slice(2)).then(
     process.exit(2);
   },
 );
+
+/** How quiet the machine was when each timed run started (measure.ts waitForQuiet). */
+function quietLine(samples: readonly Sample[]): string {
+  if (!samples.length) return 'no timed runs';
+  const busiest = Math.max(...samples.map((x) => x.quiet.busyCores));
+  const longest = Math.max(...samples.map((x) => x.quiet.ms));
+  return `quiet: at most ${busiest.toFixed(2)} cores busy as each timed run started (waited up to ${(longest / 1000).toFixed(1)} s for under ${QUIET_CORES})`;
+}

@@ -33,6 +33,42 @@ export interface Measurement {
   stderr: string;
   /** 1-minute load average before the run (how noisy the machine was). */
   loadBefore: number;
+  /** How long the machine took to become quiet before the run (waitForQuiet), and how busy it still was, in cores. */
+  quiet: Quiet;
+}
+
+export interface Quiet {
+  ms: number;
+  busyCores: number;
+}
+
+/** Quiet: the whole machine busy on less than this many cores over the last sample. */
+export const QUIET_CORES = 0.3;
+const QUIET_SAMPLE_MS = 500;
+const QUIET_MAX_MS = 20_000;
+
+/**
+ * Waits for a quiet machine before a timed command: the last run's writes flushed (`sync` returns
+ * when they are), then the machine's busy CPU sampled over half a second until it is under
+ * QUIET_CORES, or QUIET_MAX_MS passed (the measurement then says how busy it still was). It is
+ * also the honest "how loaded": the 1-minute load average read 104–133 before runs of a 200-host
+ * bed whose cores were idle (busy 0–0.06 cores), as it still averages the reset and the first run.
+ */
+export async function waitForQuiet(): Promise<Quiet> {
+  const t0 = performance.now();
+  await new Promise<void>((res) =>
+    spawn('sync', { stdio: 'ignore' })
+      .on('close', () => res())
+      .on('error', () => res()),
+  );
+  let busyCores: number;
+  do {
+    const b0 = readProcStatBusy();
+    const s0 = performance.now();
+    await new Promise((res) => setTimeout(res, QUIET_SAMPLE_MS));
+    busyCores = (readProcStatBusy() - b0) / ((performance.now() - s0) / 1000);
+  } while (busyCores >= QUIET_CORES && performance.now() - t0 < QUIET_MAX_MS);
+  return { ms: performance.now() - t0, busyCores };
 }
 
 function readProcStatBusy(): number {
@@ -88,6 +124,7 @@ export interface RunOptions {
 }
 
 export async function measure(cmd: string[], o: RunOptions = {}): Promise<Measurement> {
+  const quiet = await waitForQuiet();
   const tmp = mkdtempSync(join(tmpdir(), 'rs-bench-'));
   const timeFile = join(tmp, 'time');
   const loadBefore = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
@@ -158,5 +195,6 @@ export async function measure(cmd: string[], o: RunOptions = {}): Promise<Measur
     stdout,
     stderr,
     loadBefore,
+    quiet,
   };
 }

@@ -83,6 +83,14 @@ describe('benchmark smoke test', () => {
     expect(result.summary.converged.racksmith.wall.median).toBeGreaterThan(0);
     expect(result.summary.converged.racksmith.ok).toBe(1);
     expect(result.summary.floor['floor-node-ssh'].ok).toBe(1);
+    // each timed run started on a machine whose busy cores were measured (bench/lib/measure.ts waitForQuiet)
+    expect(run.stdout).toMatch(
+      /; quiet: at most \d+\.\d\d cores busy as each timed run started \(waited up to \d+\.\d s for under 0\.3\)$/m,
+    );
+    for (const s of result.samples as Array<{ quiet: { ms: number; busyCores: number } }>) {
+      expect(s.quiet.ms).toBeGreaterThan(0);
+      expect(Number.isFinite(s.quiet.busyCores) && s.quiet.busyCores >= 0).toBe(true);
+    }
     expect(result.samples.filter((s: { case: string; tool: string }) => s.case === 'converged' && s.tool === 'racksmith')[0].changed).toBe(
       0,
     );
