@@ -31,7 +31,7 @@ export interface Measurement {
   code: number;
   stdout: string;
   stderr: string;
-  /** 1-minute load average before the run (how noisy the machine was). */
+  /** 1-minute load average before the run: it lags by a minute; `quiet` is how busy the machine was when it started. */
   loadBefore: number;
   /** How long the machine took to become quiet before the run (waitForQuiet), and how busy it still was, in cores. */
   quiet: Quiet;
