@@ -10,6 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Connection, ExecResult } from '../../src/connection/types.ts';
+import type { ConnectOptions } from '../../src/connection/connect.ts';
 import { ConnectError } from '../../src/connection/types.ts';
 import type { Group, Host, Inventory, Vars } from '../../src/inventory/model.ts';
 
@@ -121,4 +122,18 @@ export class FakeFleet {
     this.conns.set(host.name, c);
     return c;
   };
+}
+
+/**
+ * A connector whose connection is never made (a host waiting behind other hosts' handshakes)
+ * until its attempt is stopped (`o.signal`): then a final ConnectError, the host named in `stopped`.
+ */
+export function neverConnecting(stopped: string[]): (host: Host, o: ConnectOptions) => Promise<Connection> {
+  return (host, o) =>
+    new Promise((_, reject) =>
+      o.signal?.addEventListener('abort', () => {
+        stopped.push(host.name);
+        reject(new ConnectError(`${host.name}: interrupted while connecting`, false));
+      }),
+    );
 }

@@ -13,10 +13,10 @@ import { execute, prepare, type ExecuteOptions } from '../../src/engine/run.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import type { PlannedResource } from '../../src/engine/host-run.ts';
 import { line } from '../../src/resources/core/text-edit.ts';
-import { FakeFleet } from '../support/fake-host.ts';
+import { FakeFleet, neverConnecting } from '../support/fake-host.ts';
 import { BecomeError } from '../../src/connection/become.ts';
 import type { ConnectOptions } from '../../src/connection/connect.ts';
-import { ConnectError, type Connection } from '../../src/connection/types.ts';
+import type { Connection } from '../../src/connection/types.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { kv, logHandler, logStep, type Stage } from '../support/test-resources.ts';
 
@@ -526,15 +526,8 @@ describe('a host given up while still connecting', () => {
     const f = new FakeFleet(['h1', 'h2']);
     // h1's connection is never made (a host waiting behind other hosts' handshakes), until stopped
     const stopped: string[] = [];
-    const connector = (host: Host, o: ConnectOptions): Promise<Connection> =>
-      host.name !== 'h1'
-        ? f.connector(host)
-        : new Promise((_, reject) =>
-            o.signal?.addEventListener('abort', () => {
-              stopped.push(host.name);
-              reject(new ConnectError(`${host.name}: interrupted while connecting`, false));
-            }),
-          );
+    const h1 = neverConnecting(stopped);
+    const connector = (host: Host, o: ConnectOptions): Promise<Connection> => (host.name !== 'h1' ? f.connector(host) : h1(host, o));
     for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
     const prepared = prepare(f.inventory(), [{ name: 'test', plays: [play((h) => [kv({ path: at(f, h.name, 'a'), value: '1' })])] }], {});
     const outcome = await execute(

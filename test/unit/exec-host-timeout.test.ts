@@ -2,24 +2,14 @@
 // host is given up and its connection attempt stopped, a wait for a handshake turn
 // (--ssh-handshakes) included, instead of waiting for a connection it would only drop.
 import { describe, expect, it } from 'vitest';
-import type { ConnectOptions } from '../../src/connection/connect.ts';
-import { ConnectError, type Connection } from '../../src/connection/types.ts';
-import type { Host } from '../../src/inventory/model.ts';
 import { runExec } from '../../src/exec/run-exec.ts';
-import { FakeFleet } from '../support/fake-host.ts';
+import { FakeFleet, neverConnecting } from '../support/fake-host.ts';
 
 describe('provision exec: a host given up while still connecting', () => {
   it('--host-timeout stops its connection attempt: unreachable, timed out, at once', async () => {
     const [host] = new FakeFleet(['h1']).inventory().hosts;
     const stopped: string[] = [];
-    // a connection that is never made (a host waiting behind other hosts' handshakes) until stopped
-    const connector = (h: Host, o: ConnectOptions): Promise<Connection> =>
-      new Promise((_, reject) =>
-        o.signal?.addEventListener('abort', () => {
-          stopped.push(h.name);
-          reject(new ConnectError(`${h.name}: interrupted while connecting`, false));
-        }),
-      );
+    const connector = neverConnecting(stopped);
     const results = await runExec(
       [host],
       'true',

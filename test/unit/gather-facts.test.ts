@@ -8,7 +8,7 @@ import type { ConnectOptions } from '../../src/connection/connect.ts';
 import { BecomeError } from '../../src/connection/become.ts';
 import { gatherAll, isFailure, SharedConnections } from '../../src/engine/gather-facts.ts';
 import type { Host } from '../../src/inventory/model.ts';
-import { FakeConnection, type Faults } from '../support/fake-host.ts';
+import { FakeConnection, neverConnecting, type Faults } from '../support/fake-host.ts';
 
 const host = (name: string) => ({ name }) as Host;
 const OPTIONS: ConnectOptions = { inventoryFile: 'inventory.yaml', acceptNewHostKeys: false, connectTimeoutMs: 1000 };
@@ -77,18 +77,7 @@ describe('gathering facts', { timeout: 30_000 }, () => {
 
   it('a host still connecting at its --host-timeout (waiting for a handshake turn) is given up: its connection attempt stopped', async () => {
     const stopped: string[] = [];
-    // a connection that is never made (a host waiting behind other hosts' handshakes) until stopped
-    const conns = new SharedConnections(
-      (h, o) =>
-        new Promise((_, reject) =>
-          o.signal?.addEventListener('abort', () => {
-            stopped.push(h.name);
-            reject(new ConnectError(`${h.name}: interrupted while connecting`, false));
-          }),
-        ),
-      OPTIONS,
-      1,
-    );
+    const conns = new SharedConnections(neverConnecting(stopped), OPTIONS, 1);
     const got = await gatherAll([host('q')], conns, { forks: 1, timeoutMs: 200 });
     expect(got.get('q')).toEqual({ error: 'timed out after 0.2s gathering facts', unreachable: true });
     expect(stopped).toEqual(['q']);
