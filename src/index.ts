@@ -38,6 +38,7 @@ export {
   type ProbePart,
   type ProbeText,
 } from './contract/probe.ts';
+export { BLOCK_DEVICES, fileTopic, KERNEL_MODULES, MOUNTS, PACKAGES, SERVICE_UNITS, SYSCTL } from './contract/state-topics.ts';
 export {
   isSensitive,
   managedFile,

@@ -34,6 +34,12 @@ export interface Step {
   script: string;
   /** Set on the whole-file write of a file whose stacked writers may write it once per exec (see StepWrite). */
   write?: StepWrite;
+  /**
+   * What this step may change on its host (contract/state-topics.ts: `file:/etc/x`, `sysctl`):
+   * answers probed ahead for a later play stay current across it when their resources' `reads`
+   * miss all of these. Left out: it may change anything, and every such answer is probed again.
+   */
+  touches?: readonly string[];
 }
 
 /**
@@ -129,6 +135,14 @@ export interface Resource<F = unknown, D = unknown> {
    * after an apply on their own host (their facts are the host's own).
    */
   readonly readsSharedState?: boolean;
+  /**
+   * What its probe reads, in contract/state-topics.ts's names: everything whose change could
+   * change its facts. Its answers, probed ahead for a later play, are then kept across an apply on
+   * its host whose steps declare what they touch (Step.touches) and touch none of these. Left
+   * out: it reads everything (its answers are read again after any apply on its host). Name too
+   * much rather than too little: a topic missing here leaves its facts stale.
+   */
+  readonly reads?: readonly string[];
   /**
    * POSIX sh that prints the facts. Must not change anything. Parts (an array) run as separate
    * sections or batches (contract/probe.ts); a part that other resources share word for word

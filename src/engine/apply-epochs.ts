@@ -1,39 +1,73 @@
-import type { Resource } from '../contract/resource.ts';
+import type { Resource, Step } from '../contract/resource.ts';
+import { anyOverlap } from '../contract/state-topics.ts';
 
 /**
- * When answers probed earlier still hold: nothing that could change them was applied since. A
- * host's own applies always count. Another host's count only for resources that read state other
- * hosts can change (Resource.readsSharedState: a cluster's API, the shared jail tree): the other
- * facts are the host's own, and no other host's run writes them.
+ * When answers probed earlier still hold: nothing that could change them was applied since.
+ *
+ * - An apply on the answers' own host counts unless every step of it declared what it touches
+ *   (Step.touches) and every resource whose answers they are declared what its probe reads
+ *   (Resource.reads), and none of the one is among the other (a sysctl file written by the
+ *   network play leaves the storage play's disk answers current).
+ * - Another host's apply counts only for resources that read state other hosts can change
+ *   (Resource.readsSharedState: a cluster's API, the shared jail tree): the other facts are the
+ *   host's own, and no other host's run writes them.
  *
  * Epochs count the start and the end of every apply exec (an exec in flight while answers were
  * read may have changed them either side), on all hosts and per host.
  */
 export class ApplyEpochs {
   private all = 0;
-  private readonly own = new Map<string, number>();
+  private readonly own = new Map<string, HostApplies>();
 
-  /** An apply exec on `host` starts or ends. */
-  applied(host: string): void {
+  /** An apply exec on `host` starts or ends; its steps may change `touches` (undefined: anything). */
+  applied(host: string, touches: readonly string[] | undefined): void {
     this.all++;
-    this.own.set(host, (this.own.get(host) ?? 0) + 1);
+    const h = this.own.get(host);
+    if (!h) this.own.set(host, { count: 1, touches: [touches] });
+    else {
+      h.count++;
+      h.touches.push(touches);
+    }
   }
 
   /** What to keep with answers read from `host` now. */
   stamp(host: string): ApplyStamp {
-    return { all: this.all, own: this.own.get(host) ?? 0 };
+    return { all: this.all, own: this.own.get(host)?.count ?? 0 };
   }
 
   /** Whether answers of `resources` stamped `at` on `host` still hold. */
   holds(at: ApplyStamp, host: string, resources: readonly Resource[]): boolean {
-    if (this.appliedOnHostSince(at, host)) return false;
+    if (!this.ownAppliesMiss(at, host, resources)) return false;
     return at.all === this.all || !readsSharedState(resources);
   }
 
-  /** Whether `host` applied anything since `at` (then none of its answers from then hold). */
-  appliedOnHostSince(at: ApplyStamp, host: string): boolean {
-    return at.own !== (this.own.get(host) ?? 0);
+  /** Whether no answers from `at` on `host` can hold any more: an apply since may have changed anything. */
+  nothingHolds(at: ApplyStamp, host: string): boolean {
+    if (at.own < 0) return true;
+    const h = this.own.get(host);
+    if (!h) return false;
+    for (let i = at.own; i < h.count; i++) if (h.touches[i] === undefined) return true;
+    return false;
   }
+
+  /** Whether the host's own applies since `at` touched nothing these resources read. */
+  private ownAppliesMiss(at: ApplyStamp, host: string, resources: readonly Resource[]): boolean {
+    if (at.own < 0) return false;
+    const h = this.own.get(host);
+    if (!h || h.count === at.own) return true;
+    for (let i = at.own; i < h.count; i++) {
+      const touches = h.touches[i];
+      if (touches === undefined) return false;
+      for (const r of resources) if (r.reads === undefined || anyOverlap(touches, r.reads)) return false;
+    }
+    return true;
+  }
+}
+
+/** One host's apply epochs: how many, and what each may have changed (index = epoch). */
+interface HostApplies {
+  count: number;
+  touches: Array<readonly string[] | undefined>;
 }
 
 export interface ApplyStamp {
@@ -48,4 +82,15 @@ export const NEVER: ApplyStamp = { all: -1, own: -1 };
 export function readsSharedState(resources: readonly Resource[]): boolean {
   for (const r of resources) if (r.readsSharedState === true) return true;
   return false;
+}
+
+/** What the steps of these resources' states may change together: undefined (anything) when one of them does not say. */
+export function touchedBy(states: readonly { readonly steps?: readonly Step[] }[]): readonly string[] | undefined {
+  const out: string[] = [];
+  for (const s of states)
+    for (const step of s.steps ?? []) {
+      if (!step.touches) return undefined;
+      out.push(...step.touches);
+    }
+  return out;
 }

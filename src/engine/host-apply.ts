@@ -3,6 +3,7 @@ import { NotApplicable, Refusal, type Change } from '../contract/resource.ts';
 import { ProbeSet } from './probe-set.ts';
 import type { Section } from './script.ts';
 import { applyLockScript, LOCK_WAITED } from './apply-lock.ts';
+import { touchedBy } from './apply-epochs.ts';
 import { foldedWriteScript, planFolds, reached } from './folded-writes.ts';
 import { probeOf } from './host-caches.ts';
 import { isDisruptive } from './drain-session.ts';
@@ -81,8 +82,9 @@ export async function applyWave(
     sections,
     reprobe.map((s) => probeOf(s.r)),
   );
-  o.onApply?.(o.host);
-  const out = await execSections(conn, sections).finally(() => o.onApply?.(o.host));
+  const touches = touchedBy(toApply);
+  o.onApply?.(o.host, touches);
+  const out = await execSections(conn, sections).finally(() => o.onApply?.(o.host, touches));
   if (typeof out === 'string') return { lost: out };
   if (o.lock) {
     const lock = out[0];
@@ -237,8 +239,9 @@ export async function runHandlers(conn: Connection, o: HostRunOptions, states: S
     for (const s of ran) finishState(o, s, { status: 'changed', changes: s.changes! });
     return undefined;
   }
-  o.onApply?.(o.host);
-  const out = await execSections(conn, sections).finally(() => o.onApply?.(o.host));
+  const touches = touchedBy(ran);
+  o.onApply?.(o.host, touches);
+  const out = await execSections(conn, sections).finally(() => o.onApply?.(o.host, touches));
   if (typeof out === 'string') return out;
   let k = 0;
   if (o.lock) {

@@ -35,8 +35,11 @@ export interface HostRunOptions {
   probed?: readonly Answer[];
   /** Fingerprint the facts (saved plans): a sha256 per resource, only worth its cost there. */
   hashFacts?: boolean;
-  /** Before and after every exec that applies steps on `host` (the caller tracks whether prefetched facts still hold). */
-  onApply?: (host: string) => void;
+  /**
+   * Before and after every exec that applies steps on `host`, with what its steps may change
+   * (undefined: anything); the caller tracks whether prefetched facts still hold.
+   */
+  onApply?: (host: string, touches: readonly string[] | undefined) => void;
   /** Take the host's apply lock in every exec that applies steps (apply-lock.ts). */
   lock?: ApplyLockOptions;
   /**

@@ -52,7 +52,7 @@ export class PlaysRun {
    * (nor on any host, for resources that read shared state: apply-epochs.ts). Else it probes again.
    */
   private readonly epochs = new ApplyEpochs();
-  private readonly onApply = (host: string) => this.epochs.applied(host);
+  private readonly onApply = (host: string, touches: readonly string[] | undefined) => this.epochs.applied(host, touches);
   private readonly prefetched = new Map<string, Prefetched>();
   private readonly resourcesOf: Array<Map<string, Resource[]>>;
   /**
@@ -250,9 +250,10 @@ export class PlaysRun {
     const pre = this.prefetched.get(host) ?? NOT_PREFETCHED;
     const playAnswers = pre.byPlay.get(playIndex);
     const probed = fromStart ?? (this.epochs.holds(pre.at, host, resources) ? playAnswers : undefined);
-    // Answers are used once, and are worth nothing after the host's own apply: do not keep them around.
+    // Answers are used once, and are worth nothing after an apply on the host that may have
+    // changed anything: do not keep them around.
     pre.byPlay.delete(playIndex);
-    if (this.epochs.appliedOnHostSince(pre.at, host)) this.prefetched.delete(host);
+    if (this.epochs.nothingHolds(pre.at, host)) this.prefetched.delete(host);
     const later = probed ? NO_LATER_PLAYS : laterPlays(this.resourcesOf, playIndex, host);
     const prefetch = later.map(([, rs]) => rs);
     const sentAt = this.epochs.stamp(host);

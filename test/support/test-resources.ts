@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { common, NotApplicable, type Change, type CommonOptions, type Resource, type Step } from '../../src/contract/resource.ts';
+import { fileTopic } from '../../src/contract/state-topics.ts';
 import { shq } from '../../src/shell/quote.ts';
 
 export type Stage = 'parse' | 'diff' | 'predict' | 'use' | 'apply';
@@ -25,6 +26,8 @@ export interface KvOptions extends CommonOptions {
   verifiable?: boolean;
   /** The value lives where other hosts write too (Resource.readsSharedState). */
   shared?: boolean;
+  /** Its probe declares that it reads its file, and its step that it touches it (Resource.reads, Step.touches). */
+  topics?: boolean;
 }
 
 export interface KvFacts {
@@ -43,6 +46,7 @@ export function kv(o: KvOptions): Resource<KvFacts> {
     ...common('kv', id, o),
     verifiable: o.verifiable ?? true,
     readsSharedState: o.shared,
+    reads: o.topics ? [fileTopic(o.path)] : undefined,
     // (its whole facts are the file's: a writer after it is diffed against the predicted value)
     files: o.writes
       ? [
@@ -72,7 +76,13 @@ export function kv(o: KvOptions): Resource<KvFacts> {
     apply(): Step[] {
       boom('apply', o);
       if (o.failStep !== undefined) return [{ name: `set ${id}`, script: `echo 'step failed on purpose' >&2; exit ${o.failStep}` }];
-      return [{ name: `set ${id}`, script: `mkdir -p ${shq(join(o.path, '..'))} && printf %s ${shq(o.value)} > ${shq(o.path)}` }];
+      return [
+        {
+          name: `set ${id}`,
+          script: `mkdir -p ${shq(join(o.path, '..'))} && printf %s ${shq(o.value)} > ${shq(o.path)}`,
+          touches: o.topics ? [fileTopic(o.path)] : undefined,
+        },
+      ];
     },
   };
 }

@@ -351,6 +351,40 @@ describe('prefetched answers of later plays', () => {
     expect(r.result('h1', 'kv:second', 'second').status).toBe('ok');
     expect(r.execs('h1')).toBe(3);
   });
+
+  // The first play writes one file, the second reads `readPath` (prefetched while it was absent).
+  const declared = (f: FakeFleet, readPath: string, o: { firstTopics?: boolean; secondTopics?: boolean } = {}) => [
+    play(() => [kv({ path: at(f, 'h1', 'written'), value: '1', name: 'first', topics: o.firstTopics ?? true })], 'first'),
+    play(() => [kv({ path: readPath, value: '1', name: 'second', topics: o.secondTopics ?? true })], 'second'),
+  ];
+
+  it("outlive the host's own apply when its steps touched nothing they read: no second probe", async () => {
+    const f = new FakeFleet(['h1']);
+    mkdirSync(f.dir('h1'), { recursive: true });
+    writeFileSync(at(f, 'h1', 'other'), '1');
+    const r = await run(f, declared(f, at(f, 'h1', 'other')));
+    expect(r.result('h1', 'kv:first', 'first').status).toBe('changed');
+    expect(r.result('h1', 'kv:second', 'second').status).toBe('ok');
+    expect(r.execs('h1')).toBe(2); // the probe of both plays, the first play's apply
+  });
+
+  it("are dropped after the host's own apply when its steps touched what they read: the later play probes again", async () => {
+    const f = new FakeFleet(['h1']);
+    const r = await run(f, declared(f, at(f, 'h1', 'written')));
+    // prefetched, the file was absent: the probe again finds the first play's value
+    expect(r.result('h1', 'kv:second', 'second').status).toBe('ok');
+    expect(r.execs('h1')).toBe(3); // probe, first apply, the second play's probe
+  });
+
+  it.each<[string, { firstTopics?: boolean; secondTopics?: boolean }]>([
+    ['its steps do not say what they touch', { firstTopics: false }],
+    ['the later resource does not say what it reads', { secondTopics: false }],
+  ])("are dropped after the host's own apply when %s: the later play probes again", async (_, o) => {
+    const f = new FakeFleet(['h1']);
+    const r = await run(f, declared(f, at(f, 'h1', 'other'), o));
+    expect(r.result('h1', 'kv:second', 'second').status).toBe('changed');
+    expect(r.execs('h1')).toBe(4); // probe, first apply, the second play's probe and apply
+  });
 });
 
 describe('an interruptible run of many hosts', () => {

@@ -6,7 +6,9 @@
  * writes it atomically with compare-and-swap against the probed content. See docs/resources.md.
  */
 import type { BatchPart } from '../../contract/probe.ts';
+import { posix } from 'node:path';
 import type { Change, FileSlot, Step } from '../../contract/resource.ts';
+import { fileTopic } from '../../contract/state-topics.ts';
 import { shq } from '../../shell/quote.ts';
 import { forgetSensitiveScript, markSensitiveScript, SENSITIVE_RECORD, sensitiveDiff } from './sensitive-files.ts';
 import {
@@ -37,6 +39,11 @@ export interface ManagedFileOptions<F> {
   check?: string;
   /** Shell run once the file was written (a reload). */
   then?: string;
+  /**
+   * What `then` may change (Step.touches, contract/state-topics.ts): [SERVICE_UNITS] for a
+   * `systemctl daemon-reload`. Left out with a `then`: the write step may change anything.
+   */
+  thenTouches?: readonly string[];
   /** The write step's name (default `write PATH`). */
   stepName?: string;
   /**
@@ -100,6 +107,9 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
   const get = o.get ?? ((f: F) => f as unknown as FileFacts);
   const set = o.set ?? ((_: F, file: FileFacts) => file as unknown as F);
   const writeOf = (changes: readonly Change[]): FileWrite | undefined => changes.find(isWrite(path))?.data as FileWrite | undefined;
+  // What its write step changes: the file (a backup beside it: its directory), and what `then` does.
+  const written = fileTopic(o.backup ? posix.dirname(path) : path);
+  const writeTouches = !o.then ? [written] : o.thenTouches && [written, ...o.thenTouches];
   return {
     path,
     probe: () => fileProbe(path),
@@ -150,12 +160,15 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
       if (!w) return [];
       if (w.content === null) {
         const rm = `rm -f -- ${shq(path)}`;
-        return [{ name: `remove ${path}`, script: w.record === 'forget' ? `${rm}\n${forgetSensitiveScript(path)}` : rm }];
+        if (w.record === 'forget') return [{ name: `remove ${path}`, script: `${rm}\n${forgetSensitiveScript(path)}` }];
+        return [{ name: `remove ${path}`, script: rm, touches: [fileTopic(path)] }];
       }
+      // (a step that edits a record of sensitive files, which may be in the user's home, says nothing of what it touches)
       const list = w.record === 'list' ? `${markSensitiveScript(path)}\n` : '';
       if (!w.rewrite) {
         const meta = chmodChownScript(path, mode, owner, group);
-        return [{ name: meta ? `set mode/owner of ${path}` : `list ${path} as sensitive`, script: list + meta }];
+        if (list) return [{ name: meta ? `set mode/owner of ${path}` : `list ${path} as sensitive`, script: list + meta }];
+        return [{ name: `set mode/owner of ${path}`, script: meta, touches: [fileTopic(path)] }];
       }
       const content = w.content;
       const writeExpecting = (expect: string | undefined) => {
@@ -163,6 +176,7 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
         return o.then ? `${write}\n${o.then}` : write;
       };
       const step: Step = { name: o.stepName ?? `write ${path}`, script: list + writeExpecting(w.expect) };
+      if (!list && writeTouches) step.touches = writeTouches;
       if (o.foldWrites && !list)
         step.write = {
           path,

@@ -1,5 +1,6 @@
 import { define, inline, probed, type Answers, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
+import { BLOCK_DEVICES, fileTopic, MOUNTS, PACKAGES } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkToken, VALUE_LIMITS } from '../../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
@@ -151,6 +152,7 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
   return {
     ...common('mount', `mount:${s.path}`, o),
     verifiable: true,
+    reads: mountReads(s),
     claims: [`mountpoint:${s.path}`],
     files: s.persist ? [fstab] : undefined,
     ...probed(
@@ -160,6 +162,12 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
     diff: (f) => mountChanges(s, f, fstab),
     apply: (_, changes) => mountSteps(s, changes, fstab),
   };
+}
+
+/** What a mount's probe reads: the mount table, devices, fstab, its target, source and `within` (and everything under them). */
+function mountReads(s: MountSpec): string[] {
+  const paths = [s.fstabFile, s.path, ...(s.bindKind ? [s.source!] : []), ...(s.within ? [s.within] : [])];
+  return [MOUNTS, BLOCK_DEVICES, PACKAGES, ...paths.map(fileTopic)];
 }
 
 /** What a mount's own changes do (besides its fstab file's): the data of its changes. */

@@ -7,6 +7,7 @@
 import { inline } from '../../contract/probe.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { shJoin, shq } from '../../shell/quote.ts';
+import { PACKAGES } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 
 /** A package by name, or by name per package manager where they differ (nfs-common / nfs-utils). */
@@ -82,6 +83,7 @@ export function packages(o: PackagesOptions): Resource<PackagesFacts, string[]> 
   return {
     ...common('packages', `packages:${o.name}`, o),
     verifiable: true,
+    reads: [PACKAGES],
     // one process (in the script's shared subshell): the package database's answer for exactly these names
     probe: () => [
       inline(`if command -v dpkg-query >/dev/null 2>&1; then

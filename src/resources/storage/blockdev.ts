@@ -9,6 +9,7 @@
  */
 import { define, inline, isInline, probed, type BatchPart, type DefinePart, type ProbeBatch, type Probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
+import { BLOCK_DEVICES, fileTopic, KERNEL_MODULES, MOUNTS, PACKAGES } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import {
   ioChanges,
@@ -533,6 +534,12 @@ export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): BatchPart {
  * shared word for word with that disk's resources, so knowing which entries are the same disk
  * costs nothing on the host. The facts are the disk's, with `sameAs` from the others' maj:min.
  */
+/**
+ * What a disk's probe reads (Resource.reads): the block devices and their users, the mount table,
+ * the programs it runs (blkid, wipefs), the modules that bring devices, and the recorded driver caps.
+ */
+export const DISK_READS: readonly string[] = [BLOCK_DEVICES, MOUNTS, PACKAGES, KERNEL_MODULES, fileTopic('/run/racksmith/io-caps')];
+
 export function diskFactsProbe(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): Probed<DiskFacts> {
   return probed(
     () => ({ helpers: diskHelpers(), self: diskProbeBody(spec, o), others: others.map((x) => diskProbeBody(x, o)) }),
@@ -700,6 +707,7 @@ export function xfsFormat(o: XfsFormatOptions): Resource<DiskFacts, FormatPlan> 
   return {
     ...common('xfs-format', `disk:${o.name}`, o),
     verifiable: true,
+    reads: DISK_READS,
     ...diskFactsProbe(o.spec, o.others),
     diff(f) {
       const plan = planFormat(f, { allow, mountpoint: o.mountpoint, alsoAt: o.alsoAt });
@@ -753,6 +761,7 @@ export function ioTuning(o: IoTuningOptions): Resource<DiskFacts, IoChange> {
   return {
     ...common('io-tuning', `io:${o.name}`, o),
     verifiable: true,
+    reads: DISK_READS,
     // The full disk probe, word for word the disk resource's: the engine runs it once for both.
     ...diskFactsProbe(o.spec),
     diff: (f) => ioChanges(f.kname, target(f), f.queue),
@@ -888,6 +897,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
   return {
     ...common('xattr-check', `xattr:${path}`, o),
     verifiable: true,
+    reads: [MOUNTS, PACKAGES, fileTopic(path)],
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
     probe: () => [MOUNTINFO, { batch: XATTR_CHECKS, arg: path }],
     parse: (out) => parseXattrFacts(out.stdout),

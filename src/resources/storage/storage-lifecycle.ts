@@ -13,9 +13,11 @@
  */
 import { define, inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
+import { BLOCK_DEVICES, fileTopic, MOUNTS, PACKAGES } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { parseDiskFacts, type DiskFacts } from './blockdev-logic.ts';
 import {
+  DISK_READS,
   diskHelpers,
   diskUsersParts,
   diskProbeBody,
@@ -99,6 +101,7 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
   return {
     ...common('storage-record', `storage-record:${o.mountpoint}`, o),
     verifiable: true,
+    reads: [fileTopic(path), ...DISK_READS],
     files: [mf],
     // The disks' parts are their format resources' probes word for word: they run once per script.
     ...probed(
@@ -205,7 +208,11 @@ export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<MountFa
     if (/[/\s]/.test(spec.serial)) throw new InputError(`serial ${JSON.stringify(spec.serial)} cannot contain '/' or spaces`);
     fallback = serialResolver(spec.serial);
   }
-  return resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback), [RECORD_FN]);
+  const m = resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback), [
+    RECORD_FN,
+  ]);
+  // (its device is resolved from the record: the mount's reads and the record's)
+  return { ...m, reads: m.reads && [...m.reads, fileTopic(path)] };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,6 +288,7 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
   return {
     ...common('storage-prune', `storage-prune:${path}`, o),
     verifiable: true,
+    reads: [fileTopic(path), fileTopic(fstabFile), MOUNTS, BLOCK_DEVICES, PACKAGES],
     files: [rec, fstab],
     ...probed(
       () => ({ record: rec.probe(), fstab: fstab.probe(), mountinfo: MOUNTINFO, xfs: inline(xfsMountsProbe([...keep])) }),

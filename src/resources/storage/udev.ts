@@ -5,6 +5,7 @@ import { probed } from '../../contract/probe.ts';
  * clamped values the ioTuning resource writes to sysfs. Rules are reloaded where udevd runs.
  */
 import { shq } from '../../shell/quote.ts';
+import { fileTopic } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { BadValue, checkToken, shown } from '../../util/input-value.ts';
 import {
@@ -22,7 +23,7 @@ import {
   type ProfileName,
   type UdevEntry,
 } from './blockdev-logic.ts';
-import { diskHelpers, diskProbeBody, type DiskSpec } from './blockdev.ts';
+import { DISK_READS, diskHelpers, diskProbeBody, type DiskSpec } from './blockdev.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import { common, Refusal, type CommonOptions, type Resource } from '../../contract/resource.ts';
@@ -97,6 +98,7 @@ export function ioUdevRules(o: IoUdevRulesOptions): Resource<IoUdevFacts, FileWr
   return {
     ...common('udev-rules', `udev-rules:${path}`, o),
     verifiable: true,
+    reads: [fileTopic(path), ...DISK_READS],
     files: [mf],
     claims: [`file:${path}`],
     // The disks' parts are their own resources' probes word for word: they run once per script.

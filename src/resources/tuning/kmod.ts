@@ -1,4 +1,5 @@
 import { shq } from '../../shell/quote.ts';
+import { KERNEL_MODULES } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
@@ -91,7 +92,8 @@ fi`),
     apply(_, changes): Step[] {
       const steps = mf.steps(changes);
       for (const c of changes)
-        if (typeof c.data === 'string') steps.push({ name: `modprobe ${c.data}`, script: `modprobe -- ${shq(c.data)}` });
+        if (typeof c.data === 'string')
+          steps.push({ name: `modprobe ${c.data}`, script: `modprobe -- ${shq(c.data)}`, touches: [KERNEL_MODULES] });
       return steps;
     },
   };

@@ -1,4 +1,5 @@
 import { shq } from '../../shell/quote.ts';
+import { SERVICE_UNITS } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
@@ -95,6 +96,7 @@ function dropin(kind: string, spec: DropinSpec, o: CommonOptions, reload: string
     set: (f, file) => ({ ...f, file }),
     mode: '644',
     then: reload || undefined,
+    thenTouches: [SERVICE_UNITS],
   });
   return {
     ...common(kind, `${kind}:${path}`, o),

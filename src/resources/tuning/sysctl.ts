@@ -1,5 +1,6 @@
 import { inline, probed, type ProbeBatch } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
+import { SYSCTL } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
@@ -231,7 +232,11 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
       // `sysctl -p` exits 0 even when a write fails: the verify probe afterwards catches that.
       // (with optional keys absent here it exits 1 after setting the others: the verify probe judges)
       if (changes.some((c) => c.data === 'live'))
-        steps.push({ name: `apply ${path}`, script: `sysctl -q -p ${shq(path)}${optional.length ? ' 2>/dev/null || :' : ''}` });
+        steps.push({
+          name: `apply ${path}`,
+          script: `sysctl -q -p ${shq(path)}${optional.length ? ' 2>/dev/null || :' : ''}`,
+          touches: [SYSCTL],
+        });
       return steps;
     },
   };
