@@ -36,7 +36,7 @@ export function topicsOverlap(touched: string, read: string): boolean {
 
 /** `inner` is a path below `outer` (`file:/` contains every path). */
 function isUnder(inner: string, outer: string): boolean {
-  return inner.startsWith(outer) && (outer.endsWith('/') || inner.charCodeAt(outer.length) === 47); /* / */
+  return inner.startsWith(outer) && (outer.endsWith('/') || inner[outer.length] === '/');
 }
 
 /** Whether anything in `touched` can change anything in `reads`. */

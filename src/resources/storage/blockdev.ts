@@ -530,16 +530,16 @@ export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): BatchPart {
 }
 
 /**
- * A disk's probe and parse, with the other disks of its list: each part is some disk's own probe,
- * shared word for word with that disk's resources, so knowing which entries are the same disk
- * costs nothing on the host. The facts are the disk's, with `sameAs` from the others' maj:min.
- */
-/**
  * What a disk's probe reads (Resource.reads): the block devices and their users, the mount table,
  * the programs it runs (blkid, wipefs), the modules that bring devices, and the recorded driver caps.
  */
 export const DISK_READS: readonly string[] = [BLOCK_DEVICES, MOUNTS, PACKAGES, KERNEL_MODULES, fileTopic('/run/racksmith/io-caps')];
 
+/**
+ * A disk's probe and parse, with the other disks of its list: each part is some disk's own probe,
+ * shared word for word with that disk's resources, so knowing which entries are the same disk
+ * costs nothing on the host. The facts are the disk's, with `sameAs` from the others' maj:min.
+ */
 export function diskFactsProbe(spec: DiskSpec, others: readonly DiskSpec[] = [], o: ProbeOptions = {}): Probed<DiskFacts> {
   return probed(
     () => ({ helpers: diskHelpers(), self: diskProbeBody(spec, o), others: others.map((x) => diskProbeBody(x, o)) }),
