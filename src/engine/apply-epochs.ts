@@ -17,57 +17,41 @@ import { anyOverlap } from '../contract/state-topics.ts';
  */
 export class ApplyEpochs {
   private all = 0;
-  private readonly own = new Map<string, HostApplies>();
+  /** Per host, what each of its apply epochs may have changed (undefined: anything); its length is the host's epoch. */
+  private readonly own = new Map<string, Array<readonly string[] | undefined>>();
 
   /** An apply exec on `host` starts or ends; its steps may change `touches` (undefined: anything). */
   applied(host: string, touches: readonly string[] | undefined): void {
     this.all++;
     const h = this.own.get(host);
-    if (!h) this.own.set(host, { count: 1, touches: [touches] });
-    else {
-      h.count++;
-      h.touches.push(touches);
-    }
+    if (h) h.push(touches);
+    else this.own.set(host, [touches]);
   }
 
   /** What to keep with answers read from `host` now. */
   stamp(host: string): ApplyStamp {
-    return { all: this.all, own: this.own.get(host)?.count ?? 0 };
+    return { all: this.all, own: this.own.get(host)?.length ?? 0 };
   }
 
   /** Whether answers of `resources` stamped `at` on `host` still hold. */
   holds(at: ApplyStamp, host: string, resources: readonly Resource[]): boolean {
-    if (!this.ownAppliesMiss(at, host, resources)) return false;
+    if (at.own < 0) return false;
+    for (const touches of this.appliesSince(at, host)) {
+      if (touches === undefined) return false;
+      for (const r of resources) if (r.reads === undefined || anyOverlap(touches, r.reads)) return false;
+    }
     return at.all === this.all || !readsSharedState(resources);
   }
 
   /** Whether no answers from `at` on `host` can hold any more: an apply since may have changed anything. */
   nothingHolds(at: ApplyStamp, host: string): boolean {
-    if (at.own < 0) return true;
-    const h = this.own.get(host);
-    if (!h) return false;
-    for (let i = at.own; i < h.count; i++) if (h.touches[i] === undefined) return true;
-    return false;
+    return at.own < 0 || this.appliesSince(at, host).includes(undefined);
   }
 
-  /** Whether the host's own applies since `at` touched nothing these resources read. */
-  private ownAppliesMiss(at: ApplyStamp, host: string, resources: readonly Resource[]): boolean {
-    if (at.own < 0) return false;
-    const h = this.own.get(host);
-    if (!h || h.count === at.own) return true;
-    for (let i = at.own; i < h.count; i++) {
-      const touches = h.touches[i];
-      if (touches === undefined) return false;
-      for (const r of resources) if (r.reads === undefined || anyOverlap(touches, r.reads)) return false;
-    }
-    return true;
+  /** What each of the host's apply epochs since `at` may have changed. */
+  private appliesSince(at: ApplyStamp, host: string): Array<readonly string[] | undefined> {
+    return this.own.get(host)?.slice(at.own) ?? [];
   }
-}
-
-/** One host's apply epochs: how many, and what each may have changed (index = epoch). */
-interface HostApplies {
-  count: number;
-  touches: Array<readonly string[] | undefined>;
 }
 
 export interface ApplyStamp {
