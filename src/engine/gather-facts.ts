@@ -1,7 +1,6 @@
 import type { Connection } from '../connection/types.ts';
-import { ConnectError } from '../connection/types.ts';
-import { stoppable, type ConnectOptions } from '../connection/connect.ts';
-import { withRetry } from '../connection/retry.ts';
+import type { ConnectOptions } from '../connection/connect.ts';
+import { HostConnections } from '../connection/host-connections.ts';
 import { BecomeError } from '../connection/become.ts';
 import type { Host } from '../inventory/model.ts';
 import { NoFacts } from '../contract/playbook.ts';
@@ -26,29 +25,18 @@ export type GatheredFacts = ReadonlyMap<string, HostFacts | FactsFailure>;
  * and run costs one connection. `connector` is the run's (ExecuteOptions.connector).
  */
 export class SharedConnections {
-  private readonly opened = new Map<string, Promise<Connection>>();
+  private readonly opened: HostConnections;
   private readonly handed = new Set<string>();
-  /** Each host's stop of its connection attempt (giveUp), beside the run's Ctrl-C. */
-  private readonly stops = new Map<string, () => void>();
   constructor(
     private readonly connect: (host: Host, o: ConnectOptions) => Promise<Connection>,
-    private readonly options: ConnectOptions,
-    private readonly attempts: number,
-  ) {}
+    options: ConnectOptions,
+    attempts: number,
+  ) {
+    this.opened = new HostConnections(connect, options, attempts);
+  }
 
   open(host: Host): Promise<Connection> {
-    let p = this.opened.get(host.name);
-    if (!p) {
-      const { options, stop } = stoppable(this.options);
-      this.stops.set(host.name, stop);
-      p = withRetry(
-        () => this.connect(host, options),
-        this.attempts,
-        (e) => e instanceof ConnectError && e.transient,
-      );
-      this.opened.set(host.name, p);
-    }
-    return p;
+    return this.opened.open(host);
   }
 
   /**
@@ -56,7 +44,7 @@ export class SharedConnections {
    * and drops a connection still being made, rather than connect later for nothing.
    */
   giveUp(host: string): void {
-    this.stops.get(host)?.();
+    this.opened.stop(host);
   }
 
   /** The run's connector: a host's gathered connection the first time (the run closes it), a new one after. */
@@ -70,17 +58,8 @@ export class SharedConnections {
   };
 
   /** Close the connections the run did not take (hosts it refused). */
-  async closeUnused(): Promise<void> {
-    await Promise.all(
-      [...this.opened]
-        .filter(([h]) => !this.handed.has(h))
-        .map(([, p]) =>
-          p.then(
-            (c) => c.close(),
-            () => undefined,
-          ),
-        ),
-    );
+  closeUnused(): Promise<void> {
+    return this.opened.close((h) => !this.handed.has(h));
   }
 }
 

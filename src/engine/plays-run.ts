@@ -1,9 +1,8 @@
 import type { Connection } from '../connection/types.ts';
-import { ConnectError } from '../connection/types.ts';
 import type { Host } from '../inventory/model.ts';
 import type { Resource } from '../contract/resource.ts';
-import { connect, stoppable, type ConnectOptions } from '../connection/connect.ts';
-import { withRetry } from '../connection/retry.ts';
+import { connect, type ConnectOptions } from '../connection/connect.ts';
+import { HostConnections } from '../connection/host-connections.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { isReadable, probeHost, runHost, type Answer, type HostRunOptions, type HostRunResult } from './host-run.ts';
 import { fleetViews, playHasFleet, type FleetViews } from './fleet.ts';
@@ -33,9 +32,8 @@ interface Gathered {
 export class PlaysRun {
   private readonly t0 = Date.now();
   private readonly recaps = new Map<string, HostRecap>();
-  private readonly conns = new Map<string, Promise<Connection>>();
-  /** Each host's stop of its connection attempt (connect.ts `stoppable`), for its watches. */
-  private readonly stops = new Map<string, () => void>();
+  /** Each host's one connection for the whole run. */
+  private readonly conns: HostConnections;
   private readonly results: ResourceResult[] = [];
   private readonly factHashes = new Map<string, Map<string, Map<string, string>>>();
   private readonly connector: (host: Host, o: ConnectOptions) => Promise<Connection>;
@@ -73,6 +71,7 @@ export class PlaysRun {
   ) {
     allowHostsInFlight(o.signal, o.forks);
     this.connector = o.connector ?? connect;
+    this.conns = new HostConnections(this.connector, o, o.connectAttempts);
     this.lock =
       o.check || o.lockTimeoutSec === undefined
         ? undefined
@@ -104,7 +103,7 @@ export class PlaysRun {
       // what this run drained comes back however the run ended (Ctrl-C, a halt, a lost host)
       await this.drains?.resumeAll();
       await this.drains?.close();
-      await this.closeConnections();
+      await this.conns.close();
     }
     return this.finish();
   }
@@ -186,7 +185,7 @@ export class PlaysRun {
     const recap = this.recapOf(host.name);
     if (recap.unreachable) return false;
     this.emit({ type: 'host_start', host: host.name, play: playName });
-    const pending = this.connection(host);
+    const pending = this.conns.open(host);
     const w = this.watch(host.name, pending);
     const conn = await this.connected(pending, w, recap);
     if (!conn) return false;
@@ -315,7 +314,7 @@ export class PlaysRun {
         pre!.byPlay.delete(playIndex);
         return;
       }
-      const pending = this.connection(host);
+      const pending = this.conns.open(host);
       const w = this.watch(host.name, pending);
       const later = laterPlays(this.resourcesOf, playIndex, host.name);
       const sentAt = this.epochs.stamp(host.name);
@@ -345,25 +344,9 @@ export class PlaysRun {
     return answers;
   }
 
-  /** The host's one connection for the whole run (opened on first use, transient errors retried). */
-  private connection(host: Host): Promise<Connection> {
-    let p = this.conns.get(host.name);
-    if (!p) {
-      const { options, stop } = stoppable(this.o);
-      this.stops.set(host.name, stop);
-      p = withRetry(
-        () => this.connector(host, options),
-        this.o.connectAttempts,
-        (e) => e instanceof ConnectError && e.transient,
-      );
-      this.conns.set(host.name, p);
-    }
-    return p;
-  }
-
   /** A host's watch (host-watch.ts), which stops its connection attempt too when it ends. */
   private watch(host: string, pending: Promise<Connection>): HostWatch {
-    return watchHost(pending, this.o.hostTimeoutMs, this.o.signal, this.stops.get(host));
+    return watchHost(pending, this.o.hostTimeoutMs, this.o.signal, () => this.conns.stop(host));
   }
 
   private recapOf(host: string): HostRecap {
@@ -391,17 +374,6 @@ export class PlaysRun {
     if (r.status === 'failed') this.budget.hostFailed(r.host);
     this.emit(resourceEvent(r));
   };
-
-  private async closeConnections(): Promise<void> {
-    await Promise.all(
-      [...this.conns.values()].map((p) =>
-        p.then(
-          (c) => c.close(),
-          () => undefined,
-        ),
-      ),
-    );
-  }
 
   /** Every host's recap, then the run's, with its exit code. */
   private finish(): RunOutcome {
