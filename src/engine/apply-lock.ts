@@ -48,7 +48,8 @@ export function applyLockScript(o: ApplyLockOptions, session: LockSession = {}):
   const sess = session.sessionPid !== undefined ? shq(session.sessionPid) : '"${RS_SESSION_PID:-$PPID}"';
   return `l=${shq(APPLY_LOCK)}; h=${shq(APPLY_LOCK_HOLDER)}; me=${me}; sess=${sess}
 rs_holder() { rs_h=; IFS= read -r rs_h < "$h" || :; } 2>/dev/null
-if ! { mkdir -p "\${l%/*}" && [ -w "\${l%/*}" ]; } 2>/dev/null; then
+# (mkdir only when missing: every apply exec runs this, and the directory outlives the first)
+if ! { { [ -d "\${l%/*}" ] || mkdir -p "\${l%/*}"; } && [ -w "\${l%/*}" ]; } 2>/dev/null; then
   # Not root: this user changes only what it may, so the lock is this user's own.
   l="\${TMPDIR:-/tmp}/racksmith-$(id -u)/apply.lock"; h="\${l%/*}/apply.holder"
   # shellcheck disable=SC2174 # only racksmith-UID is ours to make private; $TMPDIR is the system's
