@@ -350,35 +350,43 @@ async function probeCosts(
 export const CONVERGED_PROCESS_TARGET = 10;
 
 /**
- * Processes each converged exec starts on a host, and its remote time when run alone (nsenter, no
- * SSH): the pid counter of the host's own pid namespace (forks: a subshell counts, as strace -f
- * counts its clones), less the measurement's own 4 (two dates, cut, the `sh -s` itself).
+ * Processes each converged exec starts on a host, its remote time when run alone (nsenter, no
+ * SSH), and the machine's busy CPU meanwhile (/proc/stat, which no namespace hides: the kernel's
+ * work for the host's disks counts, and so would anything else running): the pid counter of the
+ * host's own pid namespace (forks: a subshell counts, as strace -f counts its clones), less the
+ * measurement's own 4 (two dates, cut, the `sh -s` itself).
  */
 async function forksPerExec(
   tb: Testbed,
   host: string,
   scripts: string[],
   repeats = 3,
-): Promise<Array<{ exec: number; processes: number; remoteMs: number }>> {
+): Promise<Array<{ exec: number; processes: number; remoteMs: number; machineCpuMs: number }>> {
   const { scriptAsStdin } = await import('../../src/connection/transport.ts');
+  const busy = 'read -r _ us ni sy _ _ iq si st _ < /proc/stat; rs_busy=$((us + ni + sy + iq + si + st))';
   const out = [];
   for (const [i, script] of scripts.entries()) {
     const procs: number[] = [];
     const times: number[] = [];
+    const cpu: number[] = [];
     for (let k = 0; k < repeats; k++) {
       const r = await tb.hostExec(
         host,
-        'a=$(cut -d" " -f5 /proc/loadavg); t=$(date +%s%N); sh -s >/dev/null 2>&1; u=$(date +%s%N); b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 4)) $(( (u - t) / 1000 ))"',
+        `a=$(cut -d" " -f5 /proc/loadavg); ${busy}; c=$rs_busy; t=$(date +%s%N); sh -s >/dev/null 2>&1; u=$(date +%s%N); ${busy}; b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 4)) $(( (u - t) / 1000 )) $((rs_busy - c))"`,
         { input: scriptAsStdin(script) },
       );
-      const [n, us] = r.stdout.trim().split(' ').map(Number);
+      const [n, us, ticks] = r.stdout.trim().split(' ').map(Number);
       procs.push(n);
       times.push(us / 1000);
+      cpu.push(ticks * (1000 / CLOCK_TICKS));
     }
-    out.push({ exec: i + 1, processes: median(procs), remoteMs: median(times) });
+    out.push({ exec: i + 1, processes: median(procs), remoteMs: median(times), machineCpuMs: median(cpu) });
   }
   return out;
 }
+
+/** /proc/stat's unit (USER_HZ): 100 a second on every Linux architecture racksmith runs on. */
+const CLOCK_TICKS = 100;
 
 function startup(): { dist: Record<string, number>; tsx: Record<string, number>; deps: Record<string, number>; nodeOnlyMs: number } {
   const runs = (mode: string) =>
@@ -486,7 +494,7 @@ export async function profileRacksmith(tb: Testbed, w: Workload, forks: number, 
     `processes per converged host: ${alone.reduce((a, f) => a + f.processes, 0)} (target <= ${CONVERGED_PROCESS_TARGET})`,
     `at a node's size: ${w.hosts[0]}'s converged execs with ${bigTable.lines} mount table lines (${NODE_MOUNTS} tmpfs mounts more than its own ${ownLines}): ${bigTable.execs.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
     `  ${storageNode.found} of ${NODE_DISKS} data disks by serial, mounted, probed in one script (a fake root of a storage node, udev entries of ~1.2 KB; local sh, median of 5): ${storageNode.ms.toFixed(1)} ms`,
-    `first-run execs replayed alone in order on reset ${w.hosts[0]} (nsenter, no SSH): ${firstAlone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms`).join('; ')}`,
+    `first-run execs replayed alone in order on reset ${w.hosts[0]} (nsenter, no SSH; busy CPU of the machine meanwhile, in 10 ms ticks): ${firstAlone.map((f) => `exec ${f.exec}: ${f.processes} processes, ${f.remoteMs.toFixed(1)} ms, ${f.machineCpuMs.toFixed(0)} ms CPU`).join('; ')}`,
     `each resource's probe alone on ${w.hosts[0]} (nsenter, median of 3): ${probes.reduce((a, p) => a + p.processes, 0)} processes, ${ms(probes.reduce((a, p) => a + p.remoteMs, 0))} in all; processes / ms:`,
     ...[...probes]
       .sort((a, b) => b.remoteMs - a.remoteMs)
