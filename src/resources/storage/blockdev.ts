@@ -35,6 +35,12 @@ import { BLOCK_IDS, BLOCK_IDS_FN } from '../core/block-ids.ts';
 import { HOST_TABLES_FN } from '../core/host-tables.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
+/**
+ * Where the io tuning step records a driver cap (a queue value the kernel settled below what was
+ * written, until boot), which every disk probe reads back (a fixed path, no quoting needed).
+ */
+const IO_CAPS_DIR = '/run/racksmith/io-caps';
+
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
 
@@ -480,7 +486,7 @@ UUID="}; rs_u=\${rs_u%%"
     if [ -z "$t" ] || [ "$rs_v" -lt "$t" ]; then t=$rs_v; fi
   done
   [ -n "$t" ] && echo "q.nr_tags=$t"
-  for c in "$R/run/racksmith/io-caps/$k".*; do [ -r "$c" ] && { rs_rd "$c"; echo "cap.\${c##*.}=$rs_v"; }; done
+  for c in "$R${IO_CAPS_DIR}/$k".*; do [ -r "$c" ] && { rs_rd "$c"; echo "cap.\${c##*.}=$rs_v"; }; done
   echo end=1
 }`;
 
@@ -533,7 +539,7 @@ export function diskProbeBody(spec: DiskSpec, o: ProbeOptions = {}): BatchPart {
  * What a disk's probe reads (Resource.reads): the block devices and their users, the mount table,
  * the programs it runs (blkid, wipefs), the modules that bring devices, and the recorded driver caps.
  */
-export const DISK_READS: readonly string[] = [BLOCK_DEVICES, MOUNTS, PACKAGES, KERNEL_MODULES, fileTopic('/run/racksmith/io-caps')];
+export const DISK_READS: readonly string[] = [BLOCK_DEVICES, MOUNTS, PACKAGES, KERNEL_MODULES, fileTopic(IO_CAPS_DIR)];
 
 /**
  * A disk's probe and parse, with the other disks of its list: each part is some disk's own probe,
@@ -821,8 +827,8 @@ for c in $rs_capped; do
   rs_sched
   if [ "$rs_sc" != "$want_sched" ]; then echo "$f: the scheduler changed meanwhile ($rs_sc, not $want_sched): no driver cap recorded" >&2; continue; fi
   if [ "$got" -lt "$want" ]; then
-    mkdir -p /run/racksmith/io-caps
-    printf '%s\\n' "$got" > "/run/racksmith/io-caps/$k.$key.tmp" && mv -f "/run/racksmith/io-caps/$k.$key.tmp" "/run/racksmith/io-caps/$k.$key"
+    mkdir -p ${IO_CAPS_DIR}
+    printf '%s\\n' "$got" > "${IO_CAPS_DIR}/$k.$key.tmp" && mv -f "${IO_CAPS_DIR}/$k.$key.tmp" "${IO_CAPS_DIR}/$k.$key"
     echo "$f: driver cap $got recorded (confirmed)" >&2
   fi
 done`,
