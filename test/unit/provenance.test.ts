@@ -30,7 +30,14 @@ describe('gitSource', () => {
 
 describe('playbookSources against real work trees', () => {
   const root = mkdtempSync(join(tmpdir(), 'rs-provenance-'));
-  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  // (git looks no higher than root: a TMPDIR inside some work tree must not make "outside" inside one)
+  const ceiling = process.env.GIT_CEILING_DIRECTORIES;
+  process.env.GIT_CEILING_DIRECTORIES = root;
+  afterAll(() => {
+    if (ceiling === undefined) delete process.env.GIT_CEILING_DIRECTORIES;
+    else process.env.GIT_CEILING_DIRECTORIES = ceiling;
+    rmSync(root, { recursive: true, force: true });
+  });
   const git = (dir: string, ...args: string[]) =>
     execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'init.defaultBranch=main', ...args], {
       encoding: 'utf8',
