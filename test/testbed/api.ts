@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { dirname, join, posix, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { shq } from '../../src/shell/quote.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const shDir = join(here, 'sh');
@@ -255,6 +256,14 @@ export async function hostExec(name: string, shellCmd: string, opts: { input?: s
     input: opts.input,
     timeoutMs: opts.timeoutMs ?? 120_000,
   });
+}
+
+/**
+ * Shell that exits 0 once process `pid` has `path` open, read from /proc/PID/fd: it opens nothing
+ * itself (an exclusive open of ours to check would make a holder's own exclusive open fail).
+ */
+export function holdsOpenScript(pid: string | number, path: string): string {
+  return `for f in /proc/${Number(pid)}/fd/*; do [ "$(readlink "$f")" = ${shq(path)} ] && exit 0; done; exit 1`;
 }
 
 /** Run a command on a host through the system ssh client (key + known_hosts, curve25519 KEX). */
