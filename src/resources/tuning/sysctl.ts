@@ -153,6 +153,18 @@ export function renderSysctlFile(profile: string, values: Record<string, string>
   return lines.join('\n') + '\n';
 }
 
+/**
+ * Shell that sets live values as `sysctl -w` does: each written to its /proc/sys file (by the
+ * shell's printf: no process). Only the keys given (the diff's, those that drifted): `sysctl -p`
+ * wrote every key of the file again, and a write can act even with the value the key has
+ * (vm.drop_caches, vm.compact_memory act on every write). As with `sysctl -p`, a write
+ * the kernel refuses is said on stderr and does not fail the step: the verify probe afterwards
+ * judges what the kernel holds.
+ */
+export function liveWritesScript(values: ReadonlyArray<readonly [key: string, value: string]>): string {
+  return values.map(([k, v]) => `printf '%s\\n' ${shq(v)} > ${shq(sysctlPath(k))} || :`).join('\n') || ':';
+}
+
 /** The memory line of MEMORY_PROBE. */
 export function parseMemory(out: string): HostMemory {
   const mem = /^mem=(\d+) (\d+)/m.exec(out);
@@ -227,16 +239,15 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
       }
       return changes;
     },
-    apply(_, changes): Step[] {
+    apply(f, changes): Step[] {
       const steps = mf.steps(changes);
-      // `sysctl -p` exits 0 even when a write fails: the verify probe afterwards catches that.
-      // (with optional keys absent here it exits 1 after setting the others: the verify probe judges)
-      if (changes.some((c) => c.data === 'live'))
-        steps.push({
-          name: `apply ${path}`,
-          script: `sysctl -q -p ${shq(path)}${optional.length ? ' 2>/dev/null || :' : ''}`,
-          touches: [SYSCTL],
-        });
+      if (changes.some((c) => c.data === 'live')) {
+        // The keys that differ, in the file's order (the diff's `live` changes; an absent key is
+        // optional here, the diff refuses any other)
+        const want = applyFloors(neverLower, desired(f.memory), f.live).values;
+        const differ = Object.entries(want).filter(([k, v]) => typeof f.live[k] === 'string' && f.live[k] !== v);
+        steps.push({ name: `apply ${path}`, script: liveWritesScript(differ), touches: [SYSCTL] });
+      }
       return steps;
     },
   };

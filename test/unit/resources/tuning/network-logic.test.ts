@@ -6,7 +6,14 @@ import { describe, expect, it } from 'vitest';
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 import { absent, fileWith } from '../../facts.ts';
 import { minFreeKbytes, tcpMem } from '../../../../src/profiles/sysctl-profiles.ts';
-import { normaliseSysctl, renderSysctlFile, sysctl, sysctlPath, SYSCTL_LIVE } from '../../../../src/resources/tuning/sysctl.ts';
+import {
+  liveWritesScript,
+  normaliseSysctl,
+  renderSysctlFile,
+  sysctl,
+  sysctlPath,
+  SYSCTL_LIVE,
+} from '../../../../src/resources/tuning/sysctl.ts';
 import { kmod, LOADED_EVIDENCE } from '../../../../src/resources/tuning/kmod.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
 import { limits } from '../../../../src/resources/tuning/limits.ts';
@@ -129,6 +136,36 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
     // read from the shell's own smaps, as getconf says it
     expect(f.memory.pageSize).toBe(Number(execFileSync('getconf', ['PAGESIZE'], { encoding: 'utf8' }).trim()));
     expect(f.file.type).toBe('absent');
+  });
+
+  it('apply sets only the live values that differ, in the file’s order, each written to its /proc/sys file', () => {
+    const live = { ...good, 'net.core.somaxconn': '4096', 'vm.min_free_kbytes': '1' };
+    const f = { file: fileWith(content), live, memory: mem };
+    const steps = r.apply(f, r.diff(f));
+    expect(steps.map((s) => s.name)).toEqual(['apply /etc/sysctl.d/90-t.conf']);
+    expect(steps[0].script).toBe(
+      `printf '%s\\n' 65535 > /proc/sys/net/core/somaxconn || :\nprintf '%s\\n' ${good['vm.min_free_kbytes']} > /proc/sys/vm/min_free_kbytes || :`,
+    );
+  });
+
+  it('a live value the kernel refuses is said and does not fail the step (the verify probe judges), the others are set', () => {
+    const d = mkdtempSync(join(tmpdir(), 'rs-live-'));
+    try {
+      const script = liveWritesScript([
+        ['net.core.somaxconn', '65535'],
+        ['net.ipv4.ip_local_port_range', '2048 65535'],
+      ]).replaceAll('/proc/sys/', `${d}/`);
+      // (never this machine's kernel: the script must name the temp directory only)
+      expect(script).not.toContain('/proc/sys');
+      // (somaxconn's "file" is a directory here: its write fails as a refused one does)
+      execFileSync('mkdir', ['-p', join(d, 'net/core/somaxconn'), join(d, 'net/ipv4')]);
+      const res = spawnSync('/bin/sh', ['-c', `set -e\n${script}`], { encoding: 'utf8' });
+      expect(res.status).toBe(0);
+      expect(res.stderr).toMatch(/somaxconn/);
+      expect(readFileSync(join(d, 'net/ipv4/ip_local_port_range'), 'utf8')).toBe('2048 65535\n');
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
   });
 
   it.each([[{ 'net core': 1 }], [{ 'net.core.somaxconn': '1; reboot' }], [{}]])('refuses bad input %j', (values) => {
