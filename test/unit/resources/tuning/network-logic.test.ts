@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -158,7 +158,8 @@ describe('sysctl diff compares the file AND the live kernel value', () => {
       // (never this machine's kernel: the script must name the temp directory only)
       expect(script).not.toContain('/proc/sys');
       // (somaxconn's "file" is a directory here: its write fails as a refused one does)
-      execFileSync('mkdir', ['-p', join(d, 'net/core/somaxconn'), join(d, 'net/ipv4')]);
+      mkdirSync(join(d, 'net/core/somaxconn'), { recursive: true });
+      mkdirSync(join(d, 'net/ipv4'), { recursive: true });
       const res = spawnSync('/bin/sh', ['-c', `set -e\n${script}`], { encoding: 'utf8' });
       expect(res.status).toBe(0);
       expect(res.stderr).toMatch(/somaxconn/);
