@@ -3,7 +3,7 @@ import { shq } from '../../shell/quote.ts';
 import { SYSCTL } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
-import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { FileWrite, managedFile } from '../core/managed-file.ts';
 import { applyFloors, isNumericSysctl, keptText, type NeverLower } from './sysctl-floor.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
@@ -175,7 +175,13 @@ export function parseMemory(out: string): HostMemory {
  * Kernel parameters: persisted in a sysctl.d drop-in and applied live. The diff compares the file
  * AND the live kernel values: a file that matches while the kernel differs is still a change.
  */
-export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'live'> {
+/** A live value the diff found drifted: what apply writes to its /proc/sys file. */
+interface LiveValue {
+  key: string;
+  value: string;
+}
+
+export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | LiveValue> {
   const path = checkAbsolutePath(o.file, 'sysctl file');
   const keys = Object.keys(o.values);
   if (keys.length === 0) throw new InputError(`sysctl ${path}: no values`);
@@ -222,7 +228,7 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
       const floored = applyFloors(neverLower, desired(f.memory), f.live);
       const want = floored.values;
       const kept = keptText(floored.kept);
-      const changes: Change<FileWrite | 'live'>[] = mf.changes(f, renderSysctlFile(profile, want, optional), {
+      const changes: Change<FileWrite | LiveValue>[] = mf.changes(f, renderSysctlFile(profile, want, optional), {
         create: `create ${path}${kept}`,
         update: `update ${path}${kept}`,
       });
@@ -235,19 +241,15 @@ export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | 'liv
           throw new Refusal(
             `the host has no sysctl ${k}: ${sysctlPath(k)} does not exist (a module not loaded, or not in this kernel or namespace)`,
           );
-        if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: 'live' });
+        if (live !== v) changes.push({ summary: `${k}: ${live} → ${v}`, data: { key: k, value: v } });
       }
       return changes;
     },
-    apply(f, changes): Step[] {
+    apply(_, changes): Step[] {
       const steps = mf.steps(changes);
-      if (changes.some((c) => c.data === 'live')) {
-        // The keys that differ, in the file's order (the diff's `live` changes; an absent key is
-        // optional here, the diff refuses any other)
-        const want = applyFloors(neverLower, desired(f.memory), f.live).values;
-        const differ = Object.entries(want).filter(([k, v]) => typeof f.live[k] === 'string' && f.live[k] !== v);
-        steps.push({ name: `apply ${path}`, script: liveWritesScript(differ), touches: [SYSCTL] });
-      }
+      // the values the diff found drifted, in the file's order
+      const drifted = changes.flatMap((c) => (c.data instanceof FileWrite || !c.data ? [] : [[c.data.key, c.data.value] as const]));
+      if (drifted.length) steps.push({ name: `apply ${path}`, script: liveWritesScript(drifted), touches: [SYSCTL] });
       return steps;
     },
   };
