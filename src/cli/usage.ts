@@ -27,10 +27,12 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -e, --extra-vars VARS    key=value, @file.yaml or a YAML mapping; wins over the inventory
       --serial LIST        rolling batches, e.g. 1,10%,25% (last size repeats)
       --max-fail-percent P end the run once more than P% of a play's hosts failed
-      --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var or ~/.ssh/known_hosts)
+      --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var, the ssh config's
+                           UserKnownHostsFile, or ~/.ssh/known_hosts)
       --ssh-accept-new     record unknown host keys instead of refusing (changed keys are always refused)
   -T, --timeout SECONDS    SSH connect timeout (default 10)
-  -u, --user USER          login user where the inventory names none (ansible_user wins)
+  -u, --user USER          login user where the inventory names none (ansible_user wins; it wins
+                           over ~/.ssh/config's User)
       --private-key FILE   key file where the inventory names none (also --key-file)
   -k, --ask-pass           ask for the login password once (password authentication)
   -c, --connection ssh|local   where the inventory's ansible_connection says nothing

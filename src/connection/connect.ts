@@ -21,9 +21,9 @@ export interface ConnectOptions {
   connectTimeoutMs: number;
   /** SSH keepalive interval in ms (default 10 s; 0: none). */
   keepaliveMs?: number;
-  /** -u: the login user where the inventory names none. */
+  /** -u: the login user where the inventory names none (over ~/.ssh/config's User). */
   user?: string;
-  /** --private-key: the key where the inventory names none. */
+  /** --private-key: the key where the inventory names none (over ~/.ssh/config's IdentityFile). */
   privateKeyFile?: string;
   /** -c: the connection where the inventory says none. */
   connection?: 'ssh' | 'local';
@@ -48,8 +48,10 @@ export function becomeFor(host: Host, o: Pick<ConnectOptions, 'becomePassword'>)
 
 /**
  * The SSH settings for a host: its connection (inventory variables, then its ssh args), then
- * ~/.ssh/config for what those leave unset (inventory values win, as in Ansible), then the
- * command line's defaults.
+ * ~/.ssh/config for what those leave unset (inventory values win, as in Ansible). The login user
+ * and key of `-u`/`--private-key` (or ansible.cfg's remote_user, private_key_file) come between
+ * the two: Ansible hands them to ssh as `-o User=` and `-o IdentityFile=`, which the config's
+ * User and IdentityFile do not override.
  */
 export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
   const c = host.connection;
@@ -59,8 +61,8 @@ export function sshOptionsFor(host: Host, o: ConnectOptions): SshOptions {
     : (c.knownHostsFile ?? cfg.knownHostsFile ?? join(homedir(), '.ssh', 'known_hosts'));
   const timeoutSeconds = c.timeoutSeconds ?? cfg.connectTimeoutSeconds;
   const common = {
-    user: c.user ?? cfg.user ?? o.user ?? process.env.USER ?? 'root',
-    privateKeyFile: c.privateKeyFile ?? cfg.identityFile ?? o.privateKeyFile,
+    user: c.user ?? o.user ?? cfg.user ?? process.env.USER ?? 'root',
+    privateKeyFile: c.privateKeyFile ?? o.privateKeyFile ?? cfg.identityFile,
     password: c.password ?? o.password,
     identitiesOnly: c.identitiesOnly ?? cfg.identitiesOnly,
     connectTimeoutMs: timeoutSeconds !== undefined ? timeoutSeconds * 1000 : o.connectTimeoutMs,

@@ -3,7 +3,7 @@
 // is 1, unreachable hosts count as failures, output is cut at the limit with a note, -b runs the
 // command as root for a login user that is not, --check is refused before any host is reached,
 // and every exec is journaled as a run is.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,6 +110,34 @@ describe('provision exec', () => {
     const asRoot = await provision(['exec', 'all', '-i', ops, '-b', '--journal', journalOf('root'), '--', 'id', '-un']);
     expect(asRoot.code, asRoot.stderr).toBe(0);
     expect(asRoot.stdout).toMatch(/: exit 0\nroot\n$/);
+  });
+
+  it("-u wins over ~/.ssh/config's User (Ansible passes it as -o User=); without -u the config's User applies", async () => {
+    // a host known only by its alias in the config, which names root as its user
+    const h = tb.hosts()[0];
+    const cfg = join(work, 'ssh_config-user');
+    writeFileSync(
+      cfg,
+      [
+        'Host rack-alias',
+        `  HostName ${h.ip}`,
+        `  Port ${h.port}`,
+        '  User root',
+        `  IdentityFile ${tb.keyPath}`,
+        `  UserKnownHostsFile ${tb.knownHostsPath}`,
+        '',
+      ].join('\n'),
+    );
+    const inv = join(work, 'alias-inventory.yaml');
+    writeFileSync(inv, 'all:\n  hosts:\n    rack-alias:\n');
+    const who = (...flags: string[]) =>
+      provision(['exec', 'rack-alias', '-i', inv, '-F', cfg, ...flags, '--journal', journalOf(`user${flags.length}`), '--', 'id', '-un']);
+    const asConfig = await who();
+    expect(asConfig.code, asConfig.stderr).toBe(0);
+    expect(asConfig.stdout).toMatch(/: exit 0\nroot\n$/);
+    const asCli = await who('-u', 'ops');
+    expect(asCli.code, asCli.stderr).toBe(0);
+    expect(asCli.stdout).toMatch(/: exit 0\nops\n$/);
   });
 
   it('-l narrows the pattern to its hosts; a pattern that matches nothing is exit 3 before any host', async () => {

@@ -392,14 +392,21 @@ describe('~/.ssh/config (-F, racksmith_ssh_config)', () => {
     });
     expect(o.jump).toMatchObject({ address: '10.0.0.1', user: 'jump', port: 22 });
   });
-  it('-u, --private-key are defaults below the inventory and the config', () => {
-    const inv = loadInventory(file(`all:\n  hosts:\n    plain: {}\n    named: { ansible_user: x }\n`));
-    const none = file('', 'empty_config');
-    const [plain, named] = inv.hosts.map((h) =>
-      sshOptionsFor(h, { ...connectOpts, sshConfigFile: none, user: 'cli', privateKeyFile: '/cli/key' }),
+  it('-u, --private-key: below the inventory, over the config (Ansible passes them as -o User=, -o IdentityFile=)', () => {
+    const inv = loadInventory(
+      file(`all:\n  hosts:\n    plain: {}\n    named: { ansible_user: x, ansible_ssh_private_key_file: /inv/key }\n`),
     );
+    const none = file('', 'empty_config');
+    const withCli = { ...connectOpts, user: 'cli', privateKeyFile: '/cli/key' };
+    const [plain, named] = inv.hosts.map((h) => sshOptionsFor(h, { ...withCli, sshConfigFile: none }));
     expect(plain).toMatchObject({ user: 'cli', privateKeyFile: '/cli/key' });
-    expect(named.user).toBe('x');
+    expect(named).toMatchObject({ user: 'x', privateKeyFile: '/inv/key' });
+    // the config (User ops, IdentityFile /keys/id for every host) loses to the command line...
+    const [plainCfg, namedCfg] = inv.hosts.map((h) => sshOptionsFor(h, { ...withCli, sshConfigFile: cfg }));
+    expect(plainCfg).toMatchObject({ user: 'cli', privateKeyFile: '/cli/key' });
+    expect(namedCfg).toMatchObject({ user: 'x', privateKeyFile: '/inv/key' });
+    // ...and is what applies without it
+    expect(sshOptionsFor(inv.hosts[0], { ...connectOpts, sshConfigFile: cfg })).toMatchObject({ user: 'ops', privateKeyFile: '/keys/id' });
   });
 });
 
