@@ -19,7 +19,7 @@ import { ProbeSet } from '../src/engine/probe-set.ts';
 import { scriptBody, type Section } from '../src/engine/script.ts';
 import { applyLockScript } from '../src/engine/apply-lock.ts';
 import { becomeCommand, execPlan } from '../src/connection/become.ts';
-import { killGroupsScript } from '../src/connection/ssh.ts';
+import { killGroupsScript } from '../src/connection/kill-groups.ts';
 import { scriptAsStdin } from '../src/connection/transport.ts';
 import { Secret } from '../src/util/secret.ts';
 import type { Vars } from '../src/inventory/model.ts';

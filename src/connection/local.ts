@@ -1,13 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Connection, ExecResult } from './types.ts';
 import { Escalation, execPlan, newNonce, type Become } from './become.ts';
+import { execTag, KILL_TIMEOUT_MS, killGroupsScript } from './kill-groups.ts';
 
 /**
  * Runs scripts on this machine through /bin/sh (pull mode and the local dry-run default).
  * Plain child_process: zx ran the same `/bin/sh` (through bash) and cost ~65 ms to import.
+ * Each script's shell is a process group of its own, as sshd makes each remote command one: a
+ * terminal's Ctrl-C reaches racksmith, not the step in flight, and abort() ends the group whole.
  */
 export class LocalConnection implements Connection {
   execCount = 0;
+  /** The scripts running now, by their tag (kill-groups.ts). */
+  private readonly running = new Map<string, ChildProcess>();
   /** `cat` reading a pipe from this process: it ends when the connection closes, or this process dies. */
   private anchor: ChildProcess | undefined;
   private readonly nonce = newNonce();
@@ -34,9 +39,36 @@ export class LocalConnection implements Connection {
   async exec(script: string, stdin?: string): Promise<ExecResult> {
     this.escalation?.refuseAgain();
     this.execCount++;
-    const run = execPlan(this.become, this.nonce, script, stdin, (s) => s);
-    const r = await sh(run.args, run.stdin);
+    const tag = execTag();
+    const run = execPlan(this.become, this.nonce, script, stdin, (s) => s, tag);
+    let r: ExecResult;
+    try {
+      r = await sh(run.args, run.stdin, (child) => this.running.set(tag, child));
+    } finally {
+      this.running.delete(tag);
+    }
     return this.escalation ? this.escalation.result(r) : r;
+  }
+
+  /**
+   * End now (--host-timeout, Ctrl-C): kill the process group of every script still running. Under
+   * become the escalated shells are not this user's to signal: they are found by their tag and
+   * killed by an escalated shell first, as over SSH (refused escalation: none was started).
+   */
+  async abort(): Promise<void> {
+    if (this.running.size > 0 && this.escalation && !this.escalation.refused) {
+      const k = execPlan(this.become, this.nonce, killGroupsScript([...this.running.keys()]), undefined, (s) => s);
+      const kill = sh(k.args, k.stdin).catch(() => undefined);
+      await Promise.race([kill, new Promise((r) => setTimeout(r, KILL_TIMEOUT_MS).unref())]);
+    }
+    for (const child of this.running.values()) {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // (already gone)
+      }
+    }
+    await this.close();
   }
 
   async close(): Promise<void> {
@@ -46,9 +78,11 @@ export class LocalConnection implements Connection {
   }
 }
 
-function sh(args: string[], input: string): Promise<ExecResult> {
+function sh(args: string[], input: string, started?: (child: ChildProcess) => void): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    // detached: a session and process group of its own (see the class)
+    const child = spawn('/bin/sh', args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    started?.(child);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => stdout.push(b));

@@ -1,5 +1,4 @@
 import net from 'node:net';
-import { randomBytes } from 'node:crypto';
 import type { NodeSSH } from 'node-ssh';
 import type { ServerHostKeyAlgorithm } from 'ssh2';
 import type { Duplex } from 'node:stream';
@@ -11,6 +10,7 @@ import { MAX_INLINE_SCRIPT } from './transport.ts';
 import { shJoin } from '../shell/quote.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { Escalation, execPlan, newNonce, type Become } from './become.ts';
+import { execTag, KILL_TIMEOUT_MS, killGroupsScript } from './kill-groups.ts';
 import type { Secret } from '../util/secret.ts';
 import type { HandshakeGate } from './handshake-gate.ts';
 
@@ -51,8 +51,6 @@ export const KEEPALIVE_COUNT = 3;
 export const DEFAULT_KEEPALIVE_MS = 10_000;
 /** How long close() waits for a graceful end before it drops the socket (a dead link never answers). */
 const CLOSE_GRACE_MS = 1000;
-/** How long abort() gives the kill of the remote process group over a second channel. */
-const KILL_TIMEOUT_MS = 1000;
 
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
 
@@ -239,7 +237,7 @@ export class SshConnection implements Connection {
     // sshd runs each command as a session leader: its process group is the remote shell and
     // everything it starts. The tag (the last argument of the login shell, and under become of
     // sudo/su and the escalated shell) finds them again from a second channel (abort).
-    const tag = `rs-exec-${randomBytes(6).toString('hex')}`;
+    const tag = execTag();
     const run = this.remote(script, stdin, tag);
     let r;
     this.running.add(tag);
@@ -304,24 +302,6 @@ export class SshConnection implements Connection {
     this.drop();
     await this.via?.close();
   }
-}
-
-/**
- * Shell that kills (SIGKILL; dash takes `kill -9 -PGID`, not `--`) the process group of every
- * remote process whose argv ends in one of `tags`. The group as /proc/PID/stat gives it (field 5,
- * after the parenthesised comm): sudo without a tty, and su, run the escalated shell in their own
- * group (seen on Debian bookworm), so it is no group leader.
- */
-export function killGroupsScript(tags: string[]): string {
-  return `for p in /proc/[0-9]*; do
-  c=$(tr '\\000' ' ' < "$p/cmdline" 2>/dev/null) || continue
-  case "$c" in ${tags.map((t) => `*" ${t} "`).join('|')}) ;; *) continue ;; esac
-  s=$(cat "$p/stat" 2>/dev/null) || continue
-  # shellcheck disable=SC2086 # split into stat's fields (after the command name: numbers and a state letter)
-  set -- \${s##*") "}
-  [ "\${3:-0}" -gt 1 ] && kill -9 "-$3" 2>/dev/null
-done
-exit 0`;
 }
 
 function inlineScript(script: string): string {

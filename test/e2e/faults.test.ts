@@ -2,7 +2,7 @@
 // under become), and the temp file an interrupted write leaves. Each ends on its own, the host in
 // question reported (unreachable, timed out or interrupted), its remote commands killed, the other
 // hosts converged.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -249,4 +249,61 @@ describe('faults under become', () => {
       }
     },
   );
+});
+
+// The local connection (pull mode, -c local) ends its commands as SSH does: each script is a
+// process group of its own, killed whole. Only --check runs here: the fixture's probe (a `sleep`)
+// on this machine, nothing applied.
+describe('faults on the local connection', () => {
+  const localInventory = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-local-'));
+    const inv = join(dir, 'inventory.yaml');
+    writeFileSync(inv, 'all:\n  hosts:\n    here:\n      ansible_connection: local\n');
+    return { dir, inv };
+  };
+  /** Wait for `pgrep -xf pattern` on this machine to give `want` (an event, polled), up to 10 s. */
+  async function localUntil(pattern: string, want: boolean): Promise<boolean> {
+    for (let i = 0; i < 100; i++) {
+      if ((spawnSync('pgrep', ['-xf', pattern]).status === 0) === want) return true;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return false;
+  }
+
+  it('a probe that hangs: --host-timeout ends the host and kills its command', async () => {
+    const { inv } = localInventory();
+    const r = await provision([HANG, '-i', inv, '--check', '--json', '-e', 'fx_hang_probe=1011', '--host-timeout', '3']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(recaps(r).here).toMatchObject({ error: 'timed out after 3s' });
+    expect(r.stderr).not.toMatch(/still open after the run/);
+    expect(await localUntil('sleep 1011', false)).toBe(true);
+  });
+
+  it('Ctrl-C during a hung probe: the run ends, the host is interrupted, its command killed', async () => {
+    const { dir, inv } = localInventory();
+    const journal = join(dir, 'j.ndjson');
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'bin/provision.js'), HANG, '-i', inv, '--check', '--json', '-e', 'fx_hang_probe=1012', '--journal', journal],
+      { cwd: repoRoot },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const closed = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+    expect(await localUntil('sleep 1012', true)).toBe(true);
+    child.kill('SIGINT');
+    // It ends on its own (the probe would sleep for 17 minutes); a watchdog stands in for "never".
+    const watchdog = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await closed;
+    clearTimeout(watchdog);
+    expect(code, stderr).toBe(1);
+    expect(stderr).not.toMatch(/still open after the run/);
+    const recap = readFileSync(journal, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .find((e) => e.type === 'host_recap' && e.host === 'here');
+    expect(recap.error).toMatch(/^interrupted/);
+    expect(await localUntil('sleep 1012', false)).toBe(true);
+  });
 });

@@ -9,7 +9,7 @@ import { BecomeError, becomeCommand, becomeOutcome, execPlan, resolveBecome, typ
 import { LocalConnection } from '../../src/connection/local.ts';
 import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
-import { killGroupsScript } from '../../src/connection/ssh.ts';
+import { killGroupsScript } from '../../src/connection/kill-groups.ts';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
 import { sshOptionsFor } from '../../src/connection/connect.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
