@@ -8,7 +8,7 @@ import { InputError } from '../util/errors.ts';
 import { printableLines } from '../util/printable.ts';
 import { EXIT } from './exit.ts';
 import { pickOptions } from './options.ts';
-import { configVault } from './parse.ts';
+import { configVault, inventoryRequired } from './parse.ts';
 import { keyring } from './passwords.ts';
 import { type CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
@@ -34,8 +34,7 @@ export async function inventoryCommand(args: string[], out: CliStreams): Promise
   })();
   const cfg = ansibleSettings();
   const inventory = values.inventory?.length ? values.inventory : cfg.inventory?.value;
-  if (!inventory?.length)
-    throw new InputError(`inventory: -i/--inventory is required (or 'inventory' in ansible.cfg's [defaults])\n\n${USAGE}`);
+  if (!inventory?.length) throw new InputError(`inventory: ${inventoryRequired(cfg)}\n\n${USAGE}`);
   if (!!values.list === (values.host !== undefined)) throw new InputError('inventory: give exactly one of --list or --host HOST');
   const vault = await keyring(
     configVault(

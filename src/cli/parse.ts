@@ -147,7 +147,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
   const v = parsed.values;
   if (v.help) return 'help';
   const inventory = v.inventory?.length ? v.inventory : cfg.inventory?.value;
-  if (!inventory?.length) throw new InputError(`-i/--inventory is required (or 'inventory' in ansible.cfg's [defaults])\n\n${USAGE}`);
+  if (!inventory?.length) throw new InputError(`${inventoryRequired(cfg)}\n\n${USAGE}`);
   const cfgSshArgs = withConfigDefaults(v, cfg);
   const maxFail = v['max-fail-percent'];
   if (maxFail !== undefined && !(/^\d{1,3}(\.\d{1,6})?$/.test(maxFail) && Number(maxFail) <= 100)) {
@@ -234,10 +234,17 @@ export function configVault(o: VaultOptions, cfg: AnsibleSettings): VaultOptions
   };
 }
 
+/** No inventory anywhere: said with the ansible.cfg that was not read, when one was skipped. */
+export function inventoryRequired(cfg: AnsibleSettings): string {
+  const skipped = cfg.worldWritableCwd ? `; ${worldWritableWarning(cfg.worldWritableCwd)}` : '';
+  return `-i/--inventory is required (or 'inventory' in ansible.cfg's [defaults])${skipped}`;
+}
+
+function worldWritableWarning(dir: string): string {
+  return `${dir} is world writable: its ansible.cfg is ignored (as Ansible does)`;
+}
+
 function configWarnings(cfg: AnsibleSettings): string[] {
   const ignored = ignoredKeysWarning(cfg);
-  return [
-    ...(cfg.worldWritableCwd ? [`${cfg.worldWritableCwd} is world writable: its ansible.cfg is ignored (as Ansible does)`] : []),
-    ...(ignored ? [ignored] : []),
-  ];
+  return [...(cfg.worldWritableCwd ? [worldWritableWarning(cfg.worldWritableCwd)] : []), ...(ignored ? [ignored] : [])];
 }

@@ -45,6 +45,7 @@ export async function runCommand(argv: string[], out: CliStreams, importPlaybook
 /** --list-hosts, --list-tasks, --list-tags, --syntax-check: what loading found, printed (true) instead of a run. */
 export function printListing(loaded: Loaded, out: CliStreams): boolean {
   if (loaded.listingText === undefined && !loaded.listed) return false;
+  writeConfigNotes(loaded.opts, out, undefined);
   for (const w of loaded.inventory.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
   writeNotices(out, loaded.notices);
   if (loaded.listingText !== undefined) out.stdout.write(loaded.listingText);
@@ -158,14 +159,19 @@ function openJournal(file: string, runStart: RunEvent, out: CliStreams): Journal
   return journal;
 }
 
-/** What the operator should hear before the run, on stderr and as `warning` events of --json. */
-function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, json: ((e: RunEvent) => void) | undefined): void {
-  const { opts, prepared } = loaded;
+/** The ansible.cfg read (with -v) and what it says that racksmith does not do: before a run or a listing. */
+function writeConfigNotes(opts: Loaded['opts'], out: CliStreams, json: ((e: RunEvent) => void) | undefined): void {
   if (opts.config?.file && opts.verbose > 0) out.stderr.write(`using ${printable(opts.config.file)}\n`);
   for (const message of opts.config?.warnings ?? []) {
     out.stderr.write(`warning: ${printable(message)}\n`);
     json?.({ type: 'warning', message });
   }
+}
+
+/** What the operator should hear before the run, on stderr and as `warning` events of --json. */
+function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, json: ((e: RunEvent) => void) | undefined): void {
+  const { opts, prepared } = loaded;
+  writeConfigNotes(opts, out, json);
   const declared = new Set(prepared.flatMap((p) => [...(p.variables ?? [])]));
   const selectedHosts = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
   for (const t of likelyTypos(selectedHosts, declared)) {

@@ -66,6 +66,9 @@ const SETTINGS: ReadonlyArray<{ name: keyof AnsibleSettings; section: string; ke
  * Python on hosts, its own output): honoured in effect, so not reported as ignored.
  */
 const DONE_ANYWAY = new Set([
+  // ANSIBLE_PIPELINING's three places (base.yml: defaults, connection; the ssh plugin's own)
+  'defaults.pipelining',
+  'connection.pipelining',
   'ssh_connection.pipelining',
   'ssh_connection.control_path',
   'ssh_connection.control_path_dir',
@@ -112,7 +115,9 @@ export function findAnsibleConfig(
   } else candidates.push(cwdFile);
   candidates.push(expandPath('~/.ansible.cfg', l.cwd, l.env, l.home), '/etc/ansible/ansible.cfg');
   const file = candidates.find(readable);
-  return { file, worldWritableCwd: skippedCwd && file !== fromEnv ? skippedCwd : undefined };
+  // Ansible's rule: said unless the file used is ANSIBLE_CONFIG's (unset, it is no file's name)
+  const fromEnvUsed = fromEnv !== undefined && file === fromEnv;
+  return { file, worldWritableCwd: skippedCwd && !fromEnvUsed ? skippedCwd : undefined };
 }
 
 function isReadable(p: string): boolean {

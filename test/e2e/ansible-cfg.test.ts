@@ -1,7 +1,7 @@
 // ansible.cfg as the operator keeps it (issue #36): the inventory, the login user, the key and
 // become come from the file alone; the host lets only `ops` in (root login off) and the file the
 // playbook writes is root's, so the run proves both the user and the escalation.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -84,6 +84,29 @@ describe('ansible.cfg', () => {
     const warning = `${join(p.dir, 'ansible.cfg')}: not honoured by racksmith: [defaults] stdout_callback (line 6)`;
     expect(r.stderr.split('\n').filter((l) => l.includes('not honoured by racksmith'))).toEqual([`warning: ${warning}`]);
     expect(r.events.filter((e) => e.type === 'warning').map((e) => e.message)).toContain(warning);
+  });
+
+  it("an ansible.cfg in a world-writable working directory is not read, and that is said: with no other config, in a listing, a run, and the missing -i's error", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'rs-ww-'));
+    chmodSync(cwd, 0o777);
+    copyFileSync(join(p.dir, 'ansible.cfg'), join(cwd, 'ansible.cfg'));
+    copyFileSync(join(p.dir, 'hosts.yml'), join(cwd, 'hosts.yml'));
+    // no ~/.ansible.cfg (an empty home; ANSIBLE_CONFIG unset, as the suite runs): the skipped file was the only one
+    const env = { HOME: mkdtempSync(join(tmpdir(), 'rs-ww-home-')) };
+    const said = `${cwd} is world writable: its ansible.cfg is ignored (as Ansible does)`;
+    const noInventory = await provision([p.playbook, '--list-hosts'], { cwd, env });
+    expect(noInventory.code).toBe(3);
+    expect(noInventory.stderr).toContain(said);
+    const listing = await provision([p.playbook, '-i', 'hosts.yml', '--list-hosts'], { cwd, env });
+    expect(listing.code, listing.stderr).toBe(0);
+    expect(listing.stderr).toContain(`warning: ${said}`);
+    const check = await provision([p.playbook, '-i', 'hosts.yml', '-u', 'ops', '--private-key', tb.keyPath, '-b', '--check', '--json'], {
+      cwd,
+      env,
+    });
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain(`warning: ${said}`);
+    expect(check.events.filter((e) => e.type === 'warning').map((e) => e.message)).toContain(said);
   });
 
   it('the command line wins: -u root is refused by the host (root login is off)', async () => {

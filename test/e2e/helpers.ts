@@ -18,10 +18,10 @@ export interface CliRun {
 }
 
 /** Run `provision ARGS` as a user would (node bin/provision.js), never throwing on exit codes. */
-export function provision(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+export function provision(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<CliRun> {
   return new Promise((res, rej) => {
     const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], {
-      cwd: repoRoot,
+      cwd: opts.cwd ?? repoRoot,
       env: { ...process.env, ...opts.env },
     });
     let stdout = '';

@@ -133,6 +133,25 @@ describe('findAnsibleConfig: the first that exists of ANSIBLE_CONFIG, ./ansible.
     const got = findAnsibleConfig({ env: {}, cwd: join(d, 'cwd'), home: join(d, 'home') });
     expect(got).toEqual({ file: join(d, 'home/.ansible.cfg'), worldWritableCwd: join(d, 'cwd') });
   });
+  // Ansible (config/manager.py) warns unless the file it uses is ANSIBLE_CONFIG's
+  it.each([
+    ['no other config anywhere: still said', {}, [], undefined, true],
+    ['ANSIBLE_CONFIG used: not said', { ANSIBLE_CONFIG: 'e.cfg' }, ['e.cfg'], 'e.cfg', false],
+    [
+      'ANSIBLE_CONFIG names a missing file, home used: said',
+      { ANSIBLE_CONFIG: 'nope.cfg' },
+      ['home/.ansible.cfg'],
+      'home/.ansible.cfg',
+      true,
+    ],
+  ])('world-writable working directory, %s', (_, env: Record<string, string>, present: string[], want: string | undefined, said) => {
+    const d = tree({ 'cwd/ansible.cfg': '', 'home/.keep': '', 'e.cfg': '' });
+    chmodSync(join(d, 'cwd'), 0o777);
+    const abs = (p: string) => join(d, p);
+    const envAbs = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, abs(v)]));
+    const got = findAnsibleConfig({ env: envAbs, cwd: abs('cwd'), home: abs('home') }, readable(new Set(present.map(abs))));
+    expect(got).toEqual({ file: want && abs(want), worldWritableCwd: said ? abs('cwd') : undefined });
+  });
 });
 
 describe('ansibleSettings', () => {
@@ -188,7 +207,9 @@ describe('ansibleSettings', () => {
     expect(() => settings(`[defaults]\n${line}\n`)).toThrow(msg);
   });
   it('keys it does not honour are listed once, with their lines; what racksmith does anyway is not', () => {
-    const { d, s } = settings('[defaults]\nstdout_callback = yaml\nforks = 3\nroles_path = r\n[ssh_connection]\npipelining = True\n');
+    const { d, s } = settings(
+      '[defaults]\nstdout_callback = yaml\nforks = 3\nroles_path = r\npipelining = True\n[connection]\npipelining = True\n[ssh_connection]\npipelining = True\n',
+    );
     expect(ignoredKeysWarning(s)).toBe(
       `${join(d, 'proj/ansible.cfg')}: not honoured by racksmith: [defaults] stdout_callback (line 2), [defaults] roles_path (line 4)`,
     );
@@ -230,6 +251,11 @@ describe('parseCli with ansible.cfg: the command line wins', () => {
     expect(() => parseCli([], s)).toThrow(`${join(d, 'ansible.cfg')}:3:1: forks must be from 1 to 10000, got 0`);
   });
   it('without -i and without an inventory setting, the error says both', () => {
-    expect(() => parseCli([], { ignored: [] })).toThrow(/-i\/--inventory is required \(or 'inventory' in ansible\.cfg's \[defaults\]\)/);
+    expect(() => parseCli([], { ignored: [] })).toThrow(/-i\/--inventory is required \(or 'inventory' in ansible\.cfg's \[defaults\]\)$/m);
+  });
+  it('without -i, an ansible.cfg skipped in a world-writable directory is named in the error', () => {
+    expect(() => parseCli([], { ignored: [], worldWritableCwd: '/srv/ops' })).toThrow(
+      "-i/--inventory is required (or 'inventory' in ansible.cfg's [defaults]); /srv/ops is world writable: its ansible.cfg is ignored (as Ansible does)",
+    );
   });
 });
