@@ -5,7 +5,7 @@ import { printableLines } from '../util/printable.ts';
 import { promptPassword } from '../util/prompt.ts';
 import { EXIT, exitBadInput } from './exit.ts';
 import { load } from './load.ts';
-import { APPLY_ARG, APPLY_ARG_TAKES_VALUE } from './options.ts';
+import { APPLY_ARG, APPLY_ARG_TAKES_VALUE, APPLY_OPTION_NAMES } from './options.ts';
 import { checkPlanArgv } from './plan-args.ts';
 import type { PlaybookImporter } from './playbook.ts';
 import { printListing, runLoaded } from './run-command.ts';
@@ -57,7 +57,7 @@ function parseApply(args: string[]): { plan: PlanFile; file: string; rest: strin
     const a = args1[i];
     if (!APPLY_ARG.test(a))
       throw new InputError(
-        `apply: ${a} cannot change a reviewed plan (only output, forks, timeouts, journal, connection, become and host-key options, and -e secrets)`,
+        `apply: ${a} cannot change a reviewed plan: apply takes only how the plan runs (${APPLY_OPTION_NAMES.join(', ')}; -e gives the plan's -e secrets again)`,
       );
     const takesValue = APPLY_ARG_TAKES_VALUE.test(a);
     if (/^(-e|--extra-vars)(=|$)/.test(a)) {

@@ -98,6 +98,9 @@ const spellings = ([name, o]: [string, CliOption]) => [
 ];
 const applyOptions = table.filter(([, o]) => o.apply);
 
+/** The options `provision apply PLAN` takes, as an error lists them: `--name` (with `-s` where it has one). */
+export const APPLY_OPTION_NAMES: readonly string[] = applyOptions.map(([name, o]) => (o.short ? `-${o.short}/--${name}` : `--${name}`));
+
 /** An argument `provision apply PLAN` takes after the plan: an apply option, alone or as `--name=value`. */
 export const APPLY_ARG = new RegExp(`^(${applyOptions.flatMap(spellings).join('|')})(=.*)?$`);
 /** An apply option whose value is the next argument. */

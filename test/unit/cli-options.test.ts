@@ -2,7 +2,14 @@
 // records are derived from it. These tests hold the derivation to the lists kept by hand before
 // the table (issue #35), spelling by spelling.
 import { describe, expect, it } from 'vitest';
-import { APPLY_ARG, APPLY_ARG_TAKES_VALUE, CLI_OPTIONS, NOT_RECORDED, SECURITY_OPTIONS } from '../../src/cli/options.ts';
+import {
+  APPLY_ARG,
+  APPLY_ARG_TAKES_VALUE,
+  APPLY_OPTION_NAMES,
+  CLI_OPTIONS,
+  NOT_RECORDED,
+  SECURITY_OPTIONS,
+} from '../../src/cli/options.ts';
 import { USAGE } from '../../src/cli/usage.ts';
 
 // parseApply's two regexes and the plan's two sets, as they were written by hand (plus --plan-key,
@@ -45,6 +52,12 @@ describe('the option table', () => {
     const differ = args.filter((a) => APPLY_ARG.test(a) !== HAND_ALLOWED.test(a));
     expect(differ).toEqual([]);
     expect(args.filter((a) => APPLY_ARG.test(a)).length).toBeGreaterThan(50);
+  });
+
+  it("apply's refusal lists every option it takes, and no other", () => {
+    const listed = new Set(APPLY_OPTION_NAMES.flatMap((n) => n.split('/')));
+    const taken = args.filter((a) => /^--?[a-z-]+$/i.test(a) && !/^-[a-z]{2,}$/i.test(a) && APPLY_ARG.test(a));
+    expect([...listed].sort()).toEqual([...new Set(taken)].sort());
   });
 
   it('apply reads the next argument as the value of exactly the options it did', () => {
