@@ -7,6 +7,7 @@ import { EXIT, exitBadInput } from './exit.ts';
 import { importSource, type PlaybookImporter } from './playbook.ts';
 import { runCommand } from './run-command.ts';
 import { scrubbing, type CliStreams } from './streams.ts';
+import { USAGE } from './usage.ts';
 
 /** The command its first word names (`apply`, `inventory`; anything else is a run). Returns the exit code; never calls process.exit itself. */
 export async function run(argv: string[], out: CliStreams = process, importPlaybook: PlaybookImporter = importSource): Promise<number> {
@@ -16,6 +17,11 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
     if (teamKey !== undefined) useTeamKey(resolve(teamKey));
   } catch (e) {
     return exitBadInput(out, e, printableLines);
+  }
+  // `provision apply --help` and the like: the usage, as for a run (before `--`: exec's command may take -h)
+  if (SUBCOMMANDS.has(argv[0]) && asksHelp(argv)) {
+    out.stdout.write(USAGE + '\n');
+    return EXIT.OK;
   }
   // The other commands' modules load only when named: a run (the common case) starts without them.
   if (argv[0] === 'inventory' || argv[0] === 'plan' || argv[0] === 'runs') {
@@ -30,6 +36,14 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
   if (argv[0] === 'apply') return (await import('./apply-command.ts')).applyCommand(argv, out, importPlaybook);
   if (argv[0] === 'exec') return (await import('./exec-command.ts')).execCommand(argv.slice(1), out);
   return runCommand(argv, out, importPlaybook);
+}
+
+const SUBCOMMANDS = new Set(['apply', 'exec', 'inventory', 'plan', 'runs']);
+
+/** -h or --help among a subcommand's own arguments (those before `--`). */
+function asksHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === '--help' || a === '-h');
 }
 
 /**
@@ -47,10 +61,23 @@ function planKeyFile(argv: readonly string[]): string | undefined {
   return process.env.RACKSMITH_PLAN_KEY || undefined;
 }
 
+/**
+ * A reader that went away (`provision runs --json | head -1`) is no reason to stop: a run goes on
+ * to its end with its journal, and what it would print is dropped. Any other error of the two
+ * streams stays what it was, an uncaught error.
+ */
+function ignoreClosedOutput(): void {
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+    });
+}
+
 /** How long the process may stay after the run has ended before it is ended (see main). */
 export const EXIT_GRACE_MS = 3000;
 
 export async function main(argv: string[], importPlaybook?: PlaybookImporter): Promise<void> {
+  ignoreClosedOutput();
   try {
     process.exitCode = await run(argv, process, importPlaybook);
   } catch (e) {

@@ -203,6 +203,21 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       expect(r.stderr).toBe('');
     }
   });
+
+  it.each([
+    ['apply', '--help'],
+    ['apply', 'plan.json', '-h'],
+    ['inventory', '--help'],
+    ['plan', '--help'],
+    ['plan', 'show', '-h'],
+    ['runs', '--help'],
+    ['exec', 'all', '--help'],
+  ])('%s %s: the usage on stdout, exit 0', async (...args) => {
+    const r = await cli(args);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^usage: provision /);
+    expect(r.stderr).toBe('');
+  });
 });
 
 describe('parseCli', () => {
