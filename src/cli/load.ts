@@ -87,7 +87,11 @@ function limitOfRerun(inventory: Inventory, playbooks: Playbook[], opts: CliOpti
   if (!opts.resume && !extraLimit) return opts.limit;
   const only = [...(extraLimit ?? []), ...(opts.resume ? hostsToResume(opts.resume) : [])];
   if (only.length === 0)
-    throw new InputError(opts.resume ? `nothing to resume: every host in ${opts.resume} converged` : 'the plan lists no hosts');
+    throw new InputError(
+      opts.resume
+        ? `nothing to resume: no host of ${opts.resume} failed, was unreachable or was left unfinished`
+        : 'the plan lists no hosts',
+    );
   const names = new Set(only);
   const within = new Set(
     opts.limit !== undefined ? selectLimit(withPlayGroups(inventory, playbooks), opts.limit) : inventory.hosts.map((h) => h.name),

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -10,6 +10,7 @@ import { JSON_FLUSH_BYTES, jsonSink } from '../../src/output/json.ts';
 import { eventLine } from '../../src/output/event-line.ts';
 import { Secret } from '../../src/util/secret.ts';
 import { InputError } from '../../src/util/errors.ts';
+import { cli } from './run-cli.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 let dir: string;
@@ -316,6 +317,25 @@ describe('run journal', () => {
     j(recap('b', 1));
     j.close();
     expect(hostsToResume(file)).toEqual(['b', 'c']);
+  });
+
+  it('--resume of a run where no host failed (a dry run with changes pending): exit 3, saying so, not "converged"', async () => {
+    const file = join(dir, 'check.ndjson');
+    const j = journalSink(file);
+    j({ ...runStart, check: true });
+    for (const h of ['a', 'b']) {
+      j({ type: 'host_start', host: h, play: 'p' });
+      j({ type: 'resource', host: h, play: 'p', id: 'x', kind: 'file', status: 'changed', changes: [{ summary: 'would write' }] });
+      j({ type: 'host_recap', host: h, ok: 0, changed: 1, failed: 0, skipped: 0, unreachable: false, execs: 1 });
+    }
+    j({ ...runEnd, check: true, exitCode: 2 });
+    j.close();
+    expect(hostsToResume(file)).toEqual([]);
+    const inv = join(dir, 'hosts.yml');
+    writeFileSync(inv, 'all:\n  hosts:\n    a:\n    b:\n');
+    const r = await cli(['-i', inv, '--resume', file]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`nothing to resume: no host of ${file} failed, was unreachable or was left unfinished`);
   });
 
   it('is opened (mode 0600) when made: a place that cannot take it is an InputError before any event', () => {
