@@ -24,7 +24,7 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -t, --tags LIST          only resources with these tags (comma-separated)
       --skip-tags LIST     skip resources with these tags
   -f, --forks N            hosts in flight at once (default 50)
-  -e, --extra-vars VARS    key=value, @file.yaml or a YAML mapping; wins over the inventory
+  -e, --extra-vars VARS    key=value, @file.yaml or a {YAML/JSON mapping}; wins over the inventory
       --serial LIST        rolling batches, e.g. 1,10%,25% (last size repeats)
       --max-fail-percent P end the run once more than P% of a play's hosts failed
       --known-hosts FILE   known_hosts file (default: racksmith_known_hosts var, the ssh config's
