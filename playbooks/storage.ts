@@ -285,8 +285,16 @@ export function storageResources(host: HostContext): Resource[] {
     diskDecommission({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, wipe: c.wipe, tags: ['decommission'] }),
   );
   out.push(...retired);
+  // every data disk decommissioned, and storage_wipe naming each (the purge checks that on the host)
   if (c.wipe.length && c.decommission.length === c.disks.length)
-    out.push(aisStatePurge({ dependsOn: retired.map((r) => r.id), tags: ['decommission'] }));
+    out.push(
+      aisStatePurge({
+        disks: c.decommission.map((d) => d.spec),
+        wipe: c.wipe,
+        dependsOn: retired.map((r) => r.id),
+        tags: ['decommission'],
+      }),
+    );
   const entries = c.active.map((d) => ({ name: d.name, mountpoint: d.mountpoint, spec: d.spec }));
   for (const [i, d] of c.active.entries()) {
     const fmt = formats[i];

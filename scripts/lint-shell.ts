@@ -111,7 +111,10 @@ const own: Resource[] = [
   command({ name: 'stamp', run: ['touch', '/etc/rs/stamp'], creates: '/etc/rs/stamp' }),
   command({ name: 'check', run: 'echo ran', unless: ['grep', '-q', 'x', '/etc/rs/x'] }),
   command({ name: 'always', run: 'date', unguarded: true }),
-  aisStatePurge(),
+  aisStatePurge({
+    disks: [{ serial: 'ZL2ABC12' }, { device: '/dev/nvme0n1' }],
+    wipe: ['/dev/disk/by-id/wwn-0x5000c500a1b2c301', '/dev/disk/by-id/nvme-X'],
+  }),
 ];
 {
   const sections: Section[] = [];

@@ -105,6 +105,8 @@ const FSTAB = `UUID=${UUID} /ais/d2 xfs noatime 0 0\nUUID=11111111-2222-3333-444
 const recorded = { '/var/lib/racksmith/storage.json': RECORD, '/etc/fstab': FSTAB };
 /** The disk part first, then the host's other listed disks (another disk). */
 const OTHER_DISK = BLANK.replace(/^kname=.*$/m, 'kname=nvme0n1').replace(/^majmin=.*$/m, 'majmin=259:0');
+/** A disk's answer with a /dev/disk/by-id link of its own. */
+const byId = (text: string, name: string) => text.replace(/^end=1$/m, `byid=/dev/disk/by-id/${name}\nend=1`);
 const firstDisk = (text: string): HostState => ({ text: (i) => (i === 0 ? text : OTHER_DISK) });
 const disk = (text: string): HostState => ({ text: () => text, files: recorded });
 
@@ -173,7 +175,12 @@ const STATES: Record<string, HostState[]> = {
   line: [{}, { files: { '/etc/rs/b.conf': 'b = 1\nc = 3\n' } }],
   block: [{}, { files: { '/etc/rs/c.conf': 'old\n' } }],
   file: [{}, { files: { '/etc/rs/a.conf': 'a = 0\n', '/etc/rs/gone.conf': 'x\n' } }],
-  'ais-state-purge': [{ text: () => '.ais.smap\n.ais.bmd\n' }],
+  // the state's files, then each data disk (its part, then its users'): storage_wipe names both
+  'ais-state-purge': [
+    {
+      text: (i) => ['.ais.smap\n.ais.bmd\n', byId(BLANK, 'wwn-0x5000c500a1b2c301'), '', byId(OTHER_DISK, 'nvme-X'), ''][i] ?? '',
+    },
+  ],
   chrony: [{ files: { '/etc/chrony/chrony.conf': 'pool 2.debian.pool.ntp.org iburst\nsourcedir /etc/chrony/sources.d\n' } }],
   'cni-conf': [{ text: () => '10-flannel.conflist\n10-calico.conflist\n.old.conf\n' }],
   'cni-plugins': [{ text: () => 'tools curl=yes wget=no\n' }, { text: () => 'tools curl=no wget=yes\n' }],

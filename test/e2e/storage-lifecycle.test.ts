@@ -357,6 +357,27 @@ describe('storage lifecycle: decommission and wipe', () => {
       expect(await source(H, `/ais/d${i + 1}`)).toBe(d.dev);
     }
   });
+
+  it('every disk decommissioned, storage_wipe naming one: that one wiped, the other kept, the AIS node state kept and said', async () => {
+    await tb.reset([H]);
+    await giveSerials(H);
+    const [a, b] = disks(H);
+    expect((await provision([PB, '-i', inventory(H), '--json'])).code).toBe(0);
+    await sh(H, 'mkdir -p /etc/ais && echo smap > /etc/ais/.ais.smap');
+    const inv = inventory(H, { storage_decommission: ['d1', 'd2'], storage_wipe: [a.serial] });
+    const said = `/etc/ais/.ais.* kept: storage_wipe does not name ${b.dev}`;
+    // a dry run cannot tell before the decommissions ran: the purge waits for them
+    const check = await provision([PB, '-i', inv, '--check', '--json']);
+    expect(check.code, why(check)).toBe(2);
+    expect(resources(check, H).get('ais-state-purge:/etc/ais')).toMatchObject({ pending: 'decommission:d1' });
+    const run = await provision([PB, '-i', inv, '--yes', '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(resources(run, H).get('ais-state-purge:/etc/ais')).toMatchObject({ status: 'skipped', error: said });
+    expect((await tb.hostExec(H, `blkid -p ${a.dev}`)).code).toBe(2); // wiped
+    expect((await tb.hostExec(H, `blkid -p ${b.dev}`)).code).toBe(0); // its filesystem kept
+    expect(await sh(H, 'cat /etc/ais/.ais.smap')).toBe('smap\n');
+    await secondRunIsClean(H, inv);
+  });
 });
 
 describe('storage lifecycle: migration from ais-k8s', () => {

@@ -20,6 +20,9 @@ import { sysctl } from '../../src/resources/tuning/sysctl.ts';
 import { block, line } from '../../src/resources/core/text-edit.ts';
 import { ioUdevRules } from '../../src/resources/storage/udev.ts';
 import { directory } from '../../src/resources/core/directory.ts';
+import { chronySources } from '../../src/resources/tuning/chrony.ts';
+import { nmUnmanaged } from '../../src/resources/kube/cni.ts';
+import { mtu } from '../../src/resources/tuning/mtu.ts';
 import { InputError } from '../../src/util/errors.ts';
 import site from '../../playbooks/site.ts';
 import network from '../../playbooks/network.ts';
@@ -95,6 +98,21 @@ describe('conflicts: one thing claimed by two resources', () => {
       'one udev rule file',
       () => [udev('/etc/udev/rules.d/60-a.rules'), file({ path: '/etc/udev/rules.d/60-a.rules', content: '' })],
       'file:/etc/udev/rules.d/60-a.rules',
+    ],
+    [
+      "chrony's sources file",
+      () => [chronySources({ pools: ['pool.example'] }), file({ path: '/etc/chrony/sources.d/racksmith.sources', content: '' })],
+      'file:/etc/chrony/sources.d/racksmith.sources',
+    ],
+    [
+      "NetworkManager's drop-in",
+      () => [nmUnmanaged(), file({ path: '/etc/NetworkManager/conf.d/calico.conf', content: '' })],
+      'file:/etc/NetworkManager/conf.d/calico.conf',
+    ],
+    [
+      "mtu's netplan file",
+      () => [mtu({ select: { name: 'eth0' }, mtu: 9000 }), file({ path: '/etc/netplan/90-racksmith-mtu-eth0.yaml', content: '' })],
+      'file:/etc/netplan/90-racksmith-mtu-eth0.yaml',
     ],
     ['resources that claim nothing', () => [directory({ path: '/etc/x' }), directory({ path: '/etc/y' })], undefined],
   ])('%s', (_, build, claim) => {

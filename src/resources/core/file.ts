@@ -16,7 +16,8 @@ export interface FileOptions extends CommonOptions {
   /**
    * Never show its content, old or new, in any diff (Ansible's `diff: false`). The host remembers
    * it (/var/lib/racksmith/sensitive-files), so later runs do not either, whatever content they
-   * give; `state: 'absent'` removes the file and that memory. Implied by a Secret content.
+   * give; `state: 'absent'` removes the file, and that memory only without `sensitive: true`.
+   * Implied by a Secret content.
    */
   sensitive?: boolean;
   state?: 'present' | 'absent';

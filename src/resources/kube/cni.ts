@@ -278,6 +278,7 @@ export function nmUnmanaged(o: NmUnmanagedOptions = {}): Resource<NmUnmanagedFac
     ...common('nm-unmanaged', `nm-unmanaged:${path}`, o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`],
     ...probed(
       () => ({
         nm: inline(

@@ -46,8 +46,9 @@ import {
   type PruneAction,
   type RecordDisk,
   type XfsMount,
+  wipeNamedBy,
 } from './storage-lifecycle-logic.ts';
-import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import { common, NotApplicable, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 const recordFile = <F>(path: string, get: (f: F) => FileFacts, set: (f: F, file: FileFacts) => F) =>
   managedFile<F>({ path, get, set, mode: '644', owner: 0, group: 0, stepName: `record in ${path}` });
@@ -484,21 +485,59 @@ blockdev --flushbufs ${d} 2>/dev/null || :`;
 export interface AisStatePurgeOptions extends CommonOptions {
   /** Where AIS keeps its node state (default /etc/ais): its `.ais.*` files are removed. */
   dir?: string;
+  /** The node's data disks (all decommissioned): the state goes only when storage_wipe names each. */
+  disks: readonly DiskSpec[];
+  /** storage_wipe, as the decommissions take it. */
+  wipe: readonly string[];
 }
 
-/** The AIS node state ais-k8s's cleanup removes with clean_state (`/etc/ais/.ais.*`): for a node whose data disks are all wiped. */
-export function aisStatePurge(o: AisStatePurgeOptions = {}): Resource<string[], 'purge'> {
+interface AisStateFacts {
+  names: string[];
+  disks: DiskFacts[];
+}
+
+/**
+ * The AIS node state ais-k8s's cleanup removes with clean_state (`/etc/ais/.ais.*`): for a node
+ * whose data disks are all wiped. Which disks storage_wipe names is known on the host only (a
+ * serial, a WWN, a by-id link): the probe reads each disk as its decommission does, and a disk
+ * not named keeps the state, said as the resource's skip.
+ */
+export function aisStatePurge(o: AisStatePurgeOptions): Resource<AisStateFacts, 'purge'> {
   const dir = checkAbsolutePath(o.dir ?? '/etc/ais', 'AIS state directory');
   return {
     ...common('ais-state-purge', `ais-state-purge:${dir}`, o),
     verifiable: true,
+    reads: DISK_READS,
     ...probed(
-      () => ({ names: inline(`for p in ${shq(dir)}/.ais.*; do [ -e "$p" ] && printf '%s\\n' "\${p##*/}"; done; :`) }),
-      ({ names }) => names.split('\n').filter(Boolean),
+      // each disk read as its decommission with storage_wipe reads it: the same parts, run once
+      () => ({
+        names: inline(`for p in ${shq(dir)}/.ais.*; do [ -e "$p" ] && printf '%s\\n' "\${p##*/}"; done; :`),
+        helpers: diskHelpers(),
+        disks: o.disks.map((spec) => ({ disk: diskProbeBody(spec), ...diskUsersParts(spec) })),
+      }),
+      ({ names, disks }) => ({
+        names: names.split('\n').filter(Boolean),
+        disks: disks.map((d) => parseDiskFacts(`${d.disk}\n${d.users}`)),
+      }),
     ),
-    diff: (files) => (files.length ? [{ summary: `remove the AIS node state ${dir}/{${files.join(',')}}`, data: 'purge' }] : []),
+    diff: (f) => {
+      if (!f.names.length) return [];
+      const kept = f.disks.filter((d) => !namedForWipe(d, o.wipe)).map((d) => `/dev/${d.kname}`);
+      if (kept.length) throw new NotApplicable(`${dir}/.ais.* kept: storage_wipe does not name ${kept.join(', ')}`);
+      return [{ summary: `remove the AIS node state ${dir}/{${f.names.join(',')}}`, data: 'purge' }];
+    },
     apply: () => [{ name: `remove ${dir}/.ais.*`, script: `rm -rf -- ${shq(dir)}/.ais.*` }],
   };
+}
+
+/** Whether storage_wipe names this disk as its decommission reads it (an ambiguous entry names none). */
+function namedForWipe(d: DiskFacts, wipe: readonly string[]): boolean {
+  try {
+    return wipeNamedBy(d, wipe) !== undefined;
+  } catch (e) {
+    if (e instanceof Refusal) return false;
+    throw e;
+  }
 }
 
 export type { RecordDisk };

@@ -50,6 +50,7 @@ export function chronySources(o: ChronyOptions): Resource<ChronyFacts, FileWrite
     ...common('chrony', `chrony:${path}`, o),
     verifiable: true,
     files: [mf],
+    claims: [`file:${path}`],
     ...probed(
       () => ({ conf: confFile.probe(), sources: mf.probe() }),
       ({ conf, sources }) => ({ conf: fileFacts(conf), sources: fileFacts(sources) }),

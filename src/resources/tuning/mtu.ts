@@ -230,6 +230,8 @@ export function mtu(o: MtuOptions): Resource<MtuFacts, MtuData> {
     ...common('mtu', `mtu:${selectorId(sel)}`, o),
     verifiable: true,
     files: [netplan, interfaces],
+    // its own netplan file (the interfaces file and drop-ins it edits are the host's, found at run time)
+    claims: [`file:${netplanPath}`],
     ...probed(
       () => ({ nics: NIC_PROBE, stack: STACK_PROBE, netplanFile: netplan.probe(), interfaces: interfaces.probe() }),
       (a) => ({

@@ -16,7 +16,14 @@ import {
   withoutLines,
   type RecordDisk,
 } from '../../../../src/resources/storage/storage-lifecycle-logic.ts';
-import { parseXfsMounts, diskDecommission, storagePrune, storageRecordLine } from '../../../../src/resources/storage/storage-lifecycle.ts';
+import {
+  aisStatePurge,
+  parseXfsMounts,
+  diskDecommission,
+  storagePrune,
+  storageRecordLine,
+} from '../../../../src/resources/storage/storage-lifecycle.ts';
+import { NotApplicable } from '../../../../src/contract/resource.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
 import { storageHostCtx } from '../../../support/storage-host.ts';
 import { storageConfig, storageResources } from '../../../../playbooks/storage.ts';
@@ -319,6 +326,34 @@ describe('decommission and wipe', () => {
     ['it holds the root filesystem', d1([], '/'), [], /holds the root filesystem; it is never decommissioned/],
   ])('refuses to wipe when %s', (_, facts, wipe, err) => {
     expect(() => decommissionPlan(facts, record, fstab, o(wipe))).toThrow(err);
+  });
+
+  // The AIS node state goes only when storage_wipe names every (decommissioned) data disk.
+  it.each([
+    ['both named: removed', ['S1', 'S2'], 'remove the AIS node state /etc/ais/{.ais.smap}'],
+    ['one named: kept, said', ['S1'], new NotApplicable('/etc/ais/.ais.* kept: storage_wipe does not name /dev/loop2')],
+    ['one by its by-id path, one by serial: removed', ['/dev/disk/by-id/wwn-0x2', 'S1'], 'remove the AIS node state /etc/ais/{.ais.smap}'],
+    [
+      'an entry two disks carry names neither: kept',
+      ['SHARED'],
+      new NotApplicable('/etc/ais/.ais.* kept: storage_wipe does not name /dev/loop1, /dev/loop2'),
+    ],
+  ])('AIS node state purge, %s', (_, wipe, want) => {
+    const r = aisStatePurge({ disks: [{ device: '/dev/loop1' }, { device: '/dev/loop2' }], wipe });
+    const disks = [
+      blank('loop1', '7:1', [...serial('S1'), 'sys.wwid=SHARED', 'iddisks=S1\tloop1', 'iddisks=SHARED\tloop1 loop2']),
+      blank('loop2', '7:2', [
+        ...serial('S2'),
+        'sys.wwid=SHARED',
+        'iddisks=S2\tloop2',
+        'iddisks=SHARED\tloop1 loop2',
+        'byid=/dev/disk/by-id/wwn-0x2',
+      ]),
+    ];
+    const diff = () => r.diff({ names: ['.ais.smap'], disks });
+    if (want instanceof NotApplicable) expect(diff).toThrow(want);
+    else expect(diff().map((c) => c.summary)).toEqual([want]);
+    expect(r.diff({ names: [], disks })).toEqual([]);
   });
 
   it('a kernel name never names a disk to wipe; a by-id path does', () => {
