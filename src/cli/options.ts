@@ -32,8 +32,9 @@ export const CLI_OPTIONS = {
   check: { type: 'boolean', short: 'C', notRecorded: true },
   diff: { type: 'boolean', short: 'D', apply: true },
   limit: { type: 'string', short: 'l', exec: true },
-  tags: { type: 'string', short: 't' },
-  'skip-tags': { type: 'string' },
+  // repeatable, as in Ansible: every -t (and every --skip-tags) counts
+  tags: { type: 'string', short: 't', multiple: true },
+  'skip-tags': { type: 'string', multiple: true },
   forks: { type: 'string', short: 'f', apply: true, exec: true },
   'extra-vars': { type: 'string', short: 'e', multiple: true, apply: true, exec: true },
   serial: { type: 'string' },

@@ -69,13 +69,29 @@ export interface CliOptions {
   recap: 'summary' | 'full';
 }
 
-const list = (s: string | undefined) =>
-  s === undefined
-    ? undefined
-    : s
-        .split(',')
-        .map((x) => x.trim())
-        .filter(Boolean);
+/** --resume names a journal or a run; an empty one (an unset variable) would re-run every host. */
+function resumeOf(value: string | undefined): string | undefined {
+  if (value !== undefined && value.trim() === '') throw new InputError("--resume '' names no journal and no run");
+  return value;
+}
+
+/**
+ * -t/--skip-tags: every occurrence's comma-separated tags, together (blanks between commas
+ * dropped). One that names no tag at all is refused: an unset variable (`-t "$TAGS"`) would
+ * otherwise select every resource.
+ */
+function tagList(option: string, given: readonly string[] | undefined): string[] | undefined {
+  if (given === undefined) return undefined;
+  const each = given.map((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+  const empty = given.find((_, i) => each[i].length === 0);
+  if (empty !== undefined) throw new InputError(`${option} '${printable(empty)}' names no tag`);
+  return each.flat();
+}
 
 /** The longest a Node timer can wait (2^31-1 ms): a longer timeout would fire at once. */
 export const MAX_TIMER_SEC = Math.floor((2 ** 31 - 1) / 1000);
@@ -183,8 +199,8 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     check: !!v.check,
     diff: !!v.diff,
     limit: v.limit,
-    tags: list(v.tags),
-    skipTags: list(v['skip-tags']),
+    tags: tagList('-t/--tags', v.tags),
+    skipTags: tagList('--skip-tags', v['skip-tags']),
     forks: wholeInRange('--forks', v.forks, 1, MAX_FORKS, 50),
     extraVars: v['extra-vars'] ?? [],
     serial,
@@ -215,7 +231,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     yes: !!v.yes,
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),
     journal: v.journal,
-    resume: v.resume,
+    resume: resumeOf(v.resume),
     labels: parseLabels(v.label ?? []),
     json: !!v.json,
     verbose: v.verbose?.length ?? 0,

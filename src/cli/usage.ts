@@ -21,8 +21,8 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
   -C, --check              dry run: probe and diff, change nothing (exit 2 if changes are pending)
   -D, --diff               show file diffs and before → after values
   -l, --limit PATTERN      host pattern: host, group, glob, ~regex, !exclude, &intersect
-  -t, --tags LIST          only resources with these tags (comma-separated)
-      --skip-tags LIST     skip resources with these tags
+  -t, --tags LIST          only resources with these tags (comma-separated; repeatable)
+      --skip-tags LIST     skip resources with these tags (repeatable; all: all but always)
   -f, --forks N            hosts in flight at once (default 50)
   -e, --extra-vars VARS    key=value, @file.yaml or a {YAML/JSON mapping}; wins over the inventory
       --serial LIST        rolling batches, e.g. 1,10%,25% (last size repeats)

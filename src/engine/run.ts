@@ -186,6 +186,8 @@ function withPlayTags(r: Resource, playTags: string[]): Resource {
 }
 
 function tagSelected(tags: readonly string[], sel: RunSelection): boolean {
+  // Ansible's rule: --skip-tags all skips every resource but those tagged always (unless skipped too)
+  if (sel.skipTags?.includes('all') && !(tags.includes('always') && !sel.skipTags.includes('always'))) return false;
   if (sel.skipTags?.some((t) => tags.includes(t))) return false;
   if (!sel.tags || sel.tags.length === 0 || sel.tags.includes('all')) return true;
   return tags.includes('always') || sel.tags.some((t) => tags.includes(t));

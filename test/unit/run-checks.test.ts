@@ -190,10 +190,29 @@ describe('a tag selection that selects nothing', () => {
       `-t disk --skip-tags disk selects no resource of this run; ${known}`,
     ],
     ['--skip-tags of a tag nothing carries', { skipTags: ['nosuch'] }, undefined],
+    [
+      '--skip-tags all (Ansible: every resource but those tagged always)',
+      { skipTags: ['all'] },
+      `--skip-tags all selects no resource of this run; ${known}`,
+    ],
   ])('%s', (_, sel, error) => {
     const run = () => prepare(inv, [tagged], sel);
     if (error) expect(run).toThrow(error);
     else expect(run).not.toThrow();
+  });
+
+  it.each<[string, { tags?: string[]; skipTags?: string[] }, string[]]>([
+    ['--skip-tags all keeps what is tagged always', { skipTags: ['all'] }, ['directory:/always']],
+    ['--skip-tags all,always keeps nothing', { skipTags: ['all', 'always'] }, []],
+    ['-t disk takes what is tagged always too', { tags: ['disk'] }, ['directory:/always', 'directory:/a']],
+  ])('%s', (_, sel, ids) => {
+    const pb = playbook({
+      name: 'always',
+      plays: [play('p', () => [directory({ path: '/always', tags: ['always'] }), directory({ path: '/a', tags: ['disk'] })])],
+    });
+    const kept = () => prepare(inv, [pb], sel)[0].hosts[0].resources.map((r) => r.id);
+    if (ids.length) expect(kept()).toEqual(ids);
+    else expect(kept).toThrow(/selects no resource/);
   });
 
   it('no resource in the run at all: nothing to say about tags', () => {
