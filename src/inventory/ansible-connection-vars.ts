@@ -42,12 +42,12 @@ export const ANSIBLE_CONNECTION_VARS: Readonly<Record<string, Treatment>> = {
   ansible_become_flags: ignored('racksmith chooses sudo/su flags itself (-n/-S, -H, -u)'),
   ansible_sudo: ignored('removed from Ansible: use ansible_become'),
   ansible_sudo_user: ignored('removed from Ansible: use ansible_become_user'),
-  ansible_sudo_pass: ignored('removed from Ansible: use ansible_become_password'),
+  ansible_sudo_pass: ignored("sudo's old name for the become password, not read by racksmith: use ansible_become_password"),
   ansible_sudo_exe: ignored('removed from Ansible'),
   ansible_sudo_flags: ignored('removed from Ansible'),
   ansible_su: ignored('removed from Ansible: use ansible_become with ansible_become_method su'),
   ansible_su_user: ignored('removed from Ansible: use ansible_become_user'),
-  ansible_su_pass: ignored('removed from Ansible: use ansible_become_password'),
+  ansible_su_pass: ignored("su's old name for the become password, not read by racksmith: use ansible_become_password"),
   ansible_network_os: ignored('racksmith reaches Linux hosts over SSH only'),
 };
 

@@ -66,6 +66,18 @@ export const CONNECTION_VARS = {
 /** Settings that may be secrets (a plain string is taken as one too: it never prints). */
 const SECRET_SETTINGS: ReadonlySet<string> = new Set(['password', 'becomePassword']);
 
+/**
+ * Every variable that holds a password in Ansible: the settings' own (`password`, `becomePassword`),
+ * and the become plugins' older names (sudo's ansible_sudo_pass, su's ansible_su_pass). Each one
+ * set is a secret, also where another of them wins: no output, record or plan shows any of them.
+ */
+export const PASSWORD_VARS: readonly string[] = [
+  ...CONNECTION_VARS.password,
+  ...CONNECTION_VARS.becomePassword,
+  'ansible_sudo_pass',
+  'ansible_su_pass',
+];
+
 /** Every variable name racksmith itself reads (a template in one of them is refused). */
 export const CONNECTION_VAR_NAMES: ReadonlySet<string> = new Set(Object.values(CONNECTION_VARS).flat());
 
@@ -75,6 +87,8 @@ export function hostConnection(
   sources: Record<string, SourcePos>,
   templated: Record<string, SourcePos>,
 ): HostConnection {
+  // (a Secret made of the value is what masks it wherever racksmith writes: util/secret.ts)
+  for (const v of PASSWORD_VARS) if (typeof vars[v] === 'string' || typeof vars[v] === 'number') new Secret(String(vars[v]), sources[v]);
   const pick = (setting: keyof typeof CONNECTION_VARS): { value: unknown; var: string } | undefined => {
     for (const v of CONNECTION_VARS[setting]) {
       if (!(v in vars) || vars[v] === null) continue;
