@@ -10,6 +10,7 @@ import type { ListingMode } from '../output/listing.ts';
 import { parseLabels } from '../history/select.ts';
 import { parseDuration } from '../plan/plan.ts';
 import { InputError } from '../util/errors.ts';
+import { checkOutputFile } from '../util/atomic-write.ts';
 import { printable } from '../util/printable.ts';
 import { CLI_OPTIONS } from './options.ts';
 import { USAGE } from './usage.ts';
@@ -170,6 +171,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${printable(maxFail)}'`);
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
+  if (v['plan-out'] !== undefined) checkOutputFile(v['plan-out'], '--plan-out');
   const method = v['become-method'];
   if (method !== undefined && method !== 'sudo' && method !== 'su')
     throw new InputError(

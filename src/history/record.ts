@@ -71,7 +71,7 @@ const recordFile = (id: string) => join(runsDir(), `${id}.json`);
 
 export function writeRecord(r: RunRecord): void {
   mkdirSync(runsDir(), { recursive: true, mode: 0o700 });
-  writeFileAtomic(recordFile(r.id), scrub(JSON.stringify(r, null, 1)) + '\n');
+  writeFileAtomic(recordFile(r.id), scrub(JSON.stringify(r, null, 1)) + '\n', 0o600, 'run record');
 }
 
 /** One run's record; an id with no record is bad input (exit 3), naming where it was looked for. */

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
@@ -48,12 +48,32 @@ function openJournal(file: string): number {
   }
   if (st?.isDirectory()) throw refuse('it is a directory');
   if (st && (st.isFIFO() || st.isSocket())) throw refuse('it is a FIFO or socket, not a file');
+  // a journal is appended to: a file that is not one (an inventory given by mistake) is left alone
+  if (st?.isFile() && st.size > 0 && !startsAsJournal(file))
+    throw refuse("it is not a journal (its first line is not a run's start): racksmith appends only to its own journals");
   try {
     makeParents(dirname(file));
     return openPrivate(file);
   } catch (e) {
     throw refuse(errnoText(e));
   }
+}
+
+/** Whether the file starts as a journal does: its first event, `run_start`, as eventLine writes it. */
+function startsAsJournal(file: string): boolean {
+  const buf = Buffer.alloc(256);
+  let n = 0;
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      n = readSync(fd, buf, 0, buf.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+  return /^\{"ts":"[^"\n]*","type":"run_start"/.test(buf.toString('latin1', 0, n));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { sha256 } from '../util/sha256.ts';
-import { renameSync, writeFileSync } from 'node:fs';
+import { writeFileAtomic } from '../util/atomic-write.ts';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
 import { scrub } from '../util/secret.ts';
@@ -204,9 +204,7 @@ export function writePlan(file: string, plan: Omit<PlanFile, 'signature'>): void
   const scrubbed = scrub(json);
   const body = scrubbed === json ? plan : (JSON.parse(scrubbed) as Omit<PlanFile, 'signature'>);
   const signature = scrubbed === json ? signatureOfText(json) : signatureOf(body);
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify({ ...body, signature }, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
-  renameSync(tmp, file);
+  writeFileAtomic(file, JSON.stringify({ ...body, signature }, null, 2) + '\n', 0o600, '--plan-out');
 }
 
 /** A saved plan, refused (exit 3) unless it is exactly as this installation wrote it. */

@@ -16,7 +16,7 @@ export function writeReport(
   out: { stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown } },
 ): void {
   if (how.html !== undefined) {
-    writeFileAtomic(how.html, scrub(reportHtml(report)));
+    writeFileAtomic(how.html, scrub(reportHtml(report)), 0o600, '--html');
     out.stderr.write(`page written to ${printable(how.html)}\n`);
   }
   if (how.json) out.stdout.write(reportJson(report));

@@ -1,18 +1,50 @@
 import { randomBytes } from 'node:crypto';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { InputError } from './errors.ts';
+import { printable } from './printable.ts';
 
 /**
  * `text` as the whole of `file`, atomically: written to a fresh file beside it (mode `mode`, made
  * new: never through a link planted there), then renamed over it. A reader sees the old file or
- * the new one, never half of one.
+ * the new one, never half of one. `what` names the file in a refusal (`--html`, `--plan-out`).
  */
-export function writeFileAtomic(file: string, text: string, mode = 0o600): void {
+export function writeFileAtomic(file: string, text: string, mode = 0o600, what = 'output file'): void {
+  checkOutputFile(file, what);
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     writeFileSync(tmp, text, { mode, flag: 'wx' });
     renameSync(tmp, file);
   } catch (e) {
     rmSync(tmp, { force: true });
-    throw e;
+    throw new InputError(`${what} ${printable(file)} cannot be written: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
+}
+
+/**
+ * Where a file racksmith writes whole may go: a new name in an existing directory, or a regular
+ * file it replaces. Anything else there (a FIFO, a device, a link, a directory) is exit 3: the
+ * rename would put a regular file in its place (as root, `/dev/full` or a link's target path).
+ * Checked before a run that ends by writing it, so that a typo does not cost the run.
+ */
+export function checkOutputFile(file: string, what: string): void {
+  if (file === '') throw new InputError(`${what}: an empty path (an unset variable?)`);
+  let kind: string | undefined;
+  try {
+    const st = lstatSync(file);
+    if (!st.isFile())
+      kind = st.isSymbolicLink() ? 'a symbolic link' : st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'a device or socket';
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new InputError(`${what} ${printable(file)}: ${(e as NodeJS.ErrnoException).code}`);
+    let dir;
+    try {
+      dir = statSync(dirname(file) || '.');
+    } catch {
+      throw new InputError(`${what} ${printable(file)}: its directory does not exist`);
+    }
+    if (!dir.isDirectory()) throw new InputError(`${what} ${printable(file)}: ${printable(dirname(file))} is not a directory`);
+    return;
+  }
+  if (kind) throw new InputError(`${what} ${printable(file)} is ${kind}, not a regular file: give a regular file's path or a new one`);
 }

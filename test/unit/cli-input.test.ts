@@ -95,6 +95,12 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ['no inventory', () => [PLAYBOOK, '--check'], ['-i/--inventory is required', 'usage: provision']],
     ['an empty -t (an unset variable)', () => argv('-t', ''), ["-t/--tags '' names no tag"]],
     ['an empty --resume (an unset variable)', () => argv('--resume', ''), ["--resume '' names no journal and no run"]],
+    [
+      '--plan-out in a directory that does not exist (said before the run)',
+      () => argv('--plan-out', '/nonexistent-rs/x.plan'),
+      ['--plan-out /nonexistent-rs/x.plan: its directory does not exist'],
+    ],
+    ['--plan-out onto a directory', () => argv('--plan-out', '/tmp'), ['--plan-out /tmp is a directory, not a regular file']],
     ['-t of commas only', () => argv('-t', ' , '), ["-t/--tags ' , ' names no tag"]],
     ['an empty --skip-tags', () => argv('--skip-tags', 'net', '--skip-tags', ''), ["--skip-tags '' names no tag"]],
     [

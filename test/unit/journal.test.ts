@@ -338,6 +338,23 @@ describe('run journal', () => {
     expect(r.stderr).toContain(`nothing to resume: no host of ${file} failed, was unreachable or was left unfinished`);
   });
 
+  it('appends only to a journal: a file of something else (an inventory given by mistake) is refused and left as it was', () => {
+    const inv = join(dir, 'hosts.ini');
+    writeFileSync(inv, '[web]\nweb1\n');
+    expect(() => journalSink(inv)).toThrow(/cannot write the journal .*hosts\.ini: it is not a journal/);
+    expect(readFileSync(inv, 'utf8')).toBe('[web]\nweb1\n');
+    const file = join(dir, 'j.ndjson');
+    for (let i = 0; i < 2; i++) {
+      const j = journalSink(file);
+      j(runStart);
+      j.close();
+    }
+    expect(lines(file).map((e) => e.type)).toEqual(['run_start', 'run_start']);
+    const empty = join(dir, 'empty.ndjson');
+    writeFileSync(empty, '');
+    expect(() => journalSink(empty).close()).not.toThrow();
+  });
+
   it('is opened (mode 0600) when made: a place that cannot take it is an InputError before any event', () => {
     const file = join(dir, 'sub', 'j.ndjson');
     journalSink(file).close();
