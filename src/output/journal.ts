@@ -62,18 +62,16 @@ function openJournal(file: string): number {
 /** Whether the file starts as a journal does: its first event, `run_start`, as eventLine writes it. */
 function startsAsJournal(file: string): boolean {
   const buf = Buffer.alloc(256);
-  let n = 0;
+  let fd;
   try {
-    const fd = openSync(file, 'r');
-    try {
-      n = readSync(fd, buf, 0, buf.length, 0);
-    } finally {
-      closeSync(fd);
-    }
+    fd = openSync(file, 'r');
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return /^\{"ts":"[^"\n]*","type":"run_start"/.test(buf.toString('latin1', 0, n));
   } catch {
     return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
-  return /^\{"ts":"[^"\n]*","type":"run_start"/.test(buf.toString('latin1', 0, n));
 }
 
 /**
