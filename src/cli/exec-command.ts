@@ -79,7 +79,7 @@ async function loadExec(args: string[]): Promise<ExecLoaded | 'help'> {
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
   withCliSshArgs(inventory, opts);
   const hosts = selectedHosts(inventory, pattern, opts);
-  checkConnectionFiles(hosts, opts.knownHosts);
+  checkConnectionFiles(hosts, { knownHostsFile: opts.knownHosts, privateKeyFile: opts.privateKey, sshConfigFile: opts.sshConfig });
   revealConnectionSecrets(hosts);
   // (the secrets just revealed are known to scrub now: the command is checked against them too)
   commandLine(words);

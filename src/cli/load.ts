@@ -68,7 +68,7 @@ export async function load(
   if (prepared.every((p) => p.hosts.length === 0))
     throw new InputError(['no hosts matched: nothing to do', ...(inventory.warnings ?? []).map((w) => w.message), ...notices].join('\n  '));
   const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
-  checkConnectionFiles(reached, opts.knownHosts);
+  checkConnectionFiles(reached, { knownHostsFile: opts.knownHosts, privateKeyFile: opts.privateKey, sshConfigFile: opts.sshConfig });
   revealConnectionSecrets(reached);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;

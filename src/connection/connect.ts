@@ -7,7 +7,7 @@ import type { Become } from './become.ts';
 import type { HandshakeGate } from './handshake-gate.ts';
 import { LocalConnection } from './local.ts';
 import { SshConnection, type SshOptions } from './ssh.ts';
-import { sshConfigFor } from './ssh-config.ts';
+import { defaultSshConfig, sshConfigFor } from './ssh-config.ts';
 import type { Connection } from './types.ts';
 import { INPUT_LIMITS, readInputFile } from '../util/input-file.ts';
 import { InputError } from '../util/errors.ts';
@@ -118,13 +118,31 @@ export async function connect(host: Host, o: ConnectOptions): Promise<Connection
 }
 
 /**
- * Every private key and known_hosts file the hosts name, read once each before any host is
- * contacted: a missing or unreadable key, or a special file in either place (a FIFO, /dev/zero, a
- * directory) or one over the size limit, is bad input at the variable that names it. A
- * known_hosts file that does not exist yet is fine (--ssh-accept-new makes it). `knownHostsFile`
- * is --known-hosts, which stands for every host's.
+ * Every private key, known_hosts file and OpenSSH client config the hosts name, read once each
+ * before any host is contacted: a missing or unreadable key, or a special file in any of those
+ * places (a FIFO, /dev/zero, a directory) or one over the size limit, is bad input at the
+ * variable or option that names it. A known_hosts file that does not exist yet is fine
+ * (--ssh-accept-new makes it), as is a missing client config. `cli` is the command line's own
+ * (--known-hosts stands for every host's; --private-key and -F for those the inventory leaves).
  */
-export function checkConnectionFiles(hosts: readonly Host[], knownHostsFile?: string): void {
+export function checkConnectionFiles(
+  hosts: readonly Host[],
+  cli: { knownHostsFile?: string; privateKeyFile?: string; sshConfigFile?: string } = {},
+): void {
+  const knownHostsFile = cli.knownHostsFile;
+  const overSsh = hosts.filter((h) => h.connection.kind !== 'local');
+  // (--private-key is the key of the hosts the inventory gives none: checked when there is one)
+  const keyless = overSsh.some((h) => h.connection.privateKeyFile === undefined);
+  const option = (flag: string, file: string | undefined, what: string, limit: number, optional: boolean, needed = true) => {
+    if (file === undefined || overSsh.length === 0 || !needed || (optional && !existsSync(file))) return;
+    try {
+      readInputFile(resolve(file), what, limit);
+    } catch (e) {
+      throw new InputError(`${flag}: ${(e as InputError).detail ?? (e as Error).message}`);
+    }
+  };
+  option('--private-key', cli.privateKeyFile, 'private key file', INPUT_LIMITS.key, false, keyless);
+  option('-F/--ssh-config', cli.sshConfigFile ?? defaultSshConfig(), 'ssh config file', INPUT_LIMITS.sshConfig, true);
   const seen = new Set<string>();
   const check = (h: Host, file: string | undefined, what: string, limit: number, vars: readonly string[], optional: boolean) => {
     if (file === undefined || seen.has(file)) return;
@@ -137,16 +155,11 @@ export function checkConnectionFiles(hosts: readonly Host[], knownHostsFile?: st
       throw new InputError(`${h.name}: ${(e as InputError).detail ?? (e as Error).message}`, v ? h.varSources[v] : h.pos);
     }
   };
-  if (knownHostsFile !== undefined && hosts.length > 0) {
-    try {
-      if (existsSync(knownHostsFile)) readInputFile(resolve(knownHostsFile), 'known_hosts file', INPUT_LIMITS.sshConfig);
-    } catch (e) {
-      throw new InputError(`--known-hosts: ${(e as InputError).detail ?? (e as Error).message}`);
-    }
-  }
+  option('--known-hosts', knownHostsFile, 'known_hosts file', INPUT_LIMITS.sshConfig, true);
   for (const h of hosts) {
     if (h.connection.kind === 'local') continue;
     check(h, h.connection.privateKeyFile, 'private key file', INPUT_LIMITS.key, CONNECTION_VARS.privateKeyFile, false);
+    check(h, h.connection.sshConfigFile, 'ssh config file', INPUT_LIMITS.sshConfig, CONNECTION_VARS.sshConfigFile, true);
     if (knownHostsFile === undefined)
       check(h, h.connection.knownHostsFile, 'known_hosts file', INPUT_LIMITS.sshConfig, KNOWN_HOSTS_VARS, true);
   }

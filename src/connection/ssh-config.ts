@@ -1,10 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 // ssh-config (MIT, maintained since 2013, no dependencies): OpenSSH's Host pattern and
 // first-match-wins rules without writing another parser; Match exec is never evaluated.
 import SSHConfig from 'ssh-config';
 import { parseJump } from '../inventory/connection.ts';
+import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 
 /** What racksmith takes from an OpenSSH client config for one host (the rest it leaves alone). */
 export interface SshConfigEntry {
@@ -21,8 +22,13 @@ export interface SshConfigEntry {
 
 const parsed = new Map<string, SSHConfig | undefined>();
 
+/** ~/.ssh/config: the client config where neither -F nor racksmith_ssh_config names one. */
+export const defaultSshConfig = (): string => resolve(homedir(), '.ssh', 'config');
+
 function load(file: string): SSHConfig | undefined {
-  if (!parsed.has(file)) parsed.set(file, existsSync(file) ? SSHConfig.parse(readFileSync(file, 'utf8')) : undefined);
+  // (read as every input file is: a FIFO, a device or a directory there is refused, never read)
+  if (!parsed.has(file))
+    parsed.set(file, existsSync(file) ? SSHConfig.parse(readInputText(file, 'ssh config file', INPUT_LIMITS.sshConfig)) : undefined);
   return parsed.get(file);
 }
 
@@ -31,7 +37,7 @@ const tilde = (p: string) => resolve(p.replace(/^~(?=\/|$)/, homedir()));
 
 /** The settings `ssh -F FILE HOST` would use for `host` (default file: ~/.ssh/config). */
 export function sshConfigFor(host: string, file?: string): SshConfigEntry {
-  const cfg = load(file ?? resolve(homedir(), '.ssh', 'config'));
+  const cfg = load(file ?? defaultSshConfig());
   if (!cfg) return {};
   const c = cfg.compute(host, { ignoreCase: true, matchExec: false });
   const get = (k: string) => first(c[k.toLowerCase()]);

@@ -101,6 +101,18 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       ['--plan-out /nonexistent-rs/x.plan: its directory does not exist'],
     ],
     ['--plan-out onto a directory', () => argv('--plan-out', '/tmp'), ['--plan-out /tmp is a directory, not a regular file']],
+    [
+      '-F a FIFO (never read: it would hang)',
+      () => argv('-F', fifo()),
+      ['-F/--ssh-config: ssh config file', 'is a FIFO, not a regular file'],
+    ],
+    ['-F a directory', () => argv('-F', tempDir()), ['-F/--ssh-config: ssh config file', 'is a directory, not a regular file']],
+    ['-F /dev/zero', () => argv('-F', '/dev/zero'), ['-F/--ssh-config: ssh config file /dev/zero is a character device']],
+    [
+      '--private-key that does not exist (before any host)',
+      () => argv('--private-key', '/nonexistent-rs/key'),
+      ['--private-key: private key file /nonexistent-rs/key: not found'],
+    ],
     ['-t of commas only', () => argv('-t', ' , '), ["-t/--tags ' , ' names no tag"]],
     ['an empty --skip-tags', () => argv('--skip-tags', 'net', '--skip-tags', ''), ["--skip-tags '' names no tag"]],
     [

@@ -11,7 +11,7 @@ import { parseSshArgs, shellWords } from '../../src/connection/ssh-args.ts';
 import { sshConfigFor } from '../../src/connection/ssh-config.ts';
 import { killGroupsScript } from '../../src/connection/kill-groups.ts';
 import { scriptAsStdin } from '../../src/connection/transport.ts';
-import { sshOptionsFor } from '../../src/connection/connect.ts';
+import { checkConnectionFiles, sshOptionsFor } from '../../src/connection/connect.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import { ignoredConnectionVars, treatmentOf } from '../../src/inventory/ansible-connection-vars.ts';
 import { InputError } from '../../src/util/errors.ts';
@@ -407,6 +407,28 @@ describe('~/.ssh/config (-F, racksmith_ssh_config)', () => {
     expect(namedCfg).toMatchObject({ user: 'x', privateKeyFile: '/inv/key' });
     // ...and is what applies without it
     expect(sshOptionsFor(inv.hosts[0], { ...connectOpts, sshConfigFile: cfg })).toMatchObject({ user: 'ops', privateKeyFile: '/keys/id' });
+  });
+});
+
+describe('the connection files checked before any host', () => {
+  const key = file('not a real key, but a regular file\n', 'id_test');
+  it.each([
+    [
+      'every host has its own key: a stale --private-key is not in the way',
+      `all:\n  hosts:\n    a: { ansible_ssh_private_key_file: ${key} }\n`,
+      undefined,
+    ],
+    [
+      'a host without one: --private-key is its key, and must be there',
+      'all:\n  hosts:\n    a: {}\n',
+      /--private-key: private key file \/nonexistent-rs\/key: not found/,
+    ],
+    ['only local hosts: nothing to check', 'all:\n  hosts:\n    a: { ansible_connection: local }\n', undefined],
+  ])('%s', (_, inv, err) => {
+    const hosts = loadInventory(file(inv)).hosts;
+    const check = () => checkConnectionFiles(hosts, { privateKeyFile: '/nonexistent-rs/key' });
+    if (err) expect(check).toThrow(err);
+    else expect(check).not.toThrow();
   });
 });
 
