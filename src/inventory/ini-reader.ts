@@ -98,7 +98,8 @@ export function readIni(file: string, text: string, inv: InventoryBuilder, hooks
       const vars: IniVar[] = [];
       for (const t of toks.slice(1)) {
         const eq = t.value.indexOf('=');
-        if (eq < 0) fail(`expected key=value host variable, got '${printable(t.value)}'`, col(t));
+        // (the word is not quoted back: `ansible_password= PW` leaves the password alone)
+        if (eq < 0) fail(`expected key=value host variable, got a word without '=' (a value with blanks needs quotes)`, col(t));
         vars.push({ key: t.value.slice(0, eq), value: iniValue(t.value.slice(eq + 1), at(col(t))), pos: at(col(t)) });
       }
       const hostPos = at(col(toks[0]));
@@ -110,7 +111,7 @@ export function readIni(file: string, text: string, inv: InventoryBuilder, hooks
       }
     } else if (state === 'vars') {
       const eq = line.indexOf('=');
-      if (eq < 0) fail(`expected key=value, got '${printable(line.slice(0, 60))}'`);
+      if (eq < 0) fail(`expected key=value, got a line without '=' (not quoted: it may hold a secret)`);
       const key = pyStrip(line.slice(0, eq));
       const v: IniVar = { key, value: iniValue(pyStrip(line.slice(eq + 1)), at()), pos: at() };
       hooks.vars([v]);

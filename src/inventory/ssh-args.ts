@@ -1,3 +1,4 @@
+import { printable } from '../util/printable.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 
 /**
@@ -146,8 +147,11 @@ function proxyCommandJump(command: string, bad: (why: string) => InputError): st
   } catch (e) {
     throw bad(`ProxyCommand: ${(e as Error).message}`);
   }
+  // (the command is not quoted back: one that is refused may hold a password, `sshpass -p ...`)
   const refuse = () =>
-    bad(`-o ProxyCommand=${command}: only 'ssh [-q] [-l USER] [-p PORT] -W %h:%p [USER@]HOST' is supported (a jump host)`);
+    bad(
+      `-o ProxyCommand=${printable(words[0] ?? '')} ...: only 'ssh [-q] [-l USER] [-p PORT] -W %h:%p [USER@]HOST' is supported (a jump host)`,
+    );
   if (words[0] !== 'ssh' && !/\/ssh$/.test(words[0] ?? '')) throw refuse();
   let user: string | undefined;
   let p: string | undefined;

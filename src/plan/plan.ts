@@ -233,7 +233,8 @@ export function readPlanUnverified(file: string): PlanFile {
     value = JSON.parse(readInputFile(file, 'plan', INPUT_LIMITS.plan).toString('utf8'));
   } catch (e) {
     if (e instanceof InputError) throw e;
-    throw new InputError(`cannot read plan: ${(e as Error).message}`, { file });
+    // (JSON.parse's message quotes the text: a file given by mistake may be a password file)
+    throw new InputError('cannot read plan: it is not JSON (a saved plan is what --check --plan-out wrote)', { file });
   }
   const v = value as Partial<PlanFile> | null;
   if (v && typeof v === 'object' && v.format === PLAN_FORMAT && v.version !== PLAN_VERSION)
