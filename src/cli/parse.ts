@@ -172,6 +172,13 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
   if (v['plan-out'] !== undefined) checkOutputFile(v['plan-out'], '--plan-out');
+  // -u (or ansible.cfg's remote_user) as the inventory's ansible_user must be (inventory/schema.ts)
+  if (v.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]*\$?$/.test(v.user)) {
+    throw new InputError(
+      `-u/--user must be a user name (letters, digits, _ . -), got '${printable(v.user)}'`,
+      cfg.remoteUser && v.user === cfg.remoteUser.value ? cfg.remoteUser.origin : undefined,
+    );
+  }
   const method = v['become-method'];
   if (method !== undefined && method !== 'sudo' && method !== 'su')
     throw new InputError(

@@ -95,6 +95,7 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ['no inventory', () => [PLAYBOOK, '--check'], ['-i/--inventory is required', 'usage: provision']],
     ['an empty -t (an unset variable)', () => argv('-t', ''), ["-t/--tags '' names no tag"]],
     ['an empty --resume (an unset variable)', () => argv('--resume', ''), ["--resume '' names no journal and no run"]],
+    ['-u that is no user name', () => argv('-u', 'a b;c'), ["-u/--user must be a user name (letters, digits, _ . -), got 'a b;c'"]],
     [
       '--plan-out in a directory that does not exist (said before the run)',
       () => argv('--plan-out', '/nonexistent-rs/x.plan'),
