@@ -8,8 +8,8 @@ import { PACKAGE_ROOT } from './playbook.ts';
 
 /**
  * The run's record in the history (`provision runs`), started once its journal is open: argv in
- * the order given, each option spelled long (`-e` secrets as masks), the playbooks loaded, the inventory's fingerprint, --label, the
- * hosts it reaches with their groups.
+ * the order given, each option spelled long (`-e` secrets as masks), the playbooks loaded, the
+ * inventory's fingerprint, --label, the hosts it reaches with their groups.
  */
 export function recordRun(argv: string[], loaded: Loaded, journal: string, hostNames: string[], warn: (m: string) => void): RunRecorder {
   const { opts, inventory } = loaded;

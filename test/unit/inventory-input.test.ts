@@ -8,9 +8,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadInventory } from '../../src/inventory/load.ts';
 import { parseExtraVars } from '../../src/inventory/extra-vars.ts';
 import { HostContext, varsSchema } from '../../src/contract/playbook.ts';
-import { InputError } from '../../src/util/errors.ts';
 import { isSecret } from '../../src/util/secret.ts';
 import { cli } from './run-cli.ts';
+import { inputErrorOf } from './thrown.ts';
 
 const ROOT = mkdtempSync(join(tmpdir(), 'rs-invin-'));
 afterAll(() => rmSync(ROOT, { recursive: true, force: true }));
@@ -23,15 +23,7 @@ function write(files: Record<string, string>, main = Object.keys(files)[0]): str
   }
   return join(dir, main);
 }
-function error(fn: () => unknown): InputError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof InputError) return e;
-    throw e;
-  }
-  throw new Error('expected an InputError');
-}
+const error = inputErrorOf;
 
 describe('templates: racksmith does not template', () => {
   const f = write({

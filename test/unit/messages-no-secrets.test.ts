@@ -7,21 +7,13 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadInventory } from '../../src/inventory/load.ts';
 import { readPlanUnverified } from '../../src/plan/plan.ts';
-import { InputError } from '../../src/util/errors.ts';
+import { inputErrorOf } from './thrown.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-msg-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const PW = 'Hunter2-Secret-9f';
 
-function refusal(fn: () => unknown): InputError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof InputError) return e;
-    throw e;
-  }
-  throw new Error('not refused');
-}
+const refusal = inputErrorOf;
 
 describe('refusals that do not quote a secret', () => {
   it.each([
