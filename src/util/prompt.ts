@@ -9,6 +9,8 @@ export function promptPassword(
   stdin: NodeJS.ReadStream = process.stdin,
   stderr: NodeJS.WriteStream = process.stderr,
 ): Promise<Buffer> {
+  // what the messages below call it: the prompt's own words ("BECOME password", "Vault password")
+  const what = prompt.replace(/[:\s]+$/, '') || 'password';
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const tty = stdin.isTTY === true;
@@ -32,7 +34,7 @@ export function promptPassword(
           chunks.push(d.subarray(0, i));
           return finish();
         }
-        if (tty && c === 0x03) return finish(new InputError('vault password prompt interrupted'));
+        if (tty && c === 0x03) return finish(new InputError(`${what}: prompt interrupted`));
         if (tty && (c === 0x7f || c === 0x08)) {
           const all = Buffer.concat([...chunks, d.subarray(0, i)]);
           chunks.length = 0;
@@ -43,10 +45,10 @@ export function promptPassword(
         }
       }
       chunks.push(d);
-      if (Buffer.concat(chunks).length > 64 * 1024) finish(new InputError('vault password is too long'));
+      if (Buffer.concat(chunks).length > 64 * 1024) finish(new InputError(`${what} is too long`));
     };
-    const onEnd = () => finish(chunks.length ? undefined : new InputError('no vault password given: stdin is closed'));
-    const onError = (e: Error) => finish(new InputError(`cannot read the vault password: ${e.message}`));
+    const onEnd = () => finish(chunks.length ? undefined : new InputError(`no ${what} given: stdin is closed`));
+    const onError = (e: Error) => finish(new InputError(`cannot read the ${what}: ${e.message}`));
     stdin.on('data', onData);
     stdin.on('end', onEnd);
     stdin.on('error', onError);
