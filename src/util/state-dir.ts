@@ -20,7 +20,7 @@ let team: { file: string; key: Buffer } | undefined;
  * masked or signed. The file is a key as the installation's is: 32 bytes, mode 0600.
  */
 export function useTeamKey(file: string): void {
-  const key = readKey(file);
+  const key = readKey(file, 'a plan key: make one with head -c 32 /dev/urandom > FILE && chmod 600 FILE');
   if (!key) throw new InputError(`${file}: no such plan key file (make one: head -c 32 /dev/urandom > FILE && chmod 600 FILE)`);
   team = { file, key };
 }
@@ -55,7 +55,8 @@ export function installationKey(): Buffer {
   return key;
 }
 
-function readKey(file: string): Buffer | undefined {
+/** `remedy`: what to do about a file that is not a key (the installation's own: remove it, a new one is made). */
+function readKey(file: string, remedy = 'an installation key: remove it to make a new one'): Buffer | undefined {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -65,8 +66,7 @@ function readKey(file: string): Buffer | undefined {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile() || st.size !== KEY_BYTES)
-      throw new InputError(`${file}: not a ${KEY_BYTES}-byte key file (an installation key: remove it to make a new one)`);
+    if (!st.isFile() || st.size !== KEY_BYTES) throw new InputError(`${file}: not a ${KEY_BYTES}-byte key file (${remedy})`);
     if ((st.mode & 0o077) !== 0)
       throw new InputError(`${file}: readable by others (mode ${(st.mode & 0o777).toString(8)}); it must be 0600`);
     const buf = Buffer.alloc(KEY_BYTES);
