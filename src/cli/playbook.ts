@@ -39,9 +39,21 @@ export async function loadPlaybook(file: string, importPlaybook: PlaybookImporte
     mod = await importPlaybook(file);
   } catch (e) {
     if (e instanceof InputError) throw e;
-    throw new InputError(`cannot load playbook: ${(e as Error).message.split('\n')[0]}`, { file });
+    throw new InputError(`cannot load playbook: ${loadFailure((e as Error).message)}`, { file });
   }
   const pb = mod.default as Playbook | undefined;
   if (!pb || !Array.isArray(pb.plays)) throw new InputError('playbook must `export default playbook({...})`', { file });
   return { ...pb, file: relative(process.cwd(), file) || file };
+}
+
+/**
+ * What a playbook's load failure says, on one line: the message's first line, or for a compile
+ * error (esbuild through tsx: "Transform failed with N errors:" first) the errors' own lines, each
+ * with its file:line:col.
+ */
+export function loadFailure(message: string): string {
+  const lines = message.split('\n').filter((l) => l.trim() !== '');
+  if (!/^Transform failed/.test(lines[0] ?? '')) return lines[0] ?? message;
+  const errors = lines.filter((l) => /\bERROR: /.test(l)).slice(0, 3);
+  return errors.length ? errors.join('; ') : lines[0];
 }
