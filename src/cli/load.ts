@@ -64,11 +64,16 @@ export async function load(
   const limit = limitOfRerun(inventory, playbooks, opts, extraLimit);
   const sel = { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become };
   const prepared = prepare(inventory, playbooks, sel);
+  const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
+  const connectionFiles = () =>
+    checkConnectionFiles(reached, { knownHostsFile: opts.knownHosts, privateKeyFile: opts.privateKey, sshConfigFile: opts.sshConfig });
+  // --syntax-check checks what a run would read before any host (keys, known_hosts, ssh configs);
+  // the listings do not: they serve reviewers who may not hold the keys
+  if (opts.listing === 'syntax') connectionFiles();
   if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0))
     throw new InputError(['no hosts matched: nothing to do', ...(inventory.warnings ?? []).map((w) => w.message), ...notices].join('\n  '));
-  const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
-  checkConnectionFiles(reached, { knownHostsFile: opts.knownHosts, privateKeyFile: opts.privateKey, sshConfigFile: opts.sshConfig });
+  connectionFiles();
   revealConnectionSecrets(reached);
   const planning = forPlan || opts.planOut !== undefined;
   const code = planning ? codeHashes(files, PACKAGE_ROOT) : undefined;

@@ -114,6 +114,11 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       () => argv('--private-key', '/nonexistent-rs/key'),
       ['--private-key: private key file /nonexistent-rs/key: not found'],
     ],
+    [
+      '--syntax-check with a key that does not exist (as the run would refuse it)',
+      () => argv('--syntax-check', '--private-key', '/nonexistent-rs/key'),
+      ['--private-key: private key file /nonexistent-rs/key: not found'],
+    ],
     ['-t of commas only', () => argv('-t', ' , '), ["-t/--tags ' , ' names no tag"]],
     ['an empty --skip-tags', () => argv('--skip-tags', 'net', '--skip-tags', ''), ["--skip-tags '' names no tag"]],
     [
