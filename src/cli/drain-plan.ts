@@ -4,7 +4,7 @@ import { slurmDrain } from '../drain/slurm.ts';
 import type { DrainPlan, HostDrain } from '../engine/drain-session.ts';
 import { groupHosts } from '../inventory/limit.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
-import { InputError } from '../util/errors.ts';
+import { InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
 
 // --drain / racksmith_drain: which provider drains each host of the run, through which host.
@@ -14,9 +14,9 @@ export const DRAIN_MODES = ['kubernetes', 'slurm', 'none'] as const;
 export type DrainMode = (typeof DRAIN_MODES)[number];
 
 /** --drain's value, or the error that names the allowed ones. */
-export function drainMode(v: string, where: string): DrainMode {
+export function drainMode(v: string, where: string, pos?: SourcePos): DrainMode {
   if ((DRAIN_MODES as readonly string[]).includes(v)) return v as DrainMode;
-  throw new InputError(`${where} must be kubernetes, slurm or none, got '${printable(v)}'`);
+  throw new InputError(`${where} must be kubernetes, slurm or none, got '${printable(v)}'`, pos);
 }
 
 /** The controller of each mode for a host: Slurm's (racksmith_slurm_controller, else group slurm_controller), the first control-plane host. */
@@ -57,7 +57,7 @@ export function drainPlan(
     const own = host.vars.racksmith_drain;
     if (own !== undefined && typeof own !== 'string')
       throw new InputError(`racksmith_drain of ${host.name} must be kubernetes, slurm or none`, host.varSources.racksmith_drain);
-    const ownMode = own === undefined ? undefined : drainMode(own, `racksmith_drain of ${host.name}`);
+    const ownMode = own === undefined ? undefined : drainMode(own, `racksmith_drain of ${host.name}`, host.varSources.racksmith_drain);
     if (flag !== undefined && ownMode !== undefined && ownMode !== flag)
       notices.push(`--drain ${flag} overrides racksmith_drain: ${ownMode} of ${host.name}`);
     const mode = flag ?? ownMode ?? 'none';

@@ -17,6 +17,7 @@ import { InputError } from '../util/errors.ts';
 import { parseCli, type CliOptions } from './parse.ts';
 import { keyring } from './passwords.ts';
 import { loadPlaybook, PACKAGE_ROOT, resolvePlaybook, type PlaybookImporter } from './playbook.ts';
+import { drainPlan } from './drain-plan.ts';
 
 export interface Loaded {
   opts: CliOptions;
@@ -69,7 +70,10 @@ export async function load(
     checkConnectionFiles(reached, { knownHostsFile: opts.knownHosts, privateKeyFile: opts.privateKey, sshConfigFile: opts.sshConfig });
   // --syntax-check checks what a run would read before any host (keys, known_hosts, ssh configs);
   // the listings do not: they serve reviewers who may not hold the keys
-  if (opts.listing === 'syntax') connectionFiles();
+  if (opts.listing === 'syntax') {
+    connectionFiles();
+    drainPlan(inventory, reached, opts.drain, opts.drainTimeoutSec); // (each host's drain and its controller)
+  }
   if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0))
     throw new InputError(['no hosts matched: nothing to do', ...(inventory.warnings ?? []).map((w) => w.message), ...notices].join('\n  '));

@@ -115,6 +115,16 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       ['--private-key: private key file /nonexistent-rs/key: not found'],
     ],
     [
+      '--syntax-check with --drain slurm and no controller (as the run would refuse it)',
+      () => argv('--syntax-check', '--drain', 'slurm'),
+      ['--drain slurm for', 'no Slurm controller'],
+    ],
+    [
+      '--syntax-check with a racksmith_drain typo, at the variable',
+      () => argv('--syntax-check', '-e', 'racksmith_drain=kubernets'),
+      ['racksmith_drain of', "must be kubernetes, slurm or none, got 'kubernets'"],
+    ],
+    [
       '--syntax-check with a key that does not exist (as the run would refuse it)',
       () => argv('--syntax-check', '--private-key', '/nonexistent-rs/key'),
       ['--private-key: private key file /nonexistent-rs/key: not found'],
