@@ -132,6 +132,11 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ['-t of commas only', () => argv('-t', ' , '), ["-t/--tags ' , ' names no tag"]],
     ['an empty --skip-tags', () => argv('--skip-tags', 'net', '--skip-tags', ''), ["--skip-tags '' names no tag"]],
     [
+      'an Ansible host list as -i',
+      () => [PLAYBOOK, '-i', 'web1,web2,', '--check'],
+      ['web1,web2,: inventory not found (a host list such as -i "web1,web2," is not supported'],
+    ],
+    [
       'a missing inventory file',
       () => [PLAYBOOK, '-i', 'no/such/inventory.yml', '--check'],
       ['error: no/such/inventory.yml: inventory not found'],
