@@ -62,16 +62,12 @@ function statOf(path: string): Stats | undefined {
 function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: boolean, notices: string[]): void {
   const st = statOf(path);
   if (!st) {
+    if (!given) return;
     // Ansible reads `-i 'web1,web2,'` as a list of hosts; racksmith needs a file
-    if (given && path.includes(','))
-      throw new InputError(
-        'inventory not found (a host list such as -i "web1,web2," is not supported: write the hosts in an inventory file)',
-        {
-          file: path,
-        },
-      );
-    if (given) throw new InputError('inventory not found', { file: path });
-    return;
+    const hostList = path.includes(',')
+      ? ' (a host list such as -i "web1,web2," is not supported: write the hosts in an inventory file)'
+      : '';
+    throw new InputError(`inventory not found${hostList}`, { file: path });
   }
   if (st.isDirectory()) {
     for (const name of readdirSync(path).sort()) {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { InputError } from './errors.ts';
+import { nodeKind } from './input-file.ts';
 import { printable } from './printable.ts';
 
 /**
@@ -32,8 +33,7 @@ export function checkOutputFile(file: string, what: string): void {
   let kind: string | undefined;
   try {
     const st = lstatSync(file);
-    if (!st.isFile())
-      kind = st.isSymbolicLink() ? 'a symbolic link' : st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'a device or socket';
+    if (!st.isFile()) kind = nodeKind(st);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
       throw new InputError(`${what} ${printable(file)}: ${(e as NodeJS.ErrnoException).code}`);

@@ -21,12 +21,18 @@ export const INPUT_LIMITS = {
 } as const;
 
 const KIND_OF_NODE: Array<[(s: import('node:fs').Stats) => boolean, string]> = [
+  [(s) => s.isSymbolicLink(), 'a symbolic link'],
   [(s) => s.isDirectory(), 'a directory'],
   [(s) => s.isFIFO(), 'a FIFO'],
   [(s) => s.isCharacterDevice(), 'a character device'],
   [(s) => s.isBlockDevice(), 'a block device'],
   [(s) => s.isSocket(), 'a socket'],
 ];
+
+/** What a path that is not a regular file is, in words ('a FIFO'; lstat's link too). */
+export function nodeKind(st: import('node:fs').Stats): string {
+  return KIND_OF_NODE.find(([is]) => is(st))?.[1] ?? 'not a regular file';
+}
 
 /**
  * The bytes of an input file: a regular file of at most `maxBytes`, read with that bound. A FIFO,
@@ -44,7 +50,7 @@ export function readInputFile(path: string, what: string, maxBytes: number): Buf
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) {
-      const kind = KIND_OF_NODE.find(([is]) => is(st))?.[1] ?? 'not a regular file';
+      const kind = nodeKind(st);
       throw new InputError(`${what} ${path} is ${kind}, not a regular file`);
     }
     if (st.size > maxBytes) throw new InputError(`${what} ${path} is ${st.size} bytes, over the limit of ${maxBytes}`);

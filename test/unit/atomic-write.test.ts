@@ -36,7 +36,7 @@ describe('writeFileAtomic', () => {
     ['a FIFO', fifo, /--html .*fifo is a FIFO, not a regular file/],
     ['a symbolic link', link, /--html .*link is a symbolic link, not a regular file/],
     ['a directory', join(dir, 'adir'), /--html .*adir is a directory, not a regular file/],
-    ['a socket', sock, /--html .*sock is a device or socket, not a regular file/],
+    ['a socket', sock, /--html .*sock is a socket, not a regular file/],
     ['a missing directory', join(dir, 'nosuch', 'x.html'), /--html .*x\.html: its directory does not exist/],
     ['an empty path', '', /--html: an empty path/],
   ])('refuses %s (exit 3), leaving it as it was', async (_, path, err) => {

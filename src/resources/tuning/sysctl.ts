@@ -171,16 +171,16 @@ export function parseMemory(out: string): HostMemory {
   return { memTotalKb: mem ? Number(mem[1]) : 0, pageSize: (mem && Number(mem[2])) || 4096 };
 }
 
-/**
- * Kernel parameters: persisted in a sysctl.d drop-in and applied live. The diff compares the file
- * AND the live kernel values: a file that matches while the kernel differs is still a change.
- */
 /** A live value the diff found drifted: what apply writes to its /proc/sys file. */
 interface LiveValue {
   key: string;
   value: string;
 }
 
+/**
+ * Kernel parameters: persisted in a sysctl.d drop-in and applied live. The diff compares the file
+ * AND the live kernel values: a file that matches while the kernel differs is still a change.
+ */
 export function sysctl(o: SysctlOptions): Resource<SysctlFacts, FileWrite | LiveValue> {
   const path = checkAbsolutePath(o.file, 'sysctl file');
   const keys = Object.keys(o.values);
