@@ -334,12 +334,17 @@ describe('storage lifecycle: decommission and wipe', () => {
     await secondRunIsClean(H, inv);
   });
 
-  it('wipe with --yes: every disk wiped, the AIS node state (/etc/ais/.ais.*) removed; the wiped disks listed again are formatted as blank ones', async () => {
+  /** H fresh, its disks with serials, converged; AIS node state in /etc/ais beside a file of the operator's. */
+  async function convergedWithAisState(): Promise<ReturnType<typeof disks>> {
     await tb.reset([H]);
     await giveSerials(H);
-    const [a, b] = disks(H);
     expect((await provision([PB, '-i', inventory(H), '--json'])).code).toBe(0);
     await sh(H, 'mkdir -p /etc/ais && echo smap > /etc/ais/.ais.smap && echo mine > /etc/ais/notes');
+    return disks(H);
+  }
+
+  it('wipe with --yes: every disk wiped, the AIS node state (/etc/ais/.ais.*) removed; the wiped disks listed again are formatted as blank ones', async () => {
+    const [a, b] = await convergedWithAisState();
     const inv = inventory(H, { storage_decommission: ['d1', 'd2'], storage_wipe: [a.serial, b.serial] });
     const run = await provision([PB, '-i', inv, '--yes', '--json']);
     expect(run.code, why(run)).toBe(0);
@@ -359,11 +364,7 @@ describe('storage lifecycle: decommission and wipe', () => {
   });
 
   it('every disk decommissioned, storage_wipe naming one: that one wiped, the other kept, the AIS node state kept and said', async () => {
-    await tb.reset([H]);
-    await giveSerials(H);
-    const [a, b] = disks(H);
-    expect((await provision([PB, '-i', inventory(H), '--json'])).code).toBe(0);
-    await sh(H, 'mkdir -p /etc/ais && echo smap > /etc/ais/.ais.smap');
+    const [a, b] = await convergedWithAisState();
     const inv = inventory(H, { storage_decommission: ['d1', 'd2'], storage_wipe: [a.serial] });
     const said = `/etc/ais/.ais.* kept: storage_wipe does not name ${b.dev}`;
     // a dry run cannot tell before the decommissions ran: the purge waits for them
