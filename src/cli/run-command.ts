@@ -21,7 +21,7 @@ import { promptPassword } from '../util/prompt.ts';
 import { recordRun } from './run-history.ts';
 import type { PlaybookImporter } from './playbook.ts';
 import { interruptOnSignals } from './interrupt.ts';
-import { writeNotices, type CliStreams } from './streams.ts';
+import type { CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
 import { HandshakeGate } from '../connection/handshake-gate.ts';
 
@@ -45,9 +45,8 @@ export async function runCommand(argv: string[], out: CliStreams, importPlaybook
 /** --list-hosts, --list-tasks, --list-tags, --syntax-check: what loading found, printed (true) instead of a run. */
 export function printListing(loaded: Loaded, out: CliStreams): boolean {
   if (loaded.listingText === undefined && !loaded.listed) return false;
-  writeConfigNotes(loaded.opts, out, undefined);
-  for (const w of loaded.inventory.warnings ?? []) out.stderr.write(`warning: ${printableLines(w.message)}\n`);
-  writeNotices(out, loaded.notices);
+  // the warnings a run of the same selection would print (a listing is often the run's rehearsal)
+  writeRunWarnings(loaded, loaded.listed ?? selectedHosts(loaded).map((h) => h.name), out, undefined);
   if (loaded.listingText !== undefined) out.stdout.write(loaded.listingText);
   else out.stdout.write(`  hosts (${loaded.listed!.length}):\n${loaded.listed!.map((h) => `    ${h}\n`).join('')}`);
   return true;
@@ -70,8 +69,7 @@ export async function runLoaded(
   const runStart: RunEvent = { type: 'run_start', playbooks: opts.playbooks, hosts: hostNames, check: opts.check };
   let drain: ReturnType<typeof drainPlan>;
   try {
-    const selected = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
-    drain = drainPlan(loaded.inventory, selected, opts.drain, opts.drainTimeoutSec);
+    drain = drainPlan(loaded.inventory, selectedHosts(loaded), opts.drain, opts.drainTimeoutSec);
   } catch (e) {
     return exitBadInput(out, e);
   }
@@ -173,8 +171,7 @@ function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, 
   const { opts, prepared } = loaded;
   writeConfigNotes(opts, out, json);
   const declared = new Set(prepared.flatMap((p) => [...(p.variables ?? [])]));
-  const selectedHosts = [...new Map(prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
-  for (const t of likelyTypos(selectedHosts, declared)) {
+  for (const t of likelyTypos(selectedHosts(loaded), declared)) {
     const message = typoWarning(t);
     out.stderr.write(`warning: ${printable(message)}\n`);
     json?.({ type: 'warning', message, variable: t.variable, suggestion: t.suggestion, at: t.pos ? formatPos(t.pos) : undefined });
@@ -194,6 +191,11 @@ function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, 
     out.stderr.write(`warning: ${message}\n`);
     json?.({ type: 'warning', message, variable: w.variable, at });
   }
+}
+
+/** Each host the prepared plays reach, once. */
+function selectedHosts(loaded: Loaded): Loaded['inventory']['hosts'] {
+  return [...new Map(loaded.prepared.flatMap((p) => p.hosts.map((h) => [h.host.name, h.host] as const))).values()];
 }
 
 /** The engine's options of this run. */

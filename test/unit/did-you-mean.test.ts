@@ -74,4 +74,27 @@ export default playbook({ name: 't', hosts: 'all', resources: (h) => [file({ pat
         .filter((e) => e.type === 'warning'),
     ).toContainEqual(expect.objectContaining({ message: want, variable: 'sysctl_overides', suggestion: 'sysctl_overrides' }));
   });
+
+  it.each(['--syntax-check', '--list-tasks', '--list-tags', '--list-hosts'])(
+    '%s prints the warnings a run would (a typo, an ignored connection variable)',
+    async (flag) => {
+      const dir = mkdtempSync(join(tmpdir(), 'rs-dym-'));
+      writeFileSync(
+        join(dir, 'hosts.yml'),
+        'all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_ssh_executable: /usr/bin/ssh\n  vars:\n    sysctl_overides: {}\n',
+      );
+      writeFileSync(
+        join(dir, 'pb.ts'),
+        `import { playbook, file } from ${JSON.stringify(join(import.meta.dirname, '../../src/index.ts'))};
+export default playbook({ name: 't', hosts: 'all', resources: (h) => [file({ path: ${JSON.stringify(join(dir, 'out'))}, content: JSON.stringify(h.var('sysctl_overrides', {})) })] });
+`,
+      );
+      const r = await cli([join(dir, 'pb.ts'), '-i', join(dir, 'hosts.yml'), flag]);
+      expect(r.code, r.stderr).toBe(0);
+      // --list-hosts prepares nothing, so no play declares a variable there to compare with
+      if (flag !== '--list-hosts')
+        expect(r.stderr).toContain(`warning: ${join(dir, 'hosts.yml')}:7:22: sysctl_overides is read by no play`);
+      expect(r.stderr).toContain(`warning: ${join(dir, 'hosts.yml')}:5:31: ansible_ssh_executable is not honoured`);
+    },
+  );
 });
