@@ -2,6 +2,7 @@ import { sha256 } from './sha256.ts';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { InputError, InputErrors, type SourcePos } from './errors.ts';
+import { isSecret } from './secret.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -192,6 +193,9 @@ function gotText(schema: unknown, data: unknown, path: string[], pos: SourcePos)
 
 function describe(e: ErrorObject, path: string[], at: Locator): { text: string; path: string[]; atKey: boolean } {
   const where = path.length ? path.join('.') : 'document';
+  // a vaulted or !secret value where a plain one is wanted: 'must be string' would puzzle
+  if (isSecret(e.data) && ['type', 'anyOf', 'oneOf', 'enum'].includes(e.keyword))
+    return { text: `${where} must be a plain value, not a secret (vaulted or !secret)`, path, atKey: false };
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String(e.params.additionalProperty);
