@@ -40,14 +40,14 @@ export default defineConfig({
       },
       // The e2e suite again with every test's inventory written in INI (test/e2e/helpers.ts
       // writeInventory): both formats must give identical results. Files that read no inventory
-      // of their own (the bed itself, the benchmark smoke test) run once, above. One file at a time
+      // of their own (the bed itself, the benchmark smoke test, pull mode on this machine) run once, above. One file at a time
       // across both projects (no file parallelism: vitest runs them in one sequential group).
       {
         ...sourceConditions,
         test: {
           name: 'e2e-ini',
           include: ['test/e2e/**/*.test.ts'],
-          exclude: ['test/e2e/testbed.test.ts', 'test/e2e/bench-smoke.test.ts'],
+          exclude: ['test/e2e/testbed.test.ts', 'test/e2e/bench-smoke.test.ts', 'test/e2e/pull-mode.test.ts'],
           env: { RS_E2E_INVENTORY: 'ini' },
           globalSetup: [SCRATCH, 'test/testbed/global-setup.ts'],
           fileParallelism: false,

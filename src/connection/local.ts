@@ -74,7 +74,11 @@ export class LocalConnection implements Connection {
   async close(): Promise<void> {
     const a = this.anchor;
     this.anchor = undefined;
-    if (a && a.exitCode === null) await new Promise<void>((resolve) => (a.once('exit', () => resolve()), a.stdin?.end()));
+    if (!a || a.exitCode !== null) return;
+    // held again while it ends: an unreferenced child left alone in the loop lets Node exit
+    // before its exit is seen (exit 13, an unsettled await: no recap, no end of the run)
+    a.ref();
+    await new Promise<void>((resolve) => (a.once('exit', () => resolve()), a.stdin?.end()));
   }
 }
 
