@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { shq } from '../shell/quote.ts';
 import type { Secret } from '../util/secret.ts';
+import { withoutExecTags } from './kill-groups.ts';
 import { scriptAsStdin } from './transport.ts';
 import type { ExecResult } from './types.ts';
 
@@ -39,7 +40,8 @@ export function becomeOutcome(b: Become, nonce: string, code: number | null, std
   // no exit status (killed by abort before the shell started) or success: not a refusal
   if (code === null || code === 0) return { stderr };
   const mark = stderr.indexOf(BECOME_MARK);
-  const why = (mark >= 0 && code === BECOME_FAILED ? stderr.slice(mark + BECOME_MARK.length) : stderr).trim().replace(/\s*\n\s*/g, '; ');
+  const said = withoutExecTags(mark >= 0 && code === BECOME_FAILED ? stderr.slice(mark + BECOME_MARK.length) : stderr);
+  const why = said.trim().replace(/\s*\n\s*/g, '; ');
   return { failure: new BecomeError(`become (${b.method} to ${b.user}) failed: ${why || `exit ${code}, no message`}`), stderr };
 }
 

@@ -16,6 +16,14 @@ export function execTag(): string {
 }
 
 /**
+ * The tag is the shell's $0 too, so the shell's own errors start with it (`rs-exec-…: 1: exec:
+ * sudo: not found`): each line's prefix of that kind, removed, for a message people read.
+ */
+export function withoutExecTags(text: string): string {
+  return text.replace(/^rs-exec-[0-9a-f]{12}: (?:line )?\d+: /gm, '');
+}
+
+/**
  * Shell that kills (SIGKILL; dash takes `kill -9 -PGID`, not `--`) the process group of every
  * remote process whose argv ends in one of `tags`. The group as /proc/PID/stat gives it (field 5,
  * after the parenthesised comm): sudo without a tty, and su, run the escalated shell in their own

@@ -135,6 +135,12 @@ describe('the become wrapper', () => {
         'become (sudo to root) failed: no password on stdin',
       ],
       ['after the started line nothing is a refusal', 125, 'rs-become-X-started\nracksmith-become: x\n', undefined],
+      [
+        "the login shell's own error, without its $0 (the exec's tag, different on every host)",
+        127,
+        'rs-exec-cad27d1aa9e0: 1: exec: sudo: not found\n',
+        'become (sudo to root) failed: exec: sudo: not found',
+      ],
     ])('%s', (_, code, stderr, want) => {
       expect(becomeOutcome(b, 'rs-become-X', code, stderr).failure?.message).toBe(want);
     });
