@@ -31,7 +31,8 @@ export function recapTable(recap: Recap, full = false): string {
       .join('  ')
       .trimEnd();
   const rest = recap.hosts.length - listed.length;
-  const note = rest > 0 ? [`(${rest} ${rest === 1 ? 'host' : 'hosts'} ok, not listed: a row per host with -v or --recap full)`] : [];
+  const note =
+    rest > 0 ? [`(${rest} ${rest === 1 ? 'host' : 'hosts'} without a problem, not listed: a row per host with -v or --recap full)`] : [];
   return [`RECAP (${(recap.elapsedMs / 1000).toFixed(2)}s, ${verdict(recap)})`, fmt(head), ...rows.map(fmt), ...note].join('\n');
 }
 

@@ -59,7 +59,7 @@ describe('the human view at fleet size, off a terminal', () => {
     expect(r.stderr.match(new RegExp(`^✖ ${failing}: `, 'mu'))).toHaveLength(1);
     expect(r.stderr).toMatch(new RegExp(`^Problems:\\n  ${failing}: command:fails here: FAILED: `, 'm'));
     expect(r.stderr).toMatch(new RegExp(`^${failing}\\s+\\d+\\s+\\d+\\s+1\\s+0\\s+no\\s`, 'm'));
-    expect(r.stderr).toContain(`(${names.length - 1} hosts ok, not listed`);
+    expect(r.stderr).toContain(`(${names.length - 1} hosts without a problem, not listed`);
     expect(lines(view(r.stderr))).toBeLessThanOrEqual(25);
   });
 

@@ -112,7 +112,7 @@ describe('off a terminal, the human view is a constant number of lines plus one 
         'RECAP (1.00s, converged)',
         'HOST              OK   CHANGED  FAILED  SKIPPED  UNREACHABLE  EXECS',
         'total (30 hosts)  150  0        0       0        0            30',
-        '(30 hosts ok, not listed: a row per host with -v or --recap full)',
+        '(30 hosts without a problem, not listed: a row per host with -v or --recap full)',
         '',
       ].join('\n'),
     );
@@ -135,7 +135,7 @@ describe('off a terminal, the human view is a constant number of lines plus one 
     expect(text).toContain('✖ tb30: 4 ok, 0 changed, 1 failed\n');
     expect(text).toContain('Problems:\n  tb30: file:/etc/rs/f4.conf: FAILED: step "write" exit 1\n');
     expect(text).toMatch(/^tb30 +4 +0 +1 +0 +no +1$/m);
-    expect(text).toContain('(29 hosts ok, not listed');
+    expect(text).toContain('(29 hosts without a problem, not listed');
   });
 
   it('the recap: the totals count unreachable hosts; a row for each host not ok (failed, unreachable, not run)', () => {
@@ -152,7 +152,7 @@ describe('off a terminal, the human view is a constant number of lines plus one 
       'tb2              0   0        0       0        yes          0',
       'tb3              0   0        0       0        no           0',
       'tb4              4   0        1       0        no           1',
-      '(1 host ok, not listed: a row per host with -v or --recap full)',
+      '(1 host without a problem, not listed: a row per host with -v or --recap full)',
     ]);
   });
 
