@@ -68,6 +68,12 @@ if [ $# = 3 ] && [ "$3" = "$sess" ] && [ "/proc/$2/fd/9" -ef "$l" ]; then
 fi
 waited=
 if ! flock -n 9; then
+  # Held by this very run through another session: two hosts of the inventory are one machine.
+  rs_holder
+  if [ "\${rs_h%% *}" = "$me" ]; then
+    echo "the apply lock $l is held by this same run through another host's connection: two hosts of the inventory are this one machine, and a run applies to a machine through one of them" >&2
+    exit ${LOCK_TIMED_OUT}
+  fi
   # Whoever held it may have changed the host after this run read it: wait, then read it again.
   if ! flock -w ${timeout} 9; then
     rs_holder

@@ -119,6 +119,30 @@ describe('apply lock', () => {
     await conn.close();
   });
 
+  it('held by this same run through another connection (two inventory hosts, one machine): fails at once, saying so', async () => {
+    const first = await run(6, 5);
+    expect(first.results.map((r) => r.status)).toEqual(['changed', 'changed']);
+    const second = new TestLockPaths();
+    const results: ResourceResult[] = [];
+    // the same run id, another session; a wait of 60 s would outlast the test's own timeout
+    await runHost(second, resources(7), {
+      host: 'local2',
+      play: 'p',
+      check: false,
+      onResult: (r) => results.push(r),
+      lock: { runId: 'me-6', timeoutSec: 60 },
+    });
+    expect(results.map((r) => r.status)).toEqual(['failed', 'failed']);
+    expect(results[0].error).toContain(
+      "is held by this same run through another host's connection: two hosts of the inventory are this one machine",
+    );
+    expect(existsSync(join(dir, 'work-7'))).toBe(false);
+    await second.close();
+    await first.conn.close();
+    for (let i = 0; i < 50 && !lockFree(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(lockFree()).toBe(true);
+  }, 20_000);
+
   it('handlers run behind the lock too: another run that took the host first means they do not run', async () => {
     const log = join(dir, 'handler.log');
     const d = join(dir, 'work-4');
