@@ -11,6 +11,7 @@ import { parseLabels } from '../history/select.ts';
 import { parseDuration } from '../plan/plan.ts';
 import { InputError } from '../util/errors.ts';
 import { checkOutputFile } from '../util/atomic-write.ts';
+import { PLAN_FILE } from '../plan/plan.ts';
 import { printable } from '../util/printable.ts';
 import { CLI_OPTIONS } from './options.ts';
 import { USAGE } from './usage.ts';
@@ -171,7 +172,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     throw new InputError(`--max-fail-percent must be a number from 0 to 100, got '${printable(maxFail)}'`);
   }
   if (v['plan-out'] !== undefined && !v.check) throw new InputError('--plan-out needs --check: a plan is made from a dry run');
-  if (v['plan-out'] !== undefined) checkOutputFile(v['plan-out'], '--plan-out');
+  if (v['plan-out'] !== undefined) checkOutputFile(v['plan-out'], '--plan-out', PLAN_FILE);
   // -u (or ansible.cfg's remote_user) as the inventory's ansible_user must be (inventory/schema.ts)
   if (v.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]*\$?$/.test(v.user)) {
     throw new InputError(

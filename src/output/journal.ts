@@ -1,5 +1,6 @@
-import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
+import { fileStartsWith } from '../util/atomic-write.ts';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
@@ -60,19 +61,7 @@ function openJournal(file: string): number {
 }
 
 /** Whether the file starts as a journal does: its first event, `run_start`, as eventLine writes it. */
-function startsAsJournal(file: string): boolean {
-  const buf = Buffer.alloc(256);
-  let fd;
-  try {
-    fd = openSync(file, 'r');
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    return /^\{"ts":"[^"\n]*","type":"run_start"/.test(buf.toString('latin1', 0, n));
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
+const startsAsJournal = (file: string) => fileStartsWith(file, /^\{"ts":"[^"\n]*","type":"run_start"/);
 
 /**
  * The missing directories above the journal, made one level at a time: Node's recursive mkdir

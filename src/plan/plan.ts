@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { sha256 } from '../util/sha256.ts';
-import { writeFileAtomic } from '../util/atomic-write.ts';
+import { writeFileAtomic, type OutputKind } from '../util/atomic-write.ts';
 import type { Inventory } from '../inventory/model.ts';
 import { InputError } from '../util/errors.ts';
 import { scrub } from '../util/secret.ts';
@@ -15,6 +15,8 @@ import type { HostFacts } from '../facts/types.ts';
 import { factsFingerprint } from './host-facts.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
+/** What --plan-out replaces: a plan written before (JSON, `format` its first key). */
+export const PLAN_FILE: OutputKind = { name: 'a racksmith plan', head: /^\{\s*"format":\s*"racksmith-plan"/ };
 export const PLAN_VERSION = 4;
 
 /**
@@ -204,7 +206,7 @@ export function writePlan(file: string, plan: Omit<PlanFile, 'signature'>): void
   const scrubbed = scrub(json);
   const body = scrubbed === json ? plan : (JSON.parse(scrubbed) as Omit<PlanFile, 'signature'>);
   const signature = scrubbed === json ? signatureOfText(json) : signatureOf(body);
-  writeFileAtomic(file, JSON.stringify({ ...body, signature }, null, 2) + '\n', 0o600, '--plan-out');
+  writeFileAtomic(file, JSON.stringify({ ...body, signature }, null, 2) + '\n', 0o600, '--plan-out', PLAN_FILE);
 }
 
 /** A saved plan, refused (exit 3) unless it is exactly as this installation wrote it. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { InputError } from './errors.ts';
 import { nodeKind } from './input-file.ts';
@@ -10,8 +10,8 @@ import { printable } from './printable.ts';
  * new: never through a link planted there), then renamed over it. A reader sees the old file or
  * the new one, never half of one. `what` names the file in a refusal (`--html`, `--plan-out`).
  */
-export function writeFileAtomic(file: string, text: string, mode = 0o600, what = 'output file'): void {
-  checkOutputFile(file, what);
+export function writeFileAtomic(file: string, text: string, mode = 0o600, what = 'output file', replaces?: OutputKind): void {
+  checkOutputFile(file, what, replaces);
   const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     writeFileSync(tmp, text, { mode, flag: 'wx' });
@@ -22,13 +22,22 @@ export function writeFileAtomic(file: string, text: string, mode = 0o600, what =
   }
 }
 
+/** What a file racksmith writes looks like from its first bytes: only such a file is replaced. */
+export interface OutputKind {
+  /** In a refusal: "it is not NAME". */
+  name: string;
+  head: RegExp;
+}
+
 /**
  * Where a file racksmith writes whole may go: a new name in an existing directory, or a regular
  * file it replaces. Anything else there (a FIFO, a device, a link, a directory) is exit 3: the
  * rename would put a regular file in its place (as root, `/dev/full` or a link's target path).
+ * With `replaces`, a non-empty file there must be of that kind too: a plan or page written over
+ * the inventory or the plan it was made from (a swapped argument) is refused, not lost.
  * Checked before a run that ends by writing it, so that a typo does not cost the run.
  */
-export function checkOutputFile(file: string, what: string): void {
+export function checkOutputFile(file: string, what: string, replaces?: OutputKind): void {
   if (file === '') throw new InputError(`${what}: an empty path (an unset variable?)`);
   let kind: string | undefined;
   try {
@@ -47,4 +56,23 @@ export function checkOutputFile(file: string, what: string): void {
     return;
   }
   if (kind) throw new InputError(`${what} ${printable(file)} is ${kind}, not a regular file: give a regular file's path or a new one`);
+  if (replaces && statSync(file).size > 0 && !fileStartsWith(file, replaces.head))
+    throw new InputError(
+      `${what} ${printable(file)} exists and is not ${replaces.name}: not replaced (give a new name, or remove it first)`,
+    );
+}
+
+/** Whether the file's first bytes (up to 256) match `head`; an unreadable file does not. */
+export function fileStartsWith(file: string, head: RegExp): boolean {
+  const buf = Buffer.alloc(256);
+  let fd;
+  try {
+    fd = openSync(file, 'r');
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return head.test(buf.toString('latin1', 0, n));
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }

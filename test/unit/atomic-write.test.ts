@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkOutputFile, writeFileAtomic } from '../../src/util/atomic-write.ts';
 import { InputError } from '../../src/util/errors.ts';
+import type { Report } from '../../src/report/model.ts';
+import { writeReport } from '../../src/report/write.ts';
+import { cli } from './run-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rs-atomic-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -49,5 +52,53 @@ describe('writeFileAtomic', () => {
       expect([after.ino, after.mode]).toEqual([before.ino, before.mode]);
     }
     expect(readFileSync(join(dir, 'target'), 'utf8')).toBe('kept');
+  });
+});
+
+describe('only a file of its own kind is replaced', () => {
+  const kind = { name: 'a racksmith plan', head: /^\{\s*"format":\s*"racksmith-plan"/ };
+  const at = (name: string, text: string) => {
+    const f = join(dir, name);
+    writeFileSync(f, text);
+    return f;
+  };
+  it.each([
+    ['an earlier plan', at('old.plan', '{\n  "format": "racksmith-plan",\n  "version": 1\n}\n'), true],
+    ['an empty file (made by mktemp)', at('empty.plan', ''), true],
+    ['an inventory', at('hosts.yml', 'all:\n  hosts:\n    h1: {}\n'), false],
+    ['JSON that is no plan', at('other.json', '{"format": "something-else"}'), false],
+  ])('%s: replaced %s', (_, file, replaced) => {
+    const before = readFileSync(file, 'utf8');
+    const write = () => writeFileAtomic(file, '{"format": "racksmith-plan"}', 0o600, '--plan-out', kind);
+    if (replaced) {
+      write();
+      expect(readFileSync(file, 'utf8')).toBe('{"format": "racksmith-plan"}');
+    } else {
+      expect(write).toThrow(new RegExp(`--plan-out .* exists and is not a racksmith plan: not replaced`));
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    }
+  });
+
+  it('--plan-out naming the inventory (a swapped argument): exit 3 before any host, the inventory kept', async () => {
+    const inv = at('inventory.yml', 'all:\n  hosts:\n    h1:\n      ansible_connection: local\n');
+    const r = await cli(['test/fixtures/playbooks/demo.ts', '-i', inv, '--check', '--plan-out', inv]);
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stderr).toContain(`--plan-out ${inv} exists and is not a racksmith plan`);
+    expect(readFileSync(inv, 'utf8')).toBe('all:\n  hosts:\n    h1:\n      ansible_connection: local\n');
+  });
+
+  it('--html over a plan: refused, the plan kept', () => {
+    const plan = at('window.plan', '{\n  "format": "racksmith-plan"\n}\n');
+    const report: Report = {
+      kind: 'plan',
+      title: 'Plan p.plan',
+      meta: [],
+      warnings: [],
+      hosts: [{ name: 'h1', groups: [], status: 'ok' }],
+      items: [],
+    };
+    const out = { stdout: { write: () => true }, stderr: { write: () => true } };
+    expect(() => writeReport(report, { json: false, html: plan }, out)).toThrow(/--html .*window\.plan exists and is not an HTML page/);
+    expect(readFileSync(plan, 'utf8')).toBe('{\n  "format": "racksmith-plan"\n}\n');
   });
 });
