@@ -5,7 +5,7 @@ import { common, Refusal, type Change, type CommonOptions, type Resource } from 
 
 export interface DirectoryOptions extends CommonOptions {
   path: string;
-  mode?: string | number;
+  mode?: string;
   owner?: string | number;
   group?: string | number;
 }

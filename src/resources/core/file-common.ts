@@ -39,11 +39,19 @@ export function checkAbsolutePath(path: string, what = 'path'): string {
 }
 
 /** Octal mode as given by the user ('0644', '644', 0o644) -> '644'. */
-export function normMode(mode: string | number | undefined): string | undefined {
+export function normMode(mode: string | undefined): string | undefined {
   if (mode === undefined) return undefined;
-  const s = typeof mode === 'number' ? mode.toString(8) : mode;
-  if (!/^0?[0-7]{3,4}$/.test(s)) throw new InputError(`mode must be octal like '0644', got ${JSON.stringify(mode)}`);
-  return String(parseInt(s, 8).toString(8));
+  // a number cannot say which base was meant: 755 is 0o1363 (sticky bit set), not rwxr-xr-x
+  if (typeof mode === 'number') {
+    const octal = (mode as number).toString(8);
+    const asWritten = /^[0-7]{3,4}$/.test(String(mode)) ? `, '${mode}' for ${mode} as written` : '';
+    throw new InputError(
+      `mode must be a string like '0644', not the number ${mode}: quote the digits ('${octal}' for 0o${octal}${asWritten})`,
+    );
+  }
+  if (typeof mode !== 'string' || !/^0?[0-7]{3,4}$/.test(mode))
+    throw new InputError(`mode must be octal like '0644', got ${JSON.stringify(mode)}`);
+  return String(parseInt(mode, 8).toString(8));
 }
 
 /** Why a file's facts could not be read (its probe answer instead of FileFacts). */

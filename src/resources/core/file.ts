@@ -21,7 +21,7 @@ export interface FileOptions extends CommonOptions {
    */
   sensitive?: boolean;
   state?: 'present' | 'absent';
-  mode?: string | number;
+  mode?: string;
   owner?: string | number;
   group?: string | number;
 }

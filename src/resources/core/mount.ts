@@ -40,7 +40,7 @@ export interface MountOptions extends CommonOptions {
   /** Bind only where the source exists (e.g. /etc/resolv.conf); elsewhere nothing to do. */
   optional?: boolean;
   /** Mode of the mounted root as seen through the mountpoint, e.g. '0750'. */
-  mode?: string | number;
+  mode?: string;
   /** Allow mounting over a non-empty directory (its content is hidden while mounted). */
   overNonEmpty?: boolean;
   fstabFile?: string;

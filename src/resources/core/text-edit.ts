@@ -10,7 +10,7 @@ export interface TextEditOptions extends CommonOptions {
   path: string;
   /** Create the file when it is missing (else: refuse). */
   create?: boolean;
-  mode?: string | number;
+  mode?: string;
   owner?: string | number;
   group?: string | number;
   /**
