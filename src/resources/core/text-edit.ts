@@ -119,6 +119,7 @@ export function editLine(old: string, wanted: string, re: RegExp | undefined, st
 }
 
 export interface BlockOptions extends TextEditOptions {
+  /** The lines between the markers; '' removes the block (as `state: 'absent'`). */
   block: string;
   /** Marker template; `{mark}` becomes BEGIN / END. Distinct markers let one file hold several blocks. */
   marker?: string;
@@ -130,7 +131,8 @@ export function block(o: BlockOptions): Resource<FileFacts> {
   const marker = o.marker ?? '# {mark} RACKSMITH MANAGED BLOCK';
   if (!marker.includes('{mark}') || marker.includes('\n'))
     throw new InputError(`block marker for ${o.path} must be one line containing {mark}`);
-  const state = o.state ?? 'present';
+  // an empty block removes it, as Ansible's blockinfile does (not a block of one empty line)
+  const state = o.block === '' ? 'absent' : (o.state ?? 'present');
   return textEdit(
     'block',
     marker,

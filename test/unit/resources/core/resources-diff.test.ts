@@ -281,6 +281,14 @@ describe('block().diff', () => {
     ['removed', B({ state: 'absent' }), present(`a\n${BLK}z\n`), [`remove managed block in ${P}`], 'a\nz\n'],
     ['remove when not there', B({ state: 'absent' }), present('a\n'), [], null],
     [
+      "an empty block removes it (Ansible's blockinfile)",
+      B({ block: '' }),
+      present(`a\n${BLK}z\n`),
+      [`remove managed block in ${P}`],
+      'a\nz\n',
+    ],
+    ['an empty block, none there: nothing to do', B({ block: '', create: true }), ABSENT, [], null],
+    [
       'own marker leaves other blocks alone',
       B({ marker: '## {mark} net' }),
       present(`${BLK}`),
