@@ -18,6 +18,7 @@ export function parseExtraVars(args: string[], vault?: VaultKeyring): { vars: Va
   args.forEach((arg, i) => {
     const label = `-e #${i + 1}`;
     if (arg.startsWith('@')) {
+      if (arg === '@') throw new InputError(`${label}: '@' names no file: give @FILE (a YAML or JSON file of variables)`);
       const src = YamlSource.read(arg.slice(1), 'extra-vars file', { vault });
       if (src.value === null || typeof src.value !== 'object' || Array.isArray(src.value)) {
         throw new InputError('extra-vars file must hold a mapping of variables', src.pos([]));
@@ -44,8 +45,10 @@ export function parseExtraVars(args: string[], vault?: VaultKeyring): { vars: Va
     const pairs: Vars = {};
     for (const pair of splitPairs(trimmed)) {
       const eq = pair.indexOf('=');
-      const key = eq < 0 ? pair : pair.slice(0, eq);
-      if (eq < 0 || !VAR_NAME.test(key)) throw new InputError(`${label}: expected key=value, @file.yaml or a mapping, got '${pair}'`);
+      if (eq < 0) throw new InputError(`${label}: expected key=value, @file.yaml or a mapping, got '${pair}'`);
+      const key = pair.slice(0, eq);
+      if (!VAR_NAME.test(key))
+        throw new InputError(`${label}: '${key}' is not a variable name (letters, digits and _, not starting with a digit)`);
       pairs[key] = pair.slice(eq + 1);
     }
     // the connection variables' checks too (ansible_port=0 is refused here, not at connect)
@@ -58,20 +61,30 @@ export function parseExtraVars(args: string[], vault?: VaultKeyring): { vars: Va
   return { vars, sources };
 }
 
-/** Split `a=1 b='two words'` on unquoted whitespace, removing the quotes. */
+/**
+ * Split `a=1 b='two words'` on unquoted whitespace, removing the quotes; a `{{ }}`, `{% %}` or
+ * `{# #}` block stays whole, as Ansible's split_args keeps it (`a={{ x }}` is one pair).
+ */
 function splitPairs(s: string): string[] {
   const out: string[] = [];
   let cur = '';
   let quote: string | null = null;
   let any = false;
-  for (const c of s) {
+  let jinja = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    const two = s.slice(i, i + 2);
     if (quote) {
       if (c === quote) quote = null;
       else cur += c;
-    } else if (c === '"' || c === "'") {
+    } else if (/^\{[{%#]$/.test(two) || (jinja > 0 && /^[}%#]\}$/.test(two))) {
+      jinja += two[0] === '{' ? 1 : -1;
+      cur += two;
+      i++;
+    } else if (jinja === 0 && (c === '"' || c === "'")) {
       quote = c;
       any = true;
-    } else if (/\s/.test(c)) {
+    } else if (jinja === 0 && /\s/.test(c)) {
       if (cur || any) out.push(cur);
       cur = '';
       any = false;

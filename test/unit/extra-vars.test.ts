@@ -25,6 +25,10 @@ describe('parseExtraVars: key=value', () => {
     [['a=1', 'a=2'], { a: '2' }], // later -e win
     [['a=1 a=3'], { a: '3' }],
     [['a=1', 'b=2'], { a: '1', b: '2' }],
+    // a Jinja block stays whole, as in Ansible's split_args (refused later only where it is read)
+    [['a={{ x }} b=2'], { a: '{{ x }}', b: '2' }],
+    [['a={% if y %}1{% endif %}'], { a: '{% if y %}1{% endif %}' }],
+    [[`a="{{ 'q' }}" c={# note #}`], { a: "{{ 'q' }}", c: '{# note #}' }],
   ])('%j -> %j', (args, want) => {
     expect(parseExtraVars(args).vars).toEqual(want);
   });
@@ -81,11 +85,12 @@ describe('parseExtraVars: @file', () => {
 describe('parseExtraVars: bad input is an InputError', () => {
   const F = (n: string) => join(FIX, n);
   it.each<[string[], string]>([
-    [['my-var=1'], `-e #1: expected key=value, @file.yaml or a mapping, got 'my-var=1'`],
+    [['my-var=1'], `-e #1: 'my-var' is not a variable name (letters, digits and _, not starting with a digit)`],
     [['a=1', 'novalue'], `-e #2: expected key=value, @file.yaml or a mapping, got 'novalue'`],
-    [['=1'], `-e #1: expected key=value, @file.yaml or a mapping, got '=1'`],
-    [['9a=1'], `got '9a=1'`],
-    [['a.b=1'], `got 'a.b=1'`],
+    [['=1'], `-e #1: '' is not a variable name`],
+    [['9a=1'], `'9a' is not a variable name`],
+    [['a.b=1'], `'a.b' is not a variable name`],
+    [['@'], `-e #1: '@' names no file: give @FILE`],
     [["a='unterminated"], 'unterminated quote'],
     [['{ansible_port: 0}'], '-e #1:1:16: ansible_port must be a port number from 1 to 65535, got 0'],
     [['ansible_port=0'], "-e #1: ansible_port must be a port number from 1 to 65535, got '0'"],
