@@ -1,10 +1,11 @@
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { printableLines } from '../util/printable.ts';
 import { useTeamKey } from '../util/state-dir.ts';
 import { scrub } from '../util/secret.ts';
 import { EXIT, exitBadInput } from './exit.ts';
-import { importSource, type PlaybookImporter } from './playbook.ts';
+import { importSource, PACKAGE_ROOT, type PlaybookImporter } from './playbook.ts';
 import { runCommand } from './run-command.ts';
 import { scrubbing, type CliStreams } from './streams.ts';
 import { USAGE } from './usage.ts';
@@ -17,6 +18,10 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
     if (teamKey !== undefined) useTeamKey(resolve(teamKey));
   } catch (e) {
     return exitBadInput(out, e, printableLines);
+  }
+  if (argv[0] === '--version') {
+    out.stdout.write(versionText());
+    return EXIT.OK;
   }
   // `provision apply --help` and the like: the usage, as for a run (before `--`: exec's command may take -h)
   if (SUBCOMMANDS.has(argv[0]) && asksHelp(argv)) {
@@ -40,6 +45,12 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
 
 const SUBCOMMANDS = new Set(['apply', 'exec', 'inventory', 'plan', 'runs']);
 
+/** `provision --version`: as ansible-playbook's, what runs and from where (for a bug report or an audit). */
+function versionText(): string {
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  return `provision (racksmith) ${pkg.version}\n  installed at ${PACKAGE_ROOT}\n  node ${process.version}\n`;
+}
+
 /** -h or --help among a subcommand's own arguments (those before `--`). */
 function asksHelp(argv: readonly string[]): boolean {
   const end = argv.indexOf('--');
@@ -52,11 +63,14 @@ function asksHelp(argv: readonly string[]): boolean {
  */
 function planKeyFile(argv: readonly string[]): string | undefined {
   for (let i = 0; i < argv.length && argv[i] !== '--'; i++) {
+    let file: string | undefined;
     if (argv[i] === '--plan-key') {
       if (i + 1 >= argv.length) throw new InputError('--plan-key needs a key file');
-      return argv[i + 1];
-    }
-    if (argv[i].startsWith('--plan-key=')) return argv[i].slice('--plan-key='.length);
+      file = argv[i + 1];
+    } else if (argv[i].startsWith('--plan-key=')) file = argv[i].slice('--plan-key='.length);
+    if (file === undefined) continue;
+    if (file.trim() === '') throw new InputError("--plan-key '' names nothing (an unset variable?)");
+    return file;
   }
   return process.env.RACKSMITH_PLAN_KEY || undefined;
 }

@@ -71,6 +71,32 @@ export interface CliOptions {
   recap: 'summary' | 'full';
 }
 
+/**
+ * Options that name a file or a user: given empty (an unset variable), each would silently mean
+ * "not given" (the default key, the default journal, root) or a confusing error about ''.
+ * (--plan-key is read before the rest, in main.ts, with the same rule.)
+ */
+const NAMING_OPTIONS = [
+  'inventory',
+  'vault-password-file',
+  'vault-id',
+  'known-hosts',
+  'become-user',
+  'user',
+  'private-key',
+  'key-file',
+  'ssh-config',
+  'journal',
+] as const;
+
+function refuseEmptyNames(v: Partial<Record<(typeof NAMING_OPTIONS)[number], string | string[]>>): void {
+  for (const name of NAMING_OPTIONS) {
+    const given = v[name];
+    if ((Array.isArray(given) ? given : [given]).some((x) => x !== undefined && x.trim() === ''))
+      throw new InputError(`--${name} '' names nothing (an unset variable?)`);
+  }
+}
+
 /** --resume names a journal or a run; an empty one (an unset variable) would re-run every host. */
 function resumeOf(value: string | undefined): string | undefined {
   if (value !== undefined && value.trim() === '') throw new InputError("--resume '' names no journal and no run");
@@ -164,6 +190,7 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
   const parsed = parseCliArgs(argv);
   const v = parsed.values;
   if (v.help) return 'help';
+  refuseEmptyNames(v);
   const inventory = v.inventory?.length ? v.inventory : cfg.inventory?.value;
   if (!inventory?.length) throw new InputError(`${inventoryRequired(cfg)}\n\n${USAGE}`);
   const cfgSshArgs = withConfigDefaults(v, cfg);

@@ -67,6 +67,7 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
       --recap summary|full the recap: totals and the hosts not ok (default), or a row per host (full; also -v)
   -v, --verbose            more detail (repeat for more)
   -h, --help
+      --version            racksmith's version, where it is installed, and Node's version
 
 ansible.cfg (ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg, /etc/ansible/ansible.cfg) gives the
 defaults of -i, -f, -u, --private-key, -T, -b, --become-user, --become-method, -K and vault options.

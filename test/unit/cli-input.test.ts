@@ -54,7 +54,7 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     [
       '-e with a bad variable name',
       () => argv('-e', 'my-var=1'),
-      [`error: -e #2: expected key=value, @file.yaml or a mapping, got 'my-var=1'`],
+      [`error: -e #2: 'my-var' is not a variable name (letters, digits and _, not starting with a digit)`],
     ],
     ['-e without =', () => argv('-e', 'debug'), [`got 'debug'`]],
     ['-e with an unterminated quote', () => argv('-e', "motd='hello"), ['unterminated quote']],
@@ -95,6 +95,13 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ['no inventory', () => [PLAYBOOK, '--check'], ['-i/--inventory is required', 'usage: provision']],
     ['an empty -t (an unset variable)', () => argv('-t', ''), ["-t/--tags '' names no tag"]],
     ['an empty --resume (an unset variable)', () => argv('--resume', ''), ["--resume '' names no journal and no run"]],
+    ...['--known-hosts', '--private-key', '--become-user', '--journal', '--vault-password-file', '-F', '--plan-key', '-u'].map(
+      (flag): [string, () => string[], string[]] => [
+        `an empty ${flag} (an unset variable)`,
+        () => argv(flag, ''),
+        [`'' names nothing (an unset variable?)`],
+      ],
+    ),
     ['-u that is no user name', () => argv('-u', 'a b;c'), ["-u/--user must be a user name (letters, digits, _ . -), got 'a b;c'"]],
     [
       '--plan-out in a directory that does not exist (said before the run)',

@@ -1,6 +1,8 @@
 // The option table of src/cli/options.ts: what `provision apply` accepts and what a plan never
 // records are derived from it. These tests hold the derivation to the lists kept by hand before
 // the table (issue #35), spelling by spelling.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   APPLY_ARG,
@@ -11,6 +13,7 @@ import {
   SECURITY_OPTIONS,
 } from '../../src/cli/options.ts';
 import { USAGE } from '../../src/cli/usage.ts';
+import { cli } from './run-cli.ts';
 
 // parseApply's two regexes and the plan's two sets, as they were written by hand (plus --plan-key,
 // added since: a security option apply takes; --recap, an output option no plan records; and
@@ -108,5 +111,16 @@ describe('the option table', () => {
 
   it('the usage names every option', () => {
     expect(names.filter((n) => !USAGE.includes(`--${n}`))).toEqual([]);
+  });
+});
+
+describe('--version', () => {
+  it("prints the package's version, where it is installed and Node's version; exit 0", async () => {
+    const version = (JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+    const r = await cli(['--version']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe(
+      `provision (racksmith) ${version}\n  installed at ${resolve(import.meta.dirname, '../..')}\n  node ${process.version}\n`,
+    );
   });
 });
