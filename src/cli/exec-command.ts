@@ -189,7 +189,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
   };
   json?.(start);
   const history = startRecord(loaded.history, (m) => out.stderr.write(`warning: ${printableLines(m)}\n`));
-  out.stderr.write(`run: ${history.id}\n`);
+  if (history.written) out.stderr.write(`run: ${history.id}\n`);
   const interrupt = interruptOnSignals(journal, out, 'stopping the commands in flight');
   try {
     const results = await runExec(

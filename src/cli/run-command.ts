@@ -126,7 +126,8 @@ export async function runLoaded(
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
     const exitCode = journalFailure ? EXIT.FAILED : outcome.exitCode;
     history.finish({ ...outcome, exitCode });
-    out.stderr.write(`run: ${history.id} (provision runs show ${history.id})\n`);
+    // (a record that could not be written was a warning: no id to look up)
+    if (history.written) out.stderr.write(`run: ${history.id} (provision runs show ${history.id})\n`);
     out.stderr.write(`journal: ${journalFile}${journalFailure ? ` (incomplete: ${journalFailure.message})` : ''}\n`);
     return exitCode;
   } finally {

@@ -17,6 +17,8 @@ export interface RunStart {
 
 export interface RunRecorder {
   readonly id: string;
+  /** Whether the record's last write succeeded: `provision runs show ID` can show it. */
+  readonly written: boolean;
   /** Record the end (counts, exit code), then apply the default retention. */
   finish(recap: Recap): void;
 }
@@ -45,18 +47,22 @@ export function startRecord(s: RunStart, warn: (message: string) => void): RunRe
       ]),
     ),
   };
+  let written = false;
   const save = () => {
     try {
       writeRecord(record);
-      return true;
+      return (written = true);
     } catch (e) {
       warn(`run history: cannot write the record of run ${record.id}: ${printable((e as Error).message)}`);
-      return false;
+      return (written = false);
     }
   };
   save();
   return {
     id: record.id,
+    get written() {
+      return written;
+    },
     finish(recap) {
       record.end = new Date().toISOString();
       record.exitCode = recap.exitCode;

@@ -1,5 +1,9 @@
 // Issue #37, run history: which runs a listing keeps (host, label, since, failed), which runs
 // retention removes (--keep, --older-than), labels and ages as given on the command line, run ids.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isRunId, newRunId, startOfId, type RunRecord } from '../../src/history/record.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns } from '../../src/history/select.ts';
@@ -106,5 +110,33 @@ describe('ids on disk', () => {
   it('a run id gives its start second back', () => {
     const at = new Date('2026-12-04T23:30:12.345Z');
     expect(startOfId(newRunId(at))).toBe(Date.parse('2026-12-04T23:30:12Z'));
+  });
+});
+
+describe('a record that cannot be written', () => {
+  it('is a warning, and the run prints no run id to look up', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-norecord-'));
+    // where the history would go is a file: no record can be written there
+    mkdirSync(join(dir, 'state', 'racksmith'), { recursive: true });
+    writeFileSync(join(dir, 'state', 'racksmith', 'runs'), 'not a directory\n');
+    writeFileSync(join(dir, 'hosts.yml'), 'all:\n  hosts:\n    here:\n      ansible_connection: local\n');
+    writeFileSync(
+      join(dir, 'pb.ts'),
+      `import { file, playbook } from ${JSON.stringify(join(import.meta.dirname, '../../src/index.ts'))};
+export default playbook({ name: 't', hosts: 'all', resources: () => [file({ path: ${JSON.stringify(join(dir, 'out'))}, content: 'x\\n' })] });
+`,
+    );
+    const r = spawnSync(
+      process.execPath,
+      [join(import.meta.dirname, '../../bin/provision.js'), join(dir, 'pb.ts'), '-i', join(dir, 'hosts.yml'), '--check'],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, XDG_STATE_HOME: join(dir, 'state') },
+      },
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^warning: run history: cannot write the record of run /m);
+    expect(r.stderr).not.toMatch(/^run: /m);
+    expect(r.stderr).toMatch(/^journal: /m);
   });
 });
