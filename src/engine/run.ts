@@ -13,6 +13,7 @@ import { playHosts, withPlayGroups } from './play-hosts.ts';
 import { resolveBecome } from '../connection/become.ts';
 import { throwSite } from './throw-site.ts';
 import { RunChecks } from './run-checks.ts';
+import { notAResource } from './resource-list.ts';
 import { PlaysRun } from './plays-run.ts';
 import type { ExecuteOptions, FactsOf, PreparedPlay, RunOutcome, RunSelection } from './run-types.ts';
 
@@ -159,10 +160,13 @@ function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, me
       throwSite(err),
     );
   }
-  if (!Array.isArray(built))
-    throw new InputError(
-      `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: resources() must return an array of resources`,
-    );
+  const where = `playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}`;
+  const file = pb.file !== undefined ? { file: pb.file } : undefined;
+  if (!Array.isArray(built)) throw new InputError(`${where}: resources() must return an array of resources`, file);
+  for (const [i, x] of built.entries()) {
+    const why = notAResource(x, i);
+    if (why) throw new InputError(file ? `play '${play.name}', host ${host.name}: ${why}` : `${where}: ${why}`, file);
+  }
   return built as Resource[];
 }
 

@@ -160,6 +160,19 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       ['path must be an absolute path'],
     ],
     [
+      'a playbook whose resources() returns false (cond && r) names the element, and how to write it',
+      () => [fix('not-a-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
+      [
+        `error: ${fix('not-a-resource.ts')}: play 'not a resource', host loc: resources() returned false at index 1, not a resource`,
+        '...(cond ? [r] : [])',
+      ],
+    ],
+    [
+      'a playbook whose resources() returns undefined, under --syntax-check too',
+      () => [fix('undefined-resource.ts'), '-i', INV, '--syntax-check'],
+      [`error: ${fix('undefined-resource.ts')}: play 'undefined resource', host loc: resources() returned undefined at index 1`],
+    ],
+    [
       'a playbook declaring a resource twice',
       () => [fix('duplicate-ids.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
       ['declares directory:/tmp/rsdemo twice'],
