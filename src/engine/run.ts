@@ -1,8 +1,8 @@
 import type { Host, Inventory } from '../inventory/model.ts';
 import { selectLimit } from '../inventory/limit.ts';
 import type { Resource } from '../contract/resource.ts';
-import { InputError, type SourcePos } from '../util/errors.ts';
-import { BadValue } from '../util/input-value.ts';
+import { formatPos, InputError, type SourcePos } from '../util/errors.ts';
+import { BadValue, shown } from '../util/input-value.ts';
 import { printable } from '../util/printable.ts';
 import type { EventSink } from './events.ts';
 import { PlayMemo } from './play-memo.ts';
@@ -11,7 +11,7 @@ import type { HostFacts } from '../facts/types.ts';
 import { batchSizes } from './batches.ts';
 import { playHosts, withPlayGroups } from './play-hosts.ts';
 import { resolveBecome } from '../connection/become.ts';
-import { throwSite } from './throw-site.ts';
+import { callSite, throwSite } from './throw-site.ts';
 import { RunChecks } from './run-checks.ts';
 import { notAResource } from './resource-list.ts';
 import { PlaysRun } from './plays-run.ts';
@@ -140,7 +140,8 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
 
 /**
  * A play's resources for one host. A resource refusing its arguments without saying where they
- * came from is pointed at the host's entry in the inventory, so every input error has a place.
+ * came from is pointed at the variable that set the value when one did, else at the playbook's
+ * call of the resource (else the host's entry), so every input error has a place.
  */
 function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, memo: PlayMemo, facts?: HostFacts): Resource[] {
   let built: unknown;
@@ -148,8 +149,15 @@ function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, me
     built = memo.resources(new HostContext(host, inv.hosts, facts), (ctx) => play.resources(ctx));
   } catch (e) {
     if (e instanceof InputError) {
-      if (!e.pos) throw new InputError(`host ${printable(host.name)}, play '${play.name}': ${e.detail}`, culpritPos(e, host) ?? host.pos);
-      throw e;
+      if (e.pos) throw e;
+      // A resource refused its options: where the playbook called it, and where the value was set.
+      const site = callSite(e);
+      const call = site ? `${site.callee ? `${site.callee}() ` : 'a resource '}at ${formatPos(site.pos)}` : undefined;
+      const culprit = culpritOf(e, host);
+      const at = culprit?.pos ?? site?.pos ?? host.pos;
+      const shownCall = call && at !== site?.pos ? `, ${call}` : site?.callee ? `, ${site.callee}()` : '';
+      const from = culprit ? ` (from variable ${printable(culprit.name)})` : '';
+      throw new InputError(`host ${printable(host.name)}, play '${play.name}'${shownCall}: ${e.detail}${from}`, at);
     }
     if (e instanceof FactsUnavailable)
       throw new InputError(`playbook ${pb.file ?? `'${pb.name}'`}, play '${play.name}', host ${host.name}: ${e.message}`, throwSite(e));
@@ -172,15 +180,17 @@ function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, me
 
 /**
  * Where a bad value a resource refused was set: the first variable of the host holding a string
- * with the same problem (a control character, an over-long word), else nowhere known.
+ * with the same problem (a control character, an over-long word), or the string the message
+ * quotes ('rel/x' in "path must be an absolute path, got 'rel/x'"); else nowhere known.
  */
-function culpritPos(e: InputError, host: Host): SourcePos | undefined {
-  if (!(e instanceof BadValue)) return undefined;
+function culpritOf(e: InputError, host: Host): { name: string; pos: SourcePos | undefined } | undefined {
+  const quoted = (s: string) => s !== '' && e.detail.includes(shown(s));
+  const culprit = e instanceof BadValue ? (s: string) => e.culprit(s) || quoted(s) : quoted;
   const has = (v: unknown, depth: number): boolean =>
     typeof v === 'string'
-      ? e.culprit(v)
+      ? culprit(v)
       : depth < 100 && v !== null && typeof v === 'object' && Object.values(v).some((x) => has(x, depth + 1));
-  for (const [name, value] of Object.entries(host.vars)) if (has(value, 0)) return host.varSources[name];
+  for (const [name, value] of Object.entries(host.vars)) if (has(value, 0)) return { name, pos: host.varSources[name] };
   return undefined;
 }
 

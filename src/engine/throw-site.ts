@@ -9,18 +9,35 @@ import { sourcePosition } from '../util/source-map.ts';
  * its prebuilt JavaScript (dist/) is named by its TypeScript line, through the build's source map.
  */
 export function throwSite(err: { stack?: string }): SourcePos | undefined {
+  return callSite(err)?.pos;
+}
+
+/**
+ * The playbook's line in a stack (as throwSite), and the racksmith function it called there: the
+ * resource (`file`) whose options were refused, named by the frame just inside racksmith's code.
+ */
+export function callSite(err: { stack?: string }): { pos: SourcePos; callee?: string } | undefined {
+  let callee: string | undefined;
   for (const line of (err.stack ?? '').split('\n').slice(1)) {
     const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
-    if (!m || isOwnModule(m[1].replace(/^file:\/\//, ''))) continue;
-    const file = m[1].replace(/^file:\/\//, '');
-    const pos = (m[1].includes('/dist/') && sourcePosition(file, Number(m[2]), Number(m[3]))) || {
-      file,
+    if (!m) continue;
+    const name = /^\s*at (?:async |new )?([^\s(]+)(?: \[as [^\]]+\])? \(/.exec(line)?.[1].replace(/^Object\./, '');
+    const raw = m[1].replace(/^file:\/\//, '');
+    if (isOwnModule(raw)) {
+      callee = name;
+      continue;
+    }
+    const pos = (m[1].includes('/dist/') && sourcePosition(raw, Number(m[2]), Number(m[3]))) || {
+      file: raw,
       line: Number(m[2]),
       col: Number(m[3]),
     };
     // (a line of dist/racksmith.js is racksmith's own code or one of its playbooks: its map tells)
-    if (isOwnModule(pos.file)) continue;
-    return { ...pos, file: relative(process.cwd(), pos.file) || pos.file };
+    if (isOwnModule(pos.file)) {
+      callee = name;
+      continue;
+    }
+    return { pos: { ...pos, file: relative(process.cwd(), pos.file) || pos.file }, callee };
   }
   return undefined;
 }

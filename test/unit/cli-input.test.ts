@@ -157,7 +157,14 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     [
       'a playbook with an invalid resource',
       () => [fix('bad-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
-      ['path must be an absolute path'],
+      [`error: ${fix('bad-resource.ts')}:8:21: host loc, play 'bad resource', file(): path must be an absolute path`],
+    ],
+    [
+      'a bad resource option from a variable names where the variable was set, and the call',
+      () => [fix('var-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`, '-e', 'demo_path=rel/x'],
+      [
+        `error: -e #2: host loc, play 'var resource', file() at ${fix('var-resource.ts')}:8:25: path must be an absolute path, got 'rel/x' (from variable demo_path)`,
+      ],
     ],
     [
       'a playbook whose resources() returns false (cond && r) names the element, and how to write it',

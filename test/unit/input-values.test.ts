@@ -105,9 +105,14 @@ describe('through the CLI: exit 3 at the variable that set the value, no host co
     [
       'NUL in a command argv word (fx_text)',
       '    fx_text: "a\\0b"\n',
-      /inv-\w+\.yml:7:\d+: host h1, play 'foundation fixture': .*must not contain NUL/,
+      /inv-\w+\.yml:7:\d+: host h1, play 'foundation fixture', command\(\) at test\/fixtures\/playbooks\/foundation\.ts:\d+:\d+: .*must not contain NUL/,
     ],
     ['ESC in a path (fx_dir)', '    fx_dir: "/srv/a\\eb"\n', /inv-\w+\.yml:7:\d+: .*control characters \('\\x1b'\)/],
+    [
+      'a relative path (fx_dir): the variable, and the call that refused it',
+      '    fx_dir: srv/rel\n',
+      /inv-\w+\.yml:7:\d+: host h1, play 'foundation fixture', \w+\(\) at test\/fixtures\/playbooks\/foundation\.ts:\d+:\d+: .*must be an absolute path, got 'srv\/rel' \(from variable fx_dir\)/,
+    ],
     ['a 1 MB path (fx_dir)', `    fx_dir: ${MB_PATH}\n`, /inv-\w+\.yml:7:\d+: .*over the limit of 4096/],
     [
       'a missing private key file',

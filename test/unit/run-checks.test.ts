@@ -10,7 +10,7 @@ import type { Resource } from '../../src/contract/resource.ts';
 import { conflicts } from '../../src/engine/claims.ts';
 import { prepare } from '../../src/engine/run.ts';
 import { refuseEmptySelection } from '../../src/engine/run-checks.ts';
-import { throwSite } from '../../src/engine/throw-site.ts';
+import { callSite, throwSite } from '../../src/engine/throw-site.ts';
 import { loadInventory } from '../../src/inventory/load.ts';
 import type { Inventory } from '../../src/inventory/model.ts';
 import { file } from '../../src/resources/core/file.ts';
@@ -253,4 +253,16 @@ describe('the playbook line of a stack', () => {
     ],
     ['none outside racksmith', stack(`${ROOT}/src/x.ts:1:1`, '/r/node_modules/y/z.js:1:1'), undefined],
   ])('%s', (_, err, want) => expect(throwSite(err)).toEqual(want));
+
+  it('callSite: the racksmith function the playbook called there (a resource refusing its options)', () => {
+    const err = {
+      stack: [
+        'InputError: path must be an absolute path',
+        `    at checkAbsolutePath (${ROOT}/src/resources/core/file-common.ts:32:11)`,
+        `    at Object.file [as f] (${ROOT}/src/resources/core/file.ts:31:16)`,
+        '    at resources (/r/playbooks/p.ts:7:5)',
+      ].join('\n'),
+    };
+    expect(callSite(err)).toEqual({ pos: { file: relative(process.cwd(), '/r/playbooks/p.ts'), line: 7, col: 5 }, callee: 'file' });
+  });
 });
