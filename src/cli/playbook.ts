@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Playbook } from '../contract/playbook.ts';
 import { InputError } from '../util/errors.ts';
+import { callSite } from '../engine/throw-site.ts';
 
 /** racksmith's own directory: its bundled playbooks, and the root the code of a plan is hashed from. */
 export const PACKAGE_ROOT = packageRoot();
@@ -38,12 +39,23 @@ export async function loadPlaybook(file: string, importPlaybook: PlaybookImporte
   try {
     mod = await importPlaybook(file);
   } catch (e) {
-    if (e instanceof InputError) throw e;
-    throw new InputError(`cannot load playbook: ${loadFailure((e as Error).message)}`, { file });
+    throw loadError(e, file);
   }
   const pb = mod.default as Playbook | undefined;
   if (!pb || !Array.isArray(pb.plays)) throw new InputError('playbook must `export default playbook({...})`', { file });
   return { ...pb, file: relative(process.cwd(), file) || file };
+}
+
+/**
+ * A playbook that failed while loading, at the line of its own code that threw (a top-level
+ * `throw`, a resource built at top level refusing its options), else at its file.
+ */
+function loadError(e: unknown, file: string): InputError {
+  if (e instanceof InputError && e.pos) return e;
+  const site = e instanceof Error ? callSite(e) : undefined;
+  const at = site?.pos ?? { file: relative(process.cwd(), file) || file };
+  if (e instanceof InputError) return new InputError(site?.callee ? `${site.callee}(): ${e.detail}` : e.detail, at);
+  return new InputError(`cannot load playbook: ${loadFailure((e as Error).message)}`, at);
 }
 
 /**

@@ -103,25 +103,37 @@ function who(e: { user: string; method: string } | undefined): string {
 /** A play's resources for host `n`, checked (ids, dependencies) and selected by tags. */
 function checkResources(play: Play, n: string, built: Resource[], sel: RunSelection): Resource[] {
   const all = built.map((r) => withPlayTags(r, play.tags ?? []));
-  const ids = new Set<string>();
+  const ids = new Map<string, Resource>();
   for (const r of all) {
-    if (ids.has(r.id)) throw new InputError(`play '${play.name}' declares ${r.id} twice for host ${n}`);
-    ids.add(r.id);
+    const first = ids.get(r.id);
+    if (first)
+      throw new InputError(
+        `play '${play.name}' declares ${r.id} twice for host ${n}: at ${declaredAt(first)} and at ${declaredAt(r)}`,
+        throwSite(r.declaredAt ?? {}),
+      );
+    ids.set(r.id, r);
   }
   const declared = new Set<string>();
   for (const r of all) {
+    const at = throwSite(r.declaredAt ?? {});
     for (const d of r.dependsOn)
-      if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`);
+      if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`, at);
     for (const d of r.after ?? [])
       if (!declared.has(d))
-        throw new InputError(`${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}`);
+        throw new InputError(
+          `${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}${ids.has(d) ? ` (it is declared later: move it up)` : ''}`,
+          at,
+        );
     declared.add(r.id);
   }
   const handlers = new Set(all.filter((r) => r.handler).map((r) => r.id));
   for (const r of all)
     for (const h of r.notify ?? [])
       if (!handlers.has(h))
-        throw new InputError(`${r.id} notifies ${h}, which play '${play.name}' does not declare as a handler for host ${n}`);
+        throw new InputError(
+          `${r.id} notifies ${h}, which play '${play.name}' does not declare as a handler for host ${n}`,
+          throwSite(r.declaredAt ?? {}),
+        );
   const kept = all.filter((r) => tagSelected(r.tags, sel));
   const keptIds = new Set(kept.map((r) => r.id));
   // A dependency left out by --tags is treated as satisfied, as Ansible does (and a handler left out is not run).
@@ -192,6 +204,12 @@ function culpritOf(e: InputError, host: Host): { name: string; pos: SourcePos | 
       : depth < 100 && v !== null && typeof v === 'object' && Object.values(v).some((x) => has(x, depth + 1));
   for (const [name, value] of Object.entries(host.vars)) if (has(value, 0)) return { name, pos: host.varSources[name] };
   return undefined;
+}
+
+/** Where a resource was declared, for a message naming two of them. */
+function declaredAt(r: Resource): string {
+  const at = throwSite(r.declaredAt ?? {});
+  return at ? formatPos(at) : 'an unknown line';
 }
 
 function withPlayTags(r: Resource, playTags: string[]): Resource {

@@ -19,7 +19,8 @@ export function throwSite(err: { stack?: string }): SourcePos | undefined {
 export function callSite(err: { stack?: string }): { pos: SourcePos; callee?: string } | undefined {
   let callee: string | undefined;
   for (const line of (err.stack ?? '').split('\n').slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
+    // (a path from its start: node:internal/x:1:2 is Node's, not a file /x)
+    const m = /(?:\(|at )((?:file:\/\/)?\/[^():]+):(\d+):(\d+)\)?\s*$/.exec(line);
     if (!m) continue;
     const name = /^\s*at (?:async |new )?([^\s(]+)(?: \[as [^\]]+\])? \(/.exec(line)?.[1].replace(/^Object\./, '');
     const raw = m[1].replace(/^file:\/\//, '');

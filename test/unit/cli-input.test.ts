@@ -182,7 +182,26 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     [
       'a playbook declaring a resource twice',
       () => [fix('duplicate-ids.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
-      ['declares directory:/tmp/rsdemo twice'],
+      [
+        `error: ${fix('duplicate-ids.ts')}:8:57: play 'duplicate ids' declares directory:/tmp/rsdemo twice for host loc: at ${fix('duplicate-ids.ts')}:8:21 and at ${fix('duplicate-ids.ts')}:8:57`,
+      ],
+    ],
+    [
+      'a playbook whose after: names a resource declared later: the line of the one that names it',
+      () => [fix('after-later.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
+      [
+        `error: ${fix('after-later.ts')}:10:5: file:/tmp/rsdemo/motd must come after directory:/tmp/rsdemo, which play 'after later' does not declare before it for host loc (it is declared later: move it up)`,
+      ],
+    ],
+    [
+      'a playbook that throws at top level: its line',
+      () => [fix('top-throws.ts'), '-i', INV, '--syntax-check'],
+      [`error: ${fix('top-throws.ts')}:5:31: cannot load playbook: no racks configured`],
+    ],
+    [
+      'a playbook building a bad resource at top level: its line',
+      () => [fix('top-bad-resource.ts'), '-i', INV, '--syntax-check'],
+      [`error: ${fix('top-bad-resource.ts')}:5:14: file(): path must be an absolute path, got 'not/absolute'`],
     ],
     [
       'a playbook that throws while building names the playbook, the play, the host and the line',

@@ -252,6 +252,11 @@ describe('the playbook line of a stack', () => {
       { file: relative(process.cwd(), '/home/op/infra/src/site.ts'), line: 4, col: 2 },
     ],
     ['none outside racksmith', stack(`${ROOT}/src/x.ts:1:1`, '/r/node_modules/y/z.js:1:1'), undefined],
+    [
+      "Node's own frames are no file",
+      stack('node:internal/modules/esm/resolve:283:11', '/r/p.ts:2:3'),
+      { file: relative(process.cwd(), '/r/p.ts'), line: 2, col: 3 },
+    ],
   ])('%s', (_, err, want) => expect(throwSite(err)).toEqual(want));
 
   it('callSite: the racksmith function the playbook called there (a resource refusing its options)', () => {
