@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
 import { InputError, InputErrors, type SourcePos } from './errors.ts';
 import { isSecret } from './secret.ts';
+import { writtenAt } from './written-text.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -95,16 +96,22 @@ function splitPointer(p: string): string[] {
 
 /**
  * A string (a file mode, say) given as an integer: how to write it. YAML 1.1, as Ansible's
- * inventories are read, takes an unquoted 0750 for the octal number 488: named when the octal
- * spelling is what the pattern accepts, else the decimal digits are quoted as they were written.
+ * inventories are read, takes an unquoted 0750 for the octal number 488: that is named only when
+ * the file says it was written so (`written`, the text at the value's position), else the text
+ * as written is to be quoted. Unknown (a nested value, no file): the octal reading is a guess.
  */
-function quoteHint(e: ErrorObject): string {
+function quoteHint(e: ErrorObject, written: string | undefined): string {
   const schema = e.parentSchema as { type?: unknown; pattern?: unknown } | undefined;
   if (schema?.type !== 'string' || !Number.isSafeInteger(e.data) || (e.data as number) < 0) return '';
   const n = e.data as number;
   const fits = (text: string) => typeof schema.pattern !== 'string' || new RegExp(schema.pattern, 'u').test(text);
   const octal = `0${n.toString(8)}`;
-  if (typeof schema.pattern === 'string' && fits(octal)) return `: YAML 1.1 read ${octal} as ${n}: quote it ('${octal}')`;
+  const readAs = (w: string) => (/^0[0-7]+$/.test(w) ? parseInt(w, 8) : /^[0-9]+$/.test(w) ? Number(w) : undefined);
+  if (written !== undefined && readAs(written) === n) {
+    return /^0[0-7]+$/.test(written) ? `: YAML 1.1 read ${written} as ${n}: quote it ('${written}')` : `: quote it ('${written}')`;
+  }
+  if (typeof schema.pattern === 'string' && fits(octal) && !fits(String(n)))
+    return `: quote it as written ('${octal}' if it was written ${octal}, which YAML 1.1 reads as ${n})`;
   return fits(String(n)) ? `: quote it ('${n}')` : '';
 }
 
@@ -211,7 +218,11 @@ function describe(e: ErrorObject, path: string[], at: Locator): { text: string; 
       return { text: `invalid name '${key}' in ${where}`, path: [...path, key], atKey: true };
     }
     case 'type':
-      return { text: `${where} must be ${String(e.params.type).replace(',', ' or ')}${quoteHint(e)}`, path, atKey: false };
+      return {
+        text: `${where} must be ${String(e.params.type).replace(',', ' or ')}${quoteHint(e, Number.isSafeInteger(e.data) ? writtenAt(at.pos(path)) : undefined)}`,
+        path,
+        atKey: false,
+      };
     case 'enum':
       return { text: `${where} must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`, path, atKey: false };
     case 'anyOf':

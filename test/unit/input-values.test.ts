@@ -184,6 +184,14 @@ describe('through the CLI: exit 3 at the variable that set the value, no host co
       "storage_mount_mode must be string: YAML 1.1 read 0750 as 488: quote it ('0750')",
     ],
     ['an unquoted 750 (the number 750)', '750', "storage_mount_mode must be string: quote it ('750')"],
+    // 42 is 052 in octal, which the pattern takes: the file says 42 was written, not 052
+    ['an unquoted 42: no octal reading the file does not show', '42', "storage_mount_mode must be string: quote it ('42')"],
+    [
+      'an unquoted 052 (YAML 1.1: the octal number 42)',
+      '052',
+      "storage_mount_mode must be string: YAML 1.1 read 052 as 42: quote it ('052')",
+    ],
+    ['a comment after it', '0644 # the mode', "storage_mount_mode must be string: YAML 1.1 read 0644 as 420: quote it ('0644')"],
   ])('a mode given as a number says how to write it: %s', async (_, mode, message) => {
     const vars = `    storage_disks: [{ device: /dev/loop0 }]\n    storage_mount_mode: ${mode}\n`;
     const r = await cli(['playbooks/storage.ts', '-i', inventory(vars), '-e', '{"racksmith_play_hosts": {"storage": "all"}}']);
