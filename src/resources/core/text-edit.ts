@@ -1,5 +1,6 @@
 import { probed } from '../../contract/probe.ts';
 import { InputError } from '../../util/errors.ts';
+import { BadValue } from '../../util/input-value.ts';
 import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { isSensitive, managedFile, type FileWrite } from './managed-file.ts';
 import { checkSensitive } from './sensitive-files.ts';
@@ -77,7 +78,11 @@ export interface LineOptions extends TextEditOptions {
 /** One line in a file (like Ansible's lineinfile). */
 export function line(o: LineOptions): Resource<FileFacts> {
   refuseSecrets({ line: o.line }, `line:${o.path}`); // (a Secret is not a string: said as what it is)
-  if (typeof o.line !== 'string' || o.line.includes('\n')) throw new InputError(`line for ${o.path} must be a single line of text`);
+  if (typeof o.line !== 'string') throw new InputError(`line for ${o.path} must be a single line of text`);
+  // (said at the variable whose text brought the newline in, when one did)
+  const text = o.line;
+  if (text.includes('\n'))
+    throw new BadValue(`line for ${o.path} must be a single line of text`, (s) => s.includes('\n') && text.includes(s));
   let re: RegExp | undefined;
   try {
     re = o.regexp !== undefined ? new RegExp(o.regexp) : undefined;
