@@ -36,6 +36,11 @@ export const importSource: PlaybookImporter = (file) => import(pathToFileURL(fil
 
 export async function loadPlaybook(file: string, importPlaybook: PlaybookImporter = importSource): Promise<Playbook> {
   let mod: { default?: unknown };
+  // (tsx compiles a .cts to require() calls, and Node 20 cannot require racksmith's ES modules)
+  if (file.endsWith('.cts'))
+    throw new InputError('a .cts playbook (CommonJS TypeScript) cannot load racksmith on Node 20: name it .ts, with `export default`', {
+      file,
+    });
   try {
     mod = await importPlaybook(file);
   } catch (e) {

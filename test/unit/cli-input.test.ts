@@ -150,6 +150,11 @@ describe('run(): bad input is exit 3, before anything runs', () => {
     ],
     ['a missing playbook', () => [fix('no-such-playbook.ts'), '-i', INV, '--check'], [`playbook not found: ${fix('no-such-playbook.ts')}`]],
     [
+      'a .cts playbook (compiled to require(), which cannot load racksmith on Node 20)',
+      () => [fix('commonjs.cts'), '-i', INV, '--check'],
+      [`${fix('commonjs.cts')}: a .cts playbook (CommonJS TypeScript) cannot load racksmith on Node 20: name it .ts`],
+    ],
+    [
       'a module that is not a playbook',
       () => [fix('not-a-playbook.ts'), '-i', INV, '--check'],
       ['playbook must `export default playbook({...})`'],
