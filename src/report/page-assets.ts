@@ -53,10 +53,16 @@ export const PAGE_SCRIPT = `
   var f = { host: $('f-host'), group: $('f-group'), play: $('f-play'), resource: $('f-resource'), status: $('f-status') };
   var has = function (text, part) { return !part || text.toLowerCase().indexOf(part) >= 0; };
   var val = function (el) { return el.value.trim().toLowerCase(); };
+  // A host or group filter that is a whole name (a link's #host=n1) means that one, not n10 too;
+  // any other text is searched for in the names.
+  var names = function (list) { var o = {}; list.forEach(function (n) { o[n.toLowerCase()] = true; }); return o; };
+  var hostNames = names(Object.keys(groupsOf));
+  var groupNames = names([].concat.apply([], Object.keys(groupsOf).map(function (h) { return groupsOf[h]; })));
+  var named = function (name, q, all) { return !q || (all[q] ? name.toLowerCase() === q : has(name, q)); };
   function hostMatches(h, q) {
-    if (!has(h, q.host)) return false;
+    if (!named(h, q.host, hostNames)) return false;
     if (!q.group) return true;
-    return (groupsOf[h] || []).some(function (g) { return has(g, q.group); });
+    return (groupsOf[h] || []).some(function (g) { return named(g, q.group, groupNames); });
   }
   function changeMatches(c, q) {
     return has(c.dataset.play, q.play) && (has(c.dataset.id, q.resource) || has(c.dataset.kind, q.resource)) &&

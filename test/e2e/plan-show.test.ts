@@ -10,6 +10,7 @@ import * as tb from '../testbed/api.ts';
 import { provision, writeInventory } from './helpers.ts';
 import { PLAN_FORMAT, PLAN_VERSION, signatureOf, type PlanFile } from '../../src/plan/plan.ts';
 import { chromiumMissing, renderPage } from '../support/chromium.ts';
+import { reportHtml } from '../../src/report/html.ts';
 
 const PB = 'test/fixtures/playbooks/secrets.ts';
 const HOSTS = ['tb6', 'tb7', 'tb8'];
@@ -93,6 +94,33 @@ describe('plan show', () => {
     const group = await renderPage(`${page}#group=rackb`);
     expect(group.dom).toContain('0 of 2 changes, 1 of 3 hosts');
     expect(group.dom).toMatch(/<section id="hosts" class="hidden">/);
+  });
+
+  it.skipIf(chromiumMissing)('--html: a link naming a host or group shows that one, not others whose names contain it', async () => {
+    // (the page of a report made here: names chosen so that one holds another, n1 in n10, rack1 in rack10)
+    const change = (host: string) => ({
+      host,
+      play: 'tuning',
+      id: 'sysctl:vm.swappiness',
+      kind: 'sysctl',
+      status: 'changed' as const,
+      summaries: ['vm.swappiness: 60 → 1'],
+      diffs: [],
+    });
+    const hosts = [
+      ['n1', 'rack1'],
+      ['n10', 'rack10'],
+      ['n2', 'rack1'],
+    ].map(([name, group]) => ({ name, groups: [group], status: 'changed' as const }));
+    const page = join(tmp(), 'names.html');
+    writeFileSync(
+      page,
+      reportHtml({ kind: 'plan', title: 'Plan', meta: [], warnings: [], hosts, items: hosts.map((h) => change(h.name)) }),
+    );
+    expect((await renderPage(`${page}#host=n1&view=hosts`)).dom).toContain('1 of 1 changes, 1 of 3 hosts');
+    expect((await renderPage(`${page}#group=rack1&view=hosts`)).dom).toContain('1 of 1 changes, 2 of 3 hosts');
+    // text that names no host whole is still searched for
+    expect((await renderPage(`${page}#host=n&view=hosts`)).dom).toContain('1 of 1 changes, 3 of 3 hosts');
   });
 
   it('a plan that does not verify is shown with a warning, exit 1', async () => {
