@@ -120,17 +120,21 @@ export default playbook({ name: 'uses it', hosts: 'all', resources: (h) => [file
     ['ansible_user', 'all.hosts.h1.ansible_user'],
     ['ansible_port', 'all.hosts.h1.ansible_port'],
     ['nofile', 'nofile'],
-  ])('a vaulted %s (racksmith prints or schema-checks it) is refused as a secret, with or without the password', (name, where) => {
-    const d = files({
-      'hosts.yml': `all:\n  hosts:\n    h1:\n      ansible_connection: local\n${indent(encryptString('2222', name), 6)}\n`,
-    });
-    for (const pass of [[], ['--vault-password-file', PW]]) {
-      const r = provision(['playbooks/network.ts', '-i', join(d, 'hosts.yml'), '--syntax-check', ...pass]);
-      expect(r.status, r.stderr).toBe(3);
-      expect(r.stderr).toContain(`${join(d, 'hosts.yml')}:5:`);
-      expect(r.stderr).toContain(`${where} must be a plain value, not a secret (vaulted or !secret)`);
-    }
-  });
+  ])(
+    'a vaulted %s (racksmith prints or schema-checks it) is refused as a secret, with or without the password',
+    (name, where) => {
+      const d = files({
+        'hosts.yml': `all:\n  hosts:\n    h1:\n      ansible_connection: local\n${indent(encryptString('2222', name), 6)}\n`,
+      });
+      for (const pass of [[], ['--vault-password-file', PW]]) {
+        const r = provision(['playbooks/network.ts', '-i', join(d, 'hosts.yml'), '--syntax-check', ...pass]);
+        expect(r.status, r.stderr).toBe(3);
+        expect(r.stderr).toContain(`${join(d, 'hosts.yml')}:5:`);
+        expect(r.stderr).toContain(`${where} must be a plain value, not a secret (vaulted or !secret)`);
+      }
+    },
+    30_000,
+  );
 
   it('a wrong password: exit 3 at the value, nothing decrypted', () => {
     const r = provision(['inventory', '-i', inv, '--list', '--vault-password-file', WRONG]);
