@@ -17,7 +17,8 @@ import { factsFingerprint } from './host-facts.ts';
 export const PLAN_FORMAT = 'racksmith-plan';
 /** What --plan-out replaces: a plan written before (JSON, `format` its first key). */
 export const PLAN_FILE: OutputKind = { name: 'a racksmith plan', head: /^\{\s*"format":\s*"racksmith-plan"/ };
-export const PLAN_VERSION = 4;
+// 5: failed resources and hosts recorded (a version 4 plan showed a failed check as no change)
+export const PLAN_VERSION = 5;
 
 /**
  * A resource as reviewed: what apply checks (PlannedResource), its kind, and the diffs that were
@@ -26,6 +27,8 @@ export const PLAN_VERSION = 4;
 export interface PlanEntry extends PlannedResource {
   kind?: string;
   diffs?: string[];
+  /** The error it failed with in the check run: nothing was reviewed for it. */
+  error?: string;
 }
 
 /**
@@ -56,6 +59,11 @@ export interface PlanFile {
   hosts: Record<string, Record<string, Record<string, PlanEntry>>>;
   /** Each reviewed host's inventory groups (for `plan show`'s filters). */
   groups: Record<string, string[]>;
+  /**
+   * Reviewed hosts whose check run failed (a resource failed, become failed), with the host's
+   * error or a count: `plan show` lists them and exits 1, `apply` refuses the plan.
+   */
+  failed?: Record<string, string>;
   /**
    * `hmac-sha256:` of the rest of the file under this installation's key: an edit (an option
    * added to argv, a host added, createdAt moved) cannot be signed again without that key.
@@ -93,6 +101,7 @@ const planSchema = {
     code: { type: 'object', additionalProperties: { type: 'string' } },
     facts: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'string' } } },
     groups: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
+    failed: { type: 'object', additionalProperties: { type: 'string' } },
     hosts: {
       type: 'object',
       additionalProperties: {
@@ -108,6 +117,7 @@ const planSchema = {
               pending: { type: 'string' },
               kind: { type: 'string' },
               diffs: { type: 'array', items: { type: 'string' } },
+              error: { type: 'string' },
             },
           },
         },
@@ -155,11 +165,12 @@ export function makePlan(o: {
     const plays: PlanFile['hosts'][string] = (hosts[host] = {});
     const resultsOf = results.get(host);
     for (const [play, hashes] of byPlay) {
-      const planned: Record<string, PlannedResource> = (plays[play] = {});
+      const planned: Record<string, PlanEntry> = (plays[play] = {});
       const byId = resultsOf?.get(play);
       for (const [id, factHash] of hashes) planned[id] = plannedResource(factHash, byId?.get(id));
     }
   }
+  const failed = failedHosts(o.outcome, hosts);
   return {
     format: PLAN_FORMAT,
     version: PLAN_VERSION,
@@ -174,10 +185,30 @@ export function makePlan(o: {
     ...(o.facts?.size ? { facts: Object.fromEntries([...o.facts].map(([h, f]) => [h, factsFingerprint(f)])) } : {}),
     // every host is in `all`: only the groups that tell hosts apart
     groups: Object.fromEntries(o.inventory.hosts.filter((h) => h.name in hosts).map((h) => [h.name, h.groups.filter((g) => g !== 'all')])),
+    ...(Object.keys(failed).length ? { failed } : {}),
   };
 }
 
-function plannedResource(factHash: string, r: RunOutcome['results'][number] | undefined): PlannedResource {
+/** Reviewed hosts whose check run failed, with the host's error (else how many resources failed). */
+function failedHosts(outcome: RunOutcome, hosts: PlanFile['hosts']): Record<string, string> {
+  const failed: Record<string, string> = {};
+  for (const r of outcome.hosts)
+    if (r.host in hosts && !r.unreachable && (r.failed > 0 || r.error !== undefined))
+      failed[r.host] = r.error ?? `${r.failed} resource(s) failed`;
+  return failed;
+}
+
+/** A plan whose check run failed somewhere, refused whole (as Atlantis refuses a plan that errored): what failed was never reviewed. */
+function checkPlanSucceeded(plan: PlanFile, file: string): void {
+  const hosts = Object.keys(plan.failed ?? {});
+  if (hosts.length)
+    throw new InputError(
+      `plan's check run failed on ${hosts.length} host(s) (${hosts.slice(0, 10).join(', ')}${hosts.length > 10 ? ', ...' : ''}): what failed was never reviewed; fix it and make a new plan (\`provision plan show\` lists the failures)`,
+      { file },
+    );
+}
+
+function plannedResource(factHash: string, r: RunOutcome['results'][number] | undefined): PlanEntry {
   const changed = r?.status === 'changed' ? r.changes : [];
   const diffs = changed.map((c) => c.diff).filter((d): d is string => !!d);
   return {
@@ -186,6 +217,7 @@ function plannedResource(factHash: string, r: RunOutcome['results'][number] | un
     ...(r?.pending ? { pending: r.pending } : {}),
     ...(r ? { kind: r.kind } : {}),
     ...(diffs.length ? { diffs } : {}),
+    ...(r?.status === 'failed' ? { error: r.error ?? 'failed' } : {}),
   };
 }
 
@@ -265,6 +297,7 @@ export function checkPlan(
   file: string,
   now: { inventory: Inventory; code: CodeHashes; maxAgeMs: number; selection: string[] },
 ): void {
+  checkPlanSucceeded(plan, file);
   const age = Date.now() - Date.parse(plan.createdAt);
   if (age < 0 || Number.isNaN(age)) throw new InputError(`plan's createdAt (${plan.createdAt}) is not a time in the past`, { file });
   if (!(age <= now.maxAgeMs)) {

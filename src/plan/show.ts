@@ -17,6 +17,11 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
     let status: HostStatus = 'ok';
     for (const [play, resources] of Object.entries(plan.hosts[name])) {
       for (const [id, e] of Object.entries(resources)) {
+        // a resource that failed in the check run: shown with its error (nothing of it was reviewed)
+        if (e.error !== undefined) {
+          items.push({ host: name, play, id, kind: e.kind ?? kindOfId(id), status: 'failed', summaries: [], diffs: [], note: e.error });
+          continue;
+        }
         if (!e.changes.length && e.pending === undefined) continue;
         const pending = e.pending !== undefined;
         if (!pending) status = 'changed';
@@ -33,8 +38,10 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
         });
       }
     }
-    return { name, groups: plan.groups[name] ?? [], status };
+    const error = plan.failed?.[name];
+    return { name, groups: plan.groups[name] ?? [], ...(error !== undefined ? { status: 'failed' as const, error } : { status }) };
   });
+  const failed = Object.keys(plan.failed ?? {});
   const notReviewed = plan.selection.filter((h) => !(h in plan.hosts));
   return {
     kind: 'plan',
@@ -49,11 +56,18 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
       ],
       ['signature', verified ? 'verified' : 'DOES NOT VERIFY'],
     ],
-    warnings: verified
-      ? []
-      : [
-          "this plan was edited since it was made, or signed under another key (its signature does not match this installation's key or --plan-key): what it shows may not be what was reviewed, and `provision apply` refuses it",
-        ],
+    warnings: [
+      ...(verified
+        ? []
+        : [
+            "this plan was edited since it was made, or signed under another key (its signature does not match this installation's key or --plan-key): what it shows may not be what was reviewed, and `provision apply` refuses it",
+          ]),
+      ...(failed.length
+        ? [
+            `the check run failed on ${failed.length} host(s) (${failed.slice(0, 10).join(', ')}${failed.length > 10 ? ', ...' : ''}): what failed was never reviewed, and \`provision apply\` refuses this plan`,
+          ]
+        : []),
+    ],
     hosts,
     items,
   };
