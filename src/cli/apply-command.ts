@@ -6,7 +6,7 @@ import { promptPassword } from '../util/prompt.ts';
 import { EXIT, exitBadInput } from './exit.ts';
 import { load } from './load.ts';
 import { APPLY_ARG, APPLY_ARG_TAKES_VALUE, APPLY_OPTION_NAMES } from './options.ts';
-import { checkPlanArgv } from './plan-args.ts';
+import { checkPlanArgv, planArgvForApply } from './plan-args.ts';
 import type { PlaybookImporter } from './playbook.ts';
 import { printListing, runLoaded } from './run-command.ts';
 import type { CliStreams } from './streams.ts';
@@ -24,7 +24,8 @@ export async function applyCommand(argv: string[], out: CliStreams, importPlaybo
   try {
     const { plan, file, rest, extra } = parseApply(argv.slice(1));
     checkPlanArgv(plan.argv, file);
-    const planArgs = await unmaskExtraVars(plan.argv, extra, async (what) => (await promptPassword(what)).toString('utf8'));
+    const recorded = planArgvForApply(plan.argv, plan.cwd, rest);
+    const planArgs = await unmaskExtraVars(recorded, extra, async (what) => (await promptPassword(what)).toString('utf8'));
     loaded = await load([...planArgs, ...rest], importPlaybook, Object.keys(plan.hosts), plan.cwd, true);
     if (loaded === 'help') throw new InputError('apply takes a plan file, not --help');
     checkPlan(plan, file, {

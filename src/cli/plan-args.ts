@@ -54,3 +54,36 @@ export function checkPlanArgv(argv: string[], file: string): void {
     if (t.kind === 'option' && notInPlans(t.name))
       throw new InputError(`plan's argv holds ${t.rawName}: apply takes it from its own command line only`, { file });
 }
+
+const VAULT_OPTIONS = new Set(['vault-password-file', 'vault-id', 'ask-vault-pass']);
+
+/**
+ * A plan's argv (canonical) as `apply` runs it: any vault option of apply's own command line
+ * (`applyArgs`) replaces the plan's (a password file is where apply runs, not where the plan was
+ * made); the recorded password files and `-e @file` resolved against the plan's directory of
+ * origin, as its inventory and playbooks are.
+ */
+export function planArgvForApply(argv: string[], origin: string, applyArgs: string[]): string[] {
+  const ownVault = optionTokens(applyArgs).some((t) => t.kind === 'option' && VAULT_OPTIONS.has(t.name));
+  const out: string[] = [];
+  for (const t of optionTokens(argv)) {
+    if (t.kind === 'positional') out.push(t.value);
+    else if (t.kind === 'option') {
+      if (ownVault && VAULT_OPTIONS.has(t.name)) continue;
+      out.push(`--${t.name}`, ...(t.value === undefined ? [] : [fromOrigin(t.name, t.value, origin)]));
+    }
+  }
+  return out;
+}
+
+/** An option's value with its file path resolved against `origin` (`prompt`, or nothing, is no path). */
+function fromOrigin(name: string, value: string, origin: string): string {
+  if (name === 'vault-password-file') return resolve(origin, value);
+  if (name === 'vault-id') {
+    const at = value.indexOf('@');
+    const [label, source] = at < 0 ? ['', value] : [value.slice(0, at + 1), value.slice(at + 1)];
+    return source === 'prompt' || source === '' ? value : label + resolve(origin, source);
+  }
+  if (name === 'extra-vars' && value.startsWith('@')) return '@' + resolve(origin, value.slice(1));
+  return value;
+}
