@@ -9,7 +9,7 @@ interface CliOption {
   apply?: boolean;
   /** Decides whom racksmith trusts and how it reaches hosts (host keys, login, proxies, privilege): never in a plan. */
   security?: boolean;
-  /** A switch of the dry run, not part of what was reviewed: never in a plan. */
+  /** A switch of the dry run or of its output, not part of what was reviewed: never in a plan. */
   notRecorded?: boolean;
   /** `provision exec PATTERN -- CMD` takes it: inventory, selection, connection, become, forks, timeouts, output, journal. */
   exec?: boolean;
@@ -30,7 +30,8 @@ export const CLI_OPTIONS = {
   'list-tags': { type: 'boolean' },
   'syntax-check': { type: 'boolean' },
   check: { type: 'boolean', short: 'C', notRecorded: true },
-  diff: { type: 'boolean', short: 'D', apply: true },
+  // output: how a run is shown, never recorded in a plan (apply shows it as its own command line says)
+  diff: { type: 'boolean', short: 'D', apply: true, notRecorded: true },
   limit: { type: 'string', short: 'l', exec: true },
   // repeatable, as in Ansible: every -t (and every --skip-tags) counts
   tags: { type: 'string', short: 't', multiple: true },
@@ -67,9 +68,9 @@ export const CLI_OPTIONS = {
   journal: { type: 'string', apply: true, notRecorded: true, exec: true },
   resume: { type: 'string', notRecorded: true },
   label: { type: 'string', multiple: true, apply: true, exec: true },
-  json: { type: 'boolean', apply: true, exec: true },
+  json: { type: 'boolean', apply: true, notRecorded: true, exec: true },
   recap: { type: 'string', apply: true, notRecorded: true },
-  verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, exec: true },
+  verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, notRecorded: true, exec: true },
   help: { type: 'boolean', short: 'h', notRecorded: true, exec: true },
 } as const satisfies Record<string, CliOption>;
 
@@ -80,7 +81,7 @@ const named = (has: (o: CliOption) => boolean) => new Set(table.filter(([, o]) =
 
 /** The options a plan never records, `provision apply` takes them from its own command line only. */
 export const SECURITY_OPTIONS: ReadonlySet<string> = named((o) => !!o.security);
-/** Options of the dry run that are not part of what was reviewed. */
+/** Options of the dry run and of its output (--json, -D, -v): not part of what was reviewed. */
 export const NOT_RECORDED: ReadonlySet<string> = named((o) => !!o.notRecorded);
 
 /** The options `provision exec` takes (-C/--check is not one: a command cannot be dry-run). */

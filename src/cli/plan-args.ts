@@ -5,7 +5,7 @@ import { InputError } from '../util/errors.ts';
 import { NOT_RECORDED, optionTokens, SECURITY_OPTIONS } from './options.ts';
 import type { CliOptions } from './parse.ts';
 
-/** What a plan never records: the dry run's own switches and the security options. */
+/** What a plan never records: the dry run's own switches, output options and the security options. */
 const notInPlans = (name: string) => NOT_RECORDED.has(name) || SECURITY_OPTIONS.has(name);
 
 /**

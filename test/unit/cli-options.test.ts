@@ -37,7 +37,8 @@ const HAND_SECURITY = new Set([
   'plan-key',
 ]);
 const handIsSecurity = (name: string) => HAND_SECURITY.has(name) || /become/.test(name);
-const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help', 'recap']);
+// (and the output options: a plan made with --json or -D once forced them on apply)
+const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help', 'recap', 'json', 'diff', 'verbose']);
 
 const names = Object.keys(CLI_OPTIONS);
 const shorts = Object.values(CLI_OPTIONS).flatMap((o) => ('short' in o ? [o.short] : []));
@@ -99,7 +100,7 @@ describe('the option table', () => {
     expect(APPLY_ARG_TAKES_VALUE.test(arg)).toBe(takesValue);
   });
 
-  it('a plan leaves out the options it left out before: the security options (every become one) and the dry-run switches', () => {
+  it('a plan leaves out the options it left out before: the security options (every become one), the dry-run switches and output', () => {
     expect(names.filter((n) => SECURITY_OPTIONS.has(n) !== handIsSecurity(n))).toEqual([]);
     expect(names.filter((n) => NOT_RECORDED.has(n) !== HAND_NOT_RECORDED.has(n))).toEqual([]);
     expect(names.filter((n) => /become/.test(n)).every((n) => SECURITY_OPTIONS.has(n))).toBe(true);

@@ -2,7 +2,9 @@
 // relative password file of the review once failed `apply` from another directory, even with
 // `apply --vault-password-file /abs`), and the recorded paths resolve where the plan was made.
 import { describe, expect, it } from 'vitest';
-import { planArgvForApply } from '../../src/cli/plan-args.ts';
+import { checkPlanArgv, planArgv, planArgvForApply } from '../../src/cli/plan-args.ts';
+import type { CliOptions } from '../../src/cli/parse.ts';
+import { InputError } from '../../src/util/errors.ts';
 
 const recorded = [
   'site.ts',
@@ -56,5 +58,24 @@ describe('planArgvForApply', () => {
       '--ask-vault-pass',
     ];
     expect(planArgvForApply(argv, '/srv/pb', [])).toEqual(argv);
+  });
+});
+
+describe('planArgv', () => {
+  const opts = { inventory: ['inv.yaml'] } as CliOptions;
+
+  it('records no output option: apply takes --json, -D and -v from its own command line', () => {
+    expect(planArgv(['site.ts', '-i', 'inv.yaml', '--check', '--json', '-D', '-vv', '--diff', '-l', 'n1'], undefined, opts)).toEqual([
+      'site.ts',
+      '--inventory',
+      'inv.yaml',
+      '--limit',
+      'n1',
+    ]);
+  });
+
+  it('a plan whose argv holds one is refused', () => {
+    expect(() => checkPlanArgv(['site.ts', '--json'], 'p.plan')).toThrow(/holds --json: apply takes it from its own command line only/);
+    expect(() => checkPlanArgv(['site.ts', '--diff'], 'p.plan')).toThrow(InputError);
   });
 });
