@@ -21,6 +21,8 @@ import { drainPlan } from './drain-plan.ts';
 
 export interface Loaded {
   opts: CliOptions;
+  /** The playbook files loaded (a plan's resolved where it was made): what the run record names. */
+  playbookFiles: string[];
   inventory: Inventory;
   prepared: PreparedPlay[];
   /** The code the playbooks run (for saved plans): hashed while loading them, only when a plan is made or applied. */
@@ -60,7 +62,14 @@ export async function load(
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
   if (opts.listHosts) {
     // in the plays' order, each play's hosts in Ansible's order (the order its batches take)
-    return { opts, inventory, prepared: [], notices, listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))] };
+    return {
+      opts,
+      playbookFiles: files,
+      inventory,
+      prepared: [],
+      notices,
+      listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))],
+    };
   }
   const limit = limitOfRerun(inventory, playbooks, opts, extraLimit);
   const sel = { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become };
@@ -74,7 +83,8 @@ export async function load(
     connectionFiles();
     drainPlan(inventory, reached, opts.drain, opts.drainTimeoutSec); // (each host's drain and its controller)
   }
-  if (opts.listing) return { opts, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
+  if (opts.listing)
+    return { opts, playbookFiles: files, inventory, prepared, notices, listingText: listing(opts.listing, playbooks, prepared) };
   if (prepared.every((p) => p.hosts.length === 0))
     throw new InputError(['no hosts matched: nothing to do', ...(inventory.warnings ?? []).map((w) => w.message), ...notices].join('\n  '));
   connectionFiles();
@@ -85,7 +95,7 @@ export async function load(
   const withFacts = prepared.some((p) => p.awaitsFacts && p.hosts.length)
     ? (factsOf: FactsOf) => prepare(inventory, playbooks, sel, factsOf)
     : undefined;
-  return { opts, inventory, prepared, code, selection, vault, notices, withFacts };
+  return { opts, playbookFiles: files, inventory, prepared, code, selection, vault, notices, withFacts };
 }
 
 /**

@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { startRecord, type RunRecorder } from '../history/recorder.ts';
 import { inventoryFingerprint } from '../plan/plan.ts';
 import type { Loaded } from './load.ts';
 import { runArgv } from './plan-args.ts';
-import { PACKAGE_ROOT } from './playbook.ts';
 
 /**
  * The run's record in the history (`provision runs`), started once its journal is open: argv in
@@ -14,12 +12,11 @@ import { PACKAGE_ROOT } from './playbook.ts';
 export function recordRun(argv: string[], loaded: Loaded, journal: string, hostNames: string[], warn: (m: string) => void): RunRecorder {
   const { opts, inventory } = loaded;
   const reached = new Set(hostNames);
-  // where loading found each playbook: the working directory's, else racksmith's bundled one
-  const playbooks = opts.playbooks.map((p) => [resolve(p), resolve(PACKAGE_ROOT, p)].find((f) => existsSync(f)) ?? resolve(p));
   return startRecord(
     {
       argv: runArgv(argv, loaded.vault),
-      playbooks,
+      // the files loading found (an apply's resolved where its plan was made, not where apply runs)
+      playbooks: loaded.playbookFiles,
       inventoryFingerprint: inventoryFingerprint(inventory),
       labels: opts.labels,
       check: opts.check,
