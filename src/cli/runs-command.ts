@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns } from '../history/select.ts';
+import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
 import { writeReport } from '../report/write.ts';
 import { InputError } from '../util/errors.ts';
@@ -73,7 +74,8 @@ function list(values: RunsValues, out: CliStreams): number {
     since: values.since === undefined ? undefined : parseSince(values.since),
     failed: !!values.failed,
   };
-  const runs = selectRuns(records, filter);
+  // a run with no end counts what its journal shows (its record holds only the zeros it started with)
+  const runs = selectRuns(records, filter).map((r) => withJournalCounts(r).record);
   if (values.json) {
     for (const r of runs) out.stdout.write(JSON.stringify(r) + '\n');
   } else {

@@ -44,7 +44,7 @@ function hostRows(report: Report, groups: ItemGroup[]): string {
     .join('\n');
 }
 
-const STATUSES = ['changed', 'pending', 'failed', 'unreachable', 'ok'];
+const STATUSES = ['changed', 'pending', 'failed', 'unreachable', 'unfinished', 'ok'];
 
 /**
  * The report as one self-contained page: inline CSS and one inline script (allowed by its hash in

@@ -19,8 +19,8 @@ export interface ReportItem {
   note?: string;
 }
 
-/** A host's state in a report. */
-export type HostStatus = 'changed' | 'pending' | 'failed' | 'unreachable' | 'ok';
+/** A host's state in a report (`unfinished`: a run that has no end, and no recap of the host in its journal). */
+export type HostStatus = 'changed' | 'pending' | 'failed' | 'unreachable' | 'unfinished' | 'ok';
 
 export interface ReportHost {
   name: string;
@@ -86,6 +86,6 @@ export function groupsByHost(report: Pick<Report, 'hosts'>, groups: ItemGroup[])
 
 /** How many hosts have each status, in a fixed order (those with none left out). */
 export function hostTotals(hosts: ReportHost[]): Array<[HostStatus, number]> {
-  const order: HostStatus[] = ['failed', 'unreachable', 'changed', 'pending', 'ok'];
+  const order: HostStatus[] = ['failed', 'unreachable', 'unfinished', 'changed', 'pending', 'ok'];
   return order.map((s) => [s, hosts.filter((h) => h.status === s).length] as [HostStatus, number]).filter(([, n]) => n > 0);
 }
