@@ -192,9 +192,10 @@ export function makePlan(o: {
 /** Reviewed hosts whose check run failed, with the host's error (else how many resources failed). */
 function failedHosts(outcome: RunOutcome, hosts: PlanFile['hosts']): Record<string, string> {
   const failed: Record<string, string> = {};
+  // (a host lost mid-review is in `hosts` with part of its review: failed too)
   for (const r of outcome.hosts)
-    if (r.host in hosts && !r.unreachable && (r.failed > 0 || r.error !== undefined))
-      failed[r.host] = r.error ?? `${r.failed} resource(s) failed`;
+    if (r.host in hosts && (r.failed > 0 || r.error !== undefined || r.unreachable))
+      failed[r.host] = r.error ?? (r.unreachable ? 'unreachable' : `${r.failed} resource(s) failed`);
   return failed;
 }
 

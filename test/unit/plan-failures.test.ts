@@ -110,6 +110,26 @@ describe('a plan whose check run failed', () => {
     expect(check).toThrow(/check run failed on 2 host\(s\) \(solo, nobecome\).*make a new plan/);
   });
 
+  it('a host lost mid-review is failed too; one never reached is only not reviewed', () => {
+    const lost = makePlan({
+      argv: ['site.ts'],
+      cwd: '/srv',
+      selection: ['fine', 'never'],
+      inventory,
+      code: {},
+      outcome: {
+        ...outcome,
+        results: [],
+        factHashes: new Map([['fine', new Map([['p', new Map([['file:/t/a', 'h3']])]])]]),
+        hosts: [
+          { host: 'fine', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 1 },
+          { host: 'never', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 0, error: 'connection refused' },
+        ],
+      },
+    });
+    expect(lost.failed).toEqual({ fine: 'unreachable' });
+  });
+
   it('a plan without failures has no `failed`', () => {
     const ok = makePlan({
       argv: ['site.ts'],
