@@ -40,14 +40,24 @@ const UNIT_MS = { m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 } as const;
 
 /** `90m`, `24h`, `7d`, `2w` -> milliseconds (from 1 minute to 100 years). */
 export function parseAge(flag: string, s: string): number {
-  const m = /^(\d{1,6})(m|h|d|w)$/.exec(s.trim());
-  if (!m || Number(m[1]) === 0) throw new InputError(`${flag} must look like 90m, 24h, 7d or 2w, got '${printable(s)}'`);
-  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  const m = /^(\d+)(m|h|d|w)$/.exec(s.trim());
+  if (!m) throw new InputError(`${flag} must look like 90m, 24h, 7d or 2w, got '${printable(s)}'`);
+  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  if (ms === 0) throw new InputError(`${flag} ${printable(s)}: an age of 0 (give at least 1m)`);
+  if (ms > MAX_AGE_MS) throw new InputError(`${flag} ${printable(s)}: more than 100 years`);
+  return ms;
 }
+
+const MAX_AGE_MS = 100 * 365.25 * 86400e3;
 
 /** --since: an age (`24h`, `7d`) or a date/time (`2026-12-01`, `2026-12-01T08:00Z`) -> ms since the epoch. */
 export function parseSince(s: string, now = Date.now()): number {
-  if (/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s.trim())) {
+  const date = /^(\d{4})-(\d{2})-(\d{2})([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.exec(s.trim());
+  if (date) {
+    // (Date.parse rolls 2026-02-30 over into March: a day the month does not have is a typo)
+    const [y, mo, d] = [Number(date[1]), Number(date[2]), Number(date[3])];
+    if (mo >= 1 && mo <= 12 && d > new Date(Date.UTC(y, mo, 0)).getUTCDate())
+      throw new InputError(`--since ${printable(s)}: ${date[1]}-${date[2]} has no day ${d}`);
     const t = Date.parse(s.trim());
     if (!Number.isNaN(t)) return t;
   }

@@ -66,7 +66,9 @@ function secretLeaves(vars: Vars, strict: boolean): Map<string, Secret> {
       return v;
     }
     if (strict && (v === null || typeof v !== 'object'))
-      throw new InputError(`apply -e: ${label(path)} is not a secret: apply's -e only gives again a plan's -e secrets`);
+      throw new InputError(
+        `apply -e: ${label(path)} is a plain value: apply's -e gives again only the plan's -e secrets, as secrets${path.length === 1 ? ` (-e '{"${label(path)}": {"secret": "..."}}')` : ''}; every other variable is as the plan recorded it`,
+      );
     return undefined;
   });
   return out;

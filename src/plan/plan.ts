@@ -292,6 +292,19 @@ export function parseDuration(s: string): number {
 
 export const MAX_PLAN_AGE_MS = 366 * 86400e3;
 
+/** A duration in the unit a person reads it in: `45 s`, `1 minute`, `90 minutes`, `26 hours`, `3 days`. */
+export function durationText(ms: number): string {
+  const [n, unit] =
+    ms < 120e3
+      ? [Math.round(ms / 1e3), 'second']
+      : ms < 7200e3
+        ? [Math.round(ms / 60e3), 'minute']
+        : ms < 172800e3
+          ? [Math.round(ms / 3600e3), 'hour']
+          : [Math.round(ms / 86400e3), 'day'];
+  return `${n} ${unit}${n === 1 ? '' : 's'}`;
+}
+
 /** Refuse plans that are too old or were made for other inputs. */
 export function checkPlan(
   plan: PlanFile,
@@ -302,10 +315,9 @@ export function checkPlan(
   const age = Date.now() - Date.parse(plan.createdAt);
   if (age < 0 || Number.isNaN(age)) throw new InputError(`plan's createdAt (${plan.createdAt}) is not a time in the past`, { file });
   if (!(age <= now.maxAgeMs)) {
-    throw new InputError(
-      `plan is ${Math.round(age / 60000)} minutes old; the limit is ${Math.round(now.maxAgeMs / 60000)} (--max-plan-age). Make a new one`,
-      { file },
-    );
+    throw new InputError(`plan is ${durationText(age)} old; the limit is ${durationText(now.maxAgeMs)} (--max-plan-age). Make a new one`, {
+      file,
+    });
   }
   if (plan.inventoryFingerprint !== inventoryFingerprint(now.inventory)) {
     throw new InputError('plan was made for another version of the inventory (hosts, groups or variables changed since); make a new one', {

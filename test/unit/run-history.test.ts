@@ -83,9 +83,15 @@ describe('command-line values', () => {
     ['2w', 14 * 86400e3],
   ])('age %s', (s, ms) => expect(parseAge('--older-than', s)).toBe(ms));
 
-  it.each([['0d'], ['1y'], ['-1d'], ['d'], ['1.5d'], ['']])('age %j is bad input', (s) =>
+  it.each([['1y'], ['-1d'], ['d'], ['1.5d'], ['']])('age %j is bad input', (s) =>
     expect(() => parseAge('--older-than', s)).toThrow(/--older-than must look like/),
   );
+
+  it.each([
+    ['0d', '--older-than 0d: an age of 0 (give at least 1m)'],
+    ['0m', '--older-than 0m: an age of 0'],
+    ['1000000w', '--older-than 1000000w: more than 100 years'],
+  ])('age %j says what is wrong with it', (s, says) => expect(() => parseAge('--older-than', s)).toThrow(says));
 
   it('--since: an age back from now, or a date', () => {
     const now = Date.parse('2026-12-04T12:00:00Z');
@@ -94,6 +100,9 @@ describe('command-line values', () => {
     expect(parseSince('2026-12-01T08:00Z', now)).toBe(Date.parse('2026-12-01T08:00:00Z'));
     expect(() => parseSince('yesterday', now)).toThrow(/--since must be an age/);
     expect(() => parseSince('2026-13-45', now)).toThrow(/--since must be an age/);
+    // a day the month does not have, not rolled over into the next month
+    expect(() => parseSince('2026-02-30', now)).toThrow('--since 2026-02-30: 2026-02 has no day 30');
+    expect(parseSince('2028-02-29', now)).toBe(Date.parse('2028-02-29T00:00:00Z'));
   });
 
   it('run ids sort by start time and are recognised', () => {
