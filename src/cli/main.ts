@@ -23,27 +23,39 @@ export async function run(argv: string[], out: CliStreams = process, importPlayb
     out.stdout.write(versionText());
     return EXIT.OK;
   }
+  const sub = Object.hasOwn(SUBCOMMANDS, argv[0] ?? '') ? SUBCOMMANDS[argv[0] as keyof typeof SUBCOMMANDS] : undefined;
+  if (!sub) return runCommand(argv, out, importPlaybook);
   // `provision apply --help` and the like: the usage, as for a run (before `--`: exec's command may take -h)
-  if (SUBCOMMANDS.has(argv[0]) && asksHelp(argv)) {
+  if (asksHelp(argv)) {
     out.stdout.write(USAGE + '\n');
     return EXIT.OK;
   }
-  // The other commands' modules load only when named: a run (the common case) starts without them.
-  if (argv[0] === 'inventory' || argv[0] === 'plan' || argv[0] === 'runs') {
+  return sub(argv, out, importPlaybook);
+}
+
+/**
+ * The commands named by the first word; anything else is a run. Their modules load only when
+ * named: a run (the common case) starts without them. The listing commands' bad input is exit 3
+ * here; apply and exec report their own (they may have started a run).
+ */
+const SUBCOMMANDS = {
+  apply: async (argv: string[], out: CliStreams, importPlaybook: PlaybookImporter) =>
+    (await import('./apply-command.ts')).applyCommand(argv, out, importPlaybook),
+  exec: async (argv: string[], out: CliStreams) => (await import('./exec-command.ts')).execCommand(argv.slice(1), out),
+  inventory: listing(async (args, out) => (await import('./inventory-command.ts')).inventoryCommand(args, out)),
+  plan: listing(async (args, out) => (await import('./plan-show-command.ts')).planShowCommand(args, out)),
+  runs: listing(async (args, out) => (await import('./runs-command.ts')).runsCommand(args, out)),
+} as const;
+
+function listing(command: (args: string[], out: CliStreams) => Promise<number>) {
+  return async (argv: string[], out: CliStreams): Promise<number> => {
     try {
-      if (argv[0] === 'runs') return (await import('./runs-command.ts')).runsCommand(argv.slice(1), out);
-      if (argv[0] === 'plan') return (await import('./plan-show-command.ts')).planShowCommand(argv.slice(1), out);
-      return await (await import('./inventory-command.ts')).inventoryCommand(argv.slice(1), out);
+      return await command(argv.slice(1), out);
     } catch (e) {
       return exitBadInput(out, e, printableLines);
     }
-  }
-  if (argv[0] === 'apply') return (await import('./apply-command.ts')).applyCommand(argv, out, importPlaybook);
-  if (argv[0] === 'exec') return (await import('./exec-command.ts')).execCommand(argv.slice(1), out);
-  return runCommand(argv, out, importPlaybook);
+  };
 }
-
-const SUBCOMMANDS = new Set(['apply', 'exec', 'inventory', 'plan', 'runs']);
 
 /** `provision --version`: as ansible-playbook's, what runs and from where (for a bug report or an audit). */
 function versionText(): string {
