@@ -3,6 +3,7 @@
 // lives (its own node_modules need not hold racksmith); and while the CLI runs from dist/, an
 // import of one of racksmith's sources (../src/x.ts) resolves to its built module: one copy of
 // every module, whichever way a playbook names it.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { prebuiltFor } from './prebuilt.mjs';
@@ -25,7 +26,11 @@ export async function resolve(specifier, context, next) {
     const url = pathToFileURL(join(root, dist ? `dist/playbooks/${bundled[1]}.js` : `playbooks/${bundled[1]}.ts`)).href;
     return next(url, context);
   }
-  const r = await next(specifier, context);
+  let r = await next(specifier, context);
+  // A playbook named by its path (file:///ops/site.js) is that file: tsx would take a site.ts beside
+  // it (TypeScript's .js-means-.ts rule, right for imports written in TypeScript, not for this).
+  if (specifier.startsWith('file:') && specifier.endsWith('.js') && r.url !== specifier && existsSync(fileURLToPath(specifier)))
+    r = { ...r, url: specifier, format: undefined };
   if (r.format === 'commonjs' && isOperatorSource(r.url)) r.format = 'module';
   if (!dist || !r.url.startsWith('file:') || !r.url.endsWith('.ts')) return r;
   const built = prebuiltFor(root, fileURLToPath(r.url));

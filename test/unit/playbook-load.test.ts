@@ -37,4 +37,24 @@ describe('a playbook that does not load', () => {
     expect(r.status).toBe(3);
     expect(r.stderr).toMatch(new RegExp(`cannot load playbook: ${pb.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2:\\d+: ERROR: `));
   }, 60_000);
+
+  it('a .js playbook named by its path is that file, also beside a .ts of the same name (from the sources, through tsx)', () => {
+    const d = mkdtempSync(join(dir, 'pair-'));
+    const pb = (what: string) =>
+      `import { file, playbook } from 'racksmith';\nexport default playbook({ name: '${what}', hosts: 'all', resources: () => [file({ path: '/tmp/rs-pair-${what}', content: 'x' })] });\n`;
+    writeFileSync(join(d, 'site.js'), pb('js'));
+    writeFileSync(join(d, 'site.ts'), pb('ts'));
+    // tsx takes site.js to mean site.ts when a TypeScript module imports it, as the sources' loader is
+    const r = spawnSync(
+      process.execPath,
+      [resolve('test/support/from-sources.mjs'), join(d, 'site.js'), '-i', resolve('inventories/local.yaml'), '--list-tasks'],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('file:/tmp/rs-pair-js');
+    expect(r.stdout).not.toContain('rs-pair-ts');
+  }, 60_000);
 });
