@@ -115,14 +115,15 @@ function checkResources(play: Play, n: string, built: Resource[], sel: RunSelect
   }
   const declared = new Set<string>();
   for (const r of all) {
-    const at = throwSite(r.declaredAt ?? {});
+    // (read from the declaration's stack only for an error: every host's every resource passes here)
+    const at = () => throwSite(r.declaredAt ?? {});
     for (const d of r.dependsOn)
-      if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`, at);
+      if (!ids.has(d)) throw new InputError(`${r.id} depends on ${d}, which play '${play.name}' does not declare for host ${n}`, at());
     for (const d of r.after ?? [])
       if (!declared.has(d))
         throw new InputError(
           `${r.id} must come after ${d}, which play '${play.name}' does not declare before it for host ${n}${ids.has(d) ? ` (it is declared later: move it up)` : ''}`,
-          at,
+          at(),
         );
     declared.add(r.id);
   }
