@@ -6,8 +6,11 @@ import { useRunScratchDir } from './test/support/scratch-tmpdir.ts';
 // Two projects: `unit` (pure logic, no root needed) and `e2e` (real hosts from the test bed).
 // e2e files run one at a time: they share the test bed's hosts and reset the ones they use.
 // Every temporary directory of the run goes into one, removed when the run ends (its globalSetup);
-// so do the run journals of the CLI under test, not into the user's home.
-process.env.XDG_STATE_HOME ??= join(useRunScratchDir(), 'state');
+// so do the run journals of the CLI under test, not into the user's home (a state directory the
+// caller set is kept). The directory is made either way: inside the ??= it was not made at all when
+// XDG_STATE_HOME was set, and the run's temporary directories were left in /tmp.
+const scratch = useRunScratchDir();
+process.env.XDG_STATE_HOME ??= join(scratch, 'state');
 const SCRATCH = 'test/support/scratch-tmpdir.ts';
 
 // `import ... from 'racksmith'` in a test is src/index.ts (package.json's racksmith-source
