@@ -110,6 +110,22 @@ describe('src/ imports', () => {
     expect(selfImport.test("const m = 'compose it as secretText`x` (from 'racksmith') and give that';")).toBe(false);
   });
 
+  // docs/resources.md: a family imports the contract, the shell quoting, util/, the building
+  // blocks of resources/core/ and its own domain's siblings (and kube's its cluster-object helpers
+  // in kube/), never the engine: the engine runs any object that keeps the contract.
+  it('a resource family imports only what the guide lets it', () => {
+    const allowed = (from: string, to: string) => {
+      const domain = folderOf(from).split('/')[1];
+      const t = folderOf(to);
+      return ['contract', 'shell', 'util', 'resources/core', `resources/${domain}`].includes(t) || (domain === 'kube' && t === 'kube');
+    };
+    const wrong = edges
+      .filter(([f, t]) => folderOf(f).startsWith('resources/') && !allowed(f, t))
+      .map(([f, t]) => `${rel(f)} -> ${rel(t)}`);
+    expect(edges.filter(([f]) => folderOf(f).startsWith('resources/')).length).toBeGreaterThan(100);
+    expect(wrong).toEqual([]);
+  });
+
   it('finds a cycle when there is one', () => {
     const g = new Map([
       ['a', new Set(['b'])],
