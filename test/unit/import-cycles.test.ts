@@ -97,13 +97,17 @@ describe('src/ imports', () => {
     expect(cycles(graph)).toEqual([]);
   });
 
-  // `import ... from 'racksmith'` in src/ is src/index.ts, which re-exports every family and the
-  // engine's helpers: a family importing it imports itself, and dist/ cannot be built (the build
-  // imports dist/ under npm's racksmith-source condition, which names src/index.ts). The cycle
-  // checks above only follow relative imports, so this one is its own (docs/resources.md "Imports").
-  it("no file imports the package itself ('racksmith'): src files import the module that has the name", () => {
+  // `import ... from 'racksmith'` in src/ or playbooks/ is src/index.ts, which re-exports every
+  // family and the engine's helpers: a family importing it imports itself, and dist/ cannot be
+  // built (the build imports dist/ under npm's racksmith-source condition, which names
+  // src/index.ts). The cycle checks above only follow relative imports, so this one is its own
+  // (docs/resources.md "Imports").
+  it("no file of src/ or playbooks/ imports the package itself ('racksmith'): they import the module that has the name", () => {
     const selfImport = /(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*'racksmith(?:\/[^']*)?'|\bimport\(\s*'racksmith(?:\/[^']*)?'\s*\)/;
-    expect(files.filter((f) => selfImport.test(readFileSync(f, 'utf8'))).map(rel)).toEqual([]);
+    // the bundled playbooks are built into dist/ with src/ (tsconfig.build.json): the same holds for them
+    const built = [...files, ...sources(resolve(SRC, '../playbooks'))];
+    expect(built.length).toBeGreaterThan(files.length);
+    expect(built.filter((f) => selfImport.test(readFileSync(f, 'utf8'))).map((f) => relative(resolve(SRC, '..'), f))).toEqual([]);
     // what it looks for, and the messages that only name the package
     expect(selfImport.test("import { common, type Change } from 'racksmith';\n")).toBe(true);
     expect(selfImport.test("\nimport type {\n  Resource,\n} from 'racksmith';")).toBe(true);
