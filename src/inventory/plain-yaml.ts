@@ -1,4 +1,4 @@
-import { maybeTyped, resolvePlain11, Yaml11Error } from './yaml11.ts';
+import { maybeTyped, resolvePlain11, Yaml11Error, YAML11_PATTERNS } from './yaml11.ts';
 import { MAX_DEPTH } from './json-text.ts';
 import type { Located } from './located.ts';
 
@@ -242,7 +242,8 @@ class Reader {
     const raw = t.slice(at, colon);
     if (raw.endsWith(' ') || raw.endsWith(':') || !plainOk(raw)) notPlain();
     const key = scalarValue(raw);
-    if (typeof key !== 'string') notPlain(); // numbers, booleans, null as keys: the library's business
+    // numbers, booleans, null, dates (read as text) as keys: the library's business (YamlSource.keyKind)
+    if (typeof key !== 'string' || YAML11_PATTERNS.TIMESTAMP.test(raw)) notPlain();
     return { key: key as string, colon };
   }
 
@@ -328,6 +329,7 @@ class Reader {
           const raw = trimSpaces(t.slice(i, j));
           if (!plainOk(raw) || j - i !== raw.length) notPlain();
           key = scalarValue(raw);
+          if (YAML11_PATTERNS.TIMESTAMP.test(raw)) notPlain(); // a date: see keyEnd
           i = j;
         }
         if (typeof key !== 'string' || key === '__proto__' || key === '<<' || loc.keys!.has(key)) notPlain();

@@ -37,6 +37,7 @@ export function readYamlInventory(src: YamlSource, inv: InventoryBuilder, hooks:
 
   const walk = (name: string, data: unknown, path: string[]): string => {
     const where = path.join('.');
+    notStringKey(src, path, 'group');
     hooks.checkGroupName(name, src.pos(path, true));
     if (data !== null && !isObj(data))
       throw new InputError(`group ${printable(where)} must be a mapping (hosts, vars, children) or empty`, src.pos(path));
@@ -69,6 +70,7 @@ export function readYamlInventory(src: YamlSource, inv: InventoryBuilder, hooks:
         for (const pattern of src.keys(at, section)) {
           const hpath = [...at, pattern];
           const keyPos = src.pos(hpath, true);
+          notStringKey(src, hpath, 'host');
           let names: string[];
           let port: number | undefined;
           try {
@@ -92,6 +94,20 @@ export function readYamlInventory(src: YamlSource, inv: InventoryBuilder, hooks:
     return name;
   };
   for (const name of src.keys([], root)) walk(name, root[name], [name]);
+}
+
+/**
+ * A group or host name YAML reads as no string (`yes:`, `off:`, `123:`, `1.5:`, `2001-01-01:`):
+ * Ansible's yaml plugin refuses it ("must be a string"), and the source is skipped; racksmith
+ * would otherwise take the text of the value (`yes:` as a group 'true').
+ */
+function notStringKey(src: YamlSource, path: string[], what: 'group' | 'host'): void {
+  const k = src.keyKind(path);
+  if (k)
+    throw new InputError(
+      `${what} name ${printable(k.written)} is ${k.kind} to YAML 1.1 (read as '${printable(path[path.length - 1])}'): quote it, as Ansible refuses it`,
+      src.pos(path, true),
+    );
 }
 
 function kind(v: unknown): string {

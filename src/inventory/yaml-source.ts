@@ -44,6 +44,8 @@ export class YamlSource {
     readonly mayUnsafe: boolean,
     /** The file was vault-encrypted as a whole: its strings are secrets. */
     readonly encrypted: boolean,
+    /** What the mapping key at a path is when YAML did not make it a string (see keyKind). */
+    private readonly keyKindOf: (path: ReadonlyArray<string | number>) => KeyKind | undefined = () => undefined,
   ) {}
 
   /** Read an inventory or vars file (a regular file, size-bounded; decrypted when vault-encrypted). */
@@ -144,6 +146,7 @@ export class YamlSource {
       f.mayTemplate,
       f.mayUnsafe,
       f.encrypted,
+      (path) => located.keyKind(path),
     ).withSecretsUnwrapped(text);
   }
 
@@ -180,7 +183,17 @@ export class YamlSource {
     const value = unwrapSecrets(this.value, [], (path) => this.pos(path));
     return value === this.value
       ? this
-      : new YamlSource(this.file, value, this.offsetOf, this.linePos, this.keyOrder, this.mayTemplate, this.mayUnsafe, this.encrypted);
+      : new YamlSource(
+          this.file,
+          value,
+          this.offsetOf,
+          this.linePos,
+          this.keyOrder,
+          this.mayTemplate,
+          this.mayUnsafe,
+          this.encrypted,
+          this.keyKindOf,
+        );
   }
 
   /**
@@ -190,6 +203,15 @@ export class YamlSource {
   pos(path: ReadonlyArray<string | number>, key = false): SourcePos {
     const lp = this.linePos(this.offsetOf(path, key));
     return { file: this.file, line: lp.line, col: lp.col };
+  }
+
+  /**
+   * What the key at `path` is when YAML 1.1 makes it no string (`yes:`, `123:`, `2001-01-01:`),
+   * a type Ansible's loader keeps; undefined for a string key. (JS objects have string keys only:
+   * `yes:` reads as the key 'true'.)
+   */
+  keyKind(path: ReadonlyArray<string | number>): KeyKind | undefined {
+    return this.keyKindOf(path);
   }
 
   /** The keys of the mapping `obj` found at `path`, in the order the file wrote them. */
@@ -203,6 +225,12 @@ export class YamlSource {
 }
 
 const INTEGER_KEY = /^(?:0|[1-9][0-9]*)$/;
+
+/** A mapping key YAML typed: what it is ('a boolean', 'a number', 'null', 'a date') and as written. */
+export interface KeyKind {
+  kind: string;
+  written: string;
+}
 
 interface Flags {
   mayTemplate: boolean;
@@ -424,6 +452,21 @@ class DocumentOffsets {
 
   offset(path: ReadonlyArray<string | number>, key: boolean): number {
     return this.node(path, key).best?.range?.[0] ?? 0;
+  }
+
+  keyKind(path: ReadonlyArray<string | number>): KeyKind | undefined {
+    const { isScalar } = yamlLib();
+    const { node, complete } = this.node(path, true);
+    if (!complete || !isScalar(node)) return undefined;
+    const v = node.value;
+    const written = node.source ?? String(v);
+    if (v === null) return { kind: 'null', written };
+    if (typeof v === 'boolean') return { kind: 'a boolean', written };
+    if (typeof v === 'number' || typeof v === 'bigint') return { kind: 'a number', written };
+    // a timestamp reads as its ISO text here; PyYAML makes it a date
+    if (node.type === 'PLAIN' && node.tag !== 'tag:yaml.org,2002:str' && YAML11_PATTERNS.TIMESTAMP.test(written))
+      return { kind: 'a date', written };
+    return undefined;
   }
 
   keys(path: ReadonlyArray<string | number>): string[] | undefined {

@@ -277,6 +277,25 @@ const CASES: Case[] = [
     at: ['hosts.yml', 1, 1],
     says: ['an inventory must be a mapping of groups'],
   },
+  // YAML 1.1 types these keys; Ansible's yaml plugin refuses a name that is no string
+  {
+    name: "group named yes: (a boolean to YAML 1.1, not the group 'true')",
+    files: { 'hosts.yml': HEAD + '  children:\n    yes:\n      hosts:\n        far:\n' },
+    at: ['hosts.yml', 9, 5],
+    says: ["group name yes is a boolean to YAML 1.1 (read as 'true')", 'quote it'],
+  },
+  {
+    name: 'host named 123 in a flow mapping (a number)',
+    files: { 'hosts.yml': HEAD + '  children:\n    web:\n      hosts: {far: , 123: }\n' },
+    at: ['hosts.yml', 10, 22],
+    says: ['host name 123 is a number to YAML 1.1'],
+  },
+  {
+    name: 'host named 2001-01-01 (a date, in a file the fast reader would take)',
+    files: { 'hosts.yml': HEAD + '    2001-01-01:\n' },
+    at: ['hosts.yml', 8, 5],
+    says: ['host name 2001-01-01 is a date to YAML 1.1'],
+  },
   {
     name: 'type error inside group_vars/web.yml points into that file',
     files: {
