@@ -97,7 +97,8 @@ export function pythonJson(value: unknown, indent = 0): string {
   return `{\n${keys.map((k) => `${pad}${JSON.stringify(k)}: ${pythonJson(o[k], indent + 4)}`).join(',\n')}\n${end}}`;
 }
 
-function codePointOrder(a: string, b: string): number {
+/** Python's str order (and UTF-8 bytes' order): by code point, where JS's sort() compares UTF-16 units. */
+export function codePointOrder(a: string, b: string): number {
   const x = [...a];
   const y = [...b];
   for (let i = 0; i < Math.min(x.length, y.length); i++) {

@@ -7,6 +7,7 @@ import { validateOrThrow } from '../util/validate.ts';
 import { InventoryBuilder, type BuiltGroup, type BuiltHost, type VarEntry } from './builder.ts';
 import { CONNECTION_VAR_NAMES, hostConnection, templatingError } from './connection.ts';
 import { hostNameProblem } from './host-range.ts';
+import { codePointOrder } from './list-json.ts';
 import { readIni, type IniVar } from './ini-reader.ts';
 import { addWarning, type Group, type Host, type Inventory, type InventoryWarning, type Vars } from './model.ts';
 import { validateHostsVars, validateVars } from './schema.ts';
@@ -70,7 +71,8 @@ function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: 
     throw new InputError(`inventory not found${hostList}`, { file: path });
   }
   if (st.isDirectory()) {
-    for (const name of readdirSync(path).sort()) {
+    // sorted as Python sorts os.listdir: by code point ('ｚ' before '😀'; UTF-16 puts it after)
+    for (const name of readdirSync(path).sort(codePointOrder)) {
       if (IGNORED_NAME.test(name)) continue;
       if (IGNORED_EXTS.some((e) => name.endsWith(e))) {
         // skipped as Ansible skips it, but an .ini is most likely an inventory the operator meant: said
@@ -230,7 +232,7 @@ class VarsDir {
 /** _get_dir_vars_files: sorted, hidden and backup files skipped, subdirectories (without a dot) recursed. */
 function dirVarsFiles(dir: string): string[] {
   const out: string[] = [];
-  for (const name of readdirSync(dir).sort()) {
+  for (const name of readdirSync(dir).sort(codePointOrder)) {
     if (name.startsWith('.') || name.endsWith('~')) continue;
     const full = join(dir, name);
     const ext = pyExt(name);

@@ -315,6 +315,19 @@ web:
     expect(loadInventory(f).hosts[0].vars).toEqual({ x: 1 });
   });
 
+  // Python sorts os.listdir by code point; JS's sort() by UTF-16 unit puts U+FF5A ('ｚ') after an
+  // emoji (a surrogate pair): the later file wins, so the order decides the value
+  it.each([
+    ['group_vars/web/ directory', 'hosts.yml', { 'group_vars/web/ｚ.yml': 'v: fullwidth\n', 'group_vars/web/😀.yml': 'v: emoji\n' }],
+    ['host_vars/h1/ directory', 'hosts.yml', { 'host_vars/h1/ｚ.yml': 'v: fullwidth\n', 'host_vars/h1/😀.yml': 'v: emoji\n' }],
+    ['directory source', '.', { 'ｚ.yml': 'web:\n  hosts:\n    h1: {v: fullwidth}\n', '😀.yml': 'web:\n  hosts:\n    h1: {v: emoji}\n' }],
+  ] as const)('reads the files of a %s in code-point order, as Ansible', (_, source, files) => {
+    const f = inventory(`web:\n  hosts:\n    h1:\n`, files);
+    const src = source === '.' ? dirname(f) : f;
+    if (source === '.') rmSync(f);
+    expect(loadInventory(src).hosts[0].vars.v).toBe('emoji');
+  });
+
   it('reports a children loop as an InputError at the group', () => {
     const f = inventory(`all:
   children:
