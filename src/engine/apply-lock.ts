@@ -68,18 +68,23 @@ if [ $# = 3 ] && [ "$3" = "$sess" ] && [ "/proc/$2/fd/9" -ef "$l" ]; then
 fi
 waited=
 if ! flock -n 9; then
-  # Held by this very run through another session: two hosts of the inventory are one machine.
-  rs_holder
-  if [ "\${rs_h%% *}" = "$me" ]; then
-    echo "the apply lock $l is held by this same run through another host's connection: two hosts of the inventory are this one machine, and a run applies to a machine through one of them" >&2
-    exit ${LOCK_TIMED_OUT}
-  fi
-  # Whoever held it may have changed the host after this run read it: wait, then read it again.
-  if ! flock -w ${timeout} 9; then
+  # Whoever holds it may change the host after this run read it: wait, then read it again. A second
+  # at a time, reading the holder each time: the holder may be this very run through another
+  # session (two hosts of the inventory are one machine), its name written just after it took it.
+  rs_w=0
+  while :; do
     rs_holder
-    echo "the apply lock $l is held by run \${rs_h%% *}; gave up after ${timeout} s (--lock-timeout)" >&2
-    exit ${LOCK_TIMED_OUT}
-  fi
+    if [ "\${rs_h%% *}" = "$me" ]; then
+      echo "the apply lock $l is held by this same run through another host's connection: two hosts of the inventory are this one machine, and a run applies to a machine through one of them" >&2
+      exit ${LOCK_TIMED_OUT}
+    fi
+    if [ "$rs_w" -ge ${timeout} ]; then
+      echo "the apply lock $l is held by run \${rs_h%% *}; gave up after ${timeout} s (--lock-timeout)" >&2
+      exit ${LOCK_TIMED_OUT}
+    fi
+    rs_w=$((rs_w + 1))
+    flock -w 1 9 && break
+  done
   # (the run that held it last wrote its name there right after taking it)
   rs_holder; other=\${rs_h%% *}; waited=1
 fi

@@ -3,7 +3,7 @@
 // files live in the test's own directory instead of /run/racksmith (a connection wrapper rewrites
 // the two paths in each script), so the test never meets a real run's lock on this machine.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -95,7 +95,7 @@ describe('apply lock', () => {
     await held();
     const pending = run(2, 30);
     // the run is waiting in flock; let the other run go
-    for (let i = 0; i < 100 && !spawnSync('pgrep', ['-f', `flock -w 30 9`]).stdout.length; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !spawnSync('pgrep', ['-f', `flock -w 1 9`]).stdout.length; i++) await new Promise((r) => setTimeout(r, 50));
     other!.kill();
     const { res, results, conn } = await pending;
     expect(res.lockWaits).toEqual(['other-run']);
@@ -141,6 +141,19 @@ describe('apply lock', () => {
     await first.conn.close();
     for (let i = 0; i < 50 && !lockFree(); i++) await new Promise((r) => setTimeout(r, 50));
     expect(lockFree()).toBe(true);
+  }, 20_000);
+
+  it('the holder names this run only after the wait began (its other session wrote it late): the wait ends saying so', async () => {
+    otherRunHolds();
+    await held();
+    const pending = run(9, 30);
+    for (let i = 0; i < 100 && !spawnSync('pgrep', ['-f', `flock -w 1 9`]).stdout.length; i++) await new Promise((r) => setTimeout(r, 50));
+    // this run's other session took it meanwhile: the holder file now names this run
+    writeFileSync(holderFile, `me-9 ${other!.pid} ${other!.pid}\n`);
+    const { results, conn } = await pending;
+    expect(results.map((r) => r.status)).toEqual(['failed', 'failed']);
+    expect(results[0].error).toContain("is held by this same run through another host's connection");
+    await conn.close();
   }, 20_000);
 
   it('handlers run behind the lock too: another run that took the host first means they do not run', async () => {
