@@ -23,16 +23,29 @@ export interface RunJournal {
   hosts: Map<string, { counts: HostCounts; finished: boolean }>;
 }
 
-/** A run's journal read once: changed (or would change) and failed resources as recorded (already masked), and per host its counts. */
-export function readRunJournal(file: string): RunJournal {
-  const items: ReportItem[] = [];
-  const hosts: RunJournal['hosts'] = new Map();
+/**
+ * A run's journal read once: changed (or would change) and failed resources as recorded (already
+ * masked), and per host its counts. A journal given again with --journal holds several runs, one
+ * after the other: `start` (the run record's) picks this run's part, from the last run_start at or
+ * before it to the next run_start.
+ */
+export function readRunJournal(file: string, start?: string): RunJournal {
+  let items: ReportItem[] = [];
+  let hosts: RunJournal['hosts'] = new Map();
   const of = (host: string) => {
     let h = hosts.get(host);
     if (!h) hosts.set(host, (h = { counts: { ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: false }, finished: false }));
     return h;
   };
   for (const line of readInputText(file, 'journal', INPUT_LIMITS.journal).split('\n')) {
+    if (start !== undefined && line.includes('"type":"run_start"')) {
+      // (eventLine writes ts first: ISO times in UTC compare as text)
+      const ts = /^\{"ts":"([^"]*)"/.exec(line)?.[1] ?? '';
+      if (ts > start) break; // a later run's part
+      items = [];
+      hosts = new Map();
+      continue;
+    }
     // resource and host recap lines only; a line cut short by a crash is skipped
     if (!line.includes('"type":"resource"') && !line.includes('"type":"host_recap"')) continue;
     let e: JournalResource | JournalRecap;
@@ -89,7 +102,7 @@ function countResource(c: HostCounts, e: JournalResource): void {
 export function withJournalCounts(r: RunRecord, journal?: RunJournal): { record: RunRecord; finished: Set<string> } {
   const all = new Set(Object.keys(r.hosts));
   if (r.end !== undefined) return { record: r, finished: all };
-  const j = journal ?? (existsSync(r.journal) ? readRunJournal(r.journal) : undefined);
+  const j = journal ?? (existsSync(r.journal) ? readRunJournal(r.journal, r.start) : undefined);
   if (!j) return { record: r, finished: new Set() };
   const hosts = { ...r.hosts };
   for (const [name, h] of j.hosts) hosts[name] = { ...h.counts, groups: r.hosts[name]?.groups ?? [] };

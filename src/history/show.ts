@@ -18,7 +18,7 @@ const git = (p: RunRecord['playbooks'][number]) =>
 export function runReport(recorded: RunRecord): Report {
   const warnings: string[] = [];
   let journal: RunJournal | undefined;
-  if (existsSync(recorded.journal)) journal = readRunJournal(recorded.journal);
+  if (existsSync(recorded.journal)) journal = readRunJournal(recorded.journal, recorded.start);
   else warnings.push(`its journal ${recorded.journal} is gone (pruned or moved): counts only, no resources or diffs`);
   const items: ReportItem[] = journal?.items ?? [];
   // a run with no end: its hosts as its journal shows them (the record has only zero counts)

@@ -14,12 +14,31 @@ const line = (e: object) => JSON.stringify({ ts: '2026-12-06T14:00:00.000Z', ...
 const resource = (host: string, id: string, status: string, over: object = {}) =>
   line({ type: 'resource', host, play: 'p', id, kind: id.split(':')[0], status, changes: [], ...over });
 
-function unfinishedRun(): RunRecord {
+/** An earlier run that ended, in the same journal (given again with --journal): not this run's. */
+const earlierRun = [
+  JSON.stringify({ ts: '2026-12-06T13:00:00.000Z', type: 'run_start', playbooks: ['site.ts'], hosts: ['h1', 'h2', 'h3'], check: false }),
+  ...['h1', 'h2', 'h3'].map((host) =>
+    JSON.stringify({
+      ts: '2026-12-06T13:00:01.000Z',
+      type: 'host_recap',
+      host,
+      ok: 2,
+      changed: 0,
+      failed: 0,
+      skipped: 0,
+      unreachable: false,
+      execs: 1,
+    }),
+  ),
+];
+
+function unfinishedRun(o: { after?: string[] } = {}): RunRecord {
   const dir = mkdtempSync(join(tmpdir(), 'rs-unfinished-'));
   const journal = join(dir, 'j.ndjson');
   writeFileSync(
     journal,
     [
+      ...(o.after ?? []),
       line({ type: 'run_start', playbooks: ['site.ts'], hosts: ['h1', 'h2', 'h3'], check: false }),
       resource('h1', 'file:/t/a', 'changed', { changes: [{ summary: 'create /t/a' }] }),
       resource('h1', 'file:/t/b', 'ok'),
@@ -56,6 +75,16 @@ describe('a run with no end', () => {
     expect(text.stdout).toMatch(/outcome: unfinished/);
     expect(text.stdout).toMatch(/hosts: 3 \(1 failed, 1 unfinished, 1 changed\)/);
     expect(text.stdout).toMatch(/line:\/t\/c:x \(failed\) on 1 host\(s\): h2\n +error: refused/);
+    const json = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(json.hosts.map((h: { name: string; status: string }) => [h.name, h.status])).toEqual([
+      ['h1', 'changed'],
+      ['h2', 'failed'],
+      ['h3', 'unfinished'],
+    ]);
+  });
+
+  it('a journal holding an earlier run first (--journal given again): only this run is counted', async () => {
+    const r = unfinishedRun({ after: earlierRun });
     const json = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
     expect(json.hosts.map((h: { name: string; status: string }) => [h.name, h.status])).toEqual([
       ['h1', 'changed'],
