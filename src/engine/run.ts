@@ -197,7 +197,8 @@ function buildResources(pb: Playbook, play: Play, host: Host, inv: Inventory, me
  * quotes ('rel/x' in "path must be an absolute path, got 'rel/x'"); else nowhere known.
  */
 function culpritOf(e: InputError, host: Host): { name: string; pos: SourcePos | undefined } | undefined {
-  const quoted = (s: string) => s !== '' && e.detail.includes(shown(s));
+  // (the value refused, after "got": a quote in the message's own wording, '0644' in "like '0644'", is no culprit)
+  const quoted = (s: string) => s !== '' && e.detail.includes(`got ${shown(s)}`);
   const culprit = e instanceof BadValue ? (s: string) => e.culprit(s) || quoted(s) : quoted;
   const has = (v: unknown, depth: number): boolean =>
     typeof v === 'string'

@@ -172,6 +172,11 @@ describe('run(): bad input is exit 3, before anything runs', () => {
       ],
     ],
     [
+      "a refusal quoting an example ('0644') is not blamed on a variable holding it",
+      () => [fix('bad-mode.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`, '-e', 'file_mode=0644'],
+      [`error: ${fix('bad-mode.ts')}:9:21: host loc, play 'bad mode', file(): mode must be octal like '0644', got "0x644"\n`],
+    ],
+    [
       'a playbook whose resources() returns false (cond && r) names the element, and how to write it',
       () => [fix('not-a-resource.ts'), '-i', INV, '--check', '-e', `ansible_port=${PORT}`],
       [
