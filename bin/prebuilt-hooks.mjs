@@ -30,7 +30,7 @@ export async function resolve(specifier, context, next) {
   // A playbook named by its path (file:///ops/site.js) is that file: tsx would take a site.ts beside
   // it (TypeScript's .js-means-.ts rule, right for imports written in TypeScript, not for this).
   if (specifier.startsWith('file:') && specifier.endsWith('.js') && r.url !== specifier && existsSync(fileURLToPath(specifier)))
-    r = { ...r, url: specifier, format: undefined };
+    r = { ...r, url: specifier, format: isOperatorSource(specifier) ? 'module' : undefined };
   if (r.format === 'commonjs' && isOperatorSource(r.url)) r.format = 'module';
   if (!dist || !r.url.startsWith('file:') || !r.url.endsWith('.ts')) return r;
   const built = prebuiltFor(root, fileURLToPath(r.url));

@@ -13,15 +13,16 @@ import { USAGE } from './usage.ts';
 /** The command its first word names (`apply`, `inventory`; anything else is a run). Returns the exit code; never calls process.exit itself. */
 export async function run(argv: string[], out: CliStreams = process, importPlaybook: PlaybookImporter = importSource): Promise<number> {
   out = scrubbing(out);
+  // (before the plan key: a version asked for a bug report does not depend on RACKSMITH_PLAN_KEY)
+  if (argv[0] === '--version') {
+    out.stdout.write(versionText());
+    return EXIT.OK;
+  }
   try {
     const teamKey = planKeyFile(argv);
     if (teamKey !== undefined) useTeamKey(resolve(teamKey));
   } catch (e) {
     return exitBadInput(out, e, printableLines);
-  }
-  if (argv[0] === '--version') {
-    out.stdout.write(versionText());
-    return EXIT.OK;
   }
   const sub = Object.hasOwn(SUBCOMMANDS, argv[0] ?? '') ? SUBCOMMANDS[argv[0] as keyof typeof SUBCOMMANDS] : undefined;
   if (!sub) return runCommand(argv, out, importPlaybook);

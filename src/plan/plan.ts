@@ -194,7 +194,7 @@ function failedHosts(outcome: RunOutcome, hosts: PlanFile['hosts']): Record<stri
   const failed: Record<string, string> = {};
   // (a host lost mid-review is in `hosts` with part of its review: failed too)
   for (const r of outcome.hosts)
-    if (r.host in hosts && (r.failed > 0 || r.error !== undefined || r.unreachable))
+    if (Object.hasOwn(hosts, r.host) && (r.failed > 0 || r.error !== undefined || r.unreachable))
       failed[r.host] = r.error ?? (r.unreachable ? 'unreachable' : `${r.failed} resource(s) failed`);
   return failed;
 }

@@ -124,4 +124,17 @@ describe('--version', () => {
       `provision (racksmith) ${version}\n  installed at ${resolve(import.meta.dirname, '../..')}\n  node ${process.version}\n`,
     );
   });
+
+  it('does not depend on the plan key (RACKSMITH_PLAN_KEY naming a missing file)', async () => {
+    const before = process.env.RACKSMITH_PLAN_KEY;
+    process.env.RACKSMITH_PLAN_KEY = '/nonexistent/rs-plan-key';
+    try {
+      const r = await cli(['--version']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^provision \(racksmith\) /);
+    } finally {
+      if (before === undefined) delete process.env.RACKSMITH_PLAN_KEY;
+      else process.env.RACKSMITH_PLAN_KEY = before;
+    }
+  });
 });

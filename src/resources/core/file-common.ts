@@ -38,7 +38,7 @@ export function checkAbsolutePath(path: string, what = 'path'): string {
   return path;
 }
 
-/** Octal mode as given by the user ('0644', '644', 0o644) -> '644'. */
+/** Octal mode as given by the user ('0644', '644') -> '644'; a number is refused (its base is unknown). */
 export function normMode(mode: string | undefined): string | undefined {
   if (mode === undefined) return undefined;
   // a number cannot say which base was meant: 755 is 0o1363 (sticky bit set), not rwxr-xr-x
