@@ -1,5 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { SourcePos } from './errors.ts';
+import { readInputText } from './input-file.ts';
 
 // Far beyond any inventory racksmith reads; a bigger file is not worth reading again for a hint.
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -14,18 +14,9 @@ export function writtenAt(pos: SourcePos): string | undefined {
   if (pos.line === undefined) return undefined;
   let text: string;
   try {
-    const fd = openSync(pos.file, 'r');
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile() || st.size > MAX_BYTES) return undefined;
-      const buf = Buffer.alloc(st.size);
-      readSync(fd, buf, 0, st.size, 0);
-      text = buf.toString('utf8');
-    } finally {
-      closeSync(fd);
-    }
+    text = readInputText(pos.file, 'file', MAX_BYTES);
   } catch {
-    return undefined;
+    return undefined; // (no regular file within the bound: no hint)
   }
   const line = text.split(/\r?\n/)[pos.line - 1];
   return line === undefined ? undefined : /^[^\s,\]}#]+/.exec(line.slice((pos.col ?? 1) - 1))?.[0];
