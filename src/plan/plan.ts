@@ -199,12 +199,19 @@ function failedHosts(outcome: RunOutcome, hosts: PlanFile['hosts']): Record<stri
   return failed;
 }
 
+/** The hosts whose check run failed, as a refusal or a warning names them: a count and the first ten. */
+export function failedHostsText(plan: Pick<PlanFile, 'failed'>): string | undefined {
+  const hosts = Object.keys(plan.failed ?? {});
+  if (!hosts.length) return undefined;
+  return `${hosts.length} host(s) (${hosts.slice(0, 10).join(', ')}${hosts.length > 10 ? ', ...' : ''})`;
+}
+
 /** A plan whose check run failed somewhere, refused whole (as Atlantis refuses a plan that errored): what failed was never reviewed. */
 function checkPlanSucceeded(plan: PlanFile, file: string): void {
-  const hosts = Object.keys(plan.failed ?? {});
-  if (hosts.length)
+  const failed = failedHostsText(plan);
+  if (failed)
     throw new InputError(
-      `plan's check run failed on ${hosts.length} host(s) (${hosts.slice(0, 10).join(', ')}${hosts.length > 10 ? ', ...' : ''}): what failed was never reviewed; fix it and make a new plan (\`provision plan show\` lists the failures)`,
+      `plan's check run failed on ${failed}: what failed was never reviewed; fix it and make a new plan (\`provision plan show\` lists the failures)`,
       { file },
     );
 }

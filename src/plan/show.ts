@@ -1,5 +1,5 @@
 import type { HostStatus, Report, ReportItem } from '../report/model.ts';
-import type { PlanFile } from './plan.ts';
+import { failedHostsText, type PlanFile } from './plan.ts';
 
 /** Resource ids are `kind:what` (`file:/etc/x`): a plan made before kinds were recorded shows that part. */
 const kindOfId = (id: string) => id.slice(0, Math.max(0, id.indexOf(':'))) || id;
@@ -41,7 +41,7 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
     const error = plan.failed?.[name];
     return { name, groups: plan.groups[name] ?? [], ...(error !== undefined ? { status: 'failed' as const, error } : { status }) };
   });
-  const failed = Object.keys(plan.failed ?? {});
+  const failed = failedHostsText(plan);
   const notReviewed = plan.selection.filter((h) => !(h in plan.hosts));
   return {
     kind: 'plan',
@@ -62,11 +62,7 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
         : [
             "this plan was edited since it was made, or signed under another key (its signature does not match this installation's key or --plan-key): what it shows may not be what was reviewed, and `provision apply` refuses it",
           ]),
-      ...(failed.length
-        ? [
-            `the check run failed on ${failed.length} host(s) (${failed.slice(0, 10).join(', ')}${failed.length > 10 ? ', ...' : ''}): what failed was never reviewed, and \`provision apply\` refuses this plan`,
-          ]
-        : []),
+      ...(failed ? [`the check run failed on ${failed}: what failed was never reviewed, and \`provision apply\` refuses this plan`] : []),
     ],
     hosts,
     items,
