@@ -50,19 +50,28 @@ describe('likelyTypos', () => {
   });
 });
 
-describe('the warning in a run', () => {
-  it('names the file:line and the suggestion, in the human view and --json', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rs-dym-'));
-    writeFileSync(
-      join(dir, 'hosts.yml'),
-      'all:\n  hosts:\n    localhost:\n      ansible_connection: local\n  vars:\n    sysctl_overides: {}\n',
-    );
-    writeFileSync(
-      join(dir, 'pb.ts'),
-      `import { playbook, file } from ${JSON.stringify(join(import.meta.dirname, '../../src/index.ts'))};
+/**
+ * A local host whose inventory misspells sysctl_overrides (`hostVars`: more lines of the host,
+ * each moving the typo a line down) and a playbook that reads the right name.
+ */
+function typoFixture(hostVars = ''): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-dym-'));
+  writeFileSync(
+    join(dir, 'hosts.yml'),
+    `all:\n  hosts:\n    localhost:\n      ansible_connection: local\n${hostVars}  vars:\n    sysctl_overides: {}\n`,
+  );
+  writeFileSync(
+    join(dir, 'pb.ts'),
+    `import { playbook, file } from ${JSON.stringify(join(import.meta.dirname, '../../src/index.ts'))};
 export default playbook({ name: 't', hosts: 'all', resources: (h) => [file({ path: ${JSON.stringify(join(dir, 'out'))}, content: JSON.stringify(h.var('sysctl_overrides', {})) })] });
 `,
-    );
+  );
+  return dir;
+}
+
+describe('the warning in a run', () => {
+  it('names the file:line and the suggestion, in the human view and --json', async () => {
+    const dir = typoFixture();
     const r = await cli([join(dir, 'pb.ts'), '-i', join(dir, 'hosts.yml'), '--check', '--json', '--journal', join(dir, 'j.ndjson')]);
     const want = `${join(dir, 'hosts.yml')}:6:22: sysctl_overides is read by no play: did you mean sysctl_overrides?`;
     expect(r.stderr).toContain(`warning: ${want}`);
@@ -78,17 +87,7 @@ export default playbook({ name: 't', hosts: 'all', resources: (h) => [file({ pat
   it.each(['--syntax-check', '--list-tasks', '--list-tags', '--list-hosts'])(
     '%s prints the warnings a run would (a typo, an ignored connection variable)',
     async (flag) => {
-      const dir = mkdtempSync(join(tmpdir(), 'rs-dym-'));
-      writeFileSync(
-        join(dir, 'hosts.yml'),
-        'all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_ssh_executable: /usr/bin/ssh\n  vars:\n    sysctl_overides: {}\n',
-      );
-      writeFileSync(
-        join(dir, 'pb.ts'),
-        `import { playbook, file } from ${JSON.stringify(join(import.meta.dirname, '../../src/index.ts'))};
-export default playbook({ name: 't', hosts: 'all', resources: (h) => [file({ path: ${JSON.stringify(join(dir, 'out'))}, content: JSON.stringify(h.var('sysctl_overrides', {})) })] });
-`,
-      );
+      const dir = typoFixture('      ansible_ssh_executable: /usr/bin/ssh\n');
       const r = await cli([join(dir, 'pb.ts'), '-i', join(dir, 'hosts.yml'), flag]);
       expect(r.code, r.stderr).toBe(0);
       // --list-hosts prepares nothing, so no play declares a variable there to compare with

@@ -32,13 +32,13 @@ const earlierRun = [
   ),
 ];
 
-function unfinishedRun(o: { after?: string[] } = {}): RunRecord {
+function unfinishedRun(o: { before?: string[] } = {}): RunRecord {
   const dir = mkdtempSync(join(tmpdir(), 'rs-unfinished-'));
   const journal = join(dir, 'j.ndjson');
   writeFileSync(
     journal,
     [
-      ...(o.after ?? []),
+      ...(o.before ?? []),
       line({ type: 'run_start', playbooks: ['site.ts'], hosts: ['h1', 'h2', 'h3'], check: false }),
       resource('h1', 'file:/t/a', 'changed', { changes: [{ summary: 'create /t/a' }] }),
       resource('h1', 'file:/t/b', 'ok'),
@@ -66,6 +66,14 @@ function unfinishedRun(o: { after?: string[] } = {}): RunRecord {
   return r;
 }
 
+/** Each host of unfinishedRun() as its journal shows it. */
+const AS_THE_JOURNAL_SHOWS = [
+  ['h1', 'changed'],
+  ['h2', 'failed'],
+  ['h3', 'unfinished'],
+];
+const statusOf = (shown: { hosts: Array<{ name: string; status: string }> }) => shown.hosts.map((h) => [h.name, h.status]);
+
 describe('a run with no end', () => {
   scratchStateDir();
 
@@ -76,21 +84,13 @@ describe('a run with no end', () => {
     expect(text.stdout).toMatch(/hosts: 3 \(1 failed, 1 unfinished, 1 changed\)/);
     expect(text.stdout).toMatch(/line:\/t\/c:x \(failed\) on 1 host\(s\): h2\n +error: refused/);
     const json = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
-    expect(json.hosts.map((h: { name: string; status: string }) => [h.name, h.status])).toEqual([
-      ['h1', 'changed'],
-      ['h2', 'failed'],
-      ['h3', 'unfinished'],
-    ]);
+    expect(statusOf(json)).toEqual(AS_THE_JOURNAL_SHOWS);
   });
 
   it('a journal holding an earlier run first (--journal given again): only this run is counted', async () => {
-    const r = unfinishedRun({ after: earlierRun });
+    const r = unfinishedRun({ before: earlierRun });
     const json = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
-    expect(json.hosts.map((h: { name: string; status: string }) => [h.name, h.status])).toEqual([
-      ['h1', 'changed'],
-      ['h2', 'failed'],
-      ['h3', 'unfinished'],
-    ]);
+    expect(statusOf(json)).toEqual(AS_THE_JOURNAL_SHOWS);
   });
 
   it('runs: unfinished, with the changes and failures its journal counts', async () => {
