@@ -1,6 +1,5 @@
 import { closeSync, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
-import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
-import { fileStartsWith } from '../util/atomic-write.ts';
+import { fileStartsWith, INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { dirname, join } from 'node:path';
 import { InputError } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';

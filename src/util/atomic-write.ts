@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { InputError } from './errors.ts';
-import { nodeKind } from './input-file.ts';
+import { fileStartsWith, nodeKind } from './input-file.ts';
 import { printable } from './printable.ts';
 
 /**
@@ -60,19 +60,4 @@ export function checkOutputFile(file: string, what: string, replaces?: OutputKin
     throw new InputError(
       `${what} ${printable(file)} exists and is not ${replaces.name}: not replaced (give a new name, or remove it first)`,
     );
-}
-
-/** Whether the file's first bytes (up to 256) match `head`; an unreadable file does not. */
-export function fileStartsWith(file: string, head: RegExp): boolean {
-  const buf = Buffer.alloc(256);
-  let fd;
-  try {
-    fd = openSync(file, 'r');
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    return head.test(buf.toString('latin1', 0, n));
-  } catch {
-    return false;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }

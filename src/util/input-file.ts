@@ -89,3 +89,19 @@ function openError(e: NodeJS.ErrnoException): string {
       return e.code ? `cannot be read (${e.code})` : e.message;
   }
 }
+
+/** Whether the file's first bytes (up to 256) match `head`; an unreadable file does not. */
+export function fileStartsWith(file: string, head: RegExp): boolean {
+  const buf = Buffer.alloc(256);
+  let fd;
+  try {
+    // O_NONBLOCK: a FIFO put there since it was checked must not make this wait for a writer
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return head.test(buf.toString('latin1', 0, n));
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
