@@ -14,6 +14,7 @@ import { hostsToResume } from '../output/journal.ts';
 import { listing } from '../output/listing.ts';
 import { codeHashes, type CodeHashes } from '../plan/code.ts';
 import { InputError } from '../util/errors.ts';
+import { unreadByListing } from './options.ts';
 import { parseCli, type CliOptions } from './parse.ts';
 import { keyring } from './passwords.ts';
 import { loadPlaybook, PACKAGE_ROOT, resolvePlaybook, type PlaybookImporter } from './playbook.ts';
@@ -56,10 +57,11 @@ export async function load(
   const extra = parseExtraVars(opts.extraVars, vault);
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
   withCliSshArgs(inventory, opts);
-  const notices: string[] = [];
+  const notices = listingNotices(argv);
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd(), notices));
   const playbooks: Playbook[] = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
+  const limit = limitOfRerun(inventory, playbooks, opts, extraLimit);
   if (opts.listHosts) {
     // in the plays' order, each play's hosts in Ansible's order (the order its batches take)
     return {
@@ -68,10 +70,9 @@ export async function load(
       inventory,
       prepared: [],
       notices,
-      listed: [...new Set(prepareHostsOnly(inventory, playbooks, opts.limit))],
+      listed: [...new Set(prepareHostsOnly(inventory, playbooks, limit))],
     };
   }
-  const limit = limitOfRerun(inventory, playbooks, opts, extraLimit);
   const sel = { limit, tags: opts.tags, skipTags: opts.skipTags, become: opts.become };
   const prepared = prepare(inventory, playbooks, sel);
   const reached = [...new Set(prepared.flatMap((p) => p.hosts.map((h) => h.host)))];
@@ -96,6 +97,13 @@ export async function load(
     ? (factsOf: FactsOf) => prepare(inventory, playbooks, sel, factsOf)
     : undefined;
   return { opts, playbookFiles: files, inventory, prepared, code, selection, vault, notices, withFacts };
+}
+
+/** A listing connects to nothing: the options given to it that it does not read are said to do nothing. */
+function listingNotices(argv: string[]): string[] {
+  const u = unreadByListing(argv);
+  if (!u?.unread.length) return [];
+  return [`--${u.listing} runs nothing on any host: ${u.unread.join(', ')} ${u.unread.length === 1 ? 'has' : 'have'} no effect`];
 }
 
 /**

@@ -13,6 +13,12 @@ interface CliOption {
   notRecorded?: boolean;
   /** `provision exec PATTERN -- CMD` takes it: inventory, selection, connection, become, forks, timeouts, output, journal. */
   exec?: boolean;
+  /**
+   * A listing (--list-hosts, --list-tasks, --list-tags) reads it: what is loaded and selected;
+   * 'syntax-check': --syntax-check reads it too (the files a connection would read, the drains).
+   * Any other option given to a listing has no effect, and is said to have none.
+   */
+  listing?: true | 'syntax-check';
 }
 
 /**
@@ -21,10 +27,10 @@ interface CliOption {
  * it, never kept by hand.
  */
 export const CLI_OPTIONS = {
-  inventory: { type: 'string', short: 'i', multiple: true, exec: true },
-  'vault-password-file': { type: 'string', multiple: true, apply: true, exec: true },
-  'vault-id': { type: 'string', multiple: true, apply: true, exec: true },
-  'ask-vault-pass': { type: 'boolean', apply: true, exec: true },
+  inventory: { type: 'string', short: 'i', multiple: true, exec: true, listing: true },
+  'vault-password-file': { type: 'string', multiple: true, apply: true, exec: true, listing: true },
+  'vault-id': { type: 'string', multiple: true, apply: true, exec: true, listing: true },
+  'ask-vault-pass': { type: 'boolean', apply: true, exec: true, listing: true },
   'list-hosts': { type: 'boolean' },
   'list-tasks': { type: 'boolean' },
   'list-tags': { type: 'boolean' },
@@ -32,46 +38,46 @@ export const CLI_OPTIONS = {
   check: { type: 'boolean', short: 'C', notRecorded: true },
   // output: how a run is shown, never recorded in a plan (apply shows it as its own command line says)
   diff: { type: 'boolean', short: 'D', apply: true, notRecorded: true },
-  limit: { type: 'string', short: 'l', exec: true },
+  limit: { type: 'string', short: 'l', exec: true, listing: true },
   // repeatable, as in Ansible: every -t (and every --skip-tags) counts
-  tags: { type: 'string', short: 't', multiple: true },
-  'skip-tags': { type: 'string', multiple: true },
+  tags: { type: 'string', short: 't', multiple: true, listing: true },
+  'skip-tags': { type: 'string', multiple: true, listing: true },
   forks: { type: 'string', short: 'f', apply: true, exec: true },
-  'extra-vars': { type: 'string', short: 'e', multiple: true, apply: true, exec: true },
+  'extra-vars': { type: 'string', short: 'e', multiple: true, apply: true, exec: true, listing: true },
   serial: { type: 'string' },
   'max-fail-percent': { type: 'string' },
-  'known-hosts': { type: 'string', apply: true, security: true, exec: true },
+  'known-hosts': { type: 'string', apply: true, security: true, exec: true, listing: 'syntax-check' },
   'ssh-accept-new': { type: 'boolean', apply: true, security: true, exec: true },
   timeout: { type: 'string', short: 'T', apply: true, exec: true },
-  become: { type: 'boolean', short: 'b', apply: true, security: true, exec: true },
-  'become-user': { type: 'string', apply: true, security: true, exec: true },
-  'become-method': { type: 'string', apply: true, security: true, exec: true },
+  become: { type: 'boolean', short: 'b', apply: true, security: true, exec: true, listing: true },
+  'become-user': { type: 'string', apply: true, security: true, exec: true, listing: true },
+  'become-method': { type: 'string', apply: true, security: true, exec: true, listing: true },
   'ask-become-pass': { type: 'boolean', short: 'K', apply: true, security: true, exec: true },
   'ask-pass': { type: 'boolean', short: 'k', apply: true, security: true, exec: true },
   user: { type: 'string', short: 'u', apply: true, security: true, exec: true },
-  'private-key': { type: 'string', apply: true, security: true, exec: true },
-  'key-file': { type: 'string', apply: true, security: true, exec: true },
+  'private-key': { type: 'string', apply: true, security: true, exec: true, listing: 'syntax-check' },
+  'key-file': { type: 'string', apply: true, security: true, exec: true, listing: 'syntax-check' },
   connection: { type: 'string', short: 'c', apply: true, security: true, exec: true },
-  'ssh-common-args': { type: 'string', apply: true, security: true, exec: true },
-  'ssh-extra-args': { type: 'string', apply: true, security: true, exec: true },
-  'ssh-config': { type: 'string', short: 'F', apply: true, security: true, exec: true },
+  'ssh-common-args': { type: 'string', apply: true, security: true, exec: true, listing: 'syntax-check' },
+  'ssh-extra-args': { type: 'string', apply: true, security: true, exec: true, listing: 'syntax-check' },
+  'ssh-config': { type: 'string', short: 'F', apply: true, security: true, exec: true, listing: 'syntax-check' },
   'host-timeout': { type: 'string', apply: true, exec: true },
   'ssh-keepalive': { type: 'string', apply: true, exec: true },
   'ssh-handshakes': { type: 'string', apply: true, exec: true },
   'lock-timeout': { type: 'string', apply: true },
-  drain: { type: 'string', apply: true },
-  'drain-timeout': { type: 'string', apply: true },
+  drain: { type: 'string', apply: true, listing: 'syntax-check' },
+  'drain-timeout': { type: 'string', apply: true, listing: 'syntax-check' },
   'plan-out': { type: 'string', notRecorded: true },
   'plan-key': { type: 'string', apply: true, security: true, exec: true },
   yes: { type: 'boolean' },
   'max-plan-age': { type: 'string', apply: true },
   journal: { type: 'string', apply: true, notRecorded: true, exec: true },
-  resume: { type: 'string', notRecorded: true },
+  resume: { type: 'string', notRecorded: true, listing: true },
   label: { type: 'string', multiple: true, apply: true, exec: true },
   json: { type: 'boolean', apply: true, notRecorded: true, exec: true },
   recap: { type: 'string', apply: true, notRecorded: true },
-  verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, notRecorded: true, exec: true },
-  help: { type: 'boolean', short: 'h', notRecorded: true, exec: true },
+  verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, notRecorded: true, exec: true, listing: true },
+  help: { type: 'boolean', short: 'h', notRecorded: true, exec: true, listing: true },
 } as const satisfies Record<string, CliOption>;
 
 export type CliOptionName = keyof typeof CLI_OPTIONS;
@@ -116,4 +122,24 @@ export const APPLY_ARG_TAKES_VALUE = new RegExp(
 /** The options of an argv, as parseArgs reads them (the same grouping and `=` forms). */
 export function optionTokens(argv: string[]) {
   return parseArgs({ args: argv, allowPositionals: true, options: CLI_OPTIONS, tokens: true }).tokens;
+}
+
+/** The flags that make a run a listing, the one that wins first (as load() decides). */
+const LISTINGS = ['list-hosts', 'syntax-check', 'list-tasks', 'list-tags'] as const;
+
+/**
+ * The options of `argv` that the listing it asks for (if any) does not read, as they were written:
+ * a listing connects to nothing, so run options (`-f`, `--check`, `--drain`...) have no effect,
+ * and of two listings only the first in LISTINGS is printed.
+ */
+export function unreadByListing(argv: string[]): { listing: string; unread: string[] } | undefined {
+  const given = optionTokens(argv).filter((t) => t.kind === 'option');
+  const listing = LISTINGS.find((l) => given.some((t) => t.name === l));
+  if (!listing) return undefined;
+  const reads = (name: string) => {
+    const o = (CLI_OPTIONS as Record<string, CliOption>)[name];
+    return name === listing || o?.listing === true || (o?.listing === 'syntax-check' && listing === 'syntax-check');
+  };
+  const unread = [...new Set(given.filter((t) => !reads(t.name)).map((t) => t.rawName))];
+  return { listing, unread };
 }

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Playbook } from '../contract/playbook.ts';
-import { InputError } from '../util/errors.ts';
+import { playbookProblems, type Playbook } from '../contract/playbook.ts';
+import { InputError, InputErrors } from '../util/errors.ts';
 import { callSite } from '../engine/throw-site.ts';
 
 /** racksmith's own directory: its bundled playbooks, and the root the code of a plan is hashed from. */
@@ -47,8 +47,12 @@ export async function loadPlaybook(file: string, importPlaybook: PlaybookImporte
     throw loadError(e, file);
   }
   const pb = mod.default as Playbook | undefined;
-  if (!pb || !Array.isArray(pb.plays)) throw new InputError('playbook must `export default playbook({...})`', { file });
-  return { ...pb, file: relative(process.cwd(), file) || file };
+  const at = { file: relative(process.cwd(), file) || file };
+  if (!pb || typeof pb !== 'object' || !('plays' in pb)) throw new InputError('playbook must `export default playbook({...})`', at);
+  // (one built by playbook() was checked there; an object of its own is checked here)
+  const problems = playbookProblems(pb);
+  if (problems.length) throw new InputErrors(problems.map((p) => new InputError(p, at)));
+  return { ...pb, file: at.file };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { ValidateFunction } from 'ajv';
 import type { Host, Vars } from '../inventory/model.ts';
 import type { Resource } from './resource.ts';
-import { InputError, type SourcePos } from '../util/errors.ts';
+import { InputError, InputErrors, type SourcePos } from '../util/errors.ts';
 import { lazySchema, validateOrThrow } from '../util/validate.ts';
 import { templatingError } from '../inventory/connection.ts';
 import type { HostFacts } from '../facts/types.ts';
@@ -129,8 +129,8 @@ export interface Play {
   /** Host pattern, as for --limit: `all`, `storage`, `kube_control_plane[0]`, `!foo`... */
   hosts: string;
   tags?: string[];
-  /** Rolling batches: `[1, '10%', '25%']`; the last size repeats. */
-  serial?: Array<number | string>;
+  /** Rolling batches: `[1, '10%', '25%']`; the last size repeats (one size alone: `5`, `'10%'`). */
+  serial?: number | string | Array<number | string>;
   /**
    * End the run once more than this percentage of the play's hosts failed (0 to 100): no later
    * wave, handler, batch or play starts on any host.
@@ -166,8 +166,62 @@ export interface Playbook {
   file?: string;
 }
 
-/** Declare a playbook: one play, or several run in order (each finishes on every host first). */
+/**
+ * Declare a playbook: one play, or several run in order (each finishes on every host first). A
+ * play that is not what its type says is bad input at this call (JavaScript, or TypeScript run
+ * without tsc, is not type-checked).
+ */
 export function playbook(def: Play | { name: string; plays: Play[] }): Playbook {
-  if ('plays' in def) return { name: def.name, plays: def.plays };
-  return { name: def.name, plays: [def] };
+  if (Array.isArray(def)) throw new InputError('takes one play, or { name, plays: [ ... ] } for several, not a list');
+  const pb =
+    def !== null && typeof def === 'object' && 'plays' in def ? { name: def.name, plays: def.plays } : { name: def?.name, plays: [def] };
+  const problems = playbookProblems(pb);
+  if (problems.length) throw new InputError(problems.join('\n  '));
+  return pb;
+}
+
+// A play's keys, as its type has them: a misspelt one (`host:`, `tag:`) is refused, not ignored,
+// as Ansible refuses a keyword a play does not have.
+const validatePlay = lazySchema({
+  type: 'object',
+  required: ['name', 'hosts', 'resources'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string' },
+    hosts: { type: 'string', minLength: 1 },
+    tags: { type: 'array', items: { type: 'string' } },
+    serial: { anyOf: [{ type: ['integer', 'string'] }, { type: 'array', items: { type: ['integer', 'string'] } }] },
+    maxFailPercent: { type: 'number', minimum: 0, maximum: 100 },
+    anyErrorsFatal: { type: 'boolean' },
+    become: { type: 'boolean' },
+    becomeUser: { type: 'string', minLength: 1 },
+    becomeMethod: { enum: ['sudo', 'su'] },
+    facts: { type: 'boolean' },
+    resources: {}, // a function: JSON schemas have no type for it (playProblems checks it)
+  },
+});
+
+/** What is wrong with a playbook's shape, each problem said with its play (`plays[0]`, and its name). */
+export function playbookProblems(pb: { name?: unknown; plays?: unknown }): string[] {
+  if (typeof pb.name !== 'string') return ["the playbook's name must be a string"];
+  if (!Array.isArray(pb.plays)) return ["the playbook's plays must be a list of plays"];
+  return pb.plays.flatMap(playProblems);
+}
+
+function playProblems(play: unknown, i: number): string[] {
+  const where = `plays[${i}]`;
+  if (play === null || typeof play !== 'object' || Array.isArray(play)) return [`${where} must be a play: { name, hosts, resources }`];
+  const name = (play as { name?: unknown }).name;
+  const which = typeof name === 'string' ? ` (play '${name}')` : '';
+  const out: string[] = [];
+  try {
+    validateOrThrow(validatePlay, play, { pos: () => ({ file: 'playbook' }) }, [where]);
+  } catch (e) {
+    if (!(e instanceof InputError)) throw e;
+    out.push(...(e instanceof InputErrors ? e.errors : [e]).map((x) => x.detail + which));
+  }
+  const resources = (play as { resources?: unknown }).resources;
+  if (resources !== undefined && typeof resources !== 'function')
+    out.push(`${where}.resources must be a function of the host, (host) => [ ... ]${which}`);
+  return out;
 }

@@ -5,7 +5,9 @@ import { InputError } from '../util/errors.ts';
  * each entry is a count or a percentage of the play's hosts (rounded down, at least 1), the
  * last entry repeats until every host is in a batch. No serial: one batch with every host.
  */
-export function batchSizes(total: number, serial?: Array<number | string>): number[] {
+export function batchSizes(total: number, serialOption?: number | string | Array<number | string>): number[] {
+  // (one size alone is a list of one, as Ansible reads `serial: 5`)
+  const serial = serialOption === undefined || Array.isArray(serialOption) ? serialOption : [serialOption];
   if (!serial || serial.length === 0) return total === 0 ? [] : [total];
   for (const spec of serial) toCount(spec, Math.max(total, 1)); // every entry is checked, used or not
   if (total === 0) return [];

@@ -3,7 +3,7 @@ import { batchSizes } from '../../src/engine/batches.ts';
 import { InputError } from '../../src/util/errors.ts';
 
 describe('batchSizes', () => {
-  it.each<[number, Array<number | string> | undefined, number[]]>([
+  it.each<[number, number | string | Array<number | string> | undefined, number[]]>([
     // total, serial, sizes (Ansible: percentages of the play's hosts, rounded down, at least 1; last repeats)
     [20, [1, '10%', '25%'], [1, 2, 5, 5, 5, 2]],
     [100, [1, '10%', '25%'], [1, 10, 25, 25, 25, 14]],
@@ -26,6 +26,8 @@ describe('batchSizes', () => {
     [10, [' 20% '], [2, 2, 2, 2, 2]],
     [10, [2, 5, 100], [2, 5, 3]],
     [6, [1, 2, 3, 4, 5], [1, 2, 3]],
+    [7, 3, [3, 3, 1]], // one size alone, as Ansible's `serial: 3`
+    [10, '50%', [5, 5]],
   ])('%i hosts, serial %j -> %j', (total, serial, want) => {
     const sizes = batchSizes(total, serial);
     expect(sizes).toEqual(want);

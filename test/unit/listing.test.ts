@@ -35,6 +35,9 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+// (an empty known_hosts: --syntax-check checks that it is a readable regular file)
+const FIX_KNOWN_HOSTS = join(dir, 'known_hosts');
+writeFileSync(FIX_KNOWN_HOSTS, '');
 const jailPlay = relative(process.cwd(), join(FIX, 'jail-like.ts'));
 const throws = relative(process.cwd(), join(FIX, 'throws.ts'));
 
@@ -93,6 +96,40 @@ describe('listing flags connect to nothing', { timeout: 60_000 }, () => {
     const r = await cli([jailPlay, '-i', inv, '--list-hosts', '-e', `{racksmith_play_hosts: {jail: 'gpu-nodes'}}`]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe('  hosts (1):\n    w2\n');
+  });
+
+  it('--list-hosts with --resume: the hosts a resumed run reaches (those the journal left failed or unreached)', async () => {
+    const journal = join(dir, 'resume.ndjson');
+    const run = await cli([PLAYBOOK, '-i', inv, '-l', 'w2', '--check', '--journal', journal]);
+    expect(run.code, run.stderr).toBe(1); // w2: nothing listens at its port
+    const r = await cli([PLAYBOOK, '-i', inv, '--list-hosts', '--resume', journal]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('  hosts (1):\n    w2\n');
+  });
+
+  it.each<[string, string[], string | undefined]>([
+    [
+      'run options',
+      ['--list-hosts', '-f', '5', '--check', '-D', '--json'],
+      '--list-hosts runs nothing on any host: -f, --check, -D, --json have no effect',
+    ],
+    ['a second listing', ['--list-tasks', '--list-hosts'], '--list-hosts runs nothing on any host: --list-tasks has no effect'],
+    [
+      'a drain and a key under --list-tasks',
+      ['--list-tasks', '--drain', 'none', '--private-key', 'k'],
+      '--list-tasks runs nothing on any host: --drain, --private-key have no effect',
+    ],
+    ['what a listing reads', ['--list-tasks', '-l', 'w1', '-e', 'a=1', '-b', '-v'], undefined],
+    [
+      'the drain and the known_hosts --syntax-check reads',
+      ['--syntax-check', '--drain', 'none', '--known-hosts', FIX_KNOWN_HOSTS],
+      undefined,
+    ],
+  ])('a listing says which options given to it have no effect: %s', async (_, flags, says) => {
+    const r = await cli([PLAYBOOK, '-i', inv, ...flags]);
+    expect(r.code, r.stderr).toBe(0);
+    if (says) expect(r.stderr).toContain(`warning: ${says}\n`);
+    else expect(r.stderr).not.toContain('no effect');
   });
 
   it('--list-tags: every tag of each play', async () => {
