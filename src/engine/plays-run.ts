@@ -61,8 +61,10 @@ export class PlaysRun {
   private readonly budget = new FailBudget();
   /** --drain: hosts drained around their disruptive changes (drain-session.ts). */
   private readonly drains: DrainSession | undefined;
-  /** Each host's last play: after it, a host this run drained is put back. */
-  private readonly lastPlay = new Map<string, number>();
+  /** Each host's plays, in order: when a host this run drained is put back (putBackAfter). */
+  private readonly playsOf = new Map<string, number[]>();
+  /** Per play: whether it runs in more than one batch (serial), a rolling rollout. */
+  private readonly rolling: boolean[];
 
   constructor(
     private readonly plays: PreparedPlay[],
@@ -83,7 +85,8 @@ export class PlaysRun {
       this.refused.add(host);
       Object.assign(this.recapOf(host), why);
     }
-    plays.forEach((pp, i) => pp.hosts.forEach((h) => this.lastPlay.set(h.host.name, i)));
+    plays.forEach((pp, i) => pp.hosts.forEach((h) => this.playsOf.set(h.host.name, [...(this.playsOf.get(h.host.name) ?? []), i])));
+    this.rolling = plays.map((pp) => batchSizes(pp.hosts.length, o.serial ?? pp.play.serial).length > 1);
     this.drains = o.drain?.hosts.size
       ? new DrainSession(
           o.drain,
@@ -205,10 +208,22 @@ export class PlaysRun {
       return false;
     }
     if (this.drains && res && this.o.check && wouldDisrupt(res.results)) this.drains.would(host.name);
-    // after the host's last change of the run: back into scheduling, if this run drained it
-    if (this.drains && this.lastPlay.get(host.name) === playIndex) await this.drains.resume(host.name);
+    if (this.drains && this.putBackAfter(host.name, playIndex)) await this.drains.resume(host.name);
     if (!res) return false;
     return this.record(host.name, playName, conn, res, recap);
+  }
+
+  /**
+   * Whether a host this run drained goes back into scheduling after this play: after its last
+   * play, and around a play run in batches (this one or the host's next), so that a rolling
+   * rollout has one batch out of scheduling at a time, as a drain and resume around each batch of
+   * an Ansible play would. Plays without batches keep the host out from its first disruptive
+   * change to its last, drained once.
+   */
+  private putBackAfter(host: string, playIndex: number): boolean {
+    const mine = this.playsOf.get(host) ?? [];
+    const next = mine[mine.indexOf(playIndex) + 1];
+    return next === undefined || this.rolling[playIndex] || this.rolling[next];
   }
 
   /** The host's connection, or undefined when it failed or the watch ended first (the recap says why). */
