@@ -5,7 +5,7 @@ import { shBytes, shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { checkPathLength, checkToken, shown, VALUE_LIMITS } from '../../util/input-value.ts';
 import type { BatchPart, ProbeBatch } from '../../contract/probe.ts';
-import { ProbeError } from '../../contract/resource.ts';
+import { ProbeError, Refusal } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
 import { parseSensitiveRecord, readSensitiveScript, SENSITIVE_RECORDS, type SensitiveRecords } from './sensitive-files.ts';
 
@@ -25,6 +25,13 @@ export interface FileFacts {
   content?: Buffer;
   /** Listed in the host's record of sensitive files (sensitive-files.ts): its diffs show no content. */
   sensitive?: boolean;
+  /**
+   * The wanted owner (user) or group name that the host does not know (getent finds none): set by
+   * the parse of a resource that wants it (withOwnerLookups), never by the file probe; its diff
+   * refuses any change (ownerLookupRefusal), as Ansible's file module fails in check mode.
+   */
+  unknownUser?: string;
+  unknownGroup?: string;
 }
 
 export function checkAbsolutePath(path: string, what = 'path'): string {
@@ -54,6 +61,91 @@ export function normMode(mode: string | undefined): string | undefined {
   return String(parseInt(mode, 8).toString(8));
 }
 
+/**
+ * A wanted owner or group as given (Ansible's `owner`/`group`): a name, or a numeric id (a number,
+ * or a string of digits). Refused (exit 3): what chown could not take as one name, and what the
+ * name lookups of the probe (ownerLookups) could not carry.
+ */
+export function checkOwner<T extends string | number | undefined>(value: T, what: string): T {
+  if (value === undefined) return value;
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new InputError(`${what} must be a name or an id (an integer from 0), got ${value}`);
+    return value;
+  }
+  checkToken(value, what, VALUE_LIMITS.component);
+  if (!/^[^\s:-][^\s:]*$/.test(value))
+    throw new InputError(`${what} must be a user or group name (no blanks or ':', not starting with '-') or an id, got ${shown(value)}`);
+  return value;
+}
+
+/** A name (not an id) to look up: a string that is not all digits. */
+const isName = (v: string | number | undefined): v is string => typeof v === 'string' && !/^\d+$/.test(v);
+
+/**
+ * A wanted name's lookup on the host (an answer of FILE_FACTS for a `user:NAME` or `group:NAME`
+ * argument): `known` (some probed file is owned by it, or getent finds it), `unknown` (getent finds
+ * none), `untold` (getent could not answer: not installed, a database it cannot enumerate).
+ */
+export type NameLookup = 'known' | 'unknown' | 'untold';
+
+/**
+ * The name lookups of a wanted owner and group, as a probe declaration (numeric ids are not looked
+ * up: Ansible takes them as they are). A type, not an interface: a declaration is a record.
+ */
+export type OwnerLookups = {
+  readonly user: BatchPart<NameLookup> | undefined;
+  readonly group: BatchPart<NameLookup> | undefined;
+};
+
+/**
+ * The probe parts that look up the wanted owner and group names, next to the file's own part
+ * (`fileProbe`): arguments of the same batch, so the lookup runs with the file's `find` line at
+ * hand and only for a name no probed file is owned by (a converged host starts no process for it).
+ */
+export function ownerLookups(owner: string | number | undefined, group: string | number | undefined): OwnerLookups {
+  // (the batch's answers to these arguments are NameLookups: FILE_FACTS answers by argument)
+  const part = (arg: string) => ({ batch: FILE_FACTS as ProbeBatch<NameLookup>, arg });
+  return { user: isName(owner) ? part(`user:${owner}`) : undefined, group: isName(group) ? part(`group:${group}`) : undefined };
+}
+
+/**
+ * A file's facts with the wanted names its host does not know (the facts themselves when it
+ * knows them all, or could not tell): what the resource's parse gives its diff.
+ */
+export function withOwnerLookups(
+  f: FileFacts,
+  found: { readonly user: NameLookup | undefined; readonly group: NameLookup | undefined },
+  owner: string | number | undefined,
+  group: string | number | undefined,
+): FileFacts {
+  const user = found.user === 'unknown' && isName(owner) ? owner : undefined;
+  const grp = found.group === 'unknown' && isName(group) ? group : undefined;
+  if (user === undefined && grp === undefined) return f;
+  return { ...f, ...(user !== undefined && { unknownUser: user }), ...(grp !== undefined && { unknownGroup: grp }) };
+}
+
+/**
+ * Why `path` cannot be given its wanted owner or group (a name the host does not know), as the
+ * Refusal its diff throws when it has changes to make; undefined when nothing stands in the way.
+ * Ansible's file module fails so, in check mode too ("chown failed: failed to look up user X").
+ */
+export function ownerLookupRefusal(path: string, f: FileFacts): Refusal | undefined {
+  const missing = [
+    f.unknownUser !== undefined && `no user ${shown(f.unknownUser)} on this host (getent passwd finds none)`,
+    f.unknownGroup !== undefined && `no group ${shown(f.unknownGroup)} on this host (getent group finds none)`,
+  ].filter((m): m is string => m !== false);
+  if (!missing.length) return undefined;
+  return new Refusal(`cannot chown ${path}: ${missing.join('; ')}; a resource that creates it belongs in this one's dependsOn`);
+}
+
+/** The facts a stacked writer diffs against (predicted by the writer before it), with its own unknown names kept. */
+export function keepOwnerLookups(own: FileFacts, predicted: FileFacts): FileFacts {
+  const { unknownUser, unknownGroup } = own;
+  if (unknownUser === undefined && unknownGroup === undefined) return predicted;
+  return { ...predicted, ...(unknownUser !== undefined && { unknownUser }), ...(unknownGroup !== undefined && { unknownGroup }) };
+}
+
 /** Why a file's facts could not be read (its probe answer instead of FileFacts). */
 export class FileUnreadable {
   constructor(readonly error: string) {}
@@ -78,7 +170,8 @@ export function fileFacts(answer: unknown): FileFacts {
  * file too large to transfer is hashed on the host. Each resource gets its own path's FileFacts.
  */
 export function fileProbe(path: string): BatchPart<FileAnswer> {
-  return { batch: FILE_FACTS, arg: path };
+  // (the batch's answer to a path is a FileAnswer: FILE_FACTS answers by argument)
+  return { batch: FILE_FACTS as ProbeBatch<FileAnswer>, arg: path };
 }
 
 /** Each ASCII character's value as a hex digit (lowercase, as od prints them), else -1. */
@@ -113,13 +206,21 @@ const ABSENT_SENSITIVE: FileFacts = Object.freeze({ type: 'absent', sensitive: t
 const LINK: FileFacts = Object.freeze({ type: 'link' });
 const OTHER: FileFacts = Object.freeze({ type: 'other' });
 
-export const FILE_FACTS: ProbeBatch<FileAnswer> = fileFactsBatch(SENSITIVE_RECORDS);
+/**
+ * The file probe: its arguments are paths (FileAnswer), and the owner and group names resources
+ * want (`user:NAME`, `group:NAME`, never a path: a NameLookup; see ownerLookups).
+ */
+export const FILE_FACTS: ProbeBatch<FileAnswer | NameLookup> = fileFactsBatch(SENSITIVE_RECORDS);
+
+const isPath = (arg: string) => arg.startsWith('/');
 
 /** The file probe batch, reading the lists of sensitive files at `records` (a test's own). */
-export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer> {
+export function fileFactsBatch(records: SensitiveRecords): ProbeBatch<FileAnswer | NameLookup> {
   return {
     shared: true,
-    script(paths) {
+    script(args) {
+      const paths = args.filter(isPath);
+      const names = args.filter((a) => !isPath(a));
       const list = paths.map(shq).join(' ');
       // The regular files of a size: find's lines walked with builtins (`read` of a here-document
       // takes a system call per byte): type, size, then the path after the other five fields.
@@ -132,23 +233,25 @@ for l in $rs_meta; do
   [ "$s" ${test} ${MAX_PROBED_BYTES} ] && set -- "$@" "$r"
 done
 IFS=$rs_ff_ifs; case $rs_ff_opts in *f*) ;; *) set +f ;; esac`;
-      return `rs_meta=$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)
+      return `rs_meta=${paths.length ? `$(find ${list} -maxdepth 0 -printf '%y %s %m %U %u %G %g %p\\n' 2>/dev/null)` : ''}
 printf '%s\\n' "$rs_meta"
 ${pick('-le')}
 echo @content
 [ $# -gt 0 ] && od -A n -v -t x1 -- "$@"
 ${pick('-gt')}
 echo @sha
-[ $# -gt 0 ] && sha256sum -- "$@"
+[ $# -gt 0 ] && sha256sum -- "$@"${names.length ? `\n${lookupScript(names)}` : ''}
 echo @sensitive
 ${readSensitiveScript(records)}
 :`;
     },
-    split(stdout, paths) {
+    split(stdout, args) {
       const c = stdout.indexOf('\n@content\n');
       const h = stdout.indexOf('\n@sha\n');
       const s = stdout.indexOf('\n@sensitive\n', h);
-      if (c < 0 || h < c || s < 0) return paths.map(() => new FileUnreadable('file probe output is incomplete'));
+      if (c < 0 || h < c || s < 0) return args.map((a) => (isPath(a) ? new FileUnreadable('file probe output is incomplete') : 'untold'));
+      const n = stdout.lastIndexOf('\n@names\n', s);
+      const lookups = n > h ? readLookups(stdout.slice(n + 8, s)) : undefined;
       // (a record that cannot be read: every file is taken as sensitive)
       const listed = parseSensitiveRecord(stdout.slice(s + 12));
       const everyFile = stdout
@@ -168,8 +271,9 @@ ${readSensitiveScript(records)}
         if (sp >= 0) meta.set(line.slice(sp + 1), line);
       }
       const hashes = new Map<string, string>();
-      if (h + 6 < s) {
-        for (const line of stdout.slice(h + 6, s).split('\n')) {
+      const hashed = lookups ? n : s;
+      if (h + 6 < hashed) {
+        for (const line of stdout.slice(h + 6, hashed).split('\n')) {
           const m = /^\\?([0-9a-f]{64}) [ *](.*)$/.exec(line);
           if (m) hashes.set(m[2], m[1]);
         }
@@ -184,7 +288,8 @@ ${readSensitiveScript(records)}
         if (size <= MAX_PROBED_BYTES) content.set(path, blob.subarray(at, (at += size)));
       }
       const whole = at === blob.length;
-      return paths.map((path): FileAnswer => {
+      return args.map((path): FileAnswer | NameLookup => {
+        if (!isPath(path)) return lookups?.get(path) ?? 'untold';
         const line = meta.get(path);
         if (!line) return sensitive(path) ? ABSENT_SENSITIVE : ABSENT;
         if (line[0] === 'l') return LINK;
@@ -195,6 +300,40 @@ ${readSensitiveScript(records)}
       });
     },
   };
+}
+
+/**
+ * The lookups of wanted names (`user:NAME`, `group:NAME`), after find's lines are in $rs_meta: a
+ * name some probed file is owned by (find printed it) is known without a process; only another
+ * (a file not yet owned by it, or not yet there) is asked of getent, the NSS lookup chown makes
+ * (LDAP and sssd users included, which /etc/passwd does not list). One line per argument:
+ * `CODE ARG`, getent's exit code (0 found, 2 none).
+ */
+function lookupScript(names: readonly string[]): string {
+  const seen = `rs_ff_seen=' '
+rs_ff_ifs=$IFS; rs_ff_opts=$-; set -f; IFS='
+'
+for l in $rs_meta; do
+  r=\${l#* }; r=\${r#* }; r=\${r#* }; r=\${r#* }; u=\${r%% *}; r=\${r#* }; r=\${r#* }; g=\${r%% *}
+  case $rs_ff_seen in *" user:$u group:$g "*) ;; *) rs_ff_seen="$rs_ff_seen user:$u group:$g " ;; esac
+done
+IFS=$rs_ff_ifs; case $rs_ff_opts in *f*) ;; *) set +f ;; esac`;
+  const ask = (arg: string) => {
+    const db = arg.startsWith('user:') ? 'passwd' : 'group';
+    const name = arg.slice(arg.indexOf(':') + 1);
+    return `case $rs_ff_seen in *${shq(` ${arg} `)}*) rs_c=0 ;; *) getent ${db} ${shq(name)} >/dev/null 2>&1; rs_c=$? ;; esac; printf '%s %s\\n' "$rs_c" ${shq(arg)}`;
+  };
+  return ['echo @names', seen, ...names.map(ask)].join('\n');
+}
+
+/** The @names section's answers by argument: getent's 0 known, 2 unknown, anything else untold. */
+function readLookups(text: string): Map<string, NameLookup> {
+  const out = new Map<string, NameLookup>();
+  for (const line of text.split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp > 0) out.set(line.slice(sp + 1), line.slice(0, sp) === '0' ? 'known' : line.slice(0, sp) === '2' ? 'unknown' : 'untold');
+  }
+  return out;
 }
 
 // A converged fleet's hosts send the same files: a path's facts are made again only when its find

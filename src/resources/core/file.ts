@@ -1,7 +1,7 @@
 import { probed } from '../../contract/probe.ts';
 import { Secret } from '../../util/secret.ts';
 import { InputError } from '../../util/errors.ts';
-import { checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
+import { checkAbsolutePath, checkOwner, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite } from './managed-file.ts';
 import { checkSensitive } from './sensitive-files.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource } from '../../contract/resource.ts';
@@ -34,15 +34,18 @@ export function file(o: FileOptions): Resource<FileFacts, FileWrite> {
   const secret = o.content instanceof Secret;
   const sensitive = checkSensitive(o.sensitive, `file ${path}`) || secret;
   const want = o.content instanceof Secret ? Buffer.from(o.content.reveal()) : Buffer.from(o.content ?? '');
-  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group, sensitive });
+  const owner = checkOwner(o.owner, `file ${path}: owner`);
+  const group = checkOwner(o.group, `file ${path}: group`);
+  const mf = managedFile({ path, mode: normMode(o.mode), owner, group, sensitive });
   return {
     ...common('file', `file:${path}`, o, ['content']),
     verifiable: true,
     files: [mf],
     claims: [`file:${path}`],
     ...probed(
-      () => ({ file: mf.probe() }),
-      ({ file }) => fileFacts(file),
+      // (a removal sets no owner: no name to look up)
+      () => ({ file: mf.probe(), owners: state === 'present' ? mf.lookups() : undefined }),
+      ({ file, owners }) => mf.withLookups(fileFacts(file), owners),
     ),
     diff(f): Change<FileWrite>[] {
       if (f.type === 'dir' || f.type === 'other')

@@ -17,10 +17,16 @@ import {
   contentDiff,
   fileProbe,
   hasContent,
+  keepOwnerLookups,
+  ownerLookupRefusal,
+  ownerLookups,
   ownerMatches,
   predictWrite,
+  withOwnerLookups,
   type FileAnswer,
   type FileFacts,
+  type NameLookup,
+  type OwnerLookups,
 } from './file-common.ts';
 
 export interface ManagedFileOptions<F> {
@@ -90,6 +96,16 @@ export function isSensitive(file: FileFacts, sensitive: boolean | undefined): bo
 export interface ManagedFile<F> extends FileSlot<F> {
   /** The probe part for this file (its answer: `facts(parse's facts)` afterwards). */
   probe(): BatchPart<FileAnswer>;
+  /**
+   * The probe parts that look up the wanted owner and group names (none for ids): declared beside
+   * `probe()` by a resource that lets its user name them, their answers given to `withLookups`.
+   */
+  lookups(): OwnerLookups;
+  /** The file's facts with the wanted names its host does not know: `changes` then refuses to change the file. */
+  withLookups(
+    file: FileFacts,
+    found: { readonly user: NameLookup | undefined; readonly group: NameLookup | undefined } | undefined,
+  ): FileFacts;
   /** This file's facts within the resource's facts. */
   facts(f: F): FileFacts;
   /** The changes that give the file `content` and the wanted metadata: content first, then mode, owner, group. */
@@ -113,6 +129,8 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
   return {
     path,
     probe: () => fileProbe(path),
+    lookups: () => ownerLookups(owner, group),
+    withLookups: (file, found) => (found ? withOwnerLookups(file, found, owner, group) : file),
     facts: get,
     changes(f, content, text = {}) {
       const file = get(f);
@@ -145,6 +163,9 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
         if (!ownerMatches(owner, file.uid, file.user)) out.push({ summary: `${path}: owner ${file.user} → ${owner}`, data: data() });
         if (!ownerMatches(group, file.gid, file.group)) out.push({ summary: `${path}: group ${file.group} → ${group}`, data: data() });
       }
+      // (every change writes or chowns the file with the wanted owner: none can be made for a name the host does not know)
+      const unknown = out.length ? ownerLookupRefusal(path, file) : undefined;
+      if (unknown) throw unknown;
       return out;
     },
     removal(f) {
@@ -194,6 +215,7 @@ export function managedFile<F = FileFacts>(o: ManagedFileOptions<F>): ManagedFil
       const after: FileFacts = w.content === null ? { type: 'absent' } : predictWrite(file, w.content, mode, owner, group);
       return sensitive ? { ...after, sensitive } : after;
     },
-    use: (f, predicted) => set(f, predicted as FileFacts),
+    // (the names this writer wants that the host does not know stay known to its diff)
+    use: (f, predicted) => set(f, keepOwnerLookups(get(f), predicted as FileFacts)),
   };
 }

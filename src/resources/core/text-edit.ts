@@ -1,7 +1,7 @@
 import { probed } from '../../contract/probe.ts';
 import { InputError } from '../../util/errors.ts';
 import { BadValue } from '../../util/input-value.ts';
-import { contentText, checkAbsolutePath, fileFacts, normMode, type FileFacts } from './file-common.ts';
+import { contentText, checkAbsolutePath, checkOwner, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { isSensitive, managedFile, type FileWrite } from './managed-file.ts';
 import { checkSensitive } from './sensitive-files.ts';
 import { maskHex, refuseSecrets } from '../../util/secret.ts';
@@ -37,7 +37,9 @@ export function textEdit(
 ): Resource<FileFacts, FileWrite> {
   const path = checkAbsolutePath(o.path);
   const sensitive = checkSensitive(o.sensitive, `${kind} ${path}`);
-  const mf = managedFile({ path, mode: normMode(o.mode), owner: o.owner, group: o.group, sensitive });
+  const owner = checkOwner(o.owner, `${kind} ${path}: owner`);
+  const group = checkOwner(o.group, `${kind} ${path}: group`);
+  const mf = managedFile({ path, mode: normMode(o.mode), owner, group, sensitive });
   const plain = typeof what === 'string' ? what : what.plain;
   const hidden = typeof what === 'string' ? 'an edit (sensitive)' : what.sensitive;
   const next = (f: FileFacts): string => {
@@ -56,8 +58,8 @@ export function textEdit(
     // Edits of one file stack (each diffed against the file the one before leaves).
     claims: [editClaim(`file:${path}`)],
     ...probed(
-      () => ({ file: mf.probe() }),
-      ({ file }) => fileFacts(file),
+      () => ({ file: mf.probe(), owners: mf.lookups() }),
+      ({ file, owners }) => mf.withLookups(fileFacts(file), owners),
     ),
     diff(f): Change<FileWrite>[] {
       if (removing && f.type === 'absent') return []; // nothing to remove from a missing file
