@@ -19,7 +19,7 @@ const PLAN_SHOW_OPTIONS = {
  * `provision plan show FILE [--json] [--html OUT]`: a saved plan for its reviewers, each distinct
  * change once with its hosts, then per host. A plan whose signature does not verify is still
  * shown (a reviewer may need to see what was forged), with a warning in every view, and exit 1;
- * so is a plan whose check run failed on some host (its failures listed).
+ * so is a plan whose check run failed on some host or did not reach one (those hosts listed, with why).
  */
 export function planShowCommand(args: string[], out: CliStreams): number {
   if (args[0] !== 'show') throw new InputError(`plan: the only subcommand is 'show' (provision plan show FILE [--json] [--html OUT])`);
@@ -41,6 +41,6 @@ export function planShowCommand(args: string[], out: CliStreams): number {
   const report = planReport(plan, file, verified);
   for (const w of report.warnings) out.stderr.write(`WARNING: ${printable(w)}\n`);
   writeReport(report, { json: !!values.json, html: values.html }, out);
-  // a plan that does not verify, or whose check run failed somewhere, is no plan to apply
-  return verified && !Object.keys(plan.failed ?? {}).length ? EXIT.OK : EXIT.FAILED;
+  // a plan that does not verify, or whose check run failed somewhere or did not reach a host, is no plan to apply
+  return verified && !Object.keys(plan.failed ?? {}).length && !Object.keys(plan.unreached ?? {}).length ? EXIT.OK : EXIT.FAILED;
 }

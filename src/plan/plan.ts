@@ -18,7 +18,9 @@ export const PLAN_FORMAT = 'racksmith-plan';
 /** What --plan-out replaces: a plan written before (JSON, `format` its first key). */
 export const PLAN_FILE: OutputKind = { name: 'a racksmith plan', head: /^\{\s*"format":\s*"racksmith-plan"/ };
 // 5: failed resources and hosts recorded (a version 4 plan showed a failed check as no change)
-export const PLAN_VERSION = 5;
+// 6: hosts the check run never reached recorded with why (`unreached`), hosts it never ran for
+//    another reason as failed (a version 5 plan counted both as "not reviewed", and apply skipped them)
+export const PLAN_VERSION = 6;
 
 /**
  * A resource as reviewed: what apply checks (PlannedResource), its kind, and the diffs that were
@@ -47,7 +49,7 @@ export interface PlanFile {
    */
   argv: string[];
   cwd: string;
-  /** Every host the recorded selection reached (`hosts` has those that were reviewed). */
+  /** Every host the recorded selection reached (`hosts` has those that were reviewed; `unreached` and `failed` say why the others were not). */
   selection: string[];
   inventoryFingerprint: string;
   /** The digest of `code`. */
@@ -60,10 +62,17 @@ export interface PlanFile {
   /** Each reviewed host's inventory groups (for `plan show`'s filters). */
   groups: Record<string, string[]>;
   /**
-   * Reviewed hosts whose check run failed (a resource failed, become failed), with the host's
-   * error or a count: `plan show` lists them and exits 1, `apply` refuses the plan.
+   * Hosts whose check run failed (a resource failed, become failed, lost mid-review, never run:
+   * facts not gathered, the run halted), with the host's error or a count: `plan show` lists them
+   * and exits 1, `apply` refuses the plan.
    */
   failed?: Record<string, string>;
+  /**
+   * Hosts of the selection the check run never reached (connection refused or timed out, host key
+   * or login refused), each with why: none of their changes was reviewed. `plan show` lists them
+   * and exits 1, `apply` refuses the plan.
+   */
+  unreached?: Record<string, string>;
   /**
    * `hmac-sha256:` of the rest of the file under this installation's key: an edit (an option
    * added to argv, a host added, createdAt moved) cannot be signed again without that key.
@@ -102,6 +111,7 @@ const planSchema = {
     facts: { type: 'object', additionalProperties: { type: 'object', additionalProperties: { type: 'string' } } },
     groups: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
     failed: { type: 'object', additionalProperties: { type: 'string' } },
+    unreached: { type: 'object', additionalProperties: { type: 'string' } },
     hosts: {
       type: 'object',
       additionalProperties: {
@@ -170,7 +180,9 @@ export function makePlan(o: {
       for (const [id, factHash] of hashes) planned[id] = plannedResource(factHash, byId?.get(id));
     }
   }
-  const failed = failedHosts(o.outcome, hosts);
+  const { failed, unreached } = failedHosts(o.outcome, o.selection, hosts);
+  // every host is in `all`: only the groups that tell hosts apart (of the hosts the plan names)
+  const named = (h: string) => Object.hasOwn(hosts, h) || Object.hasOwn(unreached, h) || Object.hasOwn(failed, h);
   return {
     format: PLAN_FORMAT,
     version: PLAN_VERSION,
@@ -183,35 +195,70 @@ export function makePlan(o: {
     code: o.code,
     hosts,
     ...(o.facts?.size ? { facts: Object.fromEntries([...o.facts].map(([h, f]) => [h, factsFingerprint(f)])) } : {}),
-    // every host is in `all`: only the groups that tell hosts apart
-    groups: Object.fromEntries(o.inventory.hosts.filter((h) => h.name in hosts).map((h) => [h.name, h.groups.filter((g) => g !== 'all')])),
+    groups: Object.fromEntries(o.inventory.hosts.filter((h) => named(h.name)).map((h) => [h.name, h.groups.filter((g) => g !== 'all')])),
     ...(Object.keys(failed).length ? { failed } : {}),
+    ...(Object.keys(unreached).length ? { unreached } : {}),
   };
 }
 
-/** Reviewed hosts whose check run failed, with the host's error (else how many resources failed). */
-function failedHosts(outcome: RunOutcome, hosts: PlanFile['hosts']): Record<string, string> {
+/**
+ * The hosts of the selection whose check run did not end well, each with why: `failed`, a reviewed
+ * host with a failed resource or error, or lost mid-review, and a host never run for another
+ * reason (its facts could not be gathered, become failed, the run halted or was interrupted);
+ * `unreached`, a host never reached (nothing of it reviewed).
+ */
+function failedHosts(
+  outcome: RunOutcome,
+  selection: string[],
+  hosts: PlanFile['hosts'],
+): { failed: Record<string, string>; unreached: Record<string, string> } {
   const failed: Record<string, string> = {};
-  // (a host lost mid-review is in `hosts` with part of its review: failed too)
-  for (const r of outcome.hosts)
-    if (Object.hasOwn(hosts, r.host) && (r.failed > 0 || r.error !== undefined || r.unreachable))
-      failed[r.host] = r.error ?? (r.unreachable ? 'unreachable' : `${r.failed} resource(s) failed`);
-  return failed;
+  const unreached: Record<string, string> = {};
+  const recaps = new Map(outcome.hosts.map((r) => [r.host, r]));
+  for (const host of new Set([...selection, ...recaps.keys()])) {
+    const r = recaps.get(host);
+    if (Object.hasOwn(hosts, host)) {
+      // (a host lost mid-review is in `hosts` with part of its review: failed)
+      if (r && (r.failed > 0 || r.error !== undefined || r.unreachable))
+        failed[host] = r.error ?? (r.unreachable ? 'unreachable' : `${r.failed} resource(s) failed`);
+    } else if (r?.unreachable) unreached[host] = r.error ?? 'unreachable';
+    else failed[host] = r?.error ?? 'not run by the check run';
+  }
+  return { failed, unreached };
 }
 
-/** The hosts whose check run failed, as a refusal or a warning names them: a count and the first ten. */
-export function failedHostsText(plan: Pick<PlanFile, 'failed'>): string | undefined {
-  const hosts = Object.keys(plan.failed ?? {});
+/** Hosts as a refusal or a warning names them: a count and the first ten. */
+function hostsText(hosts: string[]): string | undefined {
   if (!hosts.length) return undefined;
   return `${hosts.length} host(s) (${hosts.slice(0, 10).join(', ')}${hosts.length > 10 ? ', ...' : ''})`;
 }
 
-/** A plan whose check run failed somewhere, refused whole (as Atlantis refuses a plan that errored): what failed was never reviewed. */
+/** The hosts whose check run failed, as a refusal or a warning names them. */
+export function failedHostsText(plan: Pick<PlanFile, 'failed'>): string | undefined {
+  return hostsText(Object.keys(plan.failed ?? {}));
+}
+
+/** The hosts the check run never reached, as a refusal or a warning names them. */
+export function unreachedHostsText(plan: Pick<PlanFile, 'unreached'>): string | undefined {
+  return hostsText(Object.keys(plan.unreached ?? {}));
+}
+
+/**
+ * A plan whose check run failed or did not reach some host, refused whole (as Atlantis refuses a
+ * plan that errored): what failed or was not reached was never reviewed, and the review of the
+ * rest was of a fleet with a hole in it (a fleet play's agreement reached without those hosts).
+ */
 function checkPlanSucceeded(plan: PlanFile, file: string): void {
   const failed = failedHostsText(plan);
   if (failed)
     throw new InputError(
       `plan's check run failed on ${failed}: what failed was never reviewed; fix it and make a new plan (\`provision plan show\` lists the failures)`,
+      { file },
+    );
+  const unreached = unreachedHostsText(plan);
+  if (unreached)
+    throw new InputError(
+      `plan's check run did not reach ${unreached}: their changes were never reviewed, and apply changes no host of a plan with a hole in it; make a new plan once they are reachable, or one whose --limit leaves them out (\`provision plan show\` says why each was not reached)`,
       { file },
     );
 }

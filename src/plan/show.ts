@@ -1,5 +1,5 @@
 import type { HostStatus, Report, ReportItem } from '../report/model.ts';
-import { failedHostsText, type PlanFile } from './plan.ts';
+import { failedHostsText, unreachedHostsText, type PlanFile } from './plan.ts';
 
 /** Resource ids are `kind:what` (`file:/etc/x`): a plan made before kinds were recorded shows that part. */
 const kindOfId = (id: string) => id.slice(0, Math.max(0, id.indexOf(':'))) || id;
@@ -11,11 +11,19 @@ const kindOfId = (id: string) => id.slice(0, Math.max(0, id.indexOf(':'))) || id
  */
 export function planReport(plan: PlanFile, file: string, verified: boolean): Report {
   const items: ReportItem[] = [];
-  // in the selection's order (the inventory's), not the order the hosts finished in
-  const names = [...new Set([...plan.selection.filter((h) => h in plan.hosts), ...Object.keys(plan.hosts)])];
+  const unreached = plan.unreached ?? {};
+  const failedHosts = plan.failed ?? {};
+  const named = (h: string) => Object.hasOwn(plan.hosts, h) || Object.hasOwn(unreached, h) || Object.hasOwn(failedHosts, h);
+  // in the selection's order (the inventory's), not the order the hosts finished in; the hosts
+  // not reached (and those never run) with the others, with why
+  const names = [
+    ...new Set([...plan.selection.filter(named), ...Object.keys(plan.hosts), ...Object.keys(unreached), ...Object.keys(failedHosts)]),
+  ];
   const hosts = names.map((name) => {
+    if (Object.hasOwn(unreached, name))
+      return { name, groups: plan.groups[name] ?? [], status: 'unreachable' as const, error: unreached[name] };
     let status: HostStatus = 'ok';
-    for (const [play, resources] of Object.entries(plan.hosts[name])) {
+    for (const [play, resources] of Object.entries(Object.hasOwn(plan.hosts, name) ? plan.hosts[name] : {})) {
       for (const [id, e] of Object.entries(resources)) {
         // a resource that failed in the check run: shown with its error (nothing of it was reviewed)
         if (e.error !== undefined) {
@@ -38,11 +46,18 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
         });
       }
     }
-    const error = plan.failed?.[name];
+    const error = Object.hasOwn(failedHosts, name) ? failedHosts[name] : undefined;
     return { name, groups: plan.groups[name] ?? [], ...(error !== undefined ? { status: 'failed' as const, error } : { status }) };
   });
   const failed = failedHostsText(plan);
-  const notReviewed = plan.selection.filter((h) => !(h in plan.hosts));
+  const notReached = unreachedHostsText(plan);
+  const count = (n: number, what: string) => (n ? [`${n} ${what}`] : []);
+  const selectionParts = [
+    ...count(Object.keys(unreached).length, 'not reached'),
+    ...count(Object.keys(failedHosts).length, 'failed'),
+    // (none in a plan this racksmith wrote: each host is reviewed, not reached or failed)
+    ...count(plan.selection.filter((h) => !named(h)).length, 'not reviewed'),
+  ];
   return {
     kind: 'plan',
     title: `Plan ${file}`,
@@ -50,10 +65,7 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
       ['made', plan.createdAt],
       ['argv', plan.argv.join(' ')],
       ['cwd', plan.cwd],
-      [
-        'selection',
-        `${plan.selection.length} host(s)${notReviewed.length ? `, ${notReviewed.length} not reviewed (unreachable or failed)` : ''}`,
-      ],
+      ['selection', `${plan.selection.length} host(s)${selectionParts.length ? `, ${selectionParts.join(', ')}` : ''}`],
       ['signature', verified ? 'verified' : 'DOES NOT VERIFY'],
     ],
     warnings: [
@@ -63,6 +75,9 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
             "this plan was edited since it was made, or signed under another key (its signature does not match this installation's key or --plan-key): what it shows may not be what was reviewed, and `provision apply` refuses it",
           ]),
       ...(failed ? [`the check run failed on ${failed}: what failed was never reviewed, and \`provision apply\` refuses this plan`] : []),
+      ...(notReached
+        ? [`the check run did not reach ${notReached}: their changes were never reviewed, and \`provision apply\` refuses this plan`]
+        : []),
     ],
     hosts,
     items,

@@ -1,6 +1,8 @@
 // A check run that failed somewhere makes a plan that says so: its failed resources (with their
 // errors) and failed hosts (become failed) are recorded, `plan show` lists them and warns, and
 // `apply` refuses the plan before any host is contacted. A failed resource once read as "no change".
+// A host never reached is recorded with why (`unreached`), shown, and refused the same way: a
+// version 5 plan only counted it, and apply skipped it.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,24 +112,96 @@ describe('a plan whose check run failed', () => {
     expect(check).toThrow(/check run failed on 2 host\(s\) \(solo, nobecome\).*make a new plan/);
   });
 
-  it('a host lost mid-review is failed too; one never reached is only not reviewed', () => {
-    const lost = makePlan({
+  // each selected host's recap (undefined: none) and review -> where the plan puts it, with why
+  it.each([
+    ['reviewed, fine', { unreachable: false }, true, undefined, undefined],
+    ['lost mid-review', { unreachable: true }, true, 'unreachable', undefined],
+    ['lost mid-review, with why', { unreachable: true, error: 'connection lost' }, true, 'connection lost', undefined],
+    [
+      'never reached',
+      { unreachable: true, error: 'connect ECONNREFUSED 10.0.0.9:22' },
+      false,
+      undefined,
+      'connect ECONNREFUSED 10.0.0.9:22',
+    ],
+    ['never reached, timed out', { unreachable: true, error: 'timed out after 3s' }, false, undefined, 'timed out after 3s'],
+    ['never reached, no error', { unreachable: true }, false, undefined, 'unreachable'],
+    [
+      'facts not gathered (sudo refused)',
+      { unreachable: false, error: 'sudo: a password is required' },
+      false,
+      'sudo: a password is required',
+      undefined,
+    ],
+    [
+      'left out: the run halted',
+      { unreachable: false, error: 'not run: max-fail-percent reached' },
+      false,
+      'not run: max-fail-percent reached',
+      undefined,
+    ],
+    ['no recap at all', undefined, false, 'not run by the check run', undefined],
+  ] as const)('a host %s', (_, recap, reviewed, failed, unreached) => {
+    const p = makePlan({
       argv: ['site.ts'],
       cwd: '/srv',
-      selection: ['fine', 'never'],
+      selection: ['fine', 'h'],
       inventory,
       code: {},
       outcome: {
         ...outcome,
         results: [],
-        factHashes: new Map([['fine', new Map([['p', new Map([['file:/t/a', 'h3']])]])]]),
+        factHashes: new Map([
+          ['fine', new Map([['p', new Map([['file:/t/a', 'h3']])]])],
+          ...(reviewed ? [['h', new Map([['p', new Map()]])] as const] : []),
+        ]),
         hosts: [
-          { host: 'fine', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 1 },
-          { host: 'never', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 0, error: 'connection refused' },
+          { host: 'fine', ok: 1, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 1 },
+          ...(recap ? [{ host: 'h', ok: 0, changed: 0, failed: 0, skipped: 0, execs: 0, ...recap }] : []),
         ],
       },
     });
-    expect(lost.failed).toEqual({ fine: 'unreachable' });
+    expect(p.failed).toEqual(failed === undefined ? undefined : { h: failed });
+    expect(p.unreached).toEqual(unreached === undefined ? undefined : { h: unreached });
+    expect(Object.keys(p.hosts)).toEqual(reviewed ? ['fine', 'h'] : ['fine']);
+  });
+
+  it('a host never reached: plan show lists it with why and exits 1, apply refuses the plan whole', async () => {
+    const unreachedPlan = {
+      ...makePlan({
+        argv: ['site.ts'],
+        cwd: '/srv',
+        selection: ['fine', 'nobecome'],
+        inventory,
+        code: {},
+        outcome: {
+          ...outcome,
+          results: [outcome.results[2]],
+          factHashes: new Map([['fine', new Map([['p', new Map([['file:/t/a', 'h3']])]])]]),
+          hosts: [
+            outcome.hosts[2],
+            { host: 'nobecome', ok: 0, changed: 0, failed: 0, skipped: 0, unreachable: true, execs: 0, error: 'host key refused' },
+          ],
+        },
+      }),
+      signature: 'x',
+    } as PlanFile;
+    expect(unreachedPlan.groups).toEqual({ nobecome: [], fine: [] });
+    const check = () => checkPlan(unreachedPlan, 'p.plan', { inventory, code: {}, maxAgeMs: 86400e3, selection: unreachedPlan.selection });
+    expect(check).toThrow(/check run did not reach 1 host\(s\) \(nobecome\): their changes were never reviewed.*--limit/);
+    const file = join(mkdtempSync(join(tmpdir(), 'rs-planfail-')), 'p.plan');
+    const { signature: _, ...body } = unreachedPlan;
+    writePlan(file, body);
+    const text = await cli(['plan', 'show', file]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/selection: 2 host\(s\), 1 not reached/);
+    expect(text.stdout).toMatch(/nobecome \(unreachable: host key refused\)/);
+    expect(text.stderr).toMatch(/WARNING: the check run did not reach 1 host\(s\) \(nobecome\)/);
+    const json = JSON.parse((await cli(['plan', 'show', file, '--json'])).stdout);
+    expect(json.hosts.find((h: { name: string }) => h.name === 'nobecome')).toMatchObject({
+      status: 'unreachable',
+      error: 'host key refused',
+    });
   });
 
   it('a plan without failures has no `failed`', () => {

@@ -52,8 +52,8 @@ describe('planReport', () => {
     ]);
   });
 
-  it('says which selected hosts were not reviewed, and that the signature verified', () => {
-    expect(Object.fromEntries(r.meta).selection).toBe('4 host(s), 1 not reviewed (unreachable or failed)');
+  it('counts a selected host the plan says nothing of as not reviewed, and says that the signature verified', () => {
+    expect(Object.fromEntries(r.meta).selection).toBe('4 host(s), 1 not reviewed');
     expect(Object.fromEntries(r.meta).signature).toBe('verified');
     expect(r.warnings).toEqual([]);
   });
@@ -62,5 +62,23 @@ describe('planReport', () => {
     const u = planReport(plan, 'p.plan', false);
     expect(u.warnings[0]).toMatch(/edited since it was made, or signed under another key/);
     expect(Object.fromEntries(u.meta).signature).toBe('DOES NOT VERIFY');
+  });
+
+  it('a host never reached: listed in the selection order with why, counted, and warned about', () => {
+    const u = planReport(
+      { ...plan, unreached: { a4: 'connect ECONNREFUSED 10.0.0.4:22' }, groups: { ...plan.groups, a4: ['rack2'] } },
+      'p.plan',
+      true,
+    );
+    expect(u.hosts.map((h) => [h.name, h.status, h.error, h.groups])).toEqual([
+      ['a1', 'changed', undefined, ['rack1', 'storage']],
+      ['a2', 'changed', undefined, ['rack1']],
+      ['a3', 'ok', undefined, ['rack2']],
+      ['a4', 'unreachable', 'connect ECONNREFUSED 10.0.0.4:22', ['rack2']],
+    ]);
+    expect(Object.fromEntries(u.meta).selection).toBe('4 host(s), 1 not reached');
+    expect(u.warnings).toEqual([
+      'the check run did not reach 1 host(s) (a4): their changes were never reviewed, and `provision apply` refuses this plan',
+    ]);
   });
 });
