@@ -9,7 +9,7 @@ interface CliOption {
   apply?: boolean;
   /** Decides whom racksmith trusts and how it reaches hosts (host keys, login, proxies, privilege): never in a plan. */
   security?: boolean;
-  /** A switch of the dry run or of its output, not part of what was reviewed: never in a plan. */
+  /** A switch of the dry run, of its output or of its record (--label), not part of what was reviewed: never in a plan. */
   notRecorded?: boolean;
   /** `provision exec PATTERN -- CMD` takes it: inventory, selection, connection, become, forks, timeouts, output, journal. */
   exec?: boolean;
@@ -73,7 +73,8 @@ export const CLI_OPTIONS = {
   'max-plan-age': { type: 'string', apply: true },
   journal: { type: 'string', apply: true, notRecorded: true, exec: true },
   resume: { type: 'string', notRecorded: true, listing: true },
-  label: { type: 'string', multiple: true, apply: true, exec: true },
+  // a run's history label describes that run: never recorded in a plan (apply's run is labelled as its own command line says)
+  label: { type: 'string', multiple: true, apply: true, notRecorded: true, exec: true },
   json: { type: 'boolean', apply: true, notRecorded: true, exec: true },
   recap: { type: 'string', apply: true, notRecorded: true },
   verbose: { type: 'boolean', short: 'v', multiple: true, apply: true, notRecorded: true, exec: true, listing: true },
@@ -87,7 +88,7 @@ const named = (has: (o: CliOption) => boolean) => new Set(table.filter(([, o]) =
 
 /** The options a plan never records, `provision apply` takes them from its own command line only. */
 export const SECURITY_OPTIONS: ReadonlySet<string> = named((o) => !!o.security);
-/** Options of the dry run and of its output (--json, -D, -v): not part of what was reviewed. */
+/** Options of the dry run, its output (--json, -D, -v) and its record (--label): not part of what was reviewed. */
 export const NOT_RECORDED: ReadonlySet<string> = named((o) => !!o.notRecorded);
 
 /** The options `provision exec` takes (-C/--check is not one: a command cannot be dry-run). */

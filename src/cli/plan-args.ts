@@ -5,12 +5,13 @@ import { InputError } from '../util/errors.ts';
 import { NOT_RECORDED, optionTokens, SECURITY_OPTIONS } from './options.ts';
 import type { CliOptions } from './parse.ts';
 
-/** What a plan never records: the dry run's own switches, output options and the security options. */
+/** What a plan never records: the dry run's own switches, output options, run labels and the security options. */
 const notInPlans = (name: string) => NOT_RECORDED.has(name) || SECURITY_OPTIONS.has(name);
 
 /**
  * The arguments a plan records, in one canonical form (`--name value`): the same selection,
- * minus the dry-run switches and the security options, `-e` secrets as placeholders with their masks.
+ * minus the dry-run switches, output options, run labels and the security options, `-e` secrets as
+ * placeholders with their masks.
  */
 export function planArgv(argv: string[], vault: VaultKeyring | undefined, opts: CliOptions): string[] {
   // an inventory named by ansible.cfg is recorded as -i: the plan applies to the inventory reviewed

@@ -65,7 +65,7 @@ export function parseSince(s: string, now = Date.now()): number {
   throw new InputError(`--since must be an age (24h, 7d) or a date (2026-12-01, 2026-12-01T08:00Z), got '${printable(s)}'`);
 }
 
-/** `--label KEY=VALUE` (repeatable) -> labels; a key given again takes the last value (apply's and --resume's own labels win over the recorded run's). */
+/** `--label KEY=VALUE` (repeatable) -> labels; a key given again takes the last value (--resume's own labels win over the recorded run's; a plan records none, apply's run has its own). */
 export function parseLabels(given: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const l of given) {

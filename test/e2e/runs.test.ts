@@ -2,6 +2,8 @@
 // git revision, labels, per-host counts); `provision runs` lists newest first and filters by host,
 // label and failure; `runs show` gives a run per host and resource with diffs; `runs prune` and
 // the default retention remove runs and their journals; `--resume ID` re-runs a run's failures.
+// A label describes the run it is given to: a plan made with --label does not record it, and its
+// apply's run carries only apply's own --label.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -196,5 +198,31 @@ describe('provision exec in the history', () => {
     const resumed = await provision(['--resume', execId, '-i', inv], { env: own });
     expect(resumed.code).toBe(3);
     expect(resumed.stderr).toContain(`run ${execId} was an exec: --resume takes a run of playbooks`);
+  });
+});
+
+describe('labels and saved plans', () => {
+  it("a plan records no --label: apply's run is labelled by apply's own --label only", async () => {
+    const own = { XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'rs-runs-plan-')) };
+    const plan = join(mkdtempSync(join(tmpdir(), 'rs-runs-plan-')), 'p.plan');
+    const check = await provision(
+      [PB, '-i', inv, '-l', 'tb3', '-e', 'fx_stage=none', '--check', '--plan-out', plan, '--label', 'change=CHG-7'],
+      {
+        env: own,
+      },
+    );
+    expect(check.code, check.stderr).toBe(0);
+    expect((JSON.parse(readFileSync(plan, 'utf8')) as { argv: string[] }).argv).not.toContain('--label');
+    const record = async (r: CliRun) =>
+      JSON.parse(lines(await provision(['runs', '--json'], { env: own })).find((l) => l.includes(runId(r)))!) as { labels: object };
+    expect((await record(check)).labels).toEqual({ change: 'CHG-7' });
+    const bare = await provision(['apply', plan], { env: own });
+    expect(bare.code, bare.stderr).toBe(0);
+    expect((await record(bare)).labels).toEqual({});
+    const labelled = await provision(['apply', plan, '--label', 'window=W1'], { env: own });
+    expect(labelled.code, labelled.stderr).toBe(0);
+    expect((await record(labelled)).labels).toEqual({ window: 'W1' });
+    // the review's label finds the review, not the applies
+    expect(ids(await provision(['runs', '--json', '--label', 'change=CHG-7'], { env: own }))).toEqual([runId(check)]);
   });
 });

@@ -17,7 +17,7 @@ import { cli } from './run-cli.ts';
 
 // parseApply's two regexes and the plan's two sets, as they were written by hand (plus --plan-key,
 // added since: a security option apply takes; --recap, an output option no plan records; and
-// --label, a run's history labels, which apply adds to the plan's; and --ssh-handshakes, how many
+// --label, a run's history labels, which apply takes for its own run; and --ssh-handshakes, how many
 // hosts connect at once, an option of how a run goes like --forks)
 const HAND_ALLOWED =
   /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--ssh-handshakes|--lock-timeout|--drain|--drain-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap|--label)(=.*)?$/;
@@ -37,8 +37,9 @@ const HAND_SECURITY = new Set([
   'plan-key',
 ]);
 const handIsSecurity = (name: string) => HAND_SECURITY.has(name) || /become/.test(name);
-// (and the output options: a plan made with --json or -D once forced them on apply)
-const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help', 'recap', 'json', 'diff', 'verbose']);
+// (and the output options: a plan made with --json or -D once forced them on apply; and --label: a
+// plan made with one once labelled apply's run with it)
+const HAND_NOT_RECORDED = new Set(['check', 'plan-out', 'journal', 'resume', 'help', 'recap', 'json', 'diff', 'verbose', 'label']);
 
 const names = Object.keys(CLI_OPTIONS);
 const shorts = Object.values(CLI_OPTIONS).flatMap((o) => ('short' in o ? [o.short] : []));

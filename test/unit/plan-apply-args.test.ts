@@ -74,8 +74,19 @@ describe('planArgv', () => {
     ]);
   });
 
+  it('records no run label: it describes the check run, apply labels its own run with its own --label', () => {
+    expect(planArgv(['site.ts', '--label', 'change=CHG-1', '--check', '--label=team=storage', '-l', 'n1'], undefined, opts)).toEqual([
+      'site.ts',
+      '--limit',
+      'n1',
+    ]);
+  });
+
   it('a plan whose argv holds one is refused', () => {
     expect(() => checkPlanArgv(['site.ts', '--json'], 'p.plan')).toThrow(/holds --json: apply takes it from its own command line only/);
+    expect(() => checkPlanArgv(['site.ts', '--label', 'change=CHG-1'], 'p.plan')).toThrow(
+      /holds --label: apply takes it from its own command line only/,
+    );
     expect(() => checkPlanArgv(['site.ts', '--diff'], 'p.plan')).toThrow(InputError);
   });
 });
