@@ -36,7 +36,8 @@ export function reportText(report: Report): string {
   out.push('', groups.length ? `Changes (${groups.length} distinct, each once with its hosts):` : 'No changes.');
   groups.forEach((g, i) => out.push(groupText(g, i + 1)));
   const byHost = groupsByHost(report, groups);
-  if (groups.length) out.push('', 'Per host:');
+  // (a host not ok is listed even with no change anywhere: under its own heading, not under "No changes.")
+  if (groups.length || report.hosts.some((h) => h.status !== 'ok')) out.push('', 'Per host:');
   for (const h of report.hosts) {
     const mine = byHost.get(h.name) ?? [];
     if (!mine.length && h.status === 'ok') continue;

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { PLAN_FORMAT, PLAN_VERSION, type PlanFile } from '../../src/plan/plan.ts';
 import { planReport } from '../../src/plan/show.ts';
+import { reportText } from '../../src/report/text.ts';
 
 const plan: PlanFile = {
   format: PLAN_FORMAT,
@@ -80,5 +81,12 @@ describe('planReport', () => {
     expect(u.warnings).toEqual([
       'the check run did not reach 1 host(s) (a4): their changes were never reviewed, and `provision apply` refuses this plan',
     ]);
+  });
+
+  it('text: a host not reached in a plan with no change is listed under its heading, not under "No changes."', () => {
+    const text = reportText(
+      planReport({ ...plan, hosts: { a3: plan.hosts.a3 }, selection: ['a3', 'a4'], unreached: { a4: 'refused' } }, 'p.plan', true),
+    );
+    expect(text).toMatch(/\nNo changes\.\n\nPer host:\n {2}a4 \(unreachable: refused\)\n/);
   });
 });
