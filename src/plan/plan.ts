@@ -326,10 +326,14 @@ export function readPlanUnverified(file: string): PlanFile {
     throw new InputError('cannot read plan: it is not JSON (a saved plan is what --check --plan-out wrote)', { file });
   }
   const v = value as Partial<PlanFile> | null;
-  if (v && typeof v === 'object' && v.format === PLAN_FORMAT && v.version !== PLAN_VERSION)
-    throw new InputError(`plan format version ${v.version} is not supported (this racksmith reads ${PLAN_VERSION}); make a new one`, {
-      file,
-    });
+  if (v && typeof v === 'object' && v.format === PLAN_FORMAT && v.version !== PLAN_VERSION) {
+    const by =
+      typeof v.version !== 'number' ? '' : v.version < PLAN_VERSION ? ' (made by an older racksmith)' : ' (made by a newer racksmith)';
+    throw new InputError(
+      `plan format version ${printable(String(v.version))}${by} is not supported (this racksmith reads ${PLAN_VERSION}); make a new one`,
+      { file },
+    );
+  }
   validateOrThrow(validatePlan, value, { pos: () => ({ file }) });
   return value as PlanFile;
 }

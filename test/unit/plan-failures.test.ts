@@ -215,4 +215,20 @@ describe('a plan whose check run failed', () => {
     });
     expect(ok.failed).toBeUndefined();
   });
+
+  it('a version 5 plan (unreached hosts only counted) is refused by plan show and apply, exit 3, saying why', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'rs-planfail-')), 'p.plan');
+    const { signature: _, ...body } = plan;
+    writePlan(file, { ...body, version: 5 });
+    for (const args of [
+      ['plan', 'show', file],
+      ['apply', file],
+    ]) {
+      const r = await cli(args);
+      expect(r.code, args[0]).toBe(3);
+      expect(r.stderr).toMatch(
+        /plan format version 5 \(made by an older racksmith\) is not supported \(this racksmith reads 6\); make a new one/,
+      );
+    }
+  });
 });
