@@ -5,7 +5,7 @@ import { likelyTypos, typoWarning } from '../inventory/did-you-mean.ts';
 import { HumanReporter } from '../output/human.ts';
 import { defaultJournalPath, journalSink, type JournalSink } from '../output/journal.ts';
 import { jsonSink } from '../output/json.ts';
-import { makePlan, writePlan, type PlanFile } from '../plan/plan.ts';
+import { failedHostsText, makePlan, unreachedHostsText, writePlan, type PlanFile } from '../plan/plan.ts';
 import type { HostFacts } from '../facts/types.ts';
 import { gatherForRun, type FactsStep } from './facts-step.ts';
 import { formatPos, InputError } from '../util/errors.ts';
@@ -242,17 +242,23 @@ function writePlanOut(
   out: CliStreams,
   facts: Map<string, HostFacts> | undefined,
 ): void {
-  writePlan(
-    file,
-    makePlan({
-      argv: planArgv(argv, loaded.vault, loaded.opts),
-      cwd: process.cwd(),
-      selection: loaded.selection!,
-      inventory: loaded.inventory,
-      code: loaded.code!,
-      outcome,
-      facts,
-    }),
+  const plan = makePlan({
+    argv: planArgv(argv, loaded.vault, loaded.opts),
+    cwd: process.cwd(),
+    selection: loaded.selection!,
+    inventory: loaded.inventory,
+    code: loaded.code!,
+    outcome,
+    facts,
+  });
+  writePlan(file, plan);
+  // a plan apply will refuse is said to be one now, not after the review
+  const failed = failedHostsText(plan);
+  const unreached = unreachedHostsText(plan);
+  const why = [...(failed ? [`failed on ${failed}`] : []), ...(unreached ? [`did not reach ${unreached}`] : [])];
+  out.stderr.write(
+    why.length
+      ? `plan written to ${file}, but its check run ${why.join(' and ')}: \`provision apply\` refuses it (\`provision plan show ${file}\` says why); make a new one\n`
+      : `plan written to ${file}: review it, then \`provision apply ${file}\`\n`,
   );
-  out.stderr.write(`plan written to ${file}: review it, then \`provision apply ${file}\`\n`);
 }

@@ -42,7 +42,10 @@ beforeAll(async () => {
       join(tmp(), 'j'),
     ]);
     expect(check.code, check.stderr).toBe(1);
-    expect(check.stderr).toContain(`plan written to ${plan}`);
+    // said when it is written: not a plan to review and apply
+    expect(check.stderr).toContain(
+      `plan written to ${plan}, but its check run did not reach 2 host(s) (tb6, tb7): \`provision apply\` refuses it (\`provision plan show ${plan}\` says why); make a new one`,
+    );
   } finally {
     await tb.startSshd('tb6');
   }
