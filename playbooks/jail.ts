@@ -20,11 +20,14 @@ import {
   nfsMountOptions,
   type JailNfs,
 } from '../src/index.ts';
+import { jailBootOptions, needsNetwork, networkJailPaths } from '../src/resources/jail/jail-boot.ts';
 
 /**
  * The Soperator-style jail on bare-metal hosts (facts: shared/reference/soperator-jail.md): the
  * shared jail root, its submounts, node-local paths bound into it, and the host's GPU driver
- * files, all persisted in fstab with x-systemd.requires-mounts-for so a reboot rebuilds it.
+ * files, all persisted in fstab with x-systemd.requires-mounts-for so a reboot rebuilds it: under a
+ * network jail with _netdev (remote-fs.target, after the network), GPU binds and optional files
+ * with nofail (their sources may be missing at boot); docs/jail.md "After a reboot".
  *
  * Hosts: group `jail`; point it at your own group or pattern without editing this file with
  *   racksmith_play_hosts: { jail: 'ais:&gpu-nodes' } (all's vars or -e; docs/playbooks.md "Plays on your groups").
@@ -40,7 +43,8 @@ import {
  *   jail_marker:   etc/soperator-jail-populated   (must exist: the jail is never populated here)
  *   jail_submounts: [{ path: /home, source: nfs:/home, fstype: nfs, options: [...], readonly: false }]
  *                  each its own filesystem type; options default as for the root (without _netdev
- *                  for non-NFS types): e.g. the jail on NFS, /mnt/data on a shared filesystem
+ *                  for non-NFS types, which racksmith adds under a network jail root: docs/jail.md
+ *                  "After a reboot"): e.g. the jail on NFS, /mnt/data on a shared filesystem
  *   jail_tmp_source: /var/lib/racksmith/jail-tmp   (node-local directory bound on the jail's /tmp)
  *   jail_bind_files: [/etc/resolv.conf, /etc/hosts]
  *   jail_bind_dirs: [/var/spool/slurmd, /var/lib/sss/pipes]   (node-local directories, e.g. a
@@ -172,21 +176,37 @@ export function jailResources(host: HostContext): Resource[] {
       'jail_nfs',
       "jail_nfs: no mount takes it (it tunes an nfs/nfs4 jail root or submount without options of its own: jail_options or the submount's options win)",
     );
+  const rootOpts = jailStorageOptions(fstype, rootOptions, nfs, true);
+  const inJail = (p: string) => `${J}${p}`;
+  const subOptions = (s: Submount) => [...jailStorageOptions(s.fstype, s.options, nfs, false), ...(s.readonly ? ['ro'] : [])];
+  // The jail's mounts that wait for the network at boot: every entry under one of them waits too.
+  const network = networkJailPaths([
+    { path: J, fstype, options: rootOpts },
+    ...submounts.map((s) => ({ path: inJail(s.path), fstype: s.fstype, options: subOptions(s) })),
+  ]);
   const root = mount({
     path: J,
     after: pre.map((r) => r.id),
     source,
     fstype,
-    options: jailStorageOptions(fstype, rootOptions, nfs, true),
+    options: rootOpts,
     requireMarker: host.var('jail_marker', 'etc/soperator-jail-populated'),
     overNonEmpty: false,
     dependsOn: gate,
     tags: ['jail-root'],
   });
-  const inJail = (p: string) => `${J}${p}`;
-  /** A mount under the jail: its facts need the jail mounted, and it may never escape the jail. */
+  /**
+   * A mount under the jail: its facts need the jail mounted, and it may never escape the jail; at
+   * boot it waits for the jail, and for the network under a network mount; `nofail` where its
+   * source may be missing then.
+   */
   const sub = (o: Parameters<typeof mount>[0]) =>
-    mount({ ...o, dependsOn: [root.id, ...(o.dependsOn ?? [])], within: J, options: [...(o.options ?? []), after] });
+    mount({
+      ...o,
+      dependsOn: [root.id, ...(o.dependsOn ?? [])],
+      within: J,
+      options: jailBootOptions([...(o.options ?? []), after], { network: needsNetwork(network, o.path), nofail: o.optional === true }),
+    });
 
   const out: Resource[] = [...(driver ? [driver] : []), ...pre, root];
   for (const s of submounts) {
@@ -195,7 +215,7 @@ export function jailResources(host: HostContext): Resource[] {
         path: inJail(s.path),
         source: s.source,
         fstype: s.fstype,
-        options: [...jailStorageOptions(s.fstype, s.options, nfs, false), ...(s.readonly ? ['ro'] : [])],
+        options: subOptions(s),
         tags: ['jail-submounts'],
       }),
     );
@@ -230,6 +250,7 @@ export function jailResources(host: HostContext): Resource[] {
         caps,
         driverRoot,
         lockTimeout,
+        networkPaths: network,
         dependsOn: [driver.id, root.id],
         tags: ['jail-gpu'],
       }),
@@ -242,6 +263,7 @@ export function jailResources(host: HostContext): Resource[] {
         libDir,
         standin: host.var<string | undefined>('jail_gpu_standin', undefined),
         lockTimeout,
+        networkPaths: network,
         dependsOn: [root.id],
         tags: ['jail-gpu'],
       }),

@@ -176,6 +176,16 @@ describe('jail', () => {
       expect(fstab).toContain('/run /mnt/jail/run none rbind,x-systemd.requires-mounts-for=/mnt/jail 0 0');
       expect(fstab).toContain('/var/spool/slurmd /mnt/jail/var/spool/slurmd none bind,x-systemd.requires-mounts-for=/mnt/jail 0 0');
       expect(fstab.indexOf(' /mnt/jail none ')).toBeLessThan(fstab.indexOf(' /mnt/jail/tmp '));
+      // a bound file whose source may be missing at boot, and every GPU or stand-in bind, may fail alone
+      expect(fstab).toContain('/etc/resolv.conf /mnt/jail/etc/resolv.conf none bind,x-systemd.requires-mounts-for=/mnt/jail,nofail 0 0');
+      expect(fstab).toMatch(
+        new RegExp(
+          `^\\S+ /mnt/jail\\S*/libnvidia-ml\\.so\\.${DRIVER.replace(/\./g, '\\.')} none bind,ro,x-systemd\\.requires-mounts-for=/mnt/jail,nofail 0 0$`,
+          'm',
+        ),
+      );
+      // the jail is local here (a bind): nothing waits for the network
+      expect(fstab).not.toContain('_netdev');
     }
     // the source of each host's file set, in the run's output and in its fstab block
     for (const h of GLOB_GPU) {
@@ -278,6 +288,62 @@ describe('jail', () => {
     const run = await provision([PB, '-i', fleetInventory(), '-l', `tb8,${CPU}`, '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(changedResources(run)).toEqual([]);
+  });
+
+  it('boot options: an older racksmith’s fstab lines, and a jail said to be on the network, change in fstab only (a dry run first, then once), never the live mounts', async () => {
+    await convergedFleet();
+    const hosts = ['tb8', CPU];
+    const jailLines = async (h: string) => (await sh(h, 'cat /etc/fstab')).stdout.split('\n').filter((l) => / \/mnt\/jail(\/| )/.test(l));
+    /** The jail's mounts as the kernel lists them: a re-mount or an unmount and mount would show (IDs, options). */
+    const live = (h: string) => sh(h, "grep ' /mnt/jail' /proc/self/mountinfo").then((r) => r.stdout);
+    // as racksmith wrote them before: no nofail, no _netdev
+    for (const h of hosts) expect((await sh(h, `sed -i -e '/ \\/mnt\\/jail/s/,nofail 0 0$/ 0 0/' /etc/fstab`)).code).toBe(0);
+    const old = Object.fromEntries(await Promise.all(hosts.map(async (h) => [h, (await sh(h, 'cat /etc/fstab')).stdout])));
+    expect(old[CPU]).not.toContain('nofail');
+    const mounted = Object.fromEntries(await Promise.all(hosts.map(async (h) => [h, await live(h)])));
+
+    for (const [label, extra] of [
+      ['older lines', {}],
+      ['jail_options: [_netdev]', { jail_options: ['_netdev'] }],
+    ] as const) {
+      const inv = fleetInventory(extra);
+      const before = Object.fromEntries(await Promise.all(hosts.map(async (h) => [h, (await sh(h, 'cat /etc/fstab')).stdout])));
+      const dry = await provision([PB, '-i', inv, '-l', hosts.join(','), '--check', '--diff']);
+      expect(dry.code, `${label}: ${dry.stderr}`).toBe(2);
+      for (const h of hosts) expect((await sh(h, 'cat /etc/fstab')).stdout, label).toBe(before[h]);
+      const run = await provision([PB, '-i', inv, '-l', hosts.join(','), '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      // every change is a line of /etc/fstab: nothing mounted, re-mounted or unmounted
+      const made = run.events.filter((e) => e.type === 'resource' && e.status === 'changed');
+      expect(made.length, label).toBeGreaterThan(0);
+      for (const e of made) for (const c of e.changes ?? []) expect(c.summary, label).toMatch(/^\/etc\/fstab: /);
+      for (const h of hosts) expect(await live(h), label).toBe(mounted[h]);
+      if (label === 'older lines') {
+        expect(dry.stderr).toContain('-/etc/hosts /mnt/jail/etc/hosts none bind,x-systemd.requires-mounts-for=/mnt/jail 0 0');
+        expect(dry.stderr).toContain('+/etc/hosts /mnt/jail/etc/hosts none bind,x-systemd.requires-mounts-for=/mnt/jail,nofail 0 0');
+        expect(changedResources(run)).toEqual(
+          expect.arrayContaining([
+            { host: 'tb8', id: 'gpu-binds:/mnt/jail' },
+            { host: CPU, id: 'gpu-standins:/mnt/jail' },
+            { host: CPU, id: 'mount:/mnt/jail/etc/resolv.conf' },
+          ]),
+        );
+        for (const h of hosts) for (const l of await jailLines(h)) if (/ bind,ro,/.test(l)) expect(l).toMatch(/,nofail 0 0$/);
+      } else {
+        expect(dry.stderr).toContain('+/srv/shared/jail /mnt/jail none bind,_netdev 0 0');
+        // the jail waits for the network: so does every entry under it, the busy jail left mounted
+        for (const h of hosts) {
+          const lines = await jailLines(h);
+          expect(lines.length).toBeGreaterThan(10);
+          for (const l of lines) expect(l, h).toMatch(/,_netdev(,nofail)? 0 0$/);
+        }
+      }
+      const again = await provision([PB, '-i', inv, '-l', hosts.join(','), '--json']);
+      expect(again.code, again.stderr).toBe(0);
+      for (const h of hosts) expect(recaps(again)[h], label).toMatchObject({ changed: 0, failed: 0 });
+      const check = await provision([PB, '-i', inv, '-l', hosts.join(','), '--check', '--json']);
+      expect(check.code, `${label}: ${check.stderr}`).toBe(0);
+    }
   });
 
   it('two driver versions on one host: only the running one is bound', async () => {

@@ -53,7 +53,7 @@ describe('jail playbook', () => {
     const home = byHost.gpu1.find((r) => r.id === 'mount:/mnt/jail/home')!;
     const facts: MountFacts = { fstab: fileWith(''), target: { kind: 'dir', empty: true }, source: { exists: true } };
     expect(home.diff(facts).map((c) => c.summary)).toContain(
-      'mount /srv/home on /mnt/jail/home (none, bind,x-systemd.requires-mounts-for=/mnt/jail)',
+      'mount /srv/home on /mnt/jail/home (none, bind,x-systemd.requires-mounts-for=/mnt/jail,_netdev)',
     );
   });
 

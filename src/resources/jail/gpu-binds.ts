@@ -16,6 +16,8 @@ export interface GpuBindOptions extends CommonOptions, Pick<GpuDriverOptions, 'l
   /** Seconds to wait for a jail lock before this host fails. */
   lockTimeout?: number;
   fstabFile?: string;
+  /** The jail's mounts on a network filesystem (networkJailPaths): the binds under them wait for the network at boot. */
+  networkPaths?: readonly string[];
 }
 
 export interface GpuFile {
@@ -71,12 +73,14 @@ export function gpuFstabBlock(
   jail: string,
   f: Pick<GpuFacts, 'files' | 'source' | 'version' | 'versionFrom'>,
   caps: readonly GpuCap[],
+  networkPaths: readonly string[] = [],
 ): string {
   const comment = `driver ${f.version} (${f.versionFrom}); files from ${f.source}, capabilities ${caps.join(',')}`;
   return bindFstabBlock(
     jail,
     f.files.map((g) => ({ source: g.host, target: g.target, readOnly: !g.dir })),
     comment,
+    networkPaths,
   );
 }
 
@@ -95,7 +99,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
   const fstabFile = settings.fstabFile;
   const part = gpuProbePart(settings);
   const newFstab = (f: GpuFacts) =>
-    editBlock(contentText(f.fstab), gpuFstabBlock(jail, f, caps), MARKER, f.files.length ? 'present' : 'absent');
+    editBlock(contentText(f.fstab), gpuFstabBlock(jail, f, caps, o.networkPaths), MARKER, f.files.length ? 'present' : 'absent');
   const fstab = managedFile<GpuFacts>({
     path: fstabFile,
     get: (f) => f.fstab,

@@ -22,6 +22,8 @@ export interface GpuStandinOptions extends CommonOptions {
   standin?: string;
   lockTimeout?: number;
   fstabFile?: string;
+  /** The jail's mounts on a network filesystem (networkJailPaths): the binds under them wait for the network at boot. */
+  networkPaths?: readonly string[];
 }
 
 export interface StandinFacts {
@@ -92,6 +94,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
       jail,
       all.map((n) => ({ source: standinPath, target: targetOf(f, n), readOnly: true })),
       `stand-in for the GPU libraries of the jail (${f.arch})`,
+      o.networkPaths,
     );
     return editBlock(contentText(f.fstab), block, MARKER, all.length ? 'present' : 'absent');
   };

@@ -5,6 +5,7 @@
  */
 import { shq } from '../../shell/quote.ts';
 import { fstabEscape } from '../core/fstab.ts';
+import { jailBootOptions, needsNetwork } from './jail-boot.ts';
 
 /**
  * Soperator's own lock files (images/common/scripts/complement_jail.sh, relative to the jail
@@ -47,16 +48,27 @@ export function placeholderScript(target: string, mode: string): string {
   return `[ -e ${shq(target)} ] || { mkdir -p -- ${shq(dir)} && printf %s ${shq(PLACEHOLDER_MARKER)} > ${shq(target)} && chmod ${mode} -- ${shq(target)}; }`;
 }
 
-/** An fstab block of bind mounts under the jail: each waits for the jail mount at boot. */
+/**
+ * An fstab block of bind mounts under the jail: each waits for the jail mount at boot, never fails
+ * the boot (`nofail`: its source or target may be missing then, a driver container's root not up
+ * yet, a placeholder gone), and waits for the network too (`_netdev`) when it lies under one of
+ * `networkPaths`, the jail's network mounts (networkJailPaths; the jail itself: every entry).
+ */
 export function bindFstabBlock(
   jail: string,
   entries: ReadonlyArray<{ source: string; target: string; readOnly: boolean }>,
   comment?: string,
+  networkPaths: readonly string[] = [],
 ): string {
   const lines = comment ? [`# ${comment.replace(/\n/g, ' ')}`] : [];
-  for (const e of entries)
-    lines.push(
-      `${fstabEscape(e.source)} ${fstabEscape(e.target)} none bind${e.readOnly ? ',ro' : ''},x-systemd.requires-mounts-for=${fstabEscape(jail)} 0 0`,
-    );
+  // the targets are physical paths: under the jail itself when it is a network mount, whatever its path
+  const all = networkPaths.includes(jail);
+  for (const e of entries) {
+    const options = jailBootOptions([...(e.readOnly ? ['bind', 'ro'] : ['bind']), `x-systemd.requires-mounts-for=${fstabEscape(jail)}`], {
+      network: all || needsNetwork(networkPaths, e.target),
+      nofail: true,
+    });
+    lines.push(`${fstabEscape(e.source)} ${fstabEscape(e.target)} none ${options.join(',')} 0 0`);
+  }
   return lines.join('\n');
 }

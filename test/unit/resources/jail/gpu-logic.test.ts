@@ -280,10 +280,19 @@ describe('GPU binds diff', () => {
     ['a directory where a file goes', facts([{ ...lib, targetKind: 'dir', mounted: false, bound: false }]), /is not a regular file/],
   ])('refuses %s', (_, f, msg) => expect(() => r.diff(f)).toThrow(msg));
 
-  it('the fstab block records the source, driver and capabilities', () => {
+  it('the fstab block records the source, driver and capabilities; its binds never fail the boot (nofail)', () => {
     expect(gpuFstabBlock('/mnt/jail', { ...base, files: [lib] }, ['compute', 'utility'])).toBe(
-      `# driver ${V} (libnvidia-ml.so.${V}); files from globs, capabilities compute,utility\n${lib.host} ${lib.target} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail 0 0`,
+      `# driver ${V} (libnvidia-ml.so.${V}); files from globs, capabilities compute,utility\n${lib.host} ${lib.target} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail,nofail 0 0`,
     );
+  });
+  it('under a network jail the binds wait for the network too (_netdev): a physical target path included', () => {
+    const block = (net: string[], target = lib.target) =>
+      gpuFstabBlock('/mnt/jail', { ...base, files: [{ ...lib, target }] }, ['compute'], net);
+    expect(block(['/mnt/jail'])).toContain(`${lib.target} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail,_netdev,nofail 0 0`);
+    // the jail reached through a symlink: its physical path differs, the jail is still a network mount
+    expect(block(['/mnt/jail'], `/srv/j${LIB}/libcuda.so.${V}`)).toContain(',_netdev,nofail 0 0');
+    // only a network submount elsewhere in the jail: this bind stays local
+    expect(block(['/mnt/jail/home'])).toContain(`${lib.target} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail,nofail 0 0`);
   });
 
   it('waits for the jail locks with the timeout and names the lock on timeout', () => {
@@ -326,7 +335,7 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
     return { ...f, size: content.length, content, sha256: undefined as never };
   };
   const block = (names: string[]) =>
-    `# BEGIN RACKSMITH JAIL GPU STAND-INS\n# stand-in for the GPU libraries of the jail (x86_64)\n${names.map((n) => `${S} ${lib(n)} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail 0 0`).join('\n')}\n# END RACKSMITH JAIL GPU STAND-INS\n`;
+    `# BEGIN RACKSMITH JAIL GPU STAND-INS\n# stand-in for the GPU libraries of the jail (x86_64)\n${names.map((n) => `${S} ${lib(n)} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail,nofail 0 0`).join('\n')}\n# END RACKSMITH JAIL GPU STAND-INS\n`;
   const ro = { source: 'x', fstype: 'ext4', options: ['ro'], majmin: '0:1' };
   const facts = (more: Partial<StandinFacts>): StandinFacts => ({
     role: 'cpu',

@@ -99,7 +99,8 @@ describe('the jail playbook: NFS root, shared-filesystem submount', () => {
       `/etc/fstab: add nfs.rack:/export/home /mnt/jail/home nfs4 ${tuned},x-systemd.requires-mounts-for=/mnt/jail 0 0`,
     );
     expect(entry(resources, 'mount:/mnt/jail/mnt/data')).toBe(
-      '/etc/fstab: add datafs /mnt/jail/mnt/data virtiofs defaults,x-systemd.requires-mounts-for=/mnt/jail 0 0',
+      // under the NFS jail: it waits for the network at boot as the jail does (jail-boot.test.ts)
+      '/etc/fstab: add datafs /mnt/jail/mnt/data virtiofs defaults,x-systemd.requires-mounts-for=/mnt/jail,_netdev 0 0',
     );
   });
 
