@@ -16,6 +16,7 @@ import type { Resource } from '../../../../src/contract/resource.ts';
 import { FileWrite } from '../../../../src/resources/core/managed-file.ts';
 import type { MountFacts } from '../../../../src/resources/core/mount.ts';
 import type { GpuFacts, GpuFile } from '../../../../src/resources/jail/gpu-binds.ts';
+import type { StandinFacts } from '../../../../src/resources/jail/gpu-standins.ts';
 import { isNetworkMount, jailBootOptions, needsNetwork, networkJailPaths } from '../../../../src/resources/jail/jail-boot.ts';
 import { fileWith } from '../../facts.ts';
 
@@ -96,7 +97,7 @@ const gpuFile = (name: string): GpuFile => ({
 function renderFstab(rs: Resource<unknown, unknown>[]): string {
   let text = '';
   const written = (changes: { data?: unknown }[]) => {
-    const w = changes.map((c) => c.data).find((d): d is FileWrite => d instanceof FileWrite);
+    const w = changes.map((c) => c.data).find((d): d is FileWrite => d instanceof FileWrite && d.path === '/etc/fstab');
     if (w?.content) text = w.content.toString();
   };
   for (const r of rs) {
@@ -111,6 +112,20 @@ function renderFstab(rs: Resource<unknown, unknown>[]): string {
         version: V,
         versionFrom: `libnvidia-ml.so.${V} under ${ROOT}`,
         libDir: LIB,
+      };
+      written(r.diff(facts));
+    } else if (r.kind === 'gpu-standins') {
+      const facts: StandinFacts = {
+        role: 'cpu',
+        arch: 'x86_64',
+        libDir: LIB,
+        realLibDir: `/mnt/jail${LIB}`,
+        placeholders: new Map([[`libcuda.so.${V}`, 26]]),
+        bound: new Set(),
+        mounts: new Map(),
+        standin: fileWith(''),
+        fstab: fileWith(text),
+        fleetLibs: new Map(),
       };
       written(r.diff(facts));
     }
@@ -157,6 +172,12 @@ describe('the fstab lines of the jail play', () => {
     expect(o['/mnt/jail/var/spool/slurmd']).toBe(`bind,${R},_netdev`);
     expect(o['/mnt/jail/etc/resolv.conf']).toBe(`bind,${R},_netdev,nofail`);
     expect(o[`/mnt/jail${LIB}/libcuda.so.${V}`]).toBe(`bind,ro,${R},_netdev,nofail`);
+  });
+
+  it('a CPU node of an NFS jail: its stand-in binds over the GPU placeholders wait for the network and may fail alone', () => {
+    const o = optionsByTarget(renderFstab(resources(`${NFS_JAIL}\n        jail_gpu: false`)));
+    expect(o[`/mnt/jail${LIB}/libcuda.so.${V}`]).toBe(`bind,ro,${R},_netdev,nofail`);
+    expect(o['/mnt/jail/tmp']).toBe(`bind,${R},_netdev`);
   });
 
   it('a local jail (a bind of a local path): its node-local binds stay in local-fs.target; under its NFS submount they wait', () => {
