@@ -120,7 +120,12 @@ export class YamlSource {
     const first = [...doc.errors, ...doc.warnings.filter((w) => w.code === 'TAG_RESOLVE_FAILED')].sort((a, b) => a.pos[0] - b.pos[0])[0];
     if (first) {
       // Never the text around the error: the line may hold a secret.
-      throw new InputError(`YAML: ${printable(first.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, ''))}`, {
+      // (the library's words name its own API: said here as the file's mistake)
+      const said =
+        first.code === 'MULTIPLE_DOCS'
+          ? 'a second document starts here (---): the file must be one YAML document, as Ansible reads it'
+          : first.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+      throw new InputError(`YAML: ${printable(said)}`, {
         file,
         ...lines.linePos(first.pos[0]),
       });

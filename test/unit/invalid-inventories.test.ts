@@ -236,6 +236,12 @@ const CASES: Case[] = [
     says: ['YAML: Flow sequence'],
   },
   {
+    name: 'two YAML documents in one file',
+    files: { 'hosts.yml': HEAD + '---\nall:\n  hosts:\n    other:\n' },
+    at: ['hosts.yml', 8, 1],
+    says: ['YAML: a second document starts here (---): the file must be one YAML document, as Ansible reads it'],
+  },
+  {
     name: 'duplicate key',
     files: { 'hosts.yml': HEAD + '    loc:\n      ansible_connection: ssh\n' },
     at: ['hosts.yml', 8, 5],
