@@ -111,7 +111,8 @@ export class YamlSource {
     // 1,000-host `hosts:`); they are checked here in one pass, and only a document that may have
     // an error is parsed again with the library's check, for the same first error as always.
     let doc = parseDocument(text, options);
-    if (doc.errors.length || hasDuplicateKey(doc)) {
+    const dupAt = duplicateKeyAt(doc);
+    if (doc.errors.length || dupAt !== undefined) {
       lines = new LineCounter();
       doc = parseDocument(text, { ...options, lineCounter: lines, uniqueKeys: true });
     }
@@ -125,10 +126,9 @@ export class YamlSource {
         first.code === 'MULTIPLE_DOCS'
           ? 'a second document starts here (---): the file must be one YAML document, as Ansible reads it'
           : first.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
-      throw new InputError(`YAML: ${printable(said)}`, {
-        file,
-        ...lines.linePos(first.pos[0]),
-      });
+      // (the library places a repeated key after an empty value at that value: the key itself is found here)
+      const at = first.code === 'DUPLICATE_KEY' && dupAt !== undefined ? dupAt : first.pos[0];
+      throw new InputError(`YAML: ${printable(said)}`, { file, ...lines.linePos(at) });
     }
     const deep = tooDeep(doc);
     if (deep !== undefined) throw new InputError(`YAML: nested more than ${MAX_DEPTH} levels deep`, { file, ...lines.linePos(deep) });
@@ -510,18 +510,17 @@ class DocumentOffsets {
 }
 
 /** Whether some map may repeat a scalar key (the library's test: same value; NaN is rechecked there). */
-function hasDuplicateKey(doc: Document.Parsed): boolean {
+/** The offset of the earliest key in the text that repeats one before it in its mapping, if one does. */
+function duplicateKeyAt(doc: Document.Parsed): number | undefined {
   const { isScalar, visit } = yamlLib();
-  let dup = false;
+  let dup: number | undefined;
   visit(doc, {
     Map(_, map) {
       const seen = new Set<unknown>();
       for (const p of map.items) {
         if (!isScalar(p.key)) continue;
-        if (seen.has(p.key.value)) {
-          dup = true;
-          return visit.BREAK;
-        }
+        const at = p.key.range?.[0] ?? 0;
+        if (seen.has(p.key.value) && (dup === undefined || at < dup)) dup = at;
         seen.add(p.key.value);
       }
     },

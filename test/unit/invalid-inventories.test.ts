@@ -242,6 +242,12 @@ const CASES: Case[] = [
     says: ['YAML: a second document starts here (---): the file must be one YAML document, as Ansible reads it'],
   },
   {
+    name: 'duplicate key after an empty value: at the key',
+    files: { 'hosts.yml': HEAD + '    empty:\n    loc:\n' },
+    at: ['hosts.yml', 9, 5],
+    says: ['Map keys must be unique'],
+  },
+  {
     name: 'duplicate key',
     files: { 'hosts.yml': HEAD + '    loc:\n      ansible_connection: ssh\n' },
     at: ['hosts.yml', 8, 5],
