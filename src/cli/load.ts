@@ -14,7 +14,7 @@ import { hostsToResume } from '../output/journal.ts';
 import { listing } from '../output/listing.ts';
 import { codeHashes, type CodeHashes } from '../plan/code.ts';
 import { InputError } from '../util/errors.ts';
-import { unreadByListing } from './options.ts';
+import { ineffectiveOptions } from './options.ts';
 import { parseCli, type CliOptions } from './parse.ts';
 import { keyring } from './passwords.ts';
 import { loadPlaybook, PACKAGE_ROOT, resolvePlaybook, type PlaybookImporter } from './playbook.ts';
@@ -57,7 +57,7 @@ export async function load(
   const extra = parseExtraVars(opts.extraVars, vault);
   const inventory = loadInventory(opts.inventory, extra.vars, extra.sources, { vault });
   withCliSshArgs(inventory, opts);
-  const notices = listingNotices(argv);
+  const notices = ineffectiveOptions(argv, forPlan || opts.planOut !== undefined);
   const files = opts.playbooks.map((p) => resolvePlaybook(p, baseDir ?? process.cwd(), notices));
   const playbooks: Playbook[] = [];
   for (const f of files) playbooks.push(await loadPlaybook(f, importPlaybook));
@@ -97,13 +97,6 @@ export async function load(
     ? (factsOf: FactsOf) => prepare(inventory, playbooks, sel, factsOf)
     : undefined;
   return { opts, playbookFiles: files, inventory, prepared, code, selection, vault, notices, withFacts };
-}
-
-/** A listing connects to nothing: the options given to it that it does not read are said to do nothing. */
-function listingNotices(argv: string[]): string[] {
-  const u = unreadByListing(argv);
-  if (!u?.unread.length) return [];
-  return [`--${u.listing} runs nothing on any host: ${u.unread.join(', ')} ${u.unread.length === 1 ? 'has' : 'have'} no effect`];
 }
 
 /**

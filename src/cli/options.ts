@@ -144,3 +144,25 @@ export function unreadByListing(argv: string[]): { listing: string; unread: stri
   const unread = [...new Set(given.filter((t) => !reads(t.name)).map((t) => t.rawName))];
   return { listing, unread };
 }
+
+/**
+ * What the options of `argv` that have no effect in this kind of run are said as: a listing's
+ * unread options (unreadByListing), and, in a run that neither applies a plan nor makes one
+ * (`planning`: a plan records them for its apply), the apply's own: `--max-plan-age`, and in a
+ * dry run `--yes` and `--lock-timeout` (it destroys no data and takes no apply lock).
+ */
+export function ineffectiveOptions(argv: string[], planning: boolean): string[] {
+  const u = unreadByListing(argv);
+  if (u) return u.unread.length ? [`--${u.listing} runs nothing on any host: ${noEffect(u.unread)}`] : [];
+  if (planning) return [];
+  const given = optionTokens(argv).filter((t) => t.kind === 'option');
+  const named = (...names: string[]) => [...new Set(given.filter((t) => names.includes(t.name)).map((t) => t.rawName))];
+  const out: string[] = [];
+  const planAge = named('max-plan-age');
+  if (planAge.length) out.push(`${noEffect(planAge)} here: it is the age limit of a plan that \`provision apply\` applies`);
+  const applyOnly = named('yes', 'lock-timeout');
+  if (named('check').length && applyOnly.length) out.push(`--check changes nothing: ${noEffect(applyOnly)}`);
+  return out;
+}
+
+const noEffect = (names: string[]) => `${names.join(', ')} ${names.length === 1 ? 'has' : 'have'} no effect`;

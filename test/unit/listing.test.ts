@@ -132,6 +132,25 @@ describe('listing flags connect to nothing', { timeout: 60_000 }, () => {
     else expect(r.stderr).not.toContain('no effect');
   });
 
+  it.each<[string, string[], string[]]>([
+    [
+      '--max-plan-age outside apply',
+      ['-C', '--max-plan-age', '1h'],
+      ['--max-plan-age has no effect here: it is the age limit of a plan that `provision apply` applies'],
+    ],
+    [
+      '--yes and --lock-timeout in a dry run',
+      ['--check', '--yes', '--lock-timeout=5'],
+      ['--check changes nothing: --yes, --lock-timeout have no effect'],
+    ],
+    ['none when a plan is made (it records them for its apply)', ['--check', '--yes', '--max-plan-age', '1h', '--plan-out', 'PLAN'], []],
+  ])('a run says which apply options have no effect in it: %s', async (_, flags, says) => {
+    const args = flags.map((f) => (f === 'PLAN' ? join(dir, 'no-effect.plan') : f));
+    const r = await cli([PLAYBOOK, '-i', inv, '-l', 'w1', ...args]); // (w1: nothing listens, the run ends unreachable)
+    for (const s of says) expect(r.stderr).toContain(`warning: ${s}\n`);
+    if (!says.length) expect(r.stderr).not.toContain('no effect');
+  });
+
   it('--list-tags: every tag of each play', async () => {
     const r = await cli([jailPlay, '-i', inv, '--list-tags', '-e', `{racksmith_play_hosts: {jail: ais}}`]);
     expect(r.code, r.stderr).toBe(0);
