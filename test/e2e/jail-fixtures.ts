@@ -37,6 +37,16 @@ export const driverFiles = (version: string, libDir = LIB): Record<string, strin
   '/usr/bin/nvidia-smi': smi(),
 });
 
+/** The kernel module's version file, as a loaded driver shows it (a tmpfs over /proc/driver). */
+export async function fakeProcVersion(host: string, version: string) {
+  const line = `NVRM version: NVIDIA UNIX x86_64 Kernel Module  ${version}  Tue Mar  5 22:23:56 UTC 2024`;
+  const r = await tb.hostExec(
+    host,
+    `mount -t tmpfs rs-fake-nvidia /proc/driver && mkdir /proc/driver/nvidia && echo '${line}' > /proc/driver/nvidia/version`,
+  );
+  expect(r.code, r.stderr).toBe(0);
+}
+
 export async function installFiles(host: string, files: Record<string, string>) {
   for (const [path, b64] of Object.entries(files)) {
     const r = await tb.hostExec(host, `mkdir -p "$(dirname '${path}')" && base64 -d > '${path}' && chmod 755 '${path}'`, { input: b64 });

@@ -8,14 +8,14 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
-import { DRIVER, driverFiles, exportDir, installFiles, LIB, OLD_DRIVER, populateExport } from './jail-fixtures.ts';
+import { DRIVER, driverFiles, exportDir, fakeProcVersion, installFiles, LIB, OLD_DRIVER, populateExport } from './jail-fixtures.ts';
 
 const PB = 'playbooks/jail.ts';
 const ROOT = '/run/nvidia/driver';
 /** The GPU Operator host, and a GPU host with its own driver. */
 const OP = 'tb2';
 const OWN = 'tb3';
-const EXPORTS = ['jail-op', 'jail-op-mixed'];
+const EXPORTS = ['jail-op', 'jail-op-mixed', 'jail-op-left', 'jail-op-stale'];
 const GONE = `the GPU Operator's driver root ${ROOT} is gone (its driver container is not running?): binds left as they are; if a driver of the host's own is to serve the jail now, set jail_gpu_driver_root: /`;
 
 const sh = (h: string, cmd: string) => tb.hostExec(h, cmd);
@@ -101,6 +101,52 @@ describe('jail on a GPU Operator host (driver under /run/nvidia/driver)', () => 
     }
     expect(await mountsUnder(OP, '/mnt/jail')).toEqual(before);
     expect((await sh(OP, 'cat /etc/fstab')).stdout).toBe(fstabNow);
+  });
+
+  it('a host moved to the GPU Operator with its old host driver left: the root whose libraries match the loaded module serves the jail', async () => {
+    populateExport('jail-op-left');
+    await tb.reset([OP]);
+    await operatorHost(OP);
+    await installFiles(OP, driverFiles(OLD_DRIVER)); // the host driver of before, /usr/bin/nvidia-smi with it
+    await fakeProcVersion(OP, DRIVER); // the operator's module is loaded
+    const run = await provision([PB, '-i', inventory([OP], 'jail-op-left'), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const mounts = [...(await mountsUnder(OP, `/mnt/jail${LIB}/`)), ...(await mountsUnder(OP, '/mnt/jail/usr/bin/'))].sort();
+    expect(mounts).toEqual(bound);
+    for (const t of bound)
+      expect((await sh(OP, `[ ${t} -ef ${ROOT}${t.slice('/mnt/jail'.length)} ] && echo same`)).stdout, t).toBe('same\n');
+    expect(summaries(run, OP, 'gpu-binds:/mnt/jail')).toContain(
+      `/etc/fstab: GPU bind entries (driver ${DRIVER} from /proc/driver/nvidia/version, files from globs under ${ROOT})`,
+    );
+  });
+
+  it('files on disk of another version than the loaded module (upgraded without a reboot): fails, binds and fstab left as they were', async () => {
+    populateExport('jail-op-stale');
+    await tb.reset([OWN]);
+    await installFiles(OWN, driverFiles(OLD_DRIVER));
+    await fakeProcVersion(OWN, OLD_DRIVER);
+    const inv = inventory([OWN], 'jail-op-stale');
+    const first = await provision([PB, '-i', inv, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const libs = [`/mnt/jail${LIB}/libcuda.so.${OLD_DRIVER}`, `/mnt/jail${LIB}/libnvidia-ml.so.${OLD_DRIVER}`];
+    expect(await mountsUnder(OWN, `/mnt/jail${LIB}/`)).toEqual(libs);
+    // the package upgrade: the new version's files in, the old ones out; the old module stays loaded
+    await installFiles(OWN, driverFiles(DRIVER));
+    expect((await sh(OWN, `rm ${LIB}/libcuda.so.${OLD_DRIVER} ${LIB}/libnvidia-ml.so.${OLD_DRIVER}`)).code).toBe(0);
+    const fstab = (await sh(OWN, 'cat /etc/fstab')).stdout;
+    const before = await mountsUnder(OWN, '/mnt/jail');
+    for (const mode of [['--check'], []]) {
+      const stale = await provision([PB, '-i', inv, '--json', ...mode]);
+      expect(stale.code, stale.stderr).toBe(1);
+      const e = resourceEvent(stale, OWN, 'gpu-driver:/mnt/jail');
+      expect(e?.status).toBe('failed');
+      expect(e?.error).toContain(
+        `driver files on disk are ${DRIVER}, the loaded kernel module is ${OLD_DRIVER} (/proc/driver/nvidia/version): no libnvidia-ml.so.${OLD_DRIVER} or libcuda.so.${OLD_DRIVER}, nothing bound; reboot the host`,
+      );
+      expect(changedResources(stale)).toEqual([]);
+    }
+    expect(await mountsUnder(OWN, '/mnt/jail')).toEqual(before);
+    expect((await sh(OWN, 'cat /etc/fstab')).stdout).toBe(fstab);
   });
 
   it('counts in the fleet version check: another GPU host of the jail with another version makes both refuse', async () => {

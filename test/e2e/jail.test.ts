@@ -18,7 +18,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
-import { DRIVER, driverFiles, elf, exportDir, installFiles, LIB, OLD_DRIVER, populateExport, ROOTFS, smi } from './jail-fixtures.ts';
+import {
+  DRIVER,
+  driverFiles,
+  elf,
+  exportDir,
+  fakeProcVersion,
+  installFiles,
+  LIB,
+  OLD_DRIVER,
+  populateExport,
+  ROOTFS,
+  smi,
+} from './jail-fixtures.ts';
 
 const PB = 'playbooks/jail.ts';
 const ARM_LIB = '/usr/lib/aarch64-linux-gnu';
@@ -53,16 +65,6 @@ const sh = (h: string, cmd: string) => tb.hostExec(h, cmd);
 const inJail = (h: string, cmd: string) => sh(h, `chroot /mnt/jail /bin/sh -c '${cmd.replace(/'/g, `'\\''`)}'`);
 
 // ---- fake driver files --------------------------------------------------------------------------
-
-/** The kernel module's version file, as a loaded driver shows it (a tmpfs over /proc/driver). */
-async function fakeProcVersion(host: string, version: string) {
-  const line = `NVRM version: NVIDIA UNIX x86_64 Kernel Module  ${version}  Tue Mar  5 22:23:56 UTC 2024`;
-  const r = await sh(
-    host,
-    `mount -t tmpfs rs-fake-nvidia /proc/driver && mkdir /proc/driver/nvidia && echo '${line}' > /proc/driver/nvidia/version`,
-  );
-  expect(r.code, r.stderr).toBe(0);
-}
 
 /** A recorded `nvidia-container-cli list` (libcuda where only the CLI knows it; a video library that compute,utility leave out). */
 const CLI_LIST = `/dev/nvidiactl

@@ -35,8 +35,10 @@ export interface GpuDriverOptions extends CommonOptions {
   caps?: readonly GpuCap[];
   /**
    * Where the driver's files live: `/` (the host's own paths) or a driver container's root such
-   * as the GPU Operator's /run/nvidia/driver. Default: decided on the host, /run/nvidia/driver
-   * when it holds a driver (a libnvidia-ml) and the host itself has none, else `/`.
+   * as the GPU Operator's /run/nvidia/driver. Default: decided on the host: the one whose
+   * libnvidia-ml.so.<version> is the loaded kernel module's (/proc/driver/nvidia/version; `/`
+   * first), else /run/nvidia/driver when it holds a driver (a libnvidia-ml) and the host itself
+   * has none, else `/`.
    */
   driverRoot?: string;
   /** The fstab holding this host's GPU binds (read for the driver root they came from). */
@@ -105,6 +107,14 @@ export function namePrefilter(patterns: readonly string[]): string | undefined {
   return [...prefixes].map((x) => `-name ${shq(`${x}*`)}`).join(' -o ');
 }
 
+/**
+ * Shell: the driver version in /proc's first line ($v) into $rs_v, with builtins only (the probe
+ * runs on every host each run); empty when the line names no kernel module. procDriverVersion
+ * is the same reading on the pure side (the unit tests hold them to one table).
+ */
+export const PROC_VERSION_CUT = `rs_v=; case "$v" in *'Kernel Module'*) rs_v=\${v#*Kernel Module}; case "$rs_v" in ' for '*) rs_v=\${rs_v# for }; rs_v=\${rs_v#* } ;; esac
+  rs_v=\${rs_v#"\${rs_v%%[! ]*}"}; rs_v=\${rs_v%% *} ;; esac`;
+
 export function gpuProbePart(s: GpuProbeSettings): string {
   const key = JSON.stringify(s);
   const known = parts.get(key);
@@ -114,10 +124,21 @@ export function gpuProbePart(s: GpuProbeSettings): string {
   // The host's own multiarch directory first (its answer to uname -m), unless configured.
   // Searched under the driver root ($P: empty for the host's own paths).
   const dirs = (s.searchDirs ? s.searchDirs.map(shq) : ['"/usr/lib/$a-linux-gnu"', ...OTHER_GPU_DIRS.map(shq)]).map((d) => `"$P"${d}`);
-  // The driver root: configured, or the GPU Operator's when it holds a driver and the host has none.
   const watch = s.driverRoot ?? OPERATOR_DRIVER_ROOT;
-  const chooseRoot = `rs_nvml() { for f in "$1/usr/lib/$a-linux-gnu"/libnvidia-ml.so.* "$1"/usr/lib64/libnvidia-ml.so.* "$1"/usr/lib/libnvidia-ml.so.*; do [ -f "$f" ] && return 0; done; return 1; }
-${s.driverRoot ? `R=${shq(s.driverRoot)}` : `R=/; if ! rs_nvml '' && rs_nvml ${shq(OPERATOR_DRIVER_ROOT)}; then R=${shq(OPERATOR_DRIVER_ROOT)}; fi`}`;
+  // The driver root: configured, else the one whose libnvidia-ml is the loaded module's version
+  // (the host's own first: a host moved to the GPU Operator may keep old host libraries, and those
+  // must not hide the root's), else the GPU Operator's when it holds a driver and the host has none.
+  // A root of another version than the module's is refused on the pure side (missingDriverLibs).
+  const op = shq(OPERATOR_DRIVER_ROOT);
+  const chooseRoot = `# shellcheck disable=SC2086 # \${2:-*}: the version asked for, or any (a glob)
+rs_nvml() { for f in "$1/usr/lib/$a-linux-gnu"/libnvidia-ml.so.\${2:-*} "$1"/usr/lib64/libnvidia-ml.so.\${2:-*} "$1"/usr/lib/libnvidia-ml.so.\${2:-*}; do [ -f "$f" ] && return 0; done; return 1; }
+v=; [ -r /proc/driver/nvidia/version ] && IFS= read -r v < /proc/driver/nvidia/version
+${PROC_VERSION_CUT}
+${
+  s.driverRoot
+    ? `R=${shq(s.driverRoot)}`
+    : `R=/; if [ -n "$rs_v" ] && rs_nvml '' "$rs_v"; then :; elif { [ -n "$rs_v" ] && rs_nvml ${op} "$rs_v"; } || { ! rs_nvml '' && rs_nvml ${op}; }; then R=${op}; fi`
+}`;
   // The sources of the binds recorded under the watched root: had this host a driver there?
   const recorded =
     watch === '/'
@@ -130,8 +151,7 @@ L=${s.libDir ? shq(s.libDir) : '"/usr/lib/$a-linux-gnu"'}; echo "gpu-libdir=$L"
 ${chooseRoot}
 P=; [ "$R" = / ] || P=$R; echo "gpu-root=$R"; echo ${shq(`gpu-root-watch=${watch}`)}
 rs_nvml ${shq(watch === '/' ? '' : watch)} && echo gpu-root-watch-driver=yes
-${recorded}v=; [ -r /proc/driver/nvidia/version ] && IFS= read -r v < /proc/driver/nvidia/version
-if [ -z "$v" ] && [ -n "$P" ] && [ -r "$P/proc/driver/nvidia/version" ]; then IFS= read -r v < "$P/proc/driver/nvidia/version"; echo "gpu-proc-from=$P/proc/driver/nvidia/version"; fi
+${recorded}if [ -z "$v" ] && [ -n "$P" ] && [ -r "$P/proc/driver/nvidia/version" ]; then IFS= read -r v < "$P/proc/driver/nvidia/version"; echo "gpu-proc-from=$P/proc/driver/nvidia/version"; fi
 echo "gpu-proc=$v"
 rs_real() { q=$1; r=; while [ ! -d "$q" ]; do r=/\${q##*/}$r; q=\${q%/*}; [ -n "$q" ] || q=/; done
   if cd -P -- "$q" 2>/dev/null; then printf '%s\\t%s\\t%s%s\\n' "$2" "$1" "\${PWD%/}" "$r"; fi; cd /; }

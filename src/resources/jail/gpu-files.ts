@@ -292,7 +292,37 @@ export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): Driver
     targets.add(f.target);
     files.push(f);
   }
+  const missing = missingDriverLibs(scan, version, versionFrom!, stale);
+  if (missing) return { version, versionFrom, problem: missing, files: [], stale };
   return { version, versionFrom, files, stale };
+}
+
+/** The driver libraries a running version must have on disk to be served (libnvidia-container's core: NVML, CUDA). */
+const CORE_LIBS = ['libnvidia-ml.so', 'libcuda.so'];
+
+/**
+ * Why the running version cannot be served from the files found: none of its core libraries
+ * (libnvidia-ml, libcuda) is on disk under the root searched. The loaded module is newer or older
+ * than the files (a driver upgraded without a reboot; a host moved to the GPU Operator whose old
+ * host libraries are all that is left); binding what is there (binaries, firmware) and reporting
+ * ok would leave the jail without a driver. Undefined when they are there.
+ */
+export function missingDriverLibs(
+  scan: Pick<DriverScan, 'root' | 'files'>,
+  version: string,
+  versionFrom: string,
+  stale: readonly string[],
+): string | undefined {
+  const core = (name: string) => CORE_LIBS.some((n) => name.startsWith(`${n}.`));
+  const have = scan.files.some((f) => fileKind(f) === 'lib' && core(base(f.host)) && base(f.host).endsWith(`.so.${version}`));
+  if (have) return undefined;
+  const root = scan.root ?? '/';
+  const under = root === '/' ? '' : ` under ${root}`;
+  const want = `no ${CORE_LIBS.map((n) => `${n}.${version}`).join(' or ')}${under}`;
+  const onDisk = [...new Set(stale.map((p) => libVersion(base(p))).filter((v): v is string => v !== undefined))].sort();
+  if (onDisk.length)
+    return `driver files on disk${under} are ${onDisk.join(' and ')}, the loaded kernel module is ${version} (${versionFrom}): ${want}, nothing bound; reboot the host (its driver was changed since it booted), or set jail_gpu_driver_root to where the ${version} driver's files are`;
+  return `the loaded kernel module is ${version} (${versionFrom}) but there is ${want}: install the driver's libraries, or set jail_gpu_driver_root to where they are`;
 }
 
 /** Where NVIDIA's GPU Operator keeps its driver container's root filesystem (shared/reference/fleet-ops-and-drains.md). */

@@ -21,7 +21,7 @@ import {
   type ScannedFile,
 } from '../../../../src/resources/jail/gpu-files.ts';
 import { driverScan as scan, LIB, scannedFile as file } from '../../../support/gpu-scan.ts';
-import { gpuDriver, type GpuDriverFacts } from '../../../../src/resources/jail/gpu-driver.ts';
+import { gpuDriver, PROC_VERSION_CUT, type GpuDriverFacts } from '../../../../src/resources/jail/gpu-driver.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../../../src/resources/jail/gpu-binds.ts';
 import { gpuStandins, type StandinFacts } from '../../../../src/resources/jail/gpu-standins.ts';
 import { standinLibrary } from '../../../../src/resources/jail/elf-standin.ts';
@@ -69,13 +69,19 @@ describe('capabilities', () => {
 });
 
 describe('the running driver version', () => {
-  it.each<[string, string | undefined]>([
+  const lines: Array<[string, string | undefined]> = [
     [`NVRM version: NVIDIA UNIX x86_64 Kernel Module  ${V}  Tue Mar  5 22:23:56 UTC 2024`, V],
     ['NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  555.42.06  Release Build  (abuild@host)', '555.42.06'],
     ['NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  540.4.0  Release Build', '540.4.0'],
     ['NVRM version: NVIDIA UNIX x86 Kernel Module  169.12  Thu Feb 14 17:53:07 PST 2008', '169.12'],
     ['something else entirely', undefined],
-  ])('%s', (line, want) => expect(procDriverVersion(line)).toBe(want));
+  ];
+  it.each(lines)('%s', (line, want) => expect(procDriverVersion(line)).toBe(want));
+  // the probe's own reading, in sh with builtins (it picks the driver root whose libraries match)
+  it.each(lines)('the probe shell reads %s the same', (line, want) => {
+    const r = spawnSync('sh', ['-c', `v=$1; ${PROC_VERSION_CUT}; printf %s "$rs_v"`, 'sh', line], { encoding: 'utf8' });
+    expect(r.stdout).toBe(want ?? '');
+  });
 });
 
 describe('driver file set', () => {
@@ -122,6 +128,47 @@ describe('driver file set', () => {
       { version: V, hosts: [ml(V).host] },
     ],
     ['one file per jail target (the first found)', scan([ml(V), file(`/usr/lib64/libnvidia-ml.so.${V}`)]), { hosts: [ml(V).host] }],
+    [
+      "a GPU Operator host's leftover host libraries of the old driver, the module newer: refused, nothing (not nvidia-smi alone) bound",
+      scan([ml(OLD), cuda(OLD), smi], { procLine: proc(V) }),
+      {
+        version: V,
+        problem: `driver files on disk are ${OLD}, the loaded kernel module is ${V} (/proc/driver/nvidia/version): no libnvidia-ml.so.${V} or libcuda.so.${V}, nothing bound; reboot the host (its driver was changed since it booted), or set jail_gpu_driver_root to where the ${V} driver's files are`,
+        stale: [ml(OLD).host, cuda(OLD).host],
+        hosts: [],
+      },
+    ],
+    [
+      'a driver upgraded without a reboot (files newer than the module): refused',
+      scan([ml(V), cuda(V), fw(V), smi], { procLine: proc(OLD) }),
+      {
+        version: OLD,
+        problem: expect.stringMatching(new RegExp(`^driver files on disk are ${V}, the loaded kernel module is ${OLD} .*reboot the host`)),
+        hosts: [],
+      },
+    ],
+    [
+      'the same under a driver root: the root named',
+      scan([file(`/run/nvidia/driver${LIB}/libnvidia-ml.so.${OLD}`)], { procLine: proc(V), root: '/run/nvidia/driver' }),
+      {
+        problem: expect.stringMatching(
+          new RegExp(`^driver files on disk under /run/nvidia/driver are ${OLD}, the loaded kernel module is ${V}`),
+        ),
+      },
+    ],
+    [
+      'a loaded module and no library at all (only nvidia-smi): refused, not an ok with nothing bound',
+      scan([smi], { procLine: proc(V) }),
+      {
+        problem: `the loaded kernel module is ${V} (/proc/driver/nvidia/version) but there is no libnvidia-ml.so.${V} or libcuda.so.${V}: install the driver's libraries, or set jail_gpu_driver_root to where they are`,
+        hosts: [],
+      },
+    ],
+    [
+      'libcuda of the running version is enough (the CLI found no NVML)',
+      scan([cuda(V), ml(OLD)], { procLine: proc(V) }),
+      { problem: undefined, hosts: [cuda(V).host] },
+    ],
   ])('%s', (_, s, want) => {
     const got = driverFileSet(s, DEFAULT_GPU_CAPS);
     const { hosts, ...rest } = want;
