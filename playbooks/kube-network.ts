@@ -64,8 +64,17 @@ import { playbook, kubeClusterResources, kubeNodeResources } from '../src/index.
  *                          hold_time: 90s, ebgp_multihop, password_secret, node_selector: {k: v}}]
  *   metallb_allow_strict_arp: false           may set kube-proxy ipvs.strictARP and restart it
  *   metallb_ignore_exclude_lb: false          announce from control-plane nodes too
- *   cni_plugins_version: v1.8.0; cni_plugins_arch: amd64; cni_plugins_sha256 (pinned for known versions)
+ *   cni_plugins_version: v1.8.0; cni_plugins_sha256 (pinned for known versions, amd64 and arm64)
+ *   cni_plugins_arch:     amd64 | arm64 | arm | ppc64le | s390x | riscv64   default: each host's own
+ *                         (its uname -m: x86_64 -> amd64, aarch64 -> arm64; the pinned tarball of it,
+ *                         the controller loads only the architectures its hosts have). A host whose
+ *                         architecture is not the tarball's is refused before anything is written,
+ *                         and a plugin whose ELF machine is not the tarball's fails the install.
  *   cni_plugins_src:      upstream URL | controller path | file:///host/path | http mirror URL
+ *                         names ONE tarball: its architecture is cni_plugins_arch, else the upstream
+ *                         file name's (cni-plugins-linux-<arch>-<version>.tgz), else an input error.
+ *                         Offline/mixed fleets: per group (e.g. group_vars of the arm64 hosts)
+ *                         cni_plugins_arch, cni_plugins_src and, for an unpinned version, cni_plugins_sha256
  *   cni_plugins_fetch:    controller (read + verify on the controller, pushed in the script: works
  *                         offline) | host (curl/wget or a path on the host; verified there)
  *   cni_plugins_required: [bridge, host-local, loopback, portmap]

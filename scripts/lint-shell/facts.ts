@@ -183,7 +183,7 @@ const STATES: Record<string, HostState[]> = {
   ],
   chrony: [{ files: { '/etc/chrony/chrony.conf': 'pool 2.debian.pool.ntp.org iburst\nsourcedir /etc/chrony/sources.d\n' } }],
   'cni-conf': [{ text: () => '10-flannel.conflist\n10-calico.conflist\n.old.conf\n' }],
-  'cni-plugins': [{ text: () => 'tools curl=yes wget=no\n' }, { text: () => 'tools curl=no wget=yes\n' }],
+  'cni-plugins': [{ text: () => 'arch x86_64\ntools curl=yes wget=no\n' }, { text: () => 'arch aarch64\ntools curl=no wget=yes\n' }],
   'cpu-governor': [{ text: () => 'cpu0 powersave|performance powersave\ncpu1 powersave|performance powersave\n' }],
   'transparent-hugepages': [{ text: () => 'enabled always [madvise] never\ndefrag always defer defer+madvise [madvise] never\n' }],
   'kubelet-config': [

@@ -3,7 +3,7 @@
  * objects (CNI, MetalLB) on the first control-plane host. See playbooks/kube-network.ts.
  */
 import type { HostContext } from '../contract/playbook.ts';
-import { cniConfGuard, cniPlugins, nmUnmanaged, type CniPluginsSource } from '../resources/kube/cni.ts';
+import { cniConfGuard, cniPlugins, nmUnmanaged, type CniTarball } from '../resources/kube/cni.ts';
 import { directory } from '../resources/core/directory.ts';
 import { kmod } from '../resources/tuning/kmod.ts';
 import {
@@ -20,7 +20,7 @@ import {
 import { sysctl } from '../resources/tuning/sysctl.ts';
 import { sysctlEffect } from '../resources/tuning/sysctl-effect.ts';
 import { sysctlFile } from '../profiles/sysctl-profiles.ts';
-import type { Resource } from '../contract/resource.ts';
+import { Refusal, type Resource } from '../contract/resource.ts';
 import { InputError, InputErrors } from '../util/errors.ts';
 import { loadArtifact, type LoadedArtifact } from '../kube/artifacts.ts';
 import { identify, parseObjects, printObjects, refOf, splitDocuments, type KubeObject } from '../kube/objects.ts';
@@ -34,7 +34,7 @@ import {
   renderMetallbNative,
 } from '../kube/render.ts';
 import { crdSchemas, schemaKey, validateCustomResource } from '../kube/schema.ts';
-import { kubeSettings, type KubeSettings } from './kube-settings.ts';
+import { kubeSettings, type CniTarballSpec, type KubeSettings } from './kube-settings.ts';
 
 export const MODULES_FILE = '/etc/modules-load.d/racksmith-k8s.conf';
 export const SYSCTL_FILE = sysctlFile('k8s');
@@ -54,16 +54,42 @@ function loadAll(s: KubeSettings): Loaded {
     if (a.problem) problems.push(a.problem);
     else text.set(`${m.pin.component}/${m.pin.file}`, a.bytes!.toString('utf8'));
   }
+  // One tarball named by the inventory: loaded (and refused) before anything, as the manifests.
+  // The pinned ones of each architecture: loaded for the first host that takes it (cniTarballOf).
   let cniTarball: LoadedArtifact | undefined;
-  if (s.cniPlugins.source.fetch === 'controller') {
-    cniTarball = loadArtifact({
-      label: `CNI plugins ${s.cniPlugins.version} (${s.cniPlugins.arch})`,
-      sha256: s.cniPlugins.sha256,
-      sources: [s.cniPlugins.source.src],
-    });
+  const [only, ...more] = s.cniPlugins.tarballs;
+  if (only && !more.length && only.source.fetch === 'controller') {
+    cniTarball = cniArtifact(s.cniPlugins.version, only);
     if (cniTarball.problem) problems.push(cniTarball.problem);
   }
   return { problems, text, cniTarball };
+}
+
+const cniArtifact = (version: string, t: CniTarballSpec): LoadedArtifact =>
+  loadArtifact({
+    label: `CNI plugins ${version} (${t.arch})`,
+    sha256: t.sha256,
+    sources: t.source.fetch === 'controller' ? [t.source.src] : [],
+  });
+
+/** A tarball's source for cniPlugins: pushed by the controller (loaded when a host of its architecture asks), or fetched by the host. */
+function cniTarballOf(version: string, t: CniTarballSpec): CniTarball {
+  const src = t.source;
+  if (src.fetch === 'host')
+    return {
+      arch: t.arch,
+      sha256: t.sha256,
+      source: src.kind === 'url' ? { kind: 'url', url: src.url } : { kind: 'file', path: src.path },
+    };
+  return {
+    arch: t.arch,
+    sha256: t.sha256,
+    source: () => {
+      const a = cniArtifact(version, t); // memoised per process: once per run, whatever the hosts
+      if (!a.bytes) throw new Refusal(a.problem ?? `CNI plugins ${version} (${t.arch}): not loaded`);
+      return { kind: 'push', bytes: a.bytes, origin: `${a.source} via the controller` };
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -96,18 +122,12 @@ export function kubeNodeResources(host: HostContext): Resource[] {
     tags: ['kube-kernel'],
   });
   const out: Resource[] = [guard, modules, sysctls, effect, confDir, binDir];
-  const src = s.cniPlugins.source;
-  let source: CniPluginsSource | undefined;
-  if (src.fetch === 'controller') {
-    if (loaded.cniTarball?.bytes)
-      source = { kind: 'push', bytes: loaded.cniTarball.bytes, origin: `${loaded.cniTarball.source} via the controller` };
-  } else source = src.kind === 'url' ? { kind: 'url', url: src.url } : { kind: 'file', path: src.path };
-  if (source) {
+  // a single tarball that failed to load is the guard's problem: no plugins resource then
+  if (!loaded.cniTarball?.problem) {
     out.push(
       cniPlugins({
         version: s.cniPlugins.version,
-        sha256: s.cniPlugins.sha256,
-        source,
+        tarballs: s.cniPlugins.tarballs.map((t) => cniTarballOf(s.cniPlugins.version, t)),
         required: s.cniPlugins.required,
         after: [guard.id, binDir.id],
         tags: ['cni'],

@@ -186,6 +186,13 @@ export function aisPoolProblem(pools: ReadonlyArray<{ addresses: string[] }>, ta
 export type CniPluginsSourceSpec =
   { fetch: 'controller'; src: string } | { fetch: 'host'; kind: 'url'; url: string } | { fetch: 'host'; kind: 'file'; path: string };
 
+/** One CNI plugins tarball: its architecture (Go name, as upstream names the file), checksum and source. */
+export interface CniTarballSpec {
+  arch: string;
+  sha256: string;
+  source: CniPluginsSourceSpec;
+}
+
 export interface KubeSettings {
   cni: 'flannel' | 'calico';
   podCidr: string;
@@ -221,7 +228,12 @@ export interface KubeSettings {
     allowStrictArp: boolean;
     ignoreExcludeLB: boolean;
   };
-  cniPlugins: { version: string; arch: string; sha256: string; source: CniPluginsSourceSpec; required: string[] };
+  /**
+   * The CNI plugins release: one tarball per architecture it may install, each host taking the one
+   * of its own (`uname -m`, read on the host: cni.ts). The pinned ones of the version by default;
+   * one when the inventory names it (cni_plugins_arch, or cni_plugins_src/cni_plugins_sha256).
+   */
+  cniPlugins: { version: string; tarballs: CniTarballSpec[]; required: string[] };
   removeStaleConf: boolean;
 }
 
@@ -497,27 +509,62 @@ function kernelModules({ v }: Vars): Pick<KubeSettings, 'proxyMode' | 'modules'>
   return { proxyMode, modules: [...new Set(modules)] };
 }
 
-/** The CNI plugins' release: its pinned sha256 and where it is fetched from (by the controller, or by each host). */
+/** The architecture an upstream CNI plugins file name says (`cni-plugins-linux-arm64-v1.8.0.tgz` -> arm64). */
+export function cniTarballArchOfName(src: string): string | undefined {
+  return /cni-plugins-linux-([a-z0-9]+)-v[^/]*$/.exec(src)?.[1];
+}
+
+/**
+ * The CNI plugins' release: the tarballs a host may take (by its architecture), each with its
+ * pinned sha256 and where it is fetched from (by the controller, or by each host). By default the
+ * version's pinned tarballs, one per architecture. cni_plugins_src or cni_plugins_sha256 name one
+ * tarball: its architecture is cni_plugins_arch, else the upstream file name's; neither is an
+ * input error (a tarball of one architecture installed on every host is what this prevents).
+ */
 function cniPluginsOf({ host, v, err }: Vars): KubeSettings['cniPlugins'] {
   const cpVersion = v('cni_plugins_version', DEFAULT_CNI_PLUGINS_VERSION);
-  const arch = v('cni_plugins_arch', 'amd64');
-  const pinned = CNI_PLUGINS_PINS.find((p) => p.version === cpVersion)?.sha256[arch];
-  const cpSha = v<string | undefined>('cni_plugins_sha256', pinned);
-  if (!cpSha) err('cni_plugins_version', `CNI plugins ${cpVersion} for ${arch}: no pinned sha256; set cni_plugins_sha256`);
+  const required = v('cni_plugins_required', REQUIRED_CNI_BINARIES);
   const fetch = v<'controller' | 'host'>('cni_plugins_fetch', 'controller');
-  const src = v('cni_plugins_src', cniPluginsUrl(cpVersion, arch));
-  let source: CniPluginsSourceSpec;
-  if (fetch === 'controller') {
-    source = { fetch, src: /^(https?|file):\/\//.test(src) ? src : inventoryPath(host, 'cni_plugins_src', src) };
-  } else if (/^https?:\/\//.test(src)) source = { fetch, kind: 'url', url: src };
-  else {
+  const pins = CNI_PLUGINS_PINS.find((p) => p.version === cpVersion)?.sha256 ?? {};
+  const sourceOf = (src: string): CniPluginsSourceSpec => {
+    if (fetch === 'controller') return { fetch, src: /^(https?|file):\/\//.test(src) ? src : inventoryPath(host, 'cni_plugins_src', src) };
+    if (/^https?:\/\//.test(src)) return { fetch, kind: 'url', url: src };
     const path = src.startsWith('file://') ? decodeURIComponent(new URL(src).pathname) : src;
     if (!path.startsWith('/'))
       err(
         'cni_plugins_src',
         `cni_plugins_src: with cni_plugins_fetch: host, use an http(s) URL or an absolute path on the host (got '${src}')`,
       );
-    source = { fetch, kind: 'file', path };
+    return { fetch, kind: 'file', path };
+  };
+  const archVar = v<string | undefined>('cni_plugins_arch', undefined);
+  const srcVar = v<string | undefined>('cni_plugins_src', undefined);
+  const shaVar = v<string | undefined>('cni_plugins_sha256', undefined);
+  if (archVar === undefined && srcVar === undefined && shaVar === undefined) {
+    // the default: every pinned architecture of the version; each host takes its own
+    const tarballs = Object.entries(pins).map(([arch, sha256]) => ({ arch, sha256, source: sourceOf(cniPluginsUrl(cpVersion, arch)) }));
+    if (!tarballs.length)
+      err(
+        'cni_plugins_version',
+        `CNI plugins ${cpVersion}: no pinned sha256; set cni_plugins_arch and cni_plugins_sha256 (per group where architectures differ)`,
+      );
+    return { version: cpVersion, tarballs, required };
   }
-  return { version: cpVersion, arch, sha256: cpSha!, source, required: v('cni_plugins_required', REQUIRED_CNI_BINARIES) };
+  const named = srcVar === undefined ? undefined : cniTarballArchOfName(srcVar);
+  if (archVar !== undefined && named !== undefined && named !== archVar)
+    err('cni_plugins_arch', `cni_plugins_arch is ${archVar}, but cni_plugins_src ${srcVar} is the ${named} tarball`);
+  const arch = archVar ?? named;
+  if (arch === undefined)
+    err(
+      srcVar !== undefined ? 'cni_plugins_src' : 'cni_plugins_sha256',
+      `CNI plugins: cni_plugins_src/cni_plugins_sha256 name one tarball, of one architecture: set cni_plugins_arch (amd64, arm64, ...) to it, per group where the hosts' architectures differ`,
+    );
+  const a = arch ?? 'amd64';
+  const sha256 = shaVar ?? pins[a];
+  if (!sha256) err('cni_plugins_version', `CNI plugins ${cpVersion} for ${a}: no pinned sha256; set cni_plugins_sha256`);
+  return {
+    version: cpVersion,
+    tarballs: [{ arch: a, sha256: sha256!, source: sourceOf(srcVar ?? cniPluginsUrl(cpVersion, a)) }],
+    required,
+  };
 }

@@ -45,15 +45,21 @@ let double: KubeApiDouble | undefined;
 /** What the hosts and the current double were converged with (a test that needs it, run alone, makes it). */
 let convergedWith: 'flannel' | 'calico' | undefined;
 
-/** A small stand-in for cni-plugins-linux-amd64-<v>.tgz: executables named like the plugins. */
-function makeTarball(dir: string): { path: string; sha: string } {
-  const x = join(dir, 'x');
+/**
+ * A small stand-in for cni-plugins-linux-<arch>-<v>.tgz: executables named like the plugins
+ * (shell scripts; `elf`: a copy of the runner's x86-64 /bin/true each, a real ELF program).
+ */
+function makeTarball(dir: string, arch = 'amd64', elf = false): { path: string; sha: string } {
+  const x = join(dir, `x-${arch}${elf ? '-elf' : ''}`);
   mkdirSync(x, { recursive: true });
   for (const n of ['bridge', 'host-local', 'loopback', 'portmap', 'tuning', 'bandwidth']) {
-    writeFileSync(join(x, n), `#!/bin/sh\necho ${n}\n`);
+    if (elf) cpSync('/bin/true', join(x, n));
+    else writeFileSync(join(x, n), `#!/bin/sh\necho ${n}\n`);
     chmodSync(join(x, n), 0o755);
   }
-  const path = join(dir, 'cni-plugins-linux-amd64-v1.8.0.tgz');
+  const out = join(dir, elf ? 'elf' : '.');
+  mkdirSync(out, { recursive: true });
+  const path = join(out, `cni-plugins-linux-${arch}-v1.8.0.tgz`);
   execFileSync('tar', ['-czf', path, '-C', x, '.']);
   return { path, sha: execFileSync('sha256sum', [path]).toString().slice(0, 64) };
 }
@@ -554,6 +560,56 @@ describe('safety: pinned manifests and input validation', () => {
   });
 });
 
+describe("CNI plugins of the host's architecture", () => {
+  it('an aarch64 host: the amd64 tarball refused before anything is written, the arm64 one installed, an arm64-named tarball of x86-64 programs refused by the install', async () => {
+    await tb.reset(['tb3']);
+    // test double: an aarch64 machine (uname -m a wrapper earlier in PATH, /proc/sys/kernel/arch a
+    // file bound over it, as jail.test.ts's; a reset host starts without either)
+    const arm = await tb.hostExec(
+      'tb3',
+      `printf '#!/bin/sh\\n[ "$1" = -m ] && { echo aarch64; exit 0; }\\nexec /usr/bin/uname "$@"\\n' > /usr/local/bin/uname && chmod 755 /usr/local/bin/uname && { [ ! -e /proc/sys/kernel/arch ] || { echo aarch64 > /run/tb-arch && mount --bind /run/tb-arch /proc/sys/kernel/arch; }; } && uname -m`,
+    );
+    expect(arm.stdout, arm.stderr).toBe('aarch64\n');
+    const inv = (extra: Record<string, unknown>) =>
+      writeInventory({ hosts: ['tb3'], vars: base({ kube_cni: 'flannel', ...extra }), groups: { kube_node: { hosts: ['tb3'] } } });
+    const cniBin = async () => (await tb.hostExec('tb3', 'ls -A /opt/cni/bin 2>/dev/null')).stdout;
+
+    // the amd64 stand-in (base's, its name says amd64) on an aarch64 host: refused, nothing in /opt/cni/bin
+    for (const mode of [['--check'], []]) {
+      const amd = await provision([PB, '-i', inv({}), '--json', ...mode]);
+      expect(amd.code, amd.stderr).toBe(1);
+      expect(failures(amd).map((e) => [e.id, e.error])).toEqual([
+        [
+          'cni-plugins:/opt/cni/bin',
+          expect.stringMatching(
+            /^refused: this host is aarch64 \(arm64\), the CNI plugins tarball v1\.8\.0 is for amd64: its plugins would fail every pod here with "exec format error"; nothing written\. Set cni_plugins_arch: arm64/,
+          ),
+        ],
+      ]);
+    }
+    expect(await cniBin()).toBe('');
+
+    const armTar = makeTarball(work, 'arm64');
+    const ok = await provision([PB, '-i', inv({ cni_plugins_src: armTar.path, cni_plugins_sha256: armTar.sha }), '--json']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect((await tb.hostExec('tb3', '/opt/cni/bin/portmap; grep ^sha256 /opt/cni/bin/.racksmith-cni-plugins')).stdout).toBe(
+      `portmap\nsha256 ${armTar.sha}\n`,
+    );
+
+    // named and pinned arm64, holding x86-64 programs: the install refuses it, the plugins stay
+    const lying = makeTarball(work, 'arm64', true);
+    const bad = await provision([PB, '-i', inv({ cni_plugins_src: lying.path, cni_plugins_sha256: lying.sha }), '--json']);
+    expect(bad.code, bad.stderr).toBe(1);
+    expect(failures(bad)[0].error).toMatch(
+      /the CNI plugins tarball's bridge is not a linux-arm64 program \(ELF machine bytes 3e00\): refusing to install it \(nothing changed\)/,
+    );
+    expect((await tb.hostExec('tb3', '/opt/cni/bin/portmap; grep ^sha256 /opt/cni/bin/.racksmith-cni-plugins')).stdout).toBe(
+      `portmap\nsha256 ${armTar.sha}\n`,
+    );
+    await tb.reset(['tb3']);
+  });
+});
+
 describe('CNI plugins fetched by the host', () => {
   it('from a path on the host (shared dir), checksummed there; an http URL without curl/wget is a clear refusal', async () => {
     await tb.reset(['tb3']);
@@ -562,7 +618,7 @@ describe('CNI plugins fetched by the host', () => {
     const inv = (src: string) =>
       writeInventory({
         hosts: ['tb3'],
-        vars: base({ kube_cni: 'flannel', cni_plugins_fetch: 'host', cni_plugins_src: src }),
+        vars: base({ kube_cni: 'flannel', cni_plugins_fetch: 'host', cni_plugins_src: src, cni_plugins_arch: 'amd64' }),
         groups: { kube_node: { hosts: ['tb3'] } },
       });
     const ok = await provision([PB, '-i', inv(`file://${tb.sharedMount}/rs-kube-${process.pid}.tgz`), '--json']);

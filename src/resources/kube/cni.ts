@@ -9,6 +9,7 @@ import { InputError } from '../../util/errors.ts';
 import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
+import { MACHINE_ARCH } from '../jail/machine-arch.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -22,18 +23,79 @@ export type CniPluginsSource =
   /** A path on the host (a shared or pre-staged directory). */
   | { kind: 'file'; path: string };
 
+/** One tarball of the release, for one architecture. */
+export interface CniTarball {
+  /** Go's name, as upstream names the file (cni-plugins-linux-<arch>-<version>.tgz): amd64, arm64... */
+  arch: string;
+  /** sha256 of the tarball; checked on the host before anything is extracted. */
+  sha256: string;
+  /** The source, or how to get it on the controller (called only for a host of this architecture; throws a Refusal when it cannot). */
+  source: CniPluginsSource | (() => CniPluginsSource);
+}
+
 export interface CniPluginsOptions extends CommonOptions {
   /** Default /opt/cni/bin. */
   dir?: string;
   version: string;
-  /** sha256 of the tarball; checked on the host before anything is extracted. */
-  sha256: string;
-  source: CniPluginsSource;
+  /** The tarballs this resource may install: each host takes the one of its architecture, and without one is refused. */
+  tarballs: CniTarball[];
   /** Plugins that must be in the tarball and on the host. */
   required: string[];
 }
 
+/** Go's architecture names (upstream's tarballs) by `uname -m`. */
+const GO_ARCH: Record<string, string> = {
+  x86_64: 'amd64',
+  amd64: 'amd64',
+  aarch64: 'arm64',
+  arm64: 'arm64',
+  armv6l: 'arm',
+  armv7l: 'arm',
+  armv8l: 'arm',
+  ppc64le: 'ppc64le',
+  s390x: 's390x',
+  riscv64: 'riscv64',
+};
+
+/** The Go architecture name of a machine as `uname -m` names it (undefined: none known). */
+export const goArch = (machine: string): string | undefined => (Object.hasOwn(GO_ARCH, machine) ? GO_ARCH[machine] : undefined);
+
+/**
+ * The tarball for a host of this machine (`uname -m`), or a Refusal before anything is written:
+ * another architecture's plugins in /opt/cni/bin are reported converged and every pod on the
+ * host fails with "exec format error".
+ */
+export function pickCniTarball<T extends Pick<CniTarball, 'arch'>>(version: string, tarballs: readonly T[], machine: string): T {
+  const go = goArch(machine);
+  const found = go === undefined ? undefined : tarballs.find((t) => t.arch === go);
+  if (found) return found;
+  const have = tarballs.map((t) => t.arch).join(', ');
+  if (go === undefined)
+    throw new Refusal(
+      machine
+        ? `this host is ${machine}, which has no CNI plugins build (the CNI plugins tarball is for ${have}); nothing written`
+        : `cannot tell this host's architecture (no answer from /proc/sys/kernel/arch or uname -m); the CNI plugins tarball is for ${have}; nothing written`,
+    );
+  throw new Refusal(
+    `this host is ${machine} (${go}), the CNI plugins tarball ${version} is for ${have}: its plugins would fail every pod here with "exec format error"; nothing written. Set cni_plugins_arch: ${go} for this host's group, with cni_plugins_src and cni_plugins_sha256 of cni-plugins-linux-${go}-${version}.tgz (or leave all three unset for the pinned tarball of each host's architecture)`,
+  );
+}
+
+/** ELF e_machine of each architecture, as the two bytes at offset 18 read in file order (hex). */
+const ELF_MACHINE: Record<string, string> = {
+  amd64: '3e00',
+  arm64: 'b700',
+  arm: '2800',
+  ppc64le: '1500',
+  riscv64: 'f300',
+  s390x: '0016',
+};
+
+const resolveSource = (t: CniTarball): CniPluginsSource => (typeof t.source === 'function' ? t.source() : t.source);
+
 export interface CniPluginsFacts {
+  /** The host's machine, as `uname -m` names it. */
+  arch: string;
   marker?: { version: string; sha256: string; files: Record<string, number> };
   /** Size of each file the marker lists plus the required ones; null when missing. */
   live: Record<string, number | null>;
@@ -56,11 +118,12 @@ function base64Of(b: Buffer): string {
 const PLUGIN_NAME = /^[A-Za-z0-9._-]+$/;
 
 export function parseCniPluginsProbe(out: string): CniPluginsFacts {
-  const facts: CniPluginsFacts = { live: {}, curl: false, wget: false };
+  const facts: CniPluginsFacts = { arch: '', live: {}, curl: false, wget: false };
   let section = '';
   let marker: CniPluginsFacts['marker'];
   for (const line of out.split('\n')) {
-    if (line.startsWith('tools ')) {
+    if (line.startsWith('arch ') && !section) facts.arch = line.slice(5);
+    else if (line.startsWith('tools ')) {
       facts.curl = line.includes('curl=yes');
       facts.wget = line.includes('wget=yes');
     } else if (line === '== marker') {
@@ -84,7 +147,17 @@ export function parseCniPluginsProbe(out: string): CniPluginsFacts {
 }
 
 export function cniPluginsChanges(
-  o: Pick<CniPluginsOptions, 'version' | 'sha256' | 'required' | 'source'>,
+  o: Pick<CniPluginsOptions, 'version' | 'tarballs' | 'required'>,
+  dir: string,
+  f: CniPluginsFacts,
+): Change[] {
+  const tarball = pickCniTarball(o.version, o.tarballs, f.arch);
+  return cniTarballChanges({ version: o.version, required: o.required, sha256: tarball.sha256, source: resolveSource(tarball) }, dir, f);
+}
+
+/** The changes for the tarball of this host's architecture. */
+function cniTarballChanges(
+  o: { version: string; required: string[]; sha256: string; source: CniPluginsSource },
   dir: string,
   f: CniPluginsFacts,
 ): Change[] {
@@ -122,7 +195,10 @@ export function cniPluginsChanges(
  */
 export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
   const dir = checkAbsolutePath(o.dir ?? '/opt/cni/bin', 'cni plugins dir');
-  if (!/^[0-9a-f]{64}$/.test(o.sha256)) throw new InputError(`cni plugins: sha256 must be 64 hex digits, got ${JSON.stringify(o.sha256)}`);
+  if (!o.tarballs.length) throw new InputError('cni plugins: no tarball');
+  for (const t of o.tarballs)
+    if (!/^[0-9a-f]{64}$/.test(t.sha256))
+      throw new InputError(`cni plugins: sha256 must be 64 hex digits, got ${JSON.stringify(t.sha256)}`);
   for (const r of o.required) if (!PLUGIN_NAME.test(r)) throw new InputError(`cni plugins: invalid plugin name ${JSON.stringify(r)}`);
   const marker = `${dir}/${CNI_MARKER}`;
   return {
@@ -130,6 +206,8 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
     verifiable: true,
     probe: () =>
       [
+        // the host's architecture: which tarball is its own (a builtin read, no process, on Linux 6.1+)
+        `${MACHINE_ARCH}; echo "arch $a"`,
         `d=${shq(dir)}; m=${shq(marker)}`,
         `echo "tools curl=$(command -v curl >/dev/null 2>&1 && echo yes || echo no) wget=$(command -v wget >/dev/null 2>&1 && echo yes || echo no)"`,
         `if [ -f "$m" ]; then echo '== marker'; cat "$m"; fi`,
@@ -140,15 +218,18 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
       ].join('\n'),
     parse: (out) => parseCniPluginsProbe(out.stdout),
     diff: (f) => cniPluginsChanges(o, dir, f),
-    apply(): Step[] {
+    apply(f): Step[] {
+      const tarball = pickCniTarball(o.version, o.tarballs, f.arch);
+      const source = resolveSource(tarball);
+      const sha = tarball.sha256;
       const fetch =
-        o.source.kind === 'push'
-          ? `printf '%s' ${shq(base64Of(o.source.bytes))} | base64 -d > "$t/p.tgz"`
-          : o.source.kind === 'file'
-            ? `cp -- ${shq(o.source.path)} "$t/p.tgz"`
+        source.kind === 'push'
+          ? `printf '%s' ${shq(base64Of(source.bytes))} | base64 -d > "$t/p.tgz"`
+          : source.kind === 'file'
+            ? `cp -- ${shq(source.path)} "$t/p.tgz"`
             : [
-                `if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 3 -o "$t/p.tgz" ${shq(o.source.url)}`,
-                `elif command -v wget >/dev/null 2>&1; then wget -q -O "$t/p.tgz" ${shq(o.source.url)}`,
+                `if command -v curl >/dev/null 2>&1; then curl -fsSL --retry 3 -o "$t/p.tgz" ${shq(source.url)}`,
+                `elif command -v wget >/dev/null 2>&1; then wget -q -O "$t/p.tgz" ${shq(source.url)}`,
                 `else echo 'neither curl nor wget on this host' >&2; exit 1; fi`,
               ].join('\n');
       const script = [
@@ -158,13 +239,21 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
         `trap 'rm -rf "$t"' EXIT`,
         fetch,
         `got=$(sha256sum < "$t/p.tgz" | cut -c1-64)`,
-        `[ "$got" = ${shq(o.sha256)} ] || { echo "CNI plugins tarball: sha256 $got, pinned ${o.sha256}: refusing to install it (nothing changed)" >&2; exit 1; }`,
+        `[ "$got" = ${shq(sha)} ] || { echo "CNI plugins tarball: sha256 $got, pinned ${sha}: refusing to install it (nothing changed)" >&2; exit 1; }`,
         'mkdir "$t/x"',
         'tar -xzf "$t/p.tgz" -C "$t/x" --no-same-owner --no-same-permissions',
         ...o.required.map((r) => `[ -f "$t/x/${r}" ] || { echo ${shq(`the CNI plugins tarball has no ${r}`)} >&2; exit 1; }`),
+        // the programs' own architecture (ELF e_machine), before anything is written: a tarball
+        // named or pinned for this host's architecture that holds another's is refused too
+        ...(ELF_MACHINE[tarball.arch]
+          ? o.required.map(
+              (r) =>
+                `h=$(od -An -tx1 -N20 "$t/x/"${shq(r)} | tr -d ' \\n'); case "$h" in 7f454c46*) m=\${h#????????????????????????????????????}; m=\${m%"\${m#????}"}; [ "$m" = ${ELF_MACHINE[tarball.arch]} ] || { echo ${shq(`the CNI plugins tarball's ${r} is not a linux-${tarball.arch} program`)}" (ELF machine bytes $m): refusing to install it (nothing changed)" >&2; exit 1; } ;; esac`,
+            )
+          : []),
         // top-level regular files only; each replaced by a rename (a running pod setup sees old or new)
         `: > "$t/marker"`,
-        `printf 'version %s\\nsha256 %s\\n' ${shq(o.version)} ${shq(o.sha256)} >> "$t/marker"`,
+        `printf 'version %s\\nsha256 %s\\n' ${shq(o.version)} ${shq(sha)} >> "$t/marker"`,
         `for f in "$t"/x/* "$t"/x/.[!.]*; do`,
         '  { [ -f "$f" ] && [ ! -L "$f" ]; } || continue',
         '  n=${f##*/}',

@@ -20,7 +20,14 @@ import {
 } from '../../../../src/kube/render.ts';
 import { crdSchemas, pruneSchema, schemaKey, validateCustomResource } from '../../../../src/kube/schema.ts';
 import { kubeSettings } from '../../../../src/plays/kube-settings.ts';
-import { cniConfChanges, cniPluginsChanges, parseCniPluginsProbe, type CniPluginsFacts } from '../../../../src/resources/kube/cni.ts';
+import {
+  cniConfChanges,
+  cniPluginsChanges,
+  goArch,
+  parseCniPluginsProbe,
+  pickCniTarball,
+  type CniPluginsFacts,
+} from '../../../../src/resources/kube/cni.ts';
 import {
   clusterProblems,
   kubeApplyChanges,
@@ -617,13 +624,10 @@ describe('kube-proxy strictARP', () => {
 
 describe('CNI plugins and configs on the host', () => {
   const SHA = 'a'.repeat(64);
-  const o = {
-    version: 'v1.8.0',
-    sha256: SHA,
-    required: ['bridge', 'portmap'],
-    source: { kind: 'push' as const, bytes: Buffer.from(''), origin: '/m/cni.tgz' },
-  };
+  const push = { kind: 'push' as const, bytes: Buffer.from(''), origin: '/m/cni.tgz' };
+  const o = { version: 'v1.8.0', required: ['bridge', 'portmap'], tarballs: [{ arch: 'amd64', sha256: SHA, source: push }] };
   const installed = (files: Record<string, number>, live: Record<string, number | null> = files): CniPluginsFacts => ({
+    arch: 'x86_64',
     marker: { version: 'v1.8.0', sha256: SHA, files },
     live,
     curl: false,
@@ -632,10 +636,11 @@ describe('CNI plugins and configs on the host', () => {
 
   it('parses the probe', () => {
     const out =
-      'tools curl=no wget=yes\n== marker\nversion v1.8.0\nsha256 ' +
+      'arch aarch64\ntools curl=no wget=yes\n== marker\nversion v1.8.0\nsha256 ' +
       SHA +
       '\nfile bridge 10\nfile portmap 20\n== live\nbridge 10\nportmap -\n';
     expect(parseCniPluginsProbe(out)).toEqual({
+      arch: 'aarch64',
       marker: { version: 'v1.8.0', sha256: SHA, files: { bridge: 10, portmap: 20 } },
       live: { bridge: 10, portmap: null },
       curl: false,
@@ -646,7 +651,7 @@ describe('CNI plugins and configs on the host', () => {
   it.each([
     [
       'nothing installed',
-      { live: { bridge: null, portmap: null }, curl: false, wget: false },
+      { arch: 'x86_64', live: { bridge: null, portmap: null }, curl: false, wget: false },
       ['install CNI plugins v1.8.0 into /opt/cni/bin (from /m/cni.tgz)'],
     ],
     [
@@ -664,11 +669,77 @@ describe('CNI plugins and configs on the host', () => {
     expect(cniPluginsChanges(o, '/opt/cni/bin', f).map((c) => c.summary)).toEqual(want);
   });
 
+  describe("the tarball of the host's architecture", () => {
+    const AMD = { arch: 'amd64', sha256: 'a'.repeat(64), source: push };
+    const ARM = { arch: 'arm64', sha256: 'b'.repeat(64), source: { ...push, origin: '/m/arm.tgz' } };
+    it.each<[string, string | undefined]>([
+      ['x86_64', 'amd64'],
+      ['aarch64', 'arm64'],
+      ['armv7l', 'arm'],
+      ['ppc64le', 'ppc64le'],
+      ['s390x', 's390x'],
+      ['riscv64', 'riscv64'],
+      ['i686', undefined],
+      ['', undefined],
+      ['constructor', undefined],
+    ])('uname -m %j is %j in upstream file names', (machine, want) => expect(goArch(machine)).toBe(want));
+
+    it.each<[string, string, Array<typeof AMD>, string | RegExp]>([
+      ['x86_64 takes amd64 of both', 'x86_64', [AMD, ARM], 'amd64'],
+      ['aarch64 (GH200) takes arm64 of both', 'aarch64', [AMD, ARM], 'arm64'],
+      ['x86_64 with the one amd64 tarball', 'x86_64', [AMD], 'amd64'],
+      [
+        'aarch64 with only the amd64 tarball: refused',
+        'aarch64',
+        [AMD],
+        'this host is aarch64 (arm64), the CNI plugins tarball v1.8.0 is for amd64: its plugins would fail every pod here with "exec format error"; nothing written. Set cni_plugins_arch: arm64 for this host\'s group, with cni_plugins_src and cni_plugins_sha256 of cni-plugins-linux-arm64-v1.8.0.tgz (or leave all three unset for the pinned tarball of each host\'s architecture)',
+      ],
+      [
+        'x86_64 with only an arm64 tarball: refused',
+        'x86_64',
+        [ARM],
+        /^this host is x86_64 \(amd64\), the CNI plugins tarball v1\.8\.0 is for arm64/,
+      ],
+      [
+        'a machine without a build: refused',
+        'i686',
+        [AMD, ARM],
+        /^this host is i686, which has no CNI plugins build \(the CNI plugins tarball is for amd64, arm64\)/,
+      ],
+      ['no answer: refused', '', [AMD], /^cannot tell this host's architecture/],
+    ])('%s', (_, machine, tarballs, want) => {
+      if (typeof want === 'string' && !want.includes(' ')) expect(pickCniTarball('v1.8.0', tarballs, machine).arch).toBe(want);
+      else {
+        expect(() => pickCniTarball('v1.8.0', tarballs, machine)).toThrow(Refusal);
+        expect(() => pickCniTarball('v1.8.0', tarballs, machine)).toThrow(want);
+      }
+    });
+
+    it('the changes: an amd64 install on an arm64 host is replaced by the arm64 tarball; without one, refused before any change', () => {
+      const both = { ...o, tarballs: [AMD, ARM] };
+      const amdInstalled: CniPluginsFacts = { ...installed({ bridge: 10, portmap: 20 }), arch: 'aarch64' };
+      expect(cniPluginsChanges(both, '/opt/cni/bin', amdInstalled).map((c) => c.summary)).toEqual([
+        'replace CNI plugins v1.8.0 → v1.8.0 in /opt/cni/bin (from /m/arm.tgz)',
+      ]);
+      expect(() => cniPluginsChanges({ ...o, tarballs: [AMD] }, '/opt/cni/bin', amdInstalled)).toThrow(/exec format error/);
+      expect(() => cniPluginsChanges({ ...o, tarballs: [AMD] }, '/opt/cni/bin', { ...amdInstalled, marker: undefined })).toThrow(
+        /exec format error/,
+      );
+      // a lazy source (the controller's download) is asked only for the host's own architecture
+      let asked = '';
+      const lazy = (t: typeof AMD) => ({ ...t, source: () => ((asked += t.arch), t.source) });
+      cniPluginsChanges({ ...o, tarballs: [lazy(AMD), lazy(ARM)] }, '/opt/cni/bin', { ...amdInstalled, marker: undefined });
+      expect(asked).toBe('arm64');
+    });
+  });
+
   it('refuses a tarball without a required plugin, and a host download without curl or wget', () => {
     expect(() => cniPluginsChanges(o, '/opt/cni/bin', installed({ bridge: 10 }))).toThrow(/has no portmap/);
-    const url = { ...o, source: { kind: 'url' as const, url: 'http://mirror/cni.tgz' } };
-    expect(() => cniPluginsChanges(url, '/opt/cni/bin', { live: {}, curl: false, wget: false })).toThrow(/neither curl nor wget/);
-    expect(cniPluginsChanges(url, '/opt/cni/bin', { live: {}, curl: true, wget: false })).toHaveLength(1);
+    const url = { ...o, tarballs: [{ ...o.tarballs[0], source: { kind: 'url' as const, url: 'http://mirror/cni.tgz' } }] };
+    expect(() => cniPluginsChanges(url, '/opt/cni/bin', { arch: 'x86_64', live: {}, curl: false, wget: false })).toThrow(
+      /neither curl nor wget/,
+    );
+    expect(cniPluginsChanges(url, '/opt/cni/bin', { arch: 'x86_64', live: {}, curl: true, wget: false })).toHaveLength(1);
   });
 
   it.each([
@@ -732,13 +803,27 @@ describe('inventory variables', () => {
       'https://github.com/flannel-io/flannel/releases/download/v0.28.9/kube-flannel.yml',
     ]);
     expect(s.modules).toEqual(['overlay', 'br_netfilter']);
+    // one pinned tarball per architecture: each host takes its own (not amd64 everywhere)
     expect(s.cniPlugins).toMatchObject({
       version: 'v1.8.0',
-      sha256: 'ab3bda535f9d90766cccc90d3dddb5482003dd744d7f22bcf98186bf8eea8be6',
-      source: {
-        fetch: 'controller',
-        src: 'https://github.com/containernetworking/plugins/releases/download/v1.8.0/cni-plugins-linux-amd64-v1.8.0.tgz',
-      },
+      tarballs: [
+        {
+          arch: 'amd64',
+          sha256: 'ab3bda535f9d90766cccc90d3dddb5482003dd744d7f22bcf98186bf8eea8be6',
+          source: {
+            fetch: 'controller',
+            src: 'https://github.com/containernetworking/plugins/releases/download/v1.8.0/cni-plugins-linux-amd64-v1.8.0.tgz',
+          },
+        },
+        {
+          arch: 'arm64',
+          sha256: '57ce466fc3b79db1f19b8f4c63e07a1112306efa53c94fe810a2150dd9e07ddb',
+          source: {
+            fetch: 'controller',
+            src: 'https://github.com/containernetworking/plugins/releases/download/v1.8.0/cni-plugins-linux-arm64-v1.8.0.tgz',
+          },
+        },
+      ],
     });
     expect(s.metallb.enabled).toBe(false);
     expect(s.kubeconfig).toBe('/etc/kubernetes/admin.conf');
@@ -814,10 +899,43 @@ describe('inventory variables', () => {
       { ...ok, flannel_version: 'v0.29.0' },
       /flannel v0\.29\.0: no pinned sha256 for kube-flannel\.yml; pin it in kube_manifest_pins as 'flannel-v0\.29\.0\/kube-flannel\.yml/,
     ],
-    [{ ...ok, cni_plugins_version: 'v1.9.1' }, /CNI plugins v1\.9\.1 for amd64: no pinned sha256; set cni_plugins_sha256/],
+    [{ ...ok, cni_plugins_version: 'v1.9.1' }, /CNI plugins v1\.9\.1: no pinned sha256; set cni_plugins_arch and cni_plugins_sha256/],
+    [
+      { ...ok, cni_plugins_version: 'v1.9.1', cni_plugins_arch: 'arm64' },
+      /CNI plugins v1\.9\.1 for arm64: no pinned sha256; set cni_plugins_sha256/,
+    ],
+    [
+      { ...ok, cni_plugins_src: '/m/cni.tgz', cni_plugins_sha256: 'a'.repeat(64) },
+      /name one tarball, of one architecture: set cni_plugins_arch/,
+    ],
+    [{ ...ok, cni_plugins_sha256: 'a'.repeat(64) }, /set cni_plugins_arch/],
+    [
+      { ...ok, cni_plugins_arch: 'arm64', cni_plugins_src: '/m/cni-plugins-linux-amd64-v1.8.0.tgz' },
+      /cni_plugins_arch is arm64, but cni_plugins_src \/m\/cni-plugins-linux-amd64-v1\.8\.0\.tgz is the amd64 tarball/,
+    ],
     [{ ...ok, cni_plugins_fetch: 'host', cni_plugins_src: 'cni.tgz' }, /use an http\(s\) URL or an absolute path on the host/],
     [{ ...ok, kube_manifest_pins: { 'flannel-v1/x.yml': { sha256: 'nope' } } }, /kube_manifest_pins/],
   ])('%j → %s', (vars, msg) => expect(settingsError(vars as Record<string, unknown>)).toMatch(msg));
+
+  it.each<[string, Record<string, unknown>, Array<{ arch: string; sha256: string }>]>([
+    [
+      'cni_plugins_arch alone: its pinned tarball',
+      { cni_plugins_arch: 'arm64' },
+      [{ arch: 'arm64', sha256: '57ce466fc3b79db1f19b8f4c63e07a1112306efa53c94fe810a2150dd9e07ddb' }],
+    ],
+    [
+      'an upstream-named mirror file: its architecture from the name, the pin of it',
+      { cni_plugins_src: '/m/cni-plugins-linux-arm64-v1.8.0.tgz' },
+      [{ arch: 'arm64', sha256: '57ce466fc3b79db1f19b8f4c63e07a1112306efa53c94fe810a2150dd9e07ddb' }],
+    ],
+    [
+      'any file with its architecture and checksum said',
+      { cni_plugins_src: '/m/cni.tgz', cni_plugins_arch: 'arm64', cni_plugins_sha256: 'c'.repeat(64) },
+      [{ arch: 'arm64', sha256: 'c'.repeat(64) }],
+    ],
+  ])('CNI plugins: %s', (_, vars, want) => {
+    expect(kubeSettings(ctx({ ...ok, ...vars })).cniPlugins.tarballs.map(({ arch, sha256 }) => ({ arch, sha256 }))).toEqual(want);
+  });
 
   it('several problems are reported together', () => {
     const msg = settingsError({
