@@ -293,7 +293,8 @@ export function driverFileSet(scan: DriverScan, caps: readonly GpuCap[]): Driver
     files.push(f);
   }
   const missing = missingDriverLibs(scan, version, versionFrom!, stale);
-  if (missing) return { version, versionFrom, problem: missing, files: [], stale };
+  // (no version: like every refused set, it takes no part in the jail's version agreement)
+  if (missing) return { problem: missing, files: [], stale };
   return { version, versionFrom, files, stale };
 }
 
