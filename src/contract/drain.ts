@@ -28,6 +28,12 @@ export interface DrainOptions {
   timeoutSec: number;
   /** Ctrl-C: stop waiting (the outcome is failed, drained as it stands). */
   signal?: AbortSignal;
+  /**
+   * Called as soon as this run has taken the node out of scheduling (cordon, state=drain), before
+   * the wait for its work: from then on the node is put back however drain() ends, Ctrl-C included
+   * (which stops the provider's commands in flight, so drain() may never return a result).
+   */
+  takenOut?: () => void;
 }
 
 export interface DrainProvider {

@@ -3,7 +3,8 @@
  * kube_kubeconfig, kube_kubectl): cordon, then `kubectl drain --ignore-daemonsets
  * --delete-emptydir-data --timeout` (evictions, which a PodDisruptionBudget may hold back until
  * the timeout); uncordon after. A node already cordoned is someone else's: its pods are drained
- * all the same, and it stays cordoned.
+ * all the same, and it stays cordoned. The node counts as this run's once the cordon went through:
+ * Ctrl-C during the evictions stops `kubectl drain` on the controller and uncordons it.
  */
 import type { DrainExec, DrainOptions, DrainOutcome, DrainProvider } from '../contract/drain.ts';
 import { kubectlPrelude, type KubeAccess } from '../resources/kube/kube.ts';
@@ -32,10 +33,17 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       const already = state.stdout.trim() === 'true';
       if (!already) {
         const c = await exec(cordonScript(a, node));
-        if (c.code !== 0) return { kind: 'failed', detail: failure(`kubectl cordon ${node}`, c), drained: false };
+        // (killed, no exit status: the cordon may have gone through, and an uncordon undoes it either way)
+        const maybe = c.code === null;
+        if (c.code === 0 || maybe) o.takenOut?.();
+        if (c.code !== 0) return { kind: 'failed', detail: failure(`kubectl cordon ${node}`, c), drained: maybe };
       }
+      // (Ctrl-C kills this on the controller: the session aborts its drain connection)
       const d = await exec(drainPodsScript(a, node, o.timeoutSec));
-      if (d.code !== 0) return { kind: 'failed', detail: failure(`kubectl drain ${node}`, d), drained: !already };
+      if (d.code !== 0) {
+        const detail = o.signal?.aborted ? `interrupted: kubectl drain ${node} was stopped` : failure(`kubectl drain ${node}`, d);
+        return { kind: 'failed', detail, drained: !already };
+      }
       return already ? { kind: 'already', detail: 'cordoned (spec.unschedulable)' } : { kind: 'drained' };
     },
     async resume(exec: DrainExec, node: string): Promise<string | undefined> {

@@ -54,6 +54,7 @@ export const slurmDrain: DrainProvider = {
       if (!already) {
         await run(exec, drainScript(node, o.reason), `scontrol drain ${node}`);
         drained = true;
+        o.takenOut?.();
       }
       const jobs = async (): Promise<boolean | string> => {
         const ids = (await run(exec, runningJobsScript(node), `squeue -w ${node}`)).split('\n').filter(Boolean);
@@ -65,7 +66,9 @@ export const slurmDrain: DrainProvider = {
         return { kind: 'already', detail: `${before.state}${before.reason && before.reason !== 'none' ? ` (${before.reason})` : ''}` };
       return { kind: 'drained' };
     } catch (e) {
-      return { kind: 'failed', detail: (e as Error).message, drained };
+      // (Ctrl-C kills the poll in flight on the controller: its failure is the interrupt's)
+      const detail = o.signal?.aborted ? `interrupted while waiting for the jobs on ${node}` : (e as Error).message;
+      return { kind: 'failed', detail, drained };
     }
   },
   async resume(exec: DrainExec, node: string): Promise<string | undefined> {

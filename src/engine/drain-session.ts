@@ -36,10 +36,18 @@ export class DrainSession {
   private readonly settled = new Set<string>();
   private readonly listed = new Set<string>();
   /**
-   * The session's own connection per controller, apart from the hosts' runs: a host's connection
-   * is aborted at Ctrl-C or its timeout, and the resume after that must still get through.
+   * The session's own connection per controller for the resumes, apart from the hosts' runs: a
+   * host's connection is aborted at Ctrl-C or its timeout, and the resume after that must still
+   * get through. Made with the first drain (a connection cannot be made after Ctrl-C).
    */
   private readonly conns = new Map<string, Promise<Connection>>();
+  /**
+   * The drains' connection per controller: aborted at Ctrl-C, which kills the providers' commands
+   * in flight on the controller (a `kubectl drain` waiting on its evictions) before the resumes.
+   */
+  private readonly drainConns = new Map<string, Promise<Connection>>();
+  /** The drains under way: resumeAll waits for them to end (Ctrl-C ends them) before it puts hosts back. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly plan: DrainPlan,
@@ -47,39 +55,56 @@ export class DrainSession {
     private readonly connect: (h: Host) => Promise<Connection>,
     private readonly emit: EventSink,
     private readonly signal?: AbortSignal,
-  ) {}
+  ) {
+    signal?.addEventListener('abort', () => this.stopDrains(), { once: true });
+  }
 
-  private connection(h: Host): Promise<Connection> {
-    let p = this.conns.get(h.name);
+  private connection(pool: Map<string, Promise<Connection>>, h: Host): Promise<Connection> {
+    let p = pool.get(h.name);
     if (!p) {
       p = this.connect(h);
-      p.catch(() => this.conns.delete(h.name)); // the next call tries again
-      this.conns.set(h.name, p);
+      p.catch(() => pool.delete(h.name)); // the next call tries again
+      pool.set(h.name, p);
     }
     return p;
   }
 
+  /** Ctrl-C: the drains' commands killed where they run, their connections dropped. */
+  private stopDrains(): void {
+    for (const p of this.drainConns.values()) void p.then((c) => (c.abort ? c.abort() : c.close())).catch(() => undefined);
+    this.drainConns.clear();
+  }
+
   /** The controllers' connections closed (after resumeAll). */
   async close(): Promise<void> {
-    await Promise.all([...this.conns.values()].map((p) => p.then((c) => c.close()).catch(() => undefined)));
+    const all = [...this.conns.values(), ...this.drainConns.values()];
+    this.drainConns.clear();
+    await Promise.all(all.map((p) => p.then((c) => c.close()).catch(() => undefined)));
   }
 
   /** Drain the host unless this run already did (or found it out); why it failed, if it did. */
   async before(host: string): Promise<string | undefined> {
     const d = this.plan.hosts.get(host);
     if (!d || this.settled.has(host)) return undefined;
+    if (this.signal?.aborted) return `drain (${d.provider.name} via ${d.controller.name}) not started: interrupted`;
     const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
-    let out;
-    try {
-      const conn = await this.connection(d.controller);
-      out = await d.provider.drain((script) => conn.exec(script), d.node, {
-        reason: `racksmith ${this.runId}`,
-        timeoutSec: this.plan.timeoutSec,
-        signal: this.signal,
-      });
-    } catch (e) {
-      out = { kind: 'failed' as const, detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
-    }
+    const drain = async () => {
+      try {
+        const [conn] = await Promise.all([this.connection(this.drainConns, d.controller), this.connection(this.conns, d.controller)]);
+        return await d.provider.drain((script) => conn.exec(script), d.node, {
+          reason: `racksmith ${this.runId}`,
+          timeoutSec: this.plan.timeoutSec,
+          signal: this.signal,
+          // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
+          takenOut: () => this.drained.set(host, d),
+        });
+      } catch (e) {
+        return { kind: 'failed' as const, detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
+      }
+    };
+    const running = drain();
+    this.inFlight.add(running);
+    const out = await running.finally(() => this.inFlight.delete(running));
     if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
     this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
     if (out.kind === 'failed') return `drain (${d.provider.name} via ${d.controller.name}) failed: ${out.detail}`;
@@ -103,7 +128,7 @@ export class DrainSession {
     this.settled.delete(host);
     let why: string | undefined;
     try {
-      const conn = await this.connection(d.controller);
+      const conn = await this.connection(this.conns, d.controller);
       why = await d.provider.resume((script) => conn.exec(script), d.node);
     } catch (e) {
       why = `controller ${d.controller.name}: ${(e as Error).message}`;
@@ -118,8 +143,12 @@ export class DrainSession {
     });
   }
 
-  /** Every host still drained by this run, back (the run's end, however it ended). */
+  /**
+   * Every host still drained by this run, back (the run's end, however it ended), once the drains
+   * under way have ended: a host whose run was given up (Ctrl-C, its timeout) may still be in one.
+   */
   async resumeAll(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
     await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
   }
 }

@@ -3,13 +3,17 @@
 // drained, changed, resumed; a node drained by hand stays drained; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
-// PodDisruptionBudget that holds an eviction past the timeout; a node cordoned beforehand stays so.
+// PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does; a node cordoned
+// beforehand stays so.
 // Each test resets its hosts.
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
-import { provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
 
 const PB = 'playbooks/node.ts';
 const CTL = 'tb7';
@@ -212,6 +216,58 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
     expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain failed', 'resume true']);
     expect(unschedulable()).toBe(false);
+  }, 120_000);
+
+  it('Ctrl-C while kubectl drain waits on an eviction: kubectl drain killed on the control plane, the node uncordoned, the resume journaled', async () => {
+    double!.cluster.seed(
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
+      },
+      'kubectl',
+    );
+    const journal = join(mkdtempSync(join(tmpdir(), 'rs-drain-int-')), 'j.ndjson');
+    const args = [PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '300', '--journal', journal];
+    const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const closed = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+    // cordoned, and kubectl drain asking for the eviction the budget refuses
+    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
+    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(unschedulable() && evicting(), stderr).toBe(true);
+    const kubectlDrain = `pgrep -f '^kubectl drain ${NODE} '`;
+    expect((await tb.hostExec(CP, kubectlDrain)).code).toBe(0);
+    child.kill('SIGINT');
+    // kubectl drain would wait 5 minutes: a watchdog stands in for "never"
+    const watchdog = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await closed;
+    clearTimeout(watchdog);
+    expect(code, stderr).toBe(1);
+    expect(unschedulable()).toBe(false);
+    expect((await tb.hostExec(CP, kubectlDrain)).code).toBe(1); // no kubectl drain left behind
+    expect(await liveMtu(NODE)).toBe('1500');
+    expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
+    const events = readFileSync(journal, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((e) => e.type === 'drain' || e.type === 'resume')
+      .map(({ ts: _ts, ...e }) => e);
+    expect(events).toEqual([
+      {
+        type: 'drain',
+        host: NODE,
+        via: 'kubernetes',
+        controller: CP,
+        outcome: 'failed',
+        detail: `interrupted: kubectl drain ${NODE} was stopped`,
+      },
+      { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
+    ]);
+    expect(stderr).toContain(`${NODE}: resumed (kubernetes via ${CP})`);
   }, 120_000);
 
   it('a node cordoned beforehand is drained and changed, and stays cordoned', async () => {

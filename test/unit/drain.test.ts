@@ -4,6 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Connection } from '../../src/connection/types.ts';
 import type { DrainExec, DrainOutcome, DrainProvider } from '../../src/contract/drain.ts';
 import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
@@ -12,6 +13,7 @@ import { kubernetesDrain } from '../../src/drain/kubernetes.ts';
 import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { execute, prepare } from '../../src/engine/run.ts';
+import type { Host } from '../../src/inventory/model.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { FakeFleet } from '../support/fake-host.ts';
 import { kv } from '../support/test-resources.ts';
@@ -200,12 +202,18 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     };
     return { log, provider };
   }
-  async function runWith(outcome: DrainOutcome, plays: (f: FakeFleet) => Play[], check = false, signal?: AbortController) {
+  async function runWith(
+    outcome: DrainOutcome,
+    plays: (f: FakeFleet) => Play[],
+    check = false,
+    signal?: AbortController,
+    real?: { provider: DrainProvider; connector: (f: FakeFleet) => (h: Host) => Promise<Connection> },
+  ) {
     const f = new FakeFleet(['ctl', 'n1', 'n2']);
     for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
     const inv = f.inventory();
-    const { log, provider } = recorder(outcome);
-    if (signal) {
+    const { log, provider } = real ? { log: [] as string[], provider: real.provider } : recorder(outcome);
+    if (signal && !real) {
       // Ctrl-C while the drain waits: it returns drained, and the run must stop there
       const drain = provider.drain.bind(provider);
       provider.drain = async (...a) => {
@@ -226,7 +234,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         check,
         forks: 1,
         connectAttempts: 1,
-        connector: f.connector,
+        connector: real ? real.connector(f) : f.connector,
         drain: { hosts, timeoutSec: 5 },
         signal: signal?.signal,
       },
@@ -275,6 +283,61 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     );
     expect(log).toEqual(['drain n1', 'n1 kv:1 failed', 'resume n1']);
     expect(out.results.find((r) => r.host === 'n1')!.error).toBe('interrupted before this change was applied');
+  });
+
+  it('Ctrl-C during `kubectl drain`: the drain is killed on the controller, the node uncordoned, a resume event', async () => {
+    // The controller's kubectl: cordon answers, `kubectl drain` waits on evictions until its
+    // connection is aborted (the kill of the commands in flight), as over SSH: no exit status.
+    const ran: string[] = [];
+    const abort = new AbortController();
+    const controllerConn = (host: string): Connection => {
+      let kill: (() => void) | undefined;
+      return {
+        host,
+        execCount: 0,
+        exec: async (script) => {
+          const cmd = script.split('\n').pop()!;
+          ran.push(cmd);
+          if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
+          abort.abort(); // Ctrl-C while the evictions wait
+          return new Promise((r) => (kill = () => r({ code: null, stdout: '', stderr: '' })));
+        },
+        abort: async () => {
+          ran.push('(killed)');
+          kill?.();
+        },
+        close: async () => kill?.(),
+      };
+    };
+    const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+    const { events, out } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      abort,
+      { provider: k8s, connector: (f) => async (h) => (h.name === 'ctl' ? controllerConn(h.name) : f.connector(h)) },
+    );
+    expect(ran).toEqual([
+      "k get node n1 -o 'jsonpath={.spec.unschedulable}'",
+      'k cordon n1',
+      'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=5s',
+      '(killed)',
+      'k uncordon n1',
+    ]);
+    expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'kubernetes',
+        controller: 'ctl',
+        outcome: 'failed',
+        detail: 'interrupted: kubectl drain n1 was stopped',
+      },
+      { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
+    ]);
+    expect(out.results.find((r) => r.host === 'n1')!.error).toBe(
+      'not applied: drain (kubernetes via ctl) failed: interrupted: kubectl drain n1 was stopped',
+    );
   });
 
   it('check mode drains nothing and lists the host that would be', async () => {
