@@ -1,8 +1,10 @@
 /**
  * Slurm drains (`--drain slurm`), run on the Slurm controller host: `scontrol update
  * nodename=N state=drain reason="racksmith <run id>"` (running jobs go on, no new one starts),
- * then wait until no job runs on N; `state=resume` after. A node already draining or drained
- * (someone else's reason) is left as it is: its jobs are still waited for, it is never resumed.
+ * then wait until no job runs on N; `state=resume` after. A node already draining, drained, down
+ * or failing (someone else's reason) is left as it is: its jobs are still waited for, it is never
+ * resumed. A node in a reservation (reserved, maint) still takes that reservation's jobs: it is
+ * drained and resumed like any other.
  */
 import { pollUntil, type DrainExec, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
 import { shq } from '../shell/quote.ts';
@@ -19,7 +21,11 @@ export const drainScript = (node: string, reason: string): string =>
 export const resumeScript = (node: string): string => `scontrol update nodename=${shq(node)} state=resume`;
 
 export interface SlurmNodeState {
-  /** sinfo's long state without its flag suffix (`*` not responding, `~` powered off, ...): idle, allocated, draining, drained, ... */
+  /**
+   * sinfo's long state without its flag suffix (`*` not responding, `~` powered off, `$` in a
+   * maintenance reservation, ...): idle, mixed, allocated, draining, drained, reserved, maint, ...,
+   * or base and flags joined by `+` as Slurm's complete state writes them (idle+drain, mixed+maint).
+   */
   state: string;
   reason: string;
 }
@@ -32,9 +38,33 @@ export function parseNodeState(stdout: string): SlurmNodeState | undefined {
   return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason: rest.join('|') };
 }
 
-/** Whether the scheduler already keeps new work off the node (drained, draining, down, ...). */
+/** The states (or flags) in which Slurm starts no new job on a node. */
+const OUT_STATES = new Set(['drain', 'drained', 'draining', 'down', 'fail', 'failing']);
+/**
+ * A node in a reservation (reserved; maint, or the complete state's `maintenance` flag, for one
+ * with flags=maint): it still takes that reservation's jobs, so it is not out of scheduling.
+ */
+const RESERVED_STATES = new Map([
+  ['maint', 'maint'],
+  ['maintenance', 'maint'],
+  ['reserved', 'reserved'],
+]);
+
+const stateWords = (s: SlurmNodeState): string[] => s.state.toLowerCase().split('+');
+
+/**
+ * Whether the scheduler already keeps new work off the node: drained, draining, down, fail,
+ * failing (alone or as a flag: idle+drain). Not reserved or maint: a reservation's jobs still
+ * start there, so such a node is drained like any other.
+ */
 export function alreadyOut(s: SlurmNodeState): boolean {
-  return /drain|down|fail|maint|reserved/.test(s.state);
+  return stateWords(s).some((w) => OUT_STATES.has(w));
+}
+
+/** The node's reservation state (reserved, maint) when it has one, for the output. */
+export function reservationState(s: SlurmNodeState): string | undefined {
+  const words = stateWords(s);
+  return [...RESERVED_STATES].find(([w]) => words.includes(w))?.[1];
 }
 
 async function run(exec: DrainExec, script: string, what: string): Promise<string> {
@@ -64,7 +94,8 @@ export const slurmDrain: DrainProvider = {
       if (why !== undefined) return { kind: 'failed', detail: why, drained };
       if (already)
         return { kind: 'already', detail: `${before.state}${before.reason && before.reason !== 'none' ? ` (${before.reason})` : ''}` };
-      return { kind: 'drained' };
+      const reserved = reservationState(before);
+      return reserved ? { kind: 'drained', detail: `was ${reserved} (still open to its reservation's jobs)` } : { kind: 'drained' };
     } catch (e) {
       // (Ctrl-C kills the poll in flight on the controller: its failure is the interrupt's)
       const detail = o.signal?.aborted ? `interrupted while waiting for the jobs on ${node}` : (e as Error).message;

@@ -1,6 +1,7 @@
 // --drain around an MTU change (Change.disruptive). Slurm on the bed's real Slurm (tb.slurm: tb7
 // the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
-// drained, changed, resumed; a node drained by hand stays drained; a drain that times out applies
+// drained, changed, resumed; a node drained by hand stays drained; nodes in a reservation (reserved,
+// maint) are drained and resumed all the same; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
 // PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does; a node cordoned
@@ -106,6 +107,51 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     ]);
     expect(await liveMtu('tb9')).toBe('9000');
     expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: 'maintenance by ops' });
+  }, 120_000);
+
+  it('nodes in a reservation (reserved, maint) still take its jobs: drained, said so, changed, resumed into their reservation', async () => {
+    await onCtl(`scontrol create reservation reservationname=rs_res starttime=now duration=60 nodes=tb8 users=root`);
+    await onCtl(`scontrol create reservation reservationname=rs_maint starttime=now duration=60 nodes=tb9 users=root flags=maint`);
+    // (the controller marks a reservation's nodes within its next pass, some seconds)
+    const inReservation = async () => {
+      for (let i = 0; i < 300; i++) {
+        if ((await nodeState('tb8')).state === 'reserved' && (await nodeState('tb9')).state === 'maint') return true;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    };
+    expect(await inReservation()).toBe(true);
+    const run = await provision([PB, '-i', inventory(), '-l', 'tb8,tb9', '--drain', 'slurm', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const byHost = (h: string) => drainEvents(run).filter((e) => e.host === h);
+    expect(byHost('tb8')).toEqual([
+      {
+        type: 'drain',
+        host: 'tb8',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'drained',
+        detail: "was reserved (still open to its reservation's jobs)",
+      },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    expect(byHost('tb9')).toEqual([
+      {
+        type: 'drain',
+        host: 'tb9',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'drained',
+        detail: "was maint (still open to its reservation's jobs)",
+      },
+      { type: 'resume', host: 'tb9', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    expect(run.stderr).toContain("tb9: drained (slurm via tb7): was maint (still open to its reservation's jobs)");
+    for (const h of NODES) expect(await liveMtu(h)).toBe('9000');
+    // back in their reservations, not drained
+    expect(await inReservation()).toBe(true);
+    expect((await nodeState('tb8')).reason).toBe('none');
+    await onCtl('scontrol delete reservationname=rs_res && scontrol delete reservationname=rs_maint');
   }, 120_000);
 
   it('a drain that times out applies nothing disruptive, fails the host and resumes the node', async () => {

@@ -32,15 +32,50 @@ function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stde
 }
 
 describe('Slurm provider', () => {
+  // sinfo's %T (sinfo(1) NODE STATE CODES, Slurm 22.05: a long state and a flag suffix) and the
+  // complete state (base+flags, as scontrol's State= writes it): out of scheduling, or drained by us
   it.each<[string, ReturnType<typeof parseNodeState>, boolean]>([
     ['idle|none', { state: 'idle', reason: 'none' }, false],
     ['allocated*|none', { state: 'allocated', reason: 'none' }, false],
+    ['mixed|none', { state: 'mixed', reason: 'none' }, false],
+    ['mixed-|none', { state: 'mixed', reason: 'none' }, false],
+    ['completing|none', { state: 'completing', reason: 'none' }, false],
+    ['reserved|none', { state: 'reserved', reason: 'none' }, false],
+    ['maint|none', { state: 'maint', reason: 'none' }, false],
+    ['idle$|none', { state: 'idle', reason: 'none' }, false],
+    ['mixed+maint|none', { state: 'mixed+maint', reason: 'none' }, false],
+    ['IDLE+RESERVED|none', { state: 'IDLE+RESERVED', reason: 'none' }, false],
+    ['idle+maintenance+reserved|none', { state: 'idle+maintenance+reserved', reason: 'none' }, false],
+    ['drained$|ops', { state: 'drained', reason: 'ops' }, true],
+    ['IDLE+DRAIN+MAINTENANCE+RESERVED|ops', { state: 'IDLE+DRAIN+MAINTENANCE+RESERVED', reason: 'ops' }, true],
     ['draining|racksmith r1', { state: 'draining', reason: 'racksmith r1' }, true],
     ['drained|disk swap|ticket 4', { state: 'drained', reason: 'disk swap|ticket 4' }, true],
+    ['drained@|reboot', { state: 'drained', reason: 'reboot' }, true],
+    ['idle+drain|ops', { state: 'idle+drain', reason: 'ops' }, true],
+    ['MIXED+DRAIN|ops', { state: 'MIXED+DRAIN', reason: 'ops' }, true],
+    ['maint+drain|ops', { state: 'maint+drain', reason: 'ops' }, true],
     ['down*|Not responding', { state: 'down', reason: 'Not responding' }, true],
+    ['idle+down|x', { state: 'idle+down', reason: 'x' }, true],
+    ['fail|psu', { state: 'fail', reason: 'psu' }, true],
+    ['failing|psu', { state: 'failing', reason: 'psu' }, true],
   ])('sinfo %j', (line, want, out) => {
     expect(parseNodeState(`${line}\n`)).toEqual(want);
     expect(alreadyOut(want!)).toBe(out);
+  });
+
+  it.each([
+    ['reserved', 'reserved'],
+    ['maint', 'maint'],
+    ['mixed+maint', 'maint'],
+    ['idle+maintenance+reserved', 'maint'],
+    ['IDLE+RESERVED', 'reserved'],
+  ])('a node in a reservation (%s) is drained, said so, and resumed after', async (state, said) => {
+    const c = controller([[/^sinfo/m, { stdout: `${state}|none\n` }]]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'racksmith r1', timeoutSec: 5 })).toEqual({
+      kind: 'drained',
+      detail: `was ${said} (still open to its reservation's jobs)`,
+    });
+    expect(c.ran).toContain("scontrol update nodename=n1 state=drain reason='racksmith r1'");
   });
 
   it('idle node: drain with the run id as reason, no job left: drained; resume', async () => {
