@@ -2,7 +2,7 @@ import type { DrainProvider } from '../contract/drain.ts';
 import { kubernetesDrain } from '../drain/kubernetes.ts';
 import { slurmDrain } from '../drain/slurm.ts';
 import type { DrainPlan, HostDrain } from '../engine/drain-session.ts';
-import { groupHosts } from '../inventory/limit.ts';
+import { PLAY_HOSTS_VAR, playGroupHosts } from '../engine/play-hosts.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
@@ -19,7 +19,10 @@ export function drainMode(v: string, where: string, pos?: SourcePos): DrainMode 
   throw new InputError(`${where} must be kubernetes, slurm or none, got '${printable(v)}'`, pos);
 }
 
-/** The controller of each mode for a host: Slurm's (racksmith_slurm_controller, else group slurm_controller), the first control-plane host. */
+/**
+ * The controller of each mode for a host: Slurm's (racksmith_slurm_controller, else group
+ * slurm_controller), the first control-plane host; each group through racksmith_play_hosts.
+ */
 function controllerOf(inv: Inventory, host: Host, mode: 'kubernetes' | 'slurm'): Host {
   const byName = new Map(inv.hosts.map((h) => [h.name, h]));
   if (mode === 'slurm') {
@@ -31,11 +34,13 @@ function controllerOf(inv: Inventory, host: Host, mode: 'kubernetes' | 'slurm'):
       return byName.get(named)!;
     }
   }
+  // the group as the plays see it: racksmith_play_hosts may point it at the operator's own group
+  // (kube_control_plane: controller, as for ais-k8s inventories)
   const group = mode === 'slurm' ? 'slurm_controller' : 'kube_control_plane';
-  const first = inv.groups.has(group) ? groupHosts(inv, group)[0] : undefined;
+  const first = playGroupHosts(inv, group)?.[0];
   if (first === undefined)
     throw new InputError(
-      `--drain ${mode} for ${host.name}: no ${mode === 'slurm' ? 'Slurm controller (set racksmith_slurm_controller, or a group slurm_controller)' : 'control-plane host (group kube_control_plane)'} in the inventory`,
+      `--drain ${mode} for ${host.name}: no ${mode === 'slurm' ? 'Slurm controller (set racksmith_slurm_controller, or a group slurm_controller)' : `control-plane host (group kube_control_plane, or ${PLAY_HOSTS_VAR}.kube_control_plane)`} in the inventory`,
     );
   return byName.get(first)!;
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { Play, Playbook } from '../contract/playbook.ts';
 import { addWarning, type Host, type Inventory } from '../inventory/model.ts';
-import { selectHosts } from '../inventory/limit.ts';
+import { groupHosts, selectHosts } from '../inventory/limit.ts';
 import { formatPos, InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
 
@@ -85,6 +85,22 @@ export function withPlayGroups(inv: Inventory, playbooks: readonly Playbook[]): 
     });
   }
   return { ...inv, hosts, groups };
+}
+
+/**
+ * The hosts of a play group as the plays see it, for what acts on it outside the plays (--drain's
+ * control-plane host): those of its racksmith_play_hosts pattern when the run maps it, else the
+ * inventory's group; undefined when there is neither. (The mapping was checked by withPlayGroups
+ * when the plays were prepared: its warnings are not given twice.)
+ */
+export function playGroupHosts(inv: Inventory, group: string): string[] | undefined {
+  const mapping = runMapping(inv);
+  const pattern = mapping?.value[group];
+  if (mapping && typeof pattern === 'string' && pattern.trim() !== '') {
+    const at = mapping.host.varSources[PLAY_HOSTS_VAR] ?? mapping.host.pos;
+    return selectHosts(inv, pattern, `${PLAY_HOSTS_VAR}.${group}`, false, { at, warn: () => undefined });
+  }
+  return inv.groups.has(group) ? groupHosts(inv, group) : undefined;
 }
 
 /** The run's racksmith_play_hosts: the same on every host that sets it, and set on all or none. */

@@ -200,6 +200,23 @@ describe('drainPlan: which hosts are drained, by what, through which host', () =
     expect([...byVar.plan!.hosts.keys()]).toEqual(['n2']);
     expect(drainPlan(inv, inv.hosts, 'none', 60).plan).toBeUndefined();
   });
+  it('kubernetes: the control plane through racksmith_play_hosts (kube_control_plane: controller, as docs/playbooks.md shows)', () => {
+    const ais = new FakeFleet(['cp1', 'n1', 'n2'], { cp1: ['controller'], n2: ['kube_control_plane'] });
+    const inv = ais.inventory({ racksmith_play_hosts: { kube_control_plane: 'controller', kube_node: 'n1:n2' } });
+    const { plan } = drainPlan(inv, inv.hosts.slice(1), 'kubernetes', 60);
+    // the mapping wins over a group of that name, as it does for the plays
+    expect([...plan!.hosts].map(([h, d]) => [h, d.provider.name, d.controller.name])).toEqual([
+      ['n1', 'kubernetes', 'cp1'],
+      ['n2', 'kubernetes', 'cp1'],
+    ]);
+    // unmapped: the inventory's group; neither: exit 3 naming both
+    const plain = new FakeFleet(['cp1', 'n1'], { cp1: ['kube_control_plane'] }).inventory();
+    expect(drainPlan(plain, plain.hosts.slice(1), 'kubernetes', 60).plan!.hosts.get('n1')!.controller.name).toBe('cp1');
+    const none = new FakeFleet(['cp1', 'n1'], { cp1: ['controller'] }).inventory({ racksmith_play_hosts: { kube_node: 'n1' } });
+    expect(() => drainPlan(none, none.hosts.slice(1), 'kubernetes', 60)).toThrow(
+      '--drain kubernetes for n1: no control-plane host (group kube_control_plane, or racksmith_play_hosts.kube_control_plane) in the inventory',
+    );
+  });
   it.each<[string, (inv: ReturnType<FakeFleet['inventory']>) => void, 'slurm' | undefined, RegExp]>([
     [
       'an unknown racksmith_drain',
