@@ -109,6 +109,12 @@ export interface Resource<F = unknown, D = unknown> {
    */
   readonly handler?: boolean;
   /**
+   * Set when its changes may disturb the workloads (they then carry Change.disruptive): what they
+   * disturb. Known before any diff, so a check run that cannot diff it yet (its facts wait on a
+   * pending change of a dependency) still says the host may be drained (--drain).
+   */
+  readonly mayDisrupt?: string;
+  /**
    * false for things that cannot be checked afterwards (an unguarded command): reported as
    * "always runs" and not probed again after applying.
    */

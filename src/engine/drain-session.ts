@@ -26,8 +26,20 @@ export interface DrainPlan {
 /** Whether a change (or one of a list) disturbs workloads. */
 export const isDisruptive = (c: Change): boolean => c.disruptive !== undefined;
 
-/** Check mode: whether a host's results include a disruptive change (so the apply would drain it). */
-export const wouldDisrupt = (results: readonly ResourceResult[]): boolean => results.some((r) => r.changes.some(isDisruptive));
+/**
+ * Check mode: whether a host's results include a disruptive change, so the apply would drain it;
+ * `may` when the only ones are of resources that wait on a pending change (Resource.mayDisrupt:
+ * whether they change anything is known at the apply), with those resources.
+ */
+export function wouldDisrupt(results: readonly ResourceResult[]): { may?: string[] } | undefined {
+  const may: string[] = [];
+  for (const r of results)
+    if (r.changes.some(isDisruptive)) {
+      if (r.pending === undefined) return {};
+      may.push(r.id);
+    }
+  return may.length ? { may } : undefined;
+}
 
 export class DrainSession {
   /** Hosts this run took out: put back by resume / resumeAll. */
@@ -112,12 +124,16 @@ export class DrainSession {
     return undefined;
   }
 
-  /** Check mode: say once that the apply would drain this host. */
-  would(host: string): void {
+  /**
+   * Check mode: say once that the apply would drain this host, or may (`may`: the resources whose
+   * changes may be disruptive but wait on a pending change).
+   */
+  would(host: string, may?: readonly string[]): void {
     const d = this.plan.hosts.get(host);
     if (!d || this.listed.has(host)) return;
     this.listed.add(host);
-    this.emit({ type: 'drain', host, via: d.provider.name, controller: d.controller.name, outcome: 'would' });
+    const detail = may?.length ? { detail: `may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change` } : {};
+    this.emit({ type: 'drain', host, via: d.provider.name, controller: d.controller.name, outcome: 'would', ...detail });
   }
 
   /** Put the host back if this run drained it (Ctrl-C and failures included). */

@@ -97,10 +97,12 @@ export function decideWave(o: HostRunOptions, states: State[], toApply: State[],
     }
     const pendingDep = o.check ? (firstPending(s, deps) ?? firstPending(s, writers)) : undefined;
     if (pendingDep) {
-      // Its facts would only be known after the dependency's change: report, never guess.
+      // Its facts would only be known after the dependency's change: report, never guess (but a
+      // resource whose changes may be disruptive says so: --drain's check lists the host).
+      const may = s.r.mayDisrupt;
       finishState(o, s, {
         status: 'changed',
-        changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}` }],
+        changes: [{ summary: `depends on a pending change of ${pendingDep.r.id}`, ...(may !== undefined ? { disruptive: may } : {}) }],
         pending: pendingDep.r.id,
       });
       continue;

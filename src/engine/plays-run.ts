@@ -207,7 +207,8 @@ export class PlaysRun {
       recap.error = endedError(w.reason, this.o.hostTimeoutMs);
       return false;
     }
-    if (this.drains && res && this.o.check && wouldDisrupt(res.results)) this.drains.would(host.name);
+    const disrupts = this.drains && res && this.o.check ? wouldDisrupt(res.results) : undefined;
+    if (disrupts) this.drains!.would(host.name, disrupts.may);
     if (this.drains && this.putBackAfter(host.name, playIndex)) await this.drains.resume(host.name);
     if (!res) return false;
     return this.record(host.name, playName, conn, res, recap);

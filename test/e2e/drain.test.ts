@@ -1,7 +1,8 @@
 // --drain around an MTU change (Change.disruptive). Slurm on the bed's real Slurm (tb.slurm: tb7
 // the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
 // drained, changed, resumed; a node drained by hand stays drained; nodes in a reservation (reserved,
-// maint) are drained and resumed all the same; a drain that times out applies
+// maint) are drained and resumed all the same; a NIC queue change that waits on a package install
+// is listed by the check as a drain that may come; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
 // PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does; a node cordoned
@@ -15,6 +16,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
 import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
+import { localAptRepo } from './local-repo.ts';
 
 const PB = 'playbooks/node.ts';
 const CTL = 'tb7';
@@ -152,6 +154,32 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(await inReservation()).toBe(true);
     expect((await nodeState('tb8')).reason).toBe('none');
     await onCtl('scontrol delete reservationname=rs_res && scontrol delete reservationname=rs_maint');
+  }, 120_000);
+
+  it('a NIC queue change that waits on the ethtool install: the check says the node may be drained, the apply drains it', async () => {
+    // (the bed's hosts have no ethtool: nic_queues depends on the packages' change, playbooks/node.ts)
+    const inv = writeInventory({
+      hosts: [CTL, 'tb8'],
+      groups: { slurm_controller: { hosts: [CTL] } },
+      hostVars: { tb8: { package_mirror: { apt: localAptRepo(['ethtool']) }, nic_queues: [{ name: 'eth0', channels: 2 }] } },
+    });
+    const check = await provision([PB, '-i', inv, '-l', 'tb8', '--drain', 'slurm', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.events.find((e) => e.type === 'resource' && e.id === 'nic-channels:eth0')).toMatchObject({ pending: 'packages:node' });
+    expect(drainEvents(check)).toEqual([
+      {
+        type: 'drain',
+        host: 'tb8',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'would',
+        detail: 'may be: nic-channels:eth0 waits on a pending change',
+      },
+    ]);
+    const run = await provision([PB, '-i', inv, '-l', 'tb8', '--drain', 'slurm', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain drained', 'resume true']);
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
   }, 120_000);
 
   it('a drain that times out applies nothing disruptive, fails the host and resumes the node', async () => {

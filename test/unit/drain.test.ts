@@ -10,6 +10,8 @@ import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
 import { drainPlan } from '../../src/cli/drain-plan.ts';
 import { kubernetesDrain } from '../../src/drain/kubernetes.ts';
+import { mtu } from '../../src/resources/tuning/mtu.ts';
+import { nicQueues } from '../../src/resources/tuning/nic.ts';
 import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { execute, prepare } from '../../src/engine/run.ts';
@@ -390,6 +392,39 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     expect(out.results.find((r) => r.host === 'n1')!.error).toBe(
       'not applied: drain (kubernetes via ctl) failed: interrupted: kubectl drain n1 was stopped',
     );
+  });
+
+  it('check mode: a change that may be disruptive but waits on a pending change lists the host as may be drained', async () => {
+    // nic_queues' case (playbooks/node.ts): its facts wait on the packages' change, so the check
+    // cannot diff it; the apply then finds its disruptive change and drains
+    const { log, events } = await runWith(
+      { kind: 'drained' },
+      (f) => [
+        {
+          name: 'a',
+          hosts: 'all',
+          resources: (host) => {
+            const first = marked(d(f, host.name), '1', false);
+            const queues = marked(`${d(f, host.name)}q`, '2', true);
+            return host.name === 'n1' ? [first, { ...queues, dependsOn: [first.id], mayDisrupt: 'eth0 channels reset' }] : [first];
+          },
+        },
+      ],
+      true,
+    );
+    expect(log).toEqual(['n1 kv:1 changed', 'n1 kv:2 changed', 'n2 kv:1 changed']);
+    expect(events.find((e) => e.type === 'resource' && e.id === 'kv:2')).toMatchObject({
+      changes: [{ summary: 'depends on a pending change of kv:1', disruptive: 'eth0 channels reset' }],
+      pending: 'kv:1',
+    });
+    expect(events.filter((e) => e.type === 'drain')).toEqual([
+      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'would', detail: 'may be: kv:2 waits on a pending change' },
+    ]);
+  });
+
+  it('mtu and nicQueues declare up front that their changes may be disruptive', () => {
+    expect(mtu({ select: { name: 'eth0' }, mtu: 9000 }).mayDisrupt).toBe('the link resets: open connections stall or drop');
+    expect(nicQueues({ select: { name: 'eth0' }, channels: 2 }).mayDisrupt).toMatch(/channels reset: traffic stops/);
   });
 
   it('check mode drains nothing and lists the host that would be', async () => {

@@ -228,6 +228,7 @@ export function mtu(o: MtuOptions): Resource<MtuFacts, MtuData> {
   const interfaces = managedFile<MtuFacts>({ path: INTERFACES, get: (f) => f.interfaces, set: (f, i) => ({ ...f, interfaces: i }) });
   return {
     ...common('mtu', `mtu:${selectorId(sel)}`, o),
+    mayDisrupt: MTU_DISRUPTS,
     verifiable: true,
     files: [netplan, interfaces],
     // its own netplan file (the interfaces file and drop-ins it edits are the host's, found at run time)

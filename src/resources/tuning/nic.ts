@@ -226,6 +226,7 @@ export function nicQueues(o: NicQueuesOptions): Resource<NicQueuesFacts, QueueDa
 
   return {
     ...common('nic-queues', `nic-${kind}:${selectorId(sel)}`, o),
+    mayDisrupt: `${selectorText(sel)} ${kind} reset: traffic stops while the driver rebuilds its queues`,
     verifiable: true,
     files: [mf],
     claims: [`file:${rulesFile}`],
