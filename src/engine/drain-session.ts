@@ -1,5 +1,5 @@
 import type { Connection } from '../connection/types.ts';
-import type { DrainProvider } from '../contract/drain.ts';
+import type { DrainOutcome, DrainProvider } from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
 import type { Host } from '../inventory/model.ts';
 import type { EventSink, ResourceResult } from './events.ts';
@@ -100,10 +100,12 @@ export class DrainSession {
     if (!d || this.settled.has(host)) return undefined;
     if (this.signal?.aborted) return `drain (${d.provider.name} via ${d.controller.name}) not started: interrupted`;
     const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
-    const drain = async () => {
+    // (recorded and said within what resumeAll waits for: a resume never comes before its drain)
+    const drain = async (): Promise<DrainOutcome> => {
+      let out: DrainOutcome;
       try {
         const [conn] = await Promise.all([this.connection(this.drainConns, d.controller), this.connection(this.conns, d.controller)]);
-        return await d.provider.drain((script) => conn.exec(script), d.node, {
+        out = await d.provider.drain((script) => conn.exec(script), d.node, {
           reason: `racksmith ${this.runId}`,
           timeoutSec: this.plan.timeoutSec,
           signal: this.signal,
@@ -111,14 +113,15 @@ export class DrainSession {
           takenOut: () => this.drained.set(host, d),
         });
       } catch (e) {
-        return { kind: 'failed' as const, detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
+        out = { kind: 'failed', detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
       }
+      if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
+      this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
+      return out;
     };
     const running = drain();
     this.inFlight.add(running);
     const out = await running.finally(() => this.inFlight.delete(running));
-    if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
-    this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
     if (out.kind === 'failed') return `drain (${d.provider.name} via ${d.controller.name}) failed: ${out.detail}`;
     this.settled.add(host);
     return undefined;

@@ -422,6 +422,28 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     ]);
   });
 
+  it('Ctrl-C, and the drain ends only after the host was given up: the run waits for it, then resumes the host', async () => {
+    // (a provider without takenOut whose drain outlasts the host's grace after Ctrl-C, ~3 s)
+    const abort = new AbortController();
+    const log: string[] = [];
+    const slow: DrainProvider = {
+      name: 'rec',
+      drain: async (_, node) => {
+        log.push(`drain ${node}`);
+        abort.abort();
+        await new Promise((r) => setTimeout(r, 4000));
+        return { kind: 'drained' };
+      },
+      resume: async (_, node) => (log.push(`resume ${node}`), undefined),
+    };
+    const { events } = await runWith({ kind: 'drained' }, (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }], false, abort, {
+      provider: slow,
+      connector: (f) => f.connector,
+    });
+    expect(log).toEqual(['drain n1', 'resume n1']);
+    expect(events.filter((e) => e.type === 'drain' || e.type === 'resume').map((e) => e.type)).toEqual(['drain', 'resume']);
+  });
+
   it('mtu and nicQueues declare up front that their changes may be disruptive', () => {
     expect(mtu({ select: { name: 'eth0' }, mtu: 9000 }).mayDisrupt).toBe('the link resets: open connections stall or drop');
     expect(nicQueues({ select: { name: 'eth0' }, channels: 2 }).mayDisrupt).toMatch(/channels reset: traffic stops/);
