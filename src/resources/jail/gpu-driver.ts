@@ -1,6 +1,6 @@
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
-import { MACHINE_ARCH } from './machine-arch.ts';
+import { MACHINE_ARCH } from '../core/machine-arch.ts';
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { common, ProbeError, Refusal, type CommonOptions, type Resource } from '../../contract/resource.ts';
 import {

@@ -1,6 +1,6 @@
 import { inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
-import { MACHINE_ARCH } from './machine-arch.ts';
+import { MACHINE_ARCH } from '../core/machine-arch.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
 import { MOUNTINFO, mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';

@@ -9,7 +9,7 @@ import { InputError } from '../../util/errors.ts';
 import { inline, probed } from '../../contract/probe.ts';
 import { checkAbsolutePath, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
-import { MACHINE_ARCH } from '../jail/machine-arch.ts';
+import { MACHINE_ARCH } from '../core/machine-arch.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 // ---------------------------------------------------------------------------------------------
