@@ -14,6 +14,7 @@ import {
   recordedDiskMount,
   storagePrune,
   diskDecommission,
+  storageWipeCheck,
   aisStatePurge,
   specText,
   xattrCheck,
@@ -69,7 +70,10 @@ import {
  *                           runs only this)
  *   storage_wipe:           [SERIAL, /dev/disk/by-id/...] decommissioned disks also erased (never by kernel
  *                           name); only in a plan reviewed with --check --plan-out, then `provision apply`,
- *                           or with --yes; never a disk in use. All disks wiped: /etc/ais/.ais.* removed too
+ *                           or with --yes; never a disk in use. All disks wiped: /etc/ais/.ais.* removed too.
+ *                           An entry naming a disk in service, or one naming no listed disk while a
+ *                           decommissioned disk goes unnamed (a mistyped serial), is refused before
+ *                           any decommission of the host runs
  *   Existing ais-k8s mounts (XFS by UUID at /ais/<kernel name>) are adopted: kept, not reformatted,
  *   their fstab line rewritten in place (one line per mountpoint).
  *   package_mirror, install_packages: xfsprogs and attr installed where missing (src/plays/prerequisites.ts)
@@ -281,8 +285,25 @@ export function storageResources(host: HostContext): Resource[] {
   out.push(...formats);
   // Out of service first: what is pruned or decommissioned is unmounted before the others are recorded.
   if (c.prune) out.push(storagePrune({ keep: c.disks.map((d) => d.mountpoint), tags: ['prune'] }));
+  // storage_wipe names disks this host decommissions (a mistyped serial is refused, not silent):
+  // the decommissions wait for it
+  const wipeCheck = c.wipe.length
+    ? storageWipeCheck({
+        disks: c.disks.map((d) => ({ name: d.name, spec: d.spec, decommissioned: c.decommission.includes(d) })),
+        wipe: c.wipe,
+        tags: ['decommission'],
+      })
+    : undefined;
+  if (wipeCheck) out.push(wipeCheck);
   const retired = c.decommission.map((d) =>
-    diskDecommission({ spec: d.spec, name: d.name, mountpoint: d.mountpoint, wipe: c.wipe, tags: ['decommission'] }),
+    diskDecommission({
+      spec: d.spec,
+      name: d.name,
+      mountpoint: d.mountpoint,
+      wipe: c.wipe,
+      after: wipeCheck ? [wipeCheck.id] : undefined,
+      tags: ['decommission'],
+    }),
   );
   out.push(...retired);
   // every data disk decommissioned, and storage_wipe naming each (the purge checks that on the host)

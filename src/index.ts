@@ -107,12 +107,14 @@ export {
   recordedDiskMount,
   storagePrune,
   diskDecommission,
+  storageWipeCheck,
   aisStatePurge,
   type StorageEntry,
   type StorageRecordLineOptions,
   type RecordedDiskMountOptions,
   type StoragePruneOptions,
   type DiskDecommissionOptions,
+  type StorageWipeCheckOptions,
   type AisStatePurgeOptions,
 } from './resources/storage/storage-lifecycle.ts';
 export { STORAGE_RECORD } from './resources/storage/storage-lifecycle-logic.ts';

@@ -25,7 +25,7 @@ interface HostState {
 }
 
 /** Kinds whose diff only checks (a refusal or nothing): no apply steps to render. */
-const NEVER_APPLIES = new Set(['gpu-driver', 'kube-artifacts', 'kube-guard', 'xattr-check']);
+const NEVER_APPLIES = new Set(['gpu-driver', 'kube-artifacts', 'kube-guard', 'storage-wipe-check', 'xattr-check']);
 
 const INLINE = inline('').batch;
 const DISK_PROBES = join(import.meta.dirname, '../../test/unit/fixtures/disk-probes');

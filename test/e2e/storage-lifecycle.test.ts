@@ -334,6 +334,44 @@ describe('storage lifecycle: decommission and wipe', () => {
     await secondRunIsClean(H, inv);
   });
 
+  it('storage_wipe naming no decommissioned disk (a mistyped serial, a disk in service) is refused in --check and apply; nothing is decommissioned or wiped', async () => {
+    await tb.reset([H]);
+    await giveSerials(H);
+    const [a, b] = disks(H);
+    expect((await provision([PB, '-i', inventory(H), '--json'])).code).toBe(0);
+    await sh(H, 'echo precious > /ais/d2/data && sync');
+    const u2 = await uuidOf(H, b.dev);
+    const cases: Array<[string, RegExp]> = [
+      [
+        `${b.serial}X`,
+        new RegExp(
+          `^refused: storage_wipe ${b.serial}X names no listed disk of this host, and names none of the decommissioned d2 \\(${b.dev}, serial ${b.serial}\\): it would be decommissioned but not wiped\\.`,
+        ),
+      ],
+      [a.serial, new RegExp(`^refused: storage_wipe entry ${a.serial} names d1 \\(${a.dev}, serial ${a.serial}\\), which is in service`)],
+    ];
+    for (const [entry, said] of cases) {
+      const inv = inventory(H, { storage_decommission: ['d2'], storage_wipe: [entry] });
+      const before = await snapshot(H, { udev: false });
+      for (const args of [['--check'], ['--yes']]) {
+        const r = await provision([PB, '-i', inv, ...args, '--json']);
+        expect(r.code, why(r)).toBe(1);
+        expect(resources(r, H).get('storage-wipe-check')!.error, entry).toMatch(said);
+        expect(resources(r, H).get('decommission:d2')).toMatchObject({ status: 'skipped' });
+        expect(await snapshot(H, { udev: false })).toBe(before);
+      }
+      expect(await source(H, '/ais/d2')).toBe(b.dev);
+      expect(await uuidOf(H, b.dev)).toBe(u2);
+      expect(await sh(H, 'cat /ais/d2/data')).toBe('precious\n');
+    }
+    // named right: decommissioned and wiped; a second run changes nothing
+    const inv = inventory(H, { storage_decommission: ['d2'], storage_wipe: [b.serial] });
+    const run = await provision([PB, '-i', inv, '--yes', '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect((await tb.hostExec(H, `blkid -p ${b.dev}`)).code).toBe(2);
+    await secondRunIsClean(H, inv);
+  });
+
   /** H fresh, its disks with serials, converged; AIS node state in /etc/ais beside a file of the operator's. */
   async function convergedWithAisState(): Promise<ReturnType<typeof disks>> {
     await tb.reset([H]);

@@ -104,6 +104,7 @@ const EXPORTS = [
   'standaloneProbe',
   'storagePrune',
   'storageRecordLine',
+  'storageWipeCheck',
   'strictArp',
   'sysctl',
   'sysctlEffect',

@@ -227,9 +227,13 @@ export interface DecommissionOptions {
   wipe: readonly string[];
 }
 
+/** What a storage_wipe entry may name a disk by: its serials, WWNs and by-id paths (never a kernel path). */
+const wipeIdentities = (f: DiskFacts): Set<string> =>
+  new Set(identitiesOf(f).filter((i) => !i.startsWith('/dev/') || i.startsWith('/dev/disk/by-id/')));
+
 /** The storage_wipe entry that names this disk exactly (by-id path, or a serial/WWN only it carries), if any. */
 export function wipeNamedBy(f: DiskFacts, wipe: readonly string[]): string | undefined {
-  const ids = new Set(identitiesOf(f).filter((i) => !i.startsWith('/dev/') || i.startsWith('/dev/disk/by-id/')));
+  const ids = wipeIdentities(f);
   const by = wipe.find((w) => ids.has(w));
   if (by === undefined || by.startsWith('/')) return by;
   const carriers = f.idDisks[by];
@@ -243,6 +247,48 @@ export function wipeNamedBy(f: DiskFacts, wipe: readonly string[]): string | und
     );
   }
   return by;
+}
+
+/** A storage_disks entry as the storage_wipe check reads it. */
+export interface WipeListDisk {
+  /** Its storage_disks name. */
+  name: string;
+  facts: DiskFacts;
+  /** Listed in storage_decommission. */
+  decommissioned: boolean;
+}
+
+/**
+ * Whether storage_wipe selects what it was meant to on this host; undefined when it does, else
+ * why not (a Refusal: the host's decommissions wait for a list that makes sense). A wipe is only
+ * ever done by a decommission that an entry names (wipeNamedBy), so what goes wrong here is
+ * silence: an entry naming a disk still in service (it is never wiped, and the two lists disagree
+ * about which disk is retired), and a decommissioned disk that no entry names while an entry names
+ * no listed disk of this host (a mistyped serial: the disk would be decommissioned, not wiped).
+ * An entry naming no disk here is fine when every decommissioned disk is named or was not meant to
+ * be (another host's disk, in a list shared by a group). Disks the probe could not find are left
+ * to their own resources.
+ */
+export function wipeSelectionProblem(disks: readonly WipeListDisk[], wipe: readonly string[]): string | undefined {
+  const found = disks.filter((d) => !d.facts.error).map((d) => ({ ...d, ids: wipeIdentities(d.facts) }));
+  const about = (d: (typeof found)[number]) => {
+    const serial = serialOf(d.facts);
+    return `${d.name} (/dev/${d.facts.kname}${serial ? `, serial ${serial}` : ''})`;
+  };
+  for (const w of wipe) {
+    const live = found.find((d) => !d.decommissioned && d.ids.has(w));
+    if (live)
+      return `storage_wipe entry ${w} names ${about(live)}, which is in service: only decommissioned disks are wiped. List ${live.name} in storage_decommission to retire it, or correct the entry; nothing is decommissioned on this host until the lists agree`;
+  }
+  const unknown = wipe.filter((w) => !found.some((d) => d.ids.has(w)));
+  const unnamed = found.filter((d) => d.decommissioned && !wipe.some((w) => d.ids.has(w)));
+  if (unknown.length && unnamed.length)
+    return `storage_wipe ${unknown.join(', ')} ${unknown.length > 1 ? 'name' : 'names'} no listed disk of this host, and names none of the decommissioned ${unnamed
+      .map(about)
+      .join(
+        ', ',
+      )}: ${unnamed.length > 1 ? 'they' : 'it'} would be decommissioned but not wiped. Name each disk to erase by its serial, WWN or /dev/disk/by-id path (a mistyped serial?); nothing is decommissioned on this host until then`;
+  return undefined;
 }
 
 /**

@@ -8,6 +8,7 @@
  *    line removed, data untouched;
  *  - diskDecommission: a listed disk taken out of service: unmounted, its fstab lines and record
  *    lines removed, and with storage_wipe erased (a change that needs a reviewed plan or --yes);
+ *  - storageWipeCheck: storage_wipe names disks the host decommissions, before any of them runs;
  *  - aisStatePurge: the AIS node state (/etc/ais/.ais.*) once every data disk was wiped.
  * Decisions live in storage-lifecycle-logic.ts.
  */
@@ -47,6 +48,7 @@ import {
   type RecordDisk,
   type XfsMount,
   wipeNamedBy,
+  wipeSelectionProblem,
 } from './storage-lifecycle-logic.ts';
 import { common, NotApplicable, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
@@ -477,6 +479,45 @@ else
   [ "$rs_sz" -gt 33554432 ] && dd if=/dev/zero of=${d} bs=1M seek=$((rs_sz / 1048576 - 16)) count=16 conv=fsync status=none
 fi
 blockdev --flushbufs ${d} 2>/dev/null || :`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What storage_wipe selects
+
+export interface StorageWipeCheckOptions extends CommonOptions {
+  /** Every storage_disks entry: its name, its disk, whether it is in storage_decommission. */
+  disks: readonly { name: string; spec: DiskSpec; decommissioned: boolean }[];
+  /** storage_wipe, as the decommissions take it. */
+  wipe: readonly string[];
+}
+
+/**
+ * storage_wipe checked against the host's listed disks before any decommission runs (the
+ * playbook puts the decommissions after it): an entry naming a disk in service, or a
+ * decommissioned disk left unwiped by an entry that names nothing here, is refused, so a
+ * mistyped serial never turns "decommission and erase" into a silent "decommission". Which disk
+ * an entry names is known on the host only: the probe reads each listed disk as its own
+ * resources do. It changes nothing.
+ */
+export function storageWipeCheck(o: StorageWipeCheckOptions): Resource<{ disks: DiskFacts[] }, never> {
+  return {
+    ...common('storage-wipe-check', 'storage-wipe-check', o),
+    verifiable: true,
+    reads: DISK_READS,
+    ...probed(
+      () => ({ helpers: diskHelpers(), disks: o.disks.map((d) => diskProbeBody(d.spec)) }),
+      ({ disks }) => ({ disks: disks.map((d) => parseDiskFacts(d)) }),
+    ),
+    diff: (f) => {
+      const problem = wipeSelectionProblem(
+        o.disks.map((d, i) => ({ name: d.name, decommissioned: d.decommissioned, facts: f.disks[i] })),
+        o.wipe,
+      );
+      if (problem) throw new Refusal(problem);
+      return [];
+    },
+    apply: () => [],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

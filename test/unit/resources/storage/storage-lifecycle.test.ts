@@ -13,6 +13,7 @@ import {
   recordLinePrefix,
   renderRecord,
   wipeNamedBy,
+  wipeSelectionProblem,
   withoutLines,
   type RecordDisk,
 } from '../../../../src/resources/storage/storage-lifecycle-logic.ts';
@@ -22,6 +23,7 @@ import {
   diskDecommission,
   storagePrune,
   storageRecordLine,
+  storageWipeCheck,
 } from '../../../../src/resources/storage/storage-lifecycle.ts';
 import { NotApplicable } from '../../../../src/contract/resource.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
@@ -354,6 +356,102 @@ describe('decommission and wipe', () => {
     if (want instanceof NotApplicable) expect(diff).toThrow(want);
     else expect(diff().map((c) => c.summary)).toEqual([want]);
     expect(r.diff({ names: [], disks })).toEqual([]);
+  });
+
+  // storage_wipe is checked against the host's listed disks before any decommission: what it
+  // selects on this host, said where that is not what was meant (a wipe is silent otherwise).
+  describe('wipeSelectionProblem: what storage_wipe selects on this host', () => {
+    const disk = (kname: string, majmin: string, s: string, extra: string[] = []) =>
+      blank(kname, majmin, [...serial(s), `iddisks=${s}\t${kname}`, ...extra]);
+    const disks = (decommissioned: string[]) =>
+      [
+        { name: 'd1', facts: disk('loop1', '7:1', 'S1') },
+        { name: 'd2', facts: disk('loop2', '7:2', 'S2', ['byid=/dev/disk/by-id/wwn-0x2']) },
+        { name: 'd3', facts: disk('loop3', '7:3', 'S3') },
+      ].map((d) => ({ ...d, decommissioned: decommissioned.includes(d.name) }));
+    const missing = { name: 'd4', decommissioned: true, facts: parseDiskFacts('error=serial S4: no such disk on this host') };
+
+    it.each([
+      { case: 'the decommissioned disk named by serial', retired: ['d2'], wipe: ['S2'], want: undefined },
+      { case: 'the decommissioned disk named by its by-id path', retired: ['d2'], wipe: ['/dev/disk/by-id/wwn-0x2'], want: undefined },
+      {
+        case: 'one of two decommissioned disks named, no other entry: the other kept on purpose',
+        retired: ['d2', 'd3'],
+        wipe: ['S2'],
+        want: undefined,
+      },
+      {
+        case: "a group's list naming another host's disk too, every decommissioned disk named",
+        retired: ['d2'],
+        wipe: ['S2', 'OTHERHOST9'],
+        want: undefined,
+      },
+      {
+        case: 'a mistyped serial: the decommissioned disk would be decommissioned, not wiped',
+        retired: ['d2'],
+        wipe: ['S9'],
+        want: 'storage_wipe S9 names no listed disk of this host, and names none of the decommissioned d2 (/dev/loop2, serial S2): it would be decommissioned but not wiped. Name each disk to erase by its serial, WWN or /dev/disk/by-id path (a mistyped serial?); nothing is decommissioned on this host until then',
+      },
+      {
+        case: 'two decommissioned, one named, one entry naming nothing',
+        retired: ['d2', 'd3'],
+        wipe: ['S2', 'S33', 'S34'],
+        want: /^storage_wipe S33, S34 name no listed disk of this host, and names none of the decommissioned d3 \(\/dev\/loop3, serial S3\): it would be/,
+      },
+      {
+        case: 'an entry naming a disk in service',
+        retired: ['d2'],
+        wipe: ['S2', 'S1'],
+        want: 'storage_wipe entry S1 names d1 (/dev/loop1, serial S1), which is in service: only decommissioned disks are wiped. List d1 in storage_decommission to retire it, or correct the entry; nothing is decommissioned on this host until the lists agree',
+      },
+      {
+        case: 'an entry naming a disk in service, the decommissioned one unnamed',
+        retired: ['d2'],
+        wipe: ['S1'],
+        want: /^storage_wipe entry S1 names d1 /,
+      },
+    ])('$case', ({ retired, wipe, want }) => {
+      const got = wipeSelectionProblem(disks(retired), wipe);
+      if (want instanceof RegExp) expect(got).toMatch(want);
+      else expect(got).toBe(want);
+    });
+
+    it('a disk the probe did not find is left to its own resources', () => {
+      expect(wipeSelectionProblem([...disks(['d2']), missing], ['S2'])).toBeUndefined();
+      expect(wipeSelectionProblem([...disks(['d2']), missing], ['S2', 'S4'])).toBeUndefined();
+    });
+
+    it('the playbook checks storage_wipe before the decommissions, only when it is set', () => {
+      const build = (vars: Record<string, unknown>) =>
+        storageResources(
+          storageHostCtx({
+            storage_disks: [
+              { device: '/dev/loop1', name: 'd1' },
+              { device: '/dev/loop2', name: 'd2' },
+            ],
+            storage_decommission: ['d2'],
+            ...vars,
+          }),
+        );
+      const withWipe = build({ storage_wipe: ['S2'] });
+      const check = withWipe.find((r) => r.id === 'storage-wipe-check')!;
+      expect(check.tags).toEqual(['decommission']);
+      expect(withWipe.find((r) => r.id === 'decommission:d2')!.after).toEqual(['storage-wipe-check']);
+      expect(withWipe.indexOf(check)).toBeLessThan(withWipe.findIndex((r) => r.id === 'decommission:d2'));
+      const r = storageWipeCheck({
+        disks: [
+          { name: 'd1', spec: { device: '/dev/loop1' }, decommissioned: false },
+          { name: 'd2', spec: { device: '/dev/loop2' }, decommissioned: true },
+        ],
+        wipe: ['S9'],
+      });
+      const facts = { disks: [disk('loop1', '7:1', 'S1'), disk('loop2', '7:2', 'S2')] };
+      expect(() => r.diff(facts)).toThrow(Refusal);
+      expect(() => r.diff(facts)).toThrow(/storage_wipe S9 names no listed disk of this host/);
+      const without = build({});
+      expect(without.find((r) => r.id === 'storage-wipe-check')).toBeUndefined();
+      expect(without.find((r) => r.id === 'decommission:d2')!.after).toBeUndefined();
+    });
   });
 
   it('a kernel name never names a disk to wipe; a by-id path does', () => {
