@@ -216,6 +216,34 @@ describe('storage lifecycle: the record, prune, replacement, slot moves', () => 
     ]);
     await secondRunIsClean(H, swapped);
   });
+
+  it("decommissioning an entry whose device is now another mountpath's disk (a slot move) is refused: the other mountpath stays mounted, nothing forgotten", async () => {
+    await converge(H);
+    const [a, b] = disks(H);
+    await sh(H, 'echo d1 > /ais/d1/who && echo d2 > /ais/d2/who && sync');
+    const u1 = await uuidOf(H, a.dev);
+    // d1's entry now names b, which serves /ais/d2 (storage.json); /ais/d1 is a's
+    const inv = inventory(H, { storage_decommission: ['d1'] }, [1, 0]);
+    const before = await snapshot(H, { udev: false });
+    const said = `refused: not decommissioning ${b.dev}: the entry's device (${b.dev}) is the disk of /ais/d2 (storage.json), not of /ais/d1, whose recorded filesystem is UUID=${u1}: a disk moved to another slot? Nothing is decommissioned; name the entry's disk by serial or /dev/disk/by-id path, or point the entry at the disk of /ais/d1`;
+    for (const args of [['--check'], []]) {
+      const r = await provision([PB, '-i', inv, ...args, '--json']);
+      expect(r.code, why(r)).toBe(1);
+      expect(resources(r, H).get('decommission:d1')!.error).toBe(said);
+      expect(await snapshot(H, { udev: false })).toBe(before);
+    }
+    expect(await source(H, '/ais/d2')).toBe(b.dev);
+    expect(await source(H, '/ais/d1')).toBe(a.dev);
+    expect(await sh(H, 'cat /ais/d1/who /ais/d2/who')).toBe('d1\nd2\n');
+    // the entry pointed at the disk of /ais/d1: that one is decommissioned, /ais/d2 stays
+    const right = inventory(H, { storage_decommission: ['d1'] });
+    const run = await provision([PB, '-i', right, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(await source(H, '/ais/d1')).toBe('');
+    expect(await source(H, '/ais/d2')).toBe(b.dev);
+    expect((await record(H)).disks.map((d) => d.mountpoint)).toEqual(['/ais/d2']);
+    await secondRunIsClean(H, right);
+  });
 });
 
 describe('storage lifecycle: decommission and wipe', () => {

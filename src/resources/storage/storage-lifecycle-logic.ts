@@ -305,14 +305,31 @@ export function decommissionPlan(f: DiskFacts, record: readonly RecordDisk[], fs
   if (f.mounts.some((m) => m.mountpoint === '/')) throw new Refusal(`${dev} holds the root filesystem; it is never decommissioned`);
   const uuid = f.fsUuid ?? (f.contentProbed ? f.blkid.UUID : undefined);
   const serial = serialOf(f);
+  const isThisDisk = (r: RecordDisk) => (uuid !== undefined && r.uuid === uuid) || (serial !== undefined && r.serial === serial);
+  // The entry's device names the disk of another mountpath (kernel names after a disk moved
+  // slots, a by-path link): the mounts keep each disk at its recorded mountpath, so taking this
+  // disk out would unmount that other mountpath's data and leave the entry's own in service.
+  const here = record.find((r) => r.mountpoint === o.mountpoint);
+  const servesHere = here !== undefined && isThisDisk(here);
+  const elsewhere = [
+    ...new Set([
+      ...record.filter((r) => r.mountpoint !== o.mountpoint && isThisDisk(r)).map((r) => r.mountpoint),
+      ...f.mounts
+        .filter((m) => m.mountpoint !== o.mountpoint && record.some((r) => r.mountpoint === m.mountpoint))
+        .map((m) => m.mountpoint),
+    ]),
+  ];
+  if (elsewhere.length && !servesHere) {
+    throw new Refusal(
+      `not decommissioning ${dev}: the entry's device (${f.spec}) is the disk of ${elsewhere.join(', ')} (storage.json), not of ${o.mountpoint}${
+        here?.uuid ? `, whose recorded filesystem is UUID=${here.uuid}` : ''
+      }: a disk moved to another slot? Nothing is decommissioned; name the entry's disk by serial or /dev/disk/by-id path, or point the entry at the disk of ${o.mountpoint}`,
+    );
+  }
   const names = new Set([dev, f.spec, ...f.byId, ...(uuid ? [`UUID=${uuid}`] : [])]);
   const unmount = [...new Set(f.mounts.map((m) => m.mountpoint))];
   const fstabLines = fstabLinesOf(fstabText, (e) => names.has(e.source));
-  const recordLines = record
-    .filter(
-      (r) => (uuid !== undefined && r.uuid === uuid) || (serial !== undefined && r.serial === serial) || r.mountpoint === o.mountpoint,
-    )
-    .map((r) => r.mountpoint);
+  const recordLines = record.filter((r) => isThisDisk(r) || r.mountpoint === o.mountpoint).map((r) => r.mountpoint);
   const by = wipeNamedBy(f, o.wipe);
   if (by === undefined) return { unmount, fstabLines, recordLines };
   const uses = usesOf({ ...f, exclusiveOpen: undefined }).concat(

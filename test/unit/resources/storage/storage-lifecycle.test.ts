@@ -330,6 +330,38 @@ describe('decommission and wipe', () => {
     expect(() => decommissionPlan(facts, record, fstab, o(wipe))).toThrow(err);
   });
 
+  // The entry's device names another mountpath's disk (a disk moved slots; the mounts keep each
+  // disk at its recorded mountpath): decommissioning it would take that other mountpath's data
+  // out of service and leave the entry's own mounted.
+  it.each([
+    {
+      case: "mounted at the other entry's mountpath, recorded there",
+      facts: xfs('loop2', '7:2', U2, '/ais/d2', serial('S2')),
+      err: `not decommissioning /dev/loop2: the entry's device (/dev/loop2) is the disk of /ais/d2 (storage.json), not of /ais/d1, whose recorded filesystem is UUID=${U1}: a disk moved to another slot? Nothing is decommissioned; name the entry's disk by serial or /dev/disk/by-id path, or point the entry at the disk of /ais/d1`,
+    },
+    {
+      case: 'unmounted, recorded at the other mountpath by UUID',
+      facts: xfs('loop2', '7:2', U2),
+      err: /^not decommissioning \/dev\/loop2: the entry's device \(\/dev\/loop2\) is the disk of \/ais\/d2 /,
+    },
+    {
+      case: 'recorded at the other mountpath by serial (its filesystem remade by hand)',
+      facts: xfs('loop2', '7:2', U3, undefined, serial('S2')),
+      err: /is the disk of \/ais\/d2 \(storage.json\), not of \/ais\/d1/,
+    },
+  ])('refuses to decommission a disk that serves another mountpath: $case', ({ facts, err }) => {
+    expect(() => decommissionPlan(facts, record, fstab, o())).toThrow(err);
+    expect(() => decommissionPlan(facts, record, fstab, o(['S2']))).toThrow(err);
+  });
+
+  it.each([
+    ['its own disk, recorded at its mountpath', d1()],
+    ['no record line for its mountpath, mounted there only', xfs('loop1', '7:1', U3, '/ais/d1')],
+    ['mounted outside the recorded mountpaths too', d1(['mount=7:1 loop1 /mnt/extra'])],
+  ])('decommissions %s', (_, facts) => {
+    expect(() => decommissionPlan(facts, record, fstab, o())).not.toThrow();
+  });
+
   // The AIS node state goes only when storage_wipe names every (decommissioned) data disk.
   it.each([
     ['both named: removed', ['S1', 'S2'], 'remove the AIS node state /etc/ais/{.ais.smap}'],
