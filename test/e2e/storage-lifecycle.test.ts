@@ -499,4 +499,40 @@ describe('storage lifecycle: migration from ais-k8s', () => {
     }
     await secondRunIsClean(H, inv);
   });
+
+  it("ais-k8s's cloud-init mount options: the fstab line takes racksmith's, the remount adds nodiratime, and the XFS options a remount cannot change are said to wait for the next mount", async () => {
+    await tb.reset([H]);
+    const [a] = disks(H);
+    const mp = `/ais/${kname(a.dev)}`;
+    const CLOUD_INIT = 'nofail,noatime,logbufs=8,logbsize=256k,swalloc'; // tools/cloud-init/ais_datafs.sh
+    await sh(H, `mkfs.xfs -q -f ${a.dev}`);
+    const u = await uuidOf(H, a.dev);
+    await sh(H, `mkdir -p ${mp} && echo 'UUID=${u} ${mp} xfs ${CLOUD_INIT} 0 0' >> /etc/fstab && mount ${mp} && chmod 0750 ${mp}`);
+    const inv = writeInventory({
+      hosts: [H],
+      hostVars: { [H]: { storage_mount_name: 'kernel', storage_disks: [{ device: a.dev, match: { KERNEL: kname(a.dev) } }] } },
+      groups: { storage: { hosts: [H] } },
+    });
+    const said = [
+      `/etc/fstab: update ${mp} entry (largeio, allocsize=131072k: not on the live mount, and XFS does not change them on a remount: they take effect when ${mp} is next mounted)`,
+      `remount ${mp}: +nodiratime`,
+    ];
+    const summaries = (r: CliRun) =>
+      resources(r, H)
+        .get(`mount:${mp}`)!
+        .changes.map((c: { summary: string }) => c.summary);
+    const check = await provision([PB, '-i', inv, '--check', '--json']);
+    expect(check.code, why(check)).toBe(2);
+    expect(summaries(check)).toEqual(said);
+    const run = await provision([PB, '-i', inv, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(summaries(run)).toEqual(said);
+    const opts = async () => (await sh(H, `findmnt -rn -o OPTIONS --mountpoint ${mp}`)).trim().split(',');
+    expect(await opts()).toContain('nodiratime');
+    expect(await opts()).not.toContain('largeio'); // as said: not until the next mount
+    await secondRunIsClean(H, inv);
+    await sh(H, `umount ${mp} && mount ${mp}`);
+    expect(await opts()).toEqual(expect.arrayContaining(['largeio', 'allocsize=131072k', 'nodiratime']));
+    await secondRunIsClean(H, inv);
+  });
 });

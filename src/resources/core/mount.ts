@@ -372,7 +372,7 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
   } else if (f.target.kind === 'other') {
     throw new Refusal(`mountpoint ${path} is neither a directory nor a file`);
   }
-  if (s.persist) changes.push(...fstabChanges(s, f, fstab));
+  if (s.persist) changes.push(...noteNotLive(s, f.live, fstabChanges(s, f, fstab)));
   if (!f.live) changes.push({ summary: `mount ${what} on ${path} (${s.fstype}, ${s.options.join(',')})`, data: 'mount' });
   else {
     const d = flagDiff(s, f.live);
@@ -382,6 +382,25 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
     changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${s.mode}`, data: 'mode' });
   }
   return changes;
+}
+
+/**
+ * XFS options the live mount lacks, said on the fstab change that writes them: XFS takes its own
+ * options (largeio, allocsize, logbufs...) only when it is mounted, a remount changes none of them
+ * (only the VFS flags), and the kernel shows every one it has in mountinfo. So an entry updated
+ * under a mounted filesystem says which of its options wait for the next mount, instead of a
+ * converged run that leaves them off until then without a word.
+ */
+export function xfsOptionsNotLive(s: Pick<MountSpec, 'fstype' | 'options'>, live: Live | undefined): string[] {
+  if (!live || s.fstype !== 'xfs' || live.fstype !== 'xfs') return [];
+  return s.options.filter((o) => o !== 'rw' && !VFS_FLAGS.includes(o) && !USERSPACE.test(o) && !live.options.includes(o));
+}
+
+function noteNotLive(s: MountSpec, live: Live | undefined, changes: Change<FileWrite>[]): Change<FileWrite>[] {
+  const waiting = xfsOptionsNotLive(s, live);
+  if (!waiting.length || !changes.length) return changes;
+  const note = ` (${waiting.join(', ')}: not on the live mount, and XFS does not change them on a remount: they take effect when ${s.path} is next mounted)`;
+  return changes.map((c, i) => (i === 0 ? { ...c, summary: c.summary + note } : c));
 }
 
 /** The fstab entry's change: added, updated, or several entries for the path collapsed into one. */

@@ -18,7 +18,7 @@ import {
   removeEntry,
   setEntry,
 } from '../../../../src/resources/core/fstab.ts';
-import { mount, type MountFacts } from '../../../../src/resources/core/mount.ts';
+import { mount, xfsOptionsNotLive, type MountFacts } from '../../../../src/resources/core/mount.ts';
 import { gpuBinds } from '../../../../src/resources/jail/gpu-binds.ts';
 import { gpuStandins } from '../../../../src/resources/jail/gpu-standins.ts';
 import { Refusal, type Resource } from '../../../../src/contract/resource.ts';
@@ -334,5 +334,60 @@ describe('a device mount reads the source number sysfs gives', () => {
     ['', undefined],
   ])('%j -> %s', (own, majmin) => {
     expect(facts(own).source.majmin).toBe(majmin);
+  });
+});
+
+// XFS takes its own options only at mount time (a remount changes the VFS flags only); the kernel
+// shows each one it has in mountinfo. An fstab entry updated under a mounted XFS says which of its
+// options wait for the next mount, rather than a converged run leaving them off without a word.
+describe('XFS options a remount cannot bring: said on the fstab change', () => {
+  const AIS = ['noatime', 'nodiratime', 'logbufs=8', 'logbsize=256k', 'largeio', 'inode64', 'swalloc', 'allocsize=131072k', 'nofail'];
+  const live = (options: string) => ({ source: '/dev/loop1', fstype: 'xfs', options: options.split(','), majmin: '7:1' });
+  it.each([
+    ['cloud-init options live', 'xfs', 'rw,noatime,swalloc,inode64,logbufs=8,logbsize=256k,noquota', ['largeio', 'allocsize=131072k']],
+    ['all of them live', 'xfs', 'rw,noatime,nodiratime,swalloc,largeio,inode64,allocsize=131072k,logbufs=8,logbsize=256k,noquota', []],
+    [
+      'a VFS flag missing only (a remount adds it)',
+      'xfs',
+      'rw,noatime,swalloc,largeio,inode64,allocsize=131072k,logbufs=8,logbsize=256k',
+      [],
+    ],
+    ['not XFS: its kernel shows options otherwise', 'ext4', 'rw,noatime', []],
+  ])('%s', (_, fstype, options, want) => {
+    expect(xfsOptionsNotLive({ fstype: 'xfs', options: AIS }, { ...live(options), fstype })).toEqual(want);
+  });
+  it('not mounted: nothing waits', () => {
+    expect(xfsOptionsNotLive({ fstype: 'xfs', options: AIS }, undefined)).toEqual([]);
+  });
+
+  const m = mount({ path: '/ais/d1', device: '/dev/loop1', fstype: 'xfs', options: AIS });
+  const facts = (fstab: string, options: string): MountFacts => ({
+    fstab: fileWith(fstab),
+    live: live(options),
+    target: { kind: 'dir', mode: '750', empty: false, real: '/ais/d1' },
+    source: { exists: true, majmin: '7:1', uuid: 'u1', path: '/dev/loop1' },
+  });
+  const want = `UUID=u1 /ais/d1 xfs ${AIS.join(',')} 0 0\n`;
+  it('the fstab update names them, in --check as in apply (the diff is the same)', () => {
+    const cloudInit = 'rw,noatime,swalloc,inode64,logbufs=8,logbsize=256k,noquota';
+    expect(
+      m.diff(facts('UUID=u1 /ais/d1 xfs nofail,noatime,logbufs=8,logbsize=256k,swalloc 0 0\n', cloudInit)).map((c) => c.summary),
+    ).toEqual([
+      '/etc/fstab: update /ais/d1 entry (largeio, allocsize=131072k: not on the live mount, and XFS does not change them on a remount: they take effect when /ais/d1 is next mounted)',
+      'remount /ais/d1: +nodiratime',
+    ]);
+    // the entry already right: no change, nothing said (a converged run is quiet)
+    expect(m.diff(facts(want, cloudInit + ',nodiratime'))).toEqual([]);
+    // every option live: the update is plain
+    expect(
+      m
+        .diff(
+          facts(
+            'UUID=u1 /ais/d1 xfs defaults 0 0\n',
+            'rw,noatime,nodiratime,swalloc,largeio,inode64,allocsize=131072k,logbufs=8,logbsize=256k',
+          ),
+        )
+        .map((c) => c.summary),
+    ).toEqual(['/etc/fstab: update /ais/d1 entry']);
   });
 });
