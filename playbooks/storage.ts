@@ -188,9 +188,22 @@ export function storageConfig(host: HostContext): StorageConfig {
   host.validate(validateStorageVars);
   const raw = host.var<DiskVar[] | undefined>('storage_disks', undefined);
   if (raw === undefined) {
+    // an inventory brought from ais-k8s lists them as ais_devices (bare kernel names), which no play reads
+    const ais = host.var<unknown>('ais_devices', undefined);
+    const names = Array.isArray(ais) ? ais.filter((d): d is string => typeof d === 'string' && /^[A-Za-z0-9._-]+$/.test(d)) : [];
+    const hint =
+      ais === undefined
+        ? ''
+        : `; ais_devices (ais-k8s's list) is not read: the same disks at the same /ais/<kernel name> mountpoints are storage_mount_name: kernel and storage_disks: [${(names.length
+            ? names
+            : ['sdb']
+          )
+            .slice(0, 3)
+            .map((d) => `{device: /dev/${d}}`)
+            .join(', ')}${names.length > 3 ? ', ...' : ''}]`;
     throw host.error(
-      'storage_disks',
-      'storage_disks is not set: list the data disks explicitly (by /dev/disk/by-id path, kernel name or serial); racksmith never picks "all disks"',
+      ais === undefined ? 'storage_disks' : 'ais_devices',
+      `storage_disks is not set: list the data disks explicitly (by /dev/disk/by-id path, kernel name or serial); racksmith never picks "all disks"${hint}`,
     );
   }
   let prefix: string;

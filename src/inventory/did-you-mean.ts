@@ -6,7 +6,27 @@ export interface LikelyTypo {
   variable: string;
   suggestion: string;
   pos?: SourcePos;
+  /** The tool whose name for the suggested variable it is (an inventory brought from ais-k8s, Kubespray). */
+  from?: string;
 }
+
+/**
+ * The names the playbooks operators come from give racksmith's variables (shared/reference,
+ * anchor-gaps.md): nowhere near racksmith's by spelling, so without this an inventory brought
+ * along sets them, no play reads them, and racksmith's defaults win without a word (an
+ * ais_fs_mount_options of the operator's own, a Kubespray kube_pods_subnet).
+ */
+export const FOREIGN_NAMES: Readonly<Record<string, { name: string; from: string }>> = {
+  ais_devices: { name: 'storage_disks', from: 'ais-k8s' },
+  mpath_prefix: { name: 'storage_mount_prefix', from: 'ais-k8s' },
+  ais_fs_mount_options: { name: 'storage_mount_options', from: 'ais-k8s' },
+  bkdevtune_list: { name: 'storage_disks', from: 'ais-k8s' },
+  blkdevtune: { name: 'io_profiles', from: 'ais-k8s' },
+  kube_pods_subnet: { name: 'kube_pod_cidr', from: 'Kubespray' },
+  kube_network_plugin: { name: 'kube_cni', from: 'Kubespray' },
+  kube_proxy_strict_arp: { name: 'metallb_allow_strict_arp', from: 'Kubespray' },
+  metallb_config: { name: 'metallb_pools', from: 'Kubespray' },
+};
 
 /**
  * Variables set for the hosts of a run that no play declares but whose name is within edit
@@ -26,6 +46,11 @@ export function likelyTypos(hosts: readonly Host[], declared: ReadonlySet<string
       const key = `${name}\0${pos ? formatPos(pos) : h.name}`;
       if (seen.has(key)) continue;
       seen.add(key);
+      const foreign = Object.hasOwn(FOREIGN_NAMES, name) ? FOREIGN_NAMES[name] : undefined;
+      if (foreign && declared.has(foreign.name)) {
+        out.push({ variable: name, suggestion: foreign.name, pos, from: foreign.from });
+        continue;
+      }
       const suggestion = closest(name, candidates);
       if (suggestion) out.push({ variable: name, suggestion, pos });
     }
@@ -66,5 +91,8 @@ export function editDistance(a: string, b: string, limit = Infinity): number {
 }
 
 export function typoWarning(t: LikelyTypo): string {
-  return `${t.pos ? `${formatPos(t.pos)}: ` : ''}${t.variable} is read by no play: did you mean ${t.suggestion}?`;
+  const at = t.pos ? `${formatPos(t.pos)}: ` : '';
+  if (t.from)
+    return `${at}${t.variable} is read by no play: it is ${t.from}'s name; racksmith's is ${t.suggestion} (its value may take another shape: see the playbook's header)`;
+  return `${at}${t.variable} is read by no play: did you mean ${t.suggestion}?`;
 }

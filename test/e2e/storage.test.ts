@@ -570,6 +570,11 @@ describe('storage playbook keeps an XFS disk and checks its input', () => {
   it.each([
     ['no storage_disks at all', { [A]: { storage_disks: null } }, /storage_disks is not set/],
     [
+      "ais-k8s's ais_devices instead (said how racksmith lists the same disks)",
+      { [A]: { storage_disks: null, ais_devices: ['loop0', 'loop1'] } },
+      /storage_disks is not set.*; ais_devices \(ais-k8s's list\) is not read: the same disks at the same \/ais\/<kernel name> mountpoints are storage_mount_name: kernel and storage_disks: \[\{device: \/dev\/loop0\}, \{device: \/dev\/loop1\}\]/,
+    ],
+    [
       'device and serial on one disk',
       { [A]: { storage_disks: [{ device: '/dev/loop0', serial: 'X' }] } },
       /exactly one of device or serial/,
@@ -602,4 +607,19 @@ describe('storage playbook keeps an XFS disk and checks its input', () => {
       expect(await sh(A, 'cat /etc/fstab; ls /etc/udev/rules.d/')).toBe(before);
     },
   );
+
+  it("ais-k8s's names for racksmith's variables (ais_fs_mount_options, mpath_prefix) are warned about at their file:line, not left to lose silently", async () => {
+    const inv = inventory({}, { [A]: { ais_fs_mount_options: 'noatime,nofail', mpath_prefix: '/ais' } });
+    const run = await provision([PB, '-i', inv, '-l', A, '--check']);
+    expect([0, 2]).toContain(run.code);
+    for (const [foreign, ours] of [
+      ['ais_fs_mount_options', 'storage_mount_options'],
+      ['mpath_prefix', 'storage_mount_prefix'],
+    ])
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `warning: ${inv.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+: ${foreign} is read by no play: it is ais-k8s's name; racksmith's is ${ours} `,
+        ),
+      );
+  });
 });

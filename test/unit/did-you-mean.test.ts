@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { editDistance, likelyTypos } from '../../src/inventory/did-you-mean.ts';
+import { editDistance, likelyTypos, typoWarning } from '../../src/inventory/did-you-mean.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { cli } from './run-cli.ts';
 
@@ -43,6 +43,29 @@ describe('likelyTypos', () => {
   ])('%j', (vars, want) => {
     expect(likelyTypos([host(vars)], declared).map((t) => [t.variable, t.suggestion, t.pos?.line])).toEqual(want);
   });
+  // An inventory brought from ais-k8s or Kubespray: their names are nowhere near racksmith's by
+  // spelling, and their values would lose to racksmith's defaults without a word.
+  it.each([
+    [
+      { ais_devices: ['sdb'], ais_fs_mount_options: 'noatime', mpath_prefix: '/ais' },
+      ['storage_disks', 'storage_mount_options', 'storage_mount_prefix'],
+    ],
+    [{ kube_pods_subnet: '10.233.64.0/18', kube_network_plugin: 'calico' }, ['kube_pod_cidr', 'kube_cni']],
+  ])('names the foreign variable racksmith calls otherwise: %j', (vars, want) => {
+    const all = new Set([...declared, 'storage_mount_options', 'storage_mount_prefix', 'kube_pod_cidr', 'kube_cni']);
+    const got = likelyTypos([host(vars)], all);
+    expect(got.map((t) => t.suggestion)).toEqual(want);
+    expect(typoWarning(got[0])).toBe(
+      `group_vars/all.yml:1:1: ${Object.keys(vars)[0]} is read by no play: it is ${got[0].from}'s name; racksmith's is ${want[0]} (its value may take another shape: see the playbook's header)`,
+    );
+    // only when a play of the run reads racksmith's name (a storage run says nothing of Kubespray's)
+    expect(
+      likelyTypos([host(vars)], declared)
+        .filter((t) => t.from)
+        .map((t) => t.suggestion),
+    ).toEqual(want.filter((w) => declared.has(w)));
+  });
+
   it('reports a variable once per place it was set, whatever the number of hosts', () => {
     const a = host({ ntp_server: ['a'] });
     const b = { ...host({ ntp_server: ['a'] }), name: 'h2' } as Host;

@@ -191,7 +191,12 @@ describe('disk selection from inventory vars', () => {
   });
 
   it.each([
-    ['storage_disks missing ("never all disks")', {}, /storage_disks is not set.*never picks "all disks"/],
+    ['storage_disks missing ("never all disks")', {}, /storage_disks is not set.*never picks "all disks"$/],
+    [
+      "storage_disks missing, ais-k8s's ais_devices set: how to say it here",
+      { ais_devices: ['sdb', 'sdc', 'nvme0n1', 'nvme1n1'] },
+      /storage_disks is not set.*; ais_devices \(ais-k8s's list\) is not read: the same disks at the same \/ais\/<kernel name> mountpoints are storage_mount_name: kernel and storage_disks: \[\{device: \/dev\/sdb\}, \{device: \/dev\/sdc\}, \{device: \/dev\/nvme0n1\}, \.\.\.\]$/,
+    ],
     ['both device and serial', { storage_disks: [{ device: '/dev/sdb', serial: 'S' }] }, /exactly one of device or serial/],
     ['neither device nor serial', { storage_disks: [{ name: 'd1' }] }, /exactly one of device or serial/],
     [
