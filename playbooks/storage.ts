@@ -64,7 +64,8 @@ import {
  *   - replacement: a blank disk arriving under a listed name is formatted and mounted at that
  *     name's mountpath (its fstab line replaced, not added);
  *   storage_prune:          true (default): a recorded mountpath no longer in storage_disks is unmounted and
- *                           the fstab line racksmith wrote removed; its data is kept. false: left as it is
+ *                           the fstab line racksmith wrote removed; its data is kept. false: left as it is.
+ *                           storage_disks: [] would prune every one: refused (storage_decommission retires them)
  *   storage_decommission:   [d1, ...] names of storage_disks entries to take out of service: unmounted, every
  *                           fstab line that mounts them and their udev rule line removed (--tags decommission
  *                           runs only this)

@@ -153,6 +153,26 @@ describe('storage lifecycle: the record, prune, replacement, slot moves', () => 
     await secondRunIsClean(H, onlyD1());
   });
 
+  it('storage_disks: [] (a value that selects nothing) is refused: no mountpath pruned, in --check and apply; storage_prune: false leaves them quietly', async () => {
+    await converge(H);
+    const [a, b] = disks(H);
+    const none = (vars: Record<string, unknown> = {}) =>
+      writeInventory({ hosts: [H], hostVars: { [H]: { storage_disks: [], ...vars } }, groups: { storage: { hosts: [H] } } });
+    const before = await snapshot(H, { udev: false });
+    for (const args of [['--check'], []]) {
+      const r = await provision([PB, '-i', none(), ...args, '--json']);
+      expect(r.code, why(r)).toBe(1);
+      expect(resources(r, H).get(`storage-prune:${RECORD}`)!.error).toBe(
+        'refused: storage_disks lists no disk of this host: pruning would take every recorded mountpath out of service (/ais/d1, /ais/d2; 2 mounted); nothing is pruned. List the data disks in storage_disks; to retire them all, list them in storage_disks and storage_decommission; to leave them as they are, set storage_prune: false',
+      );
+      expect(await snapshot(H, { udev: false })).toBe(before);
+    }
+    expect([await source(H, '/ais/d1'), await source(H, '/ais/d2')]).toEqual([a.dev, b.dev]);
+    const left = await provision([PB, '-i', none({ storage_prune: false }), '--json']);
+    expect(left.code, why(left)).toBe(0);
+    expect(await snapshot(H, { udev: false })).toBe(before);
+  });
+
   it('replacement: a disk reset to zeros under the same name is formatted and mounted at the same mountpath; one fstab line', async () => {
     await converge(H);
     const [a, b] = disks(H);

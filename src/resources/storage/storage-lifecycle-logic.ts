@@ -190,6 +190,23 @@ export function pruneSet(
     });
 }
 
+/**
+ * Why a prune is refused, if it is: with nothing listed to keep (storage_disks: [], a group's or
+ * host's value that overrides the real list, a template that came out empty) every recorded
+ * mountpath of the host would be pruned, and the node's storage taken out of service by a value
+ * that selects nothing. Retiring every disk is said by name (storage_decommission); leaving them
+ * as they are, by storage_prune: false.
+ */
+export function pruneEverythingRefusal(keep: ReadonlySet<string>, actions: readonly PruneAction[]): string | undefined {
+  if (keep.size || !actions.length) return undefined;
+  const mounted = actions.filter((a) => a.unmount).map((a) => a.disk.mountpoint);
+  return `storage_disks lists no disk of this host: pruning would take every recorded mountpath out of service (${actions
+    .map((a) => a.disk.mountpoint)
+    .join(
+      ', ',
+    )}${mounted.length ? `; ${mounted.length} mounted` : ''}); nothing is pruned. List the data disks in storage_disks; to retire them all, list them in storage_disks and storage_decommission; to leave them as they are, set storage_prune: false`;
+}
+
 /** The fstab lines (as written) whose entry matches. */
 export function fstabLinesOf(text: string, match: (e: FstabEntry) => boolean): string[] {
   return text.split('\n').filter((l) => {

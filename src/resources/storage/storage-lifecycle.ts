@@ -36,6 +36,7 @@ import {
   assignMountpoints,
   decommissionPlan,
   parseRecord,
+  pruneEverythingRefusal,
   pruneSet,
   recordDiskFor,
   recordLinePrefix,
@@ -303,6 +304,8 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
       const fstabText = f.fstab.type === 'file' ? contentText(f.fstab) : '';
       const actions = pruneSet(record, keep, f.xfs, fstabText);
       if (!actions.length) return [];
+      const everything = pruneEverythingRefusal(keep, actions);
+      if (everything) throw new Refusal(everything);
       const changes: Change<PruneData>[] = [];
       for (const a of actions) {
         if (a.unmount) changes.push({ summary: pruneSummary(a, 'unmount'), data: { unmount: a.disk.mountpoint } });

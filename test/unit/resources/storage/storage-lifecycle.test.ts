@@ -9,6 +9,7 @@ import {
   assignMountpoints,
   decommissionPlan,
   parseRecord,
+  pruneEverythingRefusal,
   pruneSet,
   recordLinePrefix,
   renderRecord,
@@ -255,6 +256,36 @@ describe('pruneSet: recorded mountpaths no longer listed', () => {
       'record in /var/lib/racksmith/storage.json',
     ]);
     expect(p.diff({ ...f, record: absent })).toEqual([]);
+  });
+
+  // storage_disks: [] (a host's or group's value overriding the real list, a template that came
+  // out empty) selects nothing: it would prune every recorded mountpath of the host.
+  it.each([
+    {
+      case: 'nothing kept, two recorded, one mounted',
+      keep: [],
+      mounts: [mounted3],
+      want: /^storage_disks lists no disk of this host: pruning would take every recorded mountpath out of service \(\/ais\/d1, \/ais\/d3; 1 mounted\); nothing is pruned\. .*set storage_prune: false$/,
+    },
+    {
+      case: 'nothing kept, none mounted (fstab and record lines only)',
+      keep: [],
+      mounts: [],
+      want: /\(\/ais\/d1, \/ais\/d3\); nothing is pruned/,
+    },
+    { case: 'one kept: the other is pruned as usual', keep: ['/ais/d1'], mounts: [mounted3], want: undefined },
+    { case: 'everything kept', keep: ['/ais/d1', '/ais/d3'], mounts: [mounted3], want: undefined },
+  ])('pruneEverythingRefusal: $case', ({ keep, mounts, want }) => {
+    const got = pruneEverythingRefusal(new Set(keep), pruneSet(record, new Set(keep), mounts, fstab));
+    if (want === undefined) expect(got).toBeUndefined();
+    else expect(got).toMatch(want);
+  });
+
+  it('nothing recorded and nothing listed: nothing to refuse', () => {
+    expect(pruneEverythingRefusal(new Set(), pruneSet([], new Set(), [], ''))).toBeUndefined();
+    const p = storagePrune({ keep: [] });
+    expect(p.diff({ record: fileWith(renderRecord([])), fstab: fileWith(''), xfs: [] })).toEqual([]);
+    expect(() => p.diff({ record: fileWith(renderRecord(record)), fstab: fileWith(fstab), xfs: [mounted3] })).toThrow(Refusal);
   });
 });
 
