@@ -27,7 +27,21 @@ export function resolvePlaybook(p: string, baseDir: string, notices: string[]): 
     if (bundled !== here) notices.push(`no ${p} in ${baseDir}: running racksmith's bundled ${p} (${bundled})`);
     return bundled;
   }
-  throw new InputError(`playbook not found: ${p}`);
+  const meant = playbookMeant(p, baseDir);
+  throw new InputError(`playbook not found: ${p}${meant ? ` (did you mean ${meant}?)` : ''}`);
+}
+
+/**
+ * The playbook a name that is not one most likely meant: `storage.ts` or `storage` for racksmith's
+ * `playbooks/storage.ts`, `site` for a `site.ts` here (what a newcomer types after reading the
+ * playbook table, where the bundled ones are named without their directory).
+ */
+export function playbookMeant(p: string, baseDir: string): string | undefined {
+  if (p.includes('\0') || p.startsWith('/')) return undefined;
+  const names = [`${p}.ts`, `playbooks/${p}`, `playbooks/${p}.ts`];
+  for (const n of names) if (existsSync(resolve(baseDir, n))) return n;
+  for (const n of names) if (existsSync(resolve(PACKAGE_ROOT, n))) return `${n} (racksmith's bundled one)`;
+  return undefined;
 }
 
 /** Loads a playbook module; bin/provision.js passes one that uses the prebuilt dist/ when it is current. */

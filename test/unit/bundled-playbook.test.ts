@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { playbookMeant } from '../../src/cli/playbook.ts';
 
 const BIN = resolve('bin/provision.js');
 const BUNDLED = resolve('playbooks/site.ts');
@@ -49,5 +50,26 @@ describe('the bundled site.ts, run because the working directory has none', () =
     const r = provision(own, ['-i', join(dir, 'hosts.yml'), '--list-tasks']);
     expect(r.stderr).toBe('');
     expect(r.stdout).toContain('own play');
+  });
+});
+
+// A newcomer reads the playbook table (storage.ts, network.ts ...) and types the name without
+// its directory: the error says which playbook was likely meant.
+describe('a playbook named without its directory or extension', () => {
+  it.each([
+    ['storage.ts', "playbooks/storage.ts (racksmith's bundled one)"],
+    ['storage', "playbooks/storage.ts (racksmith's bundled one)"],
+    ['mine', 'mine.ts'],
+    ['nothing-like-it.ts', undefined],
+    ['/abs/storage.ts', undefined],
+  ])('%s → %s', (p, want) => {
+    writeFileSync(join(dir, 'mine.ts'), '');
+    expect(playbookMeant(p, dir)).toBe(want);
+  });
+
+  it('the CLI says it with the error (exit 3)', () => {
+    const r = provision(dir, ['storage.ts', '-i', 'hosts.yml', '--check']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("playbook not found: storage.ts (did you mean playbooks/storage.ts (racksmith's bundled one)?)");
   });
 });
