@@ -355,8 +355,10 @@ export function storageResources(host: HostContext): Resource[] {
       path: c.rulesFile,
       disks: c.active.map((d) => ({ name: d.name, spec: d.spec, match: d.match, profile: d.profile })),
       profiles: c.profiles,
-      // (a decommissioned disk's line goes with `--tags decommission` too)
+      // (a decommissioned disk's line goes with `--tags decommission` too, and only once its
+      // decommission went through: a refused one keeps its disk's tuning at the next boot)
       tags: c.decommission.length ? ['io', 'decommission'] : ['io'],
+      after: retired.length ? retired.map((r) => r.id) : undefined,
     }),
   );
   return out;

@@ -244,13 +244,14 @@ describe('storage lifecycle: the record, prune, replacement, slot moves', () => 
     const u1 = await uuidOf(H, a.dev);
     // d1's entry now names b, which serves /ais/d2 (storage.json); /ais/d1 is a's
     const inv = inventory(H, { storage_decommission: ['d1'] }, [1, 0]);
-    const before = await snapshot(H, { udev: false });
+    // the udev rule too: a refused decommission keeps its disk's tuning line
+    const before = await snapshot(H);
     const said = `refused: not decommissioning ${b.dev}: the entry's device (${b.dev}) is the disk of /ais/d2 (storage.json), not of /ais/d1, whose recorded filesystem is UUID=${u1}: a disk moved to another slot? Nothing is decommissioned; name the entry's disk by serial or /dev/disk/by-id path, or point the entry at the disk of /ais/d1`;
     for (const args of [['--check'], []]) {
       const r = await provision([PB, '-i', inv, ...args, '--json']);
       expect(r.code, why(r)).toBe(1);
       expect(resources(r, H).get('decommission:d1')!.error).toBe(said);
-      expect(await snapshot(H, { udev: false })).toBe(before);
+      expect(await snapshot(H)).toBe(before);
     }
     expect(await source(H, '/ais/d2')).toBe(b.dev);
     expect(await source(H, '/ais/d1')).toBe(a.dev);
@@ -316,15 +317,15 @@ describe('storage lifecycle: decommission and wipe', () => {
       expect(await sh(H, 'cat /ais/d2/data')).toBe('precious\n');
     };
 
-    // not reviewed: the whole decommission is refused, nothing of the disk changed (the udev rule
-    // file, another resource, drops its line all the same: d2 is no longer an active disk)
-    const before = await snapshot(H, { udev: false });
+    // not reviewed: the whole decommission is refused, nothing of the disk changed, its udev rule
+    // line included (the rule file waits for the decommissions)
+    const before = await snapshot(H);
     const plain = await provision([PB, '-i', inv, '--json']);
     expect(plain.code, why(plain)).toBe(1);
     expect(resources(plain, H).get('decommission:d2')!.error).toBe(
       `refused: wipe ${b.dev} (storage_wipe: ${b.serial}): erase its signatures and data, AIS metadata included (erases the disk): only in a plan reviewed with --check --plan-out FILE, then \`provision apply FILE\`, or with --yes`,
     );
-    expect(await snapshot(H, { udev: false })).toBe(before);
+    expect(await snapshot(H)).toBe(before);
     await intact();
 
     // in use (a loop device over it): refused in check mode and with --yes alike
@@ -400,13 +401,13 @@ describe('storage lifecycle: decommission and wipe', () => {
     ];
     for (const [entry, said] of cases) {
       const inv = inventory(H, { storage_decommission: ['d2'], storage_wipe: [entry] });
-      const before = await snapshot(H, { udev: false });
+      const before = await snapshot(H);
       for (const args of [['--check'], ['--yes']]) {
         const r = await provision([PB, '-i', inv, ...args, '--json']);
         expect(r.code, why(r)).toBe(1);
         expect(resources(r, H).get('storage-wipe-check')!.error, entry).toMatch(said);
         expect(resources(r, H).get('decommission:d2')).toMatchObject({ status: 'skipped' });
-        expect(await snapshot(H, { udev: false })).toBe(before);
+        expect(await snapshot(H)).toBe(before);
       }
       expect(await source(H, '/ais/d2')).toBe(b.dev);
       expect(await uuidOf(H, b.dev)).toBe(u2);

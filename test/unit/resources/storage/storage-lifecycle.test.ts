@@ -501,6 +501,8 @@ describe('decommission and wipe', () => {
       expect(check.tags).toEqual(['decommission']);
       expect(withWipe.find((r) => r.id === 'decommission:d2')!.after).toEqual(['storage-wipe-check']);
       expect(withWipe.indexOf(check)).toBeLessThan(withWipe.findIndex((r) => r.id === 'decommission:d2'));
+      // the udev rule drops a decommissioned disk's line only once its decommission went through
+      expect(withWipe.find((r) => r.id.startsWith('udev-rules:'))!.after).toEqual(['decommission:d2']);
       const r = storageWipeCheck({
         disks: [
           { name: 'd1', spec: { device: '/dev/loop1' }, decommissioned: false },
@@ -514,6 +516,8 @@ describe('decommission and wipe', () => {
       const without = build({});
       expect(without.find((r) => r.id === 'storage-wipe-check')).toBeUndefined();
       expect(without.find((r) => r.id === 'decommission:d2')!.after).toBeUndefined();
+      expect(without.find((r) => r.id.startsWith('udev-rules:'))!.after).toEqual(['decommission:d2']);
+      expect(build({ storage_decommission: [] }).find((r) => r.id.startsWith('udev-rules:'))!.after).toBeUndefined();
     });
   });
 
