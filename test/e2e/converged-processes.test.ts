@@ -6,13 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, writeInventory } from './helpers.ts';
-import { loadInventory } from '../../src/inventory/load.ts';
-import { loadPlaybook } from '../../src/cli.ts';
-import { prepare } from '../../src/engine/index.ts';
-import { probeOf } from '../../src/engine/host-caches.ts';
-import { ProbeSet } from '../../src/engine/probe-set.ts';
-import { buildScript, type Section } from '../../src/engine/script.ts';
-import { scriptAsStdin } from '../../src/connection/transport.ts';
+import { probeScript, processesOf } from './probe-processes.ts';
 
 const H = 'tb6';
 const PB = 'playbooks/storage.ts';
@@ -41,38 +35,6 @@ const inventory = () =>
     groups: { storage: { hosts: [H] } },
   });
 
-/** The host's probe exec as the engine sends it (every play's resources in one script). */
-async function probeScript(inv: string): Promise<string> {
-  const plays = prepare(loadInventory(inv), [await loadPlaybook(PB)], { limit: H });
-  const sections: Section[] = [];
-  new ProbeSet(
-    sections,
-    plays.flatMap((p) => p.hosts.flatMap((h) => h.resources.map(probeOf))),
-  );
-  return buildScript(sections).script;
-}
-
-/**
- * Processes `script` starts on the host: the last pid given out (loadavg's fifth field) before
- * and after, less the measurement's own 2 (the `sh -s`, the second cut). The host runs nothing
- * else meanwhile (no cron, no udev on the bed); the least of 3 runs is taken.
- */
-async function processesOf(script: string): Promise<number> {
-  const counts: number[] = [];
-  for (let k = 0; k < 3; k++) {
-    const r = await tb.hostExec(
-      H,
-      'a=$(cut -d" " -f5 /proc/loadavg); sh -s >/dev/null 2>&1; b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 2))"',
-      {
-        input: scriptAsStdin(script),
-      },
-    );
-    expect(r.code, r.stderr).toBe(0);
-    counts.push(Number(r.stdout.trim()));
-  }
-  return Math.min(...counts);
-}
-
 beforeAll(async () => {
   await tb.reset([H]);
 });
@@ -85,7 +47,7 @@ describe('a converged host', () => {
     const again = await provision([PB, '-i', inv, '--json']);
     expect(again.code, again.stderr).toBe(0);
     expect(recaps(again)[H]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
-    const n = await processesOf(await probeScript(inv));
+    const n = await processesOf(H, await probeScript(inv, PB, H));
     // a run that counted nothing did not run the probe: never a pass
     expect(n).toBeGreaterThan(0);
     expect(n).toBeLessThanOrEqual(CEILING);

@@ -267,7 +267,8 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(unschedulable()).toBe(false);
   }, 120_000);
 
-  it('a PodDisruptionBudget that allows no eviction: the drain times out, nothing applied, the node uncordoned', async () => {
+  /** A PodDisruptionBudget over web-1 that allows no eviction: kubectl drain waits on it. */
+  const budgetAllowingNoEviction = () =>
     double!.cluster.seed(
       {
         apiVersion: 'policy/v1',
@@ -277,6 +278,9 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
       },
       'kubectl',
     );
+
+  it('a PodDisruptionBudget that allows no eviction: the drain times out, nothing applied, the node uncordoned', async () => {
+    budgetAllowingNoEviction();
     const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '3', '--json']);
     expect(run.code).toBe(1);
     const mtu = run.events.find((e) => e.type === 'resource' && e.host === NODE && e.id === 'mtu:eth0');
@@ -293,15 +297,7 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
   }, 120_000);
 
   it('Ctrl-C while kubectl drain waits on an eviction: kubectl drain killed on the control plane, the node uncordoned, the resume journaled', async () => {
-    double!.cluster.seed(
-      {
-        apiVersion: 'policy/v1',
-        kind: 'PodDisruptionBudget',
-        metadata: { name: 'web', namespace: 'default' },
-        spec: { maxUnavailable: 0, selector: { matchLabels: { app: 'web' } } },
-      },
-      'kubectl',
-    );
+    budgetAllowingNoEviction();
     const journal = join(mkdtempSync(join(tmpdir(), 'rs-drain-int-')), 'j.ndjson');
     const args = [PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '300', '--journal', journal];
     const child = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot });

@@ -9,13 +9,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
-import { loadInventory } from '../../src/inventory/load.ts';
-import { loadPlaybook } from '../../src/cli.ts';
-import { prepare } from '../../src/engine/index.ts';
-import { probeOf } from '../../src/engine/host-caches.ts';
-import { ProbeSet } from '../../src/engine/probe-set.ts';
-import { buildScript, type Section } from '../../src/engine/script.ts';
-import { scriptAsStdin } from '../../src/connection/transport.ts';
+import { probeScript, processesOf } from './probe-processes.ts';
 
 const H = 'tb1';
 const dir = mkdtempSync(join(tmpdir(), 'rs-file-owners-'));
@@ -53,30 +47,6 @@ export default playbook({ name: '${name}', hosts: 'all', resources: () => [${res
 const run = (pb: string, ...args: string[]) => provision(['-i', inv, pb, '--json', ...args]);
 const resource = (r: CliRun, id: string) => r.events.find((e) => e.type === 'resource' && e.id === id)!;
 const stat = async (paths: string[]) => (await tb.hostExec(H, `stat -c '%n %U:%G' ${paths.join(' ')} 2>&1`)).stdout.trim().split('\n');
-
-/** Processes the host's probe exec of `pb` starts (the pid counter of its own namespace; least of 3). */
-async function probeProcesses(pb: string): Promise<number> {
-  const plays = prepare(loadInventory(inv), [await loadPlaybook(pb)], { limit: H });
-  const sections: Section[] = [];
-  new ProbeSet(
-    sections,
-    plays.flatMap((p) => p.hosts.flatMap((h) => h.resources.map(probeOf))),
-  );
-  const script = buildScript(sections).script;
-  const counts: number[] = [];
-  for (let k = 0; k < 3; k++) {
-    const r = await tb.hostExec(
-      H,
-      'a=$(cut -d" " -f5 /proc/loadavg); sh -s >/dev/null 2>&1; b=$(cut -d" " -f5 /proc/loadavg); echo "$((b - a - 2))"',
-      {
-        input: scriptAsStdin(script),
-      },
-    );
-    expect(r.code, r.stderr).toBe(0);
-    counts.push(Number(r.stdout.trim()));
-  }
-  return Math.min(...counts);
-}
 
 beforeAll(async () => {
   await tb.reset([H]);
@@ -154,6 +124,8 @@ describe('a wanted owner or group the host does not know', () => {
     expect(check.code).toBe(0);
 
     // converged, names cost what ids cost: the lookup runs only for a name no probed file is owned by
-    expect(await probeProcesses(good)).toBe(await probeProcesses(playbook('ids', GOOD('1000', '1000'))));
+    expect(await processesOf(H, await probeScript(inv, good, H))).toBe(
+      await processesOf(H, await probeScript(inv, playbook('ids', GOOD('1000', '1000')), H)),
+    );
   });
 });
