@@ -86,7 +86,7 @@ describe('an edited plan is refused before any host is contacted', () => {
     ],
     ['the signature removed', (p) => delete (p as Partial<PlanFile>).signature, /signature/],
     ['an unknown field', (p) => Object.assign(p, { extra: 1 }), /extra/],
-    ['the version', (p) => (p.version = 2), /version 2 is not supported/],
+    ['the version', (p) => (p.version = 2), /version 2 \(made by an older racksmith\) is not supported/],
   ];
   it.each(cases)('%s', async (_, edit, why) => {
     writeFileSync(empty, '');
