@@ -78,6 +78,10 @@ import { playbook, kubeClusterResources, kubeNodeResources } from '../src/index.
  *   cni_plugins_fetch:    controller (read + verify on the controller, pushed in the script: works
  *                         offline) | host (curl/wget or a path on the host; verified there)
  *   cni_plugins_required: [bridge, host-local, loopback, portmap]
+ *                         With Calico, calico-node's install-cni copies its own bandwidth, host-local,
+ *                         loopback, portmap and tuning over the tarball's at every start: those
+ *                         need only be there, one already there is kept (and said), so the two
+ *                         installers do not take turns; the tarball's other plugins are checked as before.
  *   cni_remove_stale_conf: false              move another CNI's config out of /etc/cni/net.d
  *   ais_external_lb:      false                AIStore external access through MetalLB: the pools must
  *                          hold at least ais_targets + 1 addresses (refused before anything runs)

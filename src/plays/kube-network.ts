@@ -3,7 +3,7 @@
  * objects (CNI, MetalLB) on the first control-plane host. See playbooks/kube-network.ts.
  */
 import type { HostContext } from '../contract/playbook.ts';
-import { cniConfGuard, cniPlugins, nmUnmanaged, type CniTarball } from '../resources/kube/cni.ts';
+import { CNI_INSTALLED_PLUGINS, cniConfGuard, cniPlugins, nmUnmanaged, type CniTarball } from '../resources/kube/cni.ts';
 import { directory } from '../resources/core/directory.ts';
 import { kmod } from '../resources/tuning/kmod.ts';
 import {
@@ -129,6 +129,7 @@ export function kubeNodeResources(host: HostContext): Resource[] {
         version: s.cniPlugins.version,
         tarballs: s.cniPlugins.tarballs.map((t) => cniTarballOf(s.cniPlugins.version, t)),
         required: s.cniPlugins.required,
+        sharedWithCni: CNI_INSTALLED_PLUGINS[s.cni].length ? { cni: s.cni, plugins: CNI_INSTALLED_PLUGINS[s.cni] } : undefined,
         after: [guard.id, binDir.id],
         tags: ['cni'],
       }),

@@ -474,6 +474,37 @@ describe('Calico + MetalLB with kube-proxy in IPVS mode', () => {
     expect((d.get('Installation', 'default')!.spec as any).calicoNetwork.ipPools[0].cidr).toBe('10.244.0.0/17');
   });
 
+  it("calico-node's install-cni copying its own plugins over the tarball's: the next run keeps them and changes nothing; a missing one is put back", async () => {
+    await converged();
+    // a test double of calico-node's init container (UPDATE_CNI_BINARIES defaults to true): its
+    // builds of the upstream plugins replace the tarball's, atomically, at every start
+    const calicoInstallCni =
+      'for p in bandwidth host-local loopback portmap tuning; do printf "#!/bin/sh\\necho calico-%s\\n" $p > /opt/cni/bin/.$p.tmp && chmod 755 /opt/cni/bin/.$p.tmp && mv /opt/cni/bin/.$p.tmp /opt/cni/bin/$p; done';
+    expect((await tb.hostExec('tb2', calicoInstallCni)).code).toBe(0);
+    const inv = inventory(vars({ metallb_allow_strict_arp: true }));
+    const check = await provision([PB, '-i', inv, '--check', '--json']);
+    expect(check.code, check.stderr).toBe(0);
+    const rerun = await provision([PB, '-i', inv, '--json']);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(changedResources(rerun)).toEqual([]);
+    expect((await tb.hostExec('tb2', '/opt/cni/bin/host-local; /opt/cni/bin/bridge')).stdout).toBe('calico-host-local\nbridge\n');
+
+    // a plugin gone is still drift: put back from the tarball, Calico's others left as they are
+    await tb.hostExec('tb2', 'rm /opt/cni/bin/portmap');
+    const fix = await provision([PB, '-i', inv, '--json']);
+    expect(fix.code, fix.stderr).toBe(0);
+    expect(changedResources(fix)).toEqual([{ host: 'tb2', id: 'cni-plugins:/opt/cni/bin' }]);
+    const change = fix.events.find((e) => e.type === 'resource' && e.host === 'tb2' && e.id === 'cni-plugins:/opt/cni/bin')!;
+    expect(change.changes[0].summary).toBe(
+      "reinstall CNI plugins v1.8.0 in /opt/cni/bin: portmap missing; leaves bandwidth, host-local, loopback, tuning as they are (calico's DaemonSet installs its own builds of them)",
+    );
+    expect((await tb.hostExec('tb2', 'for p in portmap host-local tuning; do /opt/cni/bin/$p; done')).stdout).toBe(
+      'portmap\ncalico-host-local\ncalico-tuning\n',
+    );
+    const again = await provision([PB, '-i', inv, '--json']);
+    expect(changedResources(again)).toEqual([]);
+  }, 240_000); // four runs, the first a full converge when this test runs alone
+
   it("another CNI's config in /etc/cni/net.d is refused on that node, or moved away when allowed", async () => {
     await converged();
     await tb.hostExec('tb3', 'printf "{}\\n" > /etc/cni/net.d/10-flannel.conflist');

@@ -41,6 +41,13 @@ export interface CniPluginsOptions extends CommonOptions {
   tarballs: CniTarball[];
   /** Plugins that must be in the tarball and on the host. */
   required: string[];
+  /**
+   * Plugins the CNI's own DaemonSet also copies into the directory, with its own builds, at every
+   * start (Calico's install-cni: UPDATE_CNI_BINARIES defaults to true). Present is enough for
+   * these, and one already there is kept: otherwise each run would put the tarball's back and the
+   * CNI its own at its next start, and the host would never converge.
+   */
+  sharedWithCni?: { cni: string; plugins: string[] };
 }
 
 /** Go's architecture names (upstream's tarballs) by `uname -m`. */
@@ -147,21 +154,26 @@ export function parseCniPluginsProbe(out: string): CniPluginsFacts {
 }
 
 export function cniPluginsChanges(
-  o: Pick<CniPluginsOptions, 'version' | 'tarballs' | 'required'>,
+  o: Pick<CniPluginsOptions, 'version' | 'tarballs' | 'required' | 'sharedWithCni'>,
   dir: string,
   f: CniPluginsFacts,
 ): Change[] {
   const tarball = pickCniTarball(o.version, o.tarballs, f.arch);
-  return cniTarballChanges({ version: o.version, required: o.required, sha256: tarball.sha256, source: resolveSource(tarball) }, dir, f);
+  return cniTarballChanges(
+    { version: o.version, required: o.required, shared: o.sharedWithCni, sha256: tarball.sha256, source: resolveSource(tarball) },
+    dir,
+    f,
+  );
 }
 
 /** The changes for the tarball of this host's architecture. */
 function cniTarballChanges(
-  o: { version: string; required: string[]; sha256: string; source: CniPluginsSource },
+  o: { version: string; required: string[]; shared?: CniPluginsOptions['sharedWithCni']; sha256: string; source: CniPluginsSource },
   dir: string,
   f: CniPluginsFacts,
 ): Change[] {
   const from = o.source.kind === 'push' ? o.source.origin : o.source.kind === 'url' ? o.source.url : o.source.path;
+  const shared = new Set(o.shared?.plugins);
   let summary: string | undefined;
   if (!f.marker) summary = `install CNI plugins ${o.version} into ${dir} (from ${from})`;
   else if (f.marker.sha256 !== o.sha256)
@@ -174,11 +186,14 @@ function cniTarballChanges(
     for (const [name, size] of Object.entries(f.marker.files)) {
       const now = f.live[name];
       if (now === null || now === undefined) problems.push(`${name} missing`);
-      else if (now !== size) problems.push(`${name} changed (${size} → ${now} bytes)`);
+      else if (now !== size && !shared.has(name)) problems.push(`${name} changed (${size} → ${now} bytes)`);
     }
     if (problems.length) summary = `reinstall CNI plugins ${o.version} in ${dir}: ${problems.join(', ')}`;
   }
   if (!summary) return [];
+  // said, not silent: these stay the CNI's builds, whatever the tarball holds
+  const kept = [...shared].filter((n) => typeof f.live[n] === 'number');
+  if (kept.length) summary += `; leaves ${kept.join(', ')} as they are (${o.shared!.cni}'s DaemonSet installs its own builds of them)`;
   if (o.source.kind === 'url' && !f.curl && !f.wget) {
     throw new Refusal(
       `neither curl nor wget on this host to download ${o.source.url}; install one, stage the tarball on the host (cni_plugins_src: file:///path), or let the controller push it (cni_plugins_fetch: controller)`,
@@ -200,6 +215,9 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
     if (!/^[0-9a-f]{64}$/.test(t.sha256))
       throw new InputError(`cni plugins: sha256 must be 64 hex digits, got ${JSON.stringify(t.sha256)}`);
   for (const r of o.required) if (!PLUGIN_NAME.test(r)) throw new InputError(`cni plugins: invalid plugin name ${JSON.stringify(r)}`);
+  for (const r of o.sharedWithCni?.plugins ?? [])
+    if (!PLUGIN_NAME.test(r)) throw new InputError(`cni plugins: invalid plugin name ${JSON.stringify(r)}`);
+  const shared = o.sharedWithCni?.plugins ?? [];
   const marker = `${dir}/${CNI_MARKER}`;
   return {
     ...common('cni-plugins', `cni-plugins:${dir}`, o),
@@ -212,7 +230,7 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
         `echo "tools curl=$(command -v curl >/dev/null 2>&1 && echo yes || echo no) wget=$(command -v wget >/dev/null 2>&1 && echo yes || echo no)"`,
         `if [ -f "$m" ]; then echo '== marker'; cat "$m"; fi`,
         `echo '== live'`,
-        `{ [ -f "$m" ] && sed -n 's/^file \\([^ ]*\\) .*$/\\1/p' "$m"; printf '%s\\n' ${o.required.map(shq).join(' ')}; } | sort -u | while IFS= read -r n; do`,
+        `{ [ -f "$m" ] && sed -n 's/^file \\([^ ]*\\) .*$/\\1/p' "$m"; printf '%s\\n' ${[...o.required, ...shared].map(shq).join(' ')}; } | sort -u | while IFS= read -r n; do`,
         `  if [ -f "$d/$n" ]; then echo "$n $(stat -c %s -- "$d/$n")"; else echo "$n -"; fi`,
         'done',
       ].join('\n'),
@@ -253,10 +271,13 @@ export function cniPlugins(o: CniPluginsOptions): Resource<CniPluginsFacts> {
           : []),
         // top-level regular files only; each replaced by a rename (a running pod setup sees old or new)
         `: > "$t/marker"`,
+        `shared=${shq(` ${shared.join(' ')} `)}`,
         `printf 'version %s\\nsha256 %s\\n' ${shq(o.version)} ${shq(sha)} >> "$t/marker"`,
         `for f in "$t"/x/* "$t"/x/.[!.]*; do`,
         '  { [ -f "$f" ] && [ ! -L "$f" ]; } || continue',
         '  n=${f##*/}',
+        // the CNI's own build of a shared plugin stays (it would put it back at its next start)
+        `  case "$shared" in *" $n "*) if [ -f "$d/$n" ]; then echo "file $n $(stat -c %s -- "$d/$n")" >> "$t/marker"; continue; fi ;; esac`,
         '  cp -- "$f" "$d/.$n.racksmith-new"',
         '  chmod 755 "$d/.$n.racksmith-new"',
         '  mv -f -- "$d/.$n.racksmith-new" "$d/$n"',
@@ -280,6 +301,18 @@ export interface CniConfGuardOptions extends CommonOptions {
   /** Move foreign configs away (to `<dir>.racksmith-stale/`) instead of refusing. */
   removeStale: boolean;
 }
+
+/**
+ * Plugins of the containernetworking tarball that each CNI's DaemonSet also copies into
+ * /opt/cni/bin, over what is there, at every start: Calico's install-cni (calico/cni image:
+ * bandwidth, host-local, loopback, portmap, tuning besides its own; UPDATE_CNI_BINARIES defaults to
+ * true, and the Tigera operator does not change it). Flannel's init container copies only `flannel`,
+ * which the tarball has not held since v1.0.
+ */
+export const CNI_INSTALLED_PLUGINS: Record<'flannel' | 'calico', string[]> = {
+  flannel: [],
+  calico: ['bandwidth', 'host-local', 'loopback', 'portmap', 'tuning'],
+};
 
 /** Config files each CNI writes itself (its DaemonSet's init container). */
 export const OWN_CNI_CONFIGS: Record<'flannel' | 'calico', string[]> = {

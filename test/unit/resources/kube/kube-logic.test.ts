@@ -669,6 +669,35 @@ describe('CNI plugins and configs on the host', () => {
     expect(cniPluginsChanges(o, '/opt/cni/bin', f).map((c) => c.summary)).toEqual(want);
   });
 
+  // Calico's install-cni copies its own builds of these over the tarball's at every start
+  const calico = { ...o, sharedWithCni: { cni: 'calico', plugins: ['host-local', 'portmap'] } };
+  it.each([
+    ["calico's builds of shared plugins: converged", installed({ bridge: 10, portmap: 20 }, { bridge: 10, portmap: 37 }), []],
+    [
+      'a shared plugin missing is put back; what the CNI installed is said to stay',
+      installed({ bridge: 10, portmap: 20, 'host-local': 30 }, { bridge: 10, portmap: null, 'host-local': 31 }),
+      [
+        "reinstall CNI plugins v1.8.0 in /opt/cni/bin: portmap missing; leaves host-local as they are (calico's DaemonSet installs its own builds of them)",
+      ],
+    ],
+    [
+      'a plugin of the tarball only still counts when changed',
+      installed({ bridge: 10, portmap: 20 }, { bridge: 11, portmap: 37 }),
+      [
+        "reinstall CNI plugins v1.8.0 in /opt/cni/bin: bridge changed (10 → 11 bytes); leaves portmap as they are (calico's DaemonSet installs its own builds of them)",
+      ],
+    ],
+    [
+      'a first install on a node where calico-node already ran',
+      { arch: 'x86_64', live: { bridge: null, portmap: 37, 'host-local': 31 }, curl: false, wget: false },
+      [
+        "install CNI plugins v1.8.0 into /opt/cni/bin (from /m/cni.tgz); leaves host-local, portmap as they are (calico's DaemonSet installs its own builds of them)",
+      ],
+    ],
+  ] as Array<[string, CniPluginsFacts, string[]]>)('%s', (_, f, want) => {
+    expect(cniPluginsChanges(calico, '/opt/cni/bin', f).map((c) => c.summary)).toEqual(want);
+  });
+
   describe("the tarball of the host's architecture", () => {
     const AMD = { arch: 'amd64', sha256: 'a'.repeat(64), source: push };
     const ARM = { arch: 'arm64', sha256: 'b'.repeat(64), source: { ...push, origin: '/m/arm.tgz' } };
