@@ -579,6 +579,7 @@ describe('safety: pinned manifests and input validation', () => {
       /kube_pod_cidr: '10\.250\.0\.1\/16' is not a CIDR with its host bits zero/,
     ],
   ])('%s in the inventory → exit 3 naming file:line, before any host is touched', async (_, extra, msg) => {
+    await tb.reset(['tb2']); // whatever an earlier test left there, this one is to see nothing written
     const d = double ?? (await cluster());
     const before = d.requests.length;
     const inv = inventory(base({ kube_cni: 'flannel', ...extra }));
