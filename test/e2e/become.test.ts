@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 const PASSWORD = 'Pw-becomE-7f3a91';
 const ROOTFS = process.env.TB_ROOTFS ?? join(repoRoot, '.cache/testbed-rootfs');
@@ -117,7 +118,8 @@ function provisionOnPty(args: string[], typed: string): Promise<CliRun> {
 }
 
 describe('become: hosts reached as ops with sudo', () => {
-  it('site.ts as ops with -b (root login off, NOPASSWD sudo): --check changes nothing, converges, re-run 0 changes, one exec per host', async () => {
+  it('site.ts as ops with -b (root login off, NOPASSWD sudo): --check changes nothing, converges, re-run 0 changes, one exec per host', async (ctx) => {
+    needHddScheduler(ctx);
     const hosts = ['tb2', 'tb3'];
     await fresh({ tb2: { sudo: 'nopasswd' }, tb3: { sudo: 'nopasswd' } });
     expect((await tb.sshExec('tb2', 'true')).code).not.toBe(0); // root cannot log in

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'rs-bench-smoke-'));
@@ -69,7 +70,8 @@ function benchTools(): string {
 }
 
 describe('benchmark smoke test', () => {
-  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 920_000 }, async () => {
+  it('runs with 2 hosts on its own bed, writes its JSON, leaves no bed behind and the e2e bed alone', { timeout: 920_000 }, async (ctx) => {
+    needHddScheduler(ctx); // the bench converges site.ts, storage play included
     const e2eBed = linkExists('rsbr0');
     const tools = benchTools();
     const run = await bench(['--hosts', '2', '--runs', '1', '--tools', tools, '--synthetic-hosts', '20', '--out', out]);
@@ -143,7 +145,8 @@ describe('benchmark smoke test', () => {
   it(
     '--become: every tool logs in as ops with sudo, racksmith also as root; the become line, end state identical',
     { timeout: 920_000 },
-    async () => {
+    async (ctx) => {
+      needHddScheduler(ctx);
       const tools = benchTools();
       const becomeOut = join(dir, 'become.json');
       const run = await bench(['--hosts', '2', '--runs', '1', '--become', '--tools', tools, '--out', becomeOut]);

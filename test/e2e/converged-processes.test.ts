@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, writeInventory } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 import { probeScript, processesOf } from './probe-processes.ts';
 
 const H = 'tb6';
@@ -40,7 +41,8 @@ beforeAll(async () => {
 });
 
 describe('a converged host', () => {
-  it(`starts at most ${CEILING} processes to probe the storage playbook of 2 disks`, async () => {
+  it(`starts at most ${CEILING} processes to probe the storage playbook of 2 disks`, async (ctx) => {
+    needHddScheduler(ctx);
     const inv = inventory();
     const first = await provision([PB, '-i', inv, '--json']);
     expect(first.code, first.stderr).toBe(0);

@@ -14,6 +14,7 @@ import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
 import { manifestsDir } from '../kube-double/fixtures.ts';
 import { changedResources, provision, recaps, repoRoot } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 const AIS_INI = join(repoRoot, 'test/unit/fixtures/public-inventories/ais-k8s/hosts-example.ini');
 /** ais-k8s's host names -> the bed hosts that play them. */
@@ -128,7 +129,8 @@ afterAll(async () => {
 });
 
 describe("ais-k8s's group names drive storage, jail and the kube cluster step", { timeout: 600_000 }, () => {
-  it('converges: storage on [ais], the jail on ais:&gpu-nodes, the cluster step on [controller]; no playbook edited', async () => {
+  it('converges: storage on [ais], the jail on ais:&gpu-nodes, the cluster step on [controller]; no playbook edited', async (ctx) => {
+    needHddScheduler(ctx);
     converged = false;
     const run = (await converge())!;
     const byHost = (id: string) => run.events.filter((e) => e.type === 'resource' && e.id === id).map((e) => e.host);
@@ -146,7 +148,8 @@ describe("ais-k8s's group names drive storage, jail and the kube cluster step", 
     expect(execFileSync('git', ['status', '--porcelain', '--', 'playbooks'], { cwd: repoRoot }).toString()).toBe('');
   });
 
-  it('a second run changes nothing; --check after it shows nothing', async () => {
+  it('a second run changes nothing; --check after it shows nothing', async (ctx) => {
+    needHddScheduler(ctx);
     await converge();
     const again = await provision([...PLAYBOOKS, '-i', inv, '--json'], { timeoutMs: 300_000 });
     expect(again.code, again.stderr).toBe(0);

@@ -3,9 +3,10 @@
 // what those resources read (Resource.reads): on a fresh storage host the storage play then
 // formats and mounts without probing its disks a second time. A step that says nothing (a
 // command) still makes the later play probe again. Real hosts, real XFS on loop devices.
-import { beforeEach, describe, expect, it, type TestContext } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, writeInventory } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 const H = 'tb7';
 const PB = 'test/fixtures/playbooks/prefetch-storage.ts';
@@ -24,19 +25,6 @@ const inventory = (vars: Record<string, unknown> = {}) =>
     groups: { storage: { hosts: [H] } },
   });
 
-/** The HDD profile's scheduler (playbooks/storage.ts), which the storage play sets on the bed's rotational first disk. */
-const HDD_SCHEDULER = 'mq-deadline';
-
-/** A kernel built without it cannot converge the storage play: a skip with the reason, never a failure or a silent pass. */
-async function needHddScheduler(ctx: TestContext): Promise<void> {
-  for (const d of tb.host(H).disks) {
-    const line = (await tb.hostExec(H, `cat /sys/block/${d.dev.replace('/dev/', '')}/queue/scheduler`)).stdout;
-    const offered = line.split(/\s+/).map((w) => w.replace(/^\[|\]$/g, ''));
-    if (!offered.includes(HDD_SCHEDULER))
-      ctx.skip(`${H} ${d.dev} offers no ${HDD_SCHEDULER} (only ${offered.join(' ')}): the storage play cannot converge on this kernel`);
-  }
-}
-
 const storagePlay = (events: Array<Record<string, unknown>>) => events.filter((e) => e.type === 'resource' && e.play === 'storage');
 
 beforeEach(async () => {
@@ -45,7 +33,7 @@ beforeEach(async () => {
 
 describe("a later play's answers across an earlier play's apply", () => {
   it('stay current across a sysctl drop-in: the storage play formats and mounts with one exec fewer; re-run 0 changes; --check changes nothing', async (ctx) => {
-    await needHddScheduler(ctx);
+    needHddScheduler(ctx);
     const inv = inventory();
     const check = await provision([PB, '-i', inv, '--check', '--json']);
     expect(check.code, check.stderr).toBe(2);
@@ -68,7 +56,7 @@ describe("a later play's answers across an earlier play's apply", () => {
   });
 
   it('are probed again after a step that does not say what it touches (a command)', async (ctx) => {
-    await needHddScheduler(ctx);
+    needHddScheduler(ctx);
     const first = await provision([PB, '-i', inventory({ prefetch_command: true }), '--json']);
     expect(first.code, first.stderr).toBe(0);
     expect(first.events.find((e) => e.id === 'command:marker')).toMatchObject({ status: 'changed' });

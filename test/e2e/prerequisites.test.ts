@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { provision, recaps, writeInventory } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 import { localAptRepo } from './local-repo.ts';
 
 const H = 'tb3';
@@ -30,7 +31,8 @@ function inventory(vars: Record<string, unknown> = {}): string {
 }
 
 describe('host prerequisites', () => {
-  it('a host without xfsprogs and attr gets them from the local repository, then formats; re-run 0 changes; --check changes nothing', async () => {
+  it('a host without xfsprogs and attr gets them from the local repository, then formats; re-run 0 changes; --check changes nothing', async (ctx) => {
+    needHddScheduler(ctx);
     await tb.reset([H]);
     await tb.hostExec(H, 'dpkg -r xfsprogs attr');
     expect(await installed(['xfsprogs', 'attr'])).not.toMatch(/ ii/);

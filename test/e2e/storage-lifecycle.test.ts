@@ -11,9 +11,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 const PB = 'playbooks/storage.ts';
 const RECORD = '/var/lib/racksmith/storage.json';
@@ -81,6 +82,8 @@ async function secondRunIsClean(h: string, inv: string): Promise<void> {
   expect(changedResources(again)).toEqual([]);
   expect(recaps(again)[h]).toMatchObject({ changed: 0, failed: 0, execs: 1 });
 }
+
+beforeEach((ctx) => needHddScheduler(ctx)); // every test converges the storage play
 
 describe('storage lifecycle: the record, prune, replacement, slot moves', () => {
   const H = 'tb8';

@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 const HOSTS = ['tb4', 'tb5'];
 const [A, B] = HOSTS;
@@ -343,10 +344,7 @@ describe('one run at a time applies on a host (the apply lock)', () => {
   };
 
   // the HDD profile's scheduler: a kernel built without it cannot show the lock keeping it right
-  beforeEach(async (ctx) => {
-    const has = await queue(disks(HOST)[0].dev, 'scheduler');
-    if (!/(^|[\s[])mq-deadline($|[\s\]])/.test(has)) ctx.skip(`${HOST} offers no mq-deadline (${has}): the HDD profile cannot be applied`);
-  });
+  beforeEach((ctx) => needHddScheduler(ctx));
 
   beforeAll(async () => {
     await tb.reset([HOST]);

@@ -12,9 +12,10 @@
 //    tests (test/unit/resources/storage/storage-logic.test.ts, from facts and from a fake /sys holders/ tree);
 //  - sfdisk is not in the rootfs: the partition-table case writes an MBR with dd.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { beforeAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
+import { needHddScheduler } from './hdd-scheduler.ts';
 
 // tb6 and tb7: the other e2e files that use them (foundation, network) are done with them by the time
 // this file runs, and the jail tests (tb8-tb10) run concurrently during development.
@@ -53,24 +54,6 @@ const queue = async (h: string, dev: string, key: string) => (await sh(h, `cat /
 const scheduler = async (h: string, dev: string) => /\[([^\]]+)\]/.exec(await queue(h, dev, 'scheduler'))?.[1];
 /** The schedulers a device offers, read from sysfs. */
 const offered = async (h: string, dev: string) => (await queue(h, dev, 'scheduler')).split(/\s+/).map((w) => w.replace(/^\[|\]$/g, ''));
-/** The HDD profile's scheduler (playbooks/storage.ts). */
-const HDD_SCHEDULER = 'mq-deadline';
-/**
- * The tests tune the rotational disks with the HDD profile's scheduler: a kernel built without it
- * cannot show that, and the test says so (a skip with the reason, never a silent pass).
- */
-let hddSchedulerMissing: string | undefined;
-async function needHddScheduler(ctx: TestContext): Promise<void> {
-  if (hddSchedulerMissing === undefined) {
-    hddSchedulerMissing = '';
-    for (const h of HOSTS) {
-      const has = await offered(h, disks(h)[0].dev);
-      if (!has.includes(HDD_SCHEDULER))
-        hddSchedulerMissing = `${h} ${disks(h)[0].dev} offers no ${HDD_SCHEDULER} (only ${has.join(' ')}): the HDD profile cannot be applied on this kernel`;
-    }
-  }
-  if (hddSchedulerMissing) ctx.skip(hddSchedulerMissing);
-}
 const resources = (run: CliRun, host: string) =>
   new Map(run.events.filter((e) => e.type === 'resource' && e.host === host).map((e) => [e.id as string, e]));
 const why = (run: CliRun) => `exit ${run.code}\n${run.stderr}`;
@@ -93,9 +76,7 @@ beforeAll(async () => {
   await tb.reset(HOSTS);
   await untune(HOSTS);
 });
-beforeEach(async (ctx) => {
-  await needHddScheduler(ctx);
-});
+beforeEach((ctx) => needHddScheduler(ctx));
 
 describe('storage playbook on fresh hosts', () => {
   // The tests after the first run start from its converged hosts; run alone, each converges them first.
