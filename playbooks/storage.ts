@@ -63,6 +63,10 @@ import {
  *     disk moved to another slot (its entry's device now another disk's) keeps its data's mountpath;
  *   - replacement: a blank disk arriving under a listed name is formatted and mounted at that
  *     name's mountpath (its fstab line replaced, not added);
+ *   - a recorded mountpath takes no filesystem racksmith did not make (another node's data disk put
+ *     in the slot): refused, naming both UUIDs;
+ *   storage_adopt:          [UUID, ...] filesystem UUIDs a recorded mountpath may take all the same: the
+ *                           foreign filesystem is kept (not formatted), recorded and mounted
  *   storage_prune:          true (default): a recorded mountpath no longer in storage_disks is unmounted and
  *                           the fstab line racksmith wrote removed; its data is kept. false: left as it is.
  *                           storage_disks: [] would prune every one: refused (storage_decommission retires them)
@@ -93,6 +97,8 @@ export const AIS_MOUNT_OPTIONS = [
 ];
 
 const DEVICE = '^/dev/[A-Za-z0-9._:+@/-]+$';
+/** A filesystem UUID as blkid prints an XFS one. */
+const FS_UUID = '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$';
 const nullable = (s: object) => ({ anyOf: [s, { type: 'null' }] });
 const profileSchema = {
   type: 'object',
@@ -141,6 +147,7 @@ export const validateStorageVars = varsSchema({
     storage_prune: { type: 'boolean' },
     storage_decommission: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$', maxLength: 64 } },
     storage_wipe: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[^\\s]+$' } },
+    storage_adopt: { type: 'array', items: { type: 'string', pattern: FS_UUID } },
   },
 });
 
@@ -168,6 +175,8 @@ export interface StorageConfig {
   active: StorageDisk[];
   /** storage_wipe: disks (serial, WWN, by-id path) erased once decommissioned. */
   wipe: string[];
+  /** storage_adopt: filesystem UUIDs (lower case) a recorded mountpath may take although racksmith did not make them. */
+  adopt: string[];
 }
 
 interface DiskVar {
@@ -268,6 +277,7 @@ export function storageConfig(host: HostContext): StorageConfig {
     decommission: disks.filter((d) => gone.has(d.name)),
     prune: host.var('storage_prune', true),
     wipe,
+    adopt: host.var<string[]>('storage_adopt', []).map((u) => u.toLowerCase()),
     prefix,
     options: host.var('storage_mount_options', AIS_MOUNT_OPTIONS),
     allow: host.var<string[]>('format_allow', []),
@@ -335,7 +345,13 @@ export function storageResources(host: HostContext): Resource[] {
     const fmt = formats[i];
     // Which disk serves the mountpath (a moved disk keeps its own), recorded once its mkfs ran;
     // the mount finds that disk by the recorded filesystem UUID.
-    const rec = storageRecordLine({ mountpoint: d.mountpoint, disks: entries, dependsOn: [fmt.id], tags: ['mkfs', 'mount'] });
+    const rec = storageRecordLine({
+      mountpoint: d.mountpoint,
+      disks: entries,
+      adopt: c.adopt,
+      dependsOn: [fmt.id],
+      tags: ['mkfs', 'mount'],
+    });
     // The root mode of a filesystem racksmith makes is set by mkfs; a kept one's only when asked.
     const mnt = recordedDiskMount({
       spec: d.spec,
@@ -344,6 +360,7 @@ export function storageResources(host: HostContext): Resource[] {
       fstype: 'xfs',
       options: c.options,
       mode: c.mountMode,
+      adopt: c.adopt,
       dependsOn: [fmt.id],
       tags: ['mount'],
     });

@@ -1,6 +1,6 @@
-// Issue #18, the lifecycle, on the test bed: storage.json, prune, replacement, a disk moved to
-// another slot, decommission, wipe (only reviewed or with --yes; never a disk in use), and the
-// migration from ais-k8s. Each test resets and converges the host it uses, so it passes alone.
+// Issue #18, the lifecycle, on the test bed: storage.json, prune, replacement, another node's XFS
+// in a recorded slot (refused; storage_adopt), a disk moved to another slot, decommission, wipe
+// (only reviewed or with --yes; never a disk in use), and the migration from ais-k8s. Each test resets and converges the host it uses, so it passes alone.
 //
 // Test-bed specifics: loop devices have no serial, so where a test needs one (storage_wipe names
 // disks by serial only) it writes what udevd would have recorded into the host's udev database
@@ -203,6 +203,91 @@ describe('storage lifecycle: the record, prune, replacement, slot moves', () => 
     // the other disk is untouched
     expect(await uuidOf(H, b.dev)).toBe(u2);
     expect(await sh(H, 'cat /ais/d2/data')).toBe('other\n');
+    await secondRunIsClean(H, inv);
+  });
+
+  it("another node's XFS in a recorded mountpath's slot is refused in --check and apply (nothing recorded or mounted, the other disk converges); storage_adopt naming its UUID takes it", async () => {
+    await converge(H);
+    const [a, b] = disks(H);
+    const [u1, u2] = [await uuidOf(H, a.dev), await uuidOf(H, b.dev)];
+    // d1's disk is pulled, and another node's data disk (an XFS racksmith did not make here) put in its slot
+    await sh(
+      H,
+      `umount /ais/d1 && mkfs.xfs -q -f ${a.dev} && mkdir -p /mnt/f && mount ${a.dev} /mnt/f && echo other-node > /mnt/f/obj && umount /mnt/f`,
+    );
+    const u3 = await uuidOf(H, a.dev);
+    // /ais/d2 has a change of its own to make: it is converged all the same
+    await sh(H, 'umount /ais/d2');
+    const inv = inventory(H);
+    const [recordBefore, fstabBefore, before] = [await sh(H, `cat ${RECORD}`), await sh(H, 'cat /etc/fstab'), await snapshot(H)];
+    const problem = `${a.dev} carries XFS UUID ${u3}, not the filesystem storage.json records for /ais/d1 (UUID ${u1}), and racksmith did not make it on this host: another node's data disk? A recorded mountpath takes no other filesystem unasked, so /ais/d1 is neither recorded anew nor mounted. To take this filesystem and its data deliberately, list it in storage_adopt: [${u3}]; to format the disk as a blank replacement instead, erase it by hand (wipefs -a ${a.dev}) and name it in format_allow`;
+    const refused = (run: CliRun) => {
+      const rs = resources(run, H);
+      expect(rs.get('storage-record:/ais/d1')!.error).toBe(`refused: not recording /ais/d1 → ${a.dev}: ${problem}`);
+      expect(rs.get('mount:/ais/d1')!.error).toBe(`refused: not mounting ${a.dev} at /ais/d1: ${problem}`);
+      expect([...rs.values()].filter((e) => e.status === 'failed').map((e) => e.id)).toEqual(['storage-record:/ais/d1', 'mount:/ais/d1']);
+    };
+    const check = await provision([PB, '-i', inv, '--check', '--json']);
+    expect(check.code, why(check)).toBe(1);
+    refused(check);
+    expect(changedResources(check).map((c) => c.id)).toContain('mount:/ais/d2');
+    expect(await snapshot(H)).toBe(before);
+
+    const run = await provision([PB, '-i', inv, '--json']);
+    expect(run.code, why(run)).toBe(1);
+    refused(run);
+    expect(await source(H, '/ais/d1')).toBe('');
+    expect(await source(H, '/ais/d2')).toBe(b.dev);
+    expect(await sh(H, `cat ${RECORD}`)).toBe(recordBefore);
+    expect(await sh(H, 'cat /etc/fstab')).toBe(fstabBefore);
+    expect([await uuidOf(H, a.dev), await uuidOf(H, b.dev)]).toEqual([u3, u2]);
+
+    // taken deliberately, by its exact identity: kept (not formatted), recorded and mounted with its data
+    const adopt = inventory(H, { storage_adopt: [u3] });
+    const unchanged = await snapshot(H);
+    const look = await provision([PB, '-i', adopt, '--check', '--json']);
+    expect(look.code, why(look)).toBe(2);
+    expect(changedResources(look).map((c) => c.id)).toEqual(['storage-record:/ais/d1', 'mount:/ais/d1', 'xattr:/ais/d1']);
+    expect(
+      resources(look, H)
+        .get('storage-record:/ais/d1')!
+        .changes.map((c: { summary: string }) => c.summary),
+    ).toEqual([`${RECORD}: record /ais/d1 → ${a.dev} (UUID ${u3}) (storage_adopt, in place of UUID ${u1})`]);
+    expect(await snapshot(H)).toBe(unchanged);
+    const taken = await provision([PB, '-i', adopt, '--json']);
+    expect(taken.code, why(taken)).toBe(0);
+    expect(await source(H, '/ais/d1')).toBe(a.dev);
+    expect(await sh(H, 'cat /ais/d1/obj')).toBe('other-node\n');
+    expect(await uuidOf(H, a.dev)).toBe(u3);
+    expect((await record(H)).disks.map((d) => [d.mountpoint, d.uuid])).toEqual([
+      ['/ais/d1', u3],
+      ['/ais/d2', u2],
+    ]);
+    expect((await aisLines(H)).filter((l) => l.includes(' /ais/d1 '))).toEqual([
+      expect.stringMatching(new RegExp(`^UUID=${u3} /ais/d1 xfs `)),
+    ]);
+    await secondRunIsClean(H, adopt);
+    const dry = await provision([PB, '-i', adopt, '--check', '--json']);
+    expect(dry.code, why(dry)).toBe(0);
+    expect(changedResources(dry)).toEqual([]);
+  });
+
+  it("another node's XFS erased by hand and named in format_allow is formatted as the replacement the refusal says it can be", async () => {
+    await converge(H);
+    const [a] = disks(H);
+    await sh(H, `umount /ais/d1 && mkfs.xfs -q -f ${a.dev} && wipefs -a -q ${a.dev}`);
+    const inv = inventory(H, { format_allow: [a.dev] });
+    const run = await provision([PB, '-i', inv, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(resources(run, H).get('disk:d1')!.changes[0].summary).toMatch(
+      /^format \/dev\/\S+ \(1 GiB, no serial\) as XFS, erasing .*XFS secondary superblocks.*\(format_allow: /,
+    );
+    const n = await uuidOf(H, a.dev);
+    expect(await source(H, '/ais/d1')).toBe(a.dev);
+    expect((await record(H)).disks.find((d) => d.mountpoint === '/ais/d1')!.uuid).toBe(n);
+    expect((await aisLines(H)).filter((l) => l.includes(' /ais/d1 '))).toEqual([
+      expect.stringMatching(new RegExp(`^UUID=${n} /ais/d1 xfs `)),
+    ]);
     await secondRunIsClean(H, inv);
   });
 

@@ -41,6 +41,24 @@ import { common, Refusal, type CommonOptions, type Resource, type Step } from '.
  */
 const IO_CAPS_DIR = '/run/racksmith/io-caps';
 
+/**
+ * Where the format step leaves the UUID of each filesystem it made (an empty file per UUID, until
+ * boot): a recorded mountpath whose filesystem is gone takes a new one only when racksmith made it
+ * on this host (a blank replacement, or a disk format_allow named), or storage_adopt names it.
+ */
+export const XFS_MADE_DIR = '/run/racksmith/xfs-made';
+
+/** Probe shell (builtins only) that prints `made=UUID` for each filesystem the format step made (XFS_MADE_DIR). */
+export const XFS_MADE_LIST = `for p in ${XFS_MADE_DIR}/*; do [ -e "$p" ] && printf 'made=%s\\n' "\${p##*/}"; done; :`;
+
+/** The UUIDs XFS_MADE_LIST printed (lower case, as blkid prints them). */
+export function parseMadeList(out: string): string[] {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('made='))
+    .map((l) => l.slice(5).toLowerCase());
+}
+
 /** A whole disk as the inventory names it: a device path (kernel name or /dev/disk/by-id/...) or a serial. */
 export type DiskSpec = { device: string; serial?: undefined } | { serial: string; device?: undefined };
 
@@ -674,13 +692,22 @@ export function wipeGuardScript(f: DiskFacts): string {
   return diskGuard(f, { refusing: 'not wiping', now: '', stillMounted: 'still mounted' });
 }
 
-/** mkfs.xfs of /dev/KNAME whose root directory gets `mode` (a protofile: mkfs.xfs -p, in xfsprogs for decades). */
+/**
+ * mkfs.xfs of /dev/KNAME whose root directory gets `mode` (a protofile: mkfs.xfs -p, in xfsprogs
+ * for decades); then the new filesystem's UUID is left in XFS_MADE_DIR, which is how the
+ * mountpath's record and mount tell this replacement from a filesystem made elsewhere.
+ */
 function mkfsScript(kname: string, mode: string, force: boolean): string {
   const proto = `/dev/null\n0 0\nd--${mode.slice(-3)} 0 0\n$\n`;
+  const d = shq(`/dev/${kname}`);
   return `rs_pf=$(mktemp)
 trap 'rm -f "$rs_pf"' EXIT
 printf '%s' ${shq(proto)} > "$rs_pf"
-mkfs.xfs${force ? ' -f' : ''} -q -p "$rs_pf" ${shq(`/dev/${kname}`)}`;
+mkfs.xfs${force ? ' -f' : ''} -q -p "$rs_pf" ${d}
+rs_mu=$(blkid -p -s UUID -o value -- ${d}) || rs_mu=
+case $rs_mu in ''|*[!0-9a-fA-F-]*) echo ${shq(`mkfs.xfs made /dev/${kname}, but blkid reads no UUID of it:`)} "$rs_mu" >&2; exit 1 ;; esac
+mkdir -p ${XFS_MADE_DIR}
+: > "${XFS_MADE_DIR}/$rs_mu"`;
 }
 
 export interface XfsFormatOptions extends CommonOptions {

@@ -135,6 +135,42 @@ export function assignMountpoints(listed: readonly ListedDisk[], record: readonl
   return out;
 }
 
+/** What a mountpath's recorded filesystem and the one that would serve it now are. */
+export interface ServingFilesystem {
+  mountpoint: string;
+  /** The disk that would serve it (/dev/KNAME). */
+  dev: string;
+  /** The filesystem UUID storage.json records for the mountpoint (none: nothing recorded yet). */
+  recorded?: string;
+  /** The XFS UUID that disk carries (none: not XFS, e.g. blank until its mkfs). */
+  found?: string;
+}
+
+/**
+ * Whose filesystem may serve a recorded mountpath: 'same' (the recorded one, wherever its disk
+ * is), 'unrecorded' (nothing recorded yet, or no XFS to compare: the first run's adoption of
+ * ais-k8s mounts, a disk before its mkfs), 'made' (racksmith formatted it on this host: a blank
+ * replacement, XFS_MADE_DIR), 'adopted' (storage_adopt names its UUID), else 'foreign': another
+ * filesystem (another node's data disk put in the slot), which is never taken unasked.
+ */
+export function servingVerdict(
+  s: ServingFilesystem,
+  adopt: readonly string[],
+  made: readonly string[],
+): 'same' | 'unrecorded' | 'made' | 'adopted' | 'foreign' {
+  if (s.recorded === undefined || s.found === undefined) return 'unrecorded';
+  const found = s.found.toLowerCase();
+  if (found === s.recorded.toLowerCase()) return 'same';
+  if (made.includes(found)) return 'made';
+  if (adopt.some((a) => a.toLowerCase() === found)) return 'adopted';
+  return 'foreign';
+}
+
+/** Why a foreign filesystem does not serve the mountpath, and how to take it deliberately (servingVerdict 'foreign'). */
+export function foreignFilesystemProblem(s: ServingFilesystem): string {
+  return `${s.dev} carries XFS UUID ${s.found}, not the filesystem storage.json records for ${s.mountpoint} (UUID ${s.recorded}), and racksmith did not make it on this host: another node's data disk? A recorded mountpath takes no other filesystem unasked, so ${s.mountpoint} is neither recorded anew nor mounted. To take this filesystem and its data deliberately, list it in storage_adopt: [${s.found}]; to format the disk as a blank replacement instead, erase it by hand (wipefs -a ${s.dev}) and name it in format_allow`;
+}
+
 /** The record line of a mountpoint for the disk that serves it. */
 export function recordDiskFor(mountpoint: string, name: string, a: Assigned): RecordDisk {
   return { mountpoint, name, kname: a.facts.kname, uuid: xfsUuidOf(a.facts), serial: serialOf(a.facts) };

@@ -4,6 +4,7 @@
  *    it: kernel name, filesystem UUID, serial), written atomically; a disk moved to another slot
  *    keeps its mountpath;
  *  - recordedDiskMount: the mount of the disk that storage.json names for a mountpath;
+ *    both refuse a filesystem racksmith did not make at a recorded mountpath unless storage_adopt names it;
  *  - storagePrune: recorded mountpaths no longer in storage_disks: unmounted, racksmith's fstab
  *    line removed, data untouched;
  *  - diskDecommission: a listed disk taken out of service: unmounted, its fstab lines and record
@@ -22,10 +23,13 @@ import {
   diskHelpers,
   diskUsersParts,
   diskProbeBody,
+  parseMadeList,
   resolvedMount,
   serialResolver,
   specText,
   wipeGuardScript,
+  XFS_MADE_DIR,
+  XFS_MADE_LIST,
   type DiskSpec,
 } from './blockdev.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
@@ -35,12 +39,14 @@ import { escapeMountinfo, MOUNTINFO, unescapeMountinfo } from '../core/mount-tab
 import {
   assignMountpoints,
   decommissionPlan,
+  foreignFilesystemProblem,
   parseRecord,
   pruneEverythingRefusal,
   pruneSet,
   recordDiskFor,
   recordLinePrefix,
   renderRecord,
+  servingVerdict,
   STORAGE_RECORD,
   withoutLines,
   withRecordDisk,
@@ -50,8 +56,18 @@ import {
   type XfsMount,
   wipeNamedBy,
   wipeSelectionProblem,
+  xfsUuidOf,
 } from './storage-lifecycle-logic.ts';
-import { common, NotApplicable, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
+import {
+  common,
+  NotApplicable,
+  Refusal,
+  type Change,
+  type CommonOptions,
+  type FileSlot,
+  type Resource,
+  type Step,
+} from '../../contract/resource.ts';
 
 const recordFile = <F>(path: string, get: (f: F) => FileFacts, set: (f: F, file: FileFacts) => F) =>
   managedFile<F>({ path, get, set, mode: '644', owner: 0, group: 0, stepName: `record in ${path}` });
@@ -80,18 +96,24 @@ export interface StorageRecordLineOptions extends CommonOptions {
   mountpoint: string;
   /** Every listed (not decommissioned) disk of the host: which one serves the mountpath is decided over all. */
   disks: readonly StorageEntry[];
+  /** storage_adopt: filesystem UUIDs a recorded mountpath may take although racksmith did not make them. */
+  adopt?: readonly string[];
   path?: string;
 }
 
 interface RecordLineFacts {
   file: FileFacts;
   disks: DiskFacts[];
+  /** The UUIDs of the filesystems racksmith made on this host since boot (XFS_MADE_DIR). */
+  made: string[];
 }
 
 /**
  * The line of storage.json for one mountpath: the disk that serves it (assignMountpoints: the one
  * mounted there, else recorded there, else its own entry's, else the free one). Each mountpath's
- * line is its own resource: a disk that is refused holds up only its own mountpath.
+ * line is its own resource: a disk that is refused holds up only its own mountpath. A recorded
+ * mountpath takes another filesystem only when racksmith made it or storage_adopt names it
+ * (servingVerdict): a foreign XFS in the slot is refused, never recorded in the old one's place.
  */
 export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordLineFacts, FileWrite> {
   const path = checkAbsolutePath(o.path ?? STORAGE_RECORD, 'storage record path');
@@ -105,12 +127,16 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
   return {
     ...common('storage-record', `storage-record:${o.mountpoint}`, o),
     verifiable: true,
-    reads: [fileTopic(path), ...DISK_READS],
+    reads: [fileTopic(path), fileTopic(XFS_MADE_DIR), ...DISK_READS],
     files: [mf],
     // The disks' parts are their format resources' probes word for word: they run once per script.
     ...probed(
-      () => ({ file: mf.probe(), helpers: diskHelpers(), disks: o.disks.map((d) => diskProbeBody(d.spec)) }),
-      ({ file, disks }): RecordLineFacts => ({ file: fileFacts(file), disks: disks.map((p) => parseDiskFacts(p)) }),
+      () => ({ file: mf.probe(), helpers: diskHelpers(), disks: o.disks.map((d) => diskProbeBody(d.spec)), made: inline(XFS_MADE_LIST) }),
+      ({ file, disks, made }): RecordLineFacts => ({
+        file: fileFacts(file),
+        disks: disks.map((p) => parseDiskFacts(p)),
+        made: parseMadeList(made),
+      }),
     ),
     diff(f) {
       if (f.file.type !== 'file' && f.file.type !== 'absent') throw new Refusal(`${path} is a ${f.file.type}, not a file`);
@@ -122,11 +148,20 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
         throw new Refusal(`no disk for ${o.mountpoint}: ${err.error ?? `${specText(self.spec)} serves another mountpath`}`);
       }
       const line = recordDiskFor(o.mountpoint, self.name, a);
+      const serving = {
+        mountpoint: o.mountpoint,
+        dev: `/dev/${line.kname}`,
+        recorded: record.find((r) => r.mountpoint === o.mountpoint)?.uuid,
+        found: xfsUuidOf(a.facts),
+      };
+      const verdict = servingVerdict(serving, o.adopt ?? [], f.made);
+      if (verdict === 'foreign') throw new Refusal(`not recording ${o.mountpoint} → ${serving.dev}: ${foreignFilesystemProblem(serving)}`);
       const want = renderRecord(withRecordDisk(record, line));
       const moved = a.entry !== self.name ? ` (the disk listed as ${a.entry}, ${a.how} here)` : '';
+      const adopted = verdict === 'adopted' ? ` (storage_adopt, in place of UUID ${serving.recorded})` : '';
       return mf.changes(f, want, {
         create: `${path}: record ${o.mountpoint} → /dev/${line.kname}${moved}`,
-        update: `${path}: record ${o.mountpoint} → /dev/${line.kname}${line.uuid ? ` (UUID ${line.uuid})` : ''}${moved}`,
+        update: `${path}: record ${o.mountpoint} → /dev/${line.kname}${line.uuid ? ` (UUID ${line.uuid})` : ''}${moved}${adopted}`,
       });
     },
     apply: (_, changes) => mf.steps(changes),
@@ -194,15 +229,27 @@ export interface RecordedDiskMountOptions extends Omit<MountOptions, 'device' | 
   name: string;
   /** storage.json (default /var/lib/racksmith/storage.json). */
   record?: string;
+  /** storage_adopt: filesystem UUIDs a recorded mountpath may take although racksmith did not make them. */
+  adopt?: readonly string[];
+}
+
+/** A recorded mountpath's mount facts, with what storage.json records there and what racksmith made. */
+export interface RecordedMountFacts extends MountFacts {
+  /** The filesystem UUID storage.json records for the mountpoint ('' when none). */
+  recorded: string;
+  /** The UUIDs of the filesystems racksmith made on this host since boot (XFS_MADE_DIR). */
+  made: string[];
 }
 
 /**
  * The mount of the disk that serves a mountpath: the filesystem storage.json records there (a
  * disk moved to another slot keeps its mountpath), else the entry's own disk. The mount itself
- * is mount.ts's: by UUID in fstab, verified live by maj:min.
+ * is mount.ts's: by UUID in fstab, verified live by maj:min. A filesystem other than the recorded
+ * one is mounted only when racksmith made it or storage_adopt names it (servingVerdict): the
+ * storage record's line refuses it too, but this mount also runs where --skip-tags leaves that out.
  */
-export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<MountFacts> {
-  const { spec, name, record, ...rest } = o;
+export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<RecordedMountFacts> {
+  const { spec, name, record, adopt = [], ...rest } = o;
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new InputError(`recorded disk mount: invalid name ${JSON.stringify(name)}`);
   const path = checkAbsolutePath(record ?? STORAGE_RECORD, 'storage record path');
   const mountpoint = checkAbsolutePath(o.path, 'mount path');
@@ -215,8 +262,33 @@ export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<MountFa
   const m = resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback), [
     RECORD_FN,
   ]);
-  // (its device is resolved from the record: the mount's reads and the record's)
-  return { ...m, reads: m.reads && [...m.reads, fileTopic(path)] };
+  // After the mount's own parts: the recorded UUID (the record read once per script) and what racksmith made.
+  const identity = inline(`rs_rec_uuid ${shq(path)} ${shq(recordLinePrefix(mountpoint))}
+printf 'recorded=%s\\n' "$rs_u"
+${XFS_MADE_LIST}`);
+  return {
+    ...m,
+    // (its device is resolved from the record: the mount's reads and the record's)
+    reads: m.reads && [...m.reads, fileTopic(path), fileTopic(XFS_MADE_DIR)],
+    // (the fstab slot sets its file as {...facts, fstab}: the fields added here stay)
+    files: m.files as readonly FileSlot<RecordedMountFacts>[] | undefined,
+    useFleet: undefined, // (a mount is no fleet resource)
+    probe: () => [m.probe()].flat().concat(identity),
+    parse(out): RecordedMountFacts {
+      const own = String(out.parts.at(-1) ?? '');
+      return {
+        ...m.parse({ ...out, parts: out.parts.slice(0, -1) }),
+        recorded: /^recorded=(.*)$/m.exec(own)?.[1] ?? '',
+        made: parseMadeList(own),
+      };
+    },
+    diff(f) {
+      const serving = { mountpoint, dev: f.source.path ?? specText(spec), recorded: f.recorded || undefined, found: f.source.uuid };
+      if (servingVerdict(serving, adopt, f.made) === 'foreign')
+        throw new Refusal(`not mounting ${serving.dev} at ${mountpoint}: ${foreignFilesystemProblem(serving)}`);
+      return m.diff(f);
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

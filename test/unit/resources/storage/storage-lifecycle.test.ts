@@ -8,6 +8,8 @@ import { parseDiskFacts, type DiskFacts } from '../../../../src/resources/storag
 import {
   assignMountpoints,
   decommissionPlan,
+  foreignFilesystemProblem,
+  servingVerdict,
   parseRecord,
   pruneEverythingRefusal,
   pruneSet,
@@ -22,6 +24,7 @@ import {
   aisStatePurge,
   parseXfsMounts,
   diskDecommission,
+  recordedDiskMount,
   storagePrune,
   storageRecordLine,
   storageWipeCheck,
@@ -169,7 +172,7 @@ describe('storage.json', () => {
       ],
     });
     const old = renderRecord([rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)]);
-    const facts = { file: fileWith(old), disks: [xfs('loop2', '7:2', U2, '/ais/d2'), xfs('loop1', '7:1', U1, '/ais/d1')] };
+    const facts = { file: fileWith(old), disks: [xfs('loop2', '7:2', U2, '/ais/d2'), xfs('loop1', '7:1', U1, '/ais/d1')], made: [] };
     expect(r.diff(facts)).toEqual([]);
     // the record lost the line: it is written back as the disk that is mounted there
     const lost = { ...facts, file: fileWith(renderRecord([rec('/ais/d1', 'loop1', U1)])) };
@@ -179,6 +182,97 @@ describe('storage.json', () => {
     expect(r.diff({ ...facts, file: absent }).map((c) => c.summary)).toEqual([
       '/var/lib/racksmith/storage.json: record /ais/d2 → /dev/loop2 (the disk listed as d1, mounted here)',
     ]);
+  });
+});
+
+describe('a recorded mountpath takes no foreign filesystem', () => {
+  const at = (recorded: string | undefined, found: string | undefined) => ({ mountpoint: '/ais/d1', dev: '/dev/loop1', recorded, found });
+  it.each([
+    { case: 'the recorded filesystem', recorded: U1, found: U1, adopt: [], made: [], want: 'same' },
+    { case: 'the recorded filesystem, UUID in upper case', recorded: U1, found: U1.toUpperCase(), adopt: [], made: [], want: 'same' },
+    {
+      case: 'nothing recorded yet (first run, ais-k8s mounts adopted)',
+      recorded: undefined,
+      found: U3,
+      adopt: [],
+      made: [],
+      want: 'unrecorded',
+    },
+    { case: 'no XFS on the disk yet (blank, before its mkfs)', recorded: U1, found: undefined, adopt: [], made: [], want: 'unrecorded' },
+    { case: 'a replacement racksmith formatted on this host', recorded: U1, found: U3, adopt: [], made: [U2, U3], want: 'made' },
+    { case: 'another filesystem that storage_adopt names', recorded: U1, found: U3, adopt: [U3.toUpperCase()], made: [], want: 'adopted' },
+    { case: 'another filesystem, storage_adopt naming another', recorded: U1, found: U3, adopt: [U2], made: [U2], want: 'foreign' },
+    { case: 'another filesystem (another node data disk)', recorded: U1, found: U3, adopt: [], made: [], want: 'foreign' },
+  ])('$case: $want', ({ recorded, found, adopt, made, want }) => {
+    expect(servingVerdict(at(recorded, found), adopt, made)).toBe(want);
+  });
+
+  it('says the mountpath, both UUIDs, and how to take it deliberately', () => {
+    expect(foreignFilesystemProblem(at(U1, U3))).toBe(
+      `/dev/loop1 carries XFS UUID ${U3}, not the filesystem storage.json records for /ais/d1 (UUID ${U1}), and racksmith did not make it on this host: another node's data disk? A recorded mountpath takes no other filesystem unasked, so /ais/d1 is neither recorded anew nor mounted. To take this filesystem and its data deliberately, list it in storage_adopt: [${U3}]; to format the disk as a blank replacement instead, erase it by hand (wipefs -a /dev/loop1) and name it in format_allow`,
+    );
+  });
+
+  const disks = [
+    { name: 'd1', mountpoint: '/ais/d1', spec: { device: '/dev/loop1' } },
+    { name: 'd2', mountpoint: '/ais/d2', spec: { device: '/dev/loop2' } },
+  ];
+  const recorded = fileWith(renderRecord([rec('/ais/d1', 'loop1', U1), rec('/ais/d2', 'loop2', U2)]));
+  // d1's disk is gone; its slot holds an unmounted XFS racksmith did not make (U3)
+  const foreign = { file: recorded, disks: [xfs('loop1', '7:1', U3), xfs('loop2', '7:2', U2, '/ais/d2')], made: [] as string[] };
+
+  it('the record line refuses it, and takes it when racksmith made it or storage_adopt names it', () => {
+    const line = (adopt: string[] = []) => storageRecordLine({ mountpoint: '/ais/d1', disks, adopt });
+    expect(() => line().diff(foreign)).toThrow(Refusal);
+    expect(() => line().diff(foreign)).toThrow(`not recording /ais/d1 → /dev/loop1: /dev/loop1 carries XFS UUID ${U3}, not the filesystem`);
+    expect(
+      line([U3])
+        .diff(foreign)
+        .map((c) => c.summary),
+    ).toEqual([`/var/lib/racksmith/storage.json: record /ais/d1 → /dev/loop1 (UUID ${U3}) (storage_adopt, in place of UUID ${U1})`]);
+    expect(
+      line()
+        .diff({ ...foreign, made: [U3] })
+        .map((c) => c.summary),
+    ).toEqual([`/var/lib/racksmith/storage.json: record /ais/d1 → /dev/loop1 (UUID ${U3})`]);
+    // the other mountpath's line is its own: unaffected
+    expect(storageRecordLine({ mountpoint: '/ais/d2', disks }).diff(foreign)).toEqual([]);
+  });
+
+  it('the record line of a disk whose filesystem is gone and made again elsewhere (its serial recorded) refuses it too', () => {
+    const same = { ...foreign, disks: [xfs('loop1', '7:1', U3, undefined, serial('S1')), foreign.disks[1]] };
+    const bySerial = { ...same, file: fileWith(renderRecord([rec('/ais/d1', 'loop1', U1, 'S1'), rec('/ais/d2', 'loop2', U2)])) };
+    expect(() => storageRecordLine({ mountpoint: '/ais/d1', disks }).diff(bySerial)).toThrow(
+      /carries XFS UUID 3333.*records for \/ais\/d1/,
+    );
+  });
+
+  it('the mount refuses it on its own (it runs where --skip-tags leaves the record line out), and mounts what is made or adopted', () => {
+    const mount = (adopt: string[] = []) =>
+      recordedDiskMount({ spec: { device: '/dev/loop1' }, name: 'd1', path: '/ais/d1', fstype: 'xfs', options: ['noatime'], adopt });
+    const facts = {
+      fstab: fileWith(`UUID=${U1} /ais/d1 xfs noatime 0 0\n`),
+      target: { kind: 'dir' as const, devIno: '64:1', mode: '755', empty: true, real: '/ais/d1' },
+      source: { exists: true, majmin: '7:1', uuid: U3, path: '/dev/loop1' },
+      recorded: U1,
+      made: [] as string[],
+    };
+    expect(() => mount().diff(facts)).toThrow(Refusal);
+    expect(() => mount().diff(facts)).toThrow(`not mounting /dev/loop1 at /ais/d1: /dev/loop1 carries XFS UUID ${U3}, not the filesystem`);
+    const wants = (f: typeof facts, adopt: string[] = []) =>
+      mount(adopt)
+        .diff(f)
+        .map((c) => c.summary);
+    const mounts = ['/etc/fstab: update /ais/d1 entry', 'mount /dev/loop1 on /ais/d1 (xfs, noatime)'];
+    expect(wants(facts, [U3])).toEqual(mounts);
+    expect(wants({ ...facts, made: [U3] })).toEqual(mounts);
+    // nothing recorded yet (the first run): mounted as before
+    expect(wants({ ...facts, recorded: '' })).toEqual(mounts);
+    // the probe: the mount's parts, then the recorded UUID and the made list, read back
+    const parts = [mount().probe()].flat();
+    const own = parts.at(-1) as { arg: string };
+    expect(own.arg).toContain('rs_rec_uuid');
+    expect(own.arg).toContain('/run/racksmith/xfs-made/*');
   });
 });
 
@@ -578,6 +672,7 @@ describe('storage playbook variables of the lifecycle', () => {
   });
 
   it.each([
+    [{ storage_adopt: ['not-a-uuid'] }, /storage_adopt/],
     [{ storage_decommission: ['d3'] }, /d3 is not the name of a storage_disks entry/],
     [{ storage_decommission: ['d1'], storage_wipe: ['/dev/sdb'] }, /never by kernel name/],
     [{ storage_wipe: ['S1'] }, /erases decommissioned disks only/],
@@ -585,6 +680,12 @@ describe('storage playbook variables of the lifecycle', () => {
   ])('bad lifecycle input is exit 3 at the variable: %j', (vars, err) => {
     expect(() => storageConfig(ctx({ storage_disks: two, ...vars }))).toThrow(err);
     expect(() => storageConfig(ctx({ storage_disks: two, ...vars }))).toThrow(InputError);
+  });
+
+  it('storage_adopt reaches the record line and the mount of every listed disk (UUIDs in lower case)', () => {
+    const c = storageConfig(ctx({ storage_disks: two, storage_adopt: [U3.toUpperCase()] }));
+    expect(c.adopt).toEqual([U3]);
+    expect(storageConfig(ctx({ storage_disks: two })).adopt).toEqual([]);
   });
 
   it('a decommissioned disk has no format, mount, record, I/O tuning or udev line; prune keeps its mountpoint', () => {

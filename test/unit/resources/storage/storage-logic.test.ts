@@ -677,7 +677,11 @@ describe('format steps', () => {
   it('blank: mkfs.xfs without -f, after re-checking fingerprint, mounts and holders', () => {
     const f = loop();
     const script = r().apply(f, r().diff(f))[0].script;
-    expect(script).toMatch(/\nmkfs\.xfs -q -p "\$rs_pf" \/dev\/loop3$/);
+    expect(script).toMatch(/\nmkfs\.xfs -q -p "\$rs_pf" \/dev\/loop3\n/);
+    // then the new filesystem's UUID is left where the mountpath's record and mount look for what racksmith made
+    expect(script).toMatch(
+      /\nrs_mu=\$\(blkid -p -s UUID -o value -- \/dev\/loop3\).*\nmkdir -p \/run\/racksmith\/xfs-made\n: > "\/run\/racksmith\/xfs-made\/\$rs_mu"$/s,
+    );
     expect(script).toContain('d--750 0 0');
     expect(script).not.toMatch(/mkfs\.xfs.* -f/);
     expect(script).toContain('changed since it was probed');
@@ -687,7 +691,9 @@ describe('format steps', () => {
   it('allowed: wipe the signatures, then mkfs.xfs -f', () => {
     const f = loop({ ...ext4 });
     const steps = r(['/dev/loop3']).apply(f, r(['/dev/loop3']).diff(f));
-    expect(steps[0].script).toMatch(/wipefs -a -q -- \/dev\/loop3[^\n]*\n.*\nmkfs\.xfs -f -q -p "\$rs_pf" \/dev\/loop3$/s);
+    expect(steps[0].script).toMatch(
+      /wipefs -a -q -- \/dev\/loop3[^\n]*\n.*\nmkfs\.xfs -f -q -p "\$rs_pf" \/dev\/loop3\n.*xfs-made\/\$rs_mu"$/s,
+    );
   });
   it('XFS already: nothing to do', () => {
     const f = loop(xfs);
