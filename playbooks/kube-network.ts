@@ -19,6 +19,11 @@ import { playbook, kubeClusterResources, kubeNodeResources } from '../src/index.
  *   - MetalLB: strictARP in kube-proxy's ConfigMap when kube-proxy runs IPVS (only with
  *     metallb_allow_strict_arp), metallb-native.yaml, then the pools and advertisements once the
  *     webhook really serves.
+ * An object differs only when a field racksmith applies differs (kubectl diff with the
+ * managedFields): what a controller owns is never fought nor counted, at whatever moment it writes
+ * it (MetalLB's cert-rotator fills the webhook Secret the manifest ships empty, and the caBundles).
+ * The probe needs a diff that takes options after its files, as kubectl passes them (GNU
+ * diffutils); another is a clear probe error.
  * Each step waits (CRDs Established, rollouts, tigerastatus, webhook) with a timeout. The cluster's
  * pod CIDR (kubeadm-config podSubnet, nodes' podCIDR) must agree with the inventory, and no other
  * CNI may run: otherwise the play refuses before applying anything.

@@ -56,6 +56,11 @@ export interface KubeApiDouble {
   stop(): Promise<void>;
   setWebhookReady(ready: boolean): void;
   requests: RecordedRequest[];
+  /**
+   * Runs `action` once, just before the first request `match` accepts is handled: a controller's
+   * write placed at an exact point of a client's sequence of requests (an event, not a timer).
+   */
+  beforeRequest(match: (r: RecordedRequest) => boolean, action: () => void): void;
   /** Every stored object (copies). */
   objects(): KubeObject[];
   /** One stored object by kind name (`ConfigMap`, `IPAddressPool`), name and namespace. */
@@ -115,6 +120,7 @@ function parseBody(body: Buffer, mediaType: string): Json {
 class Server {
   readonly cluster: Cluster;
   readonly requests: RecordedRequest[] = [];
+  readonly hooks: Array<{ match: (r: RecordedRequest) => boolean; action: () => void }> = [];
   private readonly http: http.Server;
   private readonly watches = new Set<http.ServerResponse>();
   private address = '';
@@ -161,7 +167,10 @@ class Server {
     const url = new URL(req.url ?? '/', 'http://double');
     const method = req.method ?? 'GET';
     const contentType = req.headers['content-type'];
-    this.requests.push({ method, path: url.pathname, query: url.search.replace(/^\?/, ''), contentType });
+    const recorded: RecordedRequest = { method, path: url.pathname, query: url.search.replace(/^\?/, ''), contentType };
+    this.requests.push(recorded);
+    const hook = this.hooks.findIndex((h) => h.match(recorded));
+    if (hook >= 0) this.hooks.splice(hook, 1)[0].action();
     const accept = req.headers.accept;
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const segs = path.split('/').filter(Boolean);
@@ -455,6 +464,7 @@ export async function startKubeApiDouble(opts: KubeApiDoubleOptions = {}): Promi
     stop: () => server.stop(),
     setWebhookReady: (ready: boolean) => cluster.webhook.setReady(ready),
     requests: server.requests,
+    beforeRequest: (match, action) => void server.hooks.push({ match, action }),
     objects: () => cluster.store.all().map((s) => s.object),
     get: (kind: string, name: string, namespace?: string) => {
       const t = cluster.registry.byKindName(kind);

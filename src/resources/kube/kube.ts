@@ -7,6 +7,9 @@
  *   cluster state always prints the same facts (temp paths, timestamps and the bodies of
  *   would-be-created objects are dropped). Objects whose namespace does not exist yet cannot be
  *   dry-run (the API server refuses them); they are reported as creations without a server diff.
+ *   A differing object is printed whole with its managedFields: it is an update only when a field
+ *   racksmith applies differs (src/kube/applied-diff.ts), never for a field a controller wrote
+ *   between kubectl's read and its dry run (MetalLB's cert-rotator, the Tigera operator).
  * - diff: pure, one change per object to create or update (updates carry kubectl's diff).
  * - apply: `kubectl apply --server-side --field-manager=racksmith --force-conflicts`, then the
  *   waits (CRDs Established, rollouts, ...), each a step with a timeout and a clear error.
@@ -22,6 +25,7 @@ import { yamlLib } from '../../util/yaml-lib.ts';
 import { shq } from '../../shell/quote.ts';
 import { cidrEqual, cidrWithin, parseCidr, type Cidr } from '../../kube/cidr.ts';
 import { diffName, displayName, kubectlRef, type KubeObject, type ObjectRef } from '../../kube/objects.ts';
+import { appliedChange } from '../../kube/applied-diff.ts';
 import { common, ProbeError, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
 export const FIELD_MANAGER = 'racksmith';
@@ -108,7 +112,7 @@ export interface KubeApplyOptions extends CommonOptions {
 export interface KubeApplyFacts {
   /** Namespaces the objects need that do not exist yet. */
   missingNamespaces: string[];
-  /** kubectl diff exit code: 0 same, 1 differs. */
+  /** kubectl diff exit code: 0 same, 1 differs (0 too when no field racksmith applies differs). */
   rc: number;
   /** Per kubectl diff file name: created, or the normalised diff of an update. */
   objects: Record<string, { create: boolean; diff: string }>;
@@ -122,7 +126,7 @@ export interface KubeApplyFacts {
 
 /** awk that normalises `kubectl diff` output (stable facts for the same cluster state). */
 const NORMALISE_DIFF = `awk '
-/^diff -u -N / { n = $NF; sub(/^.*\\//, "", n); print "@@object " n; hdr = 2; skip = 0; next }
+/^diff / { n = $NF; sub(/^.*\\//, "", n); print "@@object " n; hdr = 2; skip = 0; next }
 hdr > 0 && /^(---|[+][+][+]) / { hdr--; next }
 /^@@ -0,0 / { print "@@create"; skip = 1; next }
 skip { next }
@@ -133,6 +137,16 @@ const UNKNOWN_KIND =
   /no matches for kind|resource mapping not found|the server doesn't have a resource type|could not find the requested resource/i;
 const WEBHOOK_ERROR =
   /failed calling webhook|no endpoints available for service|connection refused|x509:|context deadline exceeded|service unavailable/i;
+
+/**
+ * kubectl diff with the whole objects (a context longer than any object) and their managedFields,
+ * for the verdict of applied-diff.ts. kubectl passes these options after the two directories: the
+ * probe first checks that this host's diff takes them there.
+ */
+const FULL_DIFF = 'diff -N -U100000000';
+const FULL_DIFF_CHECK = `printf 'x\\n' >"$d/p"; if ! diff "$d/p" "$d/p" -N -U1 >/dev/null 2>&1; then echo ${shq(
+  `racksmith: this host's diff does not take options after its files, as kubectl diff passes them (diff LIVE MERGED ${FULL_DIFF.slice(5)}): install GNU diffutils`,
+)} >&2; exit 4; fi`;
 
 export function parseKubeApplyProbe(out: string, code: number, stderr: string, tolerateWebhook: boolean): KubeApplyFacts {
   if (code !== 0) throw probeFailure('kubectl', code, stderr);
@@ -186,9 +200,18 @@ export function parseKubeApplyProbe(out: string, code: number, stderr: string, t
   }
   flush(curName);
   const err = errLines.join('\n').trim();
-  const facts: KubeApplyFacts = { missingNamespaces, rc, objects };
   // kubectl diff: 0 same, 1 differs, >1 error (an exit 1 with no diff but an error is an error too)
-  if (rc > 1 || (rc === 1 && Object.keys(objects).length === 0 && err)) {
+  const failed = rc > 1 || (rc === 1 && Object.keys(objects).length === 0 && err);
+  for (const [name, o] of Object.entries(objects)) {
+    if (o.create) continue;
+    const shown = appliedChange(o.diff, FIELD_MANAGER);
+    if (shown === undefined) delete objects[name];
+    else o.diff = shown;
+  }
+  // only others' fields differed: the same facts as a converged cluster (a saved plan's hash holds)
+  if (!failed && rc === 1 && Object.keys(objects).length === 0) rc = 0;
+  const facts: KubeApplyFacts = { missingNamespaces, rc, objects };
+  if (failed) {
     if (UNKNOWN_KIND.test(err)) {
       facts.unknownKind = err
         .split('\n')
@@ -266,7 +289,7 @@ export function kubeApply(o: KubeApplyOptions): Resource<KubeApplyFacts> {
       );
     }
     lines.push(
-      `if [ $# -gt 0 ]; then k diff ${SSA} "$@" >"$d/out" 2>"$d/err"; rc=$?; else rc=0; : >"$d/out"; : >"$d/err"; fi`,
+      `if [ $# -gt 0 ]; then ${FULL_DIFF_CHECK}; (KUBECTL_EXTERNAL_DIFF=${shq(FULL_DIFF)}; export KUBECTL_EXTERNAL_DIFF; k diff ${SSA} --show-managed-fields "$@") >"$d/out" 2>"$d/err"; rc=$?; else rc=0; : >"$d/out"; : >"$d/err"; fi`,
       'echo "rc=$rc"',
       `${NORMALISE_DIFF} "$d/out"`,
     );

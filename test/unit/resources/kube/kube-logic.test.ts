@@ -407,10 +407,54 @@ describe('kubeApply: probe output → facts → changes', () => {
     ]);
   });
 
-  it('an update carries kubectl diff hunks', () => {
-    const hunk = '@@ -10,7 +10,7 @@\n       "Network": "10.244.0.0/16",\n-      "Type": "host-gw"\n+      "Type": "vxlan"';
-    const f = parseKubeApplyProbe(`rc=1\n@@object v1.ConfigMap.kube-flannel.kube-flannel-cfg\n${hunk}\n== stderr\n`, 0, '', false);
+  // kubectl diff prints a differing object whole (a context longer than it) with its managedFields
+  const configMapDiff = (owner: string) =>
+    [
+      '@@ -1,17 +1,17 @@',
+      ' apiVersion: v1',
+      ' data:',
+      '   net-conf.json: |',
+      '     {',
+      '       "Network": "10.244.0.0/16",',
+      '       "Backend": {',
+      '-        "Type": "host-gw"',
+      '+        "Type": "vxlan"',
+      '       }',
+      '     }',
+      ' kind: ConfigMap',
+      ' metadata:',
+      '   managedFields:',
+      '   - apiVersion: v1',
+      '     fieldsV1:',
+      '       f:data:',
+      '         f:net-conf.json: {}',
+      `     manager: ${owner}`,
+      '     operation: Apply',
+      '   name: kube-flannel-cfg',
+      '   namespace: kube-flannel',
+    ].join('\n');
+
+  it('an update carries the hunks of the diff, without managedFields', () => {
+    const f = parseKubeApplyProbe(
+      `rc=1\n@@object v1.ConfigMap.kube-flannel.kube-flannel-cfg\n${configMapDiff('racksmith')}\n== stderr\n`,
+      0,
+      '',
+      false,
+    );
+    const hunk =
+      '@@ -4,7 +4,7 @@\n     {\n       "Network": "10.244.0.0/16",\n       "Backend": {\n-        "Type": "host-gw"\n+        "Type": "vxlan"\n       }\n     }\n kind: ConfigMap';
     expect(kubeApplyChanges(DOCS, f)).toEqual([{ summary: 'update ConfigMap kube-flannel/kube-flannel-cfg', diff: hunk }]);
+  });
+
+  it("a difference only in fields racksmith does not apply (another manager's) is no update", () => {
+    const f = parseKubeApplyProbe(
+      `rc=1\n@@object v1.ConfigMap.kube-flannel.kube-flannel-cfg\n${configMapDiff('someone-else')}\n== stderr\n`,
+      0,
+      '',
+      false,
+    );
+    expect(kubeApplyChanges(DOCS, f)).toEqual([]);
+    expect(f).toEqual(parseKubeApplyProbe('rc=0\n== stderr\n', 0, '', false)); // the facts of a converged cluster
   });
 
   it('a kubectl failure is a probe error with its message', () => {

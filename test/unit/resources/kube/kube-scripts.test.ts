@@ -3,13 +3,13 @@
 // 127.0.0.1: probe → diff → apply → probe again must find nothing left to do. The e2e test runs
 // the same through the CLI on the test bed; this one needs neither root nor the bed.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KUBECTL, kubectlFor } from '../../../kube-double/kubectl.ts';
 import { manifest } from '../../../kube-double/fixtures.ts';
-import { startKubeApiDouble, type KubeApiDouble } from '../../../kube-double/server.ts';
+import { startKubeApiDouble, type KubeApiDouble, type RecordedRequest } from '../../../kube-double/server.ts';
 import { identify, parseObjects, printObjects, refOf, splitDocuments } from '../../../../src/kube/objects.ts';
 import { renderFlannel, renderMetallbConfig } from '../../../../src/kube/render.ts';
 import {
@@ -278,6 +278,124 @@ describe.skipIf(!existsSync(KUBECTL))('kube resources against the API double wit
       );
       expect(d.get('IPAddressPool', 'rack-a', 'metallb-system')).toBeUndefined();
     });
+  });
+
+  // MetalLB's controller (its cert-rotator) writes the webhook certificate into the Secret the
+  // manifest ships empty, and the caBundles into the webhook configuration and the bgppeers
+  // conversion webhook, whenever it starts: before, during or after racksmith's apply; the Tigera
+  // operator writes its defaults and status into the Installation. Those fields are the
+  // controllers'; racksmith's verdict looks at the fields racksmith applies, so no timing of such a
+  // write makes a run fail or fight it. Each write is placed by an event of the double.
+  describe('controllers writing their own fields while racksmith converges', () => {
+    const native = () => docsOf(readFileSync(manifest('metallb-v0.16.1/metallb-native.yaml'), 'utf8'));
+    const isDryRunOf = (path: string) => (q: RecordedRequest) =>
+      q.method === 'PATCH' && q.path.endsWith(path) && q.query.includes('dryRun');
+    const isReadOf = (path: string) => (q: RecordedRequest) => q.method === 'GET' && q.path.endsWith(path);
+    const SECRET = '/namespaces/metallb-system/secrets/metallb-webhook-cert';
+    const VWC = '/validatingwebhookconfigurations/metallb-webhook-configuration';
+    const CRD = '/customresourcedefinitions/bgppeers.metallb.io';
+    const cases: Array<[string, (q: RecordedRequest) => boolean]> = [
+      ['after the apply, before the verify reads the Secret', isReadOf(SECRET)],
+      ["between the verify's read of the Secret and its dry run", isDryRunOf(SECRET)],
+      ["between the verify's read of the webhook configuration and its dry run", isDryRunOf(VWC)],
+      ["between the verify's read of the bgppeers CRD and its dry run", isDryRunOf(CRD)],
+    ];
+    for (const [when, at] of cases) {
+      it(`the rotator writes ${when}: the apply is verified, the certificate kept`, async () => {
+        await fresh({});
+        const r = kubeApply({ name: 'metallb', access, docs: native() });
+        const f = await facts(r);
+        for (const step of r.apply(f, r.diff(f))) {
+          const s = await sh(step.script, true);
+          expect(s.code, s.stderr).toBe(0);
+        }
+        let wrote = false;
+        d.beforeRequest(at, () => {
+          d.setWebhookReady(true);
+          wrote = true;
+        });
+        const verify = r.diff(await facts(r));
+        expect(wrote).toBe(true); // the write happened where this test put it
+        expect(verify).toEqual([]);
+        const data = d.get('Secret', 'metallb-webhook-cert', 'metallb-system')!.data as Record<string, string>;
+        expect(Object.keys(data).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+      });
+    }
+
+    it("the Tigera operator's defaults and status written into the Installation between the verify's read and dry run: verified", async () => {
+      await fresh({});
+      const crd = splitDocuments(readFileSync(manifest('calico-v3.32.1/operator-crds.yaml'), 'utf8'))
+        .map((t) => ({ ref: identify(t), text: t }))
+        .filter((x) => x.ref.name === 'installations.operator.tigera.io');
+      await converge(
+        kubeApply({ name: 'calico-crds', access, docs: crd, waits: [waitEstablished(['installations.operator.tigera.io'], 30)] }),
+      );
+      const inst: ManifestDoc = {
+        ref: { apiVersion: 'operator.tigera.io/v1', kind: 'Installation', name: 'default' },
+        text: 'apiVersion: operator.tigera.io/v1\nkind: Installation\nmetadata:\n  name: default\nspec:\n  registry: registry.local:5000/\n',
+      };
+      const r = kubeApply({ name: 'calico-installation', access, docs: [inst] });
+      const f = await facts(r);
+      for (const step of r.apply(f, r.diff(f))) expect((await sh(step.script, true)).code).toBe(0);
+      let wrote = false;
+      d.beforeRequest(isDryRunOf('/installations/default'), () => {
+        const live = d.get('Installation', 'default')!;
+        d.cluster.seed({ ...live, spec: { ...(live.spec as object), variant: 'Calico' }, status: { variant: 'Calico' } }, 'operator');
+        wrote = true;
+      });
+      expect(r.diff(await facts(r))).toEqual([]);
+      expect(wrote).toBe(true);
+      expect(d.get('Installation', 'default')!.spec).toEqual({ registry: 'registry.local:5000/', variant: 'Calico' });
+    });
+
+    it('the rotator wrote before the apply: the re-run changes nothing; an apply for another object keeps the certificate', async () => {
+      await fresh({ webhookReady: true });
+      await converge(kubeApply({ name: 'metallb', access, docs: native() }));
+      const filled = d.get('Secret', 'metallb-webhook-cert', 'metallb-system')!;
+      expect(Object.keys(filled.data as object).sort()).toEqual(['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
+      const r = kubeApply({ name: 'metallb', access, docs: native() });
+      expect(r.diff(await facts(r))).toEqual([]);
+      // drift in another object of the same manifest: the apply sends the empty Secret again
+      const k = kubectlFor(d.kubeconfig());
+      await k.run([
+        '-n',
+        'metallb-system',
+        'patch',
+        'service',
+        'metallb-webhook-service',
+        '--type=merge',
+        '-p',
+        '{"spec":{"ports":[{"port":444,"targetPort":9443}]}}',
+      ]);
+      k.cleanup();
+      const changes = await converge(r);
+      expect(changes.map((c) => c.summary)).toEqual(['update Service metallb-system/metallb-webhook-service']);
+      expect(d.get('Secret', 'metallb-webhook-cert', 'metallb-system')!.data).toEqual(filled.data);
+      const vwc = d.get('ValidatingWebhookConfiguration', 'metallb-webhook-configuration')!;
+      expect((vwc.webhooks as Array<{ clientConfig: { caBundle?: string } }>).every((w) => w.clientConfig.caBundle)).toBe(true);
+    });
+  });
+
+  it('a diff that takes no options after its files (kubectl diff passes them there): a probe error that says so, not a wrong verdict', async () => {
+    const bin = join(dir, 'strict-diff');
+    mkdirSync(bin, { recursive: true });
+    // like a diff whose getopt stops at the first operand
+    writeFileSync(
+      join(bin, 'diff'),
+      `#!/bin/sh\ncase "$1" in -*) exec /usr/bin/diff "$@" ;; esac\necho "diff: $3: No such file or directory" >&2\nexit 2\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    const r = kubeApply({
+      name: 'x',
+      access,
+      docs: docsOf('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\n'),
+    });
+    const sp = standaloneProbe(`PATH=${bin}:$PATH\n${r.probe()}`);
+    const run = await sh(sp.script);
+    const o = sp.output(run.stdout, run.stderr);
+    expect(() => r.parse(o)).toThrow(/this host's diff does not take options after its files.*install GNU diffutils/);
   });
 
   it('kubectl or the kubeconfig missing: a probe error that says which', async () => {
