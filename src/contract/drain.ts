@@ -43,6 +43,11 @@ export interface DrainProvider {
   drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome>;
   /** Put a node this run drained back into scheduling; why it failed, if it did. */
   resume(exec: DrainExec, node: string): Promise<string | undefined>;
+  /**
+   * Check mode, read only: whether someone else already keeps new work off the node, and why as
+   * its scheduler says (what drain() would report as `already`); undefined when it is in scheduling.
+   */
+  outOfScheduling?(exec: DrainExec, node: string): Promise<string | undefined>;
 }
 
 /** How often a provider asks whether the node's work is gone (the wait is that condition, bounded by the timeout). */

@@ -24,6 +24,9 @@ export const uncordonScript = (a: KubeAccess, node: string): string => `${kubect
 const failure = (what: string, r: { code: number | null; stderr: string; stdout: string }): string =>
   `${what} failed (exit ${r.code ?? 'signal'}): ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(-4).join('\n')}`;
 
+/** A node someone else cordoned, as the output says it. */
+const CORDONED = 'cordoned (spec.unschedulable)';
+
 export function kubernetesDrain(a: KubeAccess): DrainProvider {
   return {
     name: 'kubernetes',
@@ -44,7 +47,12 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         const detail = o.signal?.aborted ? `interrupted: kubectl drain ${node} was stopped` : failure(`kubectl drain ${node}`, d);
         return { kind: 'failed', detail, drained: !already };
       }
-      return already ? { kind: 'already', detail: 'cordoned (spec.unschedulable)' } : { kind: 'drained' };
+      return already ? { kind: 'already', detail: CORDONED } : { kind: 'drained' };
+    },
+    async outOfScheduling(exec: DrainExec, node: string): Promise<string | undefined> {
+      const state = await exec(cordonedScript(a, node));
+      if (state.code !== 0) throw new Error(failure(`kubectl get node ${node}`, state));
+      return state.stdout.trim() === 'true' ? CORDONED : undefined;
     },
     async resume(exec: DrainExec, node: string): Promise<string | undefined> {
       const r = await exec(uncordonScript(a, node));

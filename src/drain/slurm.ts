@@ -67,6 +67,9 @@ export function reservationState(s: SlurmNodeState): string | undefined {
   return [...RESERVED_STATES].find(([w]) => words.includes(w))?.[1];
 }
 
+/** An already-out node's state and its reason, as the output says it: `drained (maintenance by ops)`. */
+const outDetail = (s: SlurmNodeState): string => `${s.state}${s.reason && s.reason !== 'none' ? ` (${s.reason})` : ''}`;
+
 async function run(exec: DrainExec, script: string, what: string): Promise<string> {
   const r = await exec(script);
   if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code ?? 'signal'}): ${r.stderr.trim() || r.stdout.trim()}`);
@@ -92,8 +95,7 @@ export const slurmDrain: DrainProvider = {
       };
       const why = await pollUntil(jobs, o.timeoutSec, o.signal, `the jobs on ${node}`);
       if (why !== undefined) return { kind: 'failed', detail: why, drained };
-      if (already)
-        return { kind: 'already', detail: `${before.state}${before.reason && before.reason !== 'none' ? ` (${before.reason})` : ''}` };
+      if (already) return { kind: 'already', detail: outDetail(before) };
       const reserved = reservationState(before);
       return reserved ? { kind: 'drained', detail: `was ${reserved} (still open to its reservation's jobs)` } : { kind: 'drained' };
     } catch (e) {
@@ -101,6 +103,11 @@ export const slurmDrain: DrainProvider = {
       const detail = o.signal?.aborted ? `interrupted while waiting for the jobs on ${node}` : (e as Error).message;
       return { kind: 'failed', detail, drained };
     }
+  },
+  async outOfScheduling(exec: DrainExec, node: string): Promise<string | undefined> {
+    const s = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
+    if (!s) throw new Error(`Slurm does not know node ${node} (sinfo lists nothing)`);
+    return alreadyOut(s) ? outDetail(s) : undefined;
   },
   async resume(exec: DrainExec, node: string): Promise<string | undefined> {
     const r = await exec(resumeScript(node));

@@ -129,14 +129,30 @@ export class DrainSession {
 
   /**
    * Check mode: say once that the apply would drain this host, or may (`may`: the resources whose
-   * changes may be disruptive but wait on a pending change).
+   * changes may be disruptive but wait on a pending change), or that it is already out of
+   * scheduling by someone else (asked of its scheduler, read only: the apply leaves it so).
    */
-  would(host: string, may?: readonly string[]): void {
+  async would(host: string, may?: readonly string[]): Promise<void> {
     const d = this.plan.hosts.get(host);
     if (!d || this.listed.has(host)) return;
     this.listed.add(host);
-    const detail = may?.length ? { detail: `may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change` } : {};
-    this.emit({ type: 'drain', host, via: d.provider.name, controller: d.controller.name, outcome: 'would', ...detail });
+    const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
+    const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
+    if (d.provider.outOfScheduling)
+      try {
+        // (the drains' connection: Ctrl-C kills the question in flight)
+        const conn = await this.connection(this.drainConns, d.controller);
+        const out = await d.provider.outOfScheduling((script) => conn.exec(script), d.node);
+        if (out !== undefined) return this.emit({ ...base, outcome: 'already', detail: out });
+      } catch (e) {
+        notes.push(`whether it is already out of scheduling is not known (controller ${d.controller.name}: ${(e as Error).message})`);
+      }
+    this.emit({
+      ...base,
+      outcome: 'would',
+      ...(notes.length ? { detail: notes.join('; ') } : {}),
+      ...(may?.length ? { may: [...may] } : {}),
+    });
   }
 
   /** Put the host back if this run drained it (Ctrl-C and failures included). */

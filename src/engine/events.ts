@@ -55,9 +55,10 @@ export type RunEvent =
   /**
    * --drain: the host's work moved off before its first disruptive change (`drained`), found
    * already out by someone else (`already`, never resumed by this run), not emptied in time
-   * (`failed`: nothing disruptive applied); in check mode `would`.
+   * (`failed`: nothing disruptive applied); in check mode `would` (`may`: the resources whose
+   * disruptive changes wait on a pending change, when those are all it has).
    */
-  | { type: 'drain'; host: string; via: string; controller: string; outcome: DrainEventOutcome; detail?: string }
+  | { type: 'drain'; host: string; via: string; controller: string; outcome: DrainEventOutcome; detail?: string; may?: string[] }
   /** --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`). */
   | { type: 'resume'; host: string; via: string; controller: string; ok: boolean; detail?: string }
   | ({ type: 'host_recap' } & HostRecap)

@@ -208,7 +208,7 @@ export class PlaysRun {
       return false;
     }
     const disrupts = this.drains && res && this.o.check ? wouldDisrupt(res.results) : undefined;
-    if (disrupts) this.drains!.would(host.name, disrupts.may);
+    if (disrupts) await this.drains!.would(host.name, disrupts.may);
     if (this.drains && this.putBackAfter(host.name, playIndex)) await this.drains.resume(host.name);
     if (!res) return false;
     return this.record(host.name, playName, conn, res, recap);

@@ -1,12 +1,13 @@
 // --drain around an MTU change (Change.disruptive). Slurm on the bed's real Slurm (tb.slurm: tb7
 // the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
-// drained, changed, resumed; a node drained by hand stays drained; nodes in a reservation (reserved,
+// drained, changed, resumed; a node drained by hand is listed by the check as already out and
+// stays drained; nodes in a reservation (reserved,
 // maint) are drained and resumed all the same; a NIC queue change that waits on a package install
 // is listed by the check as a drain that may come; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
 // PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does; a node cordoned
-// beforehand stays so.
+// beforehand is listed by the check as already out, and stays so.
 // Each test resets its hosts.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -101,8 +102,14 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(drainEvents(again)).toEqual([]);
   }, 120_000);
 
-  it('a node drained by hand beforehand is changed and stays drained with its reason', async () => {
+  it('a node drained by hand beforehand: the check lists it as already out; it is changed and stays drained with its reason', async () => {
     await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
+    const check = await provision([PB, '-i', inventory(), '-l', 'tb9', '--drain', 'slurm', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(drainEvents(check)).toEqual([
+      { type: 'drain', host: 'tb9', via: 'slurm', controller: CTL, outcome: 'already', detail: 'drained (maintenance by ops)' },
+    ]);
+    expect(check.stderr).toContain('tb9: already out of scheduling, left as it is (slurm via tb7): drained (maintenance by ops)');
     const run = await provision([PB, '-i', inventory(), '-l', 'tb9', '--drain', 'slurm', '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(drainEvents(run)).toEqual([
@@ -175,6 +182,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         controller: CTL,
         outcome: 'would',
         detail: 'may be: nic-channels:eth0 waits on a pending change',
+        may: ['nic-channels:eth0'],
       },
     ]);
     const run = await provision([PB, '-i', inv, '-l', 'tb8', '--drain', 'slurm', '--json']);
@@ -344,9 +352,14 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(stderr).toContain(`${NODE}: resumed (kubernetes via ${CP})`);
   }, 120_000);
 
-  it('a node cordoned beforehand is drained and changed, and stays cordoned', async () => {
+  it('a node cordoned beforehand: the check lists it as already out; it is drained and changed, and stays cordoned', async () => {
     const r = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl cordon ${NODE}`);
     expect(r.code, r.stderr).toBe(0);
+    const check = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(drainEvents(check)).toEqual([
+      { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'already', detail: 'cordoned (spec.unschedulable)' },
+    ]);
     const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
     expect(run.code, run.stderr).toBe(0);
     expect(drainEvents(run)).toEqual([

@@ -123,6 +123,16 @@ describe('Slurm provider', () => {
     expect(c.ran.some((s) => s.startsWith('scontrol'))).toBe(false);
   });
 
+  it('check mode asks sinfo only whether someone else has the node out, and why', async () => {
+    const out = controller([[/^sinfo/m, { stdout: 'drained|maintenance by ops\n' }]]);
+    expect(await slurmDrain.outOfScheduling!(out.exec, 'n1')).toBe('drained (maintenance by ops)');
+    expect(out.ran).toEqual(["sinfo -h -N -n n1 -o '%T|%E'"]);
+    // in a reservation or running jobs: in scheduling (the apply drains it)
+    expect(await slurmDrain.outOfScheduling!(controller([[/^sinfo/m, { stdout: 'maint|none\n' }]]).exec, 'n1')).toBeUndefined();
+    expect(await slurmDrain.outOfScheduling!(controller([[/^sinfo/m, { stdout: 'allocated|none\n' }]]).exec, 'n1')).toBeUndefined();
+    await expect(slurmDrain.outOfScheduling!(controller([]).exec, 'n1')).rejects.toThrow('Slurm does not know node n1');
+  });
+
   it('a node Slurm does not know, or a failing command: failed, not drained', async () => {
     expect(await slurmDrain.drain(controller([]).exec, 'n1', { reason: 'r', timeoutSec: 5 })).toMatchObject({
       kind: 'failed',
@@ -172,6 +182,15 @@ describe('Kubernetes provider', () => {
       detail: 'cordoned (spec.unschedulable)',
     });
     expect(c.ran.some((s) => s.startsWith('k cordon'))).toBe(false);
+  });
+  it('check mode asks only whether the node is cordoned', async () => {
+    const c = controller([[/jsonpath/, { stdout: 'true' }]]);
+    expect(await k8s.outOfScheduling!(c.exec, 'n1')).toBe('cordoned (spec.unschedulable)');
+    expect(c.ran).toEqual(["k get node n1 -o 'jsonpath={.spec.unschedulable}'"]);
+    expect(await k8s.outOfScheduling!(controller([]).exec, 'n1')).toBeUndefined();
+    await expect(k8s.outOfScheduling!(controller([[/jsonpath/, { code: 1, stderr: 'nodes "n1" not found' }]]).exec, 'n1')).rejects.toThrow(
+      'kubectl get node n1 failed (exit 1): nodes "n1" not found',
+    );
   });
   it('an eviction that does not go through in time: failed, cordoned by this run', async () => {
     const c = controller([
@@ -418,7 +437,15 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
       pending: 'kv:1',
     });
     expect(events.filter((e) => e.type === 'drain')).toEqual([
-      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'would', detail: 'may be: kv:2 waits on a pending change' },
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'rec',
+        controller: 'ctl',
+        outcome: 'would',
+        detail: 'may be: kv:2 waits on a pending change',
+        may: ['kv:2'],
+      },
     ]);
   });
 
@@ -454,6 +481,38 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     expect(log).toEqual(['n1 kv:1 changed', 'n2 kv:1 changed']);
     expect(events.filter((e) => e.type === 'drain')).toEqual([
       { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'would' },
+    ]);
+  });
+
+  it('check mode lists a host someone else has out as already out (asked of its scheduler, nothing drained), or says the question failed', async () => {
+    const asked: string[] = [];
+    const provider = (answer: () => string | undefined): DrainProvider => ({
+      name: 'rec',
+      drain: async () => ({ kind: 'drained' }),
+      resume: async () => undefined,
+      outOfScheduling: async (_, node) => (asked.push(node), answer()),
+    });
+    const connector = (f: FakeFleet) => f.connector;
+    const plays = (f: FakeFleet) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }];
+    const out = await runWith({ kind: 'drained' }, plays, true, undefined, { provider: provider(() => 'drained (ops)'), connector });
+    expect(asked).toEqual(['n1']);
+    expect(out.log).toEqual(['n1 kv:1 changed', 'n2 kv:1 changed']);
+    expect(out.events.filter((e) => e.type === 'drain')).toEqual([
+      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'already', detail: 'drained (ops)' },
+    ]);
+    const broken = provider(() => {
+      throw new Error('sinfo -n n1 failed (exit 1): no controller');
+    });
+    const unknown = await runWith({ kind: 'drained' }, plays, true, undefined, { provider: broken, connector });
+    expect(unknown.events.filter((e) => e.type === 'drain')).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'rec',
+        controller: 'ctl',
+        outcome: 'would',
+        detail: 'whether it is already out of scheduling is not known (controller ctl: sinfo -n n1 failed (exit 1): no controller)',
+      },
     ]);
   });
 });
