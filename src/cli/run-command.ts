@@ -6,6 +6,7 @@ import { HumanReporter } from '../output/human.ts';
 import { defaultJournalPath, journalSink, type JournalSink } from '../output/journal.ts';
 import { jsonSink } from '../output/json.ts';
 import { failedHostsText, makePlan, unreachedHostsText, writePlan, type PlanFile } from '../plan/plan.ts';
+import { planDrains } from '../plan/drains.ts';
 import type { HostFacts } from '../facts/types.ts';
 import { gatherForRun, type FactsStep } from './facts-step.ts';
 import { formatPos, InputError } from '../util/errors.ts';
@@ -91,10 +92,13 @@ export async function runLoaded(
   );
   const human = new HumanReporter({ diff: opts.diff, verbose: opts.verbose, recap: opts.recap, out: out.stderr });
   const json = opts.json ? jsonSink(out.stdout) : undefined;
+  // the check run's drains, for --plan-out
+  const drains: Array<Extract<RunEvent, { type: 'drain' }>> = [];
   const emit = (e: RunEvent) => {
     human.onEvent(e);
     json?.(e);
     journal(e);
+    if (e.type === 'drain') drains.push(e);
   };
   human.onEvent(runStart);
   json?.(runStart);
@@ -121,7 +125,7 @@ export async function runLoaded(
       emit,
     );
     await human.finish(outcome);
-    if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out, facts?.facts);
+    if (opts.planOut) writePlanOut(opts.planOut, argv, loaded, outcome, out, facts?.facts, planDrains(drain.plan, drains));
     const journalFailure = journal.failure as Error | undefined; // set by a write during the run
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
     const exitCode = journalFailure ? EXIT.FAILED : outcome.exitCode;
@@ -241,6 +245,7 @@ function writePlanOut(
   outcome: RunOutcome,
   out: CliStreams,
   facts: Map<string, HostFacts> | undefined,
+  drains: PlanFile['drains'],
 ): void {
   const plan = makePlan({
     argv: planArgv(argv, loaded.vault, loaded.opts),
@@ -250,6 +255,7 @@ function writePlanOut(
     code: loaded.code!,
     outcome,
     facts,
+    drains,
   });
   writePlan(file, plan);
   // a plan apply will refuse is said to be one now, not after the review

@@ -13,6 +13,7 @@ import type { PlannedResource } from '../engine/host-run.ts';
 import { changedCode, codeDigest, type CodeHashes } from './code.ts';
 import type { HostFacts } from '../facts/types.ts';
 import { factsFingerprint } from './host-facts.ts';
+import { planDrainsSchema, type PlanDrains } from './drains.ts';
 
 export const PLAN_FORMAT = 'racksmith-plan';
 /** What --plan-out replaces: a plan written before (JSON, `format` its first key). */
@@ -20,7 +21,9 @@ export const PLAN_FILE: OutputKind = { name: 'a racksmith plan', head: /^\{\s*"f
 // 5: failed resources and hosts recorded (a version 4 plan showed a failed check as no change)
 // 6: hosts the check run never reached recorded with why (`unreached`), hosts it never ran for
 //    another reason as failed (a version 5 plan counted both as "not reviewed", and apply skipped them)
-export const PLAN_VERSION = 6;
+// 7: drains recorded (`drains`: per host its provider and what the check run found, and the
+//    timeout); a version 6 plan did not show them, and apply took --drain from its own command line
+export const PLAN_VERSION = 7;
 
 /**
  * A resource as reviewed: what apply checks (PlannedResource), its kind, and the diffs that were
@@ -74,6 +77,11 @@ export interface PlanFile {
    */
   unreached?: Record<string, string>;
   /**
+   * --drain / racksmith_drain: each host that has a drain provider, with what the check run found
+   * (drains.ts); absent when no host of the selection is drained.
+   */
+  drains?: PlanDrains;
+  /**
    * `hmac-sha256:` of the rest of the file under this installation's key: an edit (an option
    * added to argv, a host added, createdAt moved) cannot be signed again without that key.
    */
@@ -112,6 +120,7 @@ const planSchema = {
     groups: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
     failed: { type: 'object', additionalProperties: { type: 'string' } },
     unreached: { type: 'object', additionalProperties: { type: 'string' } },
+    drains: planDrainsSchema,
     hosts: {
       type: 'object',
       additionalProperties: {
@@ -159,6 +168,8 @@ export function makePlan(o: {
   outcome: RunOutcome;
   /** The facts the run's plays used, per host. */
   facts?: ReadonlyMap<string, HostFacts>;
+  /** The check run's drains (drains.ts planDrains). */
+  drains?: PlanDrains;
 }): Omit<PlanFile, 'signature'> {
   // each result by host, then play and id: one pass over them, not a search per fact hash (and
   // no key string built per resource: 10,000 hosts x 50 resources are 500,000 of them)
@@ -198,6 +209,7 @@ export function makePlan(o: {
     groups: Object.fromEntries(o.inventory.hosts.filter((h) => named(h.name)).map((h) => [h.name, h.groups.filter((g) => g !== 'all')])),
     ...(Object.keys(failed).length ? { failed } : {}),
     ...(Object.keys(unreached).length ? { unreached } : {}),
+    ...(o.drains ? { drains: o.drains } : {}),
   };
 }
 

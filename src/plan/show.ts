@@ -81,5 +81,13 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
     ],
     hosts,
     items,
+    ...(plan.drains
+      ? {
+          drains: {
+            timeoutSec: plan.drains.timeoutSec,
+            hosts: names.filter((h) => Object.hasOwn(plan.drains!.hosts, h)).map((host) => ({ host, ...plan.drains!.hosts[host] })),
+          },
+        }
+      : {}),
   };
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report } from './model.ts';
 import { PAGE_CSS, PAGE_SCRIPT } from './page-assets.ts';
+import { drainsHeading } from './drains.ts';
 
 /** Text as HTML text or attribute value: nothing in it can open a tag, end an attribute or a script. */
 export function esc(s: string): string {
@@ -44,6 +45,29 @@ function hostRows(report: Report, groups: ItemGroup[]): string {
     .join('\n');
 }
 
+const DRAIN_TEXT = {
+  would: 'would be drained',
+  may: 'may be drained',
+  already: 'already out of scheduling, left as it is',
+  none: 'not drained (no disruptive change)',
+};
+
+/** The Drains section: every host with a drain provider, what the check run found, and how. */
+function drainsHtml(d: NonNullable<Report['drains']>): string {
+  const rows = d.hosts
+    .map((h) => {
+      const detail = h.detail !== undefined ? `<div class="note">${esc(h.detail)}</div>` : '';
+      return (
+        `<tr data-host="${esc(h.host)}" data-drain="${h.outcome}"><td>${esc(h.host)}</td>` +
+        `<td><span class="st s-drain-${h.outcome}">${DRAIN_TEXT[h.outcome]}</span>${detail}</td><td>${esc(h.via)} via ${esc(h.controller)}</td></tr>`
+      );
+    })
+    .join('\n');
+  return `<section id="drains"><h2>${esc(drainsHeading(d).replace(/:$/, ''))}</h2><table><thead><tr><th>host</th><th>drain</th><th>how</th></tr></thead><tbody>
+${rows}
+</tbody></table></section>`;
+}
+
 const STATUSES = ['changed', 'pending', 'failed', 'unreachable', 'unfinished', 'ok'];
 
 /**
@@ -83,6 +107,7 @@ export function reportHtml(report: Report): string {
 <section id="hosts"><h2>Per host</h2><table><thead><tr><th>host</th><th>groups</th><th>status</th><th>changes</th></tr></thead><tbody>
 ${hostRows(report, groups)}
 </tbody></table></section>
+${report.drains ? drainsHtml(report.drains) : ''}
 </main>
 ${warnings ? `<footer>${warnings}</footer>` : ''}
 <script>${PAGE_SCRIPT}</script>

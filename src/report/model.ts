@@ -30,6 +30,17 @@ export interface ReportHost {
   error?: string;
 }
 
+/** A host with a drain provider, as a plan's check run found it (plan/drains.ts). */
+export interface ReportDrain {
+  host: string;
+  via: string;
+  controller: string;
+  /** `would` be drained, `may` be, `already` out of scheduling (left so), `none` (no disruptive change). */
+  outcome: 'would' | 'may' | 'already' | 'none';
+  /** Why it may be (the resources that wait on a pending change), or the scheduler's state and reason. */
+  detail?: string;
+}
+
 export interface Report {
   /** `plan` or `run`: the page's title and wording. */
   kind: 'plan' | 'run';
@@ -41,6 +52,8 @@ export interface Report {
   hosts: ReportHost[];
   /** The resources worth reading: not `ok`, not `skipped`. */
   items: ReportItem[];
+  /** --drain: every host with a drain provider (host order) and the drains' timeout. */
+  drains?: { timeoutSec: number; hosts: ReportDrain[] };
 }
 
 /** One distinct change (same play, resource, status, summaries, diffs and note) and the hosts that have it. */

@@ -1,5 +1,6 @@
 import { hostList } from '../output/host-ranges.ts';
 import { printable, printableLines } from '../util/printable.ts';
+import { drainsText } from './drains.ts';
 import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report } from './model.ts';
 
 const indent = (text: string, pad: string) =>
@@ -48,6 +49,7 @@ export function reportText(report: Report): string {
   }
   const quiet = report.hosts.filter((h) => h.status === 'ok' && !(byHost.get(h.name) ?? []).length).length;
   if (groups.length && quiet) out.push(`  ${quiet} host(s) with no change`);
+  if (report.drains) out.push('', ...drainsText(report.drains));
   for (const w of report.warnings) out.push(`WARNING: ${printable(w)}`);
   return out.join('\n') + '\n';
 }
@@ -64,6 +66,7 @@ export function reportJson(report: Report): string {
       meta: Object.fromEntries(report.meta),
       groups,
       hosts: report.hosts.map((h) => ({ ...h, changes: byHost.get(h.name) ?? [] })),
+      ...(report.drains ? { drains: report.drains } : {}),
     }) + '\n'
   );
 }

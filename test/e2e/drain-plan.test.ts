@@ -1,0 +1,129 @@
+// A saved plan records the drains it will do (plan version 7), on the bed's real Slurm (tb7 the
+// controller, tb8 and tb9 compute nodes, an MTU change on each): the check run asks Slurm, read
+// only, which node someone else already has out; `plan show` lists the Drains (text, --json, the
+// page in headless Chromium); `apply PLAN` drains as reviewed: tb8 drained, changed, resumed; tb9,
+// drained by hand beforehand, changed and left drained with its reason.
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import * as tb from '../testbed/api.ts';
+import type { PlanFile } from '../../src/plan/plan.ts';
+import { chromiumMissing, renderPage } from '../support/chromium.ts';
+import { provision, writeInventory, type CliRun } from './helpers.ts';
+
+const PB = 'playbooks/node.ts';
+const CTL = 'tb7';
+const NODES = ['tb8', 'tb9'];
+const IFACES = 'auto lo\niface lo inet loopback\n\nauto eth0\niface eth0 inet manual\n';
+const tmp = () => mkdtempSync(join(tmpdir(), 'rs-drain-plan-'));
+
+const inventory = () =>
+  writeInventory({
+    hosts: [CTL, ...NODES],
+    groups: { slurm_controller: { hosts: [CTL] } },
+    hostVars: Object.fromEntries(NODES.map((h) => [h, { nic_mtu: [{ name: 'eth0', mtu: 9000 }] }])),
+  });
+
+const onCtl = async (cmd: string): Promise<string> => {
+  const r = await tb.hostExec(CTL, cmd);
+  if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
+  return r.stdout.trim();
+};
+/** sinfo's state of a node (without its flags) and its reason. */
+const nodeState = async (node: string) => {
+  const [state, reason] = (await onCtl(`sinfo -h -N -n ${node} -o '%T|%E'`)).split('\n')[0].split('|');
+  return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason };
+};
+const liveMtu = async (h: string) => (await tb.hostExec(h, 'cat /sys/class/net/eth0/mtu')).stdout.trim();
+const drainEvents = (run: CliRun) => run.events.filter((e) => e.type === 'drain' || e.type === 'resume').map(({ ts: _ts, ...e }) => e);
+
+describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slurm on the bed)', () => {
+  beforeEach(async () => {
+    await tb.reset([CTL, ...NODES]);
+    await tb.slurm([CTL, ...NODES]);
+    for (const h of NODES) await tb.hostExec(h, `mkdir -p /etc/network && printf '%s' '${IFACES}' > /etc/network/interfaces`);
+  }, 60_000);
+
+  it('--plan-out records them, plan show lists them, apply drains as reviewed', async () => {
+    await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
+    const inv = inventory();
+    const dir = tmp();
+    const plan = join(dir, 'p.plan');
+    const check = await provision([PB, '-i', inv, '-l', NODES.join(','), '--drain', 'slurm', '--check', '--json', '--plan-out', plan]);
+    expect(check.code, check.stderr).toBe(2);
+    // the check run asked Slurm, and changed nothing (the hosts run side by side: by host)
+    expect(drainEvents(check).sort((a, b) => a.host.localeCompare(b.host))).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'would' },
+      { type: 'drain', host: 'tb9', via: 'slurm', controller: CTL, outcome: 'already', detail: 'drained (maintenance by ops)' },
+    ]);
+    expect(check.stderr).toContain('tb9: already out of scheduling, left as it is (slurm via tb7): drained (maintenance by ops)');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    const recorded = JSON.parse(readFileSync(plan, 'utf8')) as PlanFile;
+    expect(recorded.drains).toEqual({
+      timeoutSec: 600,
+      hosts: {
+        tb8: { via: 'slurm', controller: CTL, outcome: 'would' },
+        tb9: { via: 'slurm', controller: CTL, outcome: 'already', detail: 'drained (maintenance by ops)' },
+      },
+    });
+
+    const text = await provision(['plan', 'show', plan]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(
+      [
+        'Drains (--drain, timeout 600s; the apply drains these, the check run drained nothing):',
+        '  tb8: would be drained (it has disruptive changes) (slurm via tb7)',
+        '  tb9: already out of scheduling, left as it is (slurm via tb7): drained (maintenance by ops)',
+      ].join('\n'),
+    );
+    const json = await provision(['plan', 'show', plan, '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout).drains).toEqual({
+      timeoutSec: 600,
+      hosts: [
+        { host: 'tb8', via: 'slurm', controller: CTL, outcome: 'would' },
+        { host: 'tb9', via: 'slurm', controller: CTL, outcome: 'already', detail: 'drained (maintenance by ops)' },
+      ],
+    });
+
+    const apply = await provision(['apply', plan, '--json']);
+    expect(apply.code, apply.stderr).toBe(0);
+    // (the hosts run side by side: each host's events in order)
+    const byHost = drainEvents(apply).sort((a, b) => a.host.localeCompare(b.host));
+    expect(byHost).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained' },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+      { type: 'drain', host: 'tb9', via: 'slurm', controller: CTL, outcome: 'already', detail: 'drained (maintenance by ops)' },
+    ]);
+    expect(apply.stderr).not.toContain('the plan did not list');
+    for (const h of NODES) expect(await liveMtu(h)).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: 'maintenance by ops' });
+  }, 180_000);
+
+  it.skipIf(chromiumMissing)(
+    'plan show --html: the page lists the drains, with no console message',
+    async () => {
+      await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
+      const dir = tmp();
+      const plan = join(dir, 'p.plan');
+      const check = await provision([PB, '-i', inventory(), '-l', NODES.join(','), '--drain', 'slurm', '--check', '--plan-out', plan]);
+      expect(check.code, check.stderr).toBe(2);
+      const page = join(dir, 'plan.html');
+      const r = await provision(['plan', 'show', plan, '--html', page]);
+      expect(r.code, r.stderr).toBe(0);
+      const shown = await renderPage(page);
+      expect(shown.code).toBe(0);
+      expect(shown.console).toEqual([]);
+      expect(shown.dom).toContain('<h2>Drains (--drain, timeout 600s; the apply drains these, the check run drained nothing)</h2>');
+      expect(shown.dom).toContain(
+        '<tr data-host="tb8" data-drain="would"><td>tb8</td><td><span class="st s-drain-would">would be drained</span></td><td>slurm via tb7</td></tr>',
+      );
+      expect(shown.dom).toContain(
+        '<tr data-host="tb9" data-drain="already"><td>tb9</td><td><span class="st s-drain-already">already out of scheduling, left as it is</span><div class="note">drained (maintenance by ops)</div></td><td>slurm via tb7</td></tr>',
+      );
+    },
+    120_000,
+  );
+});

@@ -1,0 +1,166 @@
+// A plan records its drains (plan version 7): per host with a drain provider, the provider, its
+// controller and what the check run found (would, may with why, already out with the scheduler's
+// reason, none), and the timeout. `plan show` lists them (text, --json, the page). A version 6
+// plan recorded none of it.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { DrainProvider } from '../../src/contract/drain.ts';
+import type { DrainPlan } from '../../src/engine/drain-session.ts';
+import type { RunEvent } from '../../src/engine/events.ts';
+import type { RunOutcome } from '../../src/engine/run.ts';
+import type { Host, Inventory } from '../../src/inventory/model.ts';
+import { planDrains } from '../../src/plan/drains.ts';
+import { makePlan, PLAN_VERSION, readPlan, writePlan, type PlanFile } from '../../src/plan/plan.ts';
+import { planReport } from '../../src/plan/show.ts';
+import { reportHtml } from '../../src/report/html.ts';
+import { reportJson, reportText } from '../../src/report/text.ts';
+import { InputError } from '../../src/util/errors.ts';
+import { scratchStateDir } from './facts.ts';
+import { cli } from './run-cli.ts';
+
+const NAMES = ['ctl', 'n1', 'n2', 'n3', 'n4', 'n5'];
+const host = (name: string) => ({ name, groups: ['all'], vars: {}, varSources: {} }) as unknown as Host;
+const inventory = { file: 'inv.yaml', sources: ['inv.yaml'], hosts: NAMES.map(host), groups: new Map() } as unknown as Inventory;
+const provider = (name: string): DrainProvider => ({ name, drain: async () => ({ kind: 'drained' }), resume: async () => undefined });
+const slurm = provider('slurm');
+
+/** A drain plan: every node through `via` on `controller`. */
+const drainPlanOf = (nodes: string[], via = slurm, controller = 'ctl', timeoutSec = 600): DrainPlan => ({
+  hosts: new Map(nodes.map((n) => [n, { provider: via, controller: host(controller), node: n }])),
+  timeoutSec,
+});
+
+type DrainEvent = Extract<RunEvent, { type: 'drain' }>;
+const event = (h: string, rest: Partial<DrainEvent>): DrainEvent => ({
+  type: 'drain',
+  host: h,
+  via: 'slurm',
+  controller: 'ctl',
+  outcome: 'would',
+  ...rest,
+});
+
+// the check run's drain events: n1 would be drained, n2 may be, n3 is out by someone else, n4 and n5 have no disruptive change
+const checkEvents: DrainEvent[] = [
+  event('n1', {}),
+  event('n2', { detail: 'may be: nic-channels:eth0 waits on a pending change', may: ['nic-channels:eth0'] }),
+  event('n3', { outcome: 'already', detail: 'drained (maintenance by ops)' }),
+];
+const nodes = ['n1', 'n2', 'n3', 'n4', 'n5'];
+
+const outcome: RunOutcome = {
+  results: [],
+  factHashes: new Map(nodes.map((n) => [n, new Map([['p', new Map([['mtu:eth0', 'h']])]])])),
+  hosts: nodes.map((n) => ({ host: n, ok: 1, changed: 0, failed: 0, skipped: 0, unreachable: false, execs: 1 })),
+  exitCode: 2,
+  check: true,
+  elapsedMs: 0,
+};
+const plan = {
+  ...makePlan({
+    argv: ['node.ts', '--drain', 'slurm'],
+    cwd: '/srv',
+    selection: nodes,
+    inventory,
+    code: {},
+    outcome,
+    drains: planDrains(drainPlanOf(nodes), checkEvents),
+  }),
+  signature: 'x',
+} as PlanFile;
+
+describe("a plan's drains", () => {
+  scratchStateDir();
+
+  it('records per host the provider, controller and what the check run found, and the timeout', () => {
+    expect(plan.version).toBe(7);
+    expect(PLAN_VERSION).toBe(7);
+    expect(plan.drains).toEqual({
+      timeoutSec: 600,
+      hosts: {
+        n1: { via: 'slurm', controller: 'ctl', outcome: 'would' },
+        n2: { via: 'slurm', controller: 'ctl', outcome: 'may', detail: 'may be: nic-channels:eth0 waits on a pending change' },
+        n3: { via: 'slurm', controller: 'ctl', outcome: 'already', detail: 'drained (maintenance by ops)' },
+        n4: { via: 'slurm', controller: 'ctl', outcome: 'none' },
+        n5: { via: 'slurm', controller: 'ctl', outcome: 'none' },
+      },
+    });
+    // no host with a drain provider: no drains recorded
+    expect(planDrains(undefined, [])).toBeUndefined();
+    expect(makePlan({ argv: [], cwd: '/', selection: nodes, inventory, code: {}, outcome }).drains).toBeUndefined();
+  });
+
+  it('are signed with the rest, and a plan whose drains are not of this shape is refused', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-plandrain-'));
+    const { signature: _, ...body } = plan;
+    writePlan(join(dir, 'ok.plan'), body);
+    expect(readPlan(join(dir, 'ok.plan')).drains).toEqual(plan.drains);
+    writePlan(join(dir, 'bad.plan'), {
+      ...body,
+      drains: { timeoutSec: 600, hosts: { n1: { via: 'slurm', controller: 'ctl', outcome: 'maybe' } } },
+    } as never);
+    expect(() => readPlan(join(dir, 'bad.plan'))).toThrow(InputError);
+  });
+
+  it("plan show, text: a Drains section with the check run's lines, the others folded", () => {
+    const text = reportText(planReport(plan, 'p.plan', true));
+    expect(text).toContain(
+      [
+        'Drains (--drain, timeout 600s; the apply drains these, the check run drained nothing):',
+        '  n1: would be drained (it has disruptive changes) (slurm via ctl)',
+        '  n2: would be drained (it has disruptive changes) (slurm via ctl): may be: nic-channels:eth0 waits on a pending change',
+        '  n3: already out of scheduling, left as it is (slurm via ctl): drained (maintenance by ops)',
+        '  not drained, no disruptive change: n[4-5] (2 hosts)',
+      ].join('\n'),
+    );
+    // a plan without drains has no such section
+    const { drains: _, ...none } = plan;
+    expect(reportText(planReport(none as PlanFile, 'p.plan', true))).not.toContain('Drains');
+  });
+
+  it('plan show --json carries them, in host order', () => {
+    const j = JSON.parse(reportJson(planReport(plan, 'p.plan', true)));
+    expect(j.drains.timeoutSec).toBe(600);
+    expect(j.drains.hosts.map((h: { host: string; outcome: string }) => `${h.host} ${h.outcome}`)).toEqual([
+      'n1 would',
+      'n2 may',
+      'n3 already',
+      'n4 none',
+      'n5 none',
+    ]);
+    expect(j.drains.hosts[2]).toEqual({
+      host: 'n3',
+      via: 'slurm',
+      controller: 'ctl',
+      outcome: 'already',
+      detail: 'drained (maintenance by ops)',
+    });
+  });
+
+  it('plan show --html: a Drains table, each host with what it comes to, escaped', () => {
+    const page = reportHtml(planReport(plan, 'p.plan', true));
+    expect(page).toContain('<section id="drains"><h2>Drains (--drain, timeout 600s;');
+    expect(page).toContain(
+      '<tr data-host="n3" data-drain="already"><td>n3</td><td><span class="st s-drain-already">already out of scheduling, left as it is</span><div class="note">drained (maintenance by ops)</div></td><td>slurm via ctl</td></tr>',
+    );
+    expect(page).toContain('<tr data-host="n4" data-drain="none">');
+  });
+
+  it('a version 6 plan (no drains recorded) is refused by plan show and apply, exit 3, saying why', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'rs-plandrain-')), 'p.plan');
+    const { signature: _, drains: __, ...body } = plan;
+    writePlan(file, { ...body, version: 6 });
+    for (const args of [
+      ['plan', 'show', file],
+      ['apply', file],
+    ]) {
+      const r = await cli(args);
+      expect(r.code, args[0]).toBe(3);
+      expect(r.stderr).toMatch(
+        /plan format version 6 \(made by an older racksmith\) is not supported \(this racksmith reads 7\); make a new one/,
+      );
+    }
+  });
+});
