@@ -20,7 +20,7 @@ import { USAGE } from './usage.ts';
 export async function applyCommand(argv: string[], out: CliStreams, importPlaybook: PlaybookImporter): Promise<number> {
   let loaded;
   let planned;
-  let plannedFacts;
+  let reviewed;
   try {
     const { plan, file, rest, extra } = parseApply(argv.slice(1));
     checkPlanArgv(plan.argv, file);
@@ -35,12 +35,12 @@ export async function applyCommand(argv: string[], out: CliStreams, importPlaybo
       selection: loaded.selection!,
     });
     planned = plannedFrom(plan);
-    plannedFacts = plan.facts ?? {};
+    reviewed = { facts: plan.facts ?? {}, drains: plan.drains, file };
     if (printListing(loaded, out)) return EXIT.OK;
   } catch (e) {
     return exitBadInput(out, e, printableLines);
   }
-  return runLoaded(argv, loaded, planned, out, plannedFacts);
+  return runLoaded(argv, loaded, planned, out, reviewed);
 }
 
 /**

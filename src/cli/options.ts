@@ -65,8 +65,9 @@ export const CLI_OPTIONS = {
   'ssh-keepalive': { type: 'string', apply: true, exec: true },
   'ssh-handshakes': { type: 'string', apply: true, exec: true },
   'lock-timeout': { type: 'string', apply: true },
-  drain: { type: 'string', apply: true, listing: 'syntax-check' },
-  'drain-timeout': { type: 'string', apply: true, listing: 'syntax-check' },
+  // how hosts are drained is part of what a plan's reviewers approved (its `drains`): not apply's to change
+  drain: { type: 'string', listing: 'syntax-check' },
+  'drain-timeout': { type: 'string', listing: 'syntax-check' },
   'plan-out': { type: 'string', notRecorded: true },
   'plan-key': { type: 'string', apply: true, security: true, exec: true },
   yes: { type: 'boolean' },

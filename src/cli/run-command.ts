@@ -6,7 +6,7 @@ import { HumanReporter } from '../output/human.ts';
 import { defaultJournalPath, journalSink, type JournalSink } from '../output/journal.ts';
 import { jsonSink } from '../output/json.ts';
 import { failedHostsText, makePlan, unreachedHostsText, writePlan, type PlanFile } from '../plan/plan.ts';
-import { planDrains } from '../plan/drains.ts';
+import { checkPlanDrains, planDrains, unplannedDrain } from '../plan/drains.ts';
 import type { HostFacts } from '../facts/types.ts';
 import { gatherForRun, type FactsStep } from './facts-step.ts';
 import { formatPos, InputError } from '../util/errors.ts';
@@ -55,14 +55,14 @@ export function printListing(loaded: Loaded, out: CliStreams): boolean {
 
 /**
  * The run of what was loaded: journal, passwords, reporters, the hosts' facts if a play asks,
- * warnings, the hosts, the plan to write. `plannedFacts`: in `apply`, the plan's facts.
+ * warnings, the hosts, the plan to write. `reviewed`: in `apply`, the plan's facts and drains.
  */
 export async function runLoaded(
   argv: string[],
   loaded: Loaded,
   planned: ExecuteOptions['planned'],
   out: CliStreams,
-  plannedFacts?: PlanFile['facts'],
+  reviewed?: Pick<PlanFile, 'facts' | 'drains'> & { file: string },
 ): Promise<number> {
   const { opts, prepared } = loaded;
   const journalFile = opts.journal ?? defaultJournalPath();
@@ -71,6 +71,7 @@ export async function runLoaded(
   let drain: ReturnType<typeof drainPlan>;
   try {
     drain = drainPlan(loaded.inventory, selectedHosts(loaded), opts.drain, opts.drainTimeoutSec);
+    if (reviewed) checkPlanDrains(reviewed.drains, drain.plan, reviewed.file);
   } catch (e) {
     return exitBadInput(out, e);
   }
@@ -98,7 +99,15 @@ export async function runLoaded(
     human.onEvent(e);
     json?.(e);
     journal(e);
-    if (e.type === 'drain') drains.push(e);
+    if (e.type !== 'drain') return;
+    drains.push(e);
+    // apply: a drain its plan did not show the reviewers is said at once (and in the journal)
+    const unplanned = reviewed && unplannedDrain(reviewed.drains, e);
+    if (unplanned) {
+      out.stderr.write(`warning: ${printable(unplanned)}\n`);
+      json?.({ type: 'warning', message: unplanned });
+      journal({ type: 'warning', message: unplanned });
+    }
   };
   human.onEvent(runStart);
   json?.(runStart);
@@ -111,7 +120,7 @@ export async function runLoaded(
   try {
     const o = executeOptions(opts, asked, planned, interrupt.signal);
     try {
-      facts = await gatherForRun(loaded, o, planned && (plannedFacts ?? {}));
+      facts = await gatherForRun(loaded, o, planned && (reviewed?.facts ?? {}));
     } catch (e) {
       const code = exitBadInput(out, e, printableLines);
       history.finish({ hosts: [], exitCode: code, check: opts.check, elapsedMs: 0 });

@@ -1,8 +1,10 @@
 import type { RunEvent } from '../engine/events.ts';
 import type { DrainPlan } from '../engine/drain-session.ts';
+import { InputError } from '../util/errors.ts';
 
 // A plan's drains: how the reviewed run drains each host (--drain / racksmith_drain) and what its
-// check run found, so that its reviewers see which hosts approving it takes out of scheduling.
+// check run found, so that its reviewers see which hosts approving it takes out of scheduling, and
+// `apply` drains as was reviewed (refused otherwise).
 
 /**
  * What the check run found for a host with a drain provider: `would` be drained (a disruptive
@@ -68,4 +70,43 @@ export function planDrains(plan: DrainPlan | undefined, events: readonly DrainEv
     hosts[host] = { via: d.provider.name, controller: d.controller.name, outcome, ...(e?.detail ? { detail: e.detail } : {}) };
   }
   return { timeoutSec: plan.timeoutSec, hosts };
+}
+
+/**
+ * `apply`: refused (exit 3, before any host is contacted) unless it drains every host as the plan
+ * says, through the same provider and controller, with the same timeout: the reviewed plan says
+ * how its hosts are drained, as Atlantis applies only what was approved.
+ */
+export function checkPlanDrains(recorded: PlanDrains | undefined, now: DrainPlan | undefined, file: string): void {
+  const was = recorded?.hosts ?? {};
+  const differ: string[] = [];
+  for (const host of new Set([...Object.keys(was), ...(now?.hosts.keys() ?? [])])) {
+    const a = Object.hasOwn(was, host) ? `${was[host].via} via ${was[host].controller}` : 'none';
+    const d = now?.hosts.get(host);
+    const b = d ? `${d.provider.name} via ${d.controller.name}` : 'none';
+    if (a !== b) differ.push(`${host}: ${b}, the plan's ${a}`);
+  }
+  if (differ.length)
+    throw new InputError(
+      `apply would drain otherwise than the plan: ${differ.slice(0, 10).join('; ')}${differ.length > 10 ? `; and ${differ.length - 10} more` : ''}; the reviewed plan says how its hosts are drained: make a new plan to drain otherwise`,
+      { file },
+    );
+  if (recorded && now && recorded.timeoutSec !== now.timeoutSec)
+    throw new InputError(
+      `apply's drain timeout (${now.timeoutSec}s) is not the plan's (${recorded.timeoutSec}s); make a new plan to drain otherwise`,
+      { file },
+    );
+}
+
+/**
+ * `apply`: a drain the plan did not list (a host it said has no disruptive change, or has no
+ * drain provider), as a warning: what the reviewers approved did not take that host out.
+ */
+export function unplannedDrain(recorded: PlanDrains | undefined, e: DrainEvent): string | undefined {
+  if (e.outcome === 'would') return undefined;
+  const planned = recorded && Object.hasOwn(recorded.hosts, e.host) ? recorded.hosts[e.host].outcome : undefined;
+  if (planned !== undefined && planned !== 'none') return undefined;
+  return `${e.host} has a disruptive change the plan did not list (the plan's check run found none on it), so it was ${
+    e.outcome === 'drained' ? 'drained' : e.outcome === 'already' ? 'found already out of scheduling' : 'to be drained (the drain failed)'
+  } though its reviewers were not shown a drain of it`;
 }

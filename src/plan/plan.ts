@@ -78,7 +78,7 @@ export interface PlanFile {
   unreached?: Record<string, string>;
   /**
    * --drain / racksmith_drain: each host that has a drain provider, with what the check run found
-   * (drains.ts); absent when no host of the selection is drained.
+   * (drains.ts); absent when no host of the selection is drained. `apply` drains exactly so.
    */
   drains?: PlanDrains;
   /**

@@ -1,14 +1,15 @@
 // A saved plan records the drains it will do (plan version 7), on the bed's real Slurm (tb7 the
 // controller, tb8 and tb9 compute nodes, an MTU change on each): the check run asks Slurm, read
 // only, which node someone else already has out; `plan show` lists the Drains (text, --json, the
-// page in headless Chromium); `apply PLAN` drains as reviewed: tb8 drained, changed, resumed; tb9,
+// page in headless Chromium); `apply` refuses another --drain, and a plan whose drains do not
+// match what apply would do, and says a drain the plan did not list; `apply PLAN` drains as reviewed: tb8 drained, changed, resumed; tb9,
 // drained by hand beforehand, changed and left drained with its reason.
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
-import type { PlanFile } from '../../src/plan/plan.ts';
+import { signatureOf, type PlanFile } from '../../src/plan/plan.ts';
 import { chromiumMissing, renderPage } from '../support/chromium.ts';
 import { provision, writeInventory, type CliRun } from './helpers.ts';
 
@@ -45,7 +46,7 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
     for (const h of NODES) await tb.hostExec(h, `mkdir -p /etc/network && printf '%s' '${IFACES}' > /etc/network/interfaces`);
   }, 60_000);
 
-  it('--plan-out records them, plan show lists them, apply drains as reviewed', async () => {
+  it('--plan-out records them, plan show lists them, apply refuses another --drain and drains as reviewed', async () => {
     await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
     const inv = inventory();
     const dir = tmp();
@@ -87,6 +88,27 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
       ],
     });
 
+    // the reviewed drains are the plan's: apply takes no --drain of its own
+    for (const other of [
+      ['--drain', 'none'],
+      ['--drain-timeout', '5'],
+    ]) {
+      const refused = await provision(['apply', plan, ...other]);
+      expect(refused.code, refused.stderr).toBe(3);
+      expect(refused.stderr).toContain(`apply: ${other[0]} cannot change a reviewed plan`);
+    }
+    // a plan whose drains are not what apply would do (signed again, as by a tool that dropped them): refused
+    const { signature: _, drains: __, ...body } = recorded;
+    const forged = join(dir, 'forged.plan');
+    writeFileSync(forged, JSON.stringify({ ...body, signature: signatureOf(body) }));
+    const mismatch = await provision(['apply', forged]);
+    expect(mismatch.code, mismatch.stderr).toBe(3);
+    expect(mismatch.stderr).toContain(
+      "apply would drain otherwise than the plan: tb8: slurm via tb7, the plan's none; tb9: slurm via tb7, the plan's none",
+    );
+    expect(await liveMtu('tb8')).toBe('1500');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+
     const apply = await provision(['apply', plan, '--json']);
     expect(apply.code, apply.stderr).toBe(0);
     // (the hosts run side by side: each host's events in order)
@@ -101,6 +123,25 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
     expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: 'maintenance by ops' });
   }, 180_000);
+
+  it('apply says a drain its plan did not list (a plan signed again with tb8 as not drained)', async () => {
+    const dir = tmp();
+    const plan = join(dir, 'p.plan');
+    const check = await provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--check', '--plan-out', plan]);
+    expect(check.code, check.stderr).toBe(2);
+    const { signature: _, ...body } = JSON.parse(readFileSync(plan, 'utf8')) as PlanFile;
+    body.drains!.hosts.tb8.outcome = 'none';
+    writeFileSync(plan, JSON.stringify({ ...body, signature: signatureOf(body) }));
+    const journal = join(dir, 'journal');
+    const apply = await provision(['apply', plan, '--json', '--journal', journal]);
+    expect(apply.code, apply.stderr).toBe(0);
+    const said =
+      "tb8 has a disruptive change the plan did not list (the plan's check run found none on it), so it was drained though its reviewers were not shown a drain of it";
+    expect(apply.stderr).toContain(`warning: ${said}`);
+    expect(apply.events).toContainEqual(expect.objectContaining({ type: 'warning', message: said }));
+    expect(readFileSync(journal, 'utf8')).toContain(JSON.stringify(said));
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+  }, 120_000);
 
   it.skipIf(chromiumMissing)(
     'plan show --html: the page lists the drains, with no console message',

@@ -1,7 +1,8 @@
 // A plan records its drains (plan version 7): per host with a drain provider, the provider, its
 // controller and what the check run found (would, may with why, already out with the scheduler's
-// reason, none), and the timeout. `plan show` lists them (text, --json, the page). A version 6
-// plan recorded none of it.
+// reason, none), and the timeout. `plan show` lists them (text, --json, the page); `apply` refuses
+// to drain otherwise than the plan, and says a drain the plan did not list. A version 6 plan
+// recorded none of it.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import type { DrainPlan } from '../../src/engine/drain-session.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import type { RunOutcome } from '../../src/engine/run.ts';
 import type { Host, Inventory } from '../../src/inventory/model.ts';
-import { planDrains } from '../../src/plan/drains.ts';
+import { checkPlanDrains, planDrains, unplannedDrain, type PlanDrains } from '../../src/plan/drains.ts';
 import { makePlan, PLAN_VERSION, readPlan, writePlan, type PlanFile } from '../../src/plan/plan.ts';
 import { planReport } from '../../src/plan/show.ts';
 import { reportHtml } from '../../src/report/html.ts';
@@ -146,6 +147,41 @@ describe("a plan's drains", () => {
       '<tr data-host="n3" data-drain="already"><td>n3</td><td><span class="st s-drain-already">already out of scheduling, left as it is</span><div class="note">drained (maintenance by ops)</div></td><td>slurm via ctl</td></tr>',
     );
     expect(page).toContain('<tr data-host="n4" data-drain="none">');
+  });
+
+  it('apply drains as the plan says: another mode, controller, host set or timeout is refused', () => {
+    const ok = () => checkPlanDrains(plan.drains, drainPlanOf(nodes), 'p.plan');
+    expect(ok).not.toThrow();
+    const refused: Array<[string, DrainPlan | undefined, RegExp]> = [
+      [
+        '--drain none',
+        undefined,
+        /apply would drain otherwise than the plan: n1: none, the plan's slurm via ctl; n2: .*; the reviewed plan says how its hosts are drained/,
+      ],
+      ['--drain kubernetes', drainPlanOf(nodes, provider('kubernetes')), /n1: kubernetes via ctl, the plan's slurm via ctl/],
+      ['another controller', drainPlanOf(nodes, slurm, 'n5'), /n1: slurm via n5, the plan's slurm via ctl/],
+      ['a host more', drainPlanOf([...nodes, 'ctl']), /ctl: slurm via ctl, the plan's none/],
+      ['another timeout', drainPlanOf(nodes, slurm, 'ctl', 60), /apply's drain timeout \(60s\) is not the plan's \(600s\)/],
+    ];
+    for (const [what, now, msg] of refused) {
+      const check = () => checkPlanDrains(plan.drains, now, 'p.plan');
+      expect(check, what).toThrow(InputError);
+      expect(check, what).toThrow(msg);
+    }
+    // a plan without drains: apply drains nothing either
+    expect(() => checkPlanDrains(undefined, undefined, 'p.plan')).not.toThrow();
+    expect(() => checkPlanDrains(undefined, drainPlanOf(['n1']), 'p.plan')).toThrow(/n1: slurm via ctl, the plan's none/);
+  });
+
+  it("apply says a drain the plan's reviewers were not shown", () => {
+    const drains = plan.drains as PlanDrains;
+    expect(unplannedDrain(drains, event('n1', { outcome: 'drained' }))).toBeUndefined();
+    expect(unplannedDrain(drains, event('n2', { outcome: 'drained' }))).toBeUndefined();
+    expect(unplannedDrain(drains, event('n3', { outcome: 'already', detail: 'drained (x)' }))).toBeUndefined();
+    expect(unplannedDrain(drains, event('n4', { outcome: 'drained' }))).toBe(
+      "n4 has a disruptive change the plan did not list (the plan's check run found none on it), so it was drained though its reviewers were not shown a drain of it",
+    );
+    expect(unplannedDrain(drains, event('n5', { outcome: 'failed', detail: 'timed out' }))).toMatch(/^n5 .*the drain failed/);
   });
 
   it('a version 6 plan (no drains recorded) is refused by plan show and apply, exit 3, saying why', async () => {
