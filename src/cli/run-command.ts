@@ -1,5 +1,9 @@
 import { execute, type ExecuteOptions, type RunEvent, type RunOutcome } from '../engine/index.ts';
 import { drainPlan } from './drain-plan.ts';
+import { drainMark } from '../contract/drain.ts';
+import type { DrainPlan } from '../engine/drain-session.ts';
+import { drainOwnerFromHistory } from '../history/drain-owner.ts';
+import { runner } from '../history/provenance.ts';
 import { ignoredConnectionVars } from '../inventory/ansible-connection-vars.ts';
 import { likelyTypos, typoWarning } from '../inventory/did-you-mean.ts';
 import { HumanReporter } from '../output/human.ts';
@@ -130,7 +134,7 @@ export async function runLoaded(
     writeRunWarnings(run, hostNames, out, json);
     const outcome = await execute(
       run.prepared,
-      { ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o), drain: drain.plan },
+      { ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o), drain: drainOfRun(drain.plan, history.id) },
       emit,
     );
     await human.finish(outcome);
@@ -205,6 +209,14 @@ function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, 
     out.stderr.write(`warning: ${message}\n`);
     json?.({ type: 'warning', message, variable: w.variable, at });
   }
+}
+
+/**
+ * The run's drains, marked with its history id and controller: a later run of this controller
+ * finds the run in its history and, should it have died with nodes drained, takes them over.
+ */
+function drainOfRun(plan: DrainPlan | undefined, runId: string): DrainPlan | undefined {
+  return plan && { ...plan, mark: drainMark(runId, runner().controller), ownerOf: drainOwnerFromHistory() };
 }
 
 /** Each host the prepared plays reach, once. */

@@ -21,9 +21,35 @@ export type DrainOutcome =
    */
   | { kind: 'failed'; detail: string; drained: boolean };
 
+/**
+ * Whose a racksmith mark on a node is (a node already out of scheduling, its reason a racksmith
+ * run's: drainMark): `takeOver` when that run provably no longer runs (a crashed or killed run
+ * of this controller, history/drain-owner.ts), so this run keeps the node out and puts it back;
+ * else the node stays someone else's. `why` is said in the drain's detail either way.
+ */
+export interface DrainOwner {
+  takeOver: boolean;
+  why: string;
+}
+
+/** The reason racksmith records on a node it takes out: run id and controller, for a later run (and the operator) to find the run. */
+export const drainMark = (runId: string, controller?: string): string =>
+  controller ? `racksmith ${runId} on ${controller}` : `racksmith ${runId}`;
+
+/** A racksmith mark's run id and controller (undefined: not a racksmith mark). */
+export function parseDrainMark(reason: string): { run: string; controller?: string } | undefined {
+  const m = /^racksmith (\S+)(?: on (\S+))?$/.exec(reason.trim());
+  return m ? { run: m[1], ...(m[2] ? { controller: m[2] } : {}) } : undefined;
+}
+
 export interface DrainOptions {
-  /** Why, as recorded on the node (Slurm's reason): "racksmith <run id>". */
+  /** Why, as recorded on the node (Slurm's reason): this run's mark, "racksmith <run id> on <controller>" (drainMark). */
   reason: string;
+  /**
+   * Whose a racksmith mark found on a node already out is; undefined for a reason that is not
+   * one. Unset: every mark but this run's own is someone else's.
+   */
+  ownerOf?: (reason: string) => DrainOwner | undefined;
   /** How long the node's work may take to leave, in seconds. */
   timeoutSec: number;
   /** Ctrl-C: stop waiting (the outcome is failed, drained as it stands). */

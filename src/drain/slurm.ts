@@ -1,12 +1,14 @@
 /**
  * Slurm drains (`--drain slurm`), run on the Slurm controller host: `scontrol update
- * nodename=N state=drain reason="racksmith <run id>"` (running jobs go on, no new one starts),
- * then wait until no job runs on N; `state=resume` after. A node already draining, drained, down
- * or failing (someone else's reason) is left as it is: its jobs are still waited for, it is never
- * resumed. A node in a reservation (reserved, maint) still takes that reservation's jobs: it is
- * drained and resumed like any other.
+ * nodename=N state=drain reason="racksmith <run id> on <controller>"` (running jobs go on, no new
+ * one starts), then wait until no job runs on N; `state=resume` after. A node already draining,
+ * drained, down or failing (someone else's reason) is left as it is: its jobs are still waited
+ * for, it is never resumed. A node only drained (not down or failing) with the mark of a racksmith
+ * run that provably no longer runs (DrainOptions.ownerOf) is taken over: the reason becomes this
+ * run's, and it is resumed after. A node in a reservation (reserved, maint) still takes that
+ * reservation's jobs: it is drained and resumed like any other.
  */
-import { pollUntil, type DrainExec, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
+import { pollUntil, type DrainExec, type DrainOptions, type DrainOutcome, type DrainOwner, type DrainProvider } from '../contract/drain.ts';
 import { shq } from '../shell/quote.ts';
 
 /** sinfo's state of one node and its reason: `drained|maintenance`. */
@@ -38,8 +40,9 @@ export function parseNodeState(stdout: string): SlurmNodeState | undefined {
   return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason: rest.join('|') };
 }
 
-/** The states (or flags) in which Slurm starts no new job on a node. */
-const OUT_STATES = new Set(['drain', 'drained', 'draining', 'down', 'fail', 'failing']);
+/** The states (or flags) in which Slurm starts no new job on a node: drained, or down or failing. */
+const DRAIN_STATES = new Set(['drain', 'drained', 'draining']);
+const DOWN_STATES = new Set(['down', 'fail', 'failing']);
 /**
  * A node in a reservation (reserved; maint, or the complete state's `maintenance` flag, for one
  * with flags=maint): it still takes that reservation's jobs, so it is not out of scheduling.
@@ -58,7 +61,13 @@ const stateWords = (s: SlurmNodeState): string[] => s.state.toLowerCase().split(
  * start there, so such a node is drained like any other.
  */
 export function alreadyOut(s: SlurmNodeState): boolean {
-  return stateWords(s).some((w) => OUT_STATES.has(w));
+  return stateWords(s).some((w) => DRAIN_STATES.has(w) || DOWN_STATES.has(w));
+}
+
+/** Drained or draining, and neither down nor failing: what a racksmith run's drain leaves, and what a later run may take over. */
+export function drainedOnly(s: SlurmNodeState): boolean {
+  const words = stateWords(s);
+  return words.some((w) => DRAIN_STATES.has(w)) && !words.some((w) => DOWN_STATES.has(w));
 }
 
 /** The node's reservation state (reserved, maint) when it has one, for the output. */
@@ -76,6 +85,17 @@ async function run(exec: DrainExec, script: string, what: string): Promise<strin
   return r.stdout;
 }
 
+/**
+ * Whose the drain of a node already out is, when its reason is a racksmith mark: this run's own
+ * (an earlier play's resume that failed), a run's that ended or died (taken over: DrainOptions.ownerOf),
+ * or someone else's. A node down or failing is never taken over: Slurm, or someone, has a reason of its own.
+ */
+function whoseOut(s: SlurmNodeState, o: DrainOptions): DrainOwner | undefined {
+  if (!drainedOnly(s)) return undefined;
+  if (s.reason === o.reason) return { takeOver: true, why: 'still drained by this run' };
+  return o.ownerOf?.(s.reason);
+}
+
 export const slurmDrain: DrainProvider = {
   name: 'slurm',
   async drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome> {
@@ -83,7 +103,8 @@ export const slurmDrain: DrainProvider = {
     try {
       const before = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
       if (!before) return { kind: 'failed', detail: `Slurm does not know node ${node} (sinfo lists nothing)`, drained };
-      const already = alreadyOut(before);
+      const owner = alreadyOut(before) ? whoseOut(before, o) : undefined;
+      const already = alreadyOut(before) && !owner?.takeOver;
       if (!already) {
         await run(exec, drainScript(node, o.reason), `scontrol drain ${node}`);
         drained = true;
@@ -94,8 +115,9 @@ export const slurmDrain: DrainProvider = {
         return ids.length === 0 || `job${ids.length > 1 ? 's' : ''} ${ids.join(', ')} still running`;
       };
       const why = await pollUntil(jobs, o.timeoutSec, o.signal, `the jobs on ${node}`);
-      if (why !== undefined) return { kind: 'failed', detail: why, drained };
-      if (already) return { kind: 'already', detail: outDetail(before) };
+      if (why !== undefined) return { kind: 'failed', detail: owner?.takeOver ? `${why} (${owner.why})` : why, drained };
+      if (owner?.takeOver) return { kind: 'drained', detail: owner.why };
+      if (already) return { kind: 'already', detail: `${outDetail(before)}${owner ? `: ${owner.why}` : ''}` };
       const reserved = reservationState(before);
       return reserved ? { kind: 'drained', detail: `was ${reserved} (still open to its reservation's jobs)` } : { kind: 'drained' };
     } catch (e) {

@@ -1,5 +1,5 @@
 import type { Connection } from '../connection/types.ts';
-import type { DrainOutcome, DrainProvider } from '../contract/drain.ts';
+import { drainMark, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
 import type { Host } from '../inventory/model.ts';
 import type { EventSink, ResourceResult } from './events.ts';
@@ -21,6 +21,10 @@ export interface DrainPlan {
   /** Per host of the run; a host not in it is never drained. */
   hosts: ReadonlyMap<string, HostDrain>;
   timeoutSec: number;
+  /** The mark this run leaves on what it drains (drainMark: its history id and controller); unset: of the run id the session is given. */
+  mark?: string;
+  /** Whose another racksmith run's mark is (history/drain-owner.ts); unset: someone else's. */
+  ownerOf?: DrainOptions['ownerOf'];
 }
 
 /** Whether a change (or one of a list) disturbs workloads. */
@@ -106,7 +110,8 @@ export class DrainSession {
       try {
         const [conn] = await Promise.all([this.connection(this.drainConns, d.controller), this.connection(this.conns, d.controller)]);
         out = await d.provider.drain((script) => conn.exec(script), d.node, {
-          reason: `racksmith ${this.runId}`,
+          reason: this.plan.mark ?? drainMark(this.runId),
+          ...(this.plan.ownerOf ? { ownerOf: this.plan.ownerOf } : {}),
           timeoutSec: this.plan.timeoutSec,
           signal: this.signal,
           // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short

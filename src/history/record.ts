@@ -7,6 +7,7 @@ import { printable } from '../util/printable.ts';
 import { scrub } from '../util/secret.ts';
 import { stateDir } from '../util/state-dir.ts';
 import { writeFileAtomic } from '../util/atomic-write.ts';
+import type { RunProcess } from './run-process.ts';
 
 /** A host's counts in a run (its recap). */
 export interface HostCounts {
@@ -38,6 +39,8 @@ export interface RunRecord {
   end?: string;
   user: string;
   controller: string;
+  /** The controller's process that ran it (when /proc said): whether a run with no end still runs (drain-owner.ts). */
+  process?: RunProcess;
   argv: string[];
   cwd: string;
   playbooks: PlaybookSource[];

@@ -2,6 +2,7 @@ import type { Recap } from '../engine/events.ts';
 import { printable } from '../util/printable.ts';
 import { playbookSources, runner } from './provenance.ts';
 import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
+import { thisProcess } from './run-process.ts';
 import { DEFAULT_RETENTION } from './select.ts';
 
 export interface RunStart {
@@ -29,10 +30,12 @@ export interface RunRecorder {
  * warning, never a failed run.
  */
 export function startRecord(s: RunStart, warn: (message: string) => void): RunRecorder {
+  const proc = thisProcess();
   const record: RunRecord = {
     id: newRunId(),
     start: new Date().toISOString(),
     ...runner(),
+    ...(proc ? { process: proc } : {}),
     argv: s.argv,
     cwd: process.cwd(),
     playbooks: playbookSources(s.playbooks),

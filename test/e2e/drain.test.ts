@@ -1,7 +1,9 @@
 // --drain around an MTU change (Change.disruptive). Slurm on the bed's real Slurm (tb.slurm: tb7
 // the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
 // drained, changed, resumed; a node drained by hand is listed by the check as already out and
-// stays drained; nodes in a reservation (reserved,
+// stays drained; a node left drained by a run killed with SIGKILL is taken over by the next run
+// and resumed; one drained by a racksmith run this controller cannot vouch for stays drained, said
+// whose; nodes in a reservation (reserved,
 // maint) are drained and resumed all the same; a NIC queue change that waits on a package install
 // is listed by the check as a drain that may come; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
@@ -11,7 +13,7 @@
 // Each test resets its hosts.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
@@ -117,6 +119,58 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     ]);
     expect(await liveMtu('tb9')).toBe('9000');
     expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: 'maintenance by ops' });
+  }, 120_000);
+
+  it('a node left drained by a run killed mid-drain (SIGKILL): the next run takes it over, says so, changes it and resumes it', async () => {
+    await runningJob('tb8', 8);
+    const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm'];
+    const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot, stdio: 'ignore' });
+    const gone = new Promise((r) => crashed.on('close', r));
+    // draining with the run's mark: racksmith <run id> on <controller>
+    let mark: RegExpExecArray | null = null;
+    for (let i = 0; i < 300 && !mark; i++) {
+      const s = await nodeState('tb8');
+      mark = s.state === 'draining' ? /^racksmith (\S+) on (\S+)$/.exec(s.reason) : null;
+      if (!mark) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(mark?.[2]).toBe(hostname());
+    crashed.kill('SIGKILL');
+    await gone;
+    const left = await nodeState('tb8');
+    expect(left).toEqual({ state: 'draining', reason: mark![0] }); // out of scheduling, nobody to put it back
+
+    const run = await provision([...args, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const why = `taken over from run ${mark![1]}, which did not finish: its process ${crashed.pid} is gone`;
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained', detail: why },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    expect(run.stderr).toContain(`tb8: drained (slurm via tb7): ${why}`);
+    expect(readFileSync(/journal: (\S+)/.exec(run.stderr)![1], 'utf8')).toContain(why);
+    expect(await liveMtu('tb8')).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+  }, 120_000);
+
+  it("a node drained by a racksmith run this controller cannot vouch for (not in its history; another controller's) stays drained, and the run says whose it is", async () => {
+    const unknown = `racksmith 20260101T000000Z-abcdef on ${hostname()}`;
+    const elsewhere = 'racksmith 20260101T000000Z-abcdef on rack2-ctl';
+    await onCtl(`scontrol update nodename=tb8 state=drain reason='${unknown}'`);
+    await onCtl(`scontrol update nodename=tb9 state=drain reason='${elsewhere}'`);
+    const run = await provision([PB, '-i', inventory(), '-l', 'tb8,tb9', '--drain', 'slurm', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const runs = join(process.env.XDG_STATE_HOME ?? join(homedir(), '.local/state'), 'racksmith/runs');
+    const detail = {
+      tb8: `drained (${unknown}): run 20260101T000000Z-abcdef is not in this controller's run history (${runs}): another user's or another controller's run, or pruned`,
+      tb9: `drained (${elsewhere}): run 20260101T000000Z-abcdef is controller rack2-ctl's, not this one's (${hostname()}): only its run history can tell whether it still runs`,
+    };
+    expect(drainEvents(run).sort((a, b) => String(a.host).localeCompare(String(b.host)))).toEqual(
+      NODES.map((h) => ({ type: 'drain', host: h, via: 'slurm', controller: CTL, outcome: 'already', detail: detail[h as 'tb8'] })),
+    );
+    expect(run.stderr).toContain(`tb9: already out of scheduling, left as it is (slurm via tb7): ${detail.tb9}`);
+    for (const h of NODES) expect(await liveMtu(h)).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'drained', reason: unknown });
+    expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: elsewhere });
   }, 120_000);
 
   it('nodes in a reservation (reserved, maint) still take its jobs: drained, said so, changed, resumed into their reservation', async () => {

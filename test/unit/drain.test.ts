@@ -133,6 +133,64 @@ describe('Slurm provider', () => {
     await expect(slurmDrain.outOfScheduling!(controller([]).exec, 'n1')).rejects.toThrow('Slurm does not know node n1');
   });
 
+  // a node out of scheduling with a racksmith mark: ownerOf says whose (history/drain-owner.ts)
+  const dead = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
+  const live = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
+  it.each<[string, string, typeof dead | undefined, DrainOutcome, boolean]>([
+    [
+      "a dead run's drain: taken over (our mark), jobs waited for",
+      'draining|racksmith R0 on c',
+      dead,
+      { kind: 'drained', detail: dead.why },
+      true,
+    ],
+    ["a dead run's drained node (idle+drain)", 'idle+drain|racksmith R0 on c', dead, { kind: 'drained', detail: dead.why }, true],
+    [
+      "this run's own mark (a resume that failed): ours still",
+      'drained|racksmith R1 on c',
+      undefined,
+      { kind: 'drained', detail: 'still drained by this run' },
+      true,
+    ],
+    [
+      "a live run's drain: left, said why",
+      'drained|racksmith R0 on c',
+      live,
+      { kind: 'already', detail: `drained (racksmith R0 on c): ${live.why}` },
+      false,
+    ],
+    [
+      "down with a dead run's mark: never taken over",
+      'down+drain|racksmith R0 on c',
+      dead,
+      { kind: 'already', detail: 'down+drain (racksmith R0 on c)' },
+      false,
+    ],
+    ["not a racksmith mark: someone else's", 'drained|ops', undefined, { kind: 'already', detail: 'drained (ops)' }, false],
+  ])('%s', async (_, sinfo, owner, want, taken) => {
+    const c = controller([[/^sinfo/m, { stdout: `${sinfo}\n` }]]);
+    const asked: string[] = [];
+    const ownerOf = (reason: string) => (asked.push(reason), reason.startsWith('racksmith ') ? owner : undefined);
+    let out = false;
+    const got = await slurmDrain.drain(c.exec, 'n1', { reason: 'racksmith R1 on c', timeoutSec: 5, ownerOf, takenOut: () => (out = true) });
+    expect(got).toEqual(want);
+    expect(out).toBe(taken);
+    // taken over: the reason becomes this run's, so that a later run asks about this one
+    expect(c.ran.includes("scontrol update nodename=n1 state=drain reason='racksmith R1 on c'")).toBe(taken);
+  });
+
+  it("a taken-over drain that times out says so, and is this run's to resume", async () => {
+    const c = controller([
+      [/^sinfo/m, { stdout: 'draining|racksmith R0 on c\n' }],
+      [/^squeue/m, { stdout: '41\n' }],
+    ]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'racksmith R1 on c', timeoutSec: 1, ownerOf: () => dead })).toEqual({
+      kind: 'failed',
+      detail: `timed out after 1s waiting for the jobs on n1: job 41 still running (${dead.why})`,
+      drained: true,
+    });
+  });
+
   it('a node Slurm does not know, or a failing command: failed, not drained', async () => {
     expect(await slurmDrain.drain(controller([]).exec, 'n1', { reason: 'r', timeoutSec: 5 })).toMatchObject({
       kind: 'failed',

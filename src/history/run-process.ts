@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Which process ran a run, so that a later run can prove it no longer runs: its pid, its start
+ * (clock ticks after boot, /proc/PID/stat field 22: a pid reused by another process starts at
+ * another time) and the boot it ran in (/proc/sys/kernel/random/boot_id: a restarted controller
+ * runs none of the processes it had).
+ */
+export interface RunProcess {
+  pid: number;
+  start: number;
+  boot: string;
+}
+
+/** The process's start (field 22 of /proc/PID/stat), or undefined when no such process lives (a zombie is dead). */
+export function processStart(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // (the command name, field 2, is in parentheses and may hold spaces and parentheses itself)
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+  const start = Number(fields[19]);
+  return Number.isInteger(start) ? start : undefined;
+}
+
+/** This boot's id, or undefined where the kernel does not say (no /proc). */
+export function bootId(): string | undefined {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process, as a run record keeps it; undefined where /proc does not tell (the record then proves nothing). */
+export function thisProcess(): RunProcess | undefined {
+  const start = processStart(process.pid);
+  const boot = bootId();
+  return start === undefined || boot === undefined ? undefined : { pid: process.pid, start, boot };
+}
