@@ -52,7 +52,10 @@ export interface DrainOptions {
   ownerOf?: (reason: string) => DrainOwner | undefined;
   /** How long the node's work may take to leave, in seconds. */
   timeoutSec: number;
-  /** Ctrl-C: stop waiting (the outcome is failed, drained as it stands). */
+  /**
+   * Stop waiting (the outcome is failed, drained as it stands): Ctrl-C, or the host given up
+   * (--host-timeout); its reason, a string, says which (stopReason).
+   */
   signal?: AbortSignal;
   /**
    * Called as soon as this run has taken the node out of scheduling (cordon, state=drain), before
@@ -76,6 +79,9 @@ export interface DrainProvider {
   outOfScheduling?(exec: DrainExec, node: string): Promise<string | undefined>;
 }
 
+/** Why a drain was stopped, for its outcome: the signal's reason when it gives one (the host timed out), else Ctrl-C's. */
+export const stopReason = (signal: AbortSignal | undefined): string => (typeof signal?.reason === 'string' ? signal.reason : 'interrupted');
+
 /** How often a provider asks whether the node's work is gone (the wait is that condition, bounded by the timeout). */
 export const DRAIN_POLL_MS = 500;
 
@@ -94,7 +100,7 @@ export async function pollUntil(
     const r = await done();
     if (r === true) return undefined;
     const still = typeof r === 'string' ? `: ${r}` : '';
-    if (signal?.aborted) return `interrupted while waiting for ${what}${still}`;
+    if (signal?.aborted) return `${stopReason(signal)} while waiting for ${what}${still}`;
     if (Date.now() >= end) return `timed out after ${timeoutSec}s waiting for ${what}${still}`;
     await new Promise((res) => setTimeout(res, Math.min(DRAIN_POLL_MS, Math.max(0, end - Date.now()))));
   }

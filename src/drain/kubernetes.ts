@@ -4,9 +4,10 @@
  * --delete-emptydir-data --timeout` (evictions, which a PodDisruptionBudget may hold back until
  * the timeout); uncordon after. A node already cordoned is someone else's: its pods are drained
  * all the same, and it stays cordoned. The node counts as this run's once the cordon went through:
- * Ctrl-C during the evictions stops `kubectl drain` on the controller and uncordons it.
+ * Ctrl-C (or the host's --host-timeout) during the evictions stops `kubectl drain` on the
+ * controller and uncordons it.
  */
-import type { DrainExec, DrainOptions, DrainOutcome, DrainProvider } from '../contract/drain.ts';
+import { stopReason, type DrainExec, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
 import { kubectlPrelude, type KubeAccess } from '../resources/kube/kube.ts';
 import { shq } from '../shell/quote.ts';
 
@@ -44,7 +45,9 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       // (Ctrl-C kills this on the controller: the session aborts its drain connection)
       const d = await exec(drainPodsScript(a, node, o.timeoutSec));
       if (d.code !== 0) {
-        const detail = o.signal?.aborted ? `interrupted: kubectl drain ${node} was stopped` : failure(`kubectl drain ${node}`, d);
+        const detail = o.signal?.aborted
+          ? `${stopReason(o.signal)}: kubectl drain ${node} was stopped`
+          : failure(`kubectl drain ${node}`, d);
         return { kind: 'failed', detail, drained: !already };
       }
       return already ? { kind: 'already', detail: CORDONED } : { kind: 'drained' };

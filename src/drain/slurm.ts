@@ -8,7 +8,15 @@
  * run's, and it is resumed after. A node in a reservation (reserved, maint) still takes that
  * reservation's jobs: it is drained and resumed like any other.
  */
-import { pollUntil, type DrainExec, type DrainOptions, type DrainOutcome, type DrainOwner, type DrainProvider } from '../contract/drain.ts';
+import {
+  pollUntil,
+  stopReason,
+  type DrainExec,
+  type DrainOptions,
+  type DrainOutcome,
+  type DrainOwner,
+  type DrainProvider,
+} from '../contract/drain.ts';
 import { shq } from '../shell/quote.ts';
 
 /** sinfo's state of one node and its reason: `drained|maintenance`. */
@@ -121,8 +129,8 @@ export const slurmDrain: DrainProvider = {
       const reserved = reservationState(before);
       return reserved ? { kind: 'drained', detail: `was ${reserved} (still open to its reservation's jobs)` } : { kind: 'drained' };
     } catch (e) {
-      // (Ctrl-C kills the poll in flight on the controller: its failure is the interrupt's)
-      const detail = o.signal?.aborted ? `interrupted while waiting for the jobs on ${node}` : (e as Error).message;
+      // (Ctrl-C, or the host given up, kills the poll in flight on the controller: its failure is the stop's)
+      const detail = o.signal?.aborted ? `${stopReason(o.signal)} while waiting for the jobs on ${node}` : (e as Error).message;
       return { kind: 'failed', detail, drained };
     }
   },

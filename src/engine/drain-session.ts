@@ -1,5 +1,5 @@
 import type { Connection } from '../connection/types.ts';
-import { drainMark, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
+import { drainMark, stopReason, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
 import type { Host } from '../inventory/model.ts';
 import type { EventSink, ResourceResult } from './events.ts';
@@ -45,6 +45,13 @@ export function wouldDisrupt(results: readonly ResourceResult[]): { may?: string
   return may.length ? { may } : undefined;
 }
 
+/** A host's drain under way: its stop (Ctrl-C, the host given up), its connection, its end. */
+interface RunningDrain {
+  stop: AbortController;
+  conn?: Promise<Connection>;
+  done?: Promise<DrainOutcome>;
+}
+
 export class DrainSession {
   /** Hosts this run took out: put back by resume / resumeAll. */
   private readonly drained = new Map<string, HostDrain>();
@@ -58,11 +65,15 @@ export class DrainSession {
    */
   private readonly conns = new Map<string, Promise<Connection>>();
   /**
-   * The drains' connection per controller: aborted at Ctrl-C, which kills the providers' commands
-   * in flight on the controller (a `kubectl drain` waiting on its evictions) before the resumes.
+   * Drain connections per controller not in use, for the next drain. Each drain under way has one
+   * of its own: stopping one host's drain (its host given up) kills that drain's command on the
+   * controller (a `kubectl drain` waiting on its evictions) by aborting its connection, and no
+   * other host's.
    */
-  private readonly drainConns = new Map<string, Promise<Connection>>();
-  /** The drains under way: resumeAll waits for them to end (Ctrl-C ends them) before it puts hosts back. */
+  private readonly idle = new Map<string, Connection[]>();
+  /** The drains under way, per host: their stop (Ctrl-C, the host given up) and their connection. */
+  private readonly running = new Map<string, RunningDrain>();
+  /** The drains and stops under way: resumeAll waits for them to end (Ctrl-C ends them) before it puts hosts back. */
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
@@ -72,7 +83,7 @@ export class DrainSession {
     private readonly emit: EventSink,
     private readonly signal?: AbortSignal,
   ) {
-    signal?.addEventListener('abort', () => this.stopDrains(), { once: true });
+    signal?.addEventListener('abort', () => [...this.running.keys()].forEach((h) => this.stop(h, 'interrupted')), { once: true });
   }
 
   private connection(pool: Map<string, Promise<Connection>>, h: Host): Promise<Connection> {
@@ -85,17 +96,43 @@ export class DrainSession {
     return p;
   }
 
-  /** Ctrl-C: the drains' commands killed where they run, their connections dropped. */
-  private stopDrains(): void {
-    for (const p of this.drainConns.values()) void p.then((c) => (c.abort ? c.abort() : c.close())).catch(() => undefined);
-    this.drainConns.clear();
+  /** A drain connection to the controller: an idle one, else a new one. */
+  private lease(h: Host): Promise<Connection> {
+    const c = this.idle.get(h.name)?.pop();
+    return c ? Promise.resolve(c) : this.connect(h);
+  }
+
+  /** A host's drain stopped now: its command killed on the controller, its connection dropped; its outcome says `why`. */
+  private stop(host: string, why: string): void {
+    const r = this.running.get(host);
+    if (!r || r.stop.signal.aborted) return;
+    r.stop.abort(why);
+    void r.conn?.then((c) => (c.abort ? c.abort() : c.close())).catch(() => undefined);
   }
 
   /** The controllers' connections closed (after resumeAll). */
   async close(): Promise<void> {
-    const all = [...this.conns.values(), ...this.drainConns.values()];
-    this.drainConns.clear();
-    await Promise.all(all.map((p) => p.then((c) => c.close()).catch(() => undefined)));
+    const idle = [...this.idle.values()].flat();
+    this.idle.clear();
+    await Promise.all([...this.conns.values()].map((p) => p.then((c) => c.close()).catch(() => undefined)));
+    await Promise.all(idle.map((c) => c.close().catch(() => undefined)));
+  }
+
+  /**
+   * A host given up (its --host-timeout) while its drain is under way: nothing disruptive ran on
+   * it, so its drain is stopped at once (as Ctrl-C does) and the node put back if this run took it
+   * out. A host past its drain is put back with the others at the run's end.
+   */
+  async giveUp(host: string, why: string): Promise<void> {
+    const r = this.running.get(host);
+    if (!r) return;
+    const stopping = (async () => {
+      this.stop(host, why);
+      await r.done?.catch(() => undefined);
+      await this.resume(host);
+    })();
+    this.inFlight.add(stopping);
+    await stopping.finally(() => this.inFlight.delete(stopping));
   }
 
   /** Drain the host unless this run already did (or found it out); why it failed, if it did. */
@@ -105,28 +142,47 @@ export class DrainSession {
     if (this.signal?.aborted) return `drain (${d.provider.name} via ${d.controller.name}) not started: interrupted`;
     const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
     // (recorded and said within what resumeAll waits for: a resume never comes before its drain)
+    const stop = new AbortController();
+    const mine: RunningDrain = { stop };
+    this.running.set(host, mine);
     const drain = async (): Promise<DrainOutcome> => {
       let out: DrainOutcome;
+      let conn: Connection | undefined;
       try {
-        const [conn] = await Promise.all([this.connection(this.drainConns, d.controller), this.connection(this.conns, d.controller)]);
-        out = await d.provider.drain((script) => conn.exec(script), d.node, {
-          reason: this.plan.mark ?? drainMark(this.runId),
-          ...(this.plan.ownerOf ? { ownerOf: this.plan.ownerOf } : {}),
-          timeoutSec: this.plan.timeoutSec,
-          signal: this.signal,
-          // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
-          takenOut: () => this.drained.set(host, d),
-        });
+        mine.conn = this.lease(d.controller);
+        [conn] = await Promise.all([mine.conn, this.connection(this.conns, d.controller)]);
+        const exec = conn.exec.bind(conn);
+        out = stop.signal.aborted
+          ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
+          : await d.provider.drain(exec, d.node, {
+              reason: this.plan.mark ?? drainMark(this.runId),
+              ...(this.plan.ownerOf ? { ownerOf: this.plan.ownerOf } : {}),
+              timeoutSec: this.plan.timeoutSec,
+              signal: stop.signal,
+              // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
+              takenOut: () => this.drained.set(host, d),
+            });
       } catch (e) {
+        void mine.conn?.then((c) => c.close()).catch(() => undefined);
+        conn = undefined;
         out = { kind: 'failed', detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
       }
+      // (a stopped drain's connection was aborted: only a whole one goes back for the next drain)
+      if (conn && !stop.signal.aborted) this.idle.set(d.controller.name, [...(this.idle.get(d.controller.name) ?? []), conn]);
+      // a drain that ended well just as its host was given up: that host must not go on to its change
+      // (after Ctrl-C the host's run stops before it, saying so)
+      if (out.kind !== 'failed' && stop.signal.aborted && !this.signal?.aborted)
+        out = { kind: 'failed', detail: `${stopReason(stop.signal)} as it ended`, drained: out.kind === 'drained' };
       if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
       this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
       return out;
     };
-    const running = drain();
+    const running = (mine.done = drain());
     this.inFlight.add(running);
-    const out = await running.finally(() => this.inFlight.delete(running));
+    const out = await running.finally(() => {
+      this.inFlight.delete(running);
+      this.running.delete(host);
+    });
     if (out.kind === 'failed') return `drain (${d.provider.name} via ${d.controller.name}) failed: ${out.detail}`;
     this.settled.add(host);
     return undefined;
@@ -145,8 +201,8 @@ export class DrainSession {
     const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
     if (d.provider.outOfScheduling)
       try {
-        // (the drains' connection: Ctrl-C kills the question in flight)
-        const conn = await this.connection(this.drainConns, d.controller);
+        // (the session's own connection: a read-only question as quick as a resume)
+        const conn = await this.connection(this.conns, d.controller);
         const out = await d.provider.outOfScheduling((script) => conn.exec(script), d.node);
         if (out !== undefined) return this.emit({ ...base, outcome: 'already', detail: out });
       } catch (e) {
@@ -188,7 +244,7 @@ export class DrainSession {
    * under way have ended: a host whose run was given up (Ctrl-C, its timeout) may still be in one.
    */
   async resumeAll(): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
   }
 }

@@ -190,6 +190,12 @@ export class PlaysRun {
     this.emit({ type: 'host_start', host: host.name, play: playName });
     const pending = this.conns.open(host);
     const w = this.watch(host.name, pending);
+    // a host given up during its drain: the drain stopped at once and the node put back
+    const drains = this.drains;
+    if (drains && this.o.hostTimeoutMs)
+      void w.ended.then(async (end) => {
+        if (end === 'timeout') await drains.giveUp(host.name, `host ${endedError(end, this.o.hostTimeoutMs)}`);
+      });
     const conn = await this.connected(pending, w, recap);
     if (!conn) return false;
     const options = this.hostOptions(playIndex, host.name, resources, fromStart, fleet);

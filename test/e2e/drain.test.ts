@@ -8,8 +8,9 @@
 // is listed by the check as a drain that may come; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
-// PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does; a node cordoned
-// beforehand is listed by the check as already out, and stays so.
+// PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does, and the host's
+// --host-timeout (as for the Slurm wait): the drain stopped at once, the node put back; a node
+// cordoned beforehand is listed by the check as already out, and stays so.
 // Each test resets its hosts.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -248,6 +249,31 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
   }, 120_000);
 
+  it('--host-timeout while the jobs are waited for: the wait stops at once, the node resumed, the host timed out', async () => {
+    const job = await runningJob('tb8', 300);
+    const t0 = Date.now();
+    const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--drain-timeout', '120', '--host-timeout', '15', '--json'];
+    const run = await provision(args, { timeoutMs: 180_000 });
+    // (the drain would wait its 120 s for the job)
+    expect(Date.now() - t0).toBeLessThan(90_000);
+    expect(run.code, run.stderr).toBe(1);
+    expect(recaps(run).tb8).toMatchObject({ unreachable: true, error: 'timed out after 15s', changed: 0 });
+    expect(drainEvents(run)).toEqual([
+      {
+        type: 'drain',
+        host: 'tb8',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'failed',
+        detail: `host timed out after 15s while waiting for the jobs on tb8: job ${job} still running`,
+      },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    expect(await liveMtu('tb8')).toBe('1500');
+    expect((await nodeState('tb8')).state).toBe('allocated'); // back in scheduling, its job untouched
+    await onCtl(`scancel ${job}`);
+  }, 240_000);
+
   it('a drain that times out applies nothing disruptive, fails the host and resumes the node', async () => {
     const job = await runningJob('tb8', 300);
     const run = await provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--drain-timeout', '2', '--json']);
@@ -405,6 +431,45 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     ]);
     expect(stderr).toContain(`${NODE}: resumed (kubernetes via ${CP})`);
   }, 120_000);
+
+  it('--host-timeout while kubectl drain waits on an eviction: kubectl drain killed on the control plane at once, the node uncordoned, the host timed out', async () => {
+    budgetAllowingNoEviction();
+    const t0 = Date.now();
+    const args = [
+      PB,
+      '-i',
+      kubeInventory(),
+      '-l',
+      NODE,
+      '--drain',
+      'kubernetes',
+      '--drain-timeout',
+      '120',
+      '--host-timeout',
+      '15',
+      '--json',
+    ];
+    const run = await provision(args, { timeoutMs: 180_000 });
+    // (kubectl drain would wait its 120 s on the budget)
+    expect(Date.now() - t0).toBeLessThan(90_000);
+    expect(run.code, run.stderr).toBe(1);
+    expect(recaps(run)[NODE]).toMatchObject({ unreachable: true, error: 'timed out after 15s', changed: 0 });
+    expect(drainEvents(run)).toEqual([
+      {
+        type: 'drain',
+        host: NODE,
+        via: 'kubernetes',
+        controller: CP,
+        outcome: 'failed',
+        detail: `host timed out after 15s: kubectl drain ${NODE} was stopped`,
+      },
+      { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
+    ]);
+    expect((await tb.hostExec(CP, `pgrep -f '^kubectl drain ${NODE} '`)).code).toBe(1); // no kubectl drain left behind
+    expect(unschedulable()).toBe(false);
+    expect(await liveMtu(NODE)).toBe('1500');
+    expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
+  }, 240_000);
 
   it('a node cordoned beforehand: the check lists it as already out; it is drained and changed, and stays cordoned', async () => {
     const r = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl cordon ${NODE}`);

@@ -339,6 +339,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     check = false,
     signal?: AbortController,
     real?: { provider: DrainProvider; connector: (f: FakeFleet) => (h: Host) => Promise<Connection> },
+    hostTimeoutMs?: number,
   ) {
     const f = new FakeFleet(['ctl', 'n1', 'n2']);
     for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
@@ -368,6 +369,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         connector: real ? real.connector(f) : f.connector,
         drain: { hosts, timeoutSec: 5 },
         signal: signal?.signal,
+        hostTimeoutMs,
       },
       (e) => {
         events.push(e);
@@ -469,6 +471,63 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     expect(out.results.find((r) => r.host === 'n1')!.error).toBe(
       'not applied: drain (kubernetes via ctl) failed: interrupted: kubectl drain n1 was stopped',
     );
+  });
+
+  it('--host-timeout during `kubectl drain`: that drain killed on the controller at once, the node uncordoned, the host timed out', async () => {
+    // kubectl drain waits on an eviction until its own --timeout (5 s here), unless its connection is aborted
+    const ran: string[] = [];
+    const controllerConn = (host: string): Connection => {
+      let kill: (() => void) | undefined;
+      return {
+        host,
+        execCount: 0,
+        exec: async (script) => {
+          const cmd = script.split('\n').pop()!;
+          ran.push(cmd);
+          if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
+          return new Promise((r) => {
+            const t = setTimeout(() => r({ code: 1, stdout: '', stderr: 'global timeout reached: 5s' }), 5000);
+            kill = () => (clearTimeout(t), r({ code: null, stdout: '', stderr: '' }));
+          });
+        },
+        abort: async () => {
+          ran.push('(killed)');
+          kill?.();
+        },
+        close: async () => kill?.(),
+      };
+    };
+    const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+    const t0 = Date.now();
+    const { events, out } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      undefined,
+      { provider: k8s, connector: (f) => async (h) => (h.name === 'ctl' ? controllerConn(h.name) : f.connector(h)) },
+      1000,
+    );
+    expect(Date.now() - t0).toBeLessThan(4500); // not kubectl drain's own 5 s
+    expect(ran).toEqual([
+      "k get node n1 -o 'jsonpath={.spec.unschedulable}'",
+      'k cordon n1',
+      'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=5s',
+      '(killed)',
+      'k uncordon n1',
+    ]);
+    expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'kubernetes',
+        controller: 'ctl',
+        outcome: 'failed',
+        detail: 'host timed out after 1s: kubectl drain n1 was stopped',
+      },
+      { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
+    ]);
+    expect(out.hosts.find((h) => h.host === 'n1')).toMatchObject({ unreachable: true, error: 'timed out after 1s' });
+    expect(out.results.some((r) => r.host === 'n1' && r.status === 'changed')).toBe(false);
   });
 
   it('check mode: a change that may be disruptive but waits on a pending change lists the host as may be drained', async () => {
