@@ -74,10 +74,14 @@ export interface DrainProvider {
   resume(exec: DrainExec, node: string): Promise<string | undefined>;
   /**
    * Check mode, read only: whether someone else already keeps new work off the node, and why as
-   * its scheduler says (what drain() would report as `already`); undefined when it is in scheduling.
+   * its scheduler says (what drain() would report as `already`); undefined when it is in scheduling;
+   * `takeOver` when it is out by a racksmith run that ownerOf says the apply takes over.
    */
-  outOfScheduling?(exec: DrainExec, node: string): Promise<string | undefined>;
+  outOfScheduling?(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling>;
 }
+
+/** A check run's answer of outOfScheduling (DrainProvider). */
+export type OutOfScheduling = string | { takeOver: string } | undefined;
 
 /** Why a drain was stopped, for its outcome: the signal's reason when it gives one (the host timed out), else Ctrl-C's. */
 export const stopReason = (signal: AbortSignal | undefined): string => (typeof signal?.reason === 'string' ? signal.reason : 'interrupted');

@@ -2,25 +2,75 @@
  * Kubernetes drains (`--drain kubernetes`), run with kubectl on the first control-plane host (its
  * kube_kubeconfig, kube_kubectl): cordon, then `kubectl drain --ignore-daemonsets
  * --delete-emptydir-data --timeout` (evictions, which a PodDisruptionBudget may hold back until
- * the timeout); uncordon after. A node already cordoned is someone else's: its pods are drained
- * all the same, and it stays cordoned. The node counts as this run's once the cordon went through:
- * Ctrl-C (or the host's --host-timeout) during the evictions stops `kubectl drain` on the
- * controller and uncordons it.
+ * the timeout); uncordon after. racksmith's cordon is one patch, field manager `racksmith`, that
+ * sets spec.unschedulable and the annotation racksmith.io/drained-by (the run's mark); its uncordon
+ * clears both in one patch. A node already cordoned is someone else's: its pods are drained all
+ * the same, and it stays cordoned; unless the cordon is racksmith's (the annotation, and
+ * spec.unschedulable still owned by manager racksmith: an operator's `kubectl cordon` since takes
+ * it over) and its run provably no longer runs (DrainOptions.ownerOf): then this run takes it over.
+ * The node counts as this run's once the cordon went through: Ctrl-C (or the host's
+ * --host-timeout) during the evictions stops `kubectl drain` on the controller and uncordons it.
  */
-import { stopReason, type DrainExec, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
+import {
+  stopReason,
+  type DrainExec,
+  type DrainOptions,
+  type DrainOutcome,
+  type DrainOwner,
+  type DrainProvider,
+  type OutOfScheduling,
+} from '../contract/drain.ts';
 import { kubectlPrelude, type KubeAccess } from '../resources/kube/kube.ts';
 import { shq } from '../shell/quote.ts';
 
-/** Prints `true` when the node is cordoned (spec.unschedulable), nothing otherwise. */
-export const cordonedScript = (a: KubeAccess, node: string): string =>
-  `${kubectlPrelude(a)}\nk get node ${shq(node)} -o 'jsonpath={.spec.unschedulable}'`;
+/** The annotation racksmith's cordon carries: the run's mark (drainMark). */
+export const DRAINED_BY = 'racksmith.io/drained-by';
+/** The field manager of racksmith's cordon and uncordon patches. */
+export const FIELD_MANAGER = 'racksmith';
 
-export const cordonScript = (a: KubeAccess, node: string): string => `${kubectlPrelude(a)}\nk cordon ${shq(node)}`;
+/** The node as JSON, with its managedFields (who set spec.unschedulable). */
+export const nodeScript = (a: KubeAccess, node: string): string =>
+  `${kubectlPrelude(a)}\nk get node ${shq(node)} -o json --show-managed-fields`;
+
+const patchScript = (a: KubeAccess, node: string, patch: unknown): string =>
+  `${kubectlPrelude(a)}\nk patch node ${shq(node)} --field-manager=${FIELD_MANAGER} -p ${shq(JSON.stringify(patch))}`;
+
+/** Cordon and mark in one patch: a cordon is never without its mark, nor the mark without it. */
+export const cordonScript = (a: KubeAccess, node: string, mark: string): string =>
+  patchScript(a, node, { spec: { unschedulable: true }, metadata: { annotations: { [DRAINED_BY]: mark } } });
 
 export const drainPodsScript = (a: KubeAccess, node: string, timeoutSec: number): string =>
   `${kubectlPrelude(a)}\nkw drain ${shq(node)} --ignore-daemonsets --delete-emptydir-data --timeout=${timeoutSec}s`;
 
-export const uncordonScript = (a: KubeAccess, node: string): string => `${kubectlPrelude(a)}\nk uncordon ${shq(node)}`;
+export const uncordonScript = (a: KubeAccess, node: string): string =>
+  patchScript(a, node, { spec: { unschedulable: false }, metadata: { annotations: { [DRAINED_BY]: null } } });
+
+export interface NodeCordon {
+  cordoned: boolean;
+  /** racksmith's mark, when the cordon is racksmith's: the annotation, and spec.unschedulable last set by manager racksmith. */
+  mark?: string;
+}
+
+/** What `kubectl get node -o json --show-managed-fields` says of the node's cordon; undefined when it is not a node's JSON. */
+export function parseNodeCordon(stdout: string): NodeCordon | undefined {
+  let n: {
+    spec?: { unschedulable?: boolean };
+    metadata?: { annotations?: Record<string, string>; managedFields?: Array<{ manager?: string; fieldsV1?: Record<string, unknown> }> };
+  };
+  try {
+    n = JSON.parse(stdout) as typeof n;
+  } catch {
+    return undefined;
+  }
+  if (typeof n !== 'object' || n === null) return undefined;
+  const cordoned = n.spec?.unschedulable === true;
+  const owner = n.metadata?.managedFields?.find((m) => {
+    const spec = m.fieldsV1?.['f:spec'];
+    return typeof spec === 'object' && spec !== null && 'f:unschedulable' in spec;
+  })?.manager;
+  const mark = n.metadata?.annotations?.[DRAINED_BY];
+  return cordoned && mark !== undefined && owner === FIELD_MANAGER ? { cordoned, mark } : { cordoned };
+}
 
 const failure = (what: string, r: { code: number | null; stderr: string; stdout: string }): string =>
   `${what} failed (exit ${r.code ?? 'signal'}): ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(-4).join('\n')}`;
@@ -28,17 +78,28 @@ const failure = (what: string, r: { code: number | null; stderr: string; stdout:
 /** A node someone else cordoned, as the output says it. */
 const CORDONED = 'cordoned (spec.unschedulable)';
 
+/** Whose racksmith's cordon is: this run's own, or another run's (ownerOf); undefined: not racksmith's. */
+function whoseCordon(c: NodeCordon, o: DrainOptions): DrainOwner | undefined {
+  if (c.mark === undefined) return undefined;
+  if (c.mark === o.reason) return { takeOver: true, why: 'still cordoned by this run' };
+  return o.ownerOf?.(c.mark);
+}
+
 export function kubernetesDrain(a: KubeAccess): DrainProvider {
   return {
     name: 'kubernetes',
     async drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome> {
-      const state = await exec(cordonedScript(a, node));
+      const state = await exec(nodeScript(a, node));
       if (state.code !== 0) return { kind: 'failed', detail: failure(`kubectl get node ${node}`, state), drained: false };
-      const already = state.stdout.trim() === 'true';
+      const cordon = parseNodeCordon(state.stdout);
+      if (!cordon) return { kind: 'failed', detail: `kubectl get node ${node}: not a node's JSON`, drained: false };
+      const owner = cordon.cordoned ? whoseCordon(cordon, o) : undefined;
+      const already = cordon.cordoned && !owner?.takeOver;
       if (!already) {
-        const c = await exec(cordonScript(a, node));
+        // (taken over: the mark becomes this run's, so that a later run asks about this one)
+        const c = await exec(cordonScript(a, node, o.reason));
         // (killed, no exit status: the cordon may have gone through, and an uncordon undoes it either way)
-        const maybe = c.code === null;
+        const maybe = c.code === null || owner?.takeOver === true;
         if (c.code === 0 || maybe) o.takenOut?.();
         if (c.code !== 0) return { kind: 'failed', detail: failure(`kubectl cordon ${node}`, c), drained: maybe };
       }
@@ -48,14 +109,20 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         const detail = o.signal?.aborted
           ? `${stopReason(o.signal)}: kubectl drain ${node} was stopped`
           : failure(`kubectl drain ${node}`, d);
-        return { kind: 'failed', detail, drained: !already };
+        return { kind: 'failed', detail: owner?.takeOver ? `${detail} (${owner.why})` : detail, drained: !already };
       }
-      return already ? { kind: 'already', detail: CORDONED } : { kind: 'drained' };
+      if (owner?.takeOver) return { kind: 'drained', detail: owner.why };
+      if (already) return { kind: 'already', detail: `${CORDONED}${owner ? `: ${owner.why}` : ''}` };
+      return { kind: 'drained' };
     },
-    async outOfScheduling(exec: DrainExec, node: string): Promise<string | undefined> {
-      const state = await exec(cordonedScript(a, node));
+    async outOfScheduling(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling> {
+      const state = await exec(nodeScript(a, node));
       if (state.code !== 0) throw new Error(failure(`kubectl get node ${node}`, state));
-      return state.stdout.trim() === 'true' ? CORDONED : undefined;
+      const cordon = parseNodeCordon(state.stdout);
+      if (!cordon) throw new Error(`kubectl get node ${node}: not a node's JSON`);
+      if (!cordon.cordoned) return undefined;
+      const owner = cordon.mark === undefined ? undefined : ownerOf?.(cordon.mark);
+      return owner?.takeOver ? { takeOver: owner.why } : `${CORDONED}${owner ? `: ${owner.why}` : ''}`;
     },
     async resume(exec: DrainExec, node: string): Promise<string | undefined> {
       const r = await exec(uncordonScript(a, node));

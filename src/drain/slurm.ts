@@ -16,6 +16,7 @@ import {
   type DrainOutcome,
   type DrainOwner,
   type DrainProvider,
+  type OutOfScheduling,
 } from '../contract/drain.ts';
 import { shq } from '../shell/quote.ts';
 
@@ -134,10 +135,12 @@ export const slurmDrain: DrainProvider = {
       return { kind: 'failed', detail, drained };
     }
   },
-  async outOfScheduling(exec: DrainExec, node: string): Promise<string | undefined> {
+  async outOfScheduling(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling> {
     const s = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
     if (!s) throw new Error(`Slurm does not know node ${node} (sinfo lists nothing)`);
-    return alreadyOut(s) ? outDetail(s) : undefined;
+    if (!alreadyOut(s)) return undefined;
+    const owner = drainedOnly(s) ? ownerOf?.(s.reason) : undefined;
+    return owner?.takeOver ? { takeOver: owner.why } : `${outDetail(s)}${owner ? `: ${owner.why}` : ''}`;
   },
   async resume(exec: DrainExec, node: string): Promise<string | undefined> {
     const r = await exec(resumeScript(node));

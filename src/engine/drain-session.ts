@@ -203,8 +203,9 @@ export class DrainSession {
       try {
         // (the session's own connection: a read-only question as quick as a resume)
         const conn = await this.connection(this.conns, d.controller);
-        const out = await d.provider.outOfScheduling((script) => conn.exec(script), d.node);
-        if (out !== undefined) return this.emit({ ...base, outcome: 'already', detail: out });
+        const out = await d.provider.outOfScheduling((script) => conn.exec(script), d.node, this.plan.ownerOf);
+        if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
+        if (out) notes.push(`out of scheduling now, to be ${out.takeOver}`);
       } catch (e) {
         notes.push(`whether it is already out of scheduling is not known (controller ${d.controller.name}: ${(e as Error).message})`);
       }

@@ -10,10 +10,12 @@
 // (kubectl on tb1, the control-plane host; tb3 the node): cordon, evictions, uncordon; a
 // PodDisruptionBudget that holds an eviction past the timeout; Ctrl-C while it does, and the host's
 // --host-timeout (as for the Slurm wait): the drain stopped at once, the node put back; a node
-// cordoned beforehand is listed by the check as already out, and stays so.
+// left cordoned by a run killed with SIGKILL is taken over and uncordoned; a node cordoned
+// beforehand is listed by the check as already out, and stays so, and so does an operator's cordon
+// over a dead run's leftover mark.
 // Each test resets its hosts.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -21,6 +23,7 @@ import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
 import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
 import { localAptRepo } from './local-repo.ts';
+import { newRunId, runsDir } from '../../src/history/record.ts';
 import { channelsUnsettable } from './nic-channels.ts';
 
 const PB = 'playbooks/node.ts';
@@ -471,6 +474,66 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(await liveMtu(NODE)).toBe('1500');
     expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
   }, 240_000);
+
+  it('a node left cordoned by a run killed mid-drain (SIGKILL): the next run takes it over, says so, and uncordons it, its mark gone', async () => {
+    budgetAllowingNoEviction();
+    const args = [PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '300'];
+    const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot, stdio: 'ignore' });
+    const gone = new Promise((r) => crashed.on('close', r));
+    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
+    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
+    // (killed before any check: a failed one leaves no run behind to disturb the next test)
+    crashed.kill('SIGKILL');
+    await gone;
+    const annotations = () => (double!.get('Node', NODE)?.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    const mark = /^racksmith (\S+) on (\S+)$/.exec(annotations()['racksmith.io/drained-by'] ?? '');
+    expect(mark?.[2]).toBe(hostname());
+    expect(unschedulable()).toBe(true); // out of scheduling, nobody to put it back
+
+    const r = await tb.hostExec(CP, 'KUBECONFIG=/etc/kubernetes/admin.conf kubectl delete pdb web -n default');
+    expect(r.code, r.stderr).toBe(0);
+    const run = await provision([...args, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const why = `taken over from run ${mark![1]}, which did not finish: its process ${crashed.pid} is gone`;
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'drained', detail: why },
+      { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
+    ]);
+    expect(run.stderr).toContain(`${NODE}: drained (kubernetes via ${CP}): ${why}`);
+    expect(await liveMtu(NODE)).toBe('9000');
+    expect(double!.get('Pod', 'web-1', 'default')).toBeUndefined();
+    expect(unschedulable()).toBe(false);
+    expect(annotations()).not.toHaveProperty(['racksmith.io/drained-by']);
+  }, 120_000);
+
+  it("an operator's `kubectl cordon` over a dead run's mark is the operator's: left cordoned", async () => {
+    // a run of this controller's history, dead (its process gone), whose mark stayed on the node
+    // (an operator's `kubectl uncordon` leaves the annotation); then the operator cordons it by hand
+    const dead = spawn('true');
+    await new Promise((r) => dead.on('close', r));
+    const id = newRunId();
+    const record = join(runsDir(), `${id}.json`);
+    const proc = { pid: dead.pid, start: 1, boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() };
+    const fields = { start: new Date().toISOString(), user: 'ops', controller: hostname(), argv: [], cwd: '/', playbooks: [] };
+    const rest = { inventoryFingerprint: '', labels: {}, check: false, journal: '/nonexistent', hosts: {} };
+    mkdirSync(runsDir(), { recursive: true });
+    writeFileSync(record, JSON.stringify({ id, ...fields, process: proc, ...rest }));
+    try {
+      const k = (cmd: string) => tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl ${cmd}`);
+      const mark = `racksmith ${id} on ${hostname()}`;
+      const patch = JSON.stringify({ metadata: { annotations: { 'racksmith.io/drained-by': mark } } });
+      expect((await k(`patch node ${NODE} --field-manager=racksmith -p '${patch}'`)).code).toBe(0);
+      expect((await k(`cordon ${NODE}`)).code).toBe(0);
+      const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      expect(drainEvents(run)).toEqual([
+        { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'already', detail: 'cordoned (spec.unschedulable)' },
+      ]);
+      expect(unschedulable()).toBe(true);
+    } finally {
+      rmSync(record, { force: true });
+    }
+  }, 120_000);
 
   it('a node cordoned beforehand: the check lists it as already out; it is drained and changed, and stays cordoned', async () => {
     const r = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl cordon ${NODE}`);

@@ -255,7 +255,9 @@ export function viewChanges(before: JsonObject, after: JsonObject): FieldPath[] 
 /** Paths whose value differs between two versions of an object (changed, added and removed). */
 export function changedPaths(before: Json | undefined, after: Json | undefined, prefix: FieldPath, out: FieldPath[] = []): FieldPath[] {
   if (before === undefined && after === undefined) return out;
-  if (isPlainObject(before) && isPlainObject(after) && Object.keys(before).length > 0 && Object.keys(after).length > 0) {
+  // (a map that was empty and gets a field, as a node's `spec: {}` cordoned, changes that field, as
+  // the API server records it: `f:spec: {f:unschedulable: {}}`, not the whole map)
+  if (isPlainObject(before) && isPlainObject(after) && (Object.keys(before).length > 0 || Object.keys(after).length > 0)) {
     for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) changedPaths(before[k], after[k], [...prefix, `f:${k}`], out);
     return out;
   }

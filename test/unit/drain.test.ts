@@ -220,26 +220,91 @@ describe('Slurm provider', () => {
   });
 });
 
+/** `kubectl get node -o json --show-managed-fields` of n1: cordoned or not, the annotation, who last set spec.unschedulable. */
+const nodeJson = (o: { unschedulable?: boolean; mark?: string; manager?: string } = {}) =>
+  JSON.stringify({
+    kind: 'Node',
+    metadata: {
+      name: 'n1',
+      annotations: o.mark === undefined ? {} : { 'racksmith.io/drained-by': o.mark },
+      managedFields: o.manager ? [{ manager: o.manager, operation: 'Update', fieldsV1: { 'f:spec': { 'f:unschedulable': {} } } }] : [],
+    },
+    spec: o.unschedulable ? { unschedulable: true } : {},
+  });
+const GET_N1 = 'k get node n1 -o json --show-managed-fields';
+const cordonN1 = (mark: string) =>
+  `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":true},"metadata":{"annotations":{"racksmith.io/drained-by":"${mark}"}}}'`;
+const UNCORDON_N1 = `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":false},"metadata":{"annotations":{"racksmith.io/drained-by":null}}}'`;
+
 describe('Kubernetes provider', () => {
   const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
-  it('cordon, then drain with the flags and timeout; uncordon', async () => {
-    const c = controller([]);
-    expect(await k8s.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 30 })).toEqual({ kind: 'drained' });
-    expect(c.ran).toEqual([
-      "k get node n1 -o 'jsonpath={.spec.unschedulable}'",
-      'k cordon n1',
-      'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=30s',
-    ]);
+  it('cordon with the mark in one patch, then drain with the flags and timeout; uncordon and unmark in one patch', async () => {
+    const c = controller([[/k get node/, { stdout: nodeJson() }]]);
+    expect(await k8s.drain(c.exec, 'n1', { reason: 'racksmith R1 on c', timeoutSec: 30 })).toEqual({ kind: 'drained' });
+    expect(c.ran).toEqual([GET_N1, cordonN1('racksmith R1 on c'), 'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=30s']);
     await k8s.resume(c.exec, 'n1');
-    expect(c.ran.at(-1)).toBe('k uncordon n1');
+    expect(c.ran.at(-1)).toBe(UNCORDON_N1);
   });
   it('already cordoned: pods drained, no cordon, outcome already', async () => {
-    const c = controller([[/jsonpath/, { stdout: 'true' }]]);
+    const c = controller([[/k get node/, { stdout: nodeJson({ unschedulable: true, manager: 'kubectl-cordon' }) }]]);
     expect(await k8s.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 30 })).toEqual({
       kind: 'already',
       detail: 'cordoned (spec.unschedulable)',
     });
-    expect(c.ran.some((s) => s.startsWith('k cordon'))).toBe(false);
+    expect(c.ran.some((s) => s.startsWith('k patch'))).toBe(false);
+  });
+  // a cordon with racksmith's mark: ownerOf says whose (history/drain-owner.ts); only a cordon
+  // still racksmith's (spec.unschedulable last set by manager racksmith) is asked about
+  const dead = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
+  const live = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
+  it.each<[string, Parameters<typeof nodeJson>[0], typeof dead | undefined, DrainOutcome, boolean]>([
+    [
+      "a dead run's cordon: taken over (our mark)",
+      { unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' },
+      dead,
+      { kind: 'drained', detail: dead.why },
+      true,
+    ],
+    [
+      "this run's own cordon: ours still",
+      { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' },
+      undefined,
+      { kind: 'drained', detail: 'still cordoned by this run' },
+      true,
+    ],
+    [
+      "a live run's cordon: left, said why",
+      { unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' },
+      live,
+      { kind: 'already', detail: `cordoned (spec.unschedulable): ${live.why}` },
+      false,
+    ],
+    [
+      "the mark of a dead run, but an operator's `kubectl cordon` since: the operator's",
+      { unschedulable: true, mark: 'racksmith R0 on c', manager: 'kubectl-cordon' },
+      dead,
+      { kind: 'already', detail: 'cordoned (spec.unschedulable)' },
+      false,
+    ],
+    [
+      'a stale mark on a node not cordoned: drained as usual',
+      { mark: 'racksmith R0 on c', manager: 'kubectl-uncordon' },
+      dead,
+      { kind: 'drained' },
+      true,
+    ],
+  ])('%s', async (_, node, owner, want, taken) => {
+    const c = controller([[/k get node/, { stdout: nodeJson(node) }]]);
+    let out = false;
+    const got = await k8s.drain(c.exec, 'n1', {
+      reason: 'racksmith R1 on c',
+      timeoutSec: 30,
+      ownerOf: () => owner,
+      takenOut: () => (out = true),
+    });
+    expect(got).toEqual(want);
+    expect(out).toBe(taken);
+    expect(c.ran.includes(cordonN1('racksmith R1 on c'))).toBe(taken);
   });
   it('check mode asks only whether the node is cordoned', async () => {
     const c = controller([[/jsonpath/, { stdout: 'true' }]]);
@@ -252,6 +317,7 @@ describe('Kubernetes provider', () => {
   });
   it('an eviction that does not go through in time: failed, cordoned by this run', async () => {
     const c = controller([
+      [/k get node/, { stdout: nodeJson() }],
       [
         /kw drain/,
         {
@@ -367,7 +433,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         forks: 1,
         connectAttempts: 1,
         connector: real ? real.connector(f) : f.connector,
-        drain: { hosts, timeoutSec: 5 },
+        drain: { hosts, timeoutSec: 5, mark: 'racksmith 20261206T101010Z-abcdef' },
         signal: signal?.signal,
         hostTimeoutMs,
       },
@@ -431,6 +497,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         exec: async (script) => {
           const cmd = script.split('\n').pop()!;
           ran.push(cmd);
+          if (cmd.startsWith('k get node')) return { code: 0, stdout: nodeJson(), stderr: '' };
           if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
           abort.abort(); // Ctrl-C while the evictions wait
           return new Promise((r) => (kill = () => r({ code: null, stdout: '', stderr: '' })));
@@ -451,11 +518,11 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
       { provider: k8s, connector: (f) => async (h) => (h.name === 'ctl' ? controllerConn(h.name) : f.connector(h)) },
     );
     expect(ran).toEqual([
-      "k get node n1 -o 'jsonpath={.spec.unschedulable}'",
-      'k cordon n1',
+      GET_N1,
+      cordonN1('racksmith 20261206T101010Z-abcdef'),
       'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=5s',
       '(killed)',
-      'k uncordon n1',
+      UNCORDON_N1,
     ]);
     expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([
       {
@@ -484,6 +551,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         exec: async (script) => {
           const cmd = script.split('\n').pop()!;
           ran.push(cmd);
+          if (cmd.startsWith('k get node')) return { code: 0, stdout: nodeJson(), stderr: '' };
           if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
           return new Promise((r) => {
             const t = setTimeout(() => r({ code: 1, stdout: '', stderr: 'global timeout reached: 5s' }), 5000);
@@ -509,11 +577,11 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     );
     expect(Date.now() - t0).toBeLessThan(4500); // not kubectl drain's own 5 s
     expect(ran).toEqual([
-      "k get node n1 -o 'jsonpath={.spec.unschedulable}'",
-      'k cordon n1',
+      GET_N1,
+      cordonN1('racksmith 20261206T101010Z-abcdef'),
       'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=5s',
       '(killed)',
-      'k uncordon n1',
+      UNCORDON_N1,
     ]);
     expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([
       {
