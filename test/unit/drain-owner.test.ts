@@ -121,6 +121,8 @@ describe('run-process: which process ran a run, from /proc', () => {
     const child = spawn('sleep', ['30'], { stdio: 'ignore' });
     await once(child, 'spawn');
     const start = processStart(child.pid!);
+    // (clock ticks after boot: never 0 for a process started after init, and later than its parent's)
+    expect(processStart(process.pid)).toBeGreaterThan(0);
     expect(start).toBeGreaterThanOrEqual(processStart(process.pid)!);
     child.kill('SIGKILL');
     await once(child, 'exit');
