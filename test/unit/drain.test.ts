@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Connection } from '../../src/connection/types.ts';
-import type { DrainExec, DrainOutcome, DrainProvider } from '../../src/contract/drain.ts';
+import type { DrainExec, DrainOutcome, DrainProvider, OutOfScheduling } from '../../src/contract/drain.ts';
 import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
 import { drainPlan } from '../../src/cli/drain-plan.ts';
@@ -131,6 +131,15 @@ describe('Slurm provider', () => {
     expect(await slurmDrain.outOfScheduling!(controller([[/^sinfo/m, { stdout: 'maint|none\n' }]]).exec, 'n1')).toBeUndefined();
     expect(await slurmDrain.outOfScheduling!(controller([[/^sinfo/m, { stdout: 'allocated|none\n' }]]).exec, 'n1')).toBeUndefined();
     await expect(slurmDrain.outOfScheduling!(controller([]).exec, 'n1')).rejects.toThrow('Slurm does not know node n1');
+    // a dead run's drain: the apply takes it over, so the check says so; a live run's stays out
+    const marked = controller([[/^sinfo/m, { stdout: 'drained|racksmith R0 on c\n' }]]);
+    const dead = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
+    expect(await slurmDrain.outOfScheduling!(marked.exec, 'n1', () => dead)).toEqual({ takeOver: dead.why });
+    const live = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
+    expect(await slurmDrain.outOfScheduling!(marked.exec, 'n1', () => live)).toBe(`drained (racksmith R0 on c): ${live.why}`);
+    // down with a dead run's mark: never taken over
+    const down = controller([[/^sinfo/m, { stdout: 'down+drain|racksmith R0 on c\n' }]]);
+    expect(await slurmDrain.outOfScheduling!(down.exec, 'n1', () => dead)).toBe('down+drain (racksmith R0 on c)');
   });
 
   // a node out of scheduling with a racksmith mark: ownerOf says whose (history/drain-owner.ts)
@@ -306,14 +315,21 @@ describe('Kubernetes provider', () => {
     expect(out).toBe(taken);
     expect(c.ran.includes(cordonN1('racksmith R1 on c'))).toBe(taken);
   });
-  it('check mode asks only whether the node is cordoned', async () => {
-    const c = controller([[/jsonpath/, { stdout: 'true' }]]);
+  it("check mode reads only the node: cordoned by someone else, in scheduling, or a dead run's cordon the apply takes over", async () => {
+    const c = controller([[/k get node/, { stdout: nodeJson({ unschedulable: true }) }]]);
     expect(await k8s.outOfScheduling!(c.exec, 'n1')).toBe('cordoned (spec.unschedulable)');
-    expect(c.ran).toEqual(["k get node n1 -o 'jsonpath={.spec.unschedulable}'"]);
-    expect(await k8s.outOfScheduling!(controller([]).exec, 'n1')).toBeUndefined();
-    await expect(k8s.outOfScheduling!(controller([[/jsonpath/, { code: 1, stderr: 'nodes "n1" not found' }]]).exec, 'n1')).rejects.toThrow(
-      'kubectl get node n1 failed (exit 1): nodes "n1" not found',
-    );
+    expect(c.ran).toEqual(['k get node n1 -o json --show-managed-fields']);
+    expect(await k8s.outOfScheduling!(controller([[/k get node/, { stdout: nodeJson() }]]).exec, 'n1')).toBeUndefined();
+    const marked = controller([
+      [/k get node/, { stdout: nodeJson({ unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' }) }],
+    ]);
+    const dead = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
+    expect(await k8s.outOfScheduling!(marked.exec, 'n1', () => dead)).toEqual({ takeOver: dead.why });
+    const live = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
+    expect(await k8s.outOfScheduling!(marked.exec, 'n1', () => live)).toBe(`cordoned (spec.unschedulable): ${live.why}`);
+    await expect(
+      k8s.outOfScheduling!(controller([[/k get node/, { code: 1, stderr: 'nodes "n1" not found' }]]).exec, 'n1'),
+    ).rejects.toThrow('kubectl get node n1 failed (exit 1): nodes "n1" not found');
   });
   it('an eviction that does not go through in time: failed, cordoned by this run', async () => {
     const c = controller([
@@ -671,7 +687,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
 
   it('check mode lists a host someone else has out as already out (asked of its scheduler, nothing drained), or says the question failed', async () => {
     const asked: string[] = [];
-    const provider = (answer: () => string | undefined): DrainProvider => ({
+    const provider = (answer: () => OutOfScheduling): DrainProvider => ({
       name: 'rec',
       drain: async () => ({ kind: 'drained' }),
       resume: async () => undefined,
@@ -697,6 +713,19 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         controller: 'ctl',
         outcome: 'would',
         detail: 'whether it is already out of scheduling is not known (controller ctl: sinfo -n n1 failed (exit 1): no controller)',
+      },
+    ]);
+    // out by a racksmith run that died: the apply takes it over, so the check lists a drain
+    const dead = provider(() => ({ takeOver: 'taken over from run R0, which did not finish: its process 9 is gone' }));
+    const takeover = await runWith({ kind: 'drained' }, plays, true, undefined, { provider: dead, connector });
+    expect(takeover.events.filter((e) => e.type === 'drain')).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'rec',
+        controller: 'ctl',
+        outcome: 'would',
+        detail: 'out of scheduling now, to be taken over from run R0, which did not finish: its process 9 is gone',
       },
     ]);
   });
