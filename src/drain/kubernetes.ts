@@ -6,8 +6,10 @@
  * sets spec.unschedulable and the annotation racksmith.io/drained-by (the run's mark); its uncordon
  * clears both in one patch. A node already cordoned is someone else's: its pods are drained all
  * the same, and it stays cordoned; unless the cordon is racksmith's (the annotation, and
- * spec.unschedulable still owned by manager racksmith: an operator's `kubectl cordon` since takes
- * it over) and its run provably no longer runs (DrainOptions.ownerOf): then this run takes it over.
+ * spec.unschedulable still owned by manager racksmith: an operator's `kubectl uncordon` and
+ * `kubectl cordon` since make it the operator's; a `kubectl cordon` alone of a node still cordoned
+ * changes nothing, so it stays racksmith's) and its run provably no longer runs
+ * (DrainOptions.ownerOf): then this run takes it over. To keep such a node out, remove the annotation.
  * The node counts as this run's once the cordon went through: Ctrl-C (or the host's
  * --host-timeout) during the evictions stops `kubectl drain` on the controller and uncordons it.
  */

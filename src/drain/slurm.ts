@@ -109,6 +109,8 @@ export const slurmDrain: DrainProvider = {
   name: 'slurm',
   async drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome> {
     let drained = false;
+    /** The jobs the last answer listed: said when a stop cuts the wait short, whenever it lands. */
+    let still = '';
     try {
       const before = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
       if (!before) return { kind: 'failed', detail: `Slurm does not know node ${node} (sinfo lists nothing)`, drained };
@@ -121,7 +123,8 @@ export const slurmDrain: DrainProvider = {
       }
       const jobs = async (): Promise<boolean | string> => {
         const ids = (await run(exec, runningJobsScript(node), `squeue -w ${node}`)).split('\n').filter(Boolean);
-        return ids.length === 0 || `job${ids.length > 1 ? 's' : ''} ${ids.join(', ')} still running`;
+        still = ids.length ? `: job${ids.length > 1 ? 's' : ''} ${ids.join(', ')} still running` : '';
+        return ids.length === 0 || still.slice(2);
       };
       const why = await pollUntil(jobs, o.timeoutSec, o.signal, `the jobs on ${node}`);
       if (why !== undefined) return { kind: 'failed', detail: owner?.takeOver ? `${why} (${owner.why})` : why, drained };
@@ -131,7 +134,7 @@ export const slurmDrain: DrainProvider = {
       return reserved ? { kind: 'drained', detail: `was ${reserved} (still open to its reservation's jobs)` } : { kind: 'drained' };
     } catch (e) {
       // (Ctrl-C, or the host given up, kills the poll in flight on the controller: its failure is the stop's)
-      const detail = o.signal?.aborted ? `${stopReason(o.signal)} while waiting for the jobs on ${node}` : (e as Error).message;
+      const detail = o.signal?.aborted ? `${stopReason(o.signal)} while waiting for the jobs on ${node}${still}` : (e as Error).message;
       return { kind: 'failed', detail, drained };
     }
   },

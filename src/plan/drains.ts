@@ -100,11 +100,17 @@ export function checkPlanDrains(recorded: PlanDrains | undefined, now: DrainPlan
 
 /**
  * `apply`: a drain the plan did not list (a host it said has no disruptive change, or has no
- * drain provider), as a warning: what the reviewers approved did not take that host out.
+ * drain provider), as a warning: what the reviewers approved did not take that host out. So is a
+ * host the plan showed as already out by someone else (left so) that apply drained, and so will put
+ * back: its drain was lifted since, or it was a racksmith run's that has died since (taken over).
  */
 export function unplannedDrain(recorded: PlanDrains | undefined, e: DrainEvent): string | undefined {
   if (e.outcome === 'would') return undefined;
   const planned = recorded && Object.hasOwn(recorded.hosts, e.host) ? recorded.hosts[e.host].outcome : undefined;
+  if (planned === 'already' && e.outcome === 'drained')
+    return `${e.host} was out of scheduling by someone else when the plan was made (its reviewers were shown it left so), but apply found it to drain${
+      e.detail ? ` (${e.detail})` : ''
+    }: it is drained now and will be put back after its changes`;
   if (planned !== undefined && planned !== 'none') return undefined;
   return `${e.host} has a disruptive change the plan did not list (the plan's check run found none on it), so it was ${
     e.outcome === 'drained' ? 'drained' : e.outcome === 'already' ? 'found already out of scheduling' : 'to be drained (the drain failed)'

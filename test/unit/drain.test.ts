@@ -227,6 +227,27 @@ describe('Slurm provider', () => {
       detail: 'interrupted while waiting for the jobs on n1: job 41 still running',
     });
   });
+
+  it('a stop that kills the squeue in flight (its connection dropped) still names the jobs the last answer listed', async () => {
+    const stop = new AbortController();
+    let asked = 0;
+    const c = controller([
+      [/^sinfo/m, { stdout: 'allocated|none\n' }],
+      [
+        /^squeue/m,
+        () => {
+          if (++asked === 1) return { stdout: '41\n' };
+          stop.abort('host timed out after 15s');
+          throw new Error('connection dropped');
+        },
+      ],
+    ]);
+    expect(await slurmDrain.drain(c.exec, 'n1', { reason: 'r', timeoutSec: 60, signal: stop.signal })).toMatchObject({
+      kind: 'failed',
+      drained: true,
+      detail: 'host timed out after 15s while waiting for the jobs on n1: job 41 still running',
+    });
+  });
 });
 
 /** `kubectl get node -o json --show-managed-fields` of n1: cordoned or not, the annotation, who last set spec.unschedulable. */

@@ -182,6 +182,10 @@ describe("a plan's drains", () => {
       "n4 has a disruptive change the plan did not list (the plan's check run found none on it), so it was drained though its reviewers were not shown a drain of it",
     );
     expect(unplannedDrain(drains, event('n5', { outcome: 'failed', detail: 'timed out' }))).toMatch(/^n5 .*the drain failed/);
+    // shown as left out by someone else, then drained by apply (lifted since, or a dead run's taken over): said
+    expect(unplannedDrain(drains, event('n3', { outcome: 'drained', detail: 'taken over from run R0, which did not finish' }))).toBe(
+      'n3 was out of scheduling by someone else when the plan was made (its reviewers were shown it left so), but apply found it to drain (taken over from run R0, which did not finish): it is drained now and will be put back after its changes',
+    );
   });
 
   it('a version 6 plan (no drains recorded) is refused by plan show and apply, exit 3, saying why', async () => {
