@@ -45,6 +45,14 @@ export function wouldDisrupt(results: readonly ResourceResult[]): { may?: string
   return may.length ? { may } : undefined;
 }
 
+/**
+ * Commands at once on the session's one connection per controller (the resumes at a run's end,
+ * check mode's questions): sshd allows 10 sessions per connection by default (MaxSessions), and a
+ * channel it refuses would fail a resume, leaving a node out of scheduling. One is left over for
+ * an abort's kill channel.
+ */
+export const SESSION_EXECS = 8;
+
 /** A host's drain under way: its stop (Ctrl-C, the host given up), its connection, its end. */
 interface RunningDrain {
   stop: AbortController;
@@ -75,6 +83,8 @@ export class DrainSession {
   private readonly running = new Map<string, RunningDrain>();
   /** The drains and stops under way: resumeAll waits for them to end (Ctrl-C ends them) before it puts hosts back. */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Per controller: commands running on the session's connection, and those waiting for a turn (SESSION_EXECS). */
+  private readonly turns = new Map<string, { running: number; waiting: Array<() => void> }>();
 
   constructor(
     private readonly plan: DrainPlan,
@@ -94,6 +104,22 @@ export class DrainSession {
       pool.set(h.name, p);
     }
     return p;
+  }
+
+  /** A command on the session's connection to the controller, at most SESSION_EXECS at once. */
+  private async sessionExec(h: Host, script: string): ReturnType<Connection['exec']> {
+    let t = this.turns.get(h.name);
+    if (!t) this.turns.set(h.name, (t = { running: 0, waiting: [] }));
+    if (t.running < SESSION_EXECS) t.running++;
+    else await new Promise<void>((go) => t.waiting.push(go)); // (its turn is handed over, running unchanged)
+    try {
+      const conn = await this.connection(this.conns, h);
+      return await conn.exec(script);
+    } finally {
+      const next = t.waiting.shift();
+      if (next) next();
+      else t.running--;
+    }
   }
 
   /** A drain connection to the controller: an idle one, else a new one. */
@@ -202,8 +228,7 @@ export class DrainSession {
     if (d.provider.outOfScheduling)
       try {
         // (the session's own connection: a read-only question as quick as a resume)
-        const conn = await this.connection(this.conns, d.controller);
-        const out = await d.provider.outOfScheduling((script) => conn.exec(script), d.node, this.plan.ownerOf);
+        const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, this.plan.ownerOf);
         if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
         if (out) notes.push(`out of scheduling now, to be ${out.takeOver}`);
       } catch (e) {
@@ -225,8 +250,7 @@ export class DrainSession {
     this.settled.delete(host);
     let why: string | undefined;
     try {
-      const conn = await this.connection(this.conns, d.controller);
-      why = await d.provider.resume((script) => conn.exec(script), d.node);
+      why = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node);
     } catch (e) {
       why = `controller ${d.controller.name}: ${(e as Error).message}`;
     }

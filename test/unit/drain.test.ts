@@ -14,6 +14,7 @@ import { mtu } from '../../src/resources/tuning/mtu.ts';
 import { nicQueues } from '../../src/resources/tuning/nic.ts';
 import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
+import { DrainSession, SESSION_EXECS } from '../../src/engine/drain-session.ts';
 import { execute, prepare } from '../../src/engine/run.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { InputError } from '../../src/util/errors.ts';
@@ -749,5 +750,41 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         detail: 'out of scheduling now, to be taken over from run R0, which did not finish: its process 9 is gone',
       },
     ]);
+  });
+});
+
+describe("the session's connection to a controller", () => {
+  it(`takes turns: the resumes at a run's end run at most ${SESSION_EXECS} at once on it (sshd's MaxSessions is 10 by default)`, async () => {
+    let now = 0;
+    let most = 0;
+    const conn: Connection = {
+      host: 'ctl',
+      execCount: 0,
+      exec: async () => {
+        most = Math.max(most, ++now);
+        await new Promise((r) => setTimeout(r, 5));
+        now--;
+        return { code: 0, stdout: '', stderr: '' };
+      },
+      close: async () => undefined,
+    };
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async () => ({ kind: 'drained' }),
+      resume: async (exec) => ((await exec('resume')).code === 0 ? undefined : 'failed'),
+    };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const nodes = Array.from({ length: 20 }, (_, i) => `n${i}`);
+    const events: Array<Record<string, unknown>> = [];
+    const session = new DrainSession(
+      { hosts: new Map(nodes.map((n) => [n, { provider, controller: ctl, node: n }])), timeoutSec: 5 },
+      'R1',
+      async () => conn,
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    for (const n of nodes) expect(await session.before(n)).toBeUndefined();
+    await session.resumeAll();
+    expect(most).toBe(SESSION_EXECS);
+    expect(events.filter((e) => e.type === 'resume' && e.ok === true)).toHaveLength(nodes.length);
   });
 });
