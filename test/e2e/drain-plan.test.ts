@@ -11,33 +11,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { signatureOf, type PlanFile } from '../../src/plan/plan.ts';
 import { chromiumMissing, renderPage } from '../support/chromium.ts';
-import { provision, writeInventory, type CliRun } from './helpers.ts';
+import { provision } from './helpers.ts';
+import { CTL, drainEvents, IFACES, inventory, liveMtu, NODES, nodeState, onCtl, PB } from './slurm-mtu-bed.ts';
 
-const PB = 'playbooks/node.ts';
-const CTL = 'tb7';
-const NODES = ['tb8', 'tb9'];
-const IFACES = 'auto lo\niface lo inet loopback\n\nauto eth0\niface eth0 inet manual\n';
 const tmp = () => mkdtempSync(join(tmpdir(), 'rs-drain-plan-'));
-
-const inventory = () =>
-  writeInventory({
-    hosts: [CTL, ...NODES],
-    groups: { slurm_controller: { hosts: [CTL] } },
-    hostVars: Object.fromEntries(NODES.map((h) => [h, { nic_mtu: [{ name: 'eth0', mtu: 9000 }] }])),
-  });
-
-const onCtl = async (cmd: string): Promise<string> => {
-  const r = await tb.hostExec(CTL, cmd);
-  if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-};
-/** sinfo's state of a node (without its flags) and its reason. */
-const nodeState = async (node: string) => {
-  const [state, reason] = (await onCtl(`sinfo -h -N -n ${node} -o '%T|%E'`)).split('\n')[0].split('|');
-  return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason };
-};
-const liveMtu = async (h: string) => (await tb.hostExec(h, 'cat /sys/class/net/eth0/mtu')).stdout.trim();
-const drainEvents = (run: CliRun) => run.events.filter((e) => e.type === 'drain' || e.type === 'resume').map(({ ts: _ts, ...e }) => e);
 
 describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slurm on the bed)', () => {
   beforeEach(async () => {

@@ -21,35 +21,12 @@ import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
-import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
+import { provision, recaps, repoRoot, writeInventory } from './helpers.ts';
 import { localAptRepo } from './local-repo.ts';
+import { CTL, drainEvents, IFACES, inventory, liveMtu, NODES, nodeState, onCtl, PB } from './slurm-mtu-bed.ts';
 import { newRunId, runsDir } from '../../src/history/record.ts';
 import { channelsUnsettable } from './nic-channels.ts';
 
-const PB = 'playbooks/node.ts';
-const CTL = 'tb7';
-const NODES = ['tb8', 'tb9'];
-const IFACES = 'auto lo\niface lo inet loopback\n\nauto eth0\niface eth0 inet manual\n';
-
-const inventory = () =>
-  writeInventory({
-    hosts: [CTL, ...NODES],
-    groups: { slurm_controller: { hosts: [CTL] } },
-    hostVars: Object.fromEntries(NODES.map((h) => [h, { nic_mtu: [{ name: 'eth0', mtu: 9000 }] }])),
-  });
-
-const onCtl = async (cmd: string): Promise<string> => {
-  const r = await tb.hostExec(CTL, cmd);
-  if (r.code !== 0) throw new Error(`${cmd}: ${r.stderr}`);
-  return r.stdout.trim();
-};
-/** sinfo's state of a node (idle, allocated, draining, drained, ...) and its reason. */
-const nodeState = async (node: string) => {
-  const [state, reason] = (await onCtl(`sinfo -h -N -n ${node} -o '%T|%E'`)).split('\n')[0].split('|');
-  // (without sinfo's flags: `*` is a node that missed one of the controller's pings)
-  return { state: state.replace(/[*~#!%$@^-]+$/, ''), reason };
-};
-const liveMtu = async (h: string) => (await tb.hostExec(h, 'cat /sys/class/net/eth0/mtu')).stdout.trim();
 /** Submit a sleep job on `node` and wait until it runs (the scheduler starts it within a second or two). */
 async function runningJob(node: string, secs: number): Promise<string> {
   const id = await onCtl(`sbatch --parsable -w ${node} --chdir=/tmp -o /dev/null --wrap 'sleep ${secs}'`);
@@ -58,7 +35,6 @@ async function runningJob(node: string, secs: number): Promise<string> {
   return id;
 }
 /** The run's drain and resume events, without their time stamps. */
-const drainEvents = (run: CliRun) => run.events.filter((e) => e.type === 'drain' || e.type === 'resume').map(({ ts: _ts, ...e }) => e);
 
 describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real Slurm on the bed)', () => {
   beforeEach(async () => {
