@@ -251,6 +251,41 @@ describe('Slurm provider', () => {
   });
 });
 
+/**
+ * The controller's connection for the engine-level Kubernetes drain tests, its commands logged in
+ * `ran`: `k get node` answers n1 uncordoned, cordon and uncordon answer, and `kubectl drain` waits on
+ * its evictions until the connection is aborted (the kill of the commands in flight: no exit status,
+ * as over SSH), or until its own `--timeout` (`ownTimeoutMs`, exit 1). `onDrain` runs as it starts.
+ */
+function killableKubectl(ran: string[], o: { onDrain?: () => void; ownTimeoutMs?: number }): (host: string) => Connection {
+  return (host) => {
+    let kill: (() => void) | undefined;
+    return {
+      host,
+      execCount: 0,
+      exec: async (script) => {
+        const cmd = script.split('\n').pop()!;
+        ran.push(cmd);
+        if (cmd.startsWith('k get node')) return { code: 0, stdout: nodeJson(), stderr: '' };
+        if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
+        o.onDrain?.();
+        return new Promise((r) => {
+          const t =
+            o.ownTimeoutMs === undefined
+              ? undefined
+              : setTimeout(() => r({ code: 1, stdout: '', stderr: `global timeout reached: ${o.ownTimeoutMs! / 1000}s` }), o.ownTimeoutMs);
+          kill = () => (clearTimeout(t), r({ code: null, stdout: '', stderr: '' }));
+        });
+      },
+      abort: async () => {
+        ran.push('(killed)');
+        kill?.();
+      },
+      close: async () => kill?.(),
+    };
+  };
+}
+
 /** `kubectl get node -o json --show-managed-fields` of n1: cordoned or not, the annotation, who last set spec.unschedulable. */
 const nodeJson = (o: { unschedulable?: boolean; mark?: string; manager?: string } = {}) =>
   JSON.stringify({
@@ -523,30 +558,9 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
   });
 
   it('Ctrl-C during `kubectl drain`: the drain is killed on the controller, the node uncordoned, a resume event', async () => {
-    // The controller's kubectl: cordon answers, `kubectl drain` waits on evictions until its
-    // connection is aborted (the kill of the commands in flight), as over SSH: no exit status.
     const ran: string[] = [];
     const abort = new AbortController();
-    const controllerConn = (host: string): Connection => {
-      let kill: (() => void) | undefined;
-      return {
-        host,
-        execCount: 0,
-        exec: async (script) => {
-          const cmd = script.split('\n').pop()!;
-          ran.push(cmd);
-          if (cmd.startsWith('k get node')) return { code: 0, stdout: nodeJson(), stderr: '' };
-          if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
-          abort.abort(); // Ctrl-C while the evictions wait
-          return new Promise((r) => (kill = () => r({ code: null, stdout: '', stderr: '' })));
-        },
-        abort: async () => {
-          ran.push('(killed)');
-          kill?.();
-        },
-        close: async () => kill?.(),
-      };
-    };
+    const controllerConn = killableKubectl(ran, { onDrain: () => abort.abort() }); // Ctrl-C while the evictions wait
     const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
     const { events, out } = await runWith(
       { kind: 'drained' },
@@ -581,28 +595,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
   it('--host-timeout during `kubectl drain`: that drain killed on the controller at once, the node uncordoned, the host timed out', async () => {
     // kubectl drain waits on an eviction until its own --timeout (5 s here), unless its connection is aborted
     const ran: string[] = [];
-    const controllerConn = (host: string): Connection => {
-      let kill: (() => void) | undefined;
-      return {
-        host,
-        execCount: 0,
-        exec: async (script) => {
-          const cmd = script.split('\n').pop()!;
-          ran.push(cmd);
-          if (cmd.startsWith('k get node')) return { code: 0, stdout: nodeJson(), stderr: '' };
-          if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
-          return new Promise((r) => {
-            const t = setTimeout(() => r({ code: 1, stdout: '', stderr: 'global timeout reached: 5s' }), 5000);
-            kill = () => (clearTimeout(t), r({ code: null, stdout: '', stderr: '' }));
-          });
-        },
-        abort: async () => {
-          ran.push('(killed)');
-          kill?.();
-        },
-        close: async () => kill?.(),
-      };
-    };
+    const controllerConn = killableKubectl(ran, { ownTimeoutMs: 5000 });
     const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
     const t0 = Date.now();
     const { events, out } = await runWith(
