@@ -262,10 +262,11 @@ export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<Recorde
   const m = resolvedMount({ ...rest, device: `/dev/disk/by-storage-record/${name}` }, recordResolver(path, mountpoint, fallback), [
     RECORD_FN,
   ]);
-  // After the mount's own parts: the recorded UUID (the record read once per script) and what racksmith made.
+  // After the mount's own parts: the recorded UUID (the record read once per script), and what
+  // racksmith made: the record lines' part word for word, so the script lists it once.
   const identity = inline(`rs_rec_uuid ${shq(path)} ${shq(recordLinePrefix(mountpoint))}
-printf 'recorded=%s\\n' "$rs_u"
-${XFS_MADE_LIST}`);
+printf 'recorded=%s\\n' "$rs_u"`);
+  const made = inline(XFS_MADE_LIST);
   return {
     ...m,
     // (its device is resolved from the record: the mount's reads and the record's)
@@ -273,13 +274,13 @@ ${XFS_MADE_LIST}`);
     // (the fstab slot sets its file as {...facts, fstab}: the fields added here stay)
     files: m.files as readonly FileSlot<RecordedMountFacts>[] | undefined,
     useFleet: undefined, // (a mount is no fleet resource)
-    probe: () => [m.probe()].flat().concat(identity),
+    probe: () => [m.probe()].flat().concat(identity, made),
     parse(out): RecordedMountFacts {
-      const own = String(out.parts.at(-1) ?? '');
+      const [own, madeList] = out.parts.slice(-2).map((p) => String(p ?? ''));
       return {
-        ...m.parse({ ...out, parts: out.parts.slice(0, -1) }),
+        ...m.parse({ ...out, parts: out.parts.slice(0, -2) }),
         recorded: /^recorded=(.*)$/m.exec(own)?.[1] ?? '',
-        made: parseMadeList(own),
+        made: parseMadeList(madeList),
       };
     },
     diff(f) {

@@ -30,6 +30,8 @@ import {
   storageWipeCheck,
 } from '../../../../src/resources/storage/storage-lifecycle.ts';
 import { NotApplicable } from '../../../../src/contract/resource.ts';
+import { ProbeSet } from '../../../../src/engine/probe-set.ts';
+import type { Section } from '../../../../src/engine/script.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
 import { storageHostCtx } from '../../../support/storage-host.ts';
 import { storageConfig, storageResources } from '../../../../playbooks/storage.ts';
@@ -269,10 +271,20 @@ describe('a recorded mountpath takes no foreign filesystem', () => {
     // nothing recorded yet (the first run): mounted as before
     expect(wants({ ...facts, recorded: '' })).toEqual(mounts);
     // the probe: the mount's parts, then the recorded UUID and the made list, read back
-    const parts = [mount().probe()].flat();
-    const own = parts.at(-1) as { arg: string };
+    const [own, made] = [mount().probe()].flat().slice(-2) as Array<{ arg: string }>;
     expect(own.arg).toContain('rs_rec_uuid');
-    expect(own.arg).toContain('/run/racksmith/xfs-made/*');
+    expect(made.arg).toContain('/run/racksmith/xfs-made/*');
+  });
+
+  it("lists what racksmith made once per script: the mounts' part is the record lines' word for word", () => {
+    const probes = disks.flatMap((d) => [
+      storageRecordLine({ mountpoint: d.mountpoint, disks }).probe(),
+      recordedDiskMount({ spec: d.spec, name: d.name, path: d.mountpoint, fstype: 'xfs', options: ['noatime'] }).probe(),
+    ]);
+    const sections: Section[] = [];
+    new ProbeSet(sections, probes);
+    const script = sections.map((s) => s.body).join('\n');
+    expect(script.split('/run/racksmith/xfs-made/*').length - 1).toBe(1);
   });
 });
 
