@@ -4,6 +4,7 @@ import { slurmDrain } from '../drain/slurm.ts';
 import type { DrainPlan, HostDrain } from '../engine/drain-session.ts';
 import { PLAY_HOSTS_VAR, playGroupHosts } from '../engine/play-hosts.ts';
 import type { Host, Inventory } from '../inventory/model.ts';
+import { templatingError } from '../inventory/connection.ts';
 import { InputError, type SourcePos } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
 
@@ -46,6 +47,37 @@ function controllerOf(inv: Inventory, host: Host, mode: 'kubernetes' | 'slurm'):
 }
 
 /**
+ * The variable that names a host's node in each scheduler when that is not its inventory name:
+ * racksmith's own for Slurm (a NodeName), Kubespray's for Kubernetes (kubelet's --hostname-override).
+ */
+export const NODE_NAME_VAR = { slurm: 'racksmith_slurm_node', kubernetes: 'kube_override_hostname' } as const;
+/** Kubespray's documented default of kube_override_hostname: the inventory name, as racksmith takes it anyway. */
+const INVENTORY_NAME_TEMPLATE = /^\{\{-?\s*inventory_hostname\s*-?\}\}$/;
+/** A node name either scheduler takes: Slurm's NodeName, a Kubernetes node (which is lower case: checked by the API). */
+const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/**
+ * The host's node in its scheduler: NODE_NAME_VAR's variable (kube_override_hostname also as
+ * Kubespray's default `{{ inventory_hostname }}`), else the inventory name. Kubernetes names are
+ * lower case (kubelet lowers the hostname it registers), Slurm's are taken as they are.
+ */
+export function drainNodeName(host: Host, mode: 'kubernetes' | 'slurm'): string {
+  const v = NODE_NAME_VAR[mode];
+  const value = host.vars[v];
+  let node = host.name;
+  if (value !== undefined && !(typeof value === 'string' && INVENTORY_NAME_TEMPLATE.test(value.trim()))) {
+    if (host.templated[v]) throw templatingError(host.name, `${v} (the node to drain)`, host.templated[v]);
+    if (typeof value !== 'string' || !NODE_NAME.test(value))
+      throw new InputError(
+        `${v} of ${host.name} must be the node's name in ${mode === 'slurm' ? 'Slurm' : 'Kubernetes'} (letters, digits, '.', '_', '-'), got '${printable(String(value))}'`,
+        host.varSources[v],
+      );
+    node = value;
+  }
+  return mode === 'kubernetes' ? node.toLowerCase() : node;
+}
+
+/**
  * Each host's drain: --drain for every host when given, else the host's racksmith_drain (default
  * none). Undefined when no host is drained. Messages for hosts whose racksmith_drain --drain overrides.
  */
@@ -58,6 +90,8 @@ export function drainPlan(
   const out = new Map<string, HostDrain>();
   const notices: string[] = [];
   const providers = new Map<string, DrainProvider>();
+  /** The host each node of a scheduler is, per provider and controller. */
+  const nodes = new Map<string, string>();
   for (const host of hosts) {
     const own = host.vars.racksmith_drain;
     if (own !== undefined && typeof own !== 'string')
@@ -80,7 +114,17 @@ export function drainPlan(
             });
       providers.set(key, provider);
     }
-    out.set(host.name, { provider, controller, node: host.name });
+    const node = drainNodeName(host, mode);
+    // two hosts on one node: the first one's resume would put it back under the other's changes
+    const nodeKey = `${key}\0${node}`;
+    const other = nodes.get(nodeKey);
+    if (other !== undefined)
+      throw new InputError(
+        `--drain ${mode}: ${other} and ${host.name} are both node '${printable(node)}' of ${controller.name}: set ${NODE_NAME_VAR[mode]} to each host's own node`,
+        host.varSources[NODE_NAME_VAR[mode]],
+      );
+    nodes.set(nodeKey, host.name);
+    out.set(host.name, { provider, controller, node });
   }
   return { plan: out.size ? { hosts: out, timeoutSec } : undefined, notices };
 }

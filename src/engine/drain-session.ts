@@ -27,6 +27,13 @@ export interface DrainPlan {
   ownerOf?: DrainOptions['ownerOf'];
 }
 
+/** How a host is drained, as its events say: the provider, the controller, and its node when that is not the host's name. */
+const how = (host: string, d: HostDrain) => ({
+  via: d.provider.name,
+  controller: d.controller.name,
+  ...(d.node !== host ? { node: d.node } : {}),
+});
+
 /** Whether a change (or one of a list) disturbs workloads. */
 export const isDisruptive = (c: Change): boolean => c.disruptive !== undefined;
 
@@ -166,7 +173,7 @@ export class DrainSession {
     const d = this.plan.hosts.get(host);
     if (!d || this.settled.has(host)) return undefined;
     if (this.signal?.aborted) return `drain (${d.provider.name} via ${d.controller.name}) not started: interrupted`;
-    const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
+    const base = { type: 'drain' as const, host, ...how(host, d) };
     // (recorded and said within what resumeAll waits for: a resume never comes before its drain)
     const stop = new AbortController();
     const mine: RunningDrain = { stop };
@@ -223,7 +230,7 @@ export class DrainSession {
     const d = this.plan.hosts.get(host);
     if (!d || this.listed.has(host)) return;
     this.listed.add(host);
-    const base = { type: 'drain' as const, host, via: d.provider.name, controller: d.controller.name };
+    const base = { type: 'drain' as const, host, ...how(host, d) };
     const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
     if (d.provider.outOfScheduling)
       try {
@@ -257,8 +264,7 @@ export class DrainSession {
     this.emit({
       type: 'resume',
       host,
-      via: d.provider.name,
-      controller: d.controller.name,
+      ...how(host, d),
       ok: why === undefined,
       ...(why ? { detail: why } : {}),
     });

@@ -58,13 +58,21 @@ export type RunEvent =
    * (`failed`: nothing disruptive applied); in check mode `would` (`may`: the resources whose
    * disruptive changes wait on a pending change, when those are all it has).
    */
-  | { type: 'drain'; host: string; via: string; controller: string; outcome: DrainEventOutcome; detail?: string; may?: string[] }
+  | ({ type: 'drain'; outcome: DrainEventOutcome; detail?: string; may?: string[] } & DrainHow)
   /** --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`). */
-  | { type: 'resume'; host: string; via: string; controller: string; ok: boolean; detail?: string }
+  | ({ type: 'resume'; ok: boolean; detail?: string } & DrainHow)
   | ({ type: 'host_recap' } & HostRecap)
   | ({ type: 'recap' } & Recap);
 
 export type DrainEventOutcome = 'drained' | 'already' | 'failed' | 'would';
+
+/** A drain event's host, its provider (`via`), the host its commands run on, and its node in the scheduler when that is not the host's name. */
+export interface DrainHow {
+  host: string;
+  via: string;
+  controller: string;
+  node?: string;
+}
 
 export type EventSink = (e: RunEvent) => void;
 

@@ -1,5 +1,6 @@
 import type { RunEvent } from '../engine/events.ts';
 import type { DrainPlan } from '../engine/drain-session.ts';
+import { drainHowText } from '../output/drain-lines.ts';
 import { InputError } from '../util/errors.ts';
 
 // A plan's drains: how the reviewed run drains each host (--drain / racksmith_drain) and what its
@@ -19,6 +20,8 @@ export interface PlanHostDrain {
   via: string;
   /** The host the provider's commands run on. */
   controller: string;
+  /** The host's node in the scheduler, when not its name (racksmith_slurm_node, kube_override_hostname). */
+  node?: string;
   outcome: PlanDrainOutcome;
   detail?: string;
 }
@@ -47,6 +50,7 @@ export const planDrainsSchema = {
         properties: {
           via: { type: 'string' },
           controller: { type: 'string' },
+          node: { type: 'string' },
           outcome: { enum: ['would', 'may', 'already', 'none'] },
           detail: { type: 'string' },
         },
@@ -67,7 +71,13 @@ export function planDrains(plan: DrainPlan | undefined, events: readonly DrainEv
   for (const [host, d] of plan.hosts) {
     const e = found.get(host);
     const outcome: PlanDrainOutcome = !e ? 'none' : e.outcome === 'already' ? 'already' : e.may?.length ? 'may' : 'would';
-    hosts[host] = { via: d.provider.name, controller: d.controller.name, outcome, ...(e?.detail ? { detail: e.detail } : {}) };
+    hosts[host] = {
+      via: d.provider.name,
+      controller: d.controller.name,
+      ...(d.node !== host ? { node: d.node } : {}),
+      outcome,
+      ...(e?.detail ? { detail: e.detail } : {}),
+    };
   }
   return { timeoutSec: plan.timeoutSec, hosts };
 }
@@ -81,9 +91,11 @@ export function checkPlanDrains(recorded: PlanDrains | undefined, now: DrainPlan
   const was = recorded?.hosts ?? {};
   const differ: string[] = [];
   for (const host of new Set([...Object.keys(was), ...(now?.hosts.keys() ?? [])])) {
-    const a = Object.hasOwn(was, host) ? `${was[host].via} via ${was[host].controller}` : 'none';
+    const a = Object.hasOwn(was, host) ? drainHowText(was[host]) : 'none';
     const d = now?.hosts.get(host);
-    const b = d ? `${d.provider.name} via ${d.controller.name}` : 'none';
+    const b = d
+      ? drainHowText({ via: d.provider.name, controller: d.controller.name, ...(d.node !== host ? { node: d.node } : {}) })
+      : 'none';
     if (a !== b) differ.push(`${host}: ${b}, the plan's ${a}`);
   }
   if (differ.length)

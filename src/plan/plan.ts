@@ -23,7 +23,9 @@ export const PLAN_FILE: OutputKind = { name: 'a racksmith plan', head: /^\{\s*"f
 //    another reason as failed (a version 5 plan counted both as "not reviewed", and apply skipped them)
 // 7: drains recorded (`drains`: per host its provider and what the check run found, and the
 //    timeout); a version 6 plan did not show them, and apply took --drain from its own command line
-export const PLAN_VERSION = 7;
+// 8: a drained host's node in its scheduler when not its name (`drains.hosts.H.node`); a version 7
+//    plan drained the node named as the host
+export const PLAN_VERSION = 8;
 
 /**
  * A resource as reviewed: what apply checks (PlannedResource), its kind, and the diffs that were

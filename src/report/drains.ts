@@ -21,6 +21,7 @@ export function drainsText(d: Drains): string[] {
       host: h.host,
       via: h.via,
       controller: h.controller,
+      ...(h.node !== undefined ? { node: h.node } : {}),
       outcome: h.outcome === 'already' ? ('already' as const) : ('would' as const),
       ...(h.detail !== undefined ? { detail: h.detail } : {}),
     })),

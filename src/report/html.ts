@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report } from './model.ts';
 import { PAGE_CSS, PAGE_SCRIPT } from './page-assets.ts';
+import { drainHowText } from '../output/drain-lines.ts';
 import { drainsHeading } from './drains.ts';
 
 /** Text as HTML text or attribute value: nothing in it can open a tag, end an attribute or a script. */
@@ -59,7 +60,7 @@ function drainsHtml(d: NonNullable<Report['drains']>): string {
       const detail = h.detail !== undefined ? `<div class="note">${esc(h.detail)}</div>` : '';
       return (
         `<tr data-host="${esc(h.host)}" data-drain="${h.outcome}"><td>${esc(h.host)}</td>` +
-        `<td><span class="st s-drain-${h.outcome}">${DRAIN_TEXT[h.outcome]}</span>${detail}</td><td>${esc(h.via)} via ${esc(h.controller)}</td></tr>`
+        `<td><span class="st s-drain-${h.outcome}">${DRAIN_TEXT[h.outcome]}</span>${detail}</td><td>${esc(drainHowText(h))}</td></tr>`
       );
     })
     .join('\n');

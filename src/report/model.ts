@@ -35,6 +35,8 @@ export interface ReportDrain {
   host: string;
   via: string;
   controller: string;
+  /** Its node in the scheduler, when not named as the host (racksmith_slurm_node, kube_override_hostname). */
+  node?: string;
   /** `would` be drained, `may` be, `already` out of scheduling (left so), `none` (no disruptive change). */
   outcome: 'would' | 'may' | 'already' | 'none';
   /** Why it may be (the resources that wait on a pending change), or the scheduler's state and reason. */

@@ -1,4 +1,4 @@
-// A saved plan records the drains it will do (plan version 7), on the bed's real Slurm (tb7 the
+// A saved plan records the drains it will do (plan version 8), on the bed's real Slurm (tb7 the
 // controller, tb8 and tb9 compute nodes, an MTU change on each): the check run asks Slurm, read
 // only, which node someone else already has out; `plan show` lists the Drains (text, --json, the
 // page in headless Chromium); `apply` refuses another --drain, and a plan whose drains do not

@@ -84,6 +84,40 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(drainEvents(again)).toEqual([]);
   }, 120_000);
 
+  it('a host named otherwise in the inventory than in Slurm (racksmith_slurm_node): that node is drained, changed and resumed, and every line names it', async () => {
+    // the operator's inventory name for tb8, and tb8 its NodeName in slurm.conf
+    const file = inventory();
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(
+      file,
+      file.endsWith('.ini')
+        ? text.replace(/^tb8 /m, 'rack1-n8 racksmith_slurm_node="tb8" ')
+        : text.replace(/^ {4}tb8:\n/m, '    rack1-n8:\n      racksmith_slurm_node: tb8\n'),
+    );
+    const job = await runningJob('tb8', 4);
+    const check = await provision([PB, '-i', file, '-l', 'rack1-n8', '--drain', 'slurm', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(drainEvents(check)).toEqual([{ type: 'drain', host: 'rack1-n8', via: 'slurm', controller: CTL, node: 'tb8', outcome: 'would' }]);
+    const running = provision([PB, '-i', file, '-l', 'rack1-n8', '--drain', 'slurm', '--json']);
+    // Slurm's own node tb8 is the one draining while its job runs
+    let seen = '';
+    for (let i = 0; i < 100 && seen !== 'draining'; i++) {
+      seen = (await nodeState('tb8')).state;
+      if (seen !== 'draining') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(seen).toBe('draining');
+    const run = await running;
+    expect(run.code, run.stderr).toBe(0);
+    expect(await onCtl(`squeue -h -j ${job} -o %T`)).toBe('');
+    expect(await liveMtu('tb8')).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: 'rack1-n8', via: 'slurm', controller: CTL, node: 'tb8', outcome: 'drained' },
+      { type: 'resume', host: 'rack1-n8', via: 'slurm', controller: CTL, node: 'tb8', ok: true },
+    ]);
+    expect(run.stderr).toContain('rack1-n8: resumed (slurm via tb7, node tb8)');
+  }, 120_000);
+
   it('a node drained by hand beforehand: the check lists it as already out; it is changed and stays drained with its reason', async () => {
     await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
     const check = await provision([PB, '-i', inventory(), '-l', 'tb9', '--drain', 'slurm', '--check', '--json']);

@@ -9,6 +9,7 @@ import type { DrainExec, DrainOutcome, DrainProvider, OutOfScheduling } from '..
 import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
 import { drainPlan } from '../../src/cli/drain-plan.ts';
+import { drainLines } from '../../src/output/drain-lines.ts';
 import { kubernetesDrain } from '../../src/drain/kubernetes.ts';
 import { mtu } from '../../src/resources/tuning/mtu.ts';
 import { nicQueues } from '../../src/resources/tuning/nic.ts';
@@ -435,6 +436,84 @@ describe('drainPlan: which hosts are drained, by what, through which host', () =
       '--drain kubernetes for n1: no control-plane host (group kube_control_plane, or racksmith_play_hosts.kube_control_plane) in the inventory',
     );
   });
+  /** The fleet's inventory with these variables on n1, each at hosts.yaml:3, marked as the loader marks a value holding {{ }}. */
+  const withN1Vars = (vars: Record<string, unknown>) => {
+    const inv = fleet.inventory();
+    const n1 = inv.hosts[1];
+    for (const [k, v] of Object.entries(vars)) {
+      n1.vars[k] = v;
+      n1.varSources[k] = { file: 'hosts.yaml', line: 3 };
+      if (String(v).includes('{{')) n1.templated[k] = n1.varSources[k];
+    }
+    return inv;
+  };
+  it.each<[string, Record<string, unknown>, 'kubernetes' | 'slurm', string]>([
+    ['no variable: the inventory name', {}, 'slurm', 'n1'],
+    ['racksmith_slurm_node (an FQDN inventory, a Soperator worker)', { racksmith_slurm_node: 'worker-3' }, 'slurm', 'worker-3'],
+    ["Slurm takes the name as it is (case too), and not Kubernetes' variable", { kube_override_hostname: 'k8s-n1' }, 'slurm', 'n1'],
+    [
+      'Kubespray: kube_override_hostname, given literally',
+      { kube_override_hostname: 'n1.rack1.example' },
+      'kubernetes',
+      'n1.rack1.example',
+    ],
+    [
+      "Kubespray: kube_override_hostname's default template, the inventory name",
+      { kube_override_hostname: '{{ inventory_hostname }}' },
+      'kubernetes',
+      'n1',
+    ],
+    ["Kubernetes does not take Slurm's variable", { racksmith_slurm_node: 'worker-3' }, 'kubernetes', 'n1'],
+    [
+      'Kubernetes node names are lower case (kubelet registers the hostname so)',
+      { kube_override_hostname: 'N1.Rack1' },
+      'kubernetes',
+      'n1.rack1',
+    ],
+  ])('the node drained: %s', (_, vars, mode, node) => {
+    const inv = withN1Vars(vars);
+    expect(drainPlan(inv, inv.hosts.slice(1), mode, 60).plan!.hosts.get('n1')!.node).toBe(node);
+  });
+  it.each<[string, Record<string, unknown>, 'kubernetes' | 'slurm', string]>([
+    [
+      'racksmith_slurm_node not a name',
+      { racksmith_slurm_node: 'node 7' },
+      'slurm',
+      "racksmith_slurm_node of n1 must be the node's name in Slurm",
+    ],
+    [
+      'racksmith_slurm_node a template',
+      { racksmith_slurm_node: '{{ x }}' },
+      'slurm',
+      'n1: racksmith_slurm_node (the node to drain): templating is not supported',
+    ],
+    [
+      'kube_override_hostname a template other than its default',
+      { kube_override_hostname: "{{ ansible_hostname | default('x') }}" },
+      'kubernetes',
+      'n1: kube_override_hostname (the node to drain): templating is not supported',
+    ],
+    [
+      'two hosts on one node',
+      { racksmith_slurm_node: 'n2' },
+      'slurm',
+      "--drain slurm: n2 and n1 are both node 'n2' of ctl: set racksmith_slurm_node",
+    ],
+  ])('bad input, exit 3, at the variable: %s', (_, vars, mode, msg) => {
+    const inv = withN1Vars(vars);
+    // (the second host's own line: the first host of a node keeps it)
+    const hosts = msg.includes('both node') ? [inv.hosts[2], inv.hosts[1]] : inv.hosts.slice(1);
+    const err = (() => {
+      try {
+        drainPlan(inv, hosts, mode, 60);
+      } catch (e) {
+        return e as InputError;
+      }
+    })();
+    expect(err).toBeInstanceOf(InputError);
+    expect(err!.message).toContain(msg);
+    expect(err!.pos).toEqual({ file: 'hosts.yaml', line: 3 });
+  });
   it.each<[string, (inv: ReturnType<FakeFleet['inventory']>) => void, 'slurm' | undefined, RegExp]>([
     [
       'an unknown racksmith_drain',
@@ -479,6 +558,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     signal?: AbortController,
     real?: { provider: DrainProvider; connector: (f: FakeFleet) => (h: Host) => Promise<Connection> },
     hostTimeoutMs?: number,
+    nodeOf: (host: string) => string = (h) => h,
   ) {
     const f = new FakeFleet(['ctl', 'n1', 'n2']);
     for (const h of f.names) mkdirSync(f.dir(h), { recursive: true });
@@ -493,7 +573,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
       };
     }
     const ctl = inv.hosts[0];
-    const hosts = new Map(['n1', 'n2'].map((n) => [n, { provider, controller: ctl, node: n }]));
+    const hosts = new Map(['n1', 'n2'].map((n) => [n, { provider, controller: ctl, node: nodeOf(n) }]));
     const events: RunEvent[] = [];
     const prepared = prepare(inv, [{ name: 't', plays: plays(f) }], { limit: 'n1,n2' });
     const out = await execute(
@@ -528,6 +608,28 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
       { name: 'b', hosts: 'all', resources: (h) => [marked(`${d(f, h.name)}b`, '2', false)] },
     ]);
     expect(log).toEqual(['drain n1', 'n1 kv:1 changed', 'n2 kv:1 changed', 'n1 kv:2 changed', 'resume n1', 'n2 kv:2 changed']);
+  });
+
+  it('a host whose node is named otherwise (racksmith_slurm_node): that node drained and resumed, and every event names it', async () => {
+    const { log, events } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      undefined,
+      undefined,
+      undefined,
+      (h) => (h === 'n1' ? 'worker-1' : h),
+    );
+    expect(log).toEqual(['drain worker-1', 'n1 kv:1 changed', 'resume worker-1', 'n2 kv:1 changed']);
+    const drains = events.filter((e) => e.type === 'drain' || e.type === 'resume');
+    expect(drains).toEqual([
+      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', node: 'worker-1', outcome: 'drained' },
+      { type: 'resume', host: 'n1', via: 'rec', controller: 'ctl', node: 'worker-1', ok: true },
+    ]);
+    expect(drainLines(drains as never)).toEqual([
+      '  n1: drained (rec via ctl, node worker-1)',
+      '  n1: resumed (rec via ctl, node worker-1)',
+    ]);
   });
 
   it('someone else drained it: never resumed', async () => {

@@ -33,6 +33,12 @@ const drainPlanOf = (nodes: string[], via = slurm, controller = 'ctl', timeoutSe
   timeoutSec,
 });
 
+/** The drain plan with one host's node named otherwise. */
+const renamed = (p: DrainPlan, h: string, node: string): DrainPlan => ({
+  ...p,
+  hosts: new Map([...p.hosts].map(([n, d]) => [n, n === h ? { ...d, node } : d])),
+});
+
 type DrainEvent = Extract<RunEvent, { type: 'drain' }>;
 const event = (h: string, rest: Partial<DrainEvent>): DrainEvent => ({
   type: 'drain',
@@ -76,8 +82,8 @@ describe("a plan's drains", () => {
   scratchStateDir();
 
   it('records per host the provider, controller and what the check run found, and the timeout', () => {
-    expect(plan.version).toBe(7);
-    expect(PLAN_VERSION).toBe(7);
+    expect(plan.version).toBe(8);
+    expect(PLAN_VERSION).toBe(8);
     expect(plan.drains).toEqual({
       timeoutSec: 600,
       hosts: {
@@ -162,6 +168,7 @@ describe("a plan's drains", () => {
       ['another controller', drainPlanOf(nodes, slurm, 'n5'), /n1: slurm via n5, the plan's slurm via ctl/],
       ['a host more', drainPlanOf([...nodes, 'ctl']), /ctl: slurm via ctl, the plan's none/],
       ['another timeout', drainPlanOf(nodes, slurm, 'ctl', 60), /apply's drain timeout \(60s\) is not the plan's \(600s\)/],
+      ['another node', renamed(drainPlanOf(nodes), 'n2', 'worker-2'), /n2: slurm via ctl, node worker-2, the plan's slurm via ctl;/],
     ];
     for (const [what, now, msg] of refused) {
       const check = () => checkPlanDrains(plan.drains, now, 'p.plan');
@@ -171,6 +178,23 @@ describe("a plan's drains", () => {
     // a plan without drains: apply drains nothing either
     expect(() => checkPlanDrains(undefined, undefined, 'p.plan')).not.toThrow();
     expect(() => checkPlanDrains(undefined, drainPlanOf(['n1']), 'p.plan')).toThrow(/n1: slurm via ctl, the plan's none/);
+  });
+
+  it('a host whose node in the scheduler is not its name (racksmith_slurm_node): recorded, shown in every view, and apply drains that node only', () => {
+    const named = renamed(drainPlanOf(nodes), 'n2', 'worker-2');
+    const p = { ...plan, drains: planDrains(named, checkEvents) } as PlanFile;
+    expect(p.drains!.hosts.n2).toEqual({ ...plan.drains!.hosts.n2, node: 'worker-2' });
+    expect(p.drains!.hosts.n1).not.toHaveProperty('node');
+    const report = planReport(p, 'p.plan', true);
+    expect(reportText(report)).toContain(
+      '  n2: would be drained (it has disruptive changes) (slurm via ctl, node worker-2): may be: nic-channels:eth0 waits on a pending change',
+    );
+    expect(JSON.parse(reportJson(report)).drains.hosts[1]).toMatchObject({ host: 'n2', node: 'worker-2' });
+    expect(reportHtml(report)).toContain('<td>slurm via ctl, node worker-2</td></tr>');
+    expect(() => checkPlanDrains(p.drains, named, 'p.plan')).not.toThrow();
+    expect(() => checkPlanDrains(p.drains, drainPlanOf(nodes), 'p.plan')).toThrow(
+      /n2: slurm via ctl, the plan's slurm via ctl, node worker-2/,
+    );
   });
 
   it("apply says a drain the plan's reviewers were not shown", () => {
@@ -188,10 +212,10 @@ describe("a plan's drains", () => {
     );
   });
 
-  it('a version 6 plan (no drains recorded) is refused by plan show and apply, exit 3, saying why', async () => {
+  it('a version 7 plan (no node names recorded) is refused by plan show and apply, exit 3, saying why', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'rs-plandrain-')), 'p.plan');
-    const { signature: _, drains: __, ...body } = plan;
-    writePlan(file, { ...body, version: 6 });
+    const { signature: _, ...body } = plan;
+    writePlan(file, { ...body, version: 7 });
     for (const args of [
       ['plan', 'show', file],
       ['apply', file],
@@ -199,7 +223,7 @@ describe("a plan's drains", () => {
       const r = await cli(args);
       expect(r.code, args[0]).toBe(3);
       expect(r.stderr).toMatch(
-        /plan format version 6 \(made by an older racksmith\) is not supported \(this racksmith reads 7\); make a new one/,
+        /plan format version 7 \(made by an older racksmith\) is not supported \(this racksmith reads 8\); make a new one/,
       );
     }
   });
