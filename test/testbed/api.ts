@@ -433,3 +433,49 @@ export async function setOpsAccess(name: string, a: OpsAccess): Promise<void> {
   await stopSshd(name);
   await startSshd(name);
 }
+
+/**
+ * OpenSSH's own defaults for the limits the bed raises (10-testbed.conf: MaxStartups 200:30:400,
+ * MaxSessions 100), as operators' bastions and controllers run them: beyond 10 unauthenticated
+ * connections at once sshd drops new ones at random (30%, rising to 100% at 100); 10 sessions
+ * per connection (forwarded channels are not sessions).
+ */
+export const OPENSSH_DEFAULT_LIMITS = { maxStartups: '10:30:100', maxSessions: 10 } as const;
+
+/** What sshd logged about connections it dropped past MaxStartups (hosts given setSshdDefaults log them). */
+export const DROPPED_PAST_MAX_STARTUPS = /drop connection #\d+ from \[[^\]]+\]:\d+ on \[[^\]]+\]:\d+ past MaxStartups/g;
+
+/**
+ * Run a host's sshd with OpenSSH's default MaxStartups and MaxSessions (OPENSSH_DEFAULT_LIMITS)
+ * and LogLevel VERBOSE (each connection dropped past MaxStartups is a line in /var/log/sshd.log,
+ * which starts empty), then restart it. `tb.reset` brings the bed's limits back.
+ */
+export async function setSshdDefaults(name: string): Promise<void> {
+  const { maxStartups, maxSessions } = OPENSSH_DEFAULT_LIMITS;
+  // in 10-testbed.conf itself: sshd keeps the first MaxSessions it reads but the last MaxStartups
+  const conf = '/etc/ssh/sshd_config.d/10-testbed.conf';
+  const script = [
+    'set -e',
+    `sed -i -e 's/^MaxStartups .*/MaxStartups ${maxStartups}/' -e 's/^MaxSessions .*/MaxSessions ${maxSessions}/' ${conf}`,
+    `grep -q '^LogLevel VERBOSE' ${conf} || echo 'LogLevel VERBOSE' >> ${conf}`,
+    '/usr/sbin/sshd -t',
+  ].join('\n');
+  const r = await hostExec(name, script);
+  if (r.code !== 0) throw new Error(`testbed: setSshdDefaults ${name}: ${r.stderr}`);
+  await stopSshd(name);
+  await hostExec(name, ': > /var/log/sshd.log');
+  await startSshd(name);
+  // what the running sshd's configuration says, not what the file was meant to
+  const t = await hostExec(name, '/usr/sbin/sshd -T -C user=root,host=x,addr=127.0.0.1');
+  const got = t.stdout
+    .match(/^(maxstartups|maxsessions|loglevel) .*$/gm)
+    ?.sort()
+    .join(', ');
+  if (got !== `loglevel VERBOSE, maxsessions ${maxSessions}, maxstartups ${maxStartups}`)
+    throw new Error(`testbed: setSshdDefaults ${name}: sshd -T shows ${got}`);
+}
+
+/** The connections a host's sshd dropped past MaxStartups since setSshdDefaults (its log's lines). */
+export async function droppedPastMaxStartups(name: string): Promise<string[]> {
+  return (await hostExec(name, 'cat /var/log/sshd.log')).stdout.match(DROPPED_PAST_MAX_STARTUPS) ?? [];
+}
