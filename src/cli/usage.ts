@@ -49,7 +49,8 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
                            remote commands are killed, its link dropped (it counts as unreachable)
       --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --ssh-handshakes N   SSH handshakes at once (default 100); other hosts wait their turn, and
-                           each host's connect timeout starts with its own turn
+                           each host's connect timeout starts with its own turn; at most 8 at
+                           once to one sshd (a bastion, a drain controller: its MaxStartups)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --drain MODE         kubernetes, slurm or none (default: each host's racksmith_drain, else none):
                            drain a host before its first disruptive change, put it back after its last

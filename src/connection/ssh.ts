@@ -12,7 +12,7 @@ import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import { Escalation, execPlan, newNonce, type Become } from './become.ts';
 import { execTag, KILL_TIMEOUT_MS, killGroupsScript } from './kill-groups.ts';
 import type { Secret } from '../util/secret.ts';
-import type { HandshakeGate } from './handshake-gate.ts';
+import { destinationOf, type HandshakeGate } from './handshake-gate.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -37,7 +37,10 @@ export interface SshOptions {
   jump?: Omit<SshOptions, 'jump' | 'name' | 'become'> & { name?: string };
   /** Run every exec escalated (sudo/su), in one shell. */
   become?: Become;
-  /** The run's limit on handshakes at once (--ssh-handshakes): the connect timeout starts at this host's turn. */
+  /**
+   * The run's limit on handshakes at once (--ssh-handshakes), and per sshd (a bastion, a drain
+   * controller: under its MaxStartups): the connect timeout starts at this host's turn.
+   */
   handshakes?: HandshakeGate;
   /**
    * Ctrl-C: the connection, while still being made, is dropped at once (a TCP connect or handshake
@@ -134,7 +137,11 @@ export class SshConnection implements Connection {
       // The jump host's connection takes its own turn at the gate first: a host holding a turn
       // while it waits for its jump's could leave every turn held by hosts waiting so.
       if (opts.jump) via = await SshConnection.open({ ...opts.jump, name: opts.jump.name ?? opts.jump.address });
-      endTurn = await opts.handshakes?.enter(opts.signal, () => new Error('interrupted'));
+      // (one turn of the destination's per connection it opens there: a certificate takes a second)
+      endTurn = await opts.handshakes?.enter(opts.signal, () => new Error('interrupted'), {
+        destination: destinationOf(opts.address, opts.port, opts.jump),
+        connections: knownHosts.wantsCertificate(opts.address, opts.port) ? 2 : 1,
+      });
       sock = via
         ? await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
         : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);

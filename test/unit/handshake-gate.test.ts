@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HandshakeGate } from '../../src/connection/handshake-gate.ts';
+import { destinationOf, HandshakeGate } from '../../src/connection/handshake-gate.ts';
 import { SshConnection } from '../../src/connection/ssh.ts';
 import { ConnectError } from '../../src/connection/types.ts';
 import { silentPeer, silentPeerOptions } from '../support/silent-peer.ts';
@@ -61,6 +61,55 @@ describe('HandshakeGate', () => {
     await expect(gate.enter(abort.signal, interrupted)).rejects.toThrow('interrupted');
     held();
     expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it('per destination (one sshd, under its MaxStartups): at most perDestination connections at once, others elsewhere unhindered', async () => {
+    const gate = new HandshakeGate(100, 3);
+    const to = (destination: string, connections = 1) => ({ destination, connections });
+    const held = [
+      await gate.enter(undefined, interrupted, to('bastion:22')),
+      await gate.enter(undefined, interrupted, to('bastion:22', 2)),
+    ];
+    expect(gate.loadOf('bastion:22')).toEqual({ inFlight: 3, waiting: 0 });
+    let fourth = false;
+    const waiting = gate.enter(undefined, interrupted, to('bastion:22')).then((r) => ((fourth = true), r));
+    // another sshd, and a host behind the bastion (its own sshd, reached by a forward), go at once
+    (await gate.enter(undefined, interrupted, to('other:22')))();
+    (await gate.enter(undefined, interrupted, to('bastion:22>tb2:22')))();
+    await Promise.resolve();
+    expect(fourth).toBe(false);
+    // a host waiting for its destination holds none of the run's turns
+    expect(gate.load).toEqual({ inFlight: 2, waiting: 0 });
+    held[1](); // a certificate fetch's two connections freed
+    (await waiting)();
+    held[0]();
+    expect(gate.loadOf('bastion:22')).toEqual({ inFlight: 0, waiting: 0 });
+    expect(gate.load).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it('per destination: Ctrl-C ends a wait there, and the next in line that fits goes on', async () => {
+    const gate = new HandshakeGate(100, 2);
+    const a = await gate.enter(undefined, interrupted, { destination: 'ctl:22', connections: 1 });
+    const abort = new AbortController();
+    const big = gate.enter(abort.signal, interrupted, { destination: 'ctl:22', connections: 2 });
+    let small = false;
+    const next = gate.enter(undefined, interrupted, { destination: 'ctl:22', connections: 1 }).then((r) => ((small = true), r));
+    await Promise.resolve();
+    expect(small).toBe(false); // first come, first served: it waits behind the larger request
+    abort.abort();
+    await expect(big).rejects.toThrow('interrupted');
+    (await next)();
+    a();
+    expect(gate.loadOf('ctl:22')).toEqual({ inFlight: 0, waiting: 0 });
+  });
+
+  it('destinationOf: the sshd at address:port, through its jump host when there is one', () => {
+    expect(destinationOf('10.0.0.5', 22)).toBe('10.0.0.5:22');
+    expect(destinationOf('10.0.0.5', 22, { address: 'bastion', port: 2222 })).toBe('bastion:2222>10.0.0.5:22');
+  });
+
+  it.each([1, 2.5])('refuses a limit per destination of %s (a certificate fetch needs two)', (n) => {
+    expect(() => new HandshakeGate(10, n)).toThrow(RangeError);
   });
 
   it.each([0, -1, 1.5, Number.NaN])('refuses a limit of %s', (n) => {
