@@ -10,7 +10,7 @@ import { loadFailure } from '../../src/cli/playbook.ts';
 const dir = mkdtempSync(join(tmpdir(), 'rs-pb-load-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('a playbook that does not load', () => {
+describe('a playbook that does not load', { timeout: 60_000 }, () => {
   it.each([
     [
       'a compile error',

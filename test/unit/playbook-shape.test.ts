@@ -66,7 +66,7 @@ function syntaxCheck(name: string, text: string) {
   });
 }
 
-describe('the CLI refuses a playbook of the wrong shape (exit 3), before any host', () => {
+describe('the CLI refuses a playbook of the wrong shape (exit 3), before any host', { timeout: 60_000 }, () => {
   it('playbook() with a misspelt key: at the line that called it', () => {
     const r = syntaxCheck(
       'typo.mjs',

@@ -57,7 +57,7 @@ function provision(args: string[], input?: string, env: NodeJS.ProcessEnv = {}) 
   });
 }
 
-describe('vault', () => {
+describe('vault', { timeout: 60_000 }, () => {
   const value = 'p@ss w0rd: "quoted" ünïcødé\nsecond line';
   const enc = encryptString(value, 'db_password');
   const enc12 = encryptString('labelled', 'api_token', `prod@${PW2}`);
