@@ -158,8 +158,16 @@ export class SshConnection implements Connection {
     }
 
     let keyProblem: string | undefined;
-    const { NodeSSH } = await nodeSsh;
-    const ssh = new NodeSSH();
+    let ssh: NodeSSH;
+    try {
+      ssh = new (await nodeSsh).NodeSSH();
+    } catch (e) {
+      // (node-ssh that cannot load: the turn, the socket and the jump connection are given back all the same)
+      sock.destroy();
+      await via?.close();
+      endTurn?.();
+      throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
+    }
     // Ctrl-C during the handshake: the socket is dropped, the handshake fails at once
     const dropSocket = () => sock.destroy();
     opts.signal?.addEventListener('abort', dropSocket, { once: true });

@@ -94,10 +94,11 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         ? text.replace(/^tb8 /m, 'rack1-n8 racksmith_slurm_node="tb8" ')
         : text.replace(/^ {4}tb8:\n/m, '    rack1-n8:\n      racksmith_slurm_node: tb8\n'),
     );
-    const job = await runningJob('tb8', 4);
     const check = await provision([PB, '-i', file, '-l', 'rack1-n8', '--drain', 'slurm', '--check', '--json']);
     expect(check.code, check.stderr).toBe(2);
     expect(drainEvents(check)).toEqual([{ type: 'drain', host: 'rack1-n8', via: 'slurm', controller: CTL, node: 'tb8', outcome: 'would' }]);
+    // (a job on tb8 that outlasts the apply's connection and drain: tb8 is seen draining)
+    const job = await runningJob('tb8', 6);
     const running = provision([PB, '-i', file, '-l', 'rack1-n8', '--drain', 'slurm', '--json']);
     // Slurm's own node tb8 is the one draining while its job runs
     let seen = '';

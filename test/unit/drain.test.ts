@@ -474,13 +474,8 @@ describe('drainPlan: which hosts are drained, by what, through which host', () =
     const inv = withN1Vars(vars);
     expect(drainPlan(inv, inv.hosts.slice(1), mode, 60).plan!.hosts.get('n1')!.node).toBe(node);
   });
-  it.each<[string, Record<string, unknown>, 'kubernetes' | 'slurm', string]>([
-    [
-      'racksmith_slurm_node not a name',
-      { racksmith_slurm_node: 'node 7' },
-      'slurm',
-      "racksmith_slurm_node of n1 must be the node's name in Slurm",
-    ],
+  it.each<[string, Record<string, unknown>, 'kubernetes' | 'slurm', string, string[]?]>([
+    ['racksmith_slurm_node not a name', { racksmith_slurm_node: 'node 7' }, 'slurm', "n1: 'node 7' is no Slurm node name"],
     [
       'racksmith_slurm_node a template',
       { racksmith_slurm_node: '{{ x }}' },
@@ -488,21 +483,40 @@ describe('drainPlan: which hosts are drained, by what, through which host', () =
       'n1: racksmith_slurm_node (the node to drain): templating is not supported',
     ],
     [
-      'kube_override_hostname a template other than its default',
+      'kube_override_hostname a template other than its defaults',
       { kube_override_hostname: "{{ ansible_hostname | default('x') }}" },
       'kubernetes',
       'n1: kube_override_hostname (the node to drain): templating is not supported',
     ],
     [
-      'two hosts on one node',
+      'kube_override_hostname empty (to Kubespray: the OS hostname)',
+      { kube_override_hostname: '' },
+      'kubernetes',
+      "kube_override_hostname of n1 is empty: to Kubespray that is the host's own hostname, which racksmith does not know",
+    ],
+    [
+      'no Kubernetes node name (an underscore)',
+      { kube_override_hostname: 'node_10' },
+      'kubernetes',
+      "n1: 'node_10' is no Kubernetes node name",
+    ],
+    ['no Kubernetes node name (a trailing dot)', { kube_override_hostname: 'n1.' }, 'kubernetes', "n1: 'n1.' is no Kubernetes node name"],
+    [
+      'two hosts of the run on one node',
       { racksmith_slurm_node: 'n2' },
       'slurm',
-      "--drain slurm: n2 and n1 are both node 'n2' of ctl: set racksmith_slurm_node",
+      "--drain slurm: n1 and n2 are both node 'n2' of ctl (the first one's resume would put it back under the other's changes): set racksmith_slurm_node",
     ],
-  ])('bad input, exit 3, at the variable: %s', (_, vars, mode, msg) => {
+    [
+      'the node of an inventory host the run does not select (-l n1)',
+      { racksmith_slurm_node: 'n2' },
+      'slurm',
+      "--drain slurm: n1 and n2 are both node 'n2' of ctl",
+      ['n1'],
+    ],
+  ])('bad input, exit 3, at the variable: %s', (_, vars, mode, msg, only) => {
     const inv = withN1Vars(vars);
-    // (the second host's own line: the first host of a node keeps it)
-    const hosts = msg.includes('both node') ? [inv.hosts[2], inv.hosts[1]] : inv.hosts.slice(1);
+    const hosts = only ? inv.hosts.filter((h) => only.includes(h.name)) : inv.hosts.slice(1);
     const err = (() => {
       try {
         drainPlan(inv, hosts, mode, 60);
@@ -513,6 +527,25 @@ describe('drainPlan: which hosts are drained, by what, through which host', () =
     expect(err).toBeInstanceOf(InputError);
     expect(err!.message).toContain(msg);
     expect(err!.pos).toEqual({ file: 'hosts.yaml', line: 3 });
+  });
+  it("Kubespray's kube_override_hostname as {{ inventory_hostname_short }}: the inventory name up to its first dot", () => {
+    const fqdn = new FakeFleet(['cp1', 'n1.rack1.example'], { cp1: ['kube_control_plane'] }).inventory({
+      kube_override_hostname: '{{ inventory_hostname_short }}',
+    });
+    const { plan } = drainPlan(fqdn, fqdn.hosts.slice(1), 'kubernetes', 60);
+    expect(plan!.hosts.get('n1.rack1.example')!.node).toBe('n1');
+  });
+  it("the same node names in another Slurm cluster of the inventory (another controller) are that cluster's", () => {
+    const two = new FakeFleet(['ctl', 'n1', 'n2', 'ctl2', 'm1'], { ctl: ['slurm_controller'] }).inventory();
+    const m1 = two.hosts[4];
+    m1.vars.racksmith_slurm_controller = 'ctl2';
+    m1.vars.racksmith_slurm_node = 'n1';
+    const { plan } = drainPlan(two, two.hosts.slice(1, 3).concat(m1), 'slurm', 60);
+    expect([...plan!.hosts].map(([h, d]) => `${h} ${d.node} via ${d.controller.name}`)).toEqual([
+      'n1 n1 via ctl',
+      'n2 n2 via ctl',
+      'm1 n1 via ctl2',
+    ]);
   });
   it.each<[string, (inv: ReturnType<FakeFleet['inventory']>) => void, 'slurm' | undefined, RegExp]>([
     [

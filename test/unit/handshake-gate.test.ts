@@ -5,7 +5,7 @@
 // whose handshake hangs until the connect timeout.
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { destinationOf, HandshakeGate } from '../../src/connection/handshake-gate.ts';
 import { SshConnection } from '../../src/connection/ssh.ts';
 import { ConnectError } from '../../src/connection/types.ts';
@@ -76,8 +76,8 @@ describe('HandshakeGate', () => {
     // another sshd, and a host behind the bastion (its own sshd, reached by a forward), go at once
     (await gate.enter(undefined, interrupted, to('other:22')))();
     (await gate.enter(undefined, interrupted, to('bastion:22>tb2:22')))();
-    await Promise.resolve();
     expect(fourth).toBe(false);
+    expect(gate.loadOf('bastion:22')).toEqual({ inFlight: 3, waiting: 1 });
     // a host waiting for its destination holds none of the run's turns
     expect(gate.load).toEqual({ inFlight: 2, waiting: 0 });
     held[1](); // a certificate fetch's two connections freed
@@ -164,10 +164,12 @@ describe('SSH connections through the gate', () => {
     const abort = new AbortController();
     const a = settled(SshConnection.open(silentPeerOptions('holder', holder.port, { handshakes: gate, signal: abort.signal })));
     const sock = await holder.accepted();
+    // (read and dropped, so that the peer sees the holder's socket close: a socket not read never does)
+    sock.resume();
     const closed = once(sock, 'close');
     const b = settled(SshConnection.open(silentPeerOptions('waiter', waiter.port, { handshakes: gate, signal: abort.signal })));
-    await Promise.resolve();
-    expect(gate.load).toEqual({ inFlight: 1, waiting: 1 });
+    // (the waiter reaches the gate within a few microtasks: awaited by the gate's load, not counted)
+    await vi.waitFor(() => expect(gate.load).toEqual({ inFlight: 1, waiting: 1 }), { interval: 1 });
     abort.abort();
     const [ra, rb] = await Promise.all([a, b]);
     for (const [r, name, port] of [

@@ -1,5 +1,5 @@
-// A plan records its drains (plan version 7): per host with a drain provider, the provider, its
-// controller and what the check run found (would, may with why, already out with the scheduler's
+// A plan records its drains (plan version 8): per host with a drain provider, the provider, its
+// controller, its node when not named as the host, and what the check run found (would, may with why, already out with the scheduler's
 // reason, none), and the timeout. `plan show` lists them (text, --json, the page); `apply` refuses
 // to drain otherwise than the plan, and says a drain the plan did not list. A version 6 plan
 // recorded none of it.
