@@ -90,6 +90,12 @@ export class DrainSession {
   private readonly running = new Map<string, RunningDrain>();
   /** The drains and stops under way: resumeAll waits for them to end (Ctrl-C ends them) before it puts hosts back. */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /**
+   * Check mode: per controller, the session's connection made once for every host's question. A
+   * failure is kept, not tried again for the next host: each try waits out the connect timeout
+   * again (a plan of many hosts would take hosts × timeout), and every host's line says the same reason.
+   */
+  private readonly reached = new Map<string, Promise<void>>();
   /** Per controller: commands running on the session's connection, and those waiting for a turn (SESSION_EXECS). */
   private readonly turns = new Map<string, { running: number; waiting: Array<() => void> }>();
 
@@ -235,6 +241,7 @@ export class DrainSession {
     if (d.provider.outOfScheduling)
       try {
         // (the session's own connection: a read-only question as quick as a resume)
+        await this.reachedOnce(d.controller);
         const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, this.plan.ownerOf);
         if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
         if (out) notes.push(`out of scheduling now, to be ${out.takeOver}`);
@@ -247,6 +254,13 @@ export class DrainSession {
       ...(notes.length ? { detail: notes.join('; ') } : {}),
       ...(may?.length ? { may: [...may] } : {}),
     });
+  }
+
+  /** Check mode: the controller's connection made, or its one failure thrown again. */
+  private reachedOnce(h: Host): Promise<void> {
+    let p = this.reached.get(h.name);
+    if (!p) this.reached.set(h.name, (p = this.connection(this.conns, h).then(() => undefined)));
+    return p;
   }
 
   /** Put the host back if this run drained it (Ctrl-C and failures included). */

@@ -12,9 +12,12 @@
 // --host-timeout (as for the Slurm wait): the drain stopped at once, the node put back; a node
 // left cordoned by a run killed with SIGKILL is taken over and uncordoned; a node cordoned
 // beforehand is listed by the check as already out, and stays so, and so does an operator's cordon
-// over a dead run's leftover mark.
+// over a dead run's leftover mark. A check run whose Slurm controller cannot be reached asks it
+// once, and says the same reason on every node's line.
 // Each test resets its hosts.
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -302,6 +305,78 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(drainEvents(run).map((e) => `${e.type} ${e.outcome ?? e.ok}`)).toEqual(['drain failed', 'resume true']);
     expect((await nodeState('tb8')).state).toBe('allocated'); // back in scheduling, its job untouched
     await onCtl(`scancel ${job}`);
+  }, 120_000);
+});
+
+describe('--drain slurm, check mode, with the controller unreachable', () => {
+  beforeEach(async () => {
+    await tb.reset(NODES);
+    for (const h of NODES) await tb.hostExec(h, `mkdir -p /etc/network && printf '%s' '${IFACES}' > /etc/network/interfaces`);
+  }, 60_000);
+
+  /** The bed's Slurm inventory with the controller's address made `address:port` (no Slurm needed: it is never reached). */
+  const unreachableCtl = (port: number) =>
+    writeInventory({
+      hosts: [CTL, ...NODES],
+      groups: { slurm_controller: { hosts: [CTL] } },
+      hostVars: {
+        [CTL]: { ansible_host: '127.0.0.1', ansible_port: port },
+        ...Object.fromEntries(NODES.map((h) => [h, { nic_mtu: [{ name: 'eth0', mtu: 9000 }] }])),
+      },
+    });
+  /** A loopback port, free again: connections to it are refused. */
+  const freePort = async () => {
+    const s = createServer().listen(0, '127.0.0.1');
+    await once(s, 'listening');
+    const { port } = s.address() as AddressInfo;
+    s.close();
+    await once(s, 'close');
+    return port;
+  };
+
+  it('a controller address that refuses connections: every node would be drained, each line saying the same reason', async () => {
+    const check = await provision([
+      PB,
+      '-i',
+      unreachableCtl(await freePort()),
+      '-l',
+      NODES.join(','),
+      '--drain',
+      'slurm',
+      '--check',
+      '--json',
+      '-f',
+      '1',
+    ]);
+    expect(check.code, check.stderr).toBe(2);
+    const events = drainEvents(check);
+    expect(events.map((e) => [e.host, e.outcome])).toEqual(NODES.map((h) => [h, 'would']));
+    const detail = String(events[0].detail);
+    expect(detail).toMatch(/^whether it is already out of scheduling is not known \(controller tb7: .*ECONNREFUSED/);
+    expect(events.map((e) => e.detail)).toEqual(NODES.map(() => detail));
+  }, 120_000);
+
+  it('one that drops every connection at once: it is tried once for the run, not once per node', async () => {
+    // (a listener that counts the connections and closes each at once: a refused port cannot be counted)
+    let connections = 0;
+    const dropper = createServer((sock) => {
+      connections++;
+      sock.destroy();
+    }).listen(0, '127.0.0.1');
+    await once(dropper, 'listening');
+    try {
+      const inv = unreachableCtl((dropper.address() as AddressInfo).port);
+      // forks 1: the nodes ask one after the other, each after the last one's failure
+      const check = await provision([PB, '-i', inv, '-l', NODES.join(','), '--drain', 'slurm', '--check', '--json', '-f', '1']);
+      expect(check.code, check.stderr).toBe(2);
+      const events = drainEvents(check);
+      expect(events.map((e) => [e.host, e.outcome])).toEqual(NODES.map((h) => [h, 'would']));
+      expect(new Set(events.map((e) => e.detail)).size).toBe(1);
+      expect(String(events[0].detail)).toMatch(/^whether it is already out of scheduling is not known \(controller tb7: /);
+      expect(connections).toBe(1);
+    } finally {
+      dropper.close();
+    }
   }, 120_000);
 });
 

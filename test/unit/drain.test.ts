@@ -916,3 +916,38 @@ describe("the session's connection to a controller", () => {
     expect(events.filter((e) => e.type === 'resume' && e.ok === true)).toHaveLength(nodes.length);
   });
 });
+
+describe("check mode's question with the controller unreachable", () => {
+  it('the connection is tried once for the run, and every host says the same reason', async () => {
+    let attempts = 0;
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async () => ({ kind: 'drained' }),
+      resume: async () => undefined,
+      outOfScheduling: async (exec) => ((await exec('sinfo')).stdout ? 'drained (ops)' : undefined),
+    };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const nodes = Array.from({ length: 12 }, (_, i) => `n${i}`);
+    const events: Array<Record<string, unknown>> = [];
+    const session = new DrainSession(
+      { hosts: new Map(nodes.map((n) => [n, { provider, controller: ctl, node: n }])), timeoutSec: 5 },
+      'R1',
+      async () => {
+        attempts++;
+        throw new Error('connect ECONNREFUSED 10.0.0.1:22');
+      },
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    // hosts one after the other (forks 1, or hosts whose checks end apart), then some at once
+    for (const n of nodes.slice(0, 6)) await session.would(n);
+    await Promise.all(nodes.slice(6).map((n) => session.would(n)));
+    expect(attempts).toBe(1);
+    expect(events.map((e) => [e.host, e.outcome, e.detail])).toEqual(
+      nodes.map((n) => [
+        n,
+        'would',
+        'whether it is already out of scheduling is not known (controller ctl: connect ECONNREFUSED 10.0.0.1:22)',
+      ]),
+    );
+  });
+});
