@@ -32,6 +32,9 @@ export interface DrainOwner {
   why: string;
 }
 
+/** How the detail of a drain taken over from a dead run begins (DrainOwner.why): `runs show` tells such a drain apart by it. */
+export const TAKEN_OVER = 'taken over from run ';
+
 /** The reason racksmith records on a node it takes out: run id and controller, for a later run (and the operator) to find the run. */
 export const drainMark = (runId: string, controller?: string): string =>
   controller ? `racksmith ${runId} on ${controller}` : `racksmith ${runId}`;

@@ -1,4 +1,4 @@
-import { parseDrainMark, type DrainOwner } from '../contract/drain.ts';
+import { parseDrainMark, TAKEN_OVER, type DrainOwner } from '../contract/drain.ts';
 import { runner } from './provenance.ts';
 import { isRunId, readRecord, runsDir, type RunRecord } from './record.ts';
 import { bootId, processStart } from './run-process.ts';
@@ -36,7 +36,7 @@ export function whoseDrain(run: string, markController: string | undefined, f: O
     );
   if (r.controller !== f.controller)
     return other(`run ${run} ran on ${r.controller}, not here (${f.controller}): only there can it be told whether it still runs`);
-  const taken = (why: string): DrainOwner => ({ takeOver: true, why: `taken over from run ${run}, ${why}` });
+  const taken = (why: string): DrainOwner => ({ takeOver: true, why: `${TAKEN_OVER}${run}, ${why}` });
   if (r.end !== undefined) return taken(`which ended at ${r.end} (exit ${r.exitCode ?? '?'}) without putting the node back`);
   const p = r.process;
   if (!p) return other(`run ${run} has no end, and its record does not say which process ran it: it may still be running`);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { ReportItem } from '../report/model.ts';
+import type { ReportItem, RunDrainEvent } from '../report/model.ts';
 import { INPUT_LIMITS, readInputText } from '../util/input-file.ts';
 import type { HostCounts, RunRecord } from './record.ts';
 
@@ -17,9 +17,11 @@ interface JournalResource {
 
 type JournalRecap = { type: 'host_recap'; host: string } & HostCounts;
 
-/** What a run's journal shows: the resources worth reading, and per host its counts and whether its recap was written. */
+/** What a run's journal shows: the resources worth reading, per host its counts and whether its recap was written, and its drains. */
 export interface RunJournal {
   items: ReportItem[];
+  /** --drain's drain and resume events, in order (without their time stamps). */
+  drains: RunDrainEvent[];
   hosts: Map<string, { counts: HostCounts; finished: boolean }>;
 }
 
@@ -31,6 +33,7 @@ export interface RunJournal {
  */
 export function readRunJournal(file: string, start?: string): RunJournal {
   let items: ReportItem[] = [];
+  let drains: RunDrainEvent[] = [];
   let hosts: RunJournal['hosts'] = new Map();
   const of = (host: string) => {
     let h = hosts.get(host);
@@ -43,15 +46,22 @@ export function readRunJournal(file: string, start?: string): RunJournal {
       const ts = /^\{"ts":"([^"]*)"/.exec(line)?.[1] ?? '';
       if (ts > start) break; // a later run's part
       items = [];
+      drains = [];
       hosts = new Map();
       continue;
     }
-    // resource and host recap lines only; a line cut short by a crash is skipped
-    if (!line.includes('"type":"resource"') && !line.includes('"type":"host_recap"')) continue;
-    let e: JournalResource | JournalRecap;
+    // resource, host recap, drain and resume lines only; a line cut short by a crash is skipped
+    const drain = line.includes('"type":"drain"') || line.includes('"type":"resume"');
+    if (!drain && !line.includes('"type":"resource"') && !line.includes('"type":"host_recap"')) continue;
+    let e: JournalResource | JournalRecap | (RunDrainEvent & { ts?: string });
     try {
-      e = JSON.parse(line) as JournalResource | JournalRecap;
+      e = JSON.parse(line) as JournalResource | JournalRecap | RunDrainEvent;
     } catch {
+      continue;
+    }
+    if (e.type === 'drain' || e.type === 'resume') {
+      const { ts: _ts, ...event } = e;
+      drains.push(event);
       continue;
     }
     if (e.type === 'host_recap') {
@@ -86,7 +96,7 @@ export function readRunJournal(file: string, start?: string): RunJournal {
       ...(note !== undefined ? { note } : {}),
     });
   }
-  return { items, hosts };
+  return { items, drains, hosts };
 }
 
 function countResource(c: HostCounts, e: JournalResource): void {

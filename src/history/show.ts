@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
-import type { HostStatus, Report, ReportItem } from '../report/model.ts';
+import { drainMark } from '../contract/drain.ts';
+import type { HostStatus, Report, ReportItem, StillOut } from '../report/model.ts';
 import type { RunRecord } from './record.ts';
+import { runDrains } from './run-drains.ts';
 import { readRunJournal, withJournalCounts, type RunJournal } from './run-journal.ts';
 import { runFailed } from './select.ts';
 
@@ -14,19 +16,34 @@ function hostStatus(h: RunRecord['hosts'][string]): HostStatus {
 const git = (p: RunRecord['playbooks'][number]) =>
   p.git ? `${p.path} @ ${p.git.revision.slice(0, 12)}${p.git.dirty ? ' (dirty work tree)' : ''}` : `${p.path} (not in a git work tree)`;
 
+/** The nodes a run left out of scheduling, said at the top and bottom of every view: someone must put them back. */
+function stillOutWarning(out: StillOut[], ended: boolean): string {
+  const nodes = out.map((s) => `${s.host} (${s.via} via ${s.controller}: ${s.why})`).join('; ');
+  const what = `NOT PUT BACK: ${out.length} node(s) this run took out of scheduling ${ended ? 'are still' : 'may still be'} out: ${nodes}`;
+  const fix =
+    'put each back when it is safe (scontrol update nodename=N state=resume; kubectl uncordon N), or the next racksmith run of this controller that drains it takes it over';
+  return `${what}; ${ended ? fix : `if the run is still running it puts them back at its end; if it was killed, ${fix}`}`;
+}
+
 /** A run as a report: its record's facts, and from its journal per host the resources it changed or failed, with diffs. */
 export function runReport(recorded: RunRecord): Report {
   const warnings: string[] = [];
   let journal: RunJournal | undefined;
   if (existsSync(recorded.journal)) journal = readRunJournal(recorded.journal, recorded.start);
-  else warnings.push(`its journal ${recorded.journal} is gone (pruned or moved): counts only, no resources or diffs`);
+  else warnings.push(`its journal ${recorded.journal} is gone (pruned or moved): counts only, no resources, diffs or drains`);
   const items: ReportItem[] = journal?.items ?? [];
   // a run with no end: its hosts as its journal shows them (the record has only zero counts)
   const { record: r, finished } = withJournalCounts(recorded, journal);
   if (r.end === undefined)
     warnings.push(
-      'this run has no end: it is still running, or it was killed before it could record one; its hosts are counted from its journal, those with no recap there are unfinished',
+      'this run has no end: it is still running, or it was killed before it could record one; its hosts are counted from its journal, those with no recap there are unfinished' +
+        // (a drain's event is written when it ends: one under way at the kill is not in the journal)
+        (r.check
+          ? ''
+          : `; a drain it had under way is not in its journal: any node it took out of scheduling carries its mark "${drainMark(r.id, r.controller)}" (the Slurm reason, the Kubernetes annotation racksmith.io/drained-by)`),
     );
+  const drains = journal?.drains.length ? runDrains(journal.drains, r.end !== undefined) : undefined;
+  if (drains?.stillOut.length) warnings.push(stillOutWarning(drains.stillOut, r.end !== undefined));
   const hosts = Object.entries(r.hosts).map(([name, h]) => ({
     name,
     groups: h.groups ?? [],
@@ -53,5 +70,6 @@ export function runReport(recorded: RunRecord): Report {
     warnings,
     hosts,
     items,
+    ...(drains ? { runDrains: drains } : {}),
   };
 }

@@ -5,7 +5,7 @@ type DrainEvent = Extract<RunEvent, { type: 'drain' | 'resume' }>;
 
 /** How a host is drained, as every view says it: `slurm via ctl1`, with `, node worker-3` when its node is not named as the host. */
 export const drainHowText = (d: { via: string; controller: string; node?: string }): string =>
-  `${d.via} via ${printable(d.controller)}${d.node !== undefined ? `, node ${printable(d.node)}` : ''}`;
+  `${printable(d.via)} via ${printable(d.controller)}${d.node !== undefined ? `, node ${printable(d.node)}` : ''}`;
 
 /** The recap's Drains section: what --drain did (or would do) per host, in the order it happened. */
 export function drainLines(events: readonly DrainEvent[]): string[] {

@@ -1,10 +1,12 @@
+import { TAKEN_OVER } from '../contract/drain.ts';
 import { drainLines } from '../output/drain-lines.ts';
 import { hostList } from '../output/host-ranges.ts';
 import { printable } from '../util/printable.ts';
-import type { Report } from './model.ts';
+import type { Report, RunDrainEvent, RunDrains } from './model.ts';
 
 // A plan's Drains section: the lines the check run printed (drain-lines.ts), so a reviewer reads
-// what the operator read, and the hosts with a provider but no disruptive change, folded.
+// what the operator read, and the hosts with a provider but no disruptive change, folded. A run's:
+// the lines its recap printed, then the nodes it left out of scheduling.
 
 type Drains = NonNullable<Report['drains']>;
 
@@ -29,4 +31,24 @@ export function drainsText(d: Drains): string[] {
   const none = d.hosts.filter((h) => h.outcome === 'none').map((h) => h.host);
   if (none.length) lines.push(`  not drained, no disruptive change: ${printable(hostList(none))}`);
   return [drainsHeading(d), ...lines];
+}
+
+/** A run's Drains heading, in the text and on the page. */
+export const RUN_DRAINS_HEADING = 'Drains (--drain, in the order they happened):';
+
+/** What a run's drain or resume event was, for the page (a drain taken over from a dead run apart from one this run made). */
+export function drainKind(e: RunDrainEvent): string {
+  if (e.type === 'resume') return e.ok ? 'resumed' : 'not-resumed';
+  return e.outcome === 'drained' && e.detail?.startsWith(TAKEN_OVER) ? 'taken-over' : e.outcome;
+}
+
+/** A run's Drains section for a terminal: the lines its recap printed, then the nodes still out. */
+export function runDrainsText(d: RunDrains): string[] {
+  return [
+    RUN_DRAINS_HEADING,
+    ...drainLines(d.events),
+    ...d.stillOut.map(
+      (s) => `  STILL OUT OF SCHEDULING: ${printable(s.host)} (${printable(s.via)} via ${printable(s.controller)}): ${printable(s.why)}`,
+    ),
+  ];
 }

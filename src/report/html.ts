@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report } from './model.ts';
+import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report, type RunDrains } from './model.ts';
 import { PAGE_CSS, PAGE_SCRIPT } from './page-assets.ts';
 import { drainHowText } from '../output/drain-lines.ts';
-import { drainsHeading } from './drains.ts';
+import { drainKind, drainsHeading, RUN_DRAINS_HEADING } from './drains.ts';
 
 /** Text as HTML text or attribute value: nothing in it can open a tag, end an attribute or a script. */
 export function esc(s: string): string {
@@ -69,6 +69,36 @@ ${rows}
 </tbody></table></section>`;
 }
 
+const RUN_DRAIN_TEXT: Record<string, string> = {
+  drained: 'drained (taken out by this run)',
+  'taken-over': 'taken over from a dead run',
+  already: "already out of scheduling (someone else's), left as it is",
+  failed: 'DRAIN FAILED, nothing disruptive applied',
+  would: 'would be drained (check mode)',
+  resumed: 'put back (resumed)',
+  'not-resumed': 'NOT PUT BACK (the resume failed)',
+};
+
+/** A run's Drains section: each drain and resume in order, then the nodes it left out of scheduling. */
+function runDrainsHtml(d: RunDrains): string {
+  const row = (host: string, kind: string, text: string, how: string, detail?: string) =>
+    `<tr data-host="${esc(host)}" data-drain="${esc(kind)}"><td>${esc(host)}</td>` +
+    `<td><span class="st s-drain-${esc(kind)}">${esc(text)}</span>${detail !== undefined ? `<div class="note">${esc(detail)}</div>` : ''}</td><td>${esc(how)}</td></tr>`;
+  const events = d.events.map((e) => {
+    const kind = drainKind(e);
+    return row(e.host, kind, RUN_DRAIN_TEXT[kind] ?? kind, `${e.via} via ${e.controller}`, e.detail);
+  });
+  const out = d.stillOut.map((s) => row(s.host, 'still-out', 'STILL OUT OF SCHEDULING', `${s.via} via ${s.controller}`, s.why));
+  const still = out.length
+    ? `<h3 class="warning">Still out of scheduling: ${out.length} node${out.length === 1 ? '' : 's'} this run took out and did not put back</h3><table class="still-out"><thead><tr><th>host</th><th>state</th><th>how</th></tr></thead><tbody>
+${out.join('\n')}
+</tbody></table>`
+    : '';
+  return `<section id="drains"><h2>${esc(RUN_DRAINS_HEADING.replace(/:$/, ''))}</h2>${still}<table><thead><tr><th>host</th><th>drain</th><th>how</th></tr></thead><tbody>
+${events.join('\n')}
+</tbody></table></section>`;
+}
+
 const STATUSES = ['changed', 'pending', 'failed', 'unreachable', 'unfinished', 'ok'];
 
 /**
@@ -108,7 +138,7 @@ export function reportHtml(report: Report): string {
 <section id="hosts"><h2>Per host</h2><table><thead><tr><th>host</th><th>groups</th><th>status</th><th>changes</th></tr></thead><tbody>
 ${hostRows(report, groups)}
 </tbody></table></section>
-${report.drains ? drainsHtml(report.drains) : ''}
+${report.drains ? drainsHtml(report.drains) : ''}${report.runDrains ? runDrainsHtml(report.runDrains) : ''}
 </main>
 ${warnings ? `<footer>${warnings}</footer>` : ''}
 <script>${PAGE_SCRIPT}</script>

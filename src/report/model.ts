@@ -1,3 +1,5 @@
+import type { RunEvent } from '../engine/events.ts';
+
 /**
  * What `plan show` and `runs show` present, in one shape: hosts, and per host the resources worth
  * reading (changed, pending, failed), with their summaries and diffs as they were recorded (already
@@ -43,6 +45,25 @@ export interface ReportDrain {
   detail?: string;
 }
 
+/** A run's drain or resume event, as its journal has it (without its time stamp). */
+export type RunDrainEvent = Extract<RunEvent, { type: 'drain' | 'resume' }>;
+
+/** A node a run took out of scheduling and did not put back, and why it is still out. */
+export interface StillOut {
+  host: string;
+  via: string;
+  controller: string;
+  why: string;
+}
+
+/** A run's --drain as its journal shows it (history/run-drains.ts). */
+export interface RunDrains {
+  /** The drain and resume events, in the order they happened. */
+  events: RunDrainEvent[];
+  /** The nodes it left out of scheduling: a resume that failed, or none (the run was killed). */
+  stillOut: StillOut[];
+}
+
 export interface Report {
   /** `plan` or `run`: the page's title and wording. */
   kind: 'plan' | 'run';
@@ -56,6 +77,8 @@ export interface Report {
   items: ReportItem[];
   /** --drain: every host with a drain provider (host order) and the drains' timeout. */
   drains?: { timeoutSec: number; hosts: ReportDrain[] };
+  /** A run's drains and resumes, from its journal, when it has any. */
+  runDrains?: RunDrains;
 }
 
 /** One distinct change (same play, resource, status, summaries, diffs and note) and the hosts that have it. */

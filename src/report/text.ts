@@ -1,6 +1,6 @@
 import { hostList } from '../output/host-ranges.ts';
 import { printable, printableLines } from '../util/printable.ts';
-import { drainsText } from './drains.ts';
+import { drainsText, runDrainsText } from './drains.ts';
 import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report } from './model.ts';
 
 const indent = (text: string, pad: string) =>
@@ -50,6 +50,7 @@ export function reportText(report: Report): string {
   const quiet = report.hosts.filter((h) => h.status === 'ok' && !(byHost.get(h.name) ?? []).length).length;
   if (groups.length && quiet) out.push(`  ${quiet} host(s) with no change`);
   if (report.drains) out.push('', ...drainsText(report.drains));
+  if (report.runDrains) out.push('', ...runDrainsText(report.runDrains));
   for (const w of report.warnings) out.push(`WARNING: ${printable(w)}`);
   return out.join('\n') + '\n';
 }
@@ -67,6 +68,7 @@ export function reportJson(report: Report): string {
       groups,
       hosts: report.hosts.map((h) => ({ ...h, changes: byHost.get(h.name) ?? [] })),
       ...(report.drains ? { drains: report.drains } : {}),
+      ...(report.runDrains ? { runDrains: report.runDrains } : {}),
     }) + '\n'
   );
 }

@@ -2,7 +2,7 @@
 // the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
 // drained, changed, resumed; a node drained by hand is listed by the check as already out and
 // stays drained; a node left drained by a run killed with SIGKILL is taken over by the next run
-// and resumed; one drained by a racksmith run this controller cannot vouch for stays drained, said
+// and resumed (and `runs show` of each run says so); one drained by a racksmith run this controller cannot vouch for stays drained, said
 // whose; nodes in a reservation (reserved,
 // maint) are drained and resumed all the same; a NIC queue change that waits on a package install
 // is listed by the check as a drain that may come; a drain that times out applies
@@ -169,6 +169,19 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(readFileSync(/journal: (\S+)/.exec(run.stderr)![1], 'utf8')).toContain(why);
     expect(await liveMtu('tb8')).toBe('9000');
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+
+    // runs show: the killed run (its drain under way never reached its journal) says where its mark
+    // is; the next run lists the takeover and the resume, and nothing left out
+    const killedShown = await provision(['runs', 'show', mark![1]]);
+    expect(killedShown.code, killedShown.stderr).toBe(0);
+    expect(killedShown.stdout).toContain(`any node it took out of scheduling carries its mark "${mark![0]}"`);
+    const id = /^run: (\S+)/m.exec(run.stderr)![1];
+    const shown = await provision(['runs', 'show', id, '--json']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ warnings: [], runDrains: { events: drainEvents(run), stillOut: [] } });
+    expect((await provision(['runs', 'show', id])).stdout).toContain(
+      `Drains (--drain, in the order they happened):\n  tb8: drained (slurm via tb7): ${why}\n  tb8: resumed (slurm via tb7)\n`,
+    );
   }, 120_000);
 
   it("a node drained by a racksmith run this controller cannot vouch for (not in its history; another controller's) stays drained, and the run says whose it is", async () => {

@@ -1,0 +1,32 @@
+import type { RunDrainEvent, RunDrains } from '../report/model.ts';
+
+// A run's --drain as its journal shows it, for `runs show`: what it did to each node, in order, and
+// the nodes it left out of scheduling. A reviewer of a change window reads it there, often not at
+// the operator's terminal.
+
+/**
+ * Per node, from its events in order: out of scheduling by this run after `drained` (taken over
+ * included), back after a resume that went through; a resume that failed leaves it out. A failed
+ * drain is followed by a resume when it had taken the node out (the session resumes it at once or at
+ * the run's end): without one, in a run that ended, it had not; in a run with no end, it is not known.
+ */
+export function runDrains(events: readonly RunDrainEvent[], ended: boolean): RunDrains {
+  const last = new Map<string, { e: RunDrainEvent; why?: string }>();
+  for (const e of events) {
+    if (e.type === 'resume') last.set(e.host, { e, why: e.ok ? undefined : `its resume failed: ${e.detail ?? 'no reason given'}` });
+    else if (e.outcome === 'drained')
+      last.set(e.host, {
+        e,
+        why: ended ? 'the run ended without a resume of it' : 'no resume in the journal: the run was killed, or is still running',
+      });
+    else if (e.outcome === 'failed' && !ended)
+      last.set(e.host, {
+        e,
+        why: `its drain failed (${e.detail ?? 'no reason given'}) and the run has no end: whether it had taken the node out is not known`,
+      });
+  }
+  const stillOut = [...last.entries()]
+    .filter(([, s]) => s.why !== undefined)
+    .map(([host, s]) => ({ host, via: s.e.via, controller: s.e.controller, why: s.why! }));
+  return { events: [...events], stillOut };
+}

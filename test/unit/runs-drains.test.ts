@@ -1,0 +1,209 @@
+// `runs show` lists a run's drains from its journal (--drain's drain and resume events): which nodes
+// it took out of scheduling, which it put back, which failed, which were already out (someone
+// else's) or taken over from a dead run; a run that left nodes out says so at the top and bottom
+// of every view, in the text, --json and the page.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { newRunId, writeRecord, type RunRecord } from '../../src/history/record.ts';
+import { runDrains } from '../../src/history/run-drains.ts';
+import type { RunDrainEvent } from '../../src/report/model.ts';
+import { scratchStateDir } from './facts.ts';
+import { cli } from './run-cli.ts';
+
+const HOSTS = ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'];
+const counts = { ok: 1, changed: 1, failed: 0, skipped: 0, unreachable: false, groups: ['rack1'] };
+const line = (e: object) => JSON.stringify({ ts: '2026-12-06T14:00:01.000Z', ...e });
+const via = { via: 'slurm', controller: 'ctl1' };
+const drain = (host: string, outcome: string, detail?: string): RunDrainEvent =>
+  ({ type: 'drain', host, ...via, outcome, ...(detail ? { detail } : {}) }) as RunDrainEvent;
+const resume = (host: string, ok: boolean, detail?: string): RunDrainEvent => ({
+  type: 'resume',
+  host,
+  ...via,
+  ok,
+  ...(detail ? { detail } : {}),
+});
+const TAKEN = 'taken over from run 20261206T101500Z-3fa9c1, which did not finish: its process 4242 is gone';
+const RESUME_FAILED = 'scontrol resume n4 failed (exit 1): slurm_update error: Invalid node state specified';
+
+/** A run that ended: n1 drained and resumed, n2 someone else's, n3 taken over and resumed, n4 not put back, n5 failed before draining, n6 failed after. */
+const ENDED: RunDrainEvent[] = [
+  drain('n1', 'drained'),
+  drain('n2', 'already', 'drained (maintenance by ops)'),
+  drain('n3', 'drained', TAKEN),
+  drain('n4', 'drained'),
+  drain('n5', 'failed', 'sinfo -n n5 failed (exit 1): no controller'),
+  drain('n6', 'failed', 'timed out after 5s waiting for the jobs on n6: job 41 still running'),
+  resume('n6', true),
+  resume('n1', true),
+  resume('n3', true),
+  resume('n4', false, RESUME_FAILED),
+];
+
+function recordedRun(events: RunDrainEvent[], o: { ended: boolean; check?: boolean; before?: string[] }): RunRecord {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-runs-drains-'));
+  const journal = join(dir, 'j.ndjson');
+  const start = '2026-12-06T14:00:00.000Z';
+  writeFileSync(
+    journal,
+    [
+      ...(o.before ?? []),
+      JSON.stringify({ ts: start, type: 'run_start', playbooks: ['site.ts'], hosts: HOSTS, check: !!o.check }),
+      ...events.map(line),
+      '',
+    ].join('\n'),
+  );
+  const r: RunRecord = {
+    id: newRunId(),
+    start,
+    ...(o.ended ? { end: '2026-12-06T14:05:00.000Z', exitCode: 1 } : {}),
+    user: 'ops',
+    controller: 'ctl',
+    argv: ['apply', 'p.plan'],
+    cwd: dir,
+    playbooks: [],
+    inventoryFingerprint: 'f',
+    labels: {},
+    check: !!o.check,
+    journal,
+    hosts: Object.fromEntries(HOSTS.map((h) => [h, counts])),
+  };
+  writeRecord(r);
+  return r;
+}
+
+describe('runDrains: the nodes a run left out of scheduling, from its drain and resume events', () => {
+  it('a run that ended: only the node whose resume failed', () => {
+    expect(runDrains(ENDED, true).stillOut).toEqual([{ host: 'n4', ...via, why: `its resume failed: ${RESUME_FAILED}` }]);
+  });
+
+  it('a run with no end (killed): the nodes drained with no resume after, and those whose drain failed with none (not known)', () => {
+    const killed = [drain('n1', 'drained'), resume('n1', true), drain('n2', 'drained', TAKEN), drain('n3', 'failed', 'timed out')];
+    expect(runDrains(killed, false).stillOut).toEqual([
+      { host: 'n2', ...via, why: 'no resume in the journal: the run was killed, or is still running' },
+      {
+        host: 'n3',
+        ...via,
+        why: 'its drain failed (timed out) and the run has no end: whether it had taken the node out is not known',
+      },
+    ]);
+  });
+
+  it('drained twice (--serial batches in two plays): out only after the second drain with no resume', () => {
+    const twice = [drain('n1', 'drained'), resume('n1', true), drain('n1', 'drained')];
+    expect(runDrains(twice, false).stillOut.map((s) => s.host)).toEqual(['n1']);
+    expect(runDrains([...twice, resume('n1', true)], false).stillOut).toEqual([]);
+  });
+});
+
+describe('runs show lists the drains of a run', () => {
+  scratchStateDir();
+
+  it('text: each drain and resume as the recap said it, the node not put back in a warning at the top and bottom', async () => {
+    const r = recordedRun(ENDED, { ended: true });
+    const { code, stdout } = await cli(['runs', 'show', r.id]);
+    expect(code).toBe(0);
+    const warning = `WARNING: NOT PUT BACK: 1 node(s) this run took out of scheduling are still out: n4 (slurm via ctl1: its resume failed: ${RESUME_FAILED}); put each back when it is safe (scontrol update nodename=N state=resume; kubectl uncordon N), or the next racksmith run of this controller that drains it takes it over`;
+    const lines = stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe(warning);
+    expect(lines.at(-1)).toBe(warning);
+    const section = stdout.slice(stdout.indexOf('Drains (--drain, in the order they happened):'));
+    expect(section.split('\n').slice(0, 12)).toEqual([
+      'Drains (--drain, in the order they happened):',
+      '  n1: drained (slurm via ctl1)',
+      '  n2: already out of scheduling, left as it is (slurm via ctl1): drained (maintenance by ops)',
+      `  n3: drained (slurm via ctl1): ${TAKEN}`,
+      '  n4: drained (slurm via ctl1)',
+      '  n5: DRAIN FAILED, nothing disruptive applied (slurm via ctl1): sinfo -n n5 failed (exit 1): no controller',
+      '  n6: DRAIN FAILED, nothing disruptive applied (slurm via ctl1): timed out after 5s waiting for the jobs on n6: job 41 still running',
+      '  n6: resumed (slurm via ctl1)',
+      '  n1: resumed (slurm via ctl1)',
+      '  n3: resumed (slurm via ctl1)',
+      `  n4: NOT RESUMED (slurm via ctl1): ${RESUME_FAILED}`,
+      `  STILL OUT OF SCHEDULING: n4 (slurm via ctl1): its resume failed: ${RESUME_FAILED}`,
+    ]);
+  });
+
+  it('--json: the events in order (no time stamps) and the nodes still out; the warning', async () => {
+    const r = recordedRun(ENDED, { ended: true });
+    const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(j.runDrains).toEqual({ events: ENDED, stillOut: [{ host: 'n4', ...via, why: `its resume failed: ${RESUME_FAILED}` }] });
+    expect(j.warnings).toEqual([expect.stringMatching(/^NOT PUT BACK: 1 node\(s\) .* are still out: n4 /)]);
+  });
+
+  it('--html: a Drains table (taken over told apart from drained) and the nodes still out, a warning banner', async () => {
+    const r = recordedRun(ENDED, { ended: true });
+    const page = join(mkdtempSync(join(tmpdir(), 'rs-runs-drains-')), 'run.html');
+    expect((await cli(['runs', 'show', r.id, '--html', page])).code).toBe(0);
+    const html = readFileSync(page, 'utf8');
+    expect(html).toContain('<p class="warning">WARNING: NOT PUT BACK: 1 node(s) this run took out of scheduling are still out: n4');
+    const drains = html.slice(html.indexOf('<section id="drains">'), html.indexOf('</section>', html.indexOf('<section id="drains">')));
+    expect([...drains.matchAll(/<tr data-host="([^"]+)" data-drain="([^"]+)">/g)].map((m) => `${m[1]} ${m[2]}`)).toEqual([
+      'n4 still-out',
+      'n1 drained',
+      'n2 already',
+      'n3 taken-over',
+      'n4 drained',
+      'n5 failed',
+      'n6 failed',
+      'n6 resumed',
+      'n1 resumed',
+      'n3 resumed',
+      'n4 not-resumed',
+    ]);
+    expect(drains).toContain('Still out of scheduling: 1 node this run took out and did not put back');
+    expect(drains).toContain('<span class="st s-drain-taken-over">taken over from a dead run</span>');
+    expect(drains).toContain(
+      `<span class="st s-drain-not-resumed">NOT PUT BACK (the resume failed)</span><div class="note">${RESUME_FAILED}</div>`,
+    );
+  });
+
+  it('a run killed (no end): the nodes it drained are said to be still out, and where its mark is for a drain not in the journal', async () => {
+    const r = recordedRun([drain('n1', 'drained'), resume('n1', true), drain('n2', 'drained')], { ended: false });
+    const { stdout } = await cli(['runs', 'show', r.id]);
+    expect(stdout).toContain(
+      `a drain it had under way is not in its journal: any node it took out of scheduling carries its mark "racksmith ${r.id} on ctl"`,
+    );
+    expect(stdout).toMatch(
+      /^WARNING: NOT PUT BACK: 1 node\(s\) this run took out of scheduling may still be out: n2 \(slurm via ctl1: no resume in the journal: the run was killed, or is still running\); if the run is still running it puts them back at its end; if it was killed, put each back/m,
+    );
+    expect(stdout).toContain(
+      '  STILL OUT OF SCHEDULING: n2 (slurm via ctl1): no resume in the journal: the run was killed, or is still running',
+    );
+  });
+
+  it('a check run: the nodes the apply would drain, nothing still out; a run with no drain: no Drains section', async () => {
+    const check = recordedRun([drain('n1', 'would'), drain('n2', 'already', 'drained (ops)')], { ended: true, check: true });
+    const j = JSON.parse((await cli(['runs', 'show', check.id, '--json'])).stdout);
+    expect(j.runDrains.stillOut).toEqual([]);
+    expect(j.warnings).toEqual([]);
+    expect((await cli(['runs', 'show', check.id])).stdout).toContain('  n1: would be drained (it has disruptive changes) (slurm via ctl1)');
+    const none = recordedRun([], { ended: true });
+    expect((await cli(['runs', 'show', none.id])).stdout).not.toContain('Drains');
+    expect(JSON.parse((await cli(['runs', 'show', none.id, '--json'])).stdout).runDrains).toBeUndefined();
+  });
+
+  it('a journal edited to hold markup or control characters: escaped on the page, shown escaped in the text', async () => {
+    const evil = '"><img src=x onerror=alert(1)>';
+    const r = recordedRun([{ type: 'drain', host: 'n1', via: `slurm\x1b[2J${evil}`, controller: 'ctl1', outcome: evil } as never], {
+      ended: true,
+    });
+    const page = join(mkdtempSync(join(tmpdir(), 'rs-runs-drains-')), 'run.html');
+    expect((await cli(['runs', 'show', r.id, '--html', page])).code).toBe(0);
+    expect(readFileSync(page, 'utf8')).not.toContain('<img');
+    expect((await cli(['runs', 'show', r.id])).stdout).not.toContain('\x1b');
+  });
+
+  it("a journal holding an earlier run first (--journal given again): only this run's drains", async () => {
+    const earlier = [
+      JSON.stringify({ ts: '2026-12-06T13:00:00.000Z', type: 'run_start', playbooks: ['site.ts'], hosts: ['n5'], check: false }),
+      JSON.stringify({ ts: '2026-12-06T13:00:01.000Z', ...drain('n5', 'drained') }),
+    ];
+    const r = recordedRun([drain('n1', 'drained'), resume('n1', true)], { ended: true, before: earlier });
+    const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(j.runDrains.events.map((e: RunDrainEvent) => e.host)).toEqual(['n1', 'n1']);
+    expect(j.runDrains.stillOut).toEqual([]);
+  });
+});
