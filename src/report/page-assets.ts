@@ -48,8 +48,10 @@ export const PAGE_SCRIPT = `
   var $ = function (id) { return document.getElementById(id); };
   var changes = Array.prototype.slice.call(document.querySelectorAll('article.change'));
   var rows = Array.prototype.slice.call(document.querySelectorAll('#hosts tbody tr'));
+  var drainRows = Array.prototype.slice.call(document.querySelectorAll('#drains tbody tr'));
   var groupsOf = {};
-  rows.forEach(function (r) { groupsOf[r.dataset.host] = r.dataset.groups ? r.dataset.groups.split(' ') : []; });
+  var rowOf = {};
+  rows.forEach(function (r) { groupsOf[r.dataset.host] = r.dataset.groups ? r.dataset.groups.split(' ') : []; rowOf[r.dataset.host] = r; });
   var byNumber = {};
   changes.forEach(function (c, i) { byNumber[i + 1] = c; });
   var f = { host: $('f-host'), group: $('f-group'), play: $('f-play'), resource: $('f-resource'), status: $('f-status') };
@@ -96,7 +98,16 @@ export const PAGE_SCRIPT = `
       r.classList.toggle('hidden', !show);
       if (show) shownHosts++;
     });
-    $('shown').textContent = shownChanges + ' of ' + changes.length + ' changes, ' + shownHosts + ' of ' + rows.length + ' hosts';
+    // a drain follows its host: shown when the host's row is (every filter alike)
+    var shownDrains = 0;
+    drainRows.forEach(function (r) {
+      var hostRow = rowOf[r.dataset.host];
+      var show = hostRow ? !hostRow.classList.contains('hidden') : hostMatches(r.dataset.host, q) && !byChange && !q.status;
+      r.classList.toggle('hidden', !show);
+      if (show) shownDrains++;
+    });
+    $('shown').textContent = shownChanges + ' of ' + changes.length + ' changes, ' + shownHosts + ' of ' + rows.length + ' hosts' +
+      (drainRows.length ? ', ' + shownDrains + ' of ' + drainRows.length + ' drains' : '');
   }
   function view(name) {
     $('grouped').classList.toggle('hidden', name !== 'grouped');

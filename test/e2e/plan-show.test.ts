@@ -1,7 +1,7 @@
 // Issue #37, plan show: a plan with changes on some bed hosts, shown as text and as the HTML page
 // rendered by headless Chromium (its DOM holds the grouped change, the hosts and a diff; it opens
-// without console errors, CSP violations included); a secret in a diff stays masked; a page of
-// 1,000 hosts opens in a few seconds.
+// without console errors, CSP violations included); a secret in a diff stays masked; the page's
+// filters apply to its Drains table; a page of 1,000 hosts opens in a few seconds.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,6 +121,59 @@ describe('plan show', () => {
     expect((await renderPage(`${page}#group=rack1&view=hosts`)).dom).toContain('1 of 1 changes, 2 of 3 hosts');
     // text that names no host whole is still searched for
     expect((await renderPage(`${page}#host=n&view=hosts`)).dom).toContain('1 of 1 changes, 3 of 3 hosts');
+  });
+
+  it.skipIf(chromiumMissing)("--html: the filters apply to the Drains table as to the hosts: another host's drain is hidden", async () => {
+    // (a report made here: n1 with an MTU change to be drained, n10 already out with a sysctl change, n2 with no change)
+    const hosts = [
+      { name: 'n1', groups: ['rack1'], status: 'changed' as const },
+      { name: 'n10', groups: ['rack10'], status: 'changed' as const },
+      { name: 'n2', groups: ['rack1'], status: 'ok' as const },
+    ];
+    const change = (host: string, id: string) => ({
+      host,
+      play: 'tuning',
+      id,
+      kind: id.split(':')[0],
+      status: 'changed' as const,
+      summaries: [`${id} changes`],
+      diffs: [],
+    });
+    const drain = (host: string, outcome: 'would' | 'already' | 'none') => ({ host, via: 'slurm', controller: 'ctl1', outcome });
+    const page = join(tmp(), 'drains.html');
+    writeFileSync(
+      page,
+      reportHtml({
+        kind: 'plan',
+        title: 'Plan',
+        meta: [],
+        warnings: [],
+        hosts,
+        items: [change('n1', 'mtu:eth0'), change('n10', 'sysctl:vm.swappiness')],
+        drains: { timeoutSec: 600, hosts: [drain('n1', 'would'), drain('n10', 'already'), drain('n2', 'none')] },
+      }),
+    );
+    /** The Drains rows the page shows, by host. */
+    const shownDrains = (dom: string) =>
+      [...dom.matchAll(/<tr data-host="([^"]+)" data-drain="[^"]+"( class="hidden")?>/g)].filter((m) => !m[2]).map((m) => m[1]);
+    const all = await renderPage(page);
+    expect(all.console).toEqual([]);
+    expect(shownDrains(all.dom)).toEqual(['n1', 'n10', 'n2']);
+    for (const [filter, want] of [
+      ['host=n1', ['n1']], // a whole name: not n10 too
+      ['host=n', ['n1', 'n10', 'n2']],
+      ['group=rack1', ['n1', 'n2']],
+      ['resource=mtu', ['n1']],
+      ['play=tuning', ['n1', 'n10']],
+      ['status=ok', ['n2']],
+      ['host=n1&resource=sysctl', []],
+    ] as const) {
+      const shown = await renderPage(`${page}#${filter}`);
+      expect(shown.console).toEqual([]);
+      expect([filter, shownDrains(shown.dom)]).toEqual([filter, want]);
+      expect(shown.dom).toContain(`${want.length} of 3 drains`);
+    }
+    expect(all.dom).toContain('2 of 2 changes, 3 of 3 hosts, 3 of 3 drains');
   });
 
   it('a plan that does not verify is shown with a warning, exit 1', async () => {
