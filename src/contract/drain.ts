@@ -6,6 +6,8 @@
  * through `exec`, one script per call, every value quoted (shell/quote.ts).
  */
 
+import { printable } from '../util/printable.ts';
+
 /** Runs a POSIX sh script on the provider's controller host. */
 export type DrainExec = (script: string) => Promise<{ code: number | null; stdout: string; stderr: string }>;
 
@@ -112,3 +114,7 @@ export async function pollUntil(
     await new Promise((res) => setTimeout(res, Math.min(DRAIN_POLL_MS, Math.max(0, end - Date.now()))));
   }
 }
+
+/** How a host is drained, as every view says it: `slurm via ctl1`, with `, node worker-3` when its node is not named as the host. */
+export const drainHowText = (d: { via: string; controller: string; node?: string }): string =>
+  `${printable(d.via)} via ${printable(d.controller)}${d.node !== undefined ? `, node ${printable(d.node)}` : ''}`;

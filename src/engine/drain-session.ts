@@ -1,5 +1,5 @@
 import type { Connection } from '../connection/types.ts';
-import { drainMark, stopReason, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
+import { drainHowText, drainMark, stopReason, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
 import type { Host } from '../inventory/model.ts';
 import type { EventSink, ResourceResult } from './events.ts';
@@ -178,7 +178,7 @@ export class DrainSession {
   async before(host: string): Promise<string | undefined> {
     const d = this.plan.hosts.get(host);
     if (!d || this.settled.has(host)) return undefined;
-    if (this.signal?.aborted) return `drain (${d.provider.name} via ${d.controller.name}) not started: interrupted`;
+    if (this.signal?.aborted) return `drain (${drainHowText(how(host, d))}) not started: interrupted`;
     const base = { type: 'drain' as const, host, ...how(host, d) };
     // (recorded and said within what resumeAll waits for: a resume never comes before its drain)
     const stop = new AbortController();
@@ -222,7 +222,7 @@ export class DrainSession {
       this.inFlight.delete(running);
       this.running.delete(host);
     });
-    if (out.kind === 'failed') return `drain (${d.provider.name} via ${d.controller.name}) failed: ${out.detail}`;
+    if (out.kind === 'failed') return `drain (${drainHowText(how(host, d))}) failed: ${out.detail}`;
     this.settled.add(host);
     return undefined;
   }

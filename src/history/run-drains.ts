@@ -27,6 +27,12 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
   }
   const stillOut = [...last.entries()]
     .filter(([, s]) => s.why !== undefined)
-    .map(([host, s]) => ({ host, via: s.e.via, controller: s.e.controller, why: s.why! }));
+    .map(([host, s]) => ({
+      host,
+      via: s.e.via,
+      controller: s.e.controller,
+      ...(s.e.node !== undefined ? { node: s.e.node } : {}),
+      why: s.why!,
+    }));
   return { events: [...events], stillOut };
 }

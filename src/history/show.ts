@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { drainMark } from '../contract/drain.ts';
+import { drainHowText } from '../contract/drain.ts';
 import type { HostStatus, Report, ReportItem, StillOut } from '../report/model.ts';
 import type { RunRecord } from './record.ts';
 import { runDrains } from './run-drains.ts';
@@ -18,7 +19,7 @@ const git = (p: RunRecord['playbooks'][number]) =>
 
 /** The nodes a run left out of scheduling, said at the top and bottom of every view: someone must put them back. */
 function stillOutWarning(out: StillOut[], ended: boolean): string {
-  const nodes = out.map((s) => `${s.host} (${s.via} via ${s.controller}: ${s.why})`).join('; ');
+  const nodes = out.map((s) => `${s.host} (${drainHowText(s)}: ${s.why})`).join('; ');
   const what = `NOT PUT BACK: ${out.length} node(s) this run took out of scheduling ${ended ? 'are still' : 'may still be'} out: ${nodes}`;
   const fix =
     'put each back when it is safe (scontrol update nodename=N state=resume; kubectl uncordon N), or the next racksmith run of this controller that drains it takes it over';

@@ -1,11 +1,8 @@
 import type { RunEvent } from '../engine/events.ts';
+import { drainHowText } from '../contract/drain.ts';
 import { printable, printableLines } from '../util/printable.ts';
 
 type DrainEvent = Extract<RunEvent, { type: 'drain' | 'resume' }>;
-
-/** How a host is drained, as every view says it: `slurm via ctl1`, with `, node worker-3` when its node is not named as the host. */
-export const drainHowText = (d: { via: string; controller: string; node?: string }): string =>
-  `${printable(d.via)} via ${printable(d.controller)}${d.node !== undefined ? `, node ${printable(d.node)}` : ''}`;
 
 /** The recap's Drains section: what --drain did (or would do) per host, in the order it happened. */
 export function drainLines(events: readonly DrainEvent[]): string[] {

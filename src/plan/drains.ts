@@ -1,6 +1,6 @@
 import type { RunEvent } from '../engine/events.ts';
 import type { DrainPlan } from '../engine/drain-session.ts';
-import { drainHowText } from '../output/drain-lines.ts';
+import { drainHowText } from '../contract/drain.ts';
 import { InputError } from '../util/errors.ts';
 
 // A plan's drains: how the reviewed run drains each host (--drain / racksmith_drain) and what its

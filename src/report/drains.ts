@@ -1,4 +1,4 @@
-import { TAKEN_OVER } from '../contract/drain.ts';
+import { drainHowText, TAKEN_OVER } from '../contract/drain.ts';
 import { drainLines } from '../output/drain-lines.ts';
 import { hostList } from '../output/host-ranges.ts';
 import { printable } from '../util/printable.ts';
@@ -47,8 +47,6 @@ export function runDrainsText(d: RunDrains): string[] {
   return [
     RUN_DRAINS_HEADING,
     ...drainLines(d.events),
-    ...d.stillOut.map(
-      (s) => `  STILL OUT OF SCHEDULING: ${printable(s.host)} (${printable(s.via)} via ${printable(s.controller)}): ${printable(s.why)}`,
-    ),
+    ...d.stillOut.map((s) => `  STILL OUT OF SCHEDULING: ${printable(s.host)} (${drainHowText(s)}): ${printable(s.why)}`),
   ];
 }

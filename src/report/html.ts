@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report, type RunDrains } from './model.ts';
 import { PAGE_CSS, PAGE_SCRIPT } from './page-assets.ts';
-import { drainHowText } from '../output/drain-lines.ts';
+import { drainHowText } from '../contract/drain.ts';
 import { drainKind, drainsHeading, RUN_DRAINS_HEADING } from './drains.ts';
 
 /** Text as HTML text or attribute value: nothing in it can open a tag, end an attribute or a script. */
@@ -86,9 +86,9 @@ function runDrainsHtml(d: RunDrains): string {
     `<td><span class="st s-drain-${esc(kind)}">${esc(text)}</span>${detail !== undefined ? `<div class="note">${esc(detail)}</div>` : ''}</td><td>${esc(how)}</td></tr>`;
   const events = d.events.map((e) => {
     const kind = drainKind(e);
-    return row(e.host, kind, RUN_DRAIN_TEXT[kind] ?? kind, `${e.via} via ${e.controller}`, e.detail);
+    return row(e.host, kind, RUN_DRAIN_TEXT[kind] ?? kind, drainHowText(e), e.detail);
   });
-  const out = d.stillOut.map((s) => row(s.host, 'still-out', 'STILL OUT OF SCHEDULING', `${s.via} via ${s.controller}`, s.why));
+  const out = d.stillOut.map((s) => row(s.host, 'still-out', 'STILL OUT OF SCHEDULING', drainHowText(s), s.why));
   const still = out.length
     ? `<h3 class="warning">Still out of scheduling: ${out.length} node${out.length === 1 ? '' : 's'} this run took out and did not put back</h3><table class="still-out"><thead><tr><th>host</th><th>state</th><th>how</th></tr></thead><tbody>
 ${out.join('\n')}

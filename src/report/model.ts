@@ -53,6 +53,8 @@ export interface StillOut {
   host: string;
   via: string;
   controller: string;
+  /** Its node in the scheduler, when not named as the host. */
+  node?: string;
   why: string;
 }
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newRunId, writeRecord, type RunRecord } from '../../src/history/record.ts';
 import { runDrains } from '../../src/history/run-drains.ts';
+import { runDrainsText } from '../../src/report/drains.ts';
 import type { RunDrainEvent } from '../../src/report/model.ts';
 import { scratchStateDir } from './facts.ts';
 import { cli } from './run-cli.ts';
@@ -89,6 +90,17 @@ describe('runDrains: the nodes a run left out of scheduling, from its drain and 
         why: 'its drain failed (timed out) and the run has no end: whether it had taken the node out is not known',
       },
     ]);
+  });
+
+  it("a node not named as its host (racksmith_slurm_node): the node said with the host, in every view's line", () => {
+    const named = { ...drain('rack1-n8', 'drained'), node: 'tb8' } as RunDrainEvent;
+    const out = runDrains([named], false).stillOut;
+    expect(out).toEqual([
+      { host: 'rack1-n8', ...via, node: 'tb8', why: 'no resume in the journal: the run was killed, or is still running' },
+    ]);
+    expect(runDrainsText({ events: [named], stillOut: out })).toContain(
+      `  STILL OUT OF SCHEDULING: rack1-n8 (${via.via} via ${via.controller}, node tb8): no resume in the journal: the run was killed, or is still running`,
+    );
   });
 
   it('drained twice (--serial batches in two plays): out only after the second drain with no resume', () => {
