@@ -50,6 +50,8 @@ export interface InventorySpec {
   /** extra groups: name -> { hosts, vars } */
   groups?: Record<string, { hosts: string[]; vars?: Record<string, unknown> }>;
   hostVars?: Record<string, Record<string, unknown>>;
+  /** inventory names that are other names of bed hosts: name -> bed host (its address, port and disks) */
+  aliases?: Record<string, string>;
 }
 
 /**
@@ -69,8 +71,8 @@ export function writeInventory(spec: InventorySpec & { format?: 'yaml' | 'ini' }
   const bed = new Map(tb.hosts().map((h) => [h.name, h]));
   const hosts: Record<string, unknown> = {};
   for (const name of spec.hosts) {
-    const h = bed.get(name);
-    if (!h) throw new Error(`no test-bed host ${name}`);
+    const h = bed.get(spec.aliases?.[name] ?? name);
+    if (!h) throw new Error(`no test-bed host ${spec.aliases?.[name] ?? name}`);
     hosts[name] = { ansible_host: h.ip, ansible_port: h.port, testbed_disks: h.disks.map((d) => d.dev), ...spec.hostVars?.[name] };
   }
   const children: Record<string, unknown> = {};
