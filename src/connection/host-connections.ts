@@ -1,7 +1,7 @@
 import type { Host } from '../inventory/model.ts';
 import { stoppable, type ConnectOptions } from './connect.ts';
-import { withRetry } from './retry.ts';
-import { ConnectError, type Connection } from './types.ts';
+import { transientConnectError, withRetry } from './retry.ts';
+import type { Connection } from './types.ts';
 
 /**
  * Each host's one connection, opened on first use: transient errors retried, and its attempt
@@ -23,11 +23,7 @@ export class HostConnections {
     let entry = this.opened.get(host.name);
     if (!entry) {
       const { options, stop } = stoppable(this.options);
-      const conn = withRetry(
-        () => this.connector(host, options),
-        this.attempts,
-        (e) => e instanceof ConnectError && e.transient,
-      );
+      const conn = withRetry(() => this.connector(host, options), this.attempts, transientConnectError);
       entry = { conn, stop };
       this.opened.set(host.name, entry);
     }

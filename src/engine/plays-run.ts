@@ -3,6 +3,7 @@ import type { Host } from '../inventory/model.ts';
 import type { Resource } from '../contract/resource.ts';
 import { connect, type ConnectOptions } from '../connection/connect.ts';
 import { HostConnections } from '../connection/host-connections.ts';
+import { transientConnectError, withRetry } from '../connection/retry.ts';
 import { resourceEvent, type EventSink, type HostRecap, type Recap, type ResourceResult } from './events.ts';
 import { isReadable, probeHost, runHost, type Answer, type HostRunOptions, type HostRunResult } from './host-run.ts';
 import { fleetViews, playHasFleet, type FleetViews } from './fleet.ts';
@@ -91,7 +92,8 @@ export class PlaysRun {
       ? new DrainSession(
           o.drain,
           this.lock?.runId ?? o.runId ?? newRunId(hostname(), process.pid, new Date(this.t0)),
-          (h) => this.connector(h, this.o),
+          // (retried as a host's connection is: one dropped by the controller's load, MaxStartups, must not fail a drain)
+          (h) => withRetry(() => this.connector(h, this.o), o.connectAttempts, transientConnectError, { signal: o.signal }),
           emit,
           o.signal,
         )

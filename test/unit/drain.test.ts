@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Connection } from '../../src/connection/types.ts';
+import { ConnectError, type Connection } from '../../src/connection/types.ts';
 import type { DrainExec, DrainOutcome, DrainProvider, OutOfScheduling } from '../../src/contract/drain.ts';
 import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
@@ -617,7 +617,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         connectTimeoutMs: 1000,
         check,
         forks: 1,
-        connectAttempts: 1,
+        connectAttempts: 3, // (the CLI's)
         connector: real ? real.connector(f) : f.connector,
         drain: { hosts, timeoutSec: 5, mark: 'racksmith 20261206T101010Z-abcdef' },
         signal: signal?.signal,
@@ -668,6 +668,40 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
   it('someone else drained it: never resumed', async () => {
     const { log } = await runWith({ kind: 'already', detail: 'drained' }, (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }]);
     expect(log).toEqual(['drain n1', 'n1 kv:1 changed', 'n2 kv:1 changed']);
+  });
+
+  it.each<[string, boolean, Record<string, unknown>]>([
+    ['a transient one (the controller loaded: MaxStartups) is made again: the drain goes through', true, { outcome: 'drained' }],
+    [
+      'an authentication failure is not: the drain fails',
+      false,
+      { outcome: 'failed', detail: 'controller ctl: ctl: ssh root@ctl:22: All configured authentication methods failed' },
+    ],
+  ])('a drain connection to the controller that fails once: %s', async (_, transient, want) => {
+    const rec = recorder({ kind: 'drained' });
+    let failed = 0;
+    const { log, events } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      undefined,
+      {
+        provider: rec.provider,
+        connector: (f) => async (h) => {
+          if (h.name === 'ctl' && failed++ === 0)
+            throw new ConnectError(
+              transient
+                ? 'ctl: ssh root@ctl:22: Connection lost before handshake'
+                : 'ctl: ssh root@ctl:22: All configured authentication methods failed',
+              transient,
+            );
+          return f.connector(h);
+        },
+      },
+    );
+    expect(events.find((e) => e.type === 'drain')).toMatchObject({ host: 'n1', ...want });
+    expect(log).toEqual(transient ? ['n1 kv:1 changed', 'n2 kv:1 changed'] : ['n1 kv:1 failed', 'n2 kv:1 changed']);
+    expect(rec.log).toEqual(transient ? ['drain n1', 'resume n1'] : []);
   });
 
   it.each<[string, boolean, string[]]>([
