@@ -102,7 +102,8 @@ export class DrainSession {
   constructor(
     private readonly plan: DrainPlan,
     private readonly runId: string,
-    private readonly connect: (h: Host) => Promise<Connection>,
+    /** A connection to a controller; `stop` (a drain's own: its host given up) ends one still being made. */
+    private readonly connect: (h: Host, stop?: AbortSignal) => Promise<Connection>,
     private readonly emit: EventSink,
     private readonly signal?: AbortSignal,
   ) {
@@ -136,9 +137,9 @@ export class DrainSession {
   }
 
   /** A drain connection to the controller: an idle one, else a new one. */
-  private lease(h: Host): Promise<Connection> {
+  private lease(h: Host, stop: AbortSignal): Promise<Connection> {
     const c = this.idle.get(h.name)?.pop();
-    return c ? Promise.resolve(c) : this.connect(h);
+    return c ? Promise.resolve(c) : this.connect(h, stop);
   }
 
   /** A host's drain stopped now: its command killed on the controller, its connection dropped; its outcome says `why`. */
@@ -188,7 +189,7 @@ export class DrainSession {
       let out: DrainOutcome;
       let conn: Connection | undefined;
       try {
-        mine.conn = this.lease(d.controller);
+        mine.conn = this.lease(d.controller, stop.signal);
         [conn] = await Promise.all([mine.conn, this.connection(this.conns, d.controller)]);
         const exec = conn.exec.bind(conn);
         out = stop.signal.aborted
@@ -204,7 +205,13 @@ export class DrainSession {
       } catch (e) {
         void mine.conn?.then((c) => c.close()).catch(() => undefined);
         conn = undefined;
-        out = { kind: 'failed', detail: `controller ${d.controller.name}: ${(e as Error).message}`, drained: false };
+        out = {
+          kind: 'failed',
+          detail: stop.signal.aborted
+            ? `${stopReason(stop.signal)} before it started`
+            : `controller ${d.controller.name}: ${(e as Error).message}`,
+          drained: false,
+        };
       }
       // (a stopped drain's connection was aborted: only a whole one goes back for the next drain)
       if (conn && !stop.signal.aborted) this.idle.set(d.controller.name, [...(this.idle.get(d.controller.name) ?? []), conn]);

@@ -93,7 +93,11 @@ export class PlaysRun {
           o.drain,
           this.lock?.runId ?? o.runId ?? newRunId(hostname(), process.pid, new Date(this.t0)),
           // (retried as a host's connection is: one dropped by the controller's load, MaxStartups, must not fail a drain)
-          (h) => withRetry(() => this.connector(h, this.o), o.connectAttempts, transientConnectError, { signal: o.signal }),
+          (h, stop) => {
+            // (a drain's own connection also ends at its stop: its host given up while it is being made)
+            const signal = stop && o.signal ? AbortSignal.any([o.signal, stop]) : (stop ?? o.signal);
+            return withRetry(() => this.connector(h, { ...this.o, signal }), o.connectAttempts, transientConnectError, { signal });
+          },
           emit,
           o.signal,
         )

@@ -589,7 +589,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     plays: (f: FakeFleet) => Play[],
     check = false,
     signal?: AbortController,
-    real?: { provider: DrainProvider; connector: (f: FakeFleet) => (h: Host) => Promise<Connection> },
+    real?: { provider: DrainProvider; connector: (f: FakeFleet) => (h: Host, o?: { signal?: AbortSignal }) => Promise<Connection> },
     hostTimeoutMs?: number,
     nodeOf: (host: string) => string = (h) => h,
   ) {
@@ -759,6 +759,46 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     expect(out.results.find((r) => r.host === 'n1')!.error).toBe(
       'not applied: drain (kubernetes via ctl) failed: interrupted: kubectl drain n1 was stopped',
     );
+  });
+
+  it("--host-timeout while the drain's own connection to the controller is being made: that connection given up at once, nothing drained", async () => {
+    // the controller's first connection (this drain's own) hangs in its handshake until its signal ends it
+    let calls = 0;
+    const ran: string[] = [];
+    const controllerConn = killableKubectl(ran, {});
+    const hanging = (signal?: AbortSignal) =>
+      new Promise<Connection>((_, reject) => {
+        const t = setTimeout(() => reject(new ConnectError('ctl: handshake timed out', true)), 10_000);
+        signal?.addEventListener('abort', () => (clearTimeout(t), reject(new ConnectError('ctl: interrupted while connecting', false))), {
+          once: true,
+        });
+      });
+    const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+    const t0 = Date.now();
+    const { events, out } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      undefined,
+      {
+        provider: k8s,
+        connector: (f) => async (h, o) => (h.name !== 'ctl' ? f.connector(h) : ++calls === 1 ? hanging(o?.signal) : controllerConn(h.name)),
+      },
+      1000,
+    );
+    expect(Date.now() - t0).toBeLessThan(4500); // not the hanging handshake's 10 s
+    expect(ran).toEqual([]);
+    expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'kubernetes',
+        controller: 'ctl',
+        outcome: 'failed',
+        detail: 'host timed out after 1s before it started',
+      },
+    ]);
+    expect(out.hosts.find((h) => h.host === 'n1')).toMatchObject({ unreachable: true, error: 'timed out after 1s' });
   });
 
   it('--host-timeout during `kubectl drain`: that drain killed on the controller at once, the node uncordoned, the host timed out', async () => {
