@@ -2,6 +2,7 @@ import { execute, type ExecuteOptions, type RunEvent, type RunOutcome } from '..
 import { drainPlan } from './drain-plan.ts';
 import { drainMark } from '../contract/drain.ts';
 import type { DrainPlan } from '../engine/drain-session.ts';
+import { takeoverClaims } from '../history/drain-claim.ts';
 import { drainOwnerFromHistory } from '../history/drain-owner.ts';
 import { runner } from '../history/provenance.ts';
 import { ignoredConnectionVars } from '../inventory/ansible-connection-vars.ts';
@@ -213,10 +214,11 @@ function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, 
 
 /**
  * The run's drains, marked with its history id and controller: a later run of this controller
- * finds the run in its history and, should it have died with nodes drained, takes them over.
+ * finds the run in its history and, should it have died with nodes drained, takes them over (one
+ * run each: the one that claims the node, drain-claim.ts).
  */
 function drainOfRun(plan: DrainPlan | undefined, runId: string): DrainPlan | undefined {
-  return plan && { ...plan, mark: drainMark(runId, runner().controller), ownerOf: drainOwnerFromHistory() };
+  return plan && { ...plan, mark: drainMark(runId, runner().controller), ownerOf: drainOwnerFromHistory(), claims: takeoverClaims(runId) };
 }
 
 /** Each host the prepared plays reach, once. */

@@ -47,6 +47,30 @@ export function parseDrainMark(reason: string): { run: string; controller?: stri
   return m ? { run: m[1], ...(m[2] ? { controller: m[2] } : {}) } : undefined;
 }
 
+/** A node of a scheduler: its provider (`slurm`, `kubernetes`), the controller it is run through, its name there. */
+export interface DrainNode {
+  via: string;
+  controller: string;
+  node: string;
+}
+
+/**
+ * Claims on taking over a dead run's drain (history/drain-claim.ts): two runs of one controller
+ * that find the same dead run's node at once must not both take it over (the scheduler cannot
+ * compare-and-set its mark), so each claims the node first, and only the run that got the claim
+ * takes it over.
+ */
+export interface TakeoverClaims {
+  /** Claim the node for this run: undefined when it is this run's now, else why not (another run's claim). */
+  claim(n: DrainNode): string | undefined;
+  /** Check mode, read only: why another run's claim keeps this one from taking the node over, if one does. */
+  peek(n: DrainNode): string | undefined;
+  /** Let go of this run's claim on the node, if it has one (the node resumed). */
+  release(n: DrainNode): void;
+  /** Let go of every claim of this run (its end). */
+  releaseAll(): void;
+}
+
 export interface DrainOptions {
   /** Why, as recorded on the node (Slurm's reason): this run's mark, "racksmith <run id> on <controller>" (drainMark). */
   reason: string;

@@ -1,5 +1,14 @@
 import type { Connection } from '../connection/types.ts';
-import { drainHowText, drainMark, stopReason, type DrainOptions, type DrainOutcome, type DrainProvider } from '../contract/drain.ts';
+import {
+  drainHowText,
+  drainMark,
+  stopReason,
+  type DrainNode,
+  type DrainOptions,
+  type DrainOutcome,
+  type DrainProvider,
+  type TakeoverClaims,
+} from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
 import type { Host } from '../inventory/model.ts';
 import type { EventSink, ResourceResult } from './events.ts';
@@ -25,6 +34,14 @@ export interface DrainPlan {
   mark?: string;
   /** Whose another racksmith run's mark is (history/drain-owner.ts); unset: someone else's. */
   ownerOf?: DrainOptions['ownerOf'];
+  /** This controller's takeover claims (history/drain-claim.ts); unset: a dead run's drain is taken over unclaimed. */
+  claims?: TakeoverClaims;
+}
+
+/** The host's node as a takeover claim names it: the controller as the run reaches it (its ansible_host, else its name). */
+export function drainNode(d: HostDrain): DrainNode {
+  const address = d.controller.vars.ansible_host;
+  return { via: d.provider.name, controller: typeof address === 'string' && address ? address : d.controller.name, node: d.node };
 }
 
 /** How a host is drained, as its events say: the provider, the controller, and its node when that is not the host's name. */
@@ -196,7 +213,7 @@ export class DrainSession {
           ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
           : await d.provider.drain(exec, d.node, {
               reason: this.plan.mark ?? drainMark(this.runId),
-              ...(this.plan.ownerOf ? { ownerOf: this.plan.ownerOf } : {}),
+              ...(this.plan.ownerOf ? { ownerOf: this.claimedOwner(d, 'claim') } : {}),
               timeoutSec: this.plan.timeoutSec,
               signal: stop.signal,
               // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
@@ -249,7 +266,8 @@ export class DrainSession {
       try {
         // (the session's own connection: a read-only question as quick as a resume)
         await this.reachedOnce(d.controller);
-        const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, this.plan.ownerOf);
+        const ownerOf = this.plan.ownerOf && this.claimedOwner(d, 'peek');
+        const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, ownerOf);
         if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
         if (out) notes.push(`out of scheduling now, to be ${out.takeOver}`);
       } catch (e) {
@@ -270,6 +288,20 @@ export class DrainSession {
     return p;
   }
 
+  /**
+   * ownerOf, and a dead run's drain taken over only with this run's claim on the node (`peek` in
+   * check mode: only asked): without it the node is another run's, one taking it over now.
+   */
+  private claimedOwner(d: HostDrain, ask: 'claim' | 'peek'): NonNullable<DrainOptions['ownerOf']> {
+    const { ownerOf, claims } = this.plan;
+    return (reason) => {
+      const owner = ownerOf?.(reason);
+      if (!owner?.takeOver || !claims) return owner;
+      const taken = claims[ask](drainNode(d));
+      return taken === undefined ? owner : { takeOver: false, why: `not taken over: ${taken}` };
+    };
+  }
+
   /** Put the host back if this run drained it (Ctrl-C and failures included). */
   async resume(host: string): Promise<void> {
     const d = this.drained.get(host);
@@ -282,6 +314,7 @@ export class DrainSession {
     } catch (e) {
       why = `controller ${d.controller.name}: ${(e as Error).message}`;
     }
+    this.plan.claims?.release(drainNode(d));
     this.emit({
       type: 'resume',
       host,
@@ -298,5 +331,7 @@ export class DrainSession {
   async resumeAll(): Promise<void> {
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
+    // (a claim of a drain that failed before it took the node out: the node is free to be taken over)
+    this.plan.claims?.releaseAll();
   }
 }

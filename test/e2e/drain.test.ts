@@ -15,12 +15,12 @@
 // over a dead run's leftover mark. A check run whose Slurm controller cannot be reached asks it
 // once, and says the same reason on every node's line.
 // Each test resets its hosts.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
@@ -36,6 +36,21 @@ async function runningJob(node: string, secs: number): Promise<string> {
   for (let i = 0; i < 100 && (await onCtl(`squeue -h -j ${id} -o %T`)) !== 'RUNNING'; i++) await new Promise((r) => setTimeout(r, 100));
   expect(await onCtl(`squeue -h -j ${id} -o %T`)).toBe('RUNNING');
   return id;
+}
+/**
+ * A run of this controller's history that died (its process gone, as a SIGKILL leaves it): its
+ * record (removed by the test), its mark and its pid.
+ */
+function deadRunRecord(): { id: string; mark: string; pid: number; record: string } {
+  const dead = spawnSync('true');
+  const id = newRunId();
+  const record = join(runsDir(), `${id}.json`);
+  const proc = { pid: dead.pid, start: 1, boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() };
+  const fields = { start: new Date().toISOString(), user: 'ops', controller: hostname(), argv: [], cwd: '/', playbooks: [] };
+  const rest = { inventoryFingerprint: '', labels: {}, check: false, journal: '/nonexistent', hosts: {} };
+  mkdirSync(runsDir(), { recursive: true });
+  writeFileSync(record, JSON.stringify({ id, ...fields, process: proc, ...rest }));
+  return { id, mark: `racksmith ${id} on ${hostname()}`, pid: dead.pid!, record };
 }
 /** The run's drain and resume events, without their time stamps. */
 
@@ -183,6 +198,70 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       `Drains (--drain, in the order they happened):\n  tb8: drained (slurm via tb7): ${why}\n  tb8: resumed (slurm via tb7)\n`,
     );
   }, 120_000);
+
+  it('two runs that find a dead run’s drained node at once: exactly one takes it over and resumes it, the other is told whose it is', async () => {
+    // a run of this controller's history that died (its process gone) leaving tb8 drained
+    const { id, mark, pid, record } = deadRunRecord();
+    await onCtl(`scontrol update nodename=tb8 state=drain reason='${mark}'`);
+    // a barrier in front of the controller's sinfo for tb8 (a test double over the real one): each
+    // run gets the answer sinfo gave it (the dead run's mark) only once both have asked
+    const shim = [
+      '#!/bin/sh',
+      '# test double: the real sinfo, its answer for tb8 held until two callers have asked',
+      'out=$(/usr/bin/sinfo "$@"); rc=$?',
+      'case " $* " in *" -n tb8 "*)',
+      '  mkdir -p /run/rs-barrier && : > /run/rs-barrier/$$',
+      '  i=0; while [ "$(ls /run/rs-barrier | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done ;;',
+      'esac',
+      'printf \'%s\\n\' "$out"; exit $rc',
+    ].join('\n');
+    const put = await tb.hostExec(
+      CTL,
+      'test -x /usr/bin/sinfo && rm -rf /run/rs-barrier && cat > /usr/local/bin/sinfo && chmod 755 /usr/local/bin/sinfo',
+      {
+        input: `${shim}\n`,
+      },
+    );
+    expect(put.code, put.stderr).toBe(0);
+    let runs;
+    try {
+      const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--json'];
+      runs = await Promise.all([provision(args), provision(args)]);
+      expect(await onCtl('ls /run/rs-barrier | wc -l')).toBe('2'); // both asked sinfo before either went on
+    } finally {
+      await onCtl('rm -rf /usr/local/bin/sinfo /run/rs-barrier');
+      rmSync(record, { force: true });
+    }
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const taken = `taken over from run ${id}, which did not finish: its process ${pid} is gone`;
+    const winner = runs.find((r) => drainEvents(r).some((e) => e.outcome === 'drained'));
+    const loser = runs.find((r) => r !== winner)!;
+    expect(drainEvents(winner!)).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained', detail: taken },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    // the other leaves it to the winner: no takeover, no resume of its own
+    const winnerId = /^run: (\S+) /m.exec(winner!.stderr)![1];
+    expect(drainEvents(loser)).toEqual([
+      {
+        type: 'drain',
+        host: 'tb8',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'already',
+        detail: expect.stringMatching(
+          new RegExp(
+            `^drained \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~[^/]+~tb8/0\\.json\\)$`,
+          ),
+        ),
+      },
+    ]);
+    expect(await liveMtu('tb8')).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    // the winner let go of its claim when it resumed the node
+    const claims = join(dirname(runsDir()), 'drain-claims');
+    expect(readdirSync(claims).flatMap((d) => readdirSync(join(claims, d)))).toEqual([]);
+  }, 180_000);
 
   it("a node drained by a racksmith run this controller cannot vouch for (not in its history; another controller's) stays drained, and the run says whose it is", async () => {
     const unknown = `racksmith 20260101T000000Z-abcdef on ${hostname()}`;

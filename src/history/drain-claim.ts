@@ -1,0 +1,152 @@
+/**
+ * Takeover claims: of two runs of this controller that reach a dead run's drained node at once,
+ * one takes it over. Neither `scontrol update` nor `kubectl patch` can compare-and-set the mark, so
+ * the runs agree here, on the controller machine, where the run history is: a claim is a file per
+ * (scheduler controller, node) in the state directory, made whole and then linked into place (a
+ * link, as O_EXCL, fails when the name is taken), naming the claiming run and its process
+ * (run-process.ts). A claim whose process is gone (killed before it let go) is stale; it is never
+ * replaced in place (two runs would both replace it): the next claim goes to the next number,
+ * `0.json`, `1.json`, ..., so each number is won by one run only. A run lets go of its claim when
+ * it resumes the node, and at its end, removing its number and the stale ones under it.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DrainNode, TakeoverClaims } from '../contract/drain.ts';
+import { printable } from '../util/printable.ts';
+import { stateDir } from '../util/state-dir.ts';
+import { bootId, processStart, thisProcess, type RunProcess } from './run-process.ts';
+
+/** What a claim file holds. */
+export interface Claim {
+  run: string;
+  process?: RunProcess;
+  /** For the operator reading it: the node and where. */
+  node?: DrainNode;
+}
+
+/** What a claim found in place means to the run `me`. */
+export type ClaimHolder = { kind: 'mine' } | { kind: 'stale' } | { kind: 'held'; why: string };
+
+/**
+ * Whose a claim is: this run's own; stale (its run's process is gone, or the controller restarted
+ * since); else another run's, which may still be taking the node over. A claim that cannot be read
+ * or names no process proves nothing: held.
+ */
+export function claimHolder(
+  c: Claim | undefined,
+  me: string,
+  f: { boot: string | undefined; startOf: (pid: number) => number | undefined; file: string },
+): ClaimHolder {
+  if (!c || typeof c.run !== 'string')
+    return { kind: 'held', why: `its takeover claim ${f.file} cannot be read: remove it if no racksmith run is taking the node over` };
+  if (c.run === me) return { kind: 'mine' };
+  const p = c.process;
+  if (!p || !Number.isInteger(p.pid))
+    return {
+      kind: 'held',
+      why: `run ${printable(c.run)} claimed it (${f.file}), and its claim does not say which process: it may still be running`,
+    };
+  if (f.boot !== undefined && p.boot !== f.boot) return { kind: 'stale' };
+  const start = f.startOf(p.pid);
+  if (start === undefined || start !== p.start) return { kind: 'stale' };
+  return { kind: 'held', why: `run ${printable(c.run)} of this controller is taking it over (pid ${p.pid}, claim ${f.file})` };
+}
+
+/** Stale claims passed before a claim gives up: more dead claimants of one node than this is not a race. */
+const MAX_CLAIMS = 64;
+
+export const claimsDir = (): string => join(stateDir(), 'drain-claims');
+
+/** The node's claim directory: its names when they are plain, else a hash of them. */
+export function nodeClaimDir(n: DrainNode): string {
+  const plain = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+  const name = [n.node, n.controller, n.via].every((s) => plain.test(s))
+    ? `${n.via}~${n.controller}~${n.node}`
+    : createHash('sha256').update(`${n.via}\0${n.controller}\0${n.node}`).digest('hex').slice(0, 32);
+  return join(claimsDir(), name);
+}
+
+function readClaim(file: string): Claim | undefined | 'gone' {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : undefined;
+  }
+  try {
+    return JSON.parse(text) as Claim;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This controller's takeover claims for run `run`, run by this process. */
+export function takeoverClaims(run: string, proc: RunProcess | undefined = thisProcess()): TakeoverClaims {
+  /** The number this run holds, per node claim directory. */
+  const held = new Map<string, number>();
+  const facts = (file: string) => ({ boot: bootId(), startOf: processStart, file });
+  /** Who holds the node's claim now, walking past stale ones: `free` at the first number not taken. */
+  const walk = (dir: string): { at: number; holder: ClaimHolder | { kind: 'free' } } => {
+    for (let k = 0; k < MAX_CLAIMS; k++) {
+      const file = join(dir, `${k}.json`);
+      const c = readClaim(file);
+      if (c === 'gone') return { at: k, holder: { kind: 'free' } };
+      const holder = claimHolder(c, run, facts(file));
+      if (holder.kind !== 'stale') return { at: k, holder };
+    }
+    return { at: MAX_CLAIMS, holder: { kind: 'held', why: `${MAX_CLAIMS} stale takeover claims in ${dir}: remove them` } };
+  };
+  /**
+   * The run's claim in `dir` removed, with the stale ones under it, lowest first: each number is
+   * gone for good before the next (a later claim takes the lowest number free, so it is never one
+   * still to be removed here).
+   */
+  const letGo = (dir: string) => {
+    const at = held.get(dir);
+    if (at === undefined) return;
+    held.delete(dir);
+    for (let k = 0; k <= at; k++) rmSync(join(dir, `${k}.json`), { force: true });
+  };
+  return {
+    claim(n) {
+      const dir = nodeClaimDir(n);
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        for (;;) {
+          const { at, holder } = walk(dir);
+          if (holder.kind === 'held') return holder.why;
+          if (holder.kind === 'mine') return void held.set(dir, at);
+          // free: made whole beside it, then linked in; a name taken meanwhile is another run's win: look again
+          const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+          writeFileSync(tmp, JSON.stringify({ run, ...(proc ? { process: proc } : {}), node: n }) + '\n', { mode: 0o600, flag: 'wx' });
+          try {
+            linkSync(tmp, join(dir, `${at}.json`));
+            held.set(dir, at);
+            return undefined;
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+          } finally {
+            rmSync(tmp, { force: true });
+          }
+        }
+      } catch (e) {
+        return `its takeover cannot be claimed in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+      }
+    },
+    peek(n) {
+      try {
+        const { holder } = walk(nodeClaimDir(n));
+        return holder.kind === 'held' ? holder.why : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    release(n) {
+      letGo(nodeClaimDir(n));
+    },
+    releaseAll() {
+      for (const dir of [...held.keys()]) letGo(dir);
+    },
+  };
+}

@@ -1,0 +1,107 @@
+// Takeover claims (history/drain-claim.ts): whose a claim found in place is, as a table; then the
+// claim files themselves in a state directory of the test's own: one run wins a node, another run
+// alive holding it keeps the others off, a dead claimant's claim is passed over (never replaced in
+// place), and letting go removes the run's claim with the stale ones under it.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { claimHolder, nodeClaimDir, takeoverClaims, type Claim } from '../../src/history/drain-claim.ts';
+import { bootId, thisProcess } from '../../src/history/run-process.ts';
+
+const BOOT = 'b-1';
+const facts = (live?: number) => ({ boot: BOOT, startOf: (pid: number) => (pid === 4242 ? live : undefined), file: '/s/0.json' });
+const claim = (run: string, process?: Claim['process']): Claim => ({ run, ...(process ? { process } : {}) });
+const proc = { pid: 4242, start: 1000, boot: BOOT };
+
+describe('claimHolder: a claim is this run’s, stale (its process gone), or held by a run that may still be taking the node over', () => {
+  it.each<[string, Claim | undefined, ReturnType<typeof facts>, ReturnType<typeof claimHolder>]>([
+    ['this run’s own', claim('ME', proc), facts(1000), { kind: 'mine' }],
+    [
+      'another run, alive',
+      claim('W', proc),
+      facts(1000),
+      { kind: 'held', why: 'run W of this controller is taking it over (pid 4242, claim /s/0.json)' },
+    ],
+    ['another run, its process gone', claim('W', proc), facts(undefined), { kind: 'stale' }],
+    ['another run, its pid another process’s now', claim('W', proc), facts(2000), { kind: 'stale' }],
+    ['another run, before this controller restarted', claim('W', { ...proc, boot: 'b-0' }), facts(1000), { kind: 'stale' }],
+    [
+      'a claim naming no process',
+      claim('W'),
+      facts(1000),
+      { kind: 'held', why: 'run W claimed it (/s/0.json), and its claim does not say which process: it may still be running' },
+    ],
+    [
+      'a claim that cannot be read',
+      undefined,
+      facts(1000),
+      { kind: 'held', why: 'its takeover claim /s/0.json cannot be read: remove it if no racksmith run is taking the node over' },
+    ],
+  ])('%s', (_, c, f, want) => expect(claimHolder(c, 'ME', f)).toEqual(want));
+});
+
+describe('takeoverClaims: the claim files', () => {
+  const saved = process.env.XDG_STATE_HOME;
+  const N = { via: 'slurm', controller: 'ctl1', node: 'n7' };
+  beforeEach(() => {
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-claims-'));
+  });
+  afterEach(() => {
+    process.env.XDG_STATE_HOME = saved;
+  });
+  const files = () => readdirSync(nodeClaimDir(N)).sort();
+  /** A process that has ended: its claim is stale. */
+  const deadProcess = async () => {
+    const p = spawn('true');
+    await once(p, 'close');
+    return { pid: p.pid!, start: 1, boot: bootId()! };
+  };
+
+  it('one run wins the node; another, while the winner lives, is told whose it is; after the winner lets go, the node is free', () => {
+    const a = takeoverClaims('RUN-A', thisProcess());
+    const b = takeoverClaims('RUN-B', thisProcess());
+    expect(a.claim(N)).toBeUndefined();
+    expect(a.claim(N)).toBeUndefined(); // its own, again (a later play's drain)
+    const why = `run RUN-A of this controller is taking it over (pid ${process.pid}, claim ${join(nodeClaimDir(N), '0.json')})`;
+    expect(b.claim(N)).toBe(why);
+    expect(b.peek(N)).toBe(why);
+    expect(a.peek(N)).toBeUndefined();
+    b.release(N); // (not B's: nothing happens)
+    expect(files()).toEqual(['0.json']);
+    a.release(N);
+    expect(files()).toEqual([]);
+    expect(b.claim(N)).toBeUndefined();
+    // another node is another claim
+    expect(a.claim({ ...N, node: 'n8' })).toBeUndefined();
+    b.releaseAll();
+    a.releaseAll();
+    expect(files()).toEqual([]);
+  });
+
+  it('a dead claimant’s claim is passed over to the next number, which one run only wins; letting go removes both', async () => {
+    const dead = takeoverClaims('RUN-DEAD', await deadProcess());
+    expect(dead.claim(N)).toBeUndefined();
+    const b = takeoverClaims('RUN-B', thisProcess());
+    const c = takeoverClaims('RUN-C', thisProcess());
+    expect(b.claim(N)).toBeUndefined();
+    expect(files()).toEqual(['0.json', '1.json']);
+    expect(c.claim(N)).toMatch(/^run RUN-B of this controller is taking it over .*\/1\.json\)$/);
+    b.release(N);
+    expect(files()).toEqual([]);
+  });
+
+  it('a claim file that is not a claim keeps every run off, said so; a state directory where none can be made is said', () => {
+    const a = takeoverClaims('RUN-A', thisProcess());
+    expect(a.claim(N)).toBeUndefined();
+    a.releaseAll();
+    writeFileSync(join(nodeClaimDir(N), '0.json'), 'not json');
+    expect(a.claim(N)).toMatch(/^its takeover claim .*0\.json cannot be read: remove it/);
+    const file = join(process.env.XDG_STATE_HOME!, 'a-file');
+    writeFileSync(file, '');
+    process.env.XDG_STATE_HOME = file;
+    expect(a.claim(N)).toBe(`its takeover cannot be claimed in ${file}/racksmith/drain-claims/slurm~ctl1~n7: ENOTDIR`);
+  });
+});
