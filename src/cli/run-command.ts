@@ -3,6 +3,7 @@ import { drainPlan } from './drain-plan.ts';
 import { drainMark } from '../contract/drain.ts';
 import type { DrainPlan } from '../engine/drain-session.ts';
 import { takeoverClaims } from '../history/drain-claim.ts';
+import { drainLedger } from '../history/drain-ledger.ts';
 import { drainOwnerFromHistory } from '../history/drain-owner.ts';
 import { runner } from '../history/provenance.ts';
 import { ignoredConnectionVars } from '../inventory/ansible-connection-vars.ts';
@@ -135,7 +136,10 @@ export async function runLoaded(
     writeRunWarnings(run, hostNames, out, json);
     const outcome = await execute(
       run.prepared,
-      { ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o), drain: drainOfRun(drain.plan, history.id) },
+      {
+        ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o),
+        drain: drainOfRun(drain.plan, history.id, (m) => out.stderr.write(`warning: ${printable(m)}\n`)),
+      },
       emit,
     );
     await human.finish(outcome);
@@ -217,8 +221,16 @@ function writeRunWarnings(loaded: Loaded, hostNames: string[], out: CliStreams, 
  * finds the run in its history and, should it have died with nodes drained, takes them over (one
  * run each: the one that claims the node, drain-claim.ts).
  */
-function drainOfRun(plan: DrainPlan | undefined, runId: string): DrainPlan | undefined {
-  return plan && { ...plan, mark: drainMark(runId, runner().controller), ownerOf: drainOwnerFromHistory(), claims: takeoverClaims(runId) };
+function drainOfRun(plan: DrainPlan | undefined, runId: string, warn: (message: string) => void): DrainPlan | undefined {
+  return (
+    plan && {
+      ...plan,
+      mark: drainMark(runId, runner().controller),
+      ownerOf: drainOwnerFromHistory(),
+      claims: takeoverClaims(runId),
+      ledger: drainLedger(runId, warn),
+    }
+  );
 }
 
 /** Each host the prepared plays reach, once. */

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
-import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns } from '../history/select.ts';
+import { drainsLeft, ledgerFile, nodeText } from '../history/drain-ledger.ts';
+import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns, spareDrainers } from '../history/select.ts';
 import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
 import { writeReport } from '../report/write.ts';
@@ -119,9 +120,17 @@ function prune(values: RunsValues, out: CliStreams): number {
     keep = Number(values.keep);
   }
   const before = values['older-than'] === undefined ? undefined : Date.now() - parseAge('--older-than', values['older-than']);
-  const gone = runsToPrune(readRecords().records, { keep, before });
+  const { gone, kept } = spareDrainers(runsToPrune(readRecords().records, { keep, before }), drainsLeft());
   for (const r of gone) removeRun(r);
-  if (values.json) for (const r of gone) out.stdout.write(JSON.stringify({ id: r.id, pruned: true }) + '\n');
+  if (values.json) {
+    for (const r of gone) out.stdout.write(JSON.stringify({ id: r.id, pruned: true }) + '\n');
+    for (const k of kept) out.stdout.write(JSON.stringify({ id: k.run.id, pruned: false, drains: k.nodes }) + '\n');
+  }
   out.stderr.write(`pruned ${gone.length} run(s) (records, and their journals in the default journal directory)\n`);
+  for (const { run, nodes } of kept)
+    out.stderr.write(
+      `kept run ${run.id}: it may have left ${printable(nodes.map(nodeText).join(', '))} out of scheduling (${ledgerFile(run.id)}); ` +
+        `the next run of this controller that drains such a node takes it over; once it is back by hand, remove that file\n`,
+    );
   return EXIT.OK;
 }

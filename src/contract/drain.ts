@@ -71,6 +71,20 @@ export interface TakeoverClaims {
   releaseAll(): void;
 }
 
+/**
+ * Which nodes this run may have out of scheduling, kept where its run history is
+ * (history/drain-ledger.ts): a run that died with nodes out keeps its record, so that a later
+ * run can still prove it dead and take them over.
+ */
+export interface DrainLedger {
+  /** Just before this run's drain of the node starts. */
+  taking(n: DrainNode): void;
+  /** The node is not out by this run (someone else's, nothing taken out) or back in scheduling. */
+  back(n: DrainNode): void;
+  /** This run took the node over from run `from` (its mark's run id): it is that run's no longer. */
+  takenOver(from: string, n: DrainNode): void;
+}
+
 export interface DrainOptions {
   /** Why, as recorded on the node (Slurm's reason): this run's mark, "racksmith <run id> on <controller>" (drainMark). */
   reason: string;

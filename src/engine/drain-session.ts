@@ -2,10 +2,12 @@ import type { Connection } from '../connection/types.ts';
 import {
   drainHowText,
   drainMark,
+  parseDrainMark,
   stopReason,
   type DrainNode,
   type DrainOptions,
   type DrainOutcome,
+  type DrainLedger,
   type DrainProvider,
   type TakeoverClaims,
 } from '../contract/drain.ts';
@@ -36,6 +38,8 @@ export interface DrainPlan {
   ownerOf?: DrainOptions['ownerOf'];
   /** This controller's takeover claims (history/drain-claim.ts); unset: a dead run's drain is taken over unclaimed. */
   claims?: TakeoverClaims;
+  /** Which nodes this run may have out (history/drain-ledger.ts); unset: not kept. */
+  ledger?: DrainLedger;
 }
 
 /** The host's node as a takeover claim names it: the controller as the run reaches it (its ansible_host, else its name). */
@@ -209,15 +213,21 @@ export class DrainSession {
         mine.conn = this.lease(d.controller, stop.signal);
         [conn] = await Promise.all([mine.conn, this.connection(this.conns, d.controller)]);
         const exec = conn.exec.bind(conn);
+        if (!stop.signal.aborted) this.plan.ledger?.taking(drainNode(d));
+        /** The run whose drain this one takes over, if it does. */
+        let from: string | undefined;
         out = stop.signal.aborted
           ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
           : await d.provider.drain(exec, d.node, {
               reason: this.plan.mark ?? drainMark(this.runId),
-              ...(this.plan.ownerOf ? { ownerOf: this.claimedOwner(d, 'claim') } : {}),
+              ...(this.plan.ownerOf ? { ownerOf: this.claimedOwner(d, 'claim', (reason) => (from = parseDrainMark(reason)?.run)) } : {}),
               timeoutSec: this.plan.timeoutSec,
               signal: stop.signal,
               // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
-              takenOut: () => this.drained.set(host, d),
+              takenOut: () => {
+                this.drained.set(host, d);
+                if (from !== undefined) this.plan.ledger?.takenOver(from, drainNode(d));
+              },
             });
       } catch (e) {
         void mine.conn?.then((c) => c.close()).catch(() => undefined);
@@ -237,6 +247,8 @@ export class DrainSession {
       if (out.kind !== 'failed' && stop.signal.aborted && !this.signal?.aborted)
         out = { kind: 'failed', detail: `${stopReason(stop.signal)} as it ended`, drained: out.kind === 'drained' };
       if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
+      // (not out by this run: off its ledger)
+      if (!this.drained.has(host)) this.plan.ledger?.back(drainNode(d));
       this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
       return out;
     };
@@ -292,13 +304,15 @@ export class DrainSession {
    * ownerOf, and a dead run's drain taken over only with this run's claim on the node (`peek` in
    * check mode: only asked): without it the node is another run's, one taking it over now.
    */
-  private claimedOwner(d: HostDrain, ask: 'claim' | 'peek'): NonNullable<DrainOptions['ownerOf']> {
+  private claimedOwner(d: HostDrain, ask: 'claim' | 'peek', takingOver?: (reason: string) => void): NonNullable<DrainOptions['ownerOf']> {
     const { ownerOf, claims } = this.plan;
     return (reason) => {
       const owner = ownerOf?.(reason);
-      if (!owner?.takeOver || !claims) return owner;
-      const taken = claims[ask](drainNode(d));
-      return taken === undefined ? owner : { takeOver: false, why: `not taken over: ${taken}` };
+      if (!owner?.takeOver) return owner;
+      const taken = claims?.[ask](drainNode(d));
+      if (taken !== undefined) return { takeOver: false, why: `not taken over: ${taken}` };
+      takingOver?.(reason);
+      return owner;
     };
   }
 
@@ -315,6 +329,7 @@ export class DrainSession {
       why = `controller ${d.controller.name}: ${(e as Error).message}`;
     }
     this.plan.claims?.release(drainNode(d));
+    if (why === undefined) this.plan.ledger?.back(drainNode(d));
     this.emit({
       type: 'resume',
       host,

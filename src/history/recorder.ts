@@ -3,7 +3,8 @@ import { printable } from '../util/printable.ts';
 import { playbookSources, runner } from './provenance.ts';
 import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
 import { thisProcess } from './run-process.ts';
-import { DEFAULT_RETENTION } from './select.ts';
+import { drainsLeft } from './drain-ledger.ts';
+import { DEFAULT_RETENTION, spareDrainers } from './select.ts';
 
 export interface RunStart {
   argv: string[];
@@ -86,7 +87,12 @@ export function startRecord(s: RunStart, warn: (message: string) => void): RunRe
         // by the ids alone (a fleet's records are large): only the runs to remove are read
         const before = Date.now() - DEFAULT_RETENTION.days * 86400e3;
         const old = recordIds().filter((id, i) => i >= DEFAULT_RETENTION.keep || startOfId(id) < before);
-        for (const id of old) {
+        // (a run that may have left nodes out of scheduling stays: drain-ledger.ts)
+        const { gone } = spareDrainers(
+          old.map((id) => ({ id })),
+          drainsLeft(),
+        );
+        for (const { id } of gone) {
           try {
             removeRun(readRecord(id));
           } catch (e) {

@@ -1,5 +1,6 @@
 import { InputError } from '../util/errors.ts';
 import { printable } from '../util/printable.ts';
+import type { DrainNode } from '../contract/drain.ts';
 import type { RunRecord } from './record.ts';
 
 /** What `provision runs` is asked to list. */
@@ -31,6 +32,21 @@ export function selectRuns(records: RunRecord[], f: RunFilter): RunRecord[] {
 /** The runs that retention removes: beyond the `keep` newest, or started before `before` (ms). Records come newest first. */
 export function runsToPrune(records: RunRecord[], o: { keep?: number; before?: number }): RunRecord[] {
   return records.filter((r, i) => (o.keep !== undefined && i >= o.keep) || (o.before !== undefined && Date.parse(r.start) < o.before));
+}
+
+/**
+ * Of the runs retention would remove, those that may have left nodes out of scheduling (a drain
+ * ledger, drain-ledger.ts) are kept: without its record a later run cannot prove the run dead, and
+ * its nodes would stay out for ever.
+ */
+export function spareDrainers<T extends { id: string }>(
+  gone: readonly T[],
+  left: ReadonlyMap<string, DrainNode[]>,
+): { gone: T[]; kept: Array<{ run: T; nodes: DrainNode[] }> } {
+  return {
+    gone: gone.filter((r) => !left.has(r.id)),
+    kept: gone.filter((r) => left.has(r.id)).map((run) => ({ run, nodes: left.get(run.id)! })),
+  };
 }
 
 /** Kept after every run: the 200 newest runs, none older than 90 days (docs/cli.md). */

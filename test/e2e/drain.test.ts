@@ -199,6 +199,61 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     );
   }, 120_000);
 
+  it('`runs prune` keeps a killed run that left a node drained (said so); the next run takes it over, then the run is pruned', async () => {
+    // a state directory of the test's own: `runs prune --keep 0` prunes every other run in it
+    const env = { XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'rs-drain-prune-')) };
+    await runningJob('tb8', 8);
+    const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm'];
+    const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], {
+      cwd: repoRoot,
+      stdio: 'ignore',
+      env: { ...process.env, ...env },
+    });
+    const gone = new Promise((r) => crashed.on('close', r));
+    let mark: RegExpExecArray | null = null;
+    for (let i = 0; i < 300 && !mark; i++) {
+      const s = await nodeState('tb8');
+      mark = s.state === 'draining' ? /^racksmith (\S+) on (\S+)$/.exec(s.reason) : null;
+      if (!mark) await new Promise((r) => setTimeout(r, 100));
+    }
+    crashed.kill('SIGKILL');
+    await gone;
+    expect(mark).not.toBeNull();
+    const dead = mark![1];
+
+    const prune = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
+    expect(prune.code, prune.stderr).toBe(0);
+    const ledger = join(env.XDG_STATE_HOME, 'racksmith/runs', `${dead}.drains.json`);
+    expect(
+      prune.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([{ id: dead, pruned: false, drains: [{ via: 'slurm', controller: expect.any(String), node: 'tb8' }] }]);
+    expect(prune.stderr).toMatch(
+      new RegExp(`kept run ${dead}: it may have left tb8 \\(slurm via [^)]+\\) out of scheduling \\(${ledger}\\); the next run`),
+    );
+
+    const run = await provision([...args, '--json'], { env });
+    expect(run.code, run.stderr).toBe(0);
+    const why = `taken over from run ${dead}, which did not finish: its process ${crashed.pid} is gone`;
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained', detail: why },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    // taken over and put back: neither run has a node out, both are pruned
+    const again = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(
+      again.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: string; pruned: boolean }).pruned),
+    ).toEqual([true, true]);
+    expect(again.stdout).toContain(`"id":"${dead}"`);
+  }, 180_000);
+
   it('two runs that find a dead run’s drained node at once: exactly one takes it over and resumes it, the other is told whose it is', async () => {
     // a run of this controller's history that died (its process gone) leaving tb8 drained
     const { id, mark, pid, record } = deadRunRecord();
