@@ -2,8 +2,10 @@
 // the controller, tb8 and tb9 compute nodes): the node's running job is waited for, the node
 // drained, changed, resumed; a node drained by hand is listed by the check as already out and
 // stays drained; a node left drained by a run killed with SIGKILL is taken over by the next run
-// and resumed (and `runs show` of each run says so); one drained by a racksmith run this controller cannot vouch for stays drained, said
-// whose; nodes in a reservation (reserved,
+// and resumed (and `runs show` of each run says so), and `runs prune` keeps that killed run's
+// record until then (said so); of two runs that find a dead run's drained node at once (a barrier
+// over sinfo) exactly one takes it over; one drained by a racksmith run this controller cannot
+// vouch for stays drained, said whose; nodes in a reservation (reserved,
 // maint) are drained and resumed all the same; a NIC queue change that waits on a package install
 // is listed by the check as a drain that may come; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
