@@ -23,7 +23,8 @@ export class HostConnections {
     let entry = this.opened.get(host.name);
     if (!entry) {
       const { options, stop } = stoppable(this.options);
-      const conn = withRetry(() => this.connector(host, options), this.attempts, transientConnectError);
+      // (Ctrl-C, or the host given up, ends a wait between attempts at once)
+      const conn = withRetry(() => this.connector(host, options), this.attempts, transientConnectError, { signal: options.signal });
       entry = { conn, stop };
       this.opened.set(host.name, entry);
     }

@@ -247,8 +247,11 @@ export class DrainSession {
       if (out.kind !== 'failed' && stop.signal.aborted && !this.signal?.aborted)
         out = { kind: 'failed', detail: `${stopReason(stop.signal)} as it ended`, drained: out.kind === 'drained' };
       if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
-      // (not out by this run: off its ledger)
-      if (!this.drained.has(host)) this.plan.ledger?.back(drainNode(d));
+      // (not out by this run: off its ledger, and its takeover claim, if it made one, let go now, not at the run's end)
+      if (!this.drained.has(host)) {
+        this.plan.ledger?.back(drainNode(d));
+        this.plan.claims?.release(drainNode(d));
+      }
       this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
       return out;
     };

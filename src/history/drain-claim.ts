@@ -6,8 +6,12 @@
  * link, as O_EXCL, fails when the name is taken), naming the claiming run and its process
  * (run-process.ts). A claim whose process is gone (killed before it let go) is stale; it is never
  * replaced in place (two runs would both replace it): the next claim goes to the next number,
- * `0.json`, `1.json`, ..., so each number is won by one run only. A run lets go of its claim when
- * it resumes the node, and at its end, removing its number and the stale ones under it.
+ * `0.json`, `1.json`, ..., so each number is won by one run only, and the lowest claim alive is
+ * the node's. A run lets go of its claim when it resumes the node, when its drain took nothing out,
+ * and at its end, removing its own number only: a stale claim under it stays for good (removing it
+ * would free a lower number while another run, having read it as stale, goes on to claim a higher
+ * one: two winners). Stale claims are rare (a run killed while it took a node over); past
+ * MAX_CLAIMS of one node, the claim says to remove them.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,12 +62,17 @@ const MAX_CLAIMS = 64;
 
 export const claimsDir = (): string => join(stateDir(), 'drain-claims');
 
-/** The node's claim directory: its names when they are plain, else a hash of them. */
+/**
+ * The node's claim directory, by scheduler and node name: its names when they are plain, else a
+ * hash of them. Not by controller: two inventories may spell one controller two ways (an address,
+ * a name), and two runs would then both claim; a node of the same name in another cluster only
+ * waits for this one's claim (the safe way round).
+ */
 export function nodeClaimDir(n: DrainNode): string {
   const plain = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-  const name = [n.node, n.controller, n.via].every((s) => plain.test(s))
-    ? `${n.via}~${n.controller}~${n.node}`
-    : createHash('sha256').update(`${n.via}\0${n.controller}\0${n.node}`).digest('hex').slice(0, 32);
+  const name = [n.node, n.via].every((s) => plain.test(s))
+    ? `${n.via}~${n.node}`
+    : createHash('sha256').update(`${n.via}\0${n.node}`).digest('hex').slice(0, 32);
   return join(claimsDir(), name);
 }
 
@@ -97,16 +106,12 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
     }
     return { at: MAX_CLAIMS, holder: { kind: 'held', why: `${MAX_CLAIMS} stale takeover claims in ${dir}: remove them` } };
   };
-  /**
-   * The run's claim in `dir` removed, with the stale ones under it, lowest first: each number is
-   * gone for good before the next (a later claim takes the lowest number free, so it is never one
-   * still to be removed here).
-   */
+  /** The run's own claim in `dir` removed (never another's, stale or not: see the top). */
   const letGo = (dir: string) => {
     const at = held.get(dir);
     if (at === undefined) return;
     held.delete(dir);
-    for (let k = 0; k <= at; k++) rmSync(join(dir, `${k}.json`), { force: true });
+    rmSync(join(dir, `${at}.json`), { force: true });
   };
   return {
     claim(n) {
@@ -119,8 +124,8 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
           if (holder.kind === 'mine') return void held.set(dir, at);
           // free: made whole beside it, then linked in; a name taken meanwhile is another run's win: look again
           const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-          writeFileSync(tmp, JSON.stringify({ run, ...(proc ? { process: proc } : {}), node: n }) + '\n', { mode: 0o600, flag: 'wx' });
           try {
+            writeFileSync(tmp, JSON.stringify({ run, ...(proc ? { process: proc } : {}), node: n }) + '\n', { mode: 0o600, flag: 'wx' });
             linkSync(tmp, join(dir, `${at}.json`));
             held.set(dir, at);
             return undefined;

@@ -17,21 +17,27 @@ const SUFFIX = '.drains.json';
 
 export const ledgerFile = (id: string): string => join(runsDir(), `${id}${SUFFIX}`);
 
-const keyOf = (n: DrainNode) => `${n.via}\0${n.controller}\0${n.node}`;
+/** A node's key: scheduler and node name, not the controller (which an inventory may spell two ways). */
+const keyOf = (n: DrainNode) => `${n.via}\0${n.node}`;
 
 /** How a node of a ledger is said: `tb8 (slurm via tb7)`. */
 export const nodeText = (n: DrainNode): string => `${n.node} (${n.via} via ${n.controller})`;
 
+const isNode = (n: unknown): n is DrainNode =>
+  typeof n === 'object' && n !== null && ['via', 'controller', 'node'].every((k) => typeof (n as Record<string, unknown>)[k] === 'string');
+
+/** The nodes of run `id`'s ledger; none (undefined) only when it has no ledger file. */
 function readLedger(id: string): DrainNode[] | undefined {
   let text: string;
   try {
     text = readFileSync(ledgerFile(id), 'utf8');
-  } catch {
-    return undefined;
+  } catch (e) {
+    // (one that cannot be read, EACCES say, is still a ledger: its run kept)
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : [];
   }
   try {
     const nodes = (JSON.parse(text) as { nodes?: unknown }).nodes;
-    return Array.isArray(nodes) ? (nodes as DrainNode[]) : [];
+    return Array.isArray(nodes) ? nodes.filter(isNode) : [];
   } catch {
     return []; // (unreadable: still a ledger, its run kept)
   }
@@ -42,6 +48,9 @@ function writeLedger(id: string, nodes: DrainNode[]): void {
   mkdirSync(runsDir(), { recursive: true, mode: 0o700 });
   writeFileAtomic(ledgerFile(id), JSON.stringify({ run: id, nodes }, null, 1) + '\n', 0o600, 'drain ledger');
 }
+
+/** The nodes run `id`'s ledger names (none: no ledger). */
+export const ledgerNodes = (id: string): DrainNode[] => readLedger(id) ?? [];
 
 /** Every run with a ledger, and the nodes it names. */
 export function drainsLeft(): Map<string, DrainNode[]> {

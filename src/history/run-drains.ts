@@ -1,3 +1,4 @@
+import type { DrainNode } from '../contract/drain.ts';
 import type { RunDrainEvent, RunDrains } from '../report/model.ts';
 
 // A run's --drain as its journal shows it, for `runs show`: what it did to each node, in order, and
@@ -35,4 +36,23 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
       why: s.why!,
     }));
   return { events: [...events], stillOut };
+}
+
+/**
+ * The nodes the run's drain ledger (drain-ledger.ts) still names that its journal does not show
+ * out: a drain under way when the run was killed writes no event, but the ledger names its node
+ * from before the drain starts. Added to the still-out list, said so.
+ */
+export function withLedger(drains: RunDrains | undefined, ledger: readonly DrainNode[], file: string): RunDrains | undefined {
+  const shown = new Set(drains?.stillOut.map((s) => `${s.via}\0${s.node ?? s.host}`));
+  const more = ledger
+    .filter((n) => !shown.has(`${n.via}\0${n.node}`))
+    .map((n) => ({
+      host: n.node,
+      via: n.via,
+      controller: n.controller,
+      why: `its drain ledger ${file} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
+    }));
+  if (!more.length) return drains;
+  return { events: drains?.events ?? [], stillOut: [...(drains?.stillOut ?? []), ...more] };
 }

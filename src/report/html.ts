@@ -59,8 +59,8 @@ function drainsHtml(d: NonNullable<Report['drains']>): string {
     .map((h) => {
       const detail = h.detail !== undefined ? `<div class="note">${esc(h.detail)}</div>` : '';
       return (
-        `<tr data-host="${esc(h.host)}" data-drain="${h.outcome}"><td>${esc(h.host)}</td>` +
-        `<td><span class="st s-drain-${h.outcome}">${DRAIN_TEXT[h.outcome]}</span>${detail}</td><td>${esc(drainHowText(h))}</td></tr>`
+        `<tr data-host="${esc(h.host)}" data-drain="${esc(h.outcome)}"><td>${esc(h.host)}</td>` +
+        `<td><span class="st s-drain-${esc(h.outcome)}">${esc(DRAIN_TEXT[h.outcome] ?? h.outcome)}</span>${detail}</td><td>${esc(drainHowText(h))}</td></tr>`
       );
     })
     .join('\n');

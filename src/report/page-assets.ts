@@ -48,7 +48,8 @@ export const PAGE_SCRIPT = `
   var $ = function (id) { return document.getElementById(id); };
   var changes = Array.prototype.slice.call(document.querySelectorAll('article.change'));
   var rows = Array.prototype.slice.call(document.querySelectorAll('#hosts tbody tr'));
-  var drainRows = Array.prototype.slice.call(document.querySelectorAll('#drains tbody tr'));
+  // (the nodes still out of scheduling are not filtered: always shown, as the warnings say them)
+  var drainRows = Array.prototype.slice.call(document.querySelectorAll('#drains table:not(.still-out) tbody tr'));
   var groupsOf = {};
   var rowOf = {};
   rows.forEach(function (r) { groupsOf[r.dataset.host] = r.dataset.groups ? r.dataset.groups.split(' ') : []; rowOf[r.dataset.host] = r; });

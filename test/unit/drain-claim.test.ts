@@ -1,10 +1,11 @@
 // Takeover claims (history/drain-claim.ts): whose a claim found in place is, as a table; then the
 // claim files themselves in a state directory of the test's own: one run wins a node, another run
 // alive holding it keeps the others off, a dead claimant's claim is passed over (never replaced in
-// place), and letting go removes the run's claim with the stale ones under it.
+// place, and never removed: a run letting go removes its own claim only, so two runs never both win).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -81,7 +82,7 @@ describe('takeoverClaims: the claim files', () => {
     expect(files()).toEqual([]);
   });
 
-  it('a dead claimant’s claim is passed over to the next number, which one run only wins; letting go removes both', async () => {
+  it('a dead claimant’s claim is passed over to the next number, which one run only wins; letting go removes its own only', async () => {
     const dead = takeoverClaims('RUN-DEAD', await deadProcess());
     expect(dead.claim(N)).toBeUndefined();
     const b = takeoverClaims('RUN-B', thisProcess());
@@ -90,7 +91,42 @@ describe('takeoverClaims: the claim files', () => {
     expect(files()).toEqual(['0.json', '1.json']);
     expect(c.claim(N)).toMatch(/^run RUN-B of this controller is taking it over .*\/1\.json\)$/);
     b.release(N);
-    expect(files()).toEqual([]);
+    // (its own only: the stale one stays, see the next test)
+    expect(files()).toEqual(['0.json']);
+    expect(c.claim(N)).toBeUndefined();
+    expect(files()).toEqual(['0.json', '1.json']);
+  });
+
+  it('a run letting go while another walks past a stale claim: one winner (a stale claim is never removed)', async () => {
+    // X died holding 0.json; F holds 1.json. H reads 0.json (stale) and, before it reads on, F lets
+    // go and G claims. Had F's letting go removed the stale 0.json, G would win 0 and H 1: both.
+    const dead = takeoverClaims('RUN-X', await deadProcess());
+    expect(dead.claim(N)).toBeUndefined();
+    const [F, G, H] = ['RUN-F', 'RUN-G', 'RUN-H'].map((r) => takeoverClaims(r, thisProcess()));
+    expect(F.claim(N)).toBeUndefined();
+    let g: string | undefined = 'not asked';
+    const read = fs.readFileSync;
+    let once_ = false;
+    (fs as { readFileSync: unknown }).readFileSync = function (this: unknown, ...a: Parameters<typeof fs.readFileSync>) {
+      const r = read.apply(this, a);
+      if (!once_ && String(a[0]).endsWith('/0.json')) {
+        once_ = true;
+        (fs as { readFileSync: unknown }).readFileSync = read;
+        syncBuiltinESMExports();
+        F.release(N);
+        g = G.claim(N);
+      }
+      return r;
+    };
+    syncBuiltinESMExports();
+    try {
+      const h = H.claim(N);
+      expect([g, h].filter((w) => w === undefined)).toHaveLength(1);
+      expect(h).toMatch(/^run RUN-G of this controller is taking it over/);
+    } finally {
+      (fs as { readFileSync: unknown }).readFileSync = read;
+      syncBuiltinESMExports();
+    }
   });
 
   it('a claim file that is not a claim keeps every run off, said so; a state directory where none can be made is said', () => {
@@ -102,6 +138,6 @@ describe('takeoverClaims: the claim files', () => {
     const file = join(process.env.XDG_STATE_HOME!, 'a-file');
     writeFileSync(file, '');
     process.env.XDG_STATE_HOME = file;
-    expect(a.claim(N)).toBe(`its takeover cannot be claimed in ${file}/racksmith/drain-claims/slurm~ctl1~n7: ENOTDIR`);
+    expect(a.claim(N)).toBe(`its takeover cannot be claimed in ${file}/racksmith/drain-claims/slurm~n7: ENOTDIR`);
   });
 });

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { drainLedger, ledgerFile } from '../../src/history/drain-ledger.ts';
 import { newRunId, writeRecord, type RunRecord } from '../../src/history/record.ts';
 import { runDrains } from '../../src/history/run-drains.ts';
 import { runDrainsText } from '../../src/report/drains.ts';
@@ -184,6 +185,22 @@ describe('runs show lists the drains of a run', () => {
     expect(stdout).toContain(
       '  STILL OUT OF SCHEDULING: n2 (slurm via ctl1): no resume in the journal: the run was killed, or is still running',
     );
+  });
+
+  it('a run killed while a drain was under way (no event in its journal): the node its drain ledger names is said to be still out', async () => {
+    const r = recordedRun([drain('n1', 'drained'), resume('n1', true)], { ended: false });
+    drainLedger(r.id, () => undefined).taking({ via: 'slurm', controller: '10.0.0.7', node: 'n2' });
+    const { stdout } = await cli(['runs', 'show', r.id]);
+    expect(stdout).toContain(
+      `  STILL OUT OF SCHEDULING: n2 (slurm via 10.0.0.7): its drain ledger ${ledgerFile(r.id)} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
+    );
+    expect(stdout).toMatch(/^WARNING: NOT PUT BACK: 1 node\(s\) this run took out of scheduling may still be out: n2 /m);
+    // a node both the journal and the ledger show is said once
+    const both = recordedRun([drain('n3', 'drained')], { ended: false });
+    drainLedger(both.id, () => undefined).taking({ via: 'slurm', controller: 'ctl1', node: 'n3' });
+    expect(
+      JSON.parse((await cli(['runs', 'show', both.id, '--json'])).stdout).runDrains.stillOut.map((s: { host: string }) => s.host),
+    ).toEqual(['n3']);
   });
 
   it('a check run: the nodes the apply would drain, nothing still out; a run with no drain: no Drains section', async () => {
