@@ -308,7 +308,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         outcome: 'already',
         detail: expect.stringMatching(
           new RegExp(
-            `^drained \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~[^/]+~tb8/0\\.json\\)$`,
+            `^drained \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~tb8/0\\.json\\)$`,
           ),
         ),
       },
