@@ -111,21 +111,28 @@ describe('faults', () => {
   });
 
   it('Ctrl-C while 30 hosts are still in their SSH handshake: the run ends then, not at the connect timeout; each host is interrupted, no warning', async () => {
-    // The "hosts" are one real TCP listener on loopback that accepts and never speaks SSH.
-    const server = createServer();
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const port = (server.address() as { port: number }).port;
+    // The "hosts" are real TCP listeners on loopback that accept and never speak SSH, one each:
+    // hosts of one address and port are one sshd, whose handshakes take turns 8 at once (MaxStartups).
     const HOSTS = 30;
     let accepted = 0;
-    const allAccepted = new Promise<void>((r) => server.on('connection', () => ++accepted === HOSTS && r()));
+    let allIn: () => void;
+    const allAccepted = new Promise<void>((r) => (allIn = r));
+    const servers = await Promise.all(
+      Array.from({ length: HOSTS }, async () => {
+        const server = createServer(() => ++accepted === HOSTS && allIn());
+        server.listen(0, '127.0.0.1');
+        await once(server, 'listening');
+        return server;
+      }),
+    );
+    const ports = servers.map((server) => (server.address() as { port: number }).port);
     const dir = mkdtempSync(join(tmpdir(), 'rs-int-'));
     const journal = join(dir, 'j.ndjson');
     const inv = join(dir, 'inventory.yaml');
     const names = Array.from({ length: HOSTS }, (_, i) => `silent${i}`);
     writeFileSync(
       inv,
-      `all:\n  hosts:\n${names.map((n) => `    ${n}:\n      ansible_host: 127.0.0.1\n      ansible_port: ${port}\n`).join('')}`,
+      `all:\n  hosts:\n${names.map((n, i) => `    ${n}:\n      ansible_host: 127.0.0.1\n      ansible_port: ${ports[i]}\n`).join('')}`,
     );
     const child = spawn(
       process.execPath,
@@ -141,7 +148,7 @@ describe('faults', () => {
     const watchdog = setTimeout(() => child.kill('SIGKILL'), 30_000);
     const code = await closed;
     clearTimeout(watchdog);
-    server.close();
+    for (const server of servers) server.close();
     expect(code, stderr).toBe(1);
     // 30 hosts in flight listening for the interrupt are not a leak: Node's warning must not show
     expect(stderr).not.toMatch(/MaxListenersExceeded|memory leak/);
