@@ -257,8 +257,13 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
   }, 180_000);
 
   it('two runs that find a dead run’s drained node at once: exactly one takes it over and resumes it, the other is told whose it is', async () => {
-    // a run of this controller's history that died (its process gone) leaving tb8 drained
+    // a run of this controller's history that died (its process gone) leaving tb8 draining, its job
+    // still running: the run that takes it over waits for the job, holding its claim all the while
+    // (without the job it could resume the node before the other run, its sinfo answer held by the
+    // barrier below up to 0.1 s longer, even asks for a claim: that one would then drain the idle node
+    // anew, safely, but as a takeover)
     const { id, mark, pid, record } = deadRunRecord();
+    const job = await runningJob('tb8', 4);
     await onCtl(`scontrol update nodename=tb8 state=drain reason='${mark}'`);
     // a barrier in front of the controller's sinfo for tb8 (a test double over the real one): each
     // run gets the answer sinfo gave it (the dead run's mark) only once both have asked
@@ -308,11 +313,12 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         outcome: 'already',
         detail: expect.stringMatching(
           new RegExp(
-            `^drained \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~tb8/0\\.json\\)$`,
+            `^draining \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~tb8/0\\.json\\)$`,
           ),
         ),
       },
     ]);
+    expect(await onCtl(`squeue -h -j ${job} -o %T`)).toBe(''); // the job ran to its end
     expect(await liveMtu('tb8')).toBe('9000');
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
     // the winner let go of its claim when it resumed the node
