@@ -105,8 +105,12 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         if (c.code === 0 || maybe) o.takenOut?.();
         if (c.code !== 0) return { kind: 'failed', detail: failure(`kubectl cordon ${node}`, c), drained: maybe };
       }
-      // (Ctrl-C kills this on the controller: the session aborts its drain connection)
-      const d = await exec(drainPodsScript(a, node, o.timeoutSec));
+      // (Ctrl-C kills this on the controller: the session aborts its drain connection, and an exec
+      // that the abort meets as it starts throws instead of ending killed: the same stop either way)
+      const d = await exec(drainPodsScript(a, node, o.timeoutSec)).catch((e: unknown) => {
+        if (!o.signal?.aborted) throw e;
+        return { code: null, stdout: '', stderr: '' };
+      });
       if (d.code !== 0) {
         const detail = o.signal?.aborted
           ? `${stopReason(o.signal)}: kubectl drain ${node} was stopped`
