@@ -54,7 +54,28 @@ function deadRunRecord(): { id: string; mark: string; pid: number; record: strin
   writeFileSync(record, JSON.stringify({ id, ...fields, process: proc, ...rest }));
   return { id, mark: `racksmith ${id} on ${hostname()}`, pid: dead.pid!, record };
 }
-/** The run's drain and resume events, without their time stamps. */
+/**
+ * A run of `args` started, and SIGKILLed once tb8 is draining with its mark (`racksmith <run id> on
+ * <controller>`): the mark's match (null when it never came: the run is killed all the same) and its pid.
+ */
+async function killedWhileDraining(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ mark: RegExpExecArray | null; pid: number }> {
+  const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], {
+    cwd: repoRoot,
+    stdio: 'ignore',
+    env: { ...process.env, ...env },
+  });
+  const gone = new Promise((r) => crashed.on('close', r));
+  let mark: RegExpExecArray | null = null;
+  for (let i = 0; i < 300 && !mark; i++) {
+    const s = await nodeState('tb8');
+    mark = s.state === 'draining' ? /^racksmith (\S+) on (\S+)$/.exec(s.reason) : null;
+    if (!mark) await new Promise((r) => setTimeout(r, 100));
+  }
+  // (killed before any check: a failed one leaves no run behind to disturb the next test)
+  crashed.kill('SIGKILL');
+  await gone;
+  return { mark, pid: crashed.pid! };
+}
 
 describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real Slurm on the bed)', () => {
   beforeEach(async () => {
@@ -159,25 +180,14 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
   it('a node left drained by a run killed mid-drain (SIGKILL): the next run takes it over, says so, changes it and resumes it', async () => {
     await runningJob('tb8', 8);
     const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm'];
-    const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot, stdio: 'ignore' });
-    const gone = new Promise((r) => crashed.on('close', r));
-    // draining with the run's mark: racksmith <run id> on <controller>
-    let mark: RegExpExecArray | null = null;
-    for (let i = 0; i < 300 && !mark; i++) {
-      const s = await nodeState('tb8');
-      mark = s.state === 'draining' ? /^racksmith (\S+) on (\S+)$/.exec(s.reason) : null;
-      if (!mark) await new Promise((r) => setTimeout(r, 100));
-    }
-    // (killed before any check: a failed one leaves no run behind to disturb the next test)
-    crashed.kill('SIGKILL');
-    await gone;
+    const { mark, pid } = await killedWhileDraining(args);
     expect(mark?.[2]).toBe(hostname());
     const left = await nodeState('tb8');
     expect(left).toEqual({ state: 'draining', reason: mark![0] }); // out of scheduling, nobody to put it back
 
     const run = await provision([...args, '--json']);
     expect(run.code, run.stderr).toBe(0);
-    const why = `taken over from run ${mark![1]}, which did not finish: its process ${crashed.pid} is gone`;
+    const why = `taken over from run ${mark![1]}, which did not finish: its process ${pid} is gone`;
     expect(drainEvents(run)).toEqual([
       { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained', detail: why },
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
@@ -206,20 +216,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     const env = { XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'rs-drain-prune-')) };
     await runningJob('tb8', 8);
     const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm'];
-    const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], {
-      cwd: repoRoot,
-      stdio: 'ignore',
-      env: { ...process.env, ...env },
-    });
-    const gone = new Promise((r) => crashed.on('close', r));
-    let mark: RegExpExecArray | null = null;
-    for (let i = 0; i < 300 && !mark; i++) {
-      const s = await nodeState('tb8');
-      mark = s.state === 'draining' ? /^racksmith (\S+) on (\S+)$/.exec(s.reason) : null;
-      if (!mark) await new Promise((r) => setTimeout(r, 100));
-    }
-    crashed.kill('SIGKILL');
-    await gone;
+    const { mark, pid } = await killedWhileDraining(args, env);
     expect(mark).not.toBeNull();
     const dead = mark![1];
 
@@ -238,7 +235,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
 
     const run = await provision([...args, '--json'], { env });
     expect(run.code, run.stderr).toBe(0);
-    const why = `taken over from run ${dead}, which did not finish: its process ${crashed.pid} is gone`;
+    const why = `taken over from run ${dead}, which did not finish: its process ${pid} is gone`;
     expect(drainEvents(run)).toEqual([
       { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained', detail: why },
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
