@@ -202,7 +202,7 @@ async function runLoadedExec(loaded: ExecLoaded, out: CliStreams): Promise<numbe
         acceptNewHostKeys: opts.acceptNew,
         connectTimeoutMs: opts.timeoutMs,
         keepaliveMs: opts.keepaliveMs,
-        handshakes: new HandshakeGate(opts.sshHandshakes),
+        handshakes: new HandshakeGate(opts.sshHandshakes, opts.sshHandshakesPerSshd),
         user: opts.user,
         privateKeyFile: opts.privateKey,
         connection: opts.connection,

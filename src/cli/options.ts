@@ -64,6 +64,7 @@ export const CLI_OPTIONS = {
   'host-timeout': { type: 'string', apply: true, exec: true },
   'ssh-keepalive': { type: 'string', apply: true, exec: true },
   'ssh-handshakes': { type: 'string', apply: true, exec: true },
+  'ssh-handshakes-per-sshd': { type: 'string', apply: true, exec: true },
   'lock-timeout': { type: 'string', apply: true },
   // how hosts are drained is part of what a plan's reviewers approved (its `drains`): not apply's to change
   drain: { type: 'string', listing: 'syntax-check' },

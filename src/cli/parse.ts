@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { ignoredKeysWarning, type AnsibleSettings, type SettingOrigin } from '../config/ansible-cfg.ts';
 import { sshArgsOfConfig } from '../config/ssh-args-of-config.ts';
 import { DEFAULT_KEEPALIVE_MS } from '../connection/ssh.ts';
+import { PER_DESTINATION } from '../connection/handshake-gate.ts';
 import { batchSizes } from '../engine/batches.ts';
 import type { VaultOptions } from '../inventory/vault.ts';
 import type { ListingMode } from '../output/listing.ts';
@@ -54,6 +55,8 @@ export interface CliOptions {
   keepaliveMs: number;
   /** --ssh-handshakes: SSH handshakes at once (the others wait their turn, their connect timeout not yet started). */
   sshHandshakes: number;
+  /** --ssh-handshakes-per-sshd: connections being made at once to one sshd (its MaxStartups). */
+  sshHandshakesPerSshd: number;
   lockTimeoutSec: number;
   /** --drain (unset: each host's racksmith_drain, default none). */
   drain?: DrainMode;
@@ -264,6 +267,8 @@ export function parseCli(argv: string[], cfg: AnsibleSettings = { ignored: [] })
     drainTimeoutSec: wholeInRange('--drain-timeout', v['drain-timeout'], 1, 86400, 600, ' of seconds'),
     keepaliveMs: wholeInRange('--ssh-keepalive', v['ssh-keepalive'], 0, 3600, DEFAULT_KEEPALIVE_MS / 1000, ' of seconds') * 1000,
     sshHandshakes: wholeInRange('--ssh-handshakes', v['ssh-handshakes'], 1, MAX_FORKS, DEFAULT_SSH_HANDSHAKES),
+    // (at least 2: a host certificate's fetch opens a second connection beside the handshake's)
+    sshHandshakesPerSshd: wholeInRange('--ssh-handshakes-per-sshd', v['ssh-handshakes-per-sshd'], 2, MAX_FORKS, PER_DESTINATION),
     planOut: v['plan-out'],
     yes: !!v.yes,
     maxPlanAgeMs: parseDuration(v['max-plan-age'] ?? '24h'),

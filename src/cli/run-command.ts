@@ -257,7 +257,7 @@ function executeOptions(
     ...asked,
     hostTimeoutMs: opts.hostTimeoutMs,
     keepaliveMs: opts.keepaliveMs,
-    handshakes: new HandshakeGate(opts.sshHandshakes),
+    handshakes: new HandshakeGate(opts.sshHandshakes, opts.sshHandshakesPerSshd),
     lockTimeoutSec: opts.lockTimeoutSec,
     check: opts.check,
     yes: opts.yes,

@@ -49,8 +49,10 @@ export const USAGE = `usage: provision [PLAYBOOK...] -i INVENTORY [options]
                            remote commands are killed, its link dropped (it counts as unreachable)
       --ssh-keepalive SECS SSH keepalive interval (default 10; a link that misses 3 is dead; 0: off)
       --ssh-handshakes N   SSH handshakes at once (default 100); other hosts wait their turn, and
-                           each host's connect timeout starts with its own turn; at most 8 at
-                           once to one sshd (a bastion, a drain controller: its MaxStartups)
+                           each host's connect timeout starts with its own turn
+      --ssh-handshakes-per-sshd N
+                           connections being made at once to one sshd (default 8: a bastion, a
+                           drain controller; under OpenSSH's default MaxStartups 10)
       --lock-timeout SECS  wait this long for another run's apply lock on a host (default 300; 0: do not wait)
       --drain MODE         kubernetes, slurm or none (default: each host's racksmith_drain, else none):
                            drain a host before its first disruptive change, put it back after its last

@@ -7,7 +7,8 @@
  * its own turn does: it measures the host, not the queue. Execs are not gated (forks bound those).
  *
  * Handshakes to one sshd (a bastion every host jumps through, a drain controller every drain
- * connects to) also take turns of their own, PER_DESTINATION at once: sshd's MaxStartups
+ * connects to) also take turns of their own, PER_DESTINATION at once unless the run says
+ * otherwise (--ssh-handshakes-per-sshd): sshd's MaxStartups
  * (OpenSSH's default 10:30:100) drops new connections at random once 10 are unauthenticated, and
  * the run is not the only client.
  */

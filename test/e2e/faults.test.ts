@@ -162,6 +162,56 @@ describe('faults', () => {
     expect(events.at(-1).type).toBe('recap');
   });
 
+  it.each([
+    [8, 'by default', [HANG]],
+    [12, 'with --ssh-handshakes-per-sshd 12', [HANG, '--ssh-handshakes-per-sshd', '12']],
+    [10, 'in provision exec with --ssh-handshakes-per-sshd 10', ['exec', 'all', '--ssh-handshakes-per-sshd', '10']],
+  ])('30 hosts behind one sshd (one address and port) connect %i at a time %s, not all 30', async (perSshd, _said, how) => {
+    // One listener that accepts and never speaks SSH stands for a bastion: every host's handshake
+    // waits for a banner that never comes, so the connections it holds are the run's limit there.
+    const HOSTS = 30;
+    let accepted = 0;
+    let reached: () => void;
+    const limitReached = new Promise<void>((r) => (reached = r));
+    const server = createServer(() => ++accepted === perSshd && reached());
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as { port: number }).port;
+    const dir = mkdtempSync(join(tmpdir(), 'rs-per-sshd-'));
+    const inv = join(dir, 'inventory.yaml');
+    writeFileSync(
+      inv,
+      `all:\n  hosts:\n${Array.from({ length: HOSTS }, (_, i) => `    quiet${i}:\n      ansible_host: 127.0.0.1\n      ansible_port: ${port}\n`).join('')}`,
+    );
+    const child = spawn(
+      process.execPath,
+      [
+        join(repoRoot, 'bin/provision.js'),
+        ...how,
+        '-i',
+        inv,
+        '-f',
+        String(HOSTS),
+        '--timeout',
+        '600',
+        ...(how[0] === 'exec' ? ['--', 'true'] : []),
+      ],
+      { cwd: repoRoot },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const closed = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+    const watchdog = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    await Promise.race([limitReached, closed]);
+    child.kill('SIGINT');
+    const code = await closed;
+    clearTimeout(watchdog);
+    server.close();
+    expect(code, stderr).toBe(1);
+    // the other hosts waited for a turn there and never connected (the run has ended: no more can come)
+    expect(accepted, stderr).toBe(perSshd);
+  });
+
   it('a temp file an interrupted write left is removed by the next run that writes that file', async () => {
     await tb.reset(['tb10']);
     const stale = '/srv/rs-window/.small.conf.racksmith-tmp.Ab12Cd';

@@ -17,13 +17,13 @@ import { cli } from './run-cli.ts';
 
 // parseApply's two regexes and the plan's two sets, as they were written by hand (plus --plan-key,
 // added since: a security option apply takes; --recap, an output option no plan records; and
-// --label, a run's history labels, which apply takes for its own run; and --ssh-handshakes, how many
-// hosts connect at once, an option of how a run goes like --forks; less --drain and --drain-timeout,
+// --label, a run's history labels, which apply takes for its own run; and --ssh-handshakes and
+// --ssh-handshakes-per-sshd, how many hosts connect at once, options of how a run goes like --forks; less --drain and --drain-timeout,
 // which a plan's reviewers approve since plan version 7)
 const HAND_ALLOWED =
-  /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--ssh-handshakes|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap|--label)(=.*)?$/;
+  /^(--json|-v+|--verbose|-f|--forks|--journal|--max-plan-age|--known-hosts|--ssh-accept-new|--timeout|-T|--host-timeout|--ssh-keepalive|--ssh-handshakes|--ssh-handshakes-per-sshd|--lock-timeout|-D|--diff|--vault-password-file|--vault-id|--ask-vault-pass|-e|--extra-vars|-b|--become|--become-user|--become-method|-K|--ask-become-pass|-k|--ask-pass|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap|--label)(=.*)?$/;
 const HAND_TAKES_VALUE =
-  /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--ssh-handshakes|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap|--label)$/;
+  /^(-f|--forks|--journal|--max-plan-age|--known-hosts|--timeout|-T|--host-timeout|--ssh-keepalive|--ssh-handshakes|--ssh-handshakes-per-sshd|--lock-timeout|--vault-password-file|--vault-id|-e|--extra-vars|--become-user|--become-method|-u|--user|--private-key|--key-file|-c|--connection|--ssh-common-args|--ssh-extra-args|-F|--ssh-config|--plan-key|--recap|--label)$/;
 const HAND_SECURITY = new Set([
   'known-hosts',
   'ssh-accept-new',
