@@ -15,11 +15,12 @@ export type DrainExec = (script: string) => Promise<{ code: number | null; stdou
 export type DrainOutcome =
   /** This run took the node out: it must put it back (resume). */
   | { kind: 'drained'; detail?: string }
-  /** Someone else had already taken the node out (why, as its scheduler says): it stays so. */
+  /** Someone else (an operator, not a racksmith run) had already taken the node out (why, as its scheduler says): it stays so. */
   | { kind: 'already'; detail: string }
   /**
-   * The node could not be emptied (timeout, an eviction refused, a command failed): nothing
-   * disruptive may run. `drained`: this run did take it out, so it is put back all the same.
+   * The node could not be emptied (timeout, an eviction refused, a command failed), or it is out
+   * under another racksmith run's drain (blockedDetail): nothing disruptive may run. `drained`:
+   * this run did take it out, so it is put back all the same.
    */
   | { kind: 'failed'; detail: string; drained: boolean };
 
@@ -27,7 +28,8 @@ export type DrainOutcome =
  * Whose a racksmith mark on a node is (a node already out of scheduling, its reason a racksmith
  * run's: drainMark): `takeOver` when that run provably no longer runs (a crashed or killed run
  * of this controller, history/drain-owner.ts), so this run keeps the node out and puts it back;
- * else the node stays someone else's. `why` is said in the drain's detail either way.
+ * else the node is another run's, which will put it back itself: this run's drain of it is
+ * blocked (drainAction). `why` is said in the drain's detail either way.
  */
 export interface DrainOwner {
   takeOver: boolean;
@@ -36,6 +38,31 @@ export interface DrainOwner {
 
 /** How the detail of a drain taken over from a dead run begins (DrainOwner.why): `runs show` tells such a drain apart by it. */
 export const TAKEN_OVER = 'taken over from run ';
+
+/**
+ * What a drain does with a node as it finds it: `drain` it (in scheduling); `take-over` (out under
+ * this run's own mark, or a dead run's that DrainOwner says this run takes over); `already`, left
+ * as it is (out by someone who is no racksmith run: an operator's drain stays until a human ends
+ * it, and the change is applied under it); `blocked` (out under another racksmith run's mark that
+ * this run does not take over: that run puts the node back when its own work ends, maybe in the
+ * middle of this host's change, so the drain fails and nothing disruptive runs).
+ * `owner`: undefined when the node's mark is not racksmith's.
+ */
+export type DrainAction = 'drain' | 'take-over' | 'already' | 'blocked';
+export function drainAction(out: boolean, owner: DrainOwner | undefined): DrainAction {
+  if (!out) return 'drain';
+  if (!owner) return 'already';
+  return owner.takeOver ? 'take-over' : 'blocked';
+}
+
+/**
+ * A blocked drain's detail (drainAction): the node's state, whose drain it is (DrainOwner.why),
+ * and what to do, with the scheduler's own command to put the node back (`byHand`).
+ */
+export const blockedDetail = (state: string, why: string, byHand: string): string =>
+  `${state}: ${why}; no disruptive change is applied under another racksmith run's drain, which that run ends (puts the node back) ` +
+  `when its own work ends, maybe in the middle of this host's changes: run again once that run has ended; if it never will ` +
+  `(another controller's run that died, a pruned run), put the node back by hand (${byHand}) and run again`;
 
 /** The reason racksmith records on a node it takes out: run id and controller, for a later run (and the operator) to find the run. */
 export const drainMark = (runId: string, controller?: string): string =>
@@ -90,7 +117,7 @@ export interface DrainOptions {
   reason: string;
   /**
    * Whose a racksmith mark found on a node already out is; undefined for a reason that is not
-   * one. Unset: every mark but this run's own is someone else's.
+   * one. Unset: every mark but this run's own is left as someone else's (`already`).
    */
   ownerOf?: (reason: string) => DrainOwner | undefined;
   /** How long the node's work may take to leave, in seconds. */
@@ -118,13 +145,14 @@ export interface DrainProvider {
   /**
    * Check mode, read only: whether someone else already keeps new work off the node, and why as
    * its scheduler says (what drain() would report as `already`); undefined when it is in scheduling;
-   * `takeOver` when it is out by a racksmith run that ownerOf says the apply takes over.
+   * `takeOver` when it is out by a racksmith run that ownerOf says the apply takes over; `blocked`
+   * (blockedDetail) when it is out by one the apply does not take over (its drain would fail).
    */
   outOfScheduling?(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling>;
 }
 
 /** A check run's answer of outOfScheduling (DrainProvider). */
-export type OutOfScheduling = string | { takeOver: string } | undefined;
+export type OutOfScheduling = string | { takeOver: string } | { blocked: string } | undefined;
 
 /** Why a drain was stopped, for its outcome: the signal's reason when it gives one (the host timed out), else Ctrl-C's. */
 export const stopReason = (signal: AbortSignal | undefined): string => (typeof signal?.reason === 'string' ? signal.reason : 'interrupted');

@@ -9,11 +9,15 @@
  * spec.unschedulable still owned by manager racksmith: an operator's `kubectl uncordon` and
  * `kubectl cordon` since make it the operator's; a `kubectl cordon` alone of a node still cordoned
  * changes nothing, so it stays racksmith's) and its run provably no longer runs
- * (DrainOptions.ownerOf): then this run takes it over. To keep such a node out, remove the annotation.
+ * (DrainOptions.ownerOf): then this run takes it over; a racksmith cordon this run does not take
+ * over fails its drain at once (blocked, contract/drain.ts drainAction): that run uncordons the
+ * node when its own work ends. To keep such a node out, remove the annotation.
  * The node counts as this run's once the cordon went through: Ctrl-C (or the host's
  * --host-timeout) during the evictions stops `kubectl drain` on the controller and uncordons it.
  */
 import {
+  blockedDetail,
+  drainAction,
   stopReason,
   type DrainExec,
   type DrainOptions,
@@ -77,6 +81,9 @@ export function parseNodeCordon(stdout: string): NodeCordon | undefined {
 const failure = (what: string, r: { code: number | null; stderr: string; stdout: string }): string =>
   `${what} failed (exit ${r.code ?? 'signal'}): ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(-4).join('\n')}`;
 
+/** The command an operator puts a node back with (a blocked drain's detail says it). */
+const byHand = (node: string): string => `kubectl uncordon ${shq(node)}`;
+
 /** A node someone else cordoned, as the output says it. */
 const CORDONED = 'cordoned (spec.unschedulable)';
 
@@ -96,7 +103,9 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       const cordon = parseNodeCordon(state.stdout);
       if (!cordon) return { kind: 'failed', detail: `kubectl get node ${node}: not a node's JSON`, drained: false };
       const owner = cordon.cordoned ? whoseCordon(cordon, o) : undefined;
-      const already = cordon.cordoned && !owner?.takeOver;
+      const action = drainAction(cordon.cordoned, owner);
+      if (action === 'blocked') return { kind: 'failed', detail: blockedDetail(CORDONED, owner!.why, byHand(node)), drained: false };
+      const already = action === 'already';
       if (!already) {
         // (taken over: the mark becomes this run's, so that a later run asks about this one)
         const c = await exec(cordonScript(a, node, o.reason));
@@ -118,7 +127,7 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         return { kind: 'failed', detail: owner?.takeOver ? `${detail} (${owner.why})` : detail, drained: !already };
       }
       if (owner?.takeOver) return { kind: 'drained', detail: owner.why };
-      if (already) return { kind: 'already', detail: `${CORDONED}${owner ? `: ${owner.why}` : ''}` };
+      if (already) return { kind: 'already', detail: CORDONED };
       return { kind: 'drained' };
     },
     async outOfScheduling(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling> {
@@ -126,9 +135,11 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       if (state.code !== 0) throw new Error(failure(`kubectl get node ${node}`, state));
       const cordon = parseNodeCordon(state.stdout);
       if (!cordon) throw new Error(`kubectl get node ${node}: not a node's JSON`);
-      if (!cordon.cordoned) return undefined;
-      const owner = cordon.mark === undefined ? undefined : ownerOf?.(cordon.mark);
-      return owner?.takeOver ? { takeOver: owner.why } : `${CORDONED}${owner ? `: ${owner.why}` : ''}`;
+      const owner = !cordon.cordoned || cordon.mark === undefined ? undefined : ownerOf?.(cordon.mark);
+      const action = drainAction(cordon.cordoned, owner);
+      if (action === 'drain') return undefined;
+      if (action === 'blocked') return { blocked: blockedDetail(CORDONED, owner!.why, byHand(node)) };
+      return action === 'take-over' ? { takeOver: owner!.why } : CORDONED;
     },
     async resume(exec: DrainExec, node: string): Promise<string | undefined> {
       const r = await exec(uncordonScript(a, node));

@@ -5,10 +5,14 @@
  * drained, down or failing (someone else's reason) is left as it is: its jobs are still waited
  * for, it is never resumed. A node only drained (not down or failing) with the mark of a racksmith
  * run that provably no longer runs (DrainOptions.ownerOf) is taken over: the reason becomes this
- * run's, and it is resumed after. A node in a reservation (reserved, maint) still takes that
- * reservation's jobs: it is drained and resumed like any other.
+ * run's, and it is resumed after; with the mark of one this run does not take over, its drain
+ * fails at once (blocked, contract/drain.ts drainAction): that run resumes the node when its own
+ * work ends. A node in a reservation (reserved, maint) still takes that reservation's jobs: it is
+ * drained and resumed like any other.
  */
 import {
+  blockedDetail,
+  drainAction,
   pollUntil,
   stopReason,
   type DrainExec,
@@ -115,7 +119,10 @@ export const slurmDrain: DrainProvider = {
       const before = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
       if (!before) return { kind: 'failed', detail: `Slurm does not know node ${node} (sinfo lists nothing)`, drained };
       const owner = alreadyOut(before) ? whoseOut(before, o) : undefined;
-      const already = alreadyOut(before) && !owner?.takeOver;
+      const action = drainAction(alreadyOut(before), owner);
+      if (action === 'blocked')
+        return { kind: 'failed', detail: blockedDetail(outDetail(before), owner!.why, resumeScript(node)), drained };
+      const already = action === 'already';
       if (!already) {
         await run(exec, drainScript(node, o.reason), `scontrol drain ${node}`);
         drained = true;
@@ -129,7 +136,7 @@ export const slurmDrain: DrainProvider = {
       const why = await pollUntil(jobs, o.timeoutSec, o.signal, `the jobs on ${node}`);
       if (why !== undefined) return { kind: 'failed', detail: owner?.takeOver ? `${why} (${owner.why})` : why, drained };
       if (owner?.takeOver) return { kind: 'drained', detail: owner.why };
-      if (already) return { kind: 'already', detail: `${outDetail(before)}${owner ? `: ${owner.why}` : ''}` };
+      if (already) return { kind: 'already', detail: outDetail(before) };
       const reserved = reservationState(before);
       return reserved ? { kind: 'drained', detail: `was ${reserved} (still open to its reservation's jobs)` } : { kind: 'drained' };
     } catch (e) {
@@ -141,9 +148,11 @@ export const slurmDrain: DrainProvider = {
   async outOfScheduling(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling> {
     const s = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
     if (!s) throw new Error(`Slurm does not know node ${node} (sinfo lists nothing)`);
-    if (!alreadyOut(s)) return undefined;
     const owner = drainedOnly(s) ? ownerOf?.(s.reason) : undefined;
-    return owner?.takeOver ? { takeOver: owner.why } : `${outDetail(s)}${owner ? `: ${owner.why}` : ''}`;
+    const action = drainAction(alreadyOut(s), owner);
+    if (action === 'drain') return undefined;
+    if (action === 'blocked') return { blocked: blockedDetail(outDetail(s), owner!.why, resumeScript(node)) };
+    return action === 'take-over' ? { takeOver: owner!.why } : outDetail(s);
   },
   async resume(exec: DrainExec, node: string): Promise<string | undefined> {
     const r = await exec(resumeScript(node));

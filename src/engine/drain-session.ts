@@ -269,7 +269,8 @@ export class DrainSession {
   /**
    * Check mode: say once that the apply would drain this host, or may (`may`: the resources whose
    * changes may be disruptive but wait on a pending change), or that it is already out of
-   * scheduling by someone else (asked of its scheduler, read only: the apply leaves it so).
+   * scheduling by someone else (asked of its scheduler, read only: the apply leaves it so), or
+   * blocked by another racksmith run's drain (the apply's drain of it would fail).
    */
   async would(host: string, may?: readonly string[]): Promise<void> {
     const d = this.plan.hosts.get(host);
@@ -284,6 +285,8 @@ export class DrainSession {
         const ownerOf = this.plan.ownerOf && this.claimedOwner(d, 'peek');
         const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, ownerOf);
         if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
+        // (another racksmith run's drain: the apply's drain of this host would fail, its changes not applied)
+        if (out && 'blocked' in out) return this.emit({ ...base, outcome: 'blocked', detail: [...notes, out.blocked].join('; ') });
         if (out) notes.push(`out of scheduling now, to be ${out.takeOver}`);
       } catch (e) {
         notes.push(`whether it is already out of scheduling is not known (controller ${d.controller.name}: ${(e as Error).message})`);

@@ -54,9 +54,10 @@ export type RunEvent =
   | ({ type: 'resource' } & ResourceResult)
   /**
    * --drain: the host's work moved off before its first disruptive change (`drained`), found
-   * already out by someone else (`already`, never resumed by this run), not emptied in time
-   * (`failed`: nothing disruptive applied); in check mode `would` (`may`: the resources whose
-   * disruptive changes wait on a pending change, when those are all it has).
+   * already out by someone else (`already`, never resumed by this run), not emptied in time or
+   * out under another racksmith run's drain (`failed`: nothing disruptive applied); in check mode
+   * `would` (`may`: the resources whose disruptive changes wait on a pending change, when those
+   * are all it has), or `blocked` (out under another racksmith run's drain: the apply's would fail).
    */
   | ({ type: 'drain'; outcome: DrainEventOutcome; detail?: string; may?: string[] } & DrainHow)
   /** --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`). */
@@ -64,7 +65,7 @@ export type RunEvent =
   | ({ type: 'host_recap' } & HostRecap)
   | ({ type: 'recap' } & Recap);
 
-export type DrainEventOutcome = 'drained' | 'already' | 'failed' | 'would';
+export type DrainEventOutcome = 'drained' | 'already' | 'failed' | 'would' | 'blocked';
 
 /** A drain event's host, its provider (`via`), the host its commands run on, and its node in the scheduler when that is not the host's name. */
 export interface DrainHow {

@@ -15,6 +15,7 @@ export function drainLines(events: readonly DrainEvent[]): string[] {
       already: 'already out of scheduling, left as it is',
       failed: 'DRAIN FAILED, nothing disruptive applied',
       would: 'would be drained (it has disruptive changes)',
+      blocked: "BLOCKED by another racksmith run's drain, its drain would fail and nothing disruptive be applied",
     }[e.outcome];
     return `  ${printable(e.host)}: ${what} (${via})${detail}`;
   });

@@ -10,10 +10,12 @@ import { InputError } from '../util/errors.ts';
 /**
  * What the check run found for a host with a drain provider: `would` be drained (a disruptive
  * change), `may` be (one waits on a pending change: `detail` says which), `already` out of
- * scheduling by someone else (`detail`: the scheduler's state and reason; left as it is), `none`
+ * scheduling by someone else (`detail`: the scheduler's state and reason; left as it is),
+ * `blocked` (out under another racksmith run's drain: the apply's drain of it fails, nothing
+ * disruptive applied while that run holds the node; `detail` says whose and what to do), `none`
  * (no disruptive change: not drained).
  */
-export type PlanDrainOutcome = 'would' | 'may' | 'already' | 'none';
+export type PlanDrainOutcome = 'would' | 'may' | 'already' | 'blocked' | 'none';
 
 export interface PlanHostDrain {
   /** The provider: kubernetes, slurm. */
@@ -51,7 +53,7 @@ export const planDrainsSchema = {
           via: { type: 'string' },
           controller: { type: 'string' },
           node: { type: 'string' },
-          outcome: { enum: ['would', 'may', 'already', 'none'] },
+          outcome: { enum: ['would', 'may', 'already', 'blocked', 'none'] },
           detail: { type: 'string' },
         },
       },
@@ -70,7 +72,13 @@ export function planDrains(plan: DrainPlan | undefined, events: readonly DrainEv
   const hosts: Record<string, PlanHostDrain> = {};
   for (const [host, d] of plan.hosts) {
     const e = found.get(host);
-    const outcome: PlanDrainOutcome = !e ? 'none' : e.outcome === 'already' ? 'already' : e.may?.length ? 'may' : 'would';
+    const outcome: PlanDrainOutcome = !e
+      ? 'none'
+      : e.outcome === 'already' || e.outcome === 'blocked'
+        ? e.outcome
+        : e.may?.length
+          ? 'may'
+          : 'would';
     hosts[host] = {
       via: d.provider.name,
       controller: d.controller.name,
@@ -113,8 +121,9 @@ export function checkPlanDrains(recorded: PlanDrains | undefined, now: DrainPlan
 /**
  * `apply`: a drain the plan did not list (a host it said has no disruptive change, or has no
  * drain provider), as a warning: what the reviewers approved did not take that host out. So is a
- * host the plan showed as already out by someone else (left so) that apply drained, and so will put
- * back: its drain was lifted since, or it was a racksmith run's that has died since (taken over).
+ * host the plan showed as already out by someone else (left so), or blocked by another racksmith
+ * run's drain, that apply drained, and so will put back: its drain was lifted since, or it was a
+ * racksmith run's that has died since (taken over).
  */
 export function unplannedDrain(recorded: PlanDrains | undefined, e: DrainEvent): string | undefined {
   if (e.outcome === 'would') return undefined;
@@ -123,6 +132,10 @@ export function unplannedDrain(recorded: PlanDrains | undefined, e: DrainEvent):
     return `${e.host} was out of scheduling by someone else when the plan was made (its reviewers were shown it left so), but apply found it to drain${
       e.detail ? ` (${e.detail})` : ''
     }: it is drained now and will be put back after its changes`;
+  if (planned === 'blocked' && e.outcome === 'drained')
+    return `${e.host} was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it to drain${
+      e.detail ? ` (${e.detail})` : ''
+    }: it is drained now, its changes applied, and it will be put back after them`;
   if (planned !== undefined && planned !== 'none') return undefined;
   return `${e.host} has a disruptive change the plan did not list (the plan's check run found none on it), so it was ${
     e.outcome === 'drained' ? 'drained' : e.outcome === 'already' ? 'found already out of scheduling' : 'to be drained (the drain failed)'

@@ -25,7 +25,9 @@ export const PLAN_FILE: OutputKind = { name: 'a racksmith plan', head: /^\{\s*"f
 //    timeout); a version 6 plan did not show them, and apply took --drain from its own command line
 // 8: a drained host's node in its scheduler when not its name (`drains.hosts.H.node`); a version 7
 //    plan drained the node named as the host
-export const PLAN_VERSION = 8;
+// 9: a host out under another racksmith run's drain recorded as `blocked` (its drain fails at the
+//    apply); a version 8 plan showed it as `already`, left so with the change applied under it
+export const PLAN_VERSION = 9;
 
 /**
  * A resource as reviewed: what apply checks (PlannedResource), its kind, and the diffs that were
@@ -250,6 +252,11 @@ function hostsText(hosts: string[]): string | undefined {
 /** The hosts whose check run failed, as a refusal or a warning names them. */
 export function failedHostsText(plan: Pick<PlanFile, 'failed'>): string | undefined {
   return hostsText(Object.keys(plan.failed ?? {}));
+}
+
+/** The hosts whose drain the check run found blocked by another racksmith run's drain (drains.ts), as a warning names them. */
+export function blockedHostsText(plan: Pick<PlanFile, 'drains'>): string | undefined {
+  return hostsText(Object.entries(plan.drains?.hosts ?? {}).flatMap(([h, d]) => (d.outcome === 'blocked' ? [h] : [])));
 }
 
 /** The hosts the check run never reached, as a refusal or a warning names them. */

@@ -1,5 +1,5 @@
 import type { HostStatus, Report, ReportItem } from '../report/model.ts';
-import { failedHostsText, unreachedHostsText, type PlanFile } from './plan.ts';
+import { blockedHostsText, failedHostsText, unreachedHostsText, type PlanFile } from './plan.ts';
 
 /** Resource ids are `kind:what` (`file:/etc/x`): a plan made before kinds were recorded shows that part. */
 const kindOfId = (id: string) => id.slice(0, Math.max(0, id.indexOf(':'))) || id;
@@ -51,6 +51,7 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
   });
   const failed = failedHostsText(plan);
   const notReached = unreachedHostsText(plan);
+  const blocked = blockedHostsText(plan);
   const count = (n: number, what: string) => (n ? [`${n} ${what}`] : []);
   const selectionParts = [
     ...count(Object.keys(unreached).length, 'not reached'),
@@ -77,6 +78,12 @@ export function planReport(plan: PlanFile, file: string, verified: boolean): Rep
       ...(failed ? [`the check run failed on ${failed}: what failed was never reviewed, and \`provision apply\` refuses this plan`] : []),
       ...(notReached
         ? [`the check run did not reach ${notReached}: their changes were never reviewed, and \`provision apply\` refuses this plan`]
+        : []),
+      // (not refused: the apply asks the scheduler again, and fails only the drains still blocked then)
+      ...(blocked
+        ? [
+            `${blocked} out of scheduling under another racksmith run's drain (Drains): their disruptive changes are not applied while that run holds their node; \`provision apply\` fails their drain unless the node is free by then`,
+          ]
         : []),
     ],
     hosts,

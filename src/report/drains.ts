@@ -14,7 +14,7 @@ type Drains = NonNullable<Report['drains']>;
 export const drainsHeading = (d: Drains): string =>
   `Drains (--drain, timeout ${d.timeoutSec}s; the apply drains these, the check run drained nothing):`;
 
-/** The Drains section for a terminal: one line per host to be drained (or may be, or already out), then the others. */
+/** The Drains section for a terminal: one line per host to be drained (or may be, already out, blocked), then the others. */
 export function drainsText(d: Drains): string[] {
   const listed = d.hosts.filter((h) => h.outcome !== 'none');
   const lines = drainLines(
@@ -24,7 +24,7 @@ export function drainsText(d: Drains): string[] {
       via: h.via,
       controller: h.controller,
       ...(h.node !== undefined ? { node: h.node } : {}),
-      outcome: h.outcome === 'already' ? ('already' as const) : ('would' as const),
+      outcome: h.outcome === 'already' || h.outcome === 'blocked' ? h.outcome : ('would' as const),
       ...(h.detail !== undefined ? { detail: h.detail } : {}),
     })),
   );

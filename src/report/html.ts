@@ -50,6 +50,7 @@ const DRAIN_TEXT = {
   would: 'would be drained',
   may: 'may be drained',
   already: 'already out of scheduling, left as it is',
+  blocked: "BLOCKED by another racksmith run's drain (its changes would not be applied)",
   none: 'not drained (no disruptive change)',
 };
 
@@ -75,6 +76,7 @@ const RUN_DRAIN_TEXT: Record<string, string> = {
   already: "already out of scheduling (someone else's), left as it is",
   failed: 'DRAIN FAILED, nothing disruptive applied',
   would: 'would be drained (check mode)',
+  blocked: "BLOCKED by another racksmith run's drain (check mode)",
   resumed: 'put back (resumed)',
   'not-resumed': 'NOT PUT BACK (the resume failed)',
 };

@@ -39,8 +39,8 @@ export interface ReportDrain {
   controller: string;
   /** Its node in the scheduler, when not named as the host (racksmith_slurm_node, kube_override_hostname). */
   node?: string;
-  /** `would` be drained, `may` be, `already` out of scheduling (left so), `none` (no disruptive change). */
-  outcome: 'would' | 'may' | 'already' | 'none';
+  /** `would` be drained, `may` be, `already` out of scheduling (left so), `blocked` by another racksmith run's drain, `none` (no disruptive change). */
+  outcome: 'would' | 'may' | 'already' | 'blocked' | 'none';
   /** Why it may be (the resources that wait on a pending change), or the scheduler's state and reason. */
   detail?: string;
 }

@@ -5,7 +5,16 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConnectError, type Connection } from '../../src/connection/types.ts';
-import type { DrainExec, DrainOutcome, DrainProvider, OutOfScheduling } from '../../src/contract/drain.ts';
+import {
+  blockedDetail,
+  drainAction,
+  type DrainAction,
+  type DrainExec,
+  type DrainOutcome,
+  type DrainOwner,
+  type DrainProvider,
+  type OutOfScheduling,
+} from '../../src/contract/drain.ts';
 import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
 import { drainPlan } from '../../src/cli/drain-plan.ts';
@@ -34,6 +43,39 @@ function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stde
   };
   return { exec, ran };
 }
+
+describe('drainAction: what a drain does with the node as it finds it', () => {
+  const dead: DrainOwner = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
+  const mine: DrainOwner = { takeOver: true, why: 'still drained by this run' };
+  const live: DrainOwner = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
+  const elsewhere: DrainOwner = { takeOver: false, why: "run R0 is controller rack2-ctl's, not this one's (ctl): ..." };
+  const pruned: DrainOwner = { takeOver: false, why: "run R0 is not in this controller's run history (/s/runs): ..." };
+  const claimed: DrainOwner = {
+    takeOver: false,
+    why: 'not taken over: run W of this controller is taking it over (pid 4242, claim /c/0.json)',
+  };
+  it.each<[string, boolean, DrainOwner | undefined, DrainAction]>([
+    ['in scheduling: drained', false, undefined, 'drain'],
+    ['in scheduling, a stale mark asked about all the same: drained', false, live, 'drain'],
+    ["out, no racksmith mark (an operator's drain or cordon): left so, the change applied under it", true, undefined, 'already'],
+    ["out under a dead run's mark this run takes over", true, dead, 'take-over'],
+    ["out under this run's own mark (a resume that failed)", true, mine, 'take-over'],
+    ["out under a live run's mark of this controller: blocked", true, live, 'blocked'],
+    ["out under another controller's run's mark: blocked", true, elsewhere, 'blocked'],
+    ["out under the mark of a run not in this history (another user's, pruned): blocked", true, pruned, 'blocked'],
+    ["out under a dead run's mark another live run has claimed: blocked", true, claimed, 'blocked'],
+  ])('%s', (_, out, owner, want) => {
+    expect(drainAction(out, owner)).toBe(want);
+  });
+  it("a blocked drain's detail: the node's state, whose drain it is, what to do and the scheduler's command", () => {
+    expect(blockedDetail('drained (racksmith R0 on c)', live.why, 'scontrol update nodename=n1 state=resume')).toBe(
+      'drained (racksmith R0 on c): run R0 is still running on this controller (pid 9); no disruptive change is applied under ' +
+        "another racksmith run's drain, which that run ends (puts the node back) when its own work ends, maybe in the middle of " +
+        "this host's changes: run again once that run has ended; if it never will (another controller's run that died, a pruned run), " +
+        'put the node back by hand (scontrol update nodename=n1 state=resume) and run again',
+    );
+  });
+});
 
 describe('Slurm provider', () => {
   // sinfo's %T (sinfo(1) NODE STATE CODES, Slurm 22.05: a long state and a flag suffix) and the
@@ -138,7 +180,9 @@ describe('Slurm provider', () => {
     const dead = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
     expect(await slurmDrain.outOfScheduling!(marked.exec, 'n1', () => dead)).toEqual({ takeOver: dead.why });
     const live = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
-    expect(await slurmDrain.outOfScheduling!(marked.exec, 'n1', () => live)).toBe(`drained (racksmith R0 on c): ${live.why}`);
+    expect(await slurmDrain.outOfScheduling!(marked.exec, 'n1', () => live)).toEqual({
+      blocked: blockedDetail('drained (racksmith R0 on c)', live.why, 'scontrol update nodename=n1 state=resume'),
+    });
     // down with a dead run's mark: never taken over
     const down = controller([[/^sinfo/m, { stdout: 'down+drain|racksmith R0 on c\n' }]]);
     expect(await slurmDrain.outOfScheduling!(down.exec, 'n1', () => dead)).toBe('down+drain (racksmith R0 on c)');
@@ -164,10 +208,14 @@ describe('Slurm provider', () => {
       true,
     ],
     [
-      "a live run's drain: left, said why",
+      "a live run's drain: blocked, failed at once (no wait for its jobs), said whose and what to do",
       'drained|racksmith R0 on c',
       live,
-      { kind: 'already', detail: `drained (racksmith R0 on c): ${live.why}` },
+      {
+        kind: 'failed',
+        detail: blockedDetail('drained (racksmith R0 on c)', live.why, 'scontrol update nodename=n1 state=resume'),
+        drained: false,
+      },
       false,
     ],
     [
@@ -188,6 +236,8 @@ describe('Slurm provider', () => {
     expect(out).toBe(taken);
     // taken over: the reason becomes this run's, so that a later run asks about this one
     expect(c.ran.includes("scontrol update nodename=n1 state=drain reason='racksmith R1 on c'")).toBe(taken);
+    // blocked: nothing more asked of the controller (its jobs are not this run's to wait for)
+    if (want.kind === 'failed') expect(c.ran).toEqual(["sinfo -h -N -n n1 -o '%T|%E'"]);
   });
 
   it("a taken-over drain that times out says so, and is this run's to resume", async () => {
@@ -340,10 +390,10 @@ describe('Kubernetes provider', () => {
       true,
     ],
     [
-      "a live run's cordon: left, said why",
+      "a live run's cordon: blocked, failed at once (no evictions), said whose and what to do",
       { unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' },
       live,
-      { kind: 'already', detail: `cordoned (spec.unschedulable): ${live.why}` },
+      { kind: 'failed', detail: blockedDetail('cordoned (spec.unschedulable)', live.why, 'kubectl uncordon n1'), drained: false },
       false,
     ],
     [
@@ -372,6 +422,7 @@ describe('Kubernetes provider', () => {
     expect(got).toEqual(want);
     expect(out).toBe(taken);
     expect(c.ran.includes(cordonN1('racksmith R1 on c'))).toBe(taken);
+    if (want.kind === 'failed') expect(c.ran).toEqual([GET_N1]);
   });
   it("check mode reads only the node: cordoned by someone else, in scheduling, or a dead run's cordon the apply takes over", async () => {
     const c = controller([[/k get node/, { stdout: nodeJson({ unschedulable: true }) }]]);
@@ -384,7 +435,9 @@ describe('Kubernetes provider', () => {
     const dead = { takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' };
     expect(await k8s.outOfScheduling!(marked.exec, 'n1', () => dead)).toEqual({ takeOver: dead.why });
     const live = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
-    expect(await k8s.outOfScheduling!(marked.exec, 'n1', () => live)).toBe(`cordoned (spec.unschedulable): ${live.why}`);
+    expect(await k8s.outOfScheduling!(marked.exec, 'n1', () => live)).toEqual({
+      blocked: blockedDetail('cordoned (spec.unschedulable)', live.why, 'kubectl uncordon n1'),
+    });
     await expect(
       k8s.outOfScheduling!(controller([[/k get node/, { code: 1, stderr: 'nodes "n1" not found' }]]).exec, 'n1'),
     ).rejects.toThrow('kubectl get node n1 failed (exit 1): nodes "n1" not found');
@@ -939,6 +992,23 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         detail: 'whether it is already out of scheduling is not known (controller ctl: sinfo -n n1 failed (exit 1): no controller)',
       },
     ]);
+    // out by a racksmith run the apply does not take over: blocked, its drain would fail
+    const live = provider(() => ({ blocked: 'drained (racksmith R0 on c): run R0 is still running on this controller (pid 9); ...' }));
+    const blocked = await runWith({ kind: 'drained' }, plays, true, undefined, { provider: live, connector });
+    expect(blocked.log).toEqual(['n1 kv:1 changed', 'n2 kv:1 changed']);
+    expect(blocked.events.filter((e) => e.type === 'drain')).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'rec',
+        controller: 'ctl',
+        outcome: 'blocked',
+        detail: 'drained (racksmith R0 on c): run R0 is still running on this controller (pid 9); ...',
+      },
+    ]);
+    expect(drainLines(blocked.events.filter((e) => e.type === 'drain'))).toEqual([
+      "  n1: BLOCKED by another racksmith run's drain, its drain would fail and nothing disruptive be applied (rec via ctl): drained (racksmith R0 on c): run R0 is still running on this controller (pid 9); ...",
+    ]);
     // out by a racksmith run that died: the apply takes it over, so the check lists a drain
     const dead = provider(() => ({ takeOver: 'taken over from run R0, which did not finish: its process 9 is gone' }));
     const takeover = await runWith({ kind: 'drained' }, plays, true, undefined, { provider: dead, connector });
@@ -1023,5 +1093,46 @@ describe("check mode's question with the controller unreachable", () => {
         'whether it is already out of scheduling is not known (controller ctl: connect ECONNREFUSED 10.0.0.1:22)',
       ]),
     );
+  });
+});
+
+describe("a dead run's node another run of this controller has claimed (the session's claims)", () => {
+  it('the run without the claim: its drain fails at once, blocked (the check says blocked), and nothing is resumed', async () => {
+    const ran: string[] = [];
+    const conn: Connection = {
+      host: 'ctl',
+      execCount: 0,
+      exec: async (script) => {
+        ran.push(script);
+        return script.startsWith('sinfo')
+          ? { code: 0, stdout: 'drained|racksmith R0 on c\n', stderr: '' }
+          : { code: 0, stdout: '', stderr: '' };
+      },
+      close: async () => undefined,
+    };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const held = 'run W of this controller is taking it over (pid 4242, claim /c/slurm~n1/0.json)';
+    const events: Array<Record<string, unknown>> = [];
+    const session = new DrainSession(
+      {
+        hosts: new Map([['n1', { provider: slurmDrain, controller: ctl, node: 'n1' }]]),
+        timeoutSec: 5,
+        mark: 'racksmith R1 on c',
+        ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
+        claims: { claim: () => held, peek: () => held, release: () => undefined, releaseAll: () => undefined },
+      },
+      'R1',
+      async () => conn,
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    const detail = blockedDetail('drained (racksmith R0 on c)', `not taken over: ${held}`, 'scontrol update nodename=n1 state=resume');
+    await session.would('n1');
+    expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'blocked', detail }]);
+    events.length = 0;
+    expect(await session.before('n1')).toBe(`drain (slurm via ctl) failed: ${detail}`);
+    expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'failed', detail }]);
+    expect(ran.filter((s) => !s.startsWith('sinfo'))).toEqual([]); // no scontrol, no squeue
+    await session.resumeAll();
+    expect(events.filter((e) => e.type === 'resume')).toEqual([]);
   });
 });

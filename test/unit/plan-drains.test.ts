@@ -1,6 +1,6 @@
-// A plan records its drains (plan version 8): per host with a drain provider, the provider, its
+// A plan records its drains (plan version 9): per host with a drain provider, the provider, its
 // controller, its node when not named as the host, and what the check run found (would, may with why, already out with the scheduler's
-// reason, none), and the timeout. `plan show` lists them (text, --json, the page); `apply` refuses
+// reason, blocked by another racksmith run's drain, none), and the timeout. `plan show` lists them (text, --json, the page); `apply` refuses
 // to drain otherwise than the plan, and says a drain the plan did not list. A version 6 plan
 // recorded none of it.
 import { mkdtempSync } from 'node:fs';
@@ -82,8 +82,8 @@ describe("a plan's drains", () => {
   scratchStateDir();
 
   it('records per host the provider, controller and what the check run found, and the timeout', () => {
-    expect(plan.version).toBe(8);
-    expect(PLAN_VERSION).toBe(8);
+    expect(plan.version).toBe(9);
+    expect(PLAN_VERSION).toBe(9);
     expect(plan.drains).toEqual({
       timeoutSec: 600,
       hosts: {
@@ -212,6 +212,44 @@ describe("a plan's drains", () => {
     );
   });
 
+  it("a host out under another racksmith run's drain: recorded `blocked`, shown in every view and said in a warning; apply says so if it drains it after all", () => {
+    const why =
+      "drained (racksmith R0 on c): run R0 is still running on this controller (pid 9); no disruptive change is applied under another racksmith run's drain ...";
+    const p = {
+      ...plan,
+      drains: planDrains(drainPlanOf(nodes), [...checkEvents, event('n4', { outcome: 'blocked', detail: why })]),
+    } as PlanFile;
+    expect(p.drains!.hosts.n4).toEqual({ via: 'slurm', controller: 'ctl', outcome: 'blocked', detail: why });
+    const dir = mkdtempSync(join(tmpdir(), 'rs-plandrain-'));
+    const { signature: _, ...body } = p;
+    writePlan(join(dir, 'blocked.plan'), body);
+    expect(readPlan(join(dir, 'blocked.plan')).drains!.hosts.n4.outcome).toBe('blocked');
+    const report = planReport(p, 'p.plan', true);
+    const warning =
+      "1 host(s) (n4) out of scheduling under another racksmith run's drain (Drains): their disruptive changes are not applied while that run holds their node; `provision apply` fails their drain unless the node is free by then";
+    expect(report.warnings).toEqual([warning]);
+    const text = reportText(report);
+    expect(text).toContain(`WARNING: ${warning}`);
+    expect(text).toContain(
+      `  n4: BLOCKED by another racksmith run's drain, its drain would fail and nothing disruptive be applied (slurm via ctl): ${why}\n  not drained, no disruptive change: n5\n`,
+    );
+    expect(JSON.parse(reportJson(report)).drains.hosts[3]).toEqual({
+      host: 'n4',
+      via: 'slurm',
+      controller: 'ctl',
+      outcome: 'blocked',
+      detail: why,
+    });
+    expect(reportHtml(report)).toContain(
+      `<tr data-host="n4" data-drain="blocked"><td>n4</td><td><span class="st s-drain-blocked">BLOCKED by another racksmith run&#39;s drain (its changes would not be applied)</span><div class="note">`,
+    );
+    // the apply asks again: still blocked, its drain fails (as listed); free by then, drained: said
+    expect(unplannedDrain(p.drains, event('n4', { outcome: 'failed', detail: why }))).toBeUndefined();
+    expect(unplannedDrain(p.drains, event('n4', { outcome: 'drained' }))).toBe(
+      "n4 was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it to drain: it is drained now, its changes applied, and it will be put back after them",
+    );
+  });
+
   it('a version 7 plan (no node names recorded) is refused by plan show and apply, exit 3, saying why', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'rs-plandrain-')), 'p.plan');
     const { signature: _, ...body } = plan;
@@ -223,7 +261,7 @@ describe("a plan's drains", () => {
       const r = await cli(args);
       expect(r.code, args[0]).toBe(3);
       expect(r.stderr).toMatch(
-        /plan format version 7 \(made by an older racksmith\) is not supported \(this racksmith reads 8\); make a new one/,
+        /plan format version 7 \(made by an older racksmith\) is not supported \(this racksmith reads 9\); make a new one/,
       );
     }
   });

@@ -227,7 +227,7 @@ describe('a plan whose check run failed', () => {
       const r = await cli(args);
       expect(r.code, args[0]).toBe(3);
       expect(r.stderr).toMatch(
-        /plan format version 5 \(made by an older racksmith\) is not supported \(this racksmith reads 8\); make a new one/,
+        /plan format version 5 \(made by an older racksmith\) is not supported \(this racksmith reads 9\); make a new one/,
       );
     }
   });
