@@ -1,11 +1,13 @@
-// A saved plan records the drains it will do (plan version 8), on the bed's real Slurm (tb7 the
+// A saved plan records the drains it will do (plan version 9), on the bed's real Slurm (tb7 the
 // controller, tb8 and tb9 compute nodes, an MTU change on each): the check run asks Slurm, read
 // only, which node someone else already has out; `plan show` lists the Drains (text, --json, the
 // page in headless Chromium); `apply` refuses another --drain, and a plan whose drains do not
 // match what apply would do, and says a drain the plan did not list; `apply PLAN` drains as reviewed: tb8 drained, changed, resumed; tb9,
-// drained by hand beforehand, changed and left drained with its reason.
+// drained by hand beforehand, changed and left drained with its reason. Nodes out under other
+// racksmith runs' drains are recorded blocked, said in a warning and on the page; apply asks Slurm
+// again: one still blocked fails its drain (nothing applied), one put back by hand since is drained.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
@@ -141,6 +143,110 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
       expect(shown.dom).toContain(
         '<tr data-host="tb9" data-drain="already"><td>tb9</td><td><span class="st s-drain-already">already out of scheduling, left as it is</span><div class="note">drained (maintenance by ops)</div></td><td>slurm via tb7</td></tr>',
       );
+    },
+    120_000,
+  );
+
+  /** tb8 and tb9 out under the drains of racksmith runs this controller cannot vouch for (not in its history; another controller's). */
+  const otherRunsDrains = async () => {
+    const marks = { tb8: `racksmith 20260101T000000Z-abcdef on ${hostname()}`, tb9: 'racksmith 20260101T000000Z-abcdef on rack2-ctl' };
+    for (const h of NODES) await onCtl(`scontrol update nodename=${h} state=drain reason='${marks[h as 'tb8']}'`);
+    return marks;
+  };
+  const BLOCKED = "BLOCKED by another racksmith run's drain, its drain would fail and nothing disruptive be applied";
+
+  it("nodes under other racksmith runs' drains: recorded blocked and warned of; apply asks again: the one still blocked fails its drain, the one put back by hand since is drained (warned)", async () => {
+    const marks = await otherRunsDrains();
+    const dir = tmp();
+    const plan = join(dir, 'p.plan');
+    const check = await provision([
+      PB,
+      '-i',
+      inventory(),
+      '-l',
+      NODES.join(','),
+      '--drain',
+      'slurm',
+      '--check',
+      '--json',
+      '--plan-out',
+      plan,
+    ]);
+    expect(check.code, check.stderr).toBe(2);
+    const recorded = JSON.parse(readFileSync(plan, 'utf8')) as PlanFile;
+    expect(recorded.version).toBe(9);
+    for (const h of NODES)
+      expect(recorded.drains!.hosts[h]).toEqual({
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'blocked',
+        detail: expect.stringMatching(
+          new RegExp(`^drained \\(${marks[h as 'tb8']}\\): run 20260101T000000Z-abcdef .*state=resume\\) and run again$`),
+        ),
+      });
+    const text = await provision(['plan', 'show', plan]);
+    expect(text.code, text.stderr).toBe(0); // (not refused: apply asks again)
+    const warning =
+      "WARNING: 2 host(s) (tb8, tb9) out of scheduling under another racksmith run's drain (Drains): their disruptive changes are not applied while that run holds their node; `provision apply` fails their drain unless the node is free by then";
+    expect(text.stderr).toContain(warning);
+    expect(text.stdout).toMatch(/^WARNING: 2 host\(s\) \(tb8, tb9\) out of scheduling under another racksmith run's drain/);
+    expect(text.stdout).toContain(
+      `  tb8: ${BLOCKED} (slurm via tb7): drained (${marks.tb8}): run 20260101T000000Z-abcdef is not in this controller's run history`,
+    );
+    const json = await provision(['plan', 'show', plan, '--json']);
+    expect(JSON.parse(json.stdout).drains.hosts.map((h: { host: string; outcome: string }) => `${h.host} ${h.outcome}`)).toEqual([
+      'tb8 blocked',
+      'tb9 blocked',
+    ]);
+
+    // the operator puts tb9 back by hand (another controller's run, dead): the apply drains it now
+    await onCtl('scontrol update nodename=tb9 state=resume');
+    const apply = await provision(['apply', plan, '--json']);
+    expect(apply.code, apply.stderr).toBe(1);
+    const byHost = drainEvents(apply).sort((a, b) => a.host.localeCompare(b.host));
+    expect(byHost).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'failed', detail: recorded.drains!.hosts.tb8.detail },
+      { type: 'drain', host: 'tb9', via: 'slurm', controller: CTL, outcome: 'drained' },
+      { type: 'resume', host: 'tb9', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    expect(apply.stderr).toContain(
+      "warning: tb9 was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it to drain: it is drained now, its changes applied, and it will be put back after them",
+    );
+    expect(await liveMtu('tb8')).toBe('1500');
+    expect(await nodeState('tb8')).toEqual({ state: 'drained', reason: marks.tb8 });
+    expect(await liveMtu('tb9')).toBe('9000');
+    expect(await nodeState('tb9')).toEqual({ state: 'idle', reason: 'none' });
+  }, 180_000);
+
+  it.skipIf(chromiumMissing)(
+    'plan show --html: blocked drains on the page, the warning at its top, the host filter, no console message',
+    async () => {
+      await otherRunsDrains();
+      await onCtl('scontrol update nodename=tb9 state=resume');
+      const dir = tmp();
+      const plan = join(dir, 'p.plan');
+      const check = await provision([PB, '-i', inventory(), '-l', NODES.join(','), '--drain', 'slurm', '--check', '--plan-out', plan]);
+      expect(check.code, check.stderr).toBe(2);
+      const page = join(dir, 'plan.html');
+      const r = await provision(['plan', 'show', plan, '--html', page]);
+      expect(r.code, r.stderr).toBe(0);
+      const shown = await renderPage(page);
+      expect(shown.code).toBe(0);
+      expect(shown.console).toEqual([]);
+      expect(shown.dom).toContain(
+        '<p class="warning">WARNING: 1 host(s) (tb8) out of scheduling under another racksmith run\'s drain (Drains): their disruptive changes are not applied',
+      );
+      expect(shown.dom).toMatch(
+        /<tr data-host="tb8" data-drain="blocked"><td>tb8<\/td><td><span class="st s-drain-blocked">BLOCKED by another racksmith run's drain \(its changes would not be applied\)<\/span><div class="note">drained \(racksmith 20260101T000000Z-abcdef on [^)]+\): run 20260101T000000Z-abcdef is not in this controller's run history .*<\/div><\/td><td>slurm via tb7<\/td><\/tr>/,
+      );
+      expect(shown.dom).toContain('<tr data-host="tb9" data-drain="would">');
+      expect(shown.dom).toContain('2 of 2 drains');
+      // the host filter keeps the blocked host's drain, hides the other's
+      const one = await renderPage(`${page}#host=tb8`);
+      expect(one.console).toEqual([]);
+      expect(one.dom).toContain('<tr data-host="tb8" data-drain="blocked">');
+      expect(one.dom).toContain('<tr data-host="tb9" data-drain="would" class="hidden">');
+      expect(one.dom).toContain('1 of 2 drains');
     },
     120_000,
   );

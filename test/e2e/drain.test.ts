@@ -5,7 +5,8 @@
 // and resumed (and `runs show` of each run says so), and `runs prune` keeps that killed run's
 // record until then (said so); of two runs that find a dead run's drained node at once (a barrier
 // over sinfo) exactly one takes it over; one drained by a racksmith run this controller cannot
-// vouch for stays drained, said whose; nodes in a reservation (reserved,
+// vouch for stays drained, its host's drain failing (blocked: check mode says so), said whose and what
+// to do, nothing disruptive applied (so does the loser of the two runs); nodes in a reservation (reserved,
 // maint) are drained and resumed all the same; a NIC queue change that waits on a package install
 // is listed by the check as a drain that may come; a drain that times out applies
 // nothing disruptive and still resumes the node. Kubernetes against the API double on the runner
@@ -14,7 +15,7 @@
 // --host-timeout (as for the Slurm wait): the drain stopped at once, the node put back; a node
 // left cordoned by a run killed with SIGKILL is taken over and uncordoned; a node cordoned
 // beforehand is listed by the check as already out, and stays so, and so does an operator's cordon
-// over a dead run's leftover mark. A check run whose Slurm controller cannot be reached asks it
+// over a dead run's leftover mark; one cordoned by a live racksmith run is blocked (check and apply). A check run whose Slurm controller cannot be reached asks it
 // once, and says the same reason on every node's line.
 // Each test resets its hosts.
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,10 +27,11 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { startKubeApiDouble, type KubeApiDouble } from '../kube-double/server.ts';
-import { provision, recaps, repoRoot, writeInventory } from './helpers.ts';
+import { provision, recaps, repoRoot, writeInventory, type CliRun } from './helpers.ts';
 import { localAptRepo } from './local-repo.ts';
 import { CTL, drainEvents, IFACES, inventory, liveMtu, NODES, nodeState, onCtl, PB } from './slurm-mtu-bed.ts';
 import { newRunId, runsDir } from '../../src/history/record.ts';
+import { bootId, processStart } from '../../src/history/run-process.ts';
 import { channelsUnsettable } from './nic-channels.ts';
 
 /** Submit a sleep job on `node` and wait until it runs (the scheduler starts it within a second or two). */
@@ -253,7 +255,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(again.stdout).toContain(`"id":"${dead}"`);
   }, 180_000);
 
-  it('two runs that find a dead run’s drained node at once: exactly one takes it over and resumes it, the other is told whose it is', async () => {
+  it('two runs that find a dead run’s drained node at once: exactly one takes it over and resumes it, the other fails its drain (blocked), saying whose it is', async () => {
     // a run of this controller's history that died (its process gone) leaving tb8 draining, its job
     // still running: the run that takes it over waits for the job, holding its claim all the while
     // (without the job it could resume the node before the other run, its sinfo answer held by the
@@ -291,38 +293,32 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       await onCtl('rm -rf /usr/local/bin/sinfo /run/rs-barrier');
       rmSync(record, { force: true });
     }
-    // Both apply the same MTU change once the job has ended. The one that applies second either waited
-    // for the other's apply lock (then probes again: converged) or came after it (then its write
-    // finds the file changed since its probe and refuses: exit 1, said). Either is right; the drains
-    // are what this test is about.
-    for (const r of runs)
-      if (r.code !== 0) {
-        expect(r.code, r.stderr).toBe(1);
-        expect(r.stderr).toContain('/etc/network/interfaces changed since it was probed; not overwriting');
-      }
     const taken = `taken over from run ${id}, which did not finish: its process ${pid} is gone`;
     const winner = runs.find((r) => drainEvents(r).some((e) => e.outcome === 'drained'));
     const loser = runs.find((r) => r !== winner)!;
+    // the winner applies the MTU change once the job has ended; the loser applies nothing disruptive
+    expect(winner!.code, winner!.stderr).toBe(0);
+    expect(loser.code, loser.stderr).toBe(1);
     expect(drainEvents(winner!)).toEqual([
       { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained', detail: taken },
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
     ]);
-    // the other leaves it to the winner: no takeover, no resume of its own
+    // the other leaves it to the winner: no takeover, no resume of its own, its drain failed (the
+    // winner resumes the node when its own work ends, maybe in the middle of the loser's change)
     const winnerId = /^run: (\S+) /m.exec(winner!.stderr)![1];
+    const blocked = new RegExp(
+      `^draining \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~tb8/0\\.json\\); ` +
+        "no disruptive change is applied under another racksmith run's drain, .*: run again once that run has ended; " +
+        '.*put the node back by hand \\(scontrol update nodename=tb8 state=resume\\) and run again$',
+    );
     expect(drainEvents(loser)).toEqual([
-      {
-        type: 'drain',
-        host: 'tb8',
-        via: 'slurm',
-        controller: CTL,
-        outcome: 'already',
-        detail: expect.stringMatching(
-          new RegExp(
-            `^draining \\(${mark}\\): not taken over: run ${winnerId} of this controller is taking it over \\(pid \\d+, claim /.*/drain-claims/slurm~tb8/0\\.json\\)$`,
-          ),
-        ),
-      },
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'failed', detail: expect.stringMatching(blocked) },
     ]);
+    const notApplied = loser.events.find((e) => e.type === 'resource' && e.host === 'tb8' && e.id === 'mtu:eth0');
+    expect(notApplied).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^not applied: drain \(slurm via tb7\) failed: draining /),
+    });
     expect(await onCtl(`squeue -h -j ${job} -o %T`)).toBe(''); // the job ran to its end
     expect(await liveMtu('tb8')).toBe('9000');
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
@@ -331,23 +327,43 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(readdirSync(claims).flatMap((d) => readdirSync(join(claims, d)))).toEqual([]);
   }, 180_000);
 
-  it("a node drained by a racksmith run this controller cannot vouch for (not in its history; another controller's) stays drained, and the run says whose it is", async () => {
+  it("a node drained by a racksmith run this controller cannot vouch for (not in its history; another controller's): the check says blocked, the apply fails its drain, nothing applied, the node left drained", async () => {
     const unknown = `racksmith 20260101T000000Z-abcdef on ${hostname()}`;
     const elsewhere = 'racksmith 20260101T000000Z-abcdef on rack2-ctl';
     await onCtl(`scontrol update nodename=tb8 state=drain reason='${unknown}'`);
     await onCtl(`scontrol update nodename=tb9 state=drain reason='${elsewhere}'`);
-    const run = await provision([PB, '-i', inventory(), '-l', 'tb8,tb9', '--drain', 'slurm', '--json']);
-    expect(run.code, run.stderr).toBe(0);
     const runs = join(process.env.XDG_STATE_HOME ?? join(homedir(), '.local/state'), 'racksmith/runs');
+    const todo = (node: string) =>
+      "; no disruptive change is applied under another racksmith run's drain, which that run ends (puts the node back) when its own work ends, " +
+      "maybe in the middle of this host's changes: run again once that run has ended; if it never will (another controller's run that died, " +
+      `a pruned run), put the node back by hand (scontrol update nodename=${node} state=resume) and run again`;
     const detail = {
-      tb8: `drained (${unknown}): run 20260101T000000Z-abcdef is not in this controller's run history (${runs}): another user's or another controller's run, or pruned`,
-      tb9: `drained (${elsewhere}): run 20260101T000000Z-abcdef is controller rack2-ctl's, not this one's (${hostname()}): only its run history can tell whether it still runs`,
+      tb8: `drained (${unknown}): run 20260101T000000Z-abcdef is not in this controller's run history (${runs}): another user's or another controller's run, or pruned${todo('tb8')}`,
+      tb9: `drained (${elsewhere}): run 20260101T000000Z-abcdef is controller rack2-ctl's, not this one's (${hostname()}): only its run history can tell whether it still runs${todo('tb9')}`,
     };
-    expect(drainEvents(run).sort((a, b) => String(a.host).localeCompare(String(b.host)))).toEqual(
-      NODES.map((h) => ({ type: 'drain', host: h, via: 'slurm', controller: CTL, outcome: 'already', detail: detail[h as 'tb8'] })),
+    const byHost = (r: CliRun) => drainEvents(r).sort((a, b) => String(a.host).localeCompare(String(b.host)));
+    // check mode: each host said blocked (before the change window), not already out
+    const check = await provision([PB, '-i', inventory(), '-l', 'tb8,tb9', '--drain', 'slurm', '--check', '--json']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(byHost(check)).toEqual(
+      NODES.map((h) => ({ type: 'drain', host: h, via: 'slurm', controller: CTL, outcome: 'blocked', detail: detail[h as 'tb8'] })),
     );
-    expect(run.stderr).toContain(`tb9: already out of scheduling, left as it is (slurm via tb7): ${detail.tb9}`);
-    for (const h of NODES) expect(await liveMtu(h)).toBe('9000');
+    expect(check.stderr).toContain(
+      `tb9: BLOCKED by another racksmith run's drain, its drain would fail and nothing disruptive be applied (slurm via tb7): ${detail.tb9}`,
+    );
+
+    const run = await provision([PB, '-i', inventory(), '-l', 'tb8,tb9', '--drain', 'slurm', '--json']);
+    expect(run.code, run.stderr).toBe(1);
+    expect(byHost(run)).toEqual(
+      NODES.map((h) => ({ type: 'drain', host: h, via: 'slurm', controller: CTL, outcome: 'failed', detail: detail[h as 'tb8'] })),
+    );
+    for (const h of NODES)
+      expect(run.events.find((e) => e.type === 'resource' && e.host === h && e.id === 'mtu:eth0')).toMatchObject({
+        status: 'failed',
+        error: `not applied: drain (slurm via tb7) failed: ${detail[h as 'tb8']}`,
+      });
+    expect(run.stderr).toContain(`tb9: DRAIN FAILED, nothing disruptive applied (slurm via tb7): ${detail.tb9}`);
+    for (const h of NODES) expect(await liveMtu(h)).toBe('1500');
     expect(await nodeState('tb8')).toEqual({ state: 'drained', reason: unknown });
     expect(await nodeState('tb9')).toEqual({ state: 'drained', reason: elsewhere });
   }, 120_000);
@@ -777,6 +793,53 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
         { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'already', detail: 'cordoned (spec.unschedulable)' },
       ]);
       expect(unschedulable()).toBe(true);
+    } finally {
+      rmSync(record, { force: true });
+    }
+  }, 120_000);
+
+  it("a node cordoned by another racksmith run still running on this controller: the check says blocked; the apply fails its drain (no eviction), nothing applied, the node left cordoned with that run's mark", async () => {
+    // a run of this controller's history that is alive (its process is this test's own), whose
+    // cordon is on the node as racksmith's patch leaves it (field manager racksmith, its mark)
+    const id = newRunId();
+    const record = join(runsDir(), `${id}.json`);
+    const proc = { pid: process.pid, start: processStart(process.pid), boot: bootId() };
+    const fields = { start: new Date().toISOString(), user: 'ops', controller: hostname(), argv: [], cwd: '/', playbooks: [] };
+    const rest = { inventoryFingerprint: '', labels: {}, check: false, journal: '/nonexistent', hosts: {} };
+    mkdirSync(runsDir(), { recursive: true });
+    writeFileSync(record, JSON.stringify({ id, ...fields, process: proc, ...rest }));
+    try {
+      const mark = `racksmith ${id} on ${hostname()}`;
+      const patch = JSON.stringify({ spec: { unschedulable: true }, metadata: { annotations: { 'racksmith.io/drained-by': mark } } });
+      const p = await tb.hostExec(
+        CP,
+        `KUBECONFIG=/etc/kubernetes/admin.conf kubectl patch node ${NODE} --field-manager=racksmith -p '${patch}'`,
+      );
+      expect(p.code, p.stderr).toBe(0);
+      const detail =
+        `cordoned (spec.unschedulable): run ${id} is still running on this controller (pid ${process.pid}); no disruptive change is applied ` +
+        "under another racksmith run's drain, which that run ends (puts the node back) when its own work ends, maybe in the middle of this " +
+        "host's changes: run again once that run has ended; if it never will (another controller's run that died, a pruned run), put the " +
+        `node back by hand (kubectl uncordon ${NODE}) and run again`;
+      const check = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--check', '--json']);
+      expect(check.code, check.stderr).toBe(2);
+      expect(drainEvents(check)).toEqual([{ type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'blocked', detail }]);
+
+      const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
+      expect(run.code, run.stderr).toBe(1);
+      expect(drainEvents(run)).toEqual([{ type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'failed', detail }]);
+      expect(run.events.find((e) => e.type === 'resource' && e.host === NODE && e.id === 'mtu:eth0')).toMatchObject({
+        status: 'failed',
+        error: `not applied: drain (kubernetes via ${CP}) failed: ${detail}`,
+      });
+      expect(await liveMtu(NODE)).toBe('1500');
+      // left as that run has it: cordoned, its mark, its pods not evicted
+      expect(unschedulable()).toBe(true);
+      expect((double!.get('Node', NODE)?.metadata as { annotations?: Record<string, string> }).annotations).toMatchObject({
+        'racksmith.io/drained-by': mark,
+      });
+      expect(requested('POST', /\/eviction/)).toBe(false);
+      expect(double!.get('Pod', 'web-1', 'default')).toBeDefined();
     } finally {
       rmSync(record, { force: true });
     }
