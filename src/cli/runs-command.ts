@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
-import { drainsLeft, ledgerFile, nodeText } from '../history/drain-ledger.ts';
+import { drainsLeft, ledgerDir, nodeText, removeLedger } from '../history/drain-ledger.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns, spareDrainers } from '../history/select.ts';
 import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
@@ -121,7 +121,10 @@ function prune(values: RunsValues, out: CliStreams): number {
   }
   const before = values['older-than'] === undefined ? undefined : Date.now() - parseAge('--older-than', values['older-than']);
   const { gone, kept } = spareDrainers(runsToPrune(readRecords().records, { keep, before }), drainsLeft());
-  for (const r of gone) removeRun(r);
+  for (const r of gone) {
+    removeRun(r);
+    removeLedger(r.id); // (its nodes all taken over since, said so there)
+  }
   if (values.json) {
     for (const r of gone) out.stdout.write(JSON.stringify({ id: r.id, pruned: true }) + '\n');
     for (const k of kept) out.stdout.write(JSON.stringify({ id: k.run.id, pruned: false, drains: k.nodes }) + '\n');
@@ -129,8 +132,8 @@ function prune(values: RunsValues, out: CliStreams): number {
   out.stderr.write(`pruned ${gone.length} run(s) (records, and their journals in the default journal directory)\n`);
   for (const { run, nodes } of kept)
     out.stderr.write(
-      `kept run ${run.id}: it may have left ${printable(nodes.map(nodeText).join(', '))} out of scheduling (${ledgerFile(run.id)}); ` +
-        `the next run of this controller that drains such a node takes it over; once it is back by hand, remove that file\n`,
+      `kept run ${run.id}: it may have left ${printable(nodes.map(nodeText).join(', ') || 'nodes it cannot tell (an entry cannot be read)')} out of scheduling (its drain ledger ${ledgerDir(run.id)}); ` +
+        `the next run of this controller that drains such a node takes it over; once one is back by hand, remove its file there (SCHEDULER~NODE.json)\n`,
     );
   return EXIT.OK;
 }

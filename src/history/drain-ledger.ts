@@ -1,24 +1,49 @@
 /**
- * Which nodes a run may have left out of scheduling: `runs/ID.drains.json` beside its record,
- * naming each node from just before the run's drain of it starts until the node is back (resumed,
- * or found someone else's, or a drain that took nothing out), and removed when none is left. A
- * run killed outright (SIGKILL) leaves it naming what it had out. Retention and `runs prune` keep
- * such a run (its record is how a later run proves it dead and takes its drains over,
- * drain-owner.ts); a run that takes a node over takes it off the dead run's ledger.
+ * Which nodes a run may have left out of scheduling: its drain ledger, the directory
+ * `runs/ID.drains/` beside its record, one small file per node (`slurm~tb8.json`), naming the node
+ * from just before the run's drain of it starts until the node is back (resumed, or found someone
+ * else's, or a drain that took nothing out); the directory goes with its last file. A run killed
+ * outright (SIGKILL) leaves it naming what it had out. Retention and `runs prune` keep such a run
+ * (its record is how a later run proves it dead and takes its drains over, drain-owner.ts).
+ *
+ * A run that takes a node over replaces that node's file in the dead run's ledger with a "taken
+ * over by run Y at T" entry: `runs show` of the dead run says so, and the entry does not keep the
+ * run from pruning. One file per node is what makes two runs taking over two nodes of one dead run
+ * at once safe without a lock: each renames its own node's file, neither reads or writes the
+ * other's (a single file rewritten whole lost one of the two removals).
+ *
+ * The previous version's ledger, one file `runs/ID.drains.json` listing the nodes, is still read;
+ * the first takeover from such a run moves its nodes into the directory (each created only where
+ * the directory has no entry for it yet, so a second run migrating at once overwrites nothing),
+ * then removes the file.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DrainLedger, DrainNode } from '../contract/drain.ts';
 import { writeFileAtomic } from '../util/atomic-write.ts';
 import { printable } from '../util/printable.ts';
 import { isRunId, runsDir } from './record.ts';
 
-const SUFFIX = '.drains.json';
+const DIR_SUFFIX = '.drains';
+const OLD_SUFFIX = '.drains.json';
 
-export const ledgerFile = (id: string): string => join(runsDir(), `${id}${SUFFIX}`);
+/** Run `id`'s ledger directory. */
+export const ledgerDir = (id: string): string => join(runsDir(), `${id}${DIR_SUFFIX}`);
+/** The previous version's ledger file of run `id` (read, migrated on the first takeover). */
+export const oldLedgerFile = (id: string): string => join(runsDir(), `${id}${OLD_SUFFIX}`);
 
 /** A node's key: scheduler and node name, not the controller (which an inventory may spell two ways). */
-const keyOf = (n: DrainNode) => `${n.via}\0${n.node}`;
+const keyOf = (n: { via: string; node: string }) => `${n.via}\0${n.node}`;
+
+/** The node's file in a ledger directory: `via~node.json` when both are plain names, else a hash of them (as takeover claims are named). */
+export function entryName(n: DrainNode): string {
+  const plain = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+  const name = [n.node, n.via].every((s) => plain.test(s))
+    ? `${n.via}~${n.node}`
+    : createHash('sha256').update(keyOf(n)).digest('hex').slice(0, 32);
+  return `${name}.json`;
+}
 
 /** How a node of a ledger is said: `tb8 (slurm via tb7)`. */
 export const nodeText = (n: DrainNode): string => `${n.node} (${n.via} via ${n.controller})`;
@@ -26,79 +51,220 @@ export const nodeText = (n: DrainNode): string => `${n.node} (${n.via} via ${n.c
 const isNode = (n: unknown): n is DrainNode =>
   typeof n === 'object' && n !== null && ['via', 'controller', 'node'].every((k) => typeof (n as Record<string, unknown>)[k] === 'string');
 
-/** The nodes of run `id`'s ledger; none (undefined) only when it has no ledger file. */
-function readLedger(id: string): DrainNode[] | undefined {
+/** A node of the run that a later run took over: no longer this run's to put back. */
+export interface TakenOver {
+  node: DrainNode;
+  /** The run that took it over, and when. */
+  by: string;
+  at: string;
+}
+
+/** What a run's ledger says. */
+export interface RunLedger {
+  /** The nodes it names: out of scheduling by this run, as far as it knows. */
+  nodes: DrainNode[];
+  /** Entries (or a whole ledger) that cannot be read as either: the run is kept all the same, its nodes unknown. */
+  unreadable: number;
+  /** The nodes later runs took over. */
+  takenOver: TakenOver[];
+  /** Where it is (the directory, or the previous version's file when only that is there). */
+  where: string;
+}
+
+/** Whether the ledger keeps its run from pruning: a node named, or an entry that cannot be read (it may be one). */
+export const keepsRun = (l: RunLedger): boolean => l.nodes.length > 0 || l.unreadable > 0;
+
+type Entry = { kind: 'node'; node: DrainNode } | { kind: 'taken'; taken: TakenOver } | { kind: 'unreadable' } | { kind: 'gone' };
+
+function readEntry(file: string): Entry {
   let text: string;
   try {
-    text = readFileSync(ledgerFile(id), 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (e) {
-    // (one that cannot be read, EACCES say, is still a ledger: its run kept)
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : [];
+    // (removed since the directory was listed: back; EACCES, say: still an entry, its run kept)
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? { kind: 'gone' } : { kind: 'unreadable' };
+  }
+  try {
+    const e = JSON.parse(text) as { node?: unknown; takenOverBy?: unknown; at?: unknown };
+    if (!isNode(e.node)) return { kind: 'unreadable' };
+    const node = { via: e.node.via, controller: e.node.controller, node: e.node.node };
+    if (e.takenOverBy === undefined) return { kind: 'node', node };
+    return typeof e.takenOverBy === 'string' && typeof e.at === 'string'
+      ? { kind: 'taken', taken: { node, by: e.takenOverBy, at: e.at } }
+      : { kind: 'unreadable' };
+  } catch {
+    return { kind: 'unreadable' };
+  }
+}
+
+/**
+ * The previous version's ledger file: its nodes, and how many of its entries are not nodes (they
+ * keep its run all the same); 'none' when there is none; 'unreadable' (EACCES, not JSON).
+ */
+function readOldLedger(id: string): { nodes: DrainNode[]; other: number } | 'none' | 'unreadable' {
+  let text: string;
+  try {
+    text = readFileSync(oldLedgerFile(id), 'utf8');
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'none' : 'unreadable';
   }
   try {
     const nodes = (JSON.parse(text) as { nodes?: unknown }).nodes;
-    return Array.isArray(nodes) ? nodes.filter(isNode) : [];
+    if (!Array.isArray(nodes)) return 'unreadable';
+    const good = nodes.filter(isNode);
+    return { nodes: good.map((n) => ({ via: n.via, controller: n.controller, node: n.node })), other: nodes.length - good.length };
   } catch {
-    return []; // (unreadable: still a ledger, its run kept)
+    return 'unreadable';
   }
 }
 
-function writeLedger(id: string, nodes: DrainNode[]): void {
-  if (nodes.length === 0) return rmSync(ledgerFile(id), { force: true });
-  mkdirSync(runsDir(), { recursive: true, mode: 0o700 });
-  writeFileAtomic(ledgerFile(id), JSON.stringify({ run: id, nodes }, null, 1) + '\n', 0o600, 'drain ledger');
+/** Run `id`'s ledger; undefined when it has none. */
+export function readLedger(id: string): RunLedger | undefined {
+  // the old file first: a takeover migrating it makes the directory's entries before it removes
+  // the file, so a node is seen in one or the other, never in neither
+  const old = readOldLedger(id);
+  const l: RunLedger = {
+    nodes: [],
+    unreadable: old === 'unreadable' ? 1 : old === 'none' ? 0 : old.other,
+    takenOver: [],
+    where: ledgerDir(id),
+  };
+  let names: string[] | undefined;
+  try {
+    names = readdirSync(ledgerDir(id));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') l.unreadable++; // (EACCES, say: still a ledger, its run kept)
+  }
+  if (names === undefined && old === 'none' && l.unreadable === 0) return undefined;
+  if (names === undefined && old !== 'none') l.where = oldLedgerFile(id);
+  const seen = new Set<string>();
+  // (a name not ending in .json is a write cut short: its node's entry, if any, is the .json one)
+  for (const name of (names ?? []).filter((n) => n.endsWith('.json')).sort()) {
+    const e = readEntry(join(ledgerDir(id), name));
+    if (e.kind === 'unreadable') l.unreadable++;
+    if (e.kind === 'node') l.nodes.push(e.node);
+    if (e.kind === 'taken') l.takenOver.push(e.taken);
+    if (e.kind === 'node' || e.kind === 'taken') seen.add(keyOf(e.kind === 'node' ? e.node : e.taken.node));
+  }
+  // (a node in both, midway through a migration: the directory's entry is the newer)
+  if (typeof old === 'object') l.nodes.push(...old.nodes.filter((n) => !seen.has(keyOf(n))));
+  return l;
 }
 
-/** The nodes run `id`'s ledger names (none: no ledger). */
-export const ledgerNodes = (id: string): DrainNode[] => readLedger(id) ?? [];
-
-/** Every run with a ledger, and the nodes it names. */
-export function drainsLeft(): Map<string, DrainNode[]> {
+/** Every run with a ledger, and what it says (a directory that cannot be listed: none). */
+export function ledgers(): Map<string, RunLedger> {
   let names: string[];
   try {
     names = readdirSync(runsDir());
   } catch {
     return new Map();
   }
-  const left = new Map<string, DrainNode[]>();
-  for (const name of names) {
-    const id = name.slice(0, -SUFFIX.length);
-    if (!name.endsWith(SUFFIX) || !isRunId(id)) continue;
-    const nodes = readLedger(id);
-    if (nodes) left.set(id, nodes);
+  const ids = new Set<string>();
+  for (const name of names)
+    for (const suffix of [DIR_SUFFIX, OLD_SUFFIX]) {
+      const id = name.slice(0, -suffix.length);
+      if (name.endsWith(suffix) && isRunId(id)) ids.add(id);
+    }
+  const all = new Map<string, RunLedger>();
+  for (const id of [...ids].sort()) {
+    const l = readLedger(id);
+    if (l) all.set(id, l);
   }
-  return left;
+  return all;
+}
+
+/** Every run whose ledger keeps it from pruning, and the nodes it names (none known: it cannot be read). */
+export function drainsLeft(): Map<string, DrainNode[]> {
+  return new Map([...ledgers()].filter(([, l]) => keepsRun(l)).map(([id, l]) => [id, l.nodes]));
+}
+
+/** A pruned run's ledger: the entries of nodes taken over (nothing else: a ledger naming a node keeps its run), then its directory. */
+export function removeLedger(id: string): void {
+  const dir = ledgerDir(id);
+  try {
+    for (const name of readdirSync(dir))
+      if (name.endsWith('.json') && readEntry(join(dir, name)).kind === 'taken') rmSync(join(dir, name), { force: true });
+    removeIfEmpty(dir);
+  } catch {
+    // (none, or one that cannot be changed: left as it is, and read again by the next prune)
+  }
+}
+
+/** The directory, when nothing is left in it (a node named since, or a write cut short, keeps it). */
+function removeIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch (e) {
+    if (!['ENOENT', 'ENOTEMPTY', 'EEXIST'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+  }
+}
+
+/** `text` as `file` unless `file` exists: made whole beside it, then linked in (a link, as O_EXCL, fails on a name taken). */
+function createWhole(file: string, text: string): void {
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
+    linkSync(tmp, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+const nodeEntry = (run: string, n: DrainNode) => JSON.stringify({ run, node: n }) + '\n';
+
+/**
+ * The previous version's ledger file of run `id` moved into its directory: each node's entry made
+ * where there is none yet (never over one: another run may already have marked it taken over),
+ * then the file removed. A file that cannot be read, or with entries that are not nodes, stays (it
+ * keeps its run, as before; its nodes the directory names are read from there).
+ */
+function migrate(id: string): void {
+  const old = readOldLedger(id);
+  if (typeof old !== 'object') return;
+  mkdirSync(ledgerDir(id), { recursive: true, mode: 0o700 });
+  for (const n of old.nodes) createWhole(join(ledgerDir(id), entryName(n)), nodeEntry(id, n));
+  if (old.other === 0) rmSync(oldLedgerFile(id), { force: true });
+  removeIfEmpty(ledgerDir(id)); // (a file that listed no node)
 }
 
 /** Run `run`'s ledger; a write that fails is a warning (the run goes on, its record may be pruned later). */
-export function drainLedger(run: string, warn: (message: string) => void): DrainLedger {
-  const nodes = new Map<string, DrainNode>();
-  const save = () => {
-    try {
-      writeLedger(run, [...nodes.values()]);
-    } catch (e) {
-      warn(`run history: cannot write the drain ledger of run ${run}: ${printable((e as Error).message)}`);
-    }
-  };
+export function drainLedger(run: string, warn: (message: string) => void, now: () => Date = () => new Date()): DrainLedger {
+  /** The nodes this run has named (only those are taken off when back). */
+  const named = new Set<string>();
+  const fail = (what: string, e: unknown) => warn(`run history: cannot ${what}: ${printable((e as Error).message)}`);
   return {
     taking(n) {
-      nodes.set(keyOf(n), n);
-      save();
+      named.add(keyOf(n));
+      try {
+        mkdirSync(ledgerDir(run), { recursive: true, mode: 0o700 });
+        writeFileAtomic(join(ledgerDir(run), entryName(n)), nodeEntry(run, n), 0o600, 'drain ledger');
+      } catch (e) {
+        fail(`write the drain ledger of run ${run}`, e);
+      }
     },
     back(n) {
-      if (nodes.delete(keyOf(n))) save();
+      if (!named.delete(keyOf(n))) return;
+      try {
+        rmSync(join(ledgerDir(run), entryName(n)), { force: true });
+        removeIfEmpty(ledgerDir(run));
+      } catch (e) {
+        fail(`write the drain ledger of run ${run}`, e);
+      }
     },
     takenOver(from, n) {
       if (!isRunId(from) || from === run) return;
       try {
-        const theirs = readLedger(from);
-        if (theirs)
-          writeLedger(
-            from,
-            theirs.filter((m) => keyOf(m) !== keyOf(n)),
-          );
+        migrate(from);
+        const file = join(ledgerDir(from), entryName(n));
+        // (only where the dead run names the node: a run with no ledger gets none made for it)
+        if (readEntry(file).kind === 'gone') return;
+        const entry = { run: from, node: n, takenOverBy: run, at: now().toISOString() };
+        writeFileAtomic(file, JSON.stringify(entry) + '\n', 0o600, 'drain ledger');
       } catch (e) {
-        warn(`run history: cannot take ${nodeText(n)} off the drain ledger of run ${from}: ${printable((e as Error).message)}`);
+        fail(`take ${nodeText(n)} off the drain ledger of run ${from}`, e);
       }
     },
   };

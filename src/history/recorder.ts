@@ -3,7 +3,7 @@ import { printable } from '../util/printable.ts';
 import { playbookSources, runner } from './provenance.ts';
 import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
 import { thisProcess } from './run-process.ts';
-import { drainsLeft } from './drain-ledger.ts';
+import { drainsLeft, removeLedger } from './drain-ledger.ts';
 import { DEFAULT_RETENTION, spareDrainers } from './select.ts';
 
 export interface RunStart {
@@ -95,6 +95,7 @@ export function startRecord(s: RunStart, warn: (message: string) => void): RunRe
         for (const { id } of gone) {
           try {
             removeRun(readRecord(id));
+            removeLedger(id); // (its nodes all taken over since, said so there)
           } catch (e) {
             warn(`run history: retention: ${printable((e as Error).message)}`);
           }

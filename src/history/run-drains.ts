@@ -1,5 +1,5 @@
-import type { DrainNode } from '../contract/drain.ts';
 import type { RunDrainEvent, RunDrains } from '../report/model.ts';
+import type { RunLedger } from './drain-ledger.ts';
 
 // A run's --drain as its journal shows it, for `runs show`: what it did to each node, in order, and
 // the nodes it left out of scheduling. A reviewer of a change window reads it there, often not at
@@ -43,15 +43,16 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
  * out: a drain under way when the run was killed writes no event, but the ledger names its node
  * from before the drain starts. Added to the still-out list, said so.
  */
-export function withLedger(drains: RunDrains | undefined, ledger: readonly DrainNode[], file: string): RunDrains | undefined {
+export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | undefined): RunDrains | undefined {
+  if (!ledger) return drains;
   const shown = new Set(drains?.stillOut.map((s) => `${s.via}\0${s.node ?? s.host}`));
-  const more = ledger
+  const more = ledger.nodes
     .filter((n) => !shown.has(`${n.via}\0${n.node}`))
     .map((n) => ({
       host: n.node,
       via: n.via,
       controller: n.controller,
-      why: `its drain ledger ${file} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
+      why: `its drain ledger ${ledger.where} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
     }));
   if (!more.length) return drains;
   return { events: drains?.events ?? [], stillOut: [...(drains?.stillOut ?? []), ...more] };

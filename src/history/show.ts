@@ -3,7 +3,7 @@ import { drainMark } from '../contract/drain.ts';
 import { drainHowText } from '../contract/drain.ts';
 import type { HostStatus, Report, ReportItem, StillOut } from '../report/model.ts';
 import type { RunRecord } from './record.ts';
-import { ledgerFile, ledgerNodes } from './drain-ledger.ts';
+import { readLedger } from './drain-ledger.ts';
 import { runDrains, withLedger } from './run-drains.ts';
 import { readRunJournal, withJournalCounts, type RunJournal } from './run-journal.ts';
 import { runFailed } from './select.ts';
@@ -44,11 +44,7 @@ export function runReport(recorded: RunRecord): Report {
           ? ''
           : `; a drain it had under way is not in its journal: any node it took out of scheduling carries its mark "${drainMark(r.id, r.controller)}" (the Slurm reason, the Kubernetes annotation racksmith.io/drained-by)`),
     );
-  const drains = withLedger(
-    journal?.drains.length ? runDrains(journal.drains, r.end !== undefined) : undefined,
-    ledgerNodes(r.id),
-    ledgerFile(r.id),
-  );
+  const drains = withLedger(journal?.drains.length ? runDrains(journal.drains, r.end !== undefined) : undefined, readLedger(r.id));
   if (drains?.stillOut.length) warnings.push(stillOutWarning(drains.stillOut, r.end !== undefined));
   const hosts = Object.entries(r.hosts).map(([name, h]) => ({
     name,

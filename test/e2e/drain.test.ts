@@ -224,7 +224,8 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
 
     const prune = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
     expect(prune.code, prune.stderr).toBe(0);
-    const ledger = join(env.XDG_STATE_HOME, 'racksmith/runs', `${dead}.drains.json`);
+    const ledger = join(env.XDG_STATE_HOME, 'racksmith/runs', `${dead}.drains`);
+    expect(readdirSync(ledger)).toEqual(['slurm~tb8.json']);
     expect(
       prune.stdout
         .trim()
@@ -232,7 +233,9 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         .map((l) => JSON.parse(l) as unknown),
     ).toEqual([{ id: dead, pruned: false, drains: [{ via: 'slurm', controller: expect.any(String), node: 'tb8' }] }]);
     expect(prune.stderr).toMatch(
-      new RegExp(`kept run ${dead}: it may have left tb8 \\(slurm via [^)]+\\) out of scheduling \\(${ledger}\\); the next run`),
+      new RegExp(
+        `kept run ${dead}: it may have left tb8 \\(slurm via [^)]+\\) out of scheduling \\(its drain ledger ${ledger}\\); the next run`,
+      ),
     );
 
     const run = await provision([...args, '--json'], { env });
@@ -243,7 +246,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
     ]);
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
-    // taken over and put back: neither run has a node out, both are pruned
+    // taken over and put back: neither run has a node out, both are pruned, the dead run's ledger with it
     const again = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
     expect(again.code, again.stderr).toBe(0);
     expect(
@@ -253,6 +256,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         .map((l) => (JSON.parse(l) as { id: string; pruned: boolean }).pruned),
     ).toEqual([true, true]);
     expect(again.stdout).toContain(`"id":"${dead}"`);
+    expect(readdirSync(join(env.XDG_STATE_HOME, 'racksmith/runs'))).toEqual([]);
   }, 180_000);
 
   it('two runs that find a dead run’s drained node at once: exactly one takes it over and resumes it, the other fails its drain (blocked), saying whose it is', async () => {

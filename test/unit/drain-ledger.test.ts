@@ -1,11 +1,15 @@
 // Which nodes a run may have left out of scheduling (history/drain-ledger.ts), and retention and
-// `runs prune` keeping such a run (select.ts spareDrainers): the ledger file through a run's drains,
-// a takeover taking the node off the dead run's ledger, and the split of the runs to prune.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+// `runs prune` keeping such a run (select.ts spareDrainers): the ledger directory (one file per
+// node) through a run's drains, a takeover replacing the node's file in the dead run's ledger with
+// who took it over (no longer keeping that run), two takeovers at once (driven through fs: neither
+// loses the other's), the previous version's single ledger file read and migrated, entries that
+// cannot be read keeping their run, and the split of the runs to prune.
+import fs, { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drainLedger, drainsLeft, ledgerFile } from '../../src/history/drain-ledger.ts';
+import { drainLedger, drainsLeft, ledgerDir, oldLedgerFile, readLedger, removeLedger } from '../../src/history/drain-ledger.ts';
 import { recordIds, runsDir } from '../../src/history/record.ts';
 import { startRecord } from '../../src/history/recorder.ts';
 import { spareDrainers } from '../../src/history/select.ts';
@@ -35,25 +39,38 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
   });
   const warn = (m: string) => warnings.push(m);
 
-  it('lists a node from before its drain until it is back; the file goes with the last node', () => {
+  const AT = new Date('2026-12-06T12:00:00.000Z');
+  const taker = (id: string) => drainLedger(id, warn, () => AT);
+  const files = (id: string) => readdirSync(ledgerDir(id)).sort();
+  const takenBy = (by: string, node = n7) => ({ node, by, at: AT.toISOString() });
+
+  it('lists a node from before its drain until it is back, one file each; the directory goes with the last node', () => {
     const a = drainLedger(A, warn);
     a.taking(n7);
     a.taking(n8);
     expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
-    expect(JSON.parse(readFileSync(ledgerFile(A), 'utf8'))).toEqual({ run: A, nodes: [n7, n8] });
+    expect(files(A)).toEqual(['slurm~n7.json', 'slurm~n8.json']);
+    expect(JSON.parse(readFileSync(join(ledgerDir(A), 'slurm~n7.json'), 'utf8'))).toEqual({ run: A, node: n7 });
     a.back(n7);
     expect(drainsLeft()).toEqual(new Map([[A, [n8]]]));
     a.back(n8);
-    expect(existsSync(ledgerFile(A))).toBe(false);
+    expect(existsSync(ledgerDir(A))).toBe(false);
     expect(drainsLeft()).toEqual(new Map());
+    // a node named oddly: a file named by its hash, read back as the node
+    const odd = { via: 'slurm', controller: 'ctl1', node: '../n 9' };
+    a.taking(odd);
+    expect(files(A)).toEqual([expect.stringMatching(/^[0-9a-f]{32}\.json$/)]);
+    expect(drainsLeft()).toEqual(new Map([[A, [odd]]]));
+    a.back(odd);
+    expect(existsSync(ledgerDir(A))).toBe(false);
     expect(warnings).toEqual([]);
   });
 
-  it('a run that takes a node over takes it off the dead run’s ledger (only that node)', () => {
+  it('a run that takes a node over marks it taken over in the dead run’s ledger (only that node); such an entry keeps no run', () => {
     const dead = drainLedger(A, warn);
     dead.taking(n7);
     dead.taking(n8);
-    const b = drainLedger(B, warn);
+    const b = taker(B);
     b.taking(n7);
     b.takenOver(A, n7);
     expect(drainsLeft()).toEqual(
@@ -62,9 +79,125 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
         [B, [n7]],
       ]),
     );
+    expect(readLedger(A)).toEqual({ nodes: [n8], unreadable: 0, takenOver: [takenBy(B)], where: ledgerDir(A) });
     b.takenOver(A, n8);
     expect(drainsLeft()).toEqual(new Map([[B, [n7]]]));
+    expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(B, n8)]);
     b.takenOver('not-a-run-id', n7); // (a mark of an older racksmith: nothing to do)
+    // a run that had no ledger (older, or its write failed) gets none made for it
+    const C = '20261206T121500Z-cccccc';
+    b.takenOver(C, n7);
+    expect(readLedger(C)).toBeUndefined();
+    // pruned: its taken-over entries go, and the directory with them
+    removeLedger(A);
+    expect(existsSync(ledgerDir(A))).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+
+  /** Run `during` once, when the next call of fs[fn] on a path ending in `tail` is made (before it acts, or after). */
+  function interleave(fn: 'renameSync' | 'readFileSync', tail: string, when: 'before' | 'after', during: () => void): void {
+    const real = fs[fn] as (...a: unknown[]) => unknown;
+    (fs as unknown as Record<string, unknown>)[fn] = function (this: unknown, ...a: unknown[]) {
+      const hit = String(a[0]).endsWith(tail) || String(a[1] ?? '').endsWith(tail);
+      if (hit) {
+        (fs as unknown as Record<string, unknown>)[fn] = real;
+        syncBuiltinESMExports();
+      }
+      if (hit && when === 'before') during();
+      const r = real.apply(this, a);
+      if (hit && when === 'after') during();
+      return r;
+    };
+    syncBuiltinESMExports();
+  }
+  afterEach(() => {
+    // (a hook that never fired must not outlive its test)
+    for (const fn of ['renameSync', 'readFileSync'] as const) (fs as unknown as Record<string, unknown>)[fn] = realFs[fn];
+    syncBuiltinESMExports();
+  });
+  const realFs = { renameSync: fs.renameSync, readFileSync: fs.readFileSync };
+
+  it('two runs taking over two nodes of one dead run at once: each node marked taken over, neither removal lost', () => {
+    const dead = drainLedger(A, warn);
+    dead.taking(n7);
+    dead.taking(n8);
+    const C = '20261206T121500Z-cccccc';
+    // B writes its change just as C, having read the ledger as it was, makes its own
+    interleave('renameSync', '.json', 'before', () => taker(C).takenOver(A, n8));
+    taker(B).takenOver(A, n7);
+    expect(drainsLeft().get(A)).toBeUndefined();
+    expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
+    expect(warnings).toEqual([]);
+  });
+
+  it.each<[string, 'renameSync' | 'readFileSync', string, 'before' | 'after']>([
+    ['C runs while B has read the old file', 'readFileSync', '.drains.json', 'after'],
+    ['C runs just before B marks its node', 'renameSync', 'slurm~n7.json', 'before'],
+    ['C runs just after B marks its node', 'renameSync', 'slurm~n7.json', 'after'],
+  ])(
+    'the previous version’s single file, two runs taking over at once (%s): migrated, both nodes marked taken over',
+    (_, fn, tail, when) => {
+      mkdirSync(runsDir(), { recursive: true });
+      writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, n8] }));
+      expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
+      const C = '20261206T121500Z-cccccc';
+      interleave(fn, tail, when, () => taker(C).takenOver(A, n8));
+      taker(B).takenOver(A, n7);
+      expect(existsSync(oldLedgerFile(A))).toBe(false);
+      expect(drainsLeft().get(A)).toBeUndefined();
+      expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
+      expect(warnings).toEqual([]);
+    },
+  );
+
+  it('the previous version’s file is read as it is until a takeover; a node put back there by the run itself is its own', () => {
+    mkdirSync(runsDir(), { recursive: true });
+    writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, { via: 'slurm' }, 'x'] }));
+    // (entries that are not nodes keep the run, as before)
+    expect(readLedger(A)).toEqual({ nodes: [n7], unreadable: 2, takenOver: [], where: oldLedgerFile(A) });
+    taker(B).takenOver(A, n7);
+    // (a file with entries that are not nodes stays, its node now the directory's: taken over)
+    expect(readLedger(A)).toEqual({ nodes: [], unreadable: 2, takenOver: [takenBy(B)], where: ledgerDir(A) });
+    expect(drainsLeft()).toEqual(new Map([[A, []]]));
+  });
+
+  /** fs[fn] failing with `code` for the paths that hold `part` while `during` runs (EACCES: the tests may run as root, whom modes do not stop). */
+  function failing<T>(fn: 'readdirSync' | 'readFileSync', code: string, part: string, during: () => T): T {
+    const real = fs[fn] as (...a: unknown[]) => unknown;
+    (fs as unknown as Record<string, unknown>)[fn] = function (this: unknown, ...a: unknown[]) {
+      if (String(a[0]).includes(part)) throw Object.assign(new Error(`${code}: ${String(a[0])}`), { code });
+      return real.apply(this, a);
+    };
+    syncBuiltinESMExports();
+    try {
+      return during();
+    } finally {
+      (fs as unknown as Record<string, unknown>)[fn] = real;
+      syncBuiltinESMExports();
+    }
+  }
+
+  it('a ledger or an entry that cannot be read keeps its run, its nodes unknown; entries that are not nodes crash nothing', () => {
+    const a = drainLedger(A, warn);
+    a.taking(n7);
+    for (const [name, text] of [
+      ['slurm~x.json', 'not json'],
+      ['slurm~y.json', 'null'],
+      ['slurm~z.json', JSON.stringify({ node: n8, takenOverBy: 7 })],
+      ['slurm~w.json.tmp-1-ab', 'a write cut short: not an entry'],
+    ])
+      writeFileSync(join(ledgerDir(A), name), text);
+    expect(readLedger(A)).toEqual({ nodes: [n7], unreadable: 3, takenOver: [], where: ledgerDir(A) });
+    a.back(n7);
+    expect(drainsLeft()).toEqual(new Map([[A, []]]));
+    // EACCES on the directory, on an entry, on the previous version's file: kept all the same
+    const b = drainLedger(B, warn);
+    b.taking(n7);
+    expect(failing('readdirSync', 'EACCES', `${B}.drains`, () => drainsLeft().get(B))).toEqual([]);
+    expect(failing('readFileSync', 'EACCES', `${B}.drains/`, () => readLedger(B))).toMatchObject({ nodes: [], unreadable: 1 });
+    const C = '20261206T121500Z-cccccc';
+    writeFileSync(oldLedgerFile(C), JSON.stringify({ run: C, nodes: [n8] }));
+    expect(failing('readFileSync', 'EACCES', `${C}.drains.json`, () => drainsLeft().get(C))).toEqual([]);
     expect(warnings).toEqual([]);
   });
 
@@ -80,17 +213,22 @@ describe('the retention after every run keeps a run that may have left nodes out
   afterEach(() => {
     process.env.XDG_STATE_HOME = saved;
   });
-  it('a run older than 90 days with a ledger stays; one without goes', () => {
+  it('a run older than 90 days with a ledger naming a node stays; one without, or whose nodes were all taken over, goes (its ledger with it)', () => {
     process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-retention-'));
     const OLD_OUT = '20200101T000000Z-aaaaaa';
     const OLD = '20200101T000000Z-bbbbbb';
+    const OLD_TAKEN = '20200101T000000Z-cccccc';
+    const OLD_FORMAT = '20200101T000000Z-dddddd';
     mkdirSync(runsDir(), { recursive: true });
-    for (const id of [OLD_OUT, OLD])
+    for (const id of [OLD_OUT, OLD, OLD_TAKEN, OLD_FORMAT])
       writeFileSync(
         join(runsDir(), `${id}.json`),
         JSON.stringify({ id, start: '2020-01-01T00:00:00.000Z', journal: '/nonexistent', hosts: {} }),
       );
     drainLedger(OLD_OUT, () => undefined).taking(n7);
+    drainLedger(OLD_TAKEN, () => undefined).taking(n8);
+    drainLedger(OLD_OUT, () => undefined).takenOver(OLD_TAKEN, n8);
+    writeFileSync(oldLedgerFile(OLD_FORMAT), JSON.stringify({ run: OLD_FORMAT, nodes: [n8] }));
     const warnings: string[] = [];
     const run = startRecord(
       { argv: [], playbooks: [], inventoryFingerprint: '', labels: {}, check: false, journal: '/nonexistent', hosts: [] },
@@ -98,6 +236,7 @@ describe('the retention after every run keeps a run that may have left nodes out
     );
     run.finish({ hosts: [], exitCode: 0, check: false, elapsedMs: 0 });
     expect(warnings).toEqual([]);
-    expect(recordIds()).toEqual([run.id, OLD_OUT]);
+    expect(recordIds()).toEqual([run.id, OLD_FORMAT, OLD_OUT]);
+    expect(existsSync(ledgerDir(OLD_TAKEN))).toBe(false);
   });
 });

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { drainLedger, ledgerFile } from '../../src/history/drain-ledger.ts';
+import { drainLedger, ledgerDir } from '../../src/history/drain-ledger.ts';
 import { newRunId, writeRecord, type RunRecord } from '../../src/history/record.ts';
 import { runDrains } from '../../src/history/run-drains.ts';
 import { runDrainsText } from '../../src/report/drains.ts';
@@ -192,7 +192,7 @@ describe('runs show lists the drains of a run', () => {
     drainLedger(r.id, () => undefined).taking({ via: 'slurm', controller: '10.0.0.7', node: 'n2' });
     const { stdout } = await cli(['runs', 'show', r.id]);
     expect(stdout).toContain(
-      `  STILL OUT OF SCHEDULING: n2 (slurm via 10.0.0.7): its drain ledger ${ledgerFile(r.id)} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
+      `  STILL OUT OF SCHEDULING: n2 (slurm via 10.0.0.7): its drain ledger ${ledgerDir(r.id)} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
     );
     expect(stdout).toMatch(/^WARNING: NOT PUT BACK: 1 node\(s\) this run took out of scheduling may still be out: n2 /m);
     // a node both the journal and the ledger show is said once
