@@ -1,4 +1,4 @@
-import type { RunDrainEvent, RunDrains } from '../report/model.ts';
+import type { RunDrainEvent, RunDrains, StillOut } from '../report/model.ts';
 import type { RunLedger } from './drain-ledger.ts';
 
 // A run's --drain as its journal shows it, for `runs show`: what it did to each node, in order, and
@@ -35,17 +35,25 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
       ...(s.e.node !== undefined ? { node: s.e.node } : {}),
       why: s.why!,
     }));
-  return { events: [...events], stillOut };
+  return { events: [...events], stillOut, takenOver: [] };
 }
 
+/** A still-out node's key, as the ledger's: scheduler and node name. */
+const keyOf = (s: Pick<StillOut, 'via' | 'node' | 'host'>) => `${s.via}\0${s.node ?? s.host}`;
+
 /**
- * The nodes the run's drain ledger (drain-ledger.ts) still names that its journal does not show
- * out: a drain under way when the run was killed writes no event, but the ledger names its node
- * from before the drain starts. Added to the still-out list, said so.
+ * The journal's view corrected by the run's drain ledger (drain-ledger.ts). A node the ledger still
+ * names that the journal does not show out is added to the still-out list, said so: a drain under
+ * way when the run was killed writes no event, but the ledger names its node from before the drain
+ * starts. A node a later run took over (the ledger's entry says by whom and when) is not this
+ * run's to put back any more: off the still-out list, listed as taken over.
  */
 export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | undefined): RunDrains | undefined {
   if (!ledger) return drains;
-  const shown = new Set(drains?.stillOut.map((s) => `${s.via}\0${s.node ?? s.host}`));
+  const taken = new Map(ledger.takenOver.map((t) => [`${t.node.via}\0${t.node.node}`, t]));
+  const journal = drains?.stillOut ?? [];
+  const stillOut = journal.filter((s) => !taken.has(keyOf(s)));
+  const shown = new Set(journal.map(keyOf));
   const more = ledger.nodes
     .filter((n) => !shown.has(`${n.via}\0${n.node}`))
     .map((n) => ({
@@ -54,6 +62,19 @@ export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | un
       controller: n.controller,
       why: `its drain ledger ${ledger.where} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
     }));
-  if (!more.length) return drains;
-  return { events: drains?.events ?? [], stillOut: [...(drains?.stillOut ?? []), ...more] };
+  // (named by the host the journal knows it as, when it does)
+  const hostOf = new Map((drains?.events ?? []).map((e) => [keyOf(e), e.host]));
+  const takenOver = [...taken.entries()].map(([key, t]) => {
+    const host = hostOf.get(key) ?? t.node.node;
+    return {
+      host,
+      via: t.node.via,
+      controller: t.node.controller,
+      ...(host !== t.node.node ? { node: t.node.node } : {}),
+      by: t.by,
+      at: t.at,
+    };
+  });
+  if (!more.length && !takenOver.length && stillOut.length === journal.length) return drains;
+  return { events: drains?.events ?? [], stillOut: [...stillOut, ...more], takenOver: [...(drains?.takenOver ?? []), ...takenOver] };
 }

@@ -44,8 +44,14 @@ export function runReport(recorded: RunRecord): Report {
           ? ''
           : `; a drain it had under way is not in its journal: any node it took out of scheduling carries its mark "${drainMark(r.id, r.controller)}" (the Slurm reason, the Kubernetes annotation racksmith.io/drained-by)`),
     );
-  const drains = withLedger(journal?.drains.length ? runDrains(journal.drains, r.end !== undefined) : undefined, readLedger(r.id));
+  const ledger = readLedger(r.id);
+  const drains = withLedger(journal?.drains.length ? runDrains(journal.drains, r.end !== undefined) : undefined, ledger);
   if (drains?.stillOut.length) warnings.push(stillOutWarning(drains.stillOut, r.end !== undefined));
+  if (ledger?.unreadable)
+    warnings.push(
+      `its drain ledger ${ledger.where} holds ${ledger.unreadable} entr${ledger.unreadable === 1 ? 'y' : 'ies'} that cannot be read (not a node, or not readable): ` +
+        'it may name nodes left out of scheduling, and keeps the run from pruning; remove such an entry once its node is known to be back',
+    );
   const hosts = Object.entries(r.hosts).map(([name, h]) => ({
     name,
     groups: h.groups ?? [],

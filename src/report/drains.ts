@@ -2,7 +2,7 @@ import { drainHowText, TAKEN_OVER } from '../contract/drain.ts';
 import { drainLines } from '../output/drain-lines.ts';
 import { hostList } from '../output/host-ranges.ts';
 import { printable } from '../util/printable.ts';
-import type { Report, RunDrainEvent, RunDrains } from './model.ts';
+import type { Report, RunDrainEvent, RunDrains, TakenOverBy } from './model.ts';
 
 // A plan's Drains section: the lines the check run printed (drain-lines.ts), so a reviewer reads
 // what the operator read, and the hosts with a provider but no disruptive change, folded. A run's:
@@ -42,11 +42,16 @@ export function drainKind(e: RunDrainEvent): string {
   return e.outcome === 'drained' && e.detail?.startsWith(TAKEN_OVER) ? 'taken-over' : e.outcome;
 }
 
-/** A run's Drains section for a terminal: the lines its recap printed, then the nodes still out. */
+/** What a node taken over by a later run is to this run, in the text and on the page. */
+export const takenOverText = (t: TakenOverBy): string =>
+  `taken over by run ${t.by} at ${t.at}: no longer this run's to put back (provision runs show ${t.by} says whether that run did)`;
+
+/** A run's Drains section for a terminal: the lines its recap printed, then the nodes still out, then those taken over since. */
 export function runDrainsText(d: RunDrains): string[] {
   return [
     RUN_DRAINS_HEADING,
     ...drainLines(d.events),
     ...d.stillOut.map((s) => `  STILL OUT OF SCHEDULING: ${printable(s.host)} (${drainHowText(s)}): ${printable(s.why)}`),
+    ...d.takenOver.map((t) => `  ${printable(t.host)} (${drainHowText(t)}): ${printable(takenOverText(t))}`),
   ];
 }

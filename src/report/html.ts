@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { groupItems, groupsByHost, hostTotals, type ItemGroup, type Report, type RunDrains } from './model.ts';
 import { PAGE_CSS, PAGE_SCRIPT } from './page-assets.ts';
 import { drainHowText } from '../contract/drain.ts';
-import { drainKind, drainsHeading, RUN_DRAINS_HEADING } from './drains.ts';
+import { drainKind, drainsHeading, RUN_DRAINS_HEADING, takenOverText } from './drains.ts';
 
 /** Text as HTML text or attribute value: nothing in it can open a tag, end an attribute or a script. */
 export function esc(s: string): string {
@@ -81,7 +81,7 @@ const RUN_DRAIN_TEXT: Record<string, string> = {
   'not-resumed': 'NOT PUT BACK (the resume failed)',
 };
 
-/** A run's Drains section: each drain and resume in order, then the nodes it left out of scheduling. */
+/** A run's Drains section: the nodes it left out of scheduling, those taken over since, then each drain and resume in order. */
 function runDrainsHtml(d: RunDrains): string {
   const row = (host: string, kind: string, text: string, how: string, detail?: string) =>
     `<tr data-host="${esc(host)}" data-drain="${esc(kind)}"><td>${esc(host)}</td>` +
@@ -96,7 +96,13 @@ function runDrainsHtml(d: RunDrains): string {
 ${out.join('\n')}
 </tbody></table>`
     : '';
-  return `<section id="drains"><h2>${esc(RUN_DRAINS_HEADING.replace(/:$/, ''))}</h2>${still}<table><thead><tr><th>host</th><th>drain</th><th>how</th></tr></thead><tbody>
+  const taken = d.takenOver.map((t) => row(t.host, 'taken-over-by', `taken over by run ${t.by}`, drainHowText(t), takenOverText(t)));
+  const handedOver = taken.length
+    ? `<h3>Taken over by a later run: ${taken.length} node${taken.length === 1 ? '' : 's'} this run took out, no longer its to put back</h3><table class="taken-over-by"><thead><tr><th>host</th><th>state</th><th>how</th></tr></thead><tbody>
+${taken.join('\n')}
+</tbody></table>`
+    : '';
+  return `<section id="drains"><h2>${esc(RUN_DRAINS_HEADING.replace(/:$/, ''))}</h2>${still}${handedOver}<table><thead><tr><th>host</th><th>drain</th><th>how</th></tr></thead><tbody>
 ${events.join('\n')}
 </tbody></table></section>`;
 }

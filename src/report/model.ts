@@ -58,12 +58,26 @@ export interface StillOut {
   why: string;
 }
 
+/** A node the run took out that a later run took over (the run's drain ledger says so): no longer this run's to put back. */
+export interface TakenOverBy {
+  host: string;
+  via: string;
+  controller: string;
+  /** Its node in the scheduler, when not named as the host. */
+  node?: string;
+  /** The run that took it over, and when. */
+  by: string;
+  at: string;
+}
+
 /** A run's --drain as its journal shows it (history/run-drains.ts). */
 export interface RunDrains {
   /** The drain and resume events, in the order they happened. */
   events: RunDrainEvent[];
   /** The nodes it left out of scheduling: a resume that failed, or none (the run was killed). */
   stillOut: StillOut[];
+  /** The nodes it took out that a later run took over since (from its drain ledger). */
+  takenOver: TakenOverBy[];
 }
 
 export interface Report {

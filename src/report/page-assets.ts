@@ -25,7 +25,7 @@ button[aria-pressed=true]{font-weight:700}
 .st{display:inline-block;border-radius:3px;padding:0 .35rem;font-size:12px;color:#fff;background:#777}
 .s-changed{background:#a05a00}.s-pending{background:#5a4fa0}.s-failed,.s-unreachable,.s-unfinished{background:#b00020}.s-ok{background:#2e7d32}
 .s-drain-would,.s-drain-may,.s-drain-drained,.s-drain-taken-over{background:#a05a00}.s-drain-already{background:#5a4fa0}.s-drain-none,.s-drain-resumed{background:#2e7d32}
-.s-drain-failed,.s-drain-blocked,.s-drain-not-resumed,.s-drain-still-out{background:#b00020}
+.s-drain-failed,.s-drain-blocked,.s-drain-not-resumed,.s-drain-still-out{background:#b00020}.s-drain-taken-over-by{background:#5a4fa0}
 pre{background:#fafafa;border:1px solid #eee;padding:.4rem;overflow:auto;font:12px/1.35 ui-monospace,monospace;margin:.3rem 0}
 pre .a{color:#116329;background:#e6ffec}pre .d{color:#82071e;background:#ffebe9}pre .hk{color:#0550ae}pre .f{color:#555}
 table{border-collapse:collapse;width:100%}
@@ -48,8 +48,8 @@ export const PAGE_SCRIPT = `
   var $ = function (id) { return document.getElementById(id); };
   var changes = Array.prototype.slice.call(document.querySelectorAll('article.change'));
   var rows = Array.prototype.slice.call(document.querySelectorAll('#hosts tbody tr'));
-  // (the nodes still out of scheduling are not filtered: always shown, as the warnings say them)
-  var drainRows = Array.prototype.slice.call(document.querySelectorAll('#drains table:not(.still-out) tbody tr'));
+  // (the nodes still out of scheduling, and those taken over since, are not filtered: always shown)
+  var drainRows = Array.prototype.slice.call(document.querySelectorAll('#drains table:not(.still-out):not(.taken-over-by) tbody tr'));
   var groupsOf = {};
   var rowOf = {};
   rows.forEach(function (r) { groupsOf[r.dataset.host] = r.dataset.groups ? r.dataset.groups.split(' ') : []; rowOf[r.dataset.host] = r; });

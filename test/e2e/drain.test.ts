@@ -246,6 +246,19 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
     ]);
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
+    // the dead run's ledger says who took tb8 over: `runs show` of it names that run and warns of nothing
+    const taker = /^run: (\S+)/m.exec(run.stderr)![1];
+    const shown = await provision(['runs', 'show', dead, '--json'], { env });
+    expect(shown.code, shown.stderr).toBe(0);
+    const report = JSON.parse(shown.stdout) as { warnings: string[]; runDrains: { stillOut: unknown[]; takenOver: unknown[] } };
+    expect(report.runDrains).toMatchObject({
+      stillOut: [],
+      takenOver: [{ host: 'tb8', via: 'slurm', controller: expect.any(String), by: taker, at: expect.any(String) }],
+    });
+    expect(report.warnings.join('\n')).not.toContain('NOT PUT BACK');
+    expect((await provision(['runs', 'show', dead], { env })).stdout).toMatch(
+      new RegExp(`^  tb8 \\(slurm via [^)]+\\): taken over by run ${taker} at \\S+: no longer this run's to put back`, 'm'),
+    );
     // taken over and put back: neither run has a node out, both are pruned, the dead run's ledger with it
     const again = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
     expect(again.code, again.stderr).toBe(0);

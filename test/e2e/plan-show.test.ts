@@ -1,7 +1,8 @@
 // Issue #37, plan show: a plan with changes on some bed hosts, shown as text and as the HTML page
 // rendered by headless Chromium (its DOM holds the grouped change, the hosts and a diff; it opens
 // without console errors, CSP violations included); a secret in a diff stays masked; the page's
-// filters apply to its Drains table; a page of 1,000 hosts opens in a few seconds.
+// filters apply to its Drains table (a run's: not to the nodes still out or taken over since); a
+// page of 1,000 hosts opens in a few seconds.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,6 +176,46 @@ describe('plan show', () => {
     }
     expect(all.dom).toContain('2 of 2 changes, 3 of 3 hosts, 3 of 3 drains');
   });
+
+  it.skipIf(chromiumMissing)(
+    '--html of a run: the filters apply to its drains, not to the nodes still out or taken over since',
+    async () => {
+      const how = { via: 'slurm', controller: 'ctl1' };
+      const page = join(tmp(), 'run-drains.html');
+      writeFileSync(
+        page,
+        reportHtml({
+          kind: 'run',
+          title: 'Run',
+          meta: [],
+          warnings: [],
+          hosts: ['n1', 'n10', 'n2'].map((name) => ({ name, groups: ['rack1'], status: 'changed' as const })),
+          items: [],
+          runDrains: {
+            events: [
+              { type: 'drain', host: 'n1', ...how, outcome: 'drained' },
+              { type: 'resume', host: 'n1', ...how, ok: true },
+              { type: 'drain', host: 'n10', ...how, outcome: 'drained' },
+              { type: 'drain', host: 'n2', ...how, outcome: 'drained' },
+            ],
+            stillOut: [{ host: 'n10', ...how, why: 'no resume in the journal' }],
+            takenOver: [{ host: 'n2', ...how, by: '20261206T150000Z-bbbbbb', at: '2026-12-06T15:00:00.000Z' }],
+          },
+        }),
+      );
+      const shown = (dom: string) =>
+        [...dom.matchAll(/<tr data-host="([^"]+)" data-drain="([^"]+)"( class="hidden")?>/g)]
+          .filter((m) => !m[3])
+          .map((m) => `${m[1]} ${m[2]}`);
+      const all = await renderPage(page);
+      expect(all.console).toEqual([]);
+      expect(all.dom).toContain('0 of 0 changes, 3 of 3 hosts, 4 of 4 drains');
+      const n1 = await renderPage(`${page}#host=n1`);
+      expect(n1.console).toEqual([]);
+      expect(shown(n1.dom)).toEqual(['n10 still-out', 'n2 taken-over-by', 'n1 drained', 'n1 resumed']);
+      expect(n1.dom).toContain('2 of 4 drains');
+    },
+  );
 
   it('a plan that does not verify is shown with a warning, exit 1', async () => {
     const edited = join(tmp(), 'edited.plan');

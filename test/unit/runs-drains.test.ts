@@ -99,7 +99,7 @@ describe('runDrains: the nodes a run left out of scheduling, from its drain and 
     expect(out).toEqual([
       { host: 'rack1-n8', ...via, node: 'tb8', why: 'no resume in the journal: the run was killed, or is still running' },
     ]);
-    expect(runDrainsText({ events: [named], stillOut: out })).toContain(
+    expect(runDrainsText({ events: [named], stillOut: out, takenOver: [] })).toContain(
       `  STILL OUT OF SCHEDULING: rack1-n8 (${via.via} via ${via.controller}, node tb8): no resume in the journal: the run was killed, or is still running`,
     );
   });
@@ -142,7 +142,11 @@ describe('runs show lists the drains of a run', () => {
   it('--json: the events in order (no time stamps) and the nodes still out; the warning', async () => {
     const r = recordedRun(ENDED, { ended: true });
     const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
-    expect(j.runDrains).toEqual({ events: ENDED, stillOut: [{ host: 'n4', ...via, why: `its resume failed: ${RESUME_FAILED}` }] });
+    expect(j.runDrains).toEqual({
+      events: ENDED,
+      stillOut: [{ host: 'n4', ...via, why: `its resume failed: ${RESUME_FAILED}` }],
+      takenOver: [],
+    });
     expect(j.warnings).toEqual([expect.stringMatching(/^NOT PUT BACK: 1 node\(s\) .* are still out: n4 /)]);
   });
 
@@ -201,6 +205,60 @@ describe('runs show lists the drains of a run', () => {
     expect(
       JSON.parse((await cli(['runs', 'show', both.id, '--json'])).stdout).runDrains.stillOut.map((s: { host: string }) => s.host),
     ).toEqual(['n3']);
+  });
+
+  it('a node a later run took over: said taken over by that run, in the text, --json and the page, and not NOT PUT BACK', async () => {
+    // killed after draining n2 (as rack1-n2: its Slurm node n2) and n3: a later run takes n2 over
+    const r = recordedRun([{ ...drain('rack1-n2', 'drained'), node: 'n2' } as RunDrainEvent, drain('n3', 'drained')], { ended: false });
+    const ledger = drainLedger(r.id, () => undefined);
+    for (const node of ['n2', 'n3']) ledger.taking({ ...via, node });
+    const later = newRunId();
+    const at = new Date('2026-12-06T15:00:00.000Z');
+    drainLedger(
+      later,
+      () => undefined,
+      () => at,
+    ).takenOver(r.id, { ...via, node: 'n2' });
+
+    const text = (await cli(['runs', 'show', r.id])).stdout;
+    const taken = `taken over by run ${later} at 2026-12-06T15:00:00.000Z: no longer this run's to put back (provision runs show ${later} says whether that run did)`;
+    expect(text).toContain(`  rack1-n2 (slurm via ctl1, node n2): ${taken}\n`);
+    expect(text).not.toContain('STILL OUT OF SCHEDULING: rack1-n2');
+    expect(text).toMatch(/^WARNING: NOT PUT BACK: 1 node\(s\) this run took out of scheduling may still be out: n3 \(/m);
+    expect(text).not.toMatch(/NOT PUT BACK: .*rack1-n2/);
+    const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(j.runDrains.takenOver).toEqual([{ host: 'rack1-n2', ...via, node: 'n2', by: later, at: at.toISOString() }]);
+    expect(j.runDrains.stillOut.map((s: { host: string }) => s.host)).toEqual(['n3']);
+    const page = join(mkdtempSync(join(tmpdir(), 'rs-runs-drains-')), 'run.html');
+    expect((await cli(['runs', 'show', r.id, '--html', page])).code).toBe(0);
+    const html = readFileSync(page, 'utf8');
+    expect([...html.matchAll(/<tr data-host="([^"]+)" data-drain="(still-out|taken-over-by)">/g)].map((m) => `${m[1]} ${m[2]}`)).toEqual([
+      'n3 still-out',
+      'rack1-n2 taken-over-by',
+    ]);
+    expect(html).toContain(`<table class="taken-over-by">`);
+    expect(html).toContain(`<span class="st s-drain-taken-over-by">taken over by run ${later}</span>`);
+
+    // n3 taken over too: nothing left for this run to put back, no warning
+    drainLedger(
+      later,
+      () => undefined,
+      () => at,
+    ).takenOver(r.id, { ...via, node: 'n3' });
+    const after = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(after.runDrains.stillOut).toEqual([]);
+    expect(after.warnings.filter((w: string) => w.includes('NOT PUT BACK'))).toEqual([]);
+    expect(after.runDrains.takenOver.map((t: { host: string }) => t.host)).toEqual(['rack1-n2', 'n3']);
+  });
+
+  it('a drain ledger with an entry that cannot be read: said in a warning', async () => {
+    const r = recordedRun([], { ended: true });
+    drainLedger(r.id, () => undefined).taking({ ...via, node: 'n1' });
+    writeFileSync(join(ledgerDir(r.id), 'slurm~n1.json'), 'not json');
+    const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(j.warnings).toEqual([
+      `its drain ledger ${ledgerDir(r.id)} holds 1 entry that cannot be read (not a node, or not readable): it may name nodes left out of scheduling, and keeps the run from pruning; remove such an entry once its node is known to be back`,
+    ]);
   });
 
   it('a check run: the nodes the apply would drain, nothing still out; a run with no drain: no Drains section', async () => {
