@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
-import { drainsLeft, ledgerDir, nodeText, removeLedger } from '../history/drain-ledger.ts';
+import { drainsLeft, ledgerDir, ledgers, keepsRun, nodeText, removeLedger, type RunLedger } from '../history/drain-ledger.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns, spareDrainers } from '../history/select.ts';
 import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
@@ -77,10 +77,17 @@ function list(values: RunsValues, out: CliStreams): number {
   };
   // a run with no end counts what its journal shows (its record holds only the zeros it started with)
   const runs = selectRuns(records, filter).map((r) => withJournalCounts(r).record);
+  // (the ledgers alone, not every journal: a run whose ledger still names nodes may have left them out)
+  const left = new Map([...ledgers()].filter(([, l]) => keepsRun(l)));
   if (values.json) {
-    for (const r of runs) out.stdout.write(JSON.stringify(r) + '\n');
+    for (const r of runs) {
+      const l = left.get(r.id);
+      out.stdout.write(
+        JSON.stringify(l ? { ...r, drainsLeft: l.nodes, ...(l.unreadable ? { drainsLeftUnreadable: l.unreadable } : {}) } : r) + '\n',
+      );
+    }
   } else {
-    for (const r of runs) out.stdout.write(runLine(r) + '\n');
+    for (const r of runs) out.stdout.write(runLine(r, left.get(r.id)) + '\n');
   }
   // a filter that selects nothing is said (on stderr: stdout stays empty for scripts)
   if (!runs.length)
@@ -88,8 +95,14 @@ function list(values: RunsValues, out: CliStreams): number {
   return EXIT.OK;
 }
 
-/** One line per run: id, start, outcome, hosts and their totals, who, labels, playbooks. */
-function runLine(r: RunRecord): string {
+/** The list's marker of a run whose drain ledger still names nodes: it may have left them out of scheduling. */
+function nodesOutMarker(l: RunLedger): string {
+  const unknown = l.unreadable ? [`${l.unreadable} unreadable entr${l.unreadable === 1 ? 'y' : 'ies'} in its drain ledger`] : [];
+  return `NODES OUT: ${[...l.nodes.map(nodeText), ...unknown].join(', ')}`;
+}
+
+/** One line per run: id, start, outcome, the nodes it may have left out of scheduling, hosts and their totals, who, labels, playbooks. */
+function runLine(r: RunRecord, ledger?: RunLedger): string {
   const hosts = Object.values(r.hosts);
   const sum = (k: 'changed' | 'failed') => hosts.reduce((n, h) => n + h[k], 0);
   const unreachable = hosts.filter((h) => h.unreachable).length;
@@ -103,6 +116,7 @@ function runLine(r: RunRecord): string {
       r.id,
       r.start.replace(/\.\d+Z$/, 'Z'),
       outcome,
+      ...(ledger ? [nodesOutMarker(ledger)] : []),
       `${hosts.length} host(s): ${sum('changed')} changed, ${sum('failed')} failed, ${unreachable} unreachable`,
       `${r.user}@${r.controller}`,
       ...(labels.length ? [labels.join(',')] : []),

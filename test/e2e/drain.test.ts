@@ -222,6 +222,11 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(mark).not.toBeNull();
     const dead = mark![1];
 
+    // `runs` marks it: the node its ledger names
+    const listed = await provision(['runs'], { env });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${dead}  \\S+  unfinished  NODES OUT: tb8 \\(slurm via [^)]+\\)  \\d+ host\\(s\\)`, 'm'));
+
     const prune = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
     expect(prune.code, prune.stderr).toBe(0);
     const ledger = join(env.XDG_STATE_HOME, 'racksmith/runs', `${dead}.drains`);
@@ -246,7 +251,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
     ]);
     expect(await nodeState('tb8')).toEqual({ state: 'idle', reason: 'none' });
-    // the dead run's ledger says who took tb8 over: `runs show` of it names that run and warns of nothing
+    // the dead run's ledger says who took tb8 over: `runs show` of it names that run and warns of nothing, `runs` marks it no more
     const taker = /^run: (\S+)/m.exec(run.stderr)![1];
     const shown = await provision(['runs', 'show', dead, '--json'], { env });
     expect(shown.code, shown.stderr).toBe(0);
@@ -259,6 +264,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect((await provision(['runs', 'show', dead], { env })).stdout).toMatch(
       new RegExp(`^  tb8 \\(slurm via [^)]+\\): taken over by run ${taker} at \\S+: no longer this run's to put back`, 'm'),
     );
+    expect((await provision(['runs'], { env })).stdout).not.toContain('NODES OUT');
     // taken over and put back: neither run has a node out, both are pruned, the dead run's ledger with it
     const again = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
     expect(again.code, again.stderr).toBe(0);

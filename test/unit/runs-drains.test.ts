@@ -294,3 +294,46 @@ describe('runs show lists the drains of a run', () => {
     expect(j.runDrains.stillOut).toEqual([]);
   });
 });
+
+describe('provision runs marks the runs whose drain ledger still names nodes', () => {
+  scratchStateDir();
+
+  it('a marker in the line and drainsLeft in --json, from the ledgers; gone once the nodes are taken over', async () => {
+    const out = recordedRun([drain('n2', 'drained')], { ended: false });
+    const clean = recordedRun([drain('n1', 'drained'), resume('n1', true)], { ended: true });
+    const ledger = drainLedger(out.id, () => undefined);
+    ledger.taking({ ...via, node: 'n2' });
+    ledger.taking({ ...via, node: 'n3' });
+    const lineOf = (stdout: string, id: string) => stdout.split('\n').find((l) => l.startsWith(id))!;
+    const listed = await cli(['runs']);
+    expect(listed.code).toBe(0);
+    expect(lineOf(listed.stdout, out.id)).toMatch(
+      /^\S+ {2}\S+ {2}unfinished {2}NODES OUT: n2 \(slurm via ctl1\), n3 \(slurm via ctl1\) {2}6 host\(s\)/,
+    );
+    expect(lineOf(listed.stdout, clean.id)).not.toContain('NODES OUT');
+    const json = (await cli(['runs', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; drainsLeft?: unknown });
+    expect(json.find((r) => r.id === out.id)?.drainsLeft).toEqual([
+      { ...via, node: 'n2' },
+      { ...via, node: 'n3' },
+    ]);
+    expect(json.find((r) => r.id === clean.id)).not.toHaveProperty('drainsLeft');
+
+    // taken over by a later run: no longer this run's, no marker
+    const later = drainLedger(newRunId(), () => undefined);
+    later.takenOver(out.id, { ...via, node: 'n2' });
+    later.takenOver(out.id, { ...via, node: 'n3' });
+    expect(lineOf((await cli(['runs'])).stdout, out.id)).not.toContain('NODES OUT');
+    expect((await cli(['runs', '--json'])).stdout).not.toContain('drainsLeft');
+  });
+
+  it('a ledger entry that cannot be read: marked all the same, said so', async () => {
+    const r = recordedRun([], { ended: true });
+    drainLedger(r.id, () => undefined).taking({ ...via, node: 'n1' });
+    writeFileSync(join(ledgerDir(r.id), 'slurm~n1.json'), 'not json');
+    expect((await cli(['runs'])).stdout).toContain('  NODES OUT: 1 unreadable entry in its drain ledger  ');
+    expect(JSON.parse((await cli(['runs', '--json'])).stdout)).toMatchObject({ drainsLeft: [], drainsLeftUnreadable: 1 });
+  });
+});
