@@ -68,10 +68,18 @@ export const blockedDetail = (state: string, why: string, byHand: string): strin
 export const drainMark = (runId: string, controller?: string): string =>
   controller ? `racksmith ${runId} on ${controller}` : `racksmith ${runId}`;
 
+/**
+ * The run ids a mark can carry: a run of the history (history/record.ts) or, from a run without
+ * one (an older racksmith, a program calling the engine), `host:pid:time` (engine/apply-lock.ts
+ * newRunId). Only these: an operator's reason that happens to begin with the word (`racksmith
+ * upgrade`) is the operator's drain, not a run's to be blocked by.
+ */
+const MARK_RUN_ID = /^(?:\d{8}T\d{6}Z-[0-9a-f]{6}|[A-Za-z0-9._-]+:\d+:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)$/;
+
 /** A racksmith mark's run id and controller (undefined: not a racksmith mark). */
 export function parseDrainMark(reason: string): { run: string; controller?: string } | undefined {
   const m = /^racksmith (\S+)(?: on (\S+))?$/.exec(reason.trim());
-  return m ? { run: m[1], ...(m[2] ? { controller: m[2] } : {}) } : undefined;
+  return m && MARK_RUN_ID.test(m[1]) ? { run: m[1], ...(m[2] ? { controller: m[2] } : {}) } : undefined;
 }
 
 /** A node of a scheduler: its provider (`slurm`, `kubernetes`), the controller it is run through, its name there. */

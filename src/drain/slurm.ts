@@ -101,12 +101,13 @@ async function run(exec: DrainExec, script: string, what: string): Promise<strin
 /**
  * Whose the drain of a node already out is, when its reason is a racksmith mark: this run's own
  * (an earlier play's resume that failed), a run's that ended or died (taken over: DrainOptions.ownerOf),
- * or someone else's. A node down or failing is never taken over: Slurm, or someone, has a reason of its own.
+ * or another run's (blocked). A node down or failing is never taken over: Slurm, or someone, has a
+ * reason of its own; but one down under a live run's mark is still that run's to put back (blocked).
  */
-function whoseOut(s: SlurmNodeState, o: DrainOptions): DrainOwner | undefined {
-  if (!drainedOnly(s)) return undefined;
-  if (s.reason === o.reason) return { takeOver: true, why: 'still drained by this run' };
-  return o.ownerOf?.(s.reason);
+function whoseOut(s: SlurmNodeState, ownerOf: DrainOptions['ownerOf'], ownMark?: string): DrainOwner | undefined {
+  if (drainedOnly(s) && s.reason === ownMark) return { takeOver: true, why: 'still drained by this run' };
+  const owner = ownerOf?.(s.reason);
+  return drainedOnly(s) || !owner?.takeOver ? owner : undefined;
 }
 
 export const slurmDrain: DrainProvider = {
@@ -118,7 +119,7 @@ export const slurmDrain: DrainProvider = {
     try {
       const before = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
       if (!before) return { kind: 'failed', detail: `Slurm does not know node ${node} (sinfo lists nothing)`, drained };
-      const owner = alreadyOut(before) ? whoseOut(before, o) : undefined;
+      const owner = alreadyOut(before) ? whoseOut(before, o.ownerOf, o.reason) : undefined;
       const action = drainAction(alreadyOut(before), owner);
       if (action === 'blocked')
         return { kind: 'failed', detail: blockedDetail(outDetail(before), owner!.why, resumeScript(node)), drained };
@@ -148,7 +149,7 @@ export const slurmDrain: DrainProvider = {
   async outOfScheduling(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling> {
     const s = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
     if (!s) throw new Error(`Slurm does not know node ${node} (sinfo lists nothing)`);
-    const owner = drainedOnly(s) ? ownerOf?.(s.reason) : undefined;
+    const owner = alreadyOut(s) ? whoseOut(s, ownerOf) : undefined;
     const action = drainAction(alreadyOut(s), owner);
     if (action === 'drain') return undefined;
     if (action === 'blocked') return { blocked: blockedDetail(outDetail(s), owner!.why, resumeScript(node)) };

@@ -104,6 +104,10 @@ describe('whoseDrain: a run of this controller that provably no longer runs is t
     ['maintenance by ops', undefined],
     ['racksmith', undefined],
     ['racksmith a b c', undefined],
+    // an operator's own words that begin as a mark does: their drain, not a run's
+    ['racksmith upgrade', undefined],
+    ['racksmith upgrade on ctl1', undefined],
+    ['racksmith 20261206T101010Z-abcdeg', undefined],
   ])('the mark %j', (reason, want) => expect(parseDrainMark(reason)).toEqual(want));
 
   it('drainMark and parseDrainMark round-trip', () => {

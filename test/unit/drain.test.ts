@@ -186,6 +186,10 @@ describe('Slurm provider', () => {
     // down with a dead run's mark: never taken over
     const down = controller([[/^sinfo/m, { stdout: 'down+drain|racksmith R0 on c\n' }]]);
     expect(await slurmDrain.outOfScheduling!(down.exec, 'n1', () => dead)).toBe('down+drain (racksmith R0 on c)');
+    // down with a live run's mark: that run puts it back when its work ends (blocked)
+    expect(await slurmDrain.outOfScheduling!(down.exec, 'n1', () => live)).toEqual({
+      blocked: blockedDetail('down+drain (racksmith R0 on c)', live.why, 'scontrol update nodename=n1 state=resume'),
+    });
   });
 
   // a node out of scheduling with a racksmith mark: ownerOf says whose (history/drain-owner.ts)
@@ -223,6 +227,17 @@ describe('Slurm provider', () => {
       'down+drain|racksmith R0 on c',
       dead,
       { kind: 'already', detail: 'down+drain (racksmith R0 on c)' },
+      false,
+    ],
+    [
+      "down or failing with a live run's mark: that run puts it back when its work ends, blocked",
+      'down+drain|racksmith R0 on c',
+      live,
+      {
+        kind: 'failed',
+        detail: blockedDetail('down+drain (racksmith R0 on c)', live.why, 'scontrol update nodename=n1 state=resume'),
+        drained: false,
+      },
       false,
     ],
     ["not a racksmith mark: someone else's", 'drained|ops', undefined, { kind: 'already', detail: 'drained (ops)' }, false],
