@@ -123,7 +123,8 @@ export function checkPlanDrains(recorded: PlanDrains | undefined, now: DrainPlan
  * drain provider), as a warning: what the reviewers approved did not take that host out. So is a
  * host the plan showed as already out by someone else (left so), or blocked by another racksmith
  * run's drain, that apply drained, and so will put back: its drain was lifted since, or it was a
- * racksmith run's that has died since (taken over).
+ * racksmith run's that has died since (taken over); and a blocked host that apply found out by
+ * someone else (that run ended, an operator drained it since): its changes are applied after all.
  */
 export function unplannedDrain(recorded: PlanDrains | undefined, e: DrainEvent): string | undefined {
   if (e.outcome === 'would') return undefined;
@@ -136,6 +137,10 @@ export function unplannedDrain(recorded: PlanDrains | undefined, e: DrainEvent):
     return `${e.host} was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it to drain${
       e.detail ? ` (${e.detail})` : ''
     }: it is drained now, its changes applied, and it will be put back after them`;
+  if (planned === 'blocked' && e.outcome === 'already')
+    return `${e.host} was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it out by someone else${
+      e.detail ? ` (${e.detail})` : ''
+    }: its changes are applied under that drain, and it is left out of scheduling as it was`;
   if (planned !== undefined && planned !== 'none') return undefined;
   return `${e.host} has a disruptive change the plan did not list (the plan's check run found none on it), so it was ${
     e.outcome === 'drained' ? 'drained' : e.outcome === 'already' ? 'found already out of scheduling' : 'to be drained (the drain failed)'

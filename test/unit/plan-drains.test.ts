@@ -248,6 +248,10 @@ describe("a plan's drains", () => {
     expect(unplannedDrain(p.drains, event('n4', { outcome: 'drained' }))).toBe(
       "n4 was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it to drain: it is drained now, its changes applied, and it will be put back after them",
     );
+    // that run ended and an operator drained the node since: its changes are applied under the operator's drain, said
+    expect(unplannedDrain(p.drains, event('n4', { outcome: 'already', detail: 'drained (ops: bad DIMM)' }))).toBe(
+      "n4 was out of scheduling under another racksmith run's drain when the plan was made (its reviewers were shown its changes blocked), but apply found it out by someone else (drained (ops: bad DIMM)): its changes are applied under that drain, and it is left out of scheduling as it was",
+    );
   });
 
   it('a version 7 plan (no node names recorded) is refused by plan show and apply, exit 3, saying why', async () => {
