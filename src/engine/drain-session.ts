@@ -252,7 +252,12 @@ export class DrainSession {
         this.plan.ledger?.back(drainNode(d));
         this.plan.claims?.release(drainNode(d));
       }
-      this.emit({ ...base, outcome: out.kind, ...(out.detail ? { detail: out.detail } : {}) });
+      this.emit({
+        ...base,
+        outcome: out.kind,
+        ...(out.detail ? { detail: out.detail } : {}),
+        ...(out.kind === 'failed' ? { tookOut: this.drained.has(host) } : {}),
+      });
       return out;
     };
     const running = (mine.done = drain());

@@ -59,7 +59,14 @@ export type RunEvent =
    * `would` (`may`: the resources whose disruptive changes wait on a pending change, when those
    * are all it has), or `blocked` (out under another racksmith run's drain: the apply's would fail).
    */
-  | ({ type: 'drain'; outcome: DrainEventOutcome; detail?: string; may?: string[] } & DrainHow)
+  | ({
+      type: 'drain';
+      outcome: DrainEventOutcome;
+      detail?: string;
+      may?: string[];
+      /** A `failed` drain: whether this run had taken the node out (then it puts it back); `runs show` of a killed run reads it. */
+      tookOut?: boolean;
+    } & DrainHow)
   /** --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`). */
   | ({ type: 'resume'; ok: boolean; detail?: string } & DrainHow)
   | ({ type: 'host_recap' } & HostRecap)

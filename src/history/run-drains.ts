@@ -9,7 +9,8 @@ import type { RunLedger } from './drain-ledger.ts';
  * Per node, from its events in order: out of scheduling by this run after `drained` (taken over
  * included), back after a resume that went through; a resume that failed leaves it out. A failed
  * drain is followed by a resume when it had taken the node out (the session resumes it at once or at
- * the run's end): without one, in a run that ended, it had not; in a run with no end, it is not known.
+ * the run's end): without one, in a run that ended, it had not; in a run with no end, its `tookOut`
+ * says (a journal older than it: not known).
  */
 export function runDrains(events: readonly RunDrainEvent[], ended: boolean): RunDrains {
   const last = new Map<string, { e: RunDrainEvent; why?: string }>();
@@ -20,10 +21,15 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
         e,
         why: ended ? 'the run ended without a resume of it' : 'no resume in the journal: the run was killed, or is still running',
       });
+    else if (e.outcome === 'failed' && e.tookOut === false)
+      last.set(e.host, { e }); // (blocked, say: it took nothing out)
     else if (e.outcome === 'failed' && !ended)
       last.set(e.host, {
         e,
-        why: `its drain failed (${e.detail ?? 'no reason given'}) and the run has no end: whether it had taken the node out is not known`,
+        why:
+          e.tookOut === true
+            ? `its drain failed (${e.detail ?? 'no reason given'}) after taking the node out, and the run has no end: no resume in the journal`
+            : `its drain failed (${e.detail ?? 'no reason given'}) and the run has no end: whether it had taken the node out is not known`,
       });
   }
   const stillOut = [...last.entries()]

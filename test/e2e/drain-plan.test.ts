@@ -205,7 +205,15 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
     expect(apply.code, apply.stderr).toBe(1);
     const byHost = drainEvents(apply).sort((a, b) => a.host.localeCompare(b.host));
     expect(byHost).toEqual([
-      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'failed', detail: recorded.drains!.hosts.tb8.detail },
+      {
+        type: 'drain',
+        host: 'tb8',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'failed',
+        detail: recorded.drains!.hosts.tb8.detail,
+        tookOut: false,
+      },
       { type: 'drain', host: 'tb9', via: 'slurm', controller: CTL, outcome: 'drained' },
       { type: 'resume', host: 'tb9', via: 'slurm', controller: CTL, ok: true },
     ]);

@@ -335,7 +335,15 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         '.*put the node back by hand \\(scontrol update nodename=tb8 state=resume\\) and run again$',
     );
     expect(drainEvents(loser)).toEqual([
-      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'failed', detail: expect.stringMatching(blocked) },
+      {
+        type: 'drain',
+        host: 'tb8',
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'failed',
+        detail: expect.stringMatching(blocked),
+        tookOut: false,
+      },
     ]);
     const notApplied = loser.events.find((e) => e.type === 'resource' && e.host === 'tb8' && e.id === 'mtu:eth0');
     expect(notApplied).toMatchObject({
@@ -378,7 +386,15 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     const run = await provision([PB, '-i', inventory(), '-l', 'tb8,tb9', '--drain', 'slurm', '--json']);
     expect(run.code, run.stderr).toBe(1);
     expect(byHost(run)).toEqual(
-      NODES.map((h) => ({ type: 'drain', host: h, via: 'slurm', controller: CTL, outcome: 'failed', detail: detail[h as 'tb8'] })),
+      NODES.map((h) => ({
+        type: 'drain',
+        host: h,
+        via: 'slurm',
+        controller: CTL,
+        outcome: 'failed',
+        detail: detail[h as 'tb8'],
+        tookOut: false,
+      })),
     );
     for (const h of NODES)
       expect(run.events.find((e) => e.type === 'resource' && e.host === h && e.id === 'mtu:eth0')).toMatchObject({
@@ -483,6 +499,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         controller: CTL,
         outcome: 'failed',
         detail: `host timed out after 15s while waiting for the jobs on tb8: job ${job} still running`,
+        tookOut: true,
       },
       { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
     ]);
@@ -716,6 +733,7 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
         controller: CP,
         outcome: 'failed',
         detail: `interrupted: kubectl drain ${NODE} was stopped`,
+        tookOut: true,
       },
       { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
     ]);
@@ -752,6 +770,7 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
         controller: CP,
         outcome: 'failed',
         detail: `host timed out after 15s: kubectl drain ${NODE} was stopped`,
+        tookOut: true,
       },
       { type: 'resume', host: NODE, via: 'kubernetes', controller: CP, ok: true },
     ]);
@@ -850,7 +869,9 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
 
       const run = await provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--json']);
       expect(run.code, run.stderr).toBe(1);
-      expect(drainEvents(run)).toEqual([{ type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'failed', detail }]);
+      expect(drainEvents(run)).toEqual([
+        { type: 'drain', host: NODE, via: 'kubernetes', controller: CP, outcome: 'failed', detail, tookOut: false },
+      ]);
       expect(run.events.find((e) => e.type === 'resource' && e.host === NODE && e.id === 'mtu:eth0')).toMatchObject({
         status: 'failed',
         error: `not applied: drain (kubernetes via ${CP}) failed: ${detail}`,

@@ -821,6 +821,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         controller: 'ctl',
         outcome: 'failed',
         detail: 'interrupted: kubectl drain n1 was stopped',
+        tookOut: true,
       },
       { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
     ]);
@@ -864,6 +865,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         controller: 'ctl',
         outcome: 'failed',
         detail: 'host timed out after 1s before it started',
+        tookOut: false,
       },
     ]);
     expect(out.hosts.find((h) => h.host === 'n1')).toMatchObject({ unreachable: true, error: 'timed out after 1s' });
@@ -899,6 +901,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
         controller: 'ctl',
         outcome: 'failed',
         detail: 'host timed out after 1s: kubectl drain n1 was stopped',
+        tookOut: true,
       },
       { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
     ]);
@@ -1145,7 +1148,7 @@ describe("a dead run's node another run of this controller has claimed (the sess
     expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'blocked', detail }]);
     events.length = 0;
     expect(await session.before('n1')).toBe(`drain (slurm via ctl) failed: ${detail}`);
-    expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'failed', detail }]);
+    expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'failed', detail, tookOut: false }]);
     expect(ran.filter((s) => !s.startsWith('sinfo'))).toEqual([]); // no scontrol, no squeue
     await session.resumeAll();
     expect(events.filter((e) => e.type === 'resume')).toEqual([]);

@@ -93,6 +93,18 @@ describe('runDrains: the nodes a run left out of scheduling, from its drain and 
     ]);
   });
 
+  it('a run with no end: a failed drain that took nothing out (blocked) is not out; one that did, with no resume after, is', () => {
+    const blocked = { ...drain('n1', 'failed', 'drained (racksmith R0 on c): run R0 is still running (pid 9); ...'), tookOut: false };
+    const timedOut = { ...drain('n2', 'failed', 'timed out'), tookOut: true };
+    expect(runDrains([blocked, timedOut] as RunDrainEvent[], false).stillOut).toEqual([
+      {
+        host: 'n2',
+        ...via,
+        why: 'its drain failed (timed out) after taking the node out, and the run has no end: no resume in the journal',
+      },
+    ]);
+  });
+
   it("a node not named as its host (racksmith_slurm_node): the node said with the host, in every view's line", () => {
     const named = { ...drain('rack1-n8', 'drained'), node: 'tb8' } as RunDrainEvent;
     const out = runDrains([named], false).stillOut;
