@@ -266,6 +266,62 @@ describe('in use as the kernel sees it: another mount namespace, an exclusive op
   });
 });
 
+describe("an XFS disk mounted in another mount namespace (a container's) is not taken", () => {
+  let theirs = '';
+  let blankDisk = '';
+  let pid = '';
+  let uuid = '';
+
+  beforeAll(async () => {
+    await tb.reset([A]);
+    [theirs, blankDisk] = disks(A).map((d) => d.dev);
+    await sh(A, `mkfs.xfs -q ${theirs}`);
+    uuid = (await sh(A, `blkid -p -s UUID -o value ${theirs}`)).trim();
+    pid = await spawnIn(
+      A,
+      `mkdir -p /mnt/ns && exec unshare -m sh -c 'mount ${theirs} /mnt/ns && echo x > /mnt/ns/theirs && exec sleep 600'`,
+    );
+    await until(
+      A,
+      `grep -qs ' ${(await sh(A, `cat /sys/block/${kname(theirs)}/dev`)).trim()} ' /proc/[0-9]*/mountinfo`,
+      'the namespace mount',
+    );
+  });
+
+  afterAll(async () => {
+    if (pid) await tb.hostExec(A, `kill ${pid}`);
+  });
+
+  it('refused naming the mount, in --check and apply: nothing mounted, recorded or written to fstab for it; the other disk converges', async () => {
+    const inv = inventory();
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', inv, '-l', A, '--json', ...mode]);
+      expect(run.code, why(run)).toBe(1);
+      expect(resources(run, A).get('disk:d1')!.error).toMatch(
+        new RegExp(
+          `^refused: ${theirs} carries XFS \\(UUID ${uuid}\\) and is in use: the kernel refuses to open it exclusively \\(Device or resource busy\\): mounted at /mnt/ns in another mount namespace \\(pid \\d+\\); it is not mounted at /ais/d1`,
+        ),
+      );
+      expect(changedResources(run).map((c) => c.id)).not.toContain('mount:/ais/d1');
+    }
+    expect((await tb.hostExec(A, 'findmnt -rn -o SOURCE --mountpoint /ais/d1')).stdout).toBe('');
+    expect(await aisFstab(A)).toEqual([expect.stringMatching(/ \/ais\/d2 xfs /)]);
+    expect(await sh(A, 'cat /var/lib/racksmith/storage.json')).not.toContain('/ais/d1');
+    expect(await blkid(A, blankDisk)).toContain('TYPE=xfs');
+  });
+
+  it('once their mount is gone, the same XFS is kept (not formatted) and mounted at its mountpath', async () => {
+    await sh(A, `kill ${pid}`);
+    pid = '';
+    await until(A, `LOCK_BLOCK_DEVICE=no wipefs -n -q -t x -a ${theirs}`, 'the namespace mount to go');
+    const run = await provision([PB, '-i', inventory(), '-l', A, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    expect(resources(run, A).get('disk:d1')!.changes).toEqual([]);
+    expect((await sh(A, 'cat /ais/d1/theirs')).trim()).toBe('x');
+    expect((await sh(A, `blkid -p -s UUID -o value ${theirs}`)).trim()).toBe(uuid);
+  });
+});
+
 describe('format_allow by serial names exactly one disk; a cloned XFS is never mounted', () => {
   const sums = new Map<string, string>();
 

@@ -88,7 +88,7 @@ export interface DiskFacts {
   offsetSignatures: OffsetSignature[];
   /**
    * The exclusive open (O_EXCL) of the disk, as the kernel answers it: undefined when not tried
-   * (a mounted or XFS disk), '' when it opened, else the error (EBUSY: mounted in some mount
+   * (a disk mounted in this mount namespace), '' when it opened, else the error (EBUSY: mounted in some mount
    * namespace, held by dm/md/swap, or open exclusively by a process).
    */
   exclusiveOpen?: string;
@@ -506,10 +506,17 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   const atTarget = f.mounts.some((m) => m.majmin === f.majmin && listed.has(m.mountpoint));
   const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && listed.has(m.mountpoint)));
 
-  if (isCleanXfs(f) && !inUse.length) {
+  const uuid = f.blkid.UUID ? ` (UUID ${f.blkid.UUID})` : '';
+  if (isCleanXfs(f) && inUse.length) {
+    // Someone else's filesystem: mounted in another mount namespace (a container), held, open
+    // exclusively. A second mount would share it with them; it is neither formatted nor taken.
+    throw new Refusal(
+      `${dev} carries XFS${uuid} and is in use: ${inUse.join('; ')}; it is not mounted at ${o.mountpoint} (nor ever formatted) while anything else uses it`,
+    );
+  }
+  if (isCleanXfs(f)) {
     // Converged, or a kept XFS disk waiting to be mounted. Extra mounts beside the target are
     // bind mounts of it (e.g. kubelet volumes) and fine; mounted only elsewhere is not ours.
-    const uuid = f.blkid.UUID ? ` (UUID ${f.blkid.UUID})` : '';
     if (!atTarget && elsewhere.length) {
       throw new Refusal(
         `${dev} carries XFS${uuid} and is mounted at ${elsewhere.map((m) => m.mountpoint).join(', ')}, not at ${o.mountpoint}; unmount it first`,

@@ -394,9 +394,10 @@ rs_inuse() {
  * it set, and leaves the working directory at /.
  *
  * A mounted disk costs builtins only (it is never formatted: its content is not read). An
- * unmounted one is read (blkid, wipefs; XFS: which devices share its UUID); one that might be
- * formatted also gets the data sample (when no signature is found), the exclusive open, the
- * loop devices over it and the count of disks sharing each of its serials.
+ * unmounted one is read (blkid, wipefs) and asked who uses it (the exclusive open, the loop
+ * devices over it: an XFS disk mounted in another mount namespace is not taken either); an XFS
+ * one also which devices share its UUID; one that might be formatted also gets the data sample
+ * (when no signature is found) and the count of disks sharing each of its serials.
  */
 const DISK_FN = `rs_disk() {
   # (the default field separators: the lists below are split on them, whatever ran before)
@@ -491,7 +492,9 @@ TYPE=xfs
 UUID="*) rs_u=\${rs_b#*"
 UUID="}; rs_u=\${rs_u%%"
 "*} ;; esac
-      if [ -z "$R" ] && [ -n "$rs_u" ]; then rs_bid_devs "$rs_u"; fi ;;
+      if [ -z "$R" ] && [ -n "$rs_u" ]; then rs_bid_devs "$rs_u"; fi
+      # Mounted in another mount namespace, open exclusively, a loop over it: not ours to mount.
+      rs_inuse "$R/dev/$k" "$pairs" ;;
     *)
       rs_inuse "$R/dev/$k" "$pairs"
       rs_iddisks "$sys" "$mm" ;;

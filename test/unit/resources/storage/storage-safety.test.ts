@@ -57,6 +57,13 @@ describe('blankness and in-use, from recorded probe answers', () => {
     ['one-byte-at-2mib', [], 'refuse', /it is not blank: non-zero data at offset 2097160\. To erase it/],
     ['xfs-kept', [], 'keep', /^$/],
     ['xfs-mounted', [], 'keep', /^$/],
+    // someone else's XFS (a container's mount): a second mount would share it with them
+    [
+      'xfs-mounted-in-other-namespace',
+      ['/dev/loop26'],
+      'refuse',
+      /^\/dev\/loop26 carries XFS \(UUID [0-9a-f-]+\) and is in use: the kernel refuses to open it exclusively \(Device or resource busy\): mounted at \/mnt\/ns in another mount namespace \(pid \d+\); it is not mounted at \/ais\/d1 \(nor ever formatted\) while anything else uses it$/,
+    ],
     [
       'xfs-cloned',
       [],
