@@ -322,6 +322,24 @@ describe("an XFS disk mounted in another mount namespace (a container's) is not 
   });
 });
 
+describe('an fstab line written by hand for a mountpoint spelled another way (/ais/d1/)', () => {
+  it("is the mountpoint's line: replaced by racksmith's, so that mount -a (a boot) mounts the recorded filesystem there", async () => {
+    await tb.reset([B]);
+    const [d1, d2] = disks(B).map((d) => d.dev);
+    await sh(B, `mkfs.xfs -q ${d2} && printf '%s\\n' '${d2} /ais/d1/ xfs defaults,nofail 0 0' >> /etc/fstab`);
+    const run = await provision([PB, '-i', inventory(), '-l', B, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    const uuid = (await sh(B, `blkid -p -s UUID -o value ${d1}`)).trim();
+    const lines = await aisFstab(B);
+    expect(lines.filter((l) => / \/ais\/d1\/? /.test(l))).toEqual([expect.stringMatching(new RegExp(`^UUID=${uuid} /ais/d1 xfs `))]);
+    // as at boot: only the recorded filesystem is mounted at /ais/d1
+    await sh(B, 'umount /ais/d1 /ais/d2 && mount -a');
+    expect((await sh(B, 'findmnt -rn -o SOURCE --mountpoint /ais/d1')).trim().split('\n')).toEqual([d1]);
+    const again = await provision([PB, '-i', inventory(), '-l', B, '--json']);
+    expect(recaps(again)[B]).toMatchObject({ changed: 0, failed: 0 });
+  });
+});
+
 describe('format_allow by serial names exactly one disk; a cloned XFS is never mounted', () => {
   const sums = new Map<string, string>();
 

@@ -74,10 +74,21 @@ export function parseEntry(line: string): FstabEntry | undefined {
   };
 }
 
+/**
+ * A mountpoint as systemd's fstab generator and libmount compare them: repeated slashes, `.`
+ * components and a trailing slash dropped. `/ais/d1/` is the line of /ais/d1: missed, a hand
+ * line would stay beside racksmith's, and at boot the first of them mounts there.
+ */
+export function sameTargetKey(target: string): string {
+  if (!target.startsWith('/')) return target;
+  const parts = target.split('/').filter((p) => p !== '' && p !== '.');
+  return '/' + parts.join('/');
+}
+
 // Every mount resource of a host looks its target up in the same fstab: keep the last one parsed.
 let parsed: { text: string; byTarget: Map<string, Readonly<FstabEntry>>; count: Map<string, number> } | undefined;
 
-/** The last entry for `target` (mount(8) uses the last one too). Read-only: it is shared. */
+/** The last entry for `target`, however its line spells the path (sameTargetKey; mount(8) uses the last one too). Read-only: it is shared. */
 export function findEntry(text: string, target: string): Readonly<FstabEntry> | undefined {
   if (parsed?.text !== text) {
     const byTarget = new Map<string, Readonly<FstabEntry>>();
@@ -85,18 +96,19 @@ export function findEntry(text: string, target: string): Readonly<FstabEntry> | 
     for (const line of text.split('\n')) {
       const e = parseEntry(line);
       if (!e) continue;
-      byTarget.set(e.target, Object.freeze(e)); // a later line wins
-      count.set(e.target, (count.get(e.target) ?? 0) + 1);
+      const key = sameTargetKey(e.target);
+      byTarget.set(key, Object.freeze(e)); // a later line wins
+      count.set(key, (count.get(key) ?? 0) + 1);
     }
     parsed = { text, byTarget, count };
   }
-  return parsed.byTarget.get(target);
+  return parsed.byTarget.get(sameTargetKey(target));
 }
 
 /** How many entries `text` has for `target` (more than one: setEntry collapses them into one). */
 export function entryCount(text: string, target: string): number {
   findEntry(text, target);
-  return parsed!.count.get(target) ?? 0;
+  return parsed!.count.get(sameTargetKey(target)) ?? 0;
 }
 
 /** The same options in any order (an ais-k8s line lists AIStore's options with nofail first): adopted as they are. */
@@ -119,16 +131,18 @@ export function sameEntry(a: FstabEntry, b: FstabEntry): boolean {
 }
 
 /**
- * Set the entry for `want.target`: the first existing line for that target is replaced in place
- * (so comments and order stay), later duplicates are dropped; otherwise the line is appended.
+ * Set the entry for `want.target`: the first existing line for that target (however spelled:
+ * sameTargetKey) is replaced in place (so comments and order stay), later duplicates are
+ * dropped; otherwise the line is appended.
  */
 export function setEntry(text: string, want: FstabEntry): string {
   const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n');
   const out: string[] = [];
   let placed = false;
+  const key = sameTargetKey(want.target);
   for (const line of lines) {
     const e = parseEntry(line);
-    if (e && e.target === want.target) {
+    if (e && sameTargetKey(e.target) === key) {
       if (!placed) out.push(formatEntry(want));
       placed = true;
     } else out.push(line);
@@ -137,9 +151,13 @@ export function setEntry(text: string, want: FstabEntry): string {
   return out.join('\n') + '\n';
 }
 
-/** Remove every entry for `target`. */
+/** Remove every entry for `target` (however spelled: sameTargetKey). */
 export function removeEntry(text: string, target: string): string {
   const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n');
-  const kept = lines.filter((l) => parseEntry(l)?.target !== target);
+  const key = sameTargetKey(target);
+  const kept = lines.filter((l) => {
+    const e = parseEntry(l);
+    return !e || sameTargetKey(e.target) !== key;
+  });
   return kept.length ? kept.join('\n') + '\n' : '';
 }

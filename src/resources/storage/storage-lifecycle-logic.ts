@@ -6,7 +6,7 @@
  */
 import { Refusal } from '../../contract/resource.ts';
 import { identitiesOf, isCleanXfs, serialOf, usesOf, type DiskFacts } from './blockdev-logic.ts';
-import { parseEntry, type FstabEntry } from '../core/fstab.ts';
+import { parseEntry, sameTargetKey, type FstabEntry } from '../core/fstab.ts';
 
 export const STORAGE_RECORD = '/var/lib/racksmith/storage.json';
 
@@ -217,7 +217,10 @@ export function pruneSet(
       return {
         disk: d,
         unmount: ours,
-        fstabLines: d.uuid === undefined ? [] : fstabLinesOf(fstabText, (e) => e.source === `UUID=${d.uuid}` && e.target === d.mountpoint),
+        fstabLines:
+          d.uuid === undefined
+            ? []
+            : fstabLinesOf(fstabText, (e) => e.source === `UUID=${d.uuid}` && sameTargetKey(e.target) === d.mountpoint),
         note:
           !ours && other
             ? `${d.mountpoint} has ${other.source} (UUID ${other.uuid ?? '?'}) mounted, not the recorded filesystem: left mounted`

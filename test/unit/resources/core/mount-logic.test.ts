@@ -112,6 +112,24 @@ describe('fstab text', () => {
     expect(setEntry(dup, want)).toBe(`proc /proc proc defaults 0 0\n${line}\n# c\n`);
   });
 
+  // A hand line for the mountpoint spelled another way is the same mountpoint to systemd's fstab
+  // generator and libmount: left beside racksmith's, the first line of the two mounts there at boot.
+  it.each(['/ais/d1/', '/ais//d1', '/ais/./d1', '//ais/d1//'])(
+    'a line for %j is the entry of /ais/d1: found, counted, replaced',
+    (spelled) => {
+      const hand = `/dev/sdc ${spelled} xfs defaults,nofail 0 0\n`;
+      const want = { source: 'UUID=2', target: '/ais/d1', fstype: 'xfs', options: 'noatime', dump: 0, pass: 0 };
+      expect(findEntry(hand, '/ais/d1')).toMatchObject({ source: '/dev/sdc', target: spelled });
+      expect(entryCount(`${hand}UUID=2 /ais/d1 xfs noatime 0 0\n`, '/ais/d1')).toBe(2);
+      expect(setEntry(`# c\n${hand}`, want)).toBe('# c\nUUID=2 /ais/d1 xfs noatime 0 0\n');
+      expect(setEntry(`${hand}UUID=2 /ais/d1 xfs noatime 0 0\n`, want)).toBe('UUID=2 /ais/d1 xfs noatime 0 0\n');
+      expect(removeEntry(`# c\n${hand}`, '/ais/d1')).toBe('# c\n');
+      // other mountpoints stay theirs
+      expect(findEntry(hand, '/ais/d10')).toBeUndefined();
+      expect(findEntry(hand, '/ais')).toBeUndefined();
+    },
+  );
+
   const base = '# comment\nUUID=1 / ext4 defaults 0 1\n/dev/x /data xfs noatime 0 0\n';
   const e = { source: 'UUID=2', target: '/data', fstype: 'xfs', options: 'noatime,nofail', dump: 0, pass: 0 };
   it.each([
