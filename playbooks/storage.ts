@@ -361,6 +361,7 @@ export function storageResources(host: HostContext): Resource[] {
       options: c.options,
       mode: c.mountMode,
       adopt: c.adopt,
+      disks: entries,
       dependsOn: [fmt.id],
       tags: ['mount'],
     });

@@ -396,6 +396,35 @@ describe('format_allow by serial names exactly one disk; a cloned XFS is never m
     ])
       expect(await devSum(h, d)).toBe(sums.get(d));
   });
+
+  // -t mount leaves the format out (a skipped dependency counts as satisfied): the record line
+  // and the mount check the clone themselves
+  it('-t mount: the clone is neither recorded nor mounted either', async () => {
+    const [b1, b2] = disks(B).map((d) => d.dev);
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', inv(), '-l', B, '-t', 'mount', '--json', ...mode]);
+      expect(run.code, why(run)).toBe(1);
+      const b = resources(run, B);
+      for (const [name, dev, other] of [
+        ['d1', b1, b2],
+        ['d2', b2, b1],
+      ]) {
+        expect(b.get(`storage-record:/ais/${name}`)!.error).toMatch(
+          new RegExp(
+            `^refused: not recording /ais/${name} → ${dev}: ${dev} carries XFS \\(UUID [0-9a-f-]+\\) and so does ${other} \\(a cloned`,
+          ),
+        );
+        expect(b.get(`mount:/ais/${name}`)!.error).toMatch(
+          new RegExp(
+            `^refused: not mounting ${dev} at /ais/${name}: ${dev} carries XFS \\(UUID [0-9a-f-]+\\) and so does ${other} \\(a cloned`,
+          ),
+        );
+      }
+      expect(await aisFstab(B)).toEqual([]);
+      expect((await sh(B, 'findmnt -rn -o TARGET | grep "^/ais" || true')).trim()).toBe('');
+      expect((await tb.hostExec(B, 'cat /var/lib/racksmith/storage.json')).code).not.toBe(0);
+    }
+  });
 });
 
 describe('one run at a time applies on a host (the apply lock)', () => {

@@ -583,6 +583,25 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   };
 }
 
+/**
+ * Why a disk carrying XFS may not serve `mountpoint` as it is, or undefined: the refusals of the
+ * format decision for a disk it would keep (in use, mounted only elsewhere, a cloned UUID, XFS
+ * beside other content). The record line and the mount ask it too: with `--tags mount` (the
+ * format skipped, which counts as satisfied) they are what stands between such a disk and the
+ * mountpath. A disk without XFS is left to the mount (nothing to mount: no filesystem UUID).
+ */
+export function servingRefusal(f: DiskFacts, mountpoint: string, alsoAt: readonly string[]): string | undefined {
+  const xfs = f.contentProbed ? f.blkid.TYPE === 'xfs' || f.signatures.some((s) => s.type === 'xfs') : f.mountedFs === 'xfs';
+  if (f.error || !xfs) return undefined;
+  try {
+    planFormat(f, { allow: [], mountpoint, alsoAt });
+    return undefined;
+  } catch (e) {
+    if (e instanceof Refusal) return e.message;
+    throw e;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // I/O profiles
 

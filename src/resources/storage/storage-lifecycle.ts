@@ -17,7 +17,7 @@ import { define, inline, probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { BLOCK_DEVICES, fileTopic, MOUNTS, PACKAGES } from '../../contract/state-topics.ts';
 import { InputError } from '../../util/errors.ts';
-import { parseDiskFacts, type DiskFacts } from './blockdev-logic.ts';
+import { parseDiskFacts, servingRefusal, type DiskFacts } from './blockdev-logic.ts';
 import {
   DISK_READS,
   diskHelpers,
@@ -148,6 +148,12 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
         throw new Refusal(`no disk for ${o.mountpoint}: ${err.error ?? `${specText(self.spec)} serves another mountpath`}`);
       }
       const line = recordDiskFor(o.mountpoint, self.name, a);
+      const why = servingRefusal(
+        a.facts,
+        o.mountpoint,
+        o.disks.filter((d) => d !== self).map((d) => d.mountpoint),
+      );
+      if (why) throw new Refusal(`not recording ${o.mountpoint} → /dev/${line.kname}: ${why}`);
       const serving = {
         mountpoint: o.mountpoint,
         dev: `/dev/${line.kname}`,
@@ -231,6 +237,11 @@ export interface RecordedDiskMountOptions extends Omit<MountOptions, 'device' | 
   record?: string;
   /** storage_adopt: filesystem UUIDs a recorded mountpath may take although racksmith did not make them. */
   adopt?: readonly string[];
+  /**
+   * Every listed disk of the host (the record line's list): the one the mount finds is checked as
+   * the format checks a disk it keeps (servingRefusal), which `--tags mount` does not run.
+   */
+  disks?: readonly StorageEntry[];
 }
 
 /** A recorded mountpath's mount facts, with what storage.json records there and what racksmith made. */
@@ -239,6 +250,8 @@ export interface RecordedMountFacts extends MountFacts {
   recorded: string;
   /** The UUIDs of the filesystems racksmith made on this host since boot (XFS_MADE_DIR). */
   made: string[];
+  /** The listed disks (RecordedDiskMountOptions.disks), in their order. */
+  disks?: DiskFacts[];
 }
 
 /**
@@ -249,7 +262,7 @@ export interface RecordedMountFacts extends MountFacts {
  * storage record's line refuses it too, but this mount also runs where --skip-tags leaves that out.
  */
 export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<RecordedMountFacts> {
-  const { spec, name, record, adopt = [], ...rest } = o;
+  const { spec, name, record, adopt = [], disks = [], ...rest } = o;
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new InputError(`recorded disk mount: invalid name ${JSON.stringify(name)}`);
   const path = checkAbsolutePath(record ?? STORAGE_RECORD, 'storage record path');
   const mountpoint = checkAbsolutePath(o.path, 'mount path');
@@ -267,6 +280,9 @@ export function recordedDiskMount(o: RecordedDiskMountOptions): Resource<Recorde
   const identity = inline(`rs_rec_uuid ${shq(path)} ${shq(recordLinePrefix(mountpoint))}
 printf 'recorded=%s\\n' "$rs_u"`);
   const made = inline(XFS_MADE_LIST);
+  // (the disks' parts are their format resources' probes word for word: they run once per script)
+  const diskParts = disks.length ? [...diskHelpers(), ...disks.map((d) => diskProbeBody(d.spec))] : [];
+  const alsoAt = disks.filter((d) => d.mountpoint !== mountpoint).map((d) => d.mountpoint);
   return {
     ...m,
     // (its device is resolved from the record: the mount's reads and the record's)
@@ -274,19 +290,29 @@ printf 'recorded=%s\\n' "$rs_u"`);
     // (the fstab slot sets its file as {...facts, fstab}: the fields added here stay)
     files: m.files as readonly FileSlot<RecordedMountFacts>[] | undefined,
     useFleet: undefined, // (a mount is no fleet resource)
-    probe: () => [m.probe()].flat().concat(identity, made),
+    probe: () => [m.probe()].flat().concat(identity, made, diskParts),
     parse(out): RecordedMountFacts {
-      const [own, madeList] = out.parts.slice(-2).map((p) => String(p ?? ''));
+      const tail = 2 + disks.length;
+      const [own, madeList, ...diskAnswers] = out.parts.slice(-tail).map((p) => String(p ?? ''));
       return {
-        ...m.parse({ ...out, parts: out.parts.slice(0, -2) }),
+        ...m.parse({ ...out, parts: out.parts.slice(0, -tail) }),
         recorded: /^recorded=(.*)$/m.exec(own)?.[1] ?? '',
         made: parseMadeList(madeList),
+        disks: diskAnswers.map((a) => parseDiskFacts(a)),
       };
     },
     diff(f) {
       const serving = { mountpoint, dev: f.source.path ?? specText(spec), recorded: f.recorded || undefined, found: f.source.uuid };
       if (servingVerdict(serving, adopt, f.made) === 'foreign')
         throw new Refusal(`not mounting ${serving.dev} at ${mountpoint}: ${foreignFilesystemProblem(serving)}`);
+      // the listed disk the mount found (stat's hex maj:min), checked as the format checks a kept disk
+      const mm = f.source.majmin
+        ?.split(':')
+        .map((h) => parseInt(h, 16))
+        .join(':');
+      const disk = f.disks?.find((d) => !d.error && d.majmin === mm);
+      const why = disk && servingRefusal(disk, mountpoint, alsoAt);
+      if (why) throw new Refusal(`not mounting /dev/${disk.kname} at ${mountpoint}: ${why}`);
       return m.diff(f);
     },
   };

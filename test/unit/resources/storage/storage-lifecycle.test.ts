@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseDiskFacts, type DiskFacts } from '../../../../src/resources/storage/blockdev-logic.ts';
+import { parseDiskFacts, servingRefusal, type DiskFacts } from '../../../../src/resources/storage/blockdev-logic.ts';
 import {
   assignMountpoints,
   decommissionPlan,
@@ -710,5 +710,59 @@ describe('storage playbook variables of the lifecycle', () => {
     expect(storageResources(ctx({ storage_disks: two, storage_prune: false })).map((r) => r.id)).not.toContain(
       'storage-prune:/var/lib/racksmith/storage.json',
     );
+  });
+});
+
+// `--tags mount` leaves the format out (a skipped dependency counts as satisfied): the record line
+// and the mount then check the disk they take as the format checks a disk it keeps.
+describe('the record line and the mount refuse what the format would not keep (--tags mount)', () => {
+  const disks = [
+    { name: 'd1', mountpoint: '/ais/d1', spec: { device: '/dev/loop1' } },
+    { name: 'd2', mountpoint: '/ais/d2', spec: { device: '/dev/loop2' } },
+  ];
+  const twins = ['uuiddev=/dev/loop1', 'uuiddev=/dev/loop2'];
+  const cloned = [xfs('loop1', '7:1', U1, undefined, twins), xfs('loop2', '7:2', U1, undefined, twins)];
+  const inUse = [xfs('loop1', '7:1', U1, undefined, ['excl=Device or resource busy', 'nsmount=99 7:1 /mnt/ns']), blank('loop2', '7:2')];
+  const kept = [xfs('loop1', '7:1', U1), blank('loop2', '7:2')];
+  const mount = () =>
+    recordedDiskMount({ spec: { device: '/dev/loop1' }, name: 'd1', path: '/ais/d1', fstype: 'xfs', options: ['noatime'], disks });
+  const mountFacts = (listed: DiskFacts[]) => ({
+    fstab: absent,
+    target: { kind: 'absent' as const, empty: false },
+    source: { exists: true, majmin: '7:1', uuid: U1, path: '/dev/loop1' },
+    recorded: '',
+    made: [] as string[],
+    disks: listed,
+  });
+  const line = (listed: DiskFacts[]) => storageRecordLine({ mountpoint: '/ais/d1', disks }).diff({ file: absent, disks: listed, made: [] });
+
+  it.each([
+    ['a cloned XFS', cloned, /\/dev\/loop1 carries XFS \(UUID 1{8}-.*\) and so does \/dev\/loop2 \(a cloned filesystem\)/],
+    [
+      'an XFS mounted in another mount namespace',
+      inUse,
+      /\/dev\/loop1 carries XFS .* and is in use: .*mounted at \/mnt\/ns in another mount namespace \(pid 99\)/,
+    ],
+  ])('%s: neither recorded nor mounted', (_, listed, why) => {
+    expect(() => line(listed)).toThrow(new RegExp(`^not recording /ais/d1 → /dev/loop1: ${why.source}`));
+    expect(() => mount().diff(mountFacts(listed))).toThrow(new RegExp(`^not mounting /dev/loop1 at /ais/d1: ${why.source}`));
+  });
+
+  it('a kept XFS nothing else uses is recorded and mounted as before', () => {
+    expect(line(kept).map((c) => c.summary)).toEqual(['/var/lib/racksmith/storage.json: record /ais/d1 → /dev/loop1']);
+    expect(
+      mount()
+        .diff(mountFacts(kept))
+        .map((c) => c.summary),
+    ).toEqual([
+      'create mountpoint /ais/d1',
+      `/etc/fstab: add UUID=${U1} /ais/d1 xfs noatime 0 0`,
+      'mount /dev/loop1 on /ais/d1 (xfs, noatime)',
+    ]);
+  });
+
+  it('servingRefusal leaves a disk without XFS to the mount (nothing to mount there)', () => {
+    expect(servingRefusal(blank('loop2', '7:2'), '/ais/d2', [])).toBeUndefined();
+    expect(servingRefusal(kept[0], '/ais/d1', ['/ais/d2'])).toBeUndefined();
   });
 });
