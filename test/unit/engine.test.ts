@@ -453,8 +453,12 @@ describe('a stopped play ends the run', () => {
     const f = new FakeFleet(['h1', 'h2']);
     let h1Failed!: () => void;
     const failed = new Promise<void>((res) => (h1Failed = res));
-    // h2's first apply wave returns only once h1's failure is known
-    f.faults.set('h2', { before: (n) => (n === 2 ? failed : undefined) });
+    let h2InWave!: () => void;
+    const inWave = new Promise<void>((res) => (h2InWave = res));
+    // h2's first apply wave is under way when h1's fails (h1's waits for it: a loaded machine may
+    // probe h2 more slowly than it fails h1), and it returns only once h1's failure is known
+    f.faults.set('h2', { before: (n) => (n === 2 ? (h2InWave(), failed) : undefined) });
+    f.faults.set('h1', { before: (n) => (n === 2 ? inWave : undefined) });
     const rs: Play['resources'] = (h) => [
       kv({ path: at(f, h.name, 'a'), value: '1', failStep: h.name === 'h1' ? 3 : undefined, notify: ['restart:svc'] }),
       kv({ path: at(f, h.name, 'b'), value: '2', dependsOn: ['kv:a'] }),
