@@ -441,6 +441,9 @@ export function isBlank(f: DiskFacts): boolean {
   );
 }
 
+/** The exclusive-open answer of a wipefs too old to try it (blockdev.ts): not known, not a use. */
+const EXCL_NOT_TRIED = /^wipefs of util-linux before 2\.24/;
+
 /**
  * Who uses the disk, as the kernel and the system show it: the root filesystem, swap, holders
  * (dm, md), loop devices backed by it, and a failed exclusive open (named by the mounts in other
@@ -507,11 +510,14 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && listed.has(m.mountpoint)));
 
   const uuid = f.blkid.UUID ? ` (UUID ${f.blkid.UUID})` : '';
-  if (isCleanXfs(f) && inUse.length) {
+  // (a wipefs that cannot open a disk exclusively, util-linux before 2.24, has no answer: a kept
+  // XFS disk is not refused for that, as one that might be formatted is)
+  const xfsUses = f.exclusiveOpen !== undefined && EXCL_NOT_TRIED.test(f.exclusiveOpen) ? usesOf({ ...f, exclusiveOpen: undefined }) : inUse;
+  if (isCleanXfs(f) && xfsUses.length) {
     // Someone else's filesystem: mounted in another mount namespace (a container), held, open
     // exclusively. A second mount would share it with them; it is neither formatted nor taken.
     throw new Refusal(
-      `${dev} carries XFS${uuid} and is in use: ${inUse.join('; ')}; it is not mounted at ${o.mountpoint} (nor ever formatted) while anything else uses it`,
+      `${dev} carries XFS${uuid} and is in use: ${xfsUses.join('; ')}; it is not mounted at ${o.mountpoint} (nor ever formatted) while anything else uses it`,
     );
   }
   if (isCleanXfs(f)) {

@@ -103,6 +103,15 @@ describe('blankness and in-use, from recorded probe answers', () => {
     expect('message' in d ? d.message : 'summary' in d ? d.summary : '').toMatch(text);
   });
 
+  it('a kept XFS disk with a wipefs too old to open it exclusively (util-linux before 2.24): kept, not refused as in use; a blank one is refused', () => {
+    const old = (f: DiskFacts): DiskFacts => ({ ...f, exclusiveOpen: 'wipefs of util-linux before 2.24 cannot open a disk exclusively' });
+    expect(decide(old(fixture('xfs-kept')), [])).toEqual({ action: 'keep' });
+    expect(decide(old(fixture('blank')), [])).toMatchObject({
+      action: 'refuse',
+      message: expect.stringMatching(/cannot be opened exclusively/),
+    });
+  });
+
   it('what each answer says about blankness', () => {
     expect(isBlank(fixture('blank'))).toBe(true);
     for (const n of ['ext4-in-wiped-partition', 'tar', 'xfs-primary-zeroed', 'one-byte-at-2mib', 'held-open-exclusively', 'xfs-kept'])
