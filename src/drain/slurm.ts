@@ -105,7 +105,8 @@ async function run(exec: DrainExec, script: string, what: string): Promise<strin
  * reason of its own; but one down under a live run's mark is still that run's to put back (blocked).
  */
 function whoseOut(s: SlurmNodeState, ownerOf: DrainOptions['ownerOf'], ownMark?: string): DrainOwner | undefined {
-  if (drainedOnly(s) && s.reason === ownMark) return { takeOver: true, why: 'still drained by this run' };
+  // (this run's own mark on a node down since: left as it is, as before; never blocked by itself)
+  if (s.reason === ownMark) return drainedOnly(s) ? { takeOver: true, why: 'still drained by this run' } : undefined;
   const owner = ownerOf?.(s.reason);
   return drainedOnly(s) || !owner?.takeOver ? owner : undefined;
 }

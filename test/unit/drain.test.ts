@@ -240,6 +240,13 @@ describe('Slurm provider', () => {
       },
       false,
     ],
+    [
+      "down under this run's own mark (an earlier play's resume that failed): left as it is, not blocked by itself",
+      'down+drain|racksmith R1 on c',
+      live,
+      { kind: 'already', detail: 'down+drain (racksmith R1 on c)' },
+      false,
+    ],
     ["not a racksmith mark: someone else's", 'drained|ops', undefined, { kind: 'already', detail: 'drained (ops)' }, false],
   ])('%s', async (_, sinfo, owner, want, taken) => {
     const c = controller([[/^sinfo/m, { stdout: `${sinfo}\n` }]]);
