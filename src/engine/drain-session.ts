@@ -93,6 +93,8 @@ export class DrainSession {
   private readonly drained = new Map<string, HostDrain>();
   /** Hosts whose drain is settled for this run (drained, or already out): not asked again. */
   private readonly settled = new Set<string>();
+  /** Hosts this run took out whose resume failed: still out by this run, on its ledger whatever a later drain of them comes to. */
+  private readonly notPutBack = new Set<string>();
   private readonly listed = new Set<string>();
   /**
    * The session's own connection per controller for the resumes, apart from the hosts' runs: a
@@ -249,7 +251,7 @@ export class DrainSession {
       if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
       // (not out by this run: off its ledger, and its takeover claim, if it made one, let go now, not at the run's end)
       if (!this.drained.has(host)) {
-        this.plan.ledger?.back(drainNode(d));
+        if (!this.notPutBack.has(host)) this.plan.ledger?.back(drainNode(d));
         this.plan.claims?.release(drainNode(d));
       }
       this.emit({
@@ -340,7 +342,10 @@ export class DrainSession {
       why = `controller ${d.controller.name}: ${(e as Error).message}`;
     }
     this.plan.claims?.release(drainNode(d));
-    if (why === undefined) this.plan.ledger?.back(drainNode(d));
+    if (why === undefined) {
+      this.plan.ledger?.back(drainNode(d));
+      this.notPutBack.delete(host);
+    } else this.notPutBack.add(host);
     this.emit({
       type: 'resume',
       host,

@@ -22,7 +22,7 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
         why: ended ? 'the run ended without a resume of it' : 'no resume in the journal: the run was killed, or is still running',
       });
     else if (e.outcome === 'failed' && e.tookOut === false)
-      last.set(e.host, { e }); // (blocked, say: it took nothing out)
+      continue; // (blocked, say: it took nothing out; what an earlier event left, a resume that failed, holds)
     else if (e.outcome === 'failed' && !ended)
       last.set(e.host, {
         e,

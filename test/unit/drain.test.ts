@@ -1161,3 +1161,36 @@ describe("a dead run's node another run of this controller has claimed (the sess
     expect(events.filter((e) => e.type === 'resume')).toEqual([]);
   });
 });
+
+describe("the run's drain ledger (the nodes it may have left out)", () => {
+  it('a node whose resume failed stays on it, whatever a later drain of it that took nothing out comes to', async () => {
+    const conn: Connection = {
+      host: 'ctl',
+      execCount: 0,
+      exec: async () => ({ code: 0, stdout: '', stderr: '' }),
+      close: async () => undefined,
+    };
+    const outcomes: DrainOutcome[] = [
+      { kind: 'drained' },
+      { kind: 'failed', detail: 'controller ctl: connection refused', drained: false },
+    ];
+    const provider: DrainProvider = { name: 'rec', drain: async () => outcomes.shift()!, resume: async () => 'scontrol: exit 1' };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const ledger = new Set<string>();
+    const session = new DrainSession(
+      {
+        hosts: new Map([['n1', { provider, controller: ctl, node: 'n1' }]]),
+        timeoutSec: 5,
+        ledger: { taking: (n) => ledger.add(n.node), back: (n) => ledger.delete(n.node), takenOver: () => undefined },
+      },
+      'R1',
+      async () => conn,
+      () => undefined,
+    );
+    expect(await session.before('n1')).toBeUndefined(); // play 1: drained
+    await session.resume('n1'); // its resume fails: out by this run still
+    expect([...ledger]).toEqual(['n1']);
+    expect(await session.before('n1')).toMatch(/failed: controller ctl: connection refused/); // play 2
+    expect([...ledger]).toEqual(['n1']);
+  });
+});

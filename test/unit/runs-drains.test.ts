@@ -105,6 +105,14 @@ describe('runDrains: the nodes a run left out of scheduling, from its drain and 
     ]);
   });
 
+  it('a node whose resume failed stays out, whatever a later drain of it that took nothing out came to', () => {
+    const later = { ...drain('n1', 'failed', 'controller ctl: connection refused'), tookOut: false } as RunDrainEvent;
+    for (const ended of [true, false])
+      expect(runDrains([drain('n1', 'drained'), resume('n1', false, 'exit 1'), later], ended).stillOut).toEqual([
+        { host: 'n1', ...via, why: 'its resume failed: exit 1' },
+      ]);
+  });
+
   it("a node not named as its host (racksmith_slurm_node): the node said with the host, in every view's line", () => {
     const named = { ...drain('rack1-n8', 'drained'), node: 'tb8' } as RunDrainEvent;
     const out = runDrains([named], false).stillOut;
