@@ -512,7 +512,8 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   const uuid = f.blkid.UUID ? ` (UUID ${f.blkid.UUID})` : '';
   // (a wipefs that cannot open a disk exclusively, util-linux before 2.24, has no answer: a kept
   // XFS disk is not refused for that, as one that might be formatted is)
-  const xfsUses = f.exclusiveOpen !== undefined && EXCL_NOT_TRIED.test(f.exclusiveOpen) ? usesOf({ ...f, exclusiveOpen: undefined }) : inUse;
+  const xfsUses =
+    f.exclusiveOpen !== undefined && EXCL_NOT_TRIED.test(f.exclusiveOpen) ? usesOf({ ...f, exclusiveOpen: undefined }) : inUse;
   if (isCleanXfs(f) && xfsUses.length) {
     // Someone else's filesystem: mounted in another mount namespace (a container), held, open
     // exclusively. A second mount would share it with them; it is neither formatted nor taken.
