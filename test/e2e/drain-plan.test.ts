@@ -18,6 +18,21 @@ import { CTL, drainEvents, IFACES, inventory, liveMtu, NODES, nodeState, onCtl, 
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'rs-drain-plan-'));
 
+/** The check run's plan of every node, its page (`plan show --html`) and that page rendered in Chromium, with no console message. */
+async function planPage(): Promise<{ page: string; shown: Awaited<ReturnType<typeof renderPage>> }> {
+  const dir = tmp();
+  const plan = join(dir, 'p.plan');
+  const check = await provision([PB, '-i', inventory(), '-l', NODES.join(','), '--drain', 'slurm', '--check', '--plan-out', plan]);
+  expect(check.code, check.stderr).toBe(2);
+  const page = join(dir, 'plan.html');
+  const r = await provision(['plan', 'show', plan, '--html', page]);
+  expect(r.code, r.stderr).toBe(0);
+  const shown = await renderPage(page);
+  expect(shown.code).toBe(0);
+  expect(shown.console).toEqual([]);
+  return { page, shown };
+}
+
 describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slurm on the bed)', () => {
   beforeEach(async () => {
     await tb.reset([CTL, ...NODES]);
@@ -126,16 +141,7 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
     'plan show --html: the page lists the drains, with no console message',
     async () => {
       await onCtl(`scontrol update nodename=tb9 state=drain reason='maintenance by ops'`);
-      const dir = tmp();
-      const plan = join(dir, 'p.plan');
-      const check = await provision([PB, '-i', inventory(), '-l', NODES.join(','), '--drain', 'slurm', '--check', '--plan-out', plan]);
-      expect(check.code, check.stderr).toBe(2);
-      const page = join(dir, 'plan.html');
-      const r = await provision(['plan', 'show', plan, '--html', page]);
-      expect(r.code, r.stderr).toBe(0);
-      const shown = await renderPage(page);
-      expect(shown.code).toBe(0);
-      expect(shown.console).toEqual([]);
+      const { shown } = await planPage();
       expect(shown.dom).toContain('<h2>Drains (--drain, timeout 600s; the apply drains these, the check run drained nothing)</h2>');
       expect(shown.dom).toContain(
         '<tr data-host="tb8" data-drain="would"><td>tb8</td><td><span class="st s-drain-would">would be drained</span></td><td>slurm via tb7</td></tr>',
@@ -231,16 +237,7 @@ describe.skipIf(!tb.slurmAvailable())('a saved plan records its drains (real Slu
     async () => {
       await otherRunsDrains();
       await onCtl('scontrol update nodename=tb9 state=resume');
-      const dir = tmp();
-      const plan = join(dir, 'p.plan');
-      const check = await provision([PB, '-i', inventory(), '-l', NODES.join(','), '--drain', 'slurm', '--check', '--plan-out', plan]);
-      expect(check.code, check.stderr).toBe(2);
-      const page = join(dir, 'plan.html');
-      const r = await provision(['plan', 'show', plan, '--html', page]);
-      expect(r.code, r.stderr).toBe(0);
-      const shown = await renderPage(page);
-      expect(shown.code).toBe(0);
-      expect(shown.console).toEqual([]);
+      const { page, shown } = await planPage();
       expect(shown.dom).toContain(
         '<p class="warning">WARNING: 1 host(s) (tb8) out of scheduling under another racksmith run\'s drain (Drains): their disruptive changes are not applied',
       );
