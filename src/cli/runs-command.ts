@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
-import { drainsLeft, ledgerDir, ledgers, keepsRun, nodeText, removeLedger, type RunLedger } from '../history/drain-ledger.ts';
+import { drainsLeft, ledgerDir, ledgers, keepsRun, nodeText, readLedger, removeLedger, type RunLedger } from '../history/drain-ledger.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns, spareDrainers } from '../history/select.ts';
 import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
@@ -144,10 +144,15 @@ function prune(values: RunsValues, out: CliStreams): number {
     for (const k of kept) out.stdout.write(JSON.stringify({ id: k.run.id, pruned: false, drains: k.nodes }) + '\n');
   }
   out.stderr.write(`pruned ${gone.length} run(s) (records, and their journals in the default journal directory)\n`);
-  for (const { run, nodes } of kept)
+  for (const { run, nodes } of kept) {
+    // (a ledger of the previous version is one file listing the nodes; this version's, a file per node)
+    const where = readLedger(run.id)?.where ?? ledgerDir(run.id);
+    const remove =
+      where === ledgerDir(run.id) ? 'remove the file there that names it' : 'remove it from that file (or the file, once none is left out)';
     out.stderr.write(
-      `kept run ${run.id}: it may have left ${printable(nodes.map(nodeText).join(', ') || 'nodes it cannot tell (an entry cannot be read)')} out of scheduling (its drain ledger ${ledgerDir(run.id)}); ` +
-        `the next run of this controller that drains such a node takes it over; once one is back by hand, remove its file there (SCHEDULER~NODE.json)\n`,
+      `kept run ${run.id}: it may have left ${printable(nodes.map(nodeText).join(', ') || 'nodes it cannot tell (an entry cannot be read)')} out of scheduling (its drain ledger ${where}); ` +
+        `the next run of this controller that drains such a node takes it over; once one is back by hand, ${remove}\n`,
     );
+  }
   return EXIT.OK;
 }

@@ -13,6 +13,7 @@ import { drainLedger, drainsLeft, ledgerDir, oldLedgerFile, readLedger, removeLe
 import { recordIds, runsDir } from '../../src/history/record.ts';
 import { startRecord } from '../../src/history/recorder.ts';
 import { spareDrainers } from '../../src/history/select.ts';
+import { cli } from './run-cli.ts';
 
 const A = '20261206T101500Z-aaaaaa';
 const B = '20261206T111500Z-bbbbbb';
@@ -238,5 +239,31 @@ describe('the retention after every run keeps a run that may have left nodes out
     expect(warnings).toEqual([]);
     expect(recordIds()).toEqual([run.id, OLD_FORMAT, OLD_OUT]);
     expect(existsSync(ledgerDir(OLD_TAKEN))).toBe(false);
+  });
+});
+
+describe('runs prune: a run kept for its ledger, and where to look', () => {
+  const saved = process.env.XDG_STATE_HOME;
+  afterEach(() => {
+    process.env.XDG_STATE_HOME = saved;
+  });
+  it('names the ledger it read: the directory of this version, the single file of the previous one', async () => {
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-prune-'));
+    mkdirSync(runsDir(), { recursive: true });
+    for (const id of [A, B])
+      writeFileSync(
+        join(runsDir(), `${id}.json`),
+        JSON.stringify({ id, start: '2026-12-06T10:15:00.000Z', journal: '/nonexistent', hosts: {} }),
+      );
+    drainLedger(A, () => undefined).taking(n7);
+    writeFileSync(oldLedgerFile(B), JSON.stringify({ run: B, nodes: [n8] }));
+    const { code, stderr } = await cli(['runs', 'prune', '--keep', '0']);
+    expect(code).toBe(0);
+    expect(stderr).toContain(
+      `kept run ${A}: it may have left n7 (slurm via ctl1) out of scheduling (its drain ledger ${ledgerDir(A)}); the next run of this controller that drains such a node takes it over; once one is back by hand, remove the file there that names it\n`,
+    );
+    expect(stderr).toContain(
+      `kept run ${B}: it may have left n8 (slurm via ctl1) out of scheduling (its drain ledger ${oldLedgerFile(B)}); the next run of this controller that drains such a node takes it over; once one is back by hand, remove it from that file (or the file, once none is left out)\n`,
+    );
   });
 });
