@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
-import { drainsLeft, ledgerDir, ledgers, keepsRun, nodeText, readLedger, removeLedger, type RunLedger } from '../history/drain-ledger.ts';
+import { drainsLeft, keptLedgers, ledgerDir, nodeText, removeLedger, type RunLedger } from '../history/drain-ledger.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns, spareDrainers } from '../history/select.ts';
 import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
@@ -78,7 +78,7 @@ function list(values: RunsValues, out: CliStreams): number {
   // a run with no end counts what its journal shows (its record holds only the zeros it started with)
   const runs = selectRuns(records, filter).map((r) => withJournalCounts(r).record);
   // (the ledgers alone, not every journal: a run whose ledger still names nodes may have left them out)
-  const left = new Map([...ledgers()].filter(([, l]) => keepsRun(l)));
+  const left = keptLedgers();
   if (values.json) {
     for (const r of runs) {
       const l = left.get(r.id);
@@ -134,7 +134,8 @@ function prune(values: RunsValues, out: CliStreams): number {
     keep = Number(values.keep);
   }
   const before = values['older-than'] === undefined ? undefined : Date.now() - parseAge('--older-than', values['older-than']);
-  const { gone, kept } = spareDrainers(runsToPrune(readRecords().records, { keep, before }), drainsLeft());
+  const ledgersKept = keptLedgers();
+  const { gone, kept } = spareDrainers(runsToPrune(readRecords().records, { keep, before }), drainsLeft(ledgersKept));
   for (const r of gone) {
     removeRun(r);
     removeLedger(r.id); // (its nodes all taken over since, said so there)
@@ -146,7 +147,7 @@ function prune(values: RunsValues, out: CliStreams): number {
   out.stderr.write(`pruned ${gone.length} run(s) (records, and their journals in the default journal directory)\n`);
   for (const { run, nodes } of kept) {
     // (a ledger of the previous version is one file listing the nodes; this version's, a file per node)
-    const where = readLedger(run.id)?.where ?? ledgerDir(run.id);
+    const where = ledgersKept.get(run.id)?.where ?? ledgerDir(run.id);
     const remove =
       where === ledgerDir(run.id) ? 'remove the file there that names it' : 'remove it from that file (or the file, once none is left out)';
     out.stderr.write(

@@ -174,9 +174,14 @@ export function ledgers(): Map<string, RunLedger> {
   return all;
 }
 
+/** Every run whose ledger keeps it from pruning, with that ledger. */
+export function keptLedgers(): Map<string, RunLedger> {
+  return new Map([...ledgers()].filter(([, l]) => keepsRun(l)));
+}
+
 /** Every run whose ledger keeps it from pruning, and the nodes it names (none known: it cannot be read). */
-export function drainsLeft(): Map<string, DrainNode[]> {
-  return new Map([...ledgers()].filter(([, l]) => keepsRun(l)).map(([id, l]) => [id, l.nodes]));
+export function drainsLeft(kept: Map<string, RunLedger> = keptLedgers()): Map<string, DrainNode[]> {
+  return new Map([...kept].map(([id, l]) => [id, l.nodes]));
 }
 
 /** A pruned run's ledger: the entries of nodes taken over (nothing else: a ledger naming a node keeps its run), then its directory. */

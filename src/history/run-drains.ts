@@ -1,4 +1,4 @@
-import type { RunDrainEvent, RunDrains, StillOut } from '../report/model.ts';
+import type { RunDrainEvent, RunDrains } from '../report/model.ts';
 import type { RunLedger } from './drain-ledger.ts';
 
 // A run's --drain as its journal shows it, for `runs show`: what it did to each node, in order, and
@@ -44,8 +44,8 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
   return { events: [...events], stillOut, takenOver: [] };
 }
 
-/** A still-out node's key, as the ledger's: scheduler and node name. */
-const keyOf = (s: Pick<StillOut, 'via' | 'node' | 'host'>) => `${s.via}\0${s.node ?? s.host}`;
+/** A node's key, as the ledger's: scheduler and node name (a still-out node or an event without one: named as its host). */
+const keyOf = (s: { via: string; node?: string; host?: string }) => `${s.via}\0${s.node ?? s.host}`;
 
 /**
  * The journal's view corrected by the run's drain ledger (drain-ledger.ts). A node the ledger still
@@ -56,12 +56,12 @@ const keyOf = (s: Pick<StillOut, 'via' | 'node' | 'host'>) => `${s.via}\0${s.nod
  */
 export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | undefined): RunDrains | undefined {
   if (!ledger) return drains;
-  const taken = new Map(ledger.takenOver.map((t) => [`${t.node.via}\0${t.node.node}`, t]));
+  const taken = new Map(ledger.takenOver.map((t) => [keyOf(t.node), t]));
   const journal = drains?.stillOut ?? [];
   const stillOut = journal.filter((s) => !taken.has(keyOf(s)));
   const shown = new Set(journal.map(keyOf));
   const more = ledger.nodes
-    .filter((n) => !shown.has(`${n.via}\0${n.node}`))
+    .filter((n) => !shown.has(keyOf(n)))
     .map((n) => ({
       host: n.node,
       via: n.via,
