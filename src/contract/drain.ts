@@ -148,8 +148,13 @@ export interface DrainProvider {
   readonly name: string;
   /** Take `node` out of scheduling and wait until its work is gone, within the timeout. */
   drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome>;
-  /** Put a node this run drained back into scheduling; why it failed, if it did. */
-  resume(exec: DrainExec, node: string): Promise<string | undefined>;
+  /**
+   * Put a node this run drained (its mark `mark`) back into scheduling: undefined when it is back
+   * (or was already), why it failed if it did, or `someoneElses` when the node is out under
+   * another mark since (an operator drained it, with a reason of their own, while this run held
+   * it): left out, not put back.
+   */
+  resume(exec: DrainExec, node: string, mark: string): Promise<ResumeOutcome>;
   /**
    * Check mode, read only: whether someone else already keeps new work off the node, and why as
    * its scheduler says (what drain() would report as `already`); undefined when it is in scheduling;
@@ -158,6 +163,13 @@ export interface DrainProvider {
    */
   outOfScheduling?(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling>;
 }
+
+/** What a resume came to (DrainProvider.resume). */
+export type ResumeOutcome = undefined | string | { someoneElses: string };
+
+/** A resume left to someone else: the node's state and reason as its scheduler says them now. */
+export const someoneElsesDetail = (state: string): string =>
+  `${state}: out of scheduling under someone else's drain since this run took it out; left so, not put back`;
 
 /** A check run's answer of outOfScheduling (DrainProvider). */
 export type OutOfScheduling = string | { takeOver: string } | { blocked: string } | undefined;

@@ -11,13 +11,15 @@
  * changes nothing, so it stays racksmith's) and its run provably no longer runs
  * (DrainOptions.ownerOf): then this run takes it over; a racksmith cordon this run does not take
  * over fails its drain at once (blocked, contract/drain.ts drainAction): that run uncordons the
- * node when its own work ends. To keep such a node out, remove the annotation.
+ * node when its own work ends. To keep such a node out, remove the annotation: an uncordon asks
+ * first, and only a node still cordoned under this run's mark is uncordoned.
  * The node counts as this run's once the cordon went through: Ctrl-C (or the host's
  * --host-timeout) during the evictions stops `kubectl drain` on the controller and uncordons it.
  */
 import {
   blockedDetail,
   drainAction,
+  someoneElsesDetail,
   stopReason,
   type DrainExec,
   type DrainOptions,
@@ -25,6 +27,7 @@ import {
   type DrainOwner,
   type DrainProvider,
   type OutOfScheduling,
+  type ResumeOutcome,
 } from '../contract/drain.ts';
 import { kubectlPrelude, type KubeAccess } from '../resources/kube/kube.ts';
 import { shq } from '../shell/quote.ts';
@@ -141,7 +144,15 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       if (action === 'blocked') return { blocked: blockedDetail(CORDONED, owner!.why, byHand(node)) };
       return action === 'take-over' ? { takeOver: owner!.why } : CORDONED;
     },
-    async resume(exec: DrainExec, node: string): Promise<string | undefined> {
+    async resume(exec: DrainExec, node: string, mark: string): Promise<ResumeOutcome> {
+      // (uncordoned only under this run's mark: an operator's cordon since, or the annotation
+      // removed to keep the node out, leaves it cordoned)
+      const state = await exec(nodeScript(a, node));
+      if (state.code !== 0) return failure(`kubectl get node ${node}`, state);
+      const cordon = parseNodeCordon(state.stdout);
+      if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
+      if (!cordon.cordoned) return undefined;
+      if (cordon.mark !== mark) return { someoneElses: someoneElsesDetail(CORDONED) };
       const r = await exec(uncordonScript(a, node));
       return r.code === 0 ? undefined : failure(`kubectl uncordon ${node}`, r);
     },

@@ -14,8 +14,10 @@ import {
   blockedDetail,
   drainAction,
   pollUntil,
+  someoneElsesDetail,
   stopReason,
   type DrainExec,
+  type ResumeOutcome,
   type DrainOptions,
   type DrainOutcome,
   type DrainOwner,
@@ -156,7 +158,13 @@ export const slurmDrain: DrainProvider = {
     if (action === 'blocked') return { blocked: blockedDetail(outDetail(s), owner!.why, resumeScript(node)) };
     return action === 'take-over' ? { takeOver: owner!.why } : outDetail(s);
   },
-  async resume(exec: DrainExec, node: string): Promise<string | undefined> {
+  async resume(exec: DrainExec, node: string, mark: string): Promise<ResumeOutcome> {
+    // (put back only under this run's mark: an operator who drained it since with a reason of
+    // their own, a fault found, keeps it out)
+    const now = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
+    if (!now) return `Slurm does not know node ${node} (sinfo lists nothing)`;
+    if (!alreadyOut(now)) return undefined;
+    if (now.reason !== mark) return { someoneElses: someoneElsesDetail(outDetail(now)) };
     const r = await exec(resumeScript(node));
     return r.code === 0 ? undefined : `scontrol resume ${node} failed (exit ${r.code ?? 'signal'}): ${r.stderr.trim()}`;
   },

@@ -9,6 +9,7 @@ import {
   type DrainOutcome,
   type DrainLedger,
   type DrainProvider,
+  type ResumeOutcome,
   type TakeoverClaims,
 } from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
@@ -133,6 +134,11 @@ export class DrainSession {
     signal?.addEventListener('abort', () => [...this.running.keys()].forEach((h) => this.stop(h, 'interrupted')), { once: true });
   }
 
+  /** The reason (Slurm) or annotation (Kubernetes) this run's drains leave on a node: its mark. */
+  private get mark(): string {
+    return this.plan.mark ?? drainMark(this.runId);
+  }
+
   private connection(pool: Map<string, Promise<Connection>>, h: Host): Promise<Connection> {
     let p = pool.get(h.name);
     if (!p) {
@@ -221,7 +227,7 @@ export class DrainSession {
         out = stop.signal.aborted
           ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
           : await d.provider.drain(exec, d.node, {
-              reason: this.plan.mark ?? drainMark(this.runId),
+              reason: this.mark,
               ...(this.plan.ownerOf ? { ownerOf: this.claimedOwner(d, 'claim', (reason) => (from = parseDrainMark(reason)?.run)) } : {}),
               timeoutSec: this.plan.timeoutSec,
               signal: stop.signal,
@@ -335,23 +341,27 @@ export class DrainSession {
     if (!d) return;
     this.drained.delete(host);
     this.settled.delete(host);
-    let why: string | undefined;
+    let out: ResumeOutcome;
     try {
-      why = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node);
+      out = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node, this.mark);
     } catch (e) {
-      why = `controller ${d.controller.name}: ${(e as Error).message}`;
+      out = `controller ${d.controller.name}: ${(e as Error).message}`;
     }
     this.plan.claims?.release(drainNode(d));
-    if (why === undefined) {
+    // (someone else's drain now: no longer this run's to put back, off its ledger)
+    const someoneElses = typeof out === 'object';
+    if (out === undefined || someoneElses) {
       this.plan.ledger?.back(drainNode(d));
       this.notPutBack.delete(host);
     } else this.notPutBack.add(host);
+    const why = typeof out === 'object' ? out.someoneElses : out;
     this.emit({
       type: 'resume',
       host,
       ...how(host, d),
-      ok: why === undefined,
+      ok: out === undefined,
       ...(why ? { detail: why } : {}),
+      ...(someoneElses ? { someoneElses } : {}),
     });
   }
 

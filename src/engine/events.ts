@@ -67,8 +67,11 @@ export type RunEvent =
       /** A `failed` drain: whether this run had taken the node out (then it puts it back); `runs show` of a killed run reads it. */
       tookOut?: boolean;
     } & DrainHow)
-  /** --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`). */
-  | ({ type: 'resume'; ok: boolean; detail?: string } & DrainHow)
+  /**
+   * --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`;
+   * `someoneElses`: out under someone else's drain since, left so on purpose).
+   */
+  | ({ type: 'resume'; ok: boolean; detail?: string; someoneElses?: boolean } & DrainHow)
   | ({ type: 'host_recap' } & HostRecap)
   | ({ type: 'recap' } & Recap);
 

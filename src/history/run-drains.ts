@@ -15,7 +15,8 @@ import type { RunLedger } from './drain-ledger.ts';
 export function runDrains(events: readonly RunDrainEvent[], ended: boolean): RunDrains {
   const last = new Map<string, { e: RunDrainEvent; why?: string }>();
   for (const e of events) {
-    if (e.type === 'resume') last.set(e.host, { e, why: e.ok ? undefined : `its resume failed: ${e.detail ?? 'no reason given'}` });
+    if (e.type === 'resume')
+      last.set(e.host, { e, why: e.ok || e.someoneElses ? undefined : `its resume failed: ${e.detail ?? 'no reason given'}` });
     else if (e.outcome === 'drained')
       last.set(e.host, {
         e,

@@ -9,7 +9,8 @@ export function drainLines(events: readonly DrainEvent[]): string[] {
   return events.map((e) => {
     const via = drainHowText(e);
     const detail = e.detail ? `: ${printableLines(e.detail)}` : '';
-    if (e.type === 'resume') return `  ${printable(e.host)}: ${e.ok ? 'resumed' : 'NOT RESUMED'} (${via})${detail}`;
+    if (e.type === 'resume')
+      return `  ${printable(e.host)}: ${e.ok ? 'resumed' : e.someoneElses ? "left out, someone else's drain now" : 'NOT RESUMED'} (${via})${detail}`;
     const what = {
       drained: 'drained',
       already: 'already out of scheduling, left as it is',

@@ -38,7 +38,7 @@ export const RUN_DRAINS_HEADING = 'Drains (--drain, in the order they happened):
 
 /** What a run's drain or resume event was, for the page (a drain taken over from a dead run apart from one this run made). */
 export function drainKind(e: RunDrainEvent): string {
-  if (e.type === 'resume') return e.ok ? 'resumed' : 'not-resumed';
+  if (e.type === 'resume') return e.ok ? 'resumed' : e.someoneElses ? 'someone-elses' : 'not-resumed';
   return e.outcome === 'drained' && e.detail?.startsWith(TAKEN_OVER) ? 'taken-over' : e.outcome;
 }
 

@@ -79,6 +79,7 @@ const RUN_DRAIN_TEXT: Record<string, string> = {
   blocked: "BLOCKED by another racksmith run's drain (check mode)",
   resumed: 'put back (resumed)',
   'not-resumed': 'NOT PUT BACK (the resume failed)',
+  'someone-elses': "left out of scheduling: someone else's drain since, not this run's to put back",
 };
 
 /** A run's Drains section: the nodes it left out of scheduling, those taken over since, then each drain and resume in order. */

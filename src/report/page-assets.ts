@@ -24,7 +24,7 @@ button[aria-pressed=true]{font-weight:700}
 .n,.count{color:#666;font-weight:400}
 .st{display:inline-block;border-radius:3px;padding:0 .35rem;font-size:12px;color:#fff;background:#777}
 .s-changed{background:#a05a00}.s-pending{background:#5a4fa0}.s-failed,.s-unreachable,.s-unfinished{background:#b00020}.s-ok{background:#2e7d32}
-.s-drain-would,.s-drain-may,.s-drain-drained,.s-drain-taken-over{background:#a05a00}.s-drain-already{background:#5a4fa0}.s-drain-none,.s-drain-resumed{background:#2e7d32}
+.s-drain-would,.s-drain-may,.s-drain-drained,.s-drain-taken-over{background:#a05a00}.s-drain-already,.s-drain-someone-elses{background:#5a4fa0}.s-drain-none,.s-drain-resumed{background:#2e7d32}
 .s-drain-failed,.s-drain-blocked,.s-drain-not-resumed,.s-drain-still-out{background:#b00020}.s-drain-taken-over-by{background:#5a4fa0}
 pre{background:#fafafa;border:1px solid #eee;padding:.4rem;overflow:auto;font:12px/1.35 ui-monospace,monospace;margin:.3rem 0}
 pre .a{color:#116329;background:#e6ffec}pre .d{color:#82071e;background:#ffebe9}pre .hk{color:#0550ae}pre .f{color:#555}

@@ -127,6 +127,35 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(drainEvents(again)).toEqual([]);
   }, 120_000);
 
+  it('an operator who drains the node with a reason of their own while the run holds it keeps it out: the run leaves it drained at its end, and says so', async () => {
+    const job = await runningJob('tb8', 6);
+    const running = provision([PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--json']);
+    let seen = { state: '', reason: '' };
+    for (let i = 0; i < 100 && seen.state !== 'draining'; i++) {
+      seen = await nodeState('tb8');
+      if (seen.state !== 'draining') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(seen.reason).toMatch(/^racksmith /);
+    // a fault found on it meanwhile: the operator's own drain, while this run waits for the job
+    await onCtl(`scontrol update nodename=tb8 state=drain reason='ops: bad DIMM'`);
+    const run = await running;
+    expect(run.code, run.stderr).toBe(0);
+    expect(await onCtl(`squeue -h -j ${job} -o %T`)).toBe('');
+    expect(await liveMtu('tb8')).toBe('9000');
+    expect(await nodeState('tb8')).toEqual({ state: 'drained', reason: 'ops: bad DIMM' });
+    const left = "drained (ops: bad DIMM): out of scheduling under someone else's drain since this run took it out; left so, not put back";
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained' },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: false, detail: left, someoneElses: true },
+    ]);
+    expect(run.stderr).toContain(`tb8: left out, someone else's drain now (slurm via tb7): ${left}`);
+    // not this run's: its history does not call it NOT PUT BACK
+    const id = /^run: (\S+) /m.exec(run.stderr)![1];
+    const shown = await provision(['runs', 'show', id]);
+    expect(shown.stdout).not.toContain('NOT PUT BACK');
+    expect(shown.stdout).toContain("tb8: left out, someone else's drain now");
+  }, 120_000);
+
   it('a host named otherwise in the inventory than in Slurm (racksmith_slurm_node): that node is drained, changed and resumed, and every line names it', async () => {
     // the operator's inventory name for tb8, and tb8 its NodeName in slurm.conf
     const file = inventory();

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ConnectError, type Connection } from '../../src/connection/types.ts';
 import {
   blockedDetail,
+  someoneElsesDetail,
   drainAction,
   type DrainAction,
   type DrainExec,
@@ -132,8 +133,30 @@ describe('Slurm provider', () => {
       "scontrol update nodename=n1 state=drain reason='racksmith r1'",
       'squeue -h -w n1 -t running,completing -o %i',
     ]);
-    expect(await slurmDrain.resume(c.exec, 'n1')).toBeUndefined();
-    expect(c.ran.at(-1)).toBe('scontrol update nodename=n1 state=resume');
+  });
+
+  // the resume: only under this run's mark (an operator who drained it since with their own reason keeps it out)
+  it.each<[string, string, Awaited<ReturnType<typeof slurmDrain.resume>>, boolean]>([
+    ["still drained under this run's mark: resumed", 'drained|racksmith r1', undefined, true],
+    ['down under its mark (not responding since): resumed', 'down+drain|racksmith r1', undefined, true],
+    ['back in scheduling already (resumed by hand): nothing to do', 'idle|none', undefined, false],
+    [
+      'drained since by an operator with a reason of their own: left out',
+      'drained|ops: bad DIMM',
+      { someoneElses: someoneElsesDetail('drained (ops: bad DIMM)') },
+      false,
+    ],
+    [
+      "drained since under another run's mark: left out",
+      'drained|racksmith r2 on c',
+      { someoneElses: someoneElsesDetail('drained (racksmith r2 on c)') },
+      false,
+    ],
+  ])('resume: %s', async (_, sinfo, want, resumed) => {
+    const c = controller([[/^sinfo/m, { stdout: `${sinfo}\n` }]]);
+    expect(await slurmDrain.resume(c.exec, 'n1', 'racksmith r1')).toEqual(want);
+    expect(c.ran[0]).toBe("sinfo -h -N -n n1 -o '%T|%E'");
+    expect(c.ran.includes('scontrol update nodename=n1 state=resume')).toBe(resumed);
   });
 
   it('a job that outlives the timeout: failed, and drained (so resumed after)', async () => {
@@ -331,6 +354,8 @@ describe('Slurm provider', () => {
  * as over SSH), or until its own `--timeout` (`ownTimeoutMs`, exit 1). `onDrain` runs as it starts.
  */
 function killableKubectl(ran: string[], o: { onDrain?: () => void; ownTimeoutMs?: number }): (host: string) => Connection {
+  /** The mark of racksmith's cordon of n1 as the patches leave it (every connection's view). */
+  let cordonedBy: string | undefined;
   return (host) => {
     let kill: (() => void) | undefined;
     return {
@@ -339,7 +364,13 @@ function killableKubectl(ran: string[], o: { onDrain?: () => void; ownTimeoutMs?
       exec: async (script) => {
         const cmd = script.split('\n').pop()!;
         ran.push(cmd);
-        if (cmd.startsWith('k get node')) return { code: 0, stdout: nodeJson(), stderr: '' };
+        if (cmd.startsWith('k get node'))
+          return {
+            code: 0,
+            stdout: nodeJson(cordonedBy ? { unschedulable: true, mark: cordonedBy, manager: 'racksmith' } : {}),
+            stderr: '',
+          };
+        if (cmd.startsWith('k patch node')) cordonedBy = /"unschedulable":true.*"racksmith\.io\/drained-by":"([^"]*)"/.exec(cmd)?.[1];
         if (!cmd.startsWith('kw drain')) return { code: 0, stdout: '', stderr: '' };
         o.onDrain?.();
         return new Promise((r) => {
@@ -381,8 +412,34 @@ describe('Kubernetes provider', () => {
     const c = controller([[/k get node/, { stdout: nodeJson() }]]);
     expect(await k8s.drain(c.exec, 'n1', { reason: 'racksmith R1 on c', timeoutSec: 30 })).toEqual({ kind: 'drained' });
     expect(c.ran).toEqual([GET_N1, cordonN1('racksmith R1 on c'), 'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=30s']);
-    await k8s.resume(c.exec, 'n1');
-    expect(c.ran.at(-1)).toBe(UNCORDON_N1);
+  });
+  // the uncordon: only under this run's cordon and mark (an operator's cordon since, or the
+  // annotation removed to keep the node out, leaves it cordoned)
+  it.each<[string, Parameters<typeof nodeJson>[0], Awaited<ReturnType<typeof k8s.resume>>, boolean]>([
+    [
+      "cordoned under this run's mark: uncordoned and unmarked",
+      { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' },
+      undefined,
+      true,
+    ],
+    ['uncordoned already (by hand): nothing to do', {}, undefined, false],
+    [
+      "cordoned since by an operator's kubectl cordon: left so",
+      { unschedulable: true, mark: 'racksmith R1 on c', manager: 'kubectl-cordon' },
+      { someoneElses: someoneElsesDetail('cordoned (spec.unschedulable)') },
+      false,
+    ],
+    [
+      'its annotation removed to keep it out: left so',
+      { unschedulable: true, manager: 'racksmith' },
+      { someoneElses: someoneElsesDetail('cordoned (spec.unschedulable)') },
+      false,
+    ],
+  ])('resume: %s', async (_, node, want, uncordoned) => {
+    const c = controller([[/k get node/, { stdout: nodeJson(node) }]]);
+    expect(await k8s.resume(c.exec, 'n1', 'racksmith R1 on c')).toEqual(want);
+    expect(c.ran[0]).toBe(GET_N1);
+    expect(c.ran.includes(UNCORDON_N1)).toBe(uncordoned);
   });
   it('already cordoned: pods drained, no cordon, outcome already', async () => {
     const c = controller([[/k get node/, { stdout: nodeJson({ unschedulable: true, manager: 'kubectl-cordon' }) }]]);
@@ -740,6 +797,31 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     ]);
   });
 
+  it("drained by this run, then by an operator with a reason of their own: left out at the end, said, with this run's mark asked about", async () => {
+    const marks: string[] = [];
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async () => ({ kind: 'drained' }),
+      resume: async (_, node, mark) => (marks.push(`${node} ${mark}`), { someoneElses: someoneElsesDetail('drained (ops: bad DIMM)') }),
+    };
+    const { events, out } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      undefined,
+      { provider, connector: (f) => f.connector },
+    );
+    expect(marks).toEqual(['n1 racksmith 20261206T101010Z-abcdef']);
+    const drains = events.filter((e) => e.type === 'drain' || e.type === 'resume');
+    const detail = someoneElsesDetail('drained (ops: bad DIMM)');
+    expect(drains).toEqual([
+      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'drained' },
+      { type: 'resume', host: 'n1', via: 'rec', controller: 'ctl', ok: false, detail, someoneElses: true },
+    ]);
+    expect(drainLines(drains as never)[1]).toBe(`  n1: left out, someone else's drain now (rec via ctl): ${detail}`);
+    expect(out.hosts.every((h) => h.failed === 0)).toBe(true);
+  });
+
   it('someone else drained it: never resumed', async () => {
     const { log } = await runWith({ kind: 'already', detail: 'drained' }, (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }]);
     expect(log).toEqual(['drain n1', 'n1 kv:1 changed', 'n2 kv:1 changed']);
@@ -818,6 +900,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
       cordonN1('racksmith 20261206T101010Z-abcdef'),
       'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=5s',
       '(killed)',
+      GET_N1, // (the uncordon only under this run's mark)
       UNCORDON_N1,
     ]);
     expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([
@@ -898,6 +981,7 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
       cordonN1('racksmith 20261206T101010Z-abcdef'),
       'kw drain n1 --ignore-daemonsets --delete-emptydir-data --timeout=5s',
       '(killed)',
+      GET_N1, // (the uncordon only under this run's mark)
       UNCORDON_N1,
     ]);
     expect(events.filter((e) => e.type === 'drain' || e.type === 'resume')).toEqual([

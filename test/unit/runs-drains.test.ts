@@ -113,6 +113,11 @@ describe('runDrains: the nodes a run left out of scheduling, from its drain and 
       ]);
   });
 
+  it("a node drained since by someone else, left out by the resume on purpose: not this run's, not still out", () => {
+    const left = { ...resume('n1', false), detail: 'drained (ops: bad DIMM): ...', someoneElses: true } as RunDrainEvent;
+    expect(runDrains([drain('n1', 'drained'), left], true).stillOut).toEqual([]);
+  });
+
   it("a node not named as its host (racksmith_slurm_node): the node said with the host, in every view's line", () => {
     const named = { ...drain('rack1-n8', 'drained'), node: 'tb8' } as RunDrainEvent;
     const out = runDrains([named], false).stillOut;
