@@ -13,6 +13,7 @@ import { Escalation, execPlan, newNonce, type Become } from './become.ts';
 import { execTag, KILL_TIMEOUT_MS, killGroupsScript } from './kill-groups.ts';
 import type { Secret } from '../util/secret.ts';
 import { destinationOf, type HandshakeGate } from './handshake-gate.ts';
+import { ChannelTurns } from './channel-turns.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -96,6 +97,8 @@ export class SshConnection implements Connection {
   execCount = 0;
   /** The tags of the remote shells running now (each exec's `sh` carries one in its argv). */
   private readonly running = new Set<string>();
+  /** Channels sshd refused (MaxSessions), asked for again. */
+  private readonly channels = new ChannelTurns();
   private dropped = false;
   /** Marks where the script starts on stdin after a become password (see become.ts). */
   private readonly nonce = newNonce();
@@ -257,7 +260,7 @@ export class SshConnection implements Connection {
     let r;
     this.running.add(tag);
     try {
-      r = await this.ssh.execCommand(run.command, { stdin: run.stdin, noTrim: true });
+      r = await this.channels.run(() => this.ssh.execCommand(run.command, { stdin: run.stdin, noTrim: true }));
     } catch (e) {
       throw new ConnectError(`${this.host}: connection lost: ${(e as Error).message}`, true);
     } finally {

@@ -446,12 +446,14 @@ export const OPENSSH_DEFAULT_LIMITS = { maxStartups: '10:30:100', maxSessions: 1
 export const DROPPED_PAST_MAX_STARTUPS = /drop connection #\d+ from \[[^\]]+\]:\d+ on \[[^\]]+\]:\d+ past MaxStartups/g;
 
 /**
- * Run a host's sshd with OpenSSH's default MaxStartups and MaxSessions (OPENSSH_DEFAULT_LIMITS)
- * and LogLevel VERBOSE (each connection dropped past MaxStartups is a line in /var/log/sshd.log,
- * which starts empty), then restart it. `tb.reset` brings the bed's limits back.
+ * Run a host's sshd with OpenSSH's default MaxStartups and MaxSessions (OPENSSH_DEFAULT_LIMITS;
+ * `o.maxSessions` for one set tighter still) and LogLevel VERBOSE (each connection dropped past
+ * MaxStartups is a line in /var/log/sshd.log, which starts empty), then restart it. `tb.reset`
+ * brings the bed's limits back.
  */
-export async function setSshdDefaults(name: string): Promise<void> {
-  const { maxStartups, maxSessions } = OPENSSH_DEFAULT_LIMITS;
+export async function setSshdDefaults(name: string, o: { maxSessions?: number } = {}): Promise<void> {
+  const { maxStartups } = OPENSSH_DEFAULT_LIMITS;
+  const maxSessions = o.maxSessions ?? OPENSSH_DEFAULT_LIMITS.maxSessions;
   // in 10-testbed.conf itself: sshd keeps the first MaxSessions it reads but the last MaxStartups
   const conf = '/etc/ssh/sshd_config.d/10-testbed.conf';
   const script = [
