@@ -32,6 +32,8 @@ import { aisStatePurge } from '../src/resources/storage/storage-lifecycle.ts';
 import { manifestsDir } from '../test/kube-double/fixtures.ts';
 import { applySteps, Coverage } from './lint-shell/facts.ts';
 import { gatherScript } from '../src/facts/gather-script.ts';
+import { drainScript, nodeStateScript, resumeUnderMarkScript, runningJobsScript } from '../src/drain/slurm.ts';
+import { cordonScript, drainPodsScript, nodeScript, uncordonScript } from '../src/drain/kubernetes.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const HOSTS = join(root, 'scripts/lint-shell/hosts.yaml');
@@ -142,6 +144,17 @@ add('host-facts-gatherer', gatherScript());
 add('ssh-kill-groups', killGroupsScript(['racksmith-tag-1', 'racksmith-tag-2']));
 add('transport-stdin', scriptAsStdin('echo x'));
 add('engine-apply-lock-session', applyLockScript({ runId: 'ctl:1:x', timeoutSec: 0 }, { sessionPid: 1234 }));
+// --drain's commands on the controller: Slurm's, and kubectl's on the first control-plane host
+const mark = "racksmith 20261207T000000Z-abcdef on ctl's";
+add('drain-slurm-state', nodeStateScript('node-1'));
+add('drain-slurm-jobs', runningJobsScript('node-1'));
+add('drain-slurm-drain', drainScript('node-1', mark));
+add('drain-slurm-resume-under-mark', resumeUnderMarkScript('node-1', [mark, 'racksmith 20261206T000000Z-012345 on ctl']));
+const kube = { kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' };
+add('drain-kube-node', nodeScript(kube, 'node-1'));
+add('drain-kube-cordon', cordonScript(kube, 'node-1', mark));
+add('drain-kube-pods', drainPodsScript(kube, 'node-1', 300));
+add('drain-kube-uncordon', uncordonScript(kube, 'node-1', '4711'));
 for (const method of ['sudo', 'su'] as const) {
   for (const password of [undefined, new Secret('pw')]) {
     for (const inline of [undefined, 'echo inline']) {

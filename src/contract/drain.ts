@@ -149,12 +149,13 @@ export interface DrainProvider {
   /** Take `node` out of scheduling and wait until its work is gone, within the timeout. */
   drain(exec: DrainExec, node: string, o: DrainOptions): Promise<DrainOutcome>;
   /**
-   * Put a node this run drained (its mark `mark`) back into scheduling: undefined when it is back
-   * (or was already), why it failed if it did, or `someoneElses` when the node is out under
-   * another mark since (an operator drained it, with a reason of their own, while this run held
-   * it): left out, not put back.
+   * Put a node this run drained back into scheduling, only while it is out under one of `marks`
+   * (this run's; and that of a dead run it took the node over from): undefined when it is back (or
+   * was already), why it failed if it did, or `someoneElses` when the node is out under another
+   * mark since (an operator drained it, with a reason of their own, while this run held it): left
+   * out, not put back.
    */
-  resume(exec: DrainExec, node: string, mark: string): Promise<ResumeOutcome>;
+  resume(exec: DrainExec, node: string, marks: readonly string[]): Promise<ResumeOutcome>;
   /**
    * Check mode, read only: whether someone else already keeps new work off the node, and why as
    * its scheduler says (what drain() would report as `already`); undefined when it is in scheduling;

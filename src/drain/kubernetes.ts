@@ -51,20 +51,33 @@ export const cordonScript = (a: KubeAccess, node: string, mark: string): string 
 export const drainPodsScript = (a: KubeAccess, node: string, timeoutSec: number): string =>
   `${kubectlPrelude(a)}\nkw drain ${shq(node)} --ignore-daemonsets --delete-emptydir-data --timeout=${timeoutSec}s`;
 
-export const uncordonScript = (a: KubeAccess, node: string): string =>
-  patchScript(a, node, { spec: { unschedulable: false }, metadata: { annotations: { [DRAINED_BY]: null } } });
+/**
+ * Uncordon and unmark in one patch; with `resourceVersion` (the node as last read) only if the
+ * node has not changed since: the API server answers Conflict otherwise.
+ */
+export const uncordonScript = (a: KubeAccess, node: string, resourceVersion?: string): string =>
+  patchScript(a, node, {
+    spec: { unschedulable: false },
+    metadata: { annotations: { [DRAINED_BY]: null }, ...(resourceVersion ? { resourceVersion } : {}) },
+  });
 
 export interface NodeCordon {
   cordoned: boolean;
   /** racksmith's mark, when the cordon is racksmith's: the annotation, and spec.unschedulable last set by manager racksmith. */
   mark?: string;
+  /** The node's version as read (metadata.resourceVersion): a patch's precondition. */
+  resourceVersion?: string;
 }
 
 /** What `kubectl get node -o json --show-managed-fields` says of the node's cordon; undefined when it is not a node's JSON. */
 export function parseNodeCordon(stdout: string): NodeCordon | undefined {
   let n: {
     spec?: { unschedulable?: boolean };
-    metadata?: { annotations?: Record<string, string>; managedFields?: Array<{ manager?: string; fieldsV1?: Record<string, unknown> }> };
+    metadata?: {
+      annotations?: Record<string, string>;
+      managedFields?: Array<{ manager?: string; fieldsV1?: Record<string, unknown> }>;
+      resourceVersion?: string;
+    };
   };
   try {
     n = JSON.parse(stdout) as typeof n;
@@ -78,11 +91,18 @@ export function parseNodeCordon(stdout: string): NodeCordon | undefined {
     return typeof spec === 'object' && spec !== null && 'f:unschedulable' in spec;
   })?.manager;
   const mark = n.metadata?.annotations?.[DRAINED_BY];
-  return cordoned && mark !== undefined && owner === FIELD_MANAGER ? { cordoned, mark } : { cordoned };
+  const rv = n.metadata?.resourceVersion;
+  const version = typeof rv === 'string' && rv ? { resourceVersion: rv } : {};
+  return cordoned && mark !== undefined && owner === FIELD_MANAGER ? { cordoned, mark, ...version } : { cordoned, ...version };
 }
 
 const failure = (what: string, r: { code: number | null; stderr: string; stdout: string }): string =>
   `${what} failed (exit ${r.code ?? 'signal'}): ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(-4).join('\n')}`;
+
+/** kubectl's error for a patch whose resourceVersion is no longer the node's. */
+const CONFLICT = /^Error from server \(Conflict\)/m;
+/** Reads and patches before a node that keeps changing under the uncordon is a failed resume. */
+const UNCORDON_ATTEMPTS = 3;
 
 /** The command an operator puts a node back with (a blocked drain's detail says it). */
 const byHand = (node: string): string => `kubectl uncordon ${shq(node)}`;
@@ -144,17 +164,21 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       if (action === 'blocked') return { blocked: blockedDetail(CORDONED, owner!.why, byHand(node)) };
       return action === 'take-over' ? { takeOver: owner!.why } : CORDONED;
     },
-    async resume(exec: DrainExec, node: string, mark: string): Promise<ResumeOutcome> {
-      // (uncordoned only under this run's mark: an operator's cordon since, or the annotation
-      // removed to keep the node out, leaves it cordoned)
-      const state = await exec(nodeScript(a, node));
-      if (state.code !== 0) return failure(`kubectl get node ${node}`, state);
-      const cordon = parseNodeCordon(state.stdout);
-      if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
-      if (!cordon.cordoned) return undefined;
-      if (cordon.mark !== mark) return { someoneElses: someoneElsesDetail(CORDONED) };
-      const r = await exec(uncordonScript(a, node));
-      return r.code === 0 ? undefined : failure(`kubectl uncordon ${node}`, r);
+    async resume(exec: DrainExec, node: string, marks: readonly string[]): Promise<ResumeOutcome> {
+      // (uncordoned only under this run's mark, and only as read: an operator's cordon since, or
+      // the annotation removed to keep the node out, leaves it cordoned; a change between the read
+      // and the patch is a Conflict, and the node is read again)
+      for (let attempt = 1; ; attempt++) {
+        const state = await exec(nodeScript(a, node));
+        if (state.code !== 0) return failure(`kubectl get node ${node}`, state);
+        const cordon = parseNodeCordon(state.stdout);
+        if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
+        if (!cordon.cordoned) return undefined;
+        if (cordon.mark === undefined || !marks.includes(cordon.mark)) return { someoneElses: someoneElsesDetail(CORDONED) };
+        const r = await exec(uncordonScript(a, node, cordon.resourceVersion));
+        if (r.code === 0) return undefined;
+        if (!CONFLICT.test(r.stderr) || attempt === UNCORDON_ATTEMPTS) return failure(`kubectl uncordon ${node}`, r);
+      }
     },
   };
 }

@@ -37,6 +37,28 @@ export const drainScript = (node: string, reason: string): string =>
 
 export const resumeScript = (node: string): string => `scontrol update nodename=${shq(node)} state=resume`;
 
+/** The line resumeUnderMarkScript ends with once its resume went through. */
+const RESUMED = 'racksmith: resumed';
+
+/**
+ * The put-back, asked and done in one script (one channel, and no round trip for an operator's
+ * drain to slip into): the node's state and reason as nodeStateScript prints them, then the resume
+ * only while its reason is one of `marks` (this run's), and RESUMED. Its exit status is sinfo's
+ * when that failed, else the resume's.
+ */
+export const resumeUnderMarkScript = (node: string, marks: readonly string[]): string =>
+  [
+    `s=$(${nodeStateScript(node)}) || exit`,
+    `printf '%s\\n' "$s"`,
+    // (a node in two partitions is listed twice: its first line, as parseNodeState reads it)
+    `nl='`,
+    `'`,
+    `first=\${s%%"$nl"*}`,
+    `case \${first#*|} in`,
+    `  ${marks.map(shq).join(' | ')}) ${resumeScript(node)} && echo ${shq(RESUMED)} ;;`,
+    `esac`,
+  ].join('\n');
+
 export interface SlurmNodeState {
   /**
    * sinfo's long state without its flag suffix (`*` not responding, `~` powered off, `$` in a
@@ -158,14 +180,16 @@ export const slurmDrain: DrainProvider = {
     if (action === 'blocked') return { blocked: blockedDetail(outDetail(s), owner!.why, resumeScript(node)) };
     return action === 'take-over' ? { takeOver: owner!.why } : outDetail(s);
   },
-  async resume(exec: DrainExec, node: string, mark: string): Promise<ResumeOutcome> {
+  async resume(exec: DrainExec, node: string, marks: readonly string[]): Promise<ResumeOutcome> {
     // (put back only under this run's mark: an operator who drained it since with a reason of
     // their own, a fault found, keeps it out)
-    const now = parseNodeState(await run(exec, nodeStateScript(node), `sinfo -n ${node}`));
-    if (!now) return `Slurm does not know node ${node} (sinfo lists nothing)`;
-    if (!alreadyOut(now)) return undefined;
-    if (now.reason !== mark) return { someoneElses: someoneElsesDetail(outDetail(now)) };
-    const r = await exec(resumeScript(node));
-    return r.code === 0 ? undefined : `scontrol resume ${node} failed (exit ${r.code ?? 'signal'}): ${r.stderr.trim()}`;
+    const r = await exec(resumeUnderMarkScript(node, marks));
+    const now = parseNodeState(r.stdout);
+    const why = `(exit ${r.code ?? 'signal'}): ${r.stderr.trim()}`;
+    if (!now) return r.code === 0 ? `Slurm does not know node ${node} (sinfo lists nothing)` : `sinfo -n ${node} failed ${why}`;
+    // (sinfo answered: a failure is the resume's)
+    if (r.code !== 0) return `scontrol resume ${node} failed ${why}`;
+    if (r.stdout.split('\n').includes(RESUMED) || !alreadyOut(now)) return undefined;
+    return { someoneElses: someoneElsesDetail(outDetail(now)) };
   },
 };

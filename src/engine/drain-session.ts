@@ -96,6 +96,11 @@ export class DrainSession {
   private readonly settled = new Set<string>();
   /** Hosts this run took out whose resume failed: still out by this run, on its ledger whatever a later drain of them comes to. */
   private readonly notPutBack = new Set<string>();
+  /**
+   * The mark of the dead run a host's node was taken over from: still this run's to put back under
+   * it (a Kubernetes takeover whose cordon patch, the new mark, failed leaves it on the node).
+   */
+  private readonly takenOverMarks = new Map<string, string>();
   private readonly listed = new Set<string>();
   /**
    * The session's own connection per controller for the resumes, apart from the hosts' runs: a
@@ -222,18 +227,27 @@ export class DrainSession {
         [conn] = await Promise.all([mine.conn, this.connection(this.conns, d.controller)]);
         const exec = conn.exec.bind(conn);
         if (!stop.signal.aborted) this.plan.ledger?.taking(drainNode(d));
-        /** The run whose drain this one takes over, if it does. */
+        /** The run whose drain this one takes over, if it does, and its mark. */
         let from: string | undefined;
+        let fromMark: string | undefined;
         out = stop.signal.aborted
           ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
           : await d.provider.drain(exec, d.node, {
               reason: this.mark,
-              ...(this.plan.ownerOf ? { ownerOf: this.claimedOwner(d, 'claim', (reason) => (from = parseDrainMark(reason)?.run)) } : {}),
+              ...(this.plan.ownerOf
+                ? {
+                    ownerOf: this.claimedOwner(d, 'claim', (reason) => {
+                      from = parseDrainMark(reason)?.run;
+                      fromMark = reason;
+                    }),
+                  }
+                : {}),
               timeoutSec: this.plan.timeoutSec,
               signal: stop.signal,
               // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
               takenOut: () => {
                 this.drained.set(host, d);
+                if (fromMark !== undefined) this.takenOverMarks.set(host, fromMark);
                 if (from !== undefined) this.plan.ledger?.takenOver(from, drainNode(d));
               },
             });
@@ -341,9 +355,12 @@ export class DrainSession {
     if (!d) return;
     this.drained.delete(host);
     this.settled.delete(host);
+    const taken = this.takenOverMarks.get(host);
+    this.takenOverMarks.delete(host);
     let out: ResumeOutcome;
     try {
-      out = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node, this.mark);
+      const marks = taken === undefined ? [this.mark] : [this.mark, taken];
+      out = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node, marks);
     } catch (e) {
       out = `controller ${d.controller.name}: ${(e as Error).message}`;
     }

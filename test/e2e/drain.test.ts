@@ -324,13 +324,14 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
       'out=$(/usr/bin/sinfo "$@"); rc=$?',
       'case " $* " in *" -n tb8 "*)',
       '  mkdir -p /run/rs-barrier && : > /run/rs-barrier/$$',
-      '  i=0; while [ "$(ls /run/rs-barrier | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done ;;',
+      '  i=0; while [ "$(ls /run/rs-barrier | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done',
+      '  [ $i -lt 600 ] || : > /run/rs-barrier-timed-out ;;',
       'esac',
       'printf \'%s\\n\' "$out"; exit $rc',
     ].join('\n');
     const put = await tb.hostExec(
       CTL,
-      'test -x /usr/bin/sinfo && rm -rf /run/rs-barrier && cat > /usr/local/bin/sinfo && chmod 755 /usr/local/bin/sinfo',
+      'test -x /usr/bin/sinfo && rm -rf /run/rs-barrier /run/rs-barrier-timed-out && cat > /usr/local/bin/sinfo && chmod 755 /usr/local/bin/sinfo',
       {
         input: `${shim}\n`,
       },
@@ -340,9 +341,10 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     try {
       const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm', '--json'];
       runs = await Promise.all([provision(args), provision(args)]);
-      expect(await onCtl('ls /run/rs-barrier | wc -l')).toBe('2'); // both asked sinfo before either went on
+      // both asked sinfo before either went on (the barrier met, not timed out); the third call is the winner's resume
+      expect(await onCtl('ls /run/rs-barrier | wc -l; [ ! -e /run/rs-barrier-timed-out ] || echo timed out')).toBe('3');
     } finally {
-      await onCtl('rm -rf /usr/local/bin/sinfo /run/rs-barrier');
+      await onCtl('rm -rf /usr/local/bin/sinfo /run/rs-barrier /run/rs-barrier-timed-out');
       rmSync(record, { force: true });
     }
     const taken = `taken over from run ${id}, which did not finish: its process ${pid} is gone`;

@@ -1,7 +1,9 @@
 // --drain's pure decisions: the Slurm and Kubernetes providers against scripted controller
 // answers, which hosts a run drains (drainPlan), and the engine's order on fake hosts (drain
 // before the first disruptive change, resume after the host's last play, only what it drained).
-import { mkdirSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConnectError, type Connection } from '../../src/connection/types.ts';
@@ -31,6 +33,7 @@ import type { Host } from '../../src/inventory/model.ts';
 import { InputError } from '../../src/util/errors.ts';
 import { FakeFleet } from '../support/fake-host.ts';
 import { kv } from '../support/test-resources.ts';
+import { shq } from '../../src/shell/quote.ts';
 
 /** A controller that answers each script by the first matching rule, and records what it ran. */
 function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stderr?: string } | (() => { stdout: string })]>) {
@@ -43,6 +46,29 @@ function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stde
     return { code: 0, stdout: '', stderr: '', ...r };
   };
   return { exec, ran };
+}
+
+/**
+ * A Slurm controller in a temp directory: the provider's real script run by /bin/sh, with `sinfo`
+ * printing `sinfo` and `scontrol` doing nothing, each exiting as told and logging its arguments.
+ */
+function slurmStubs(o: { sinfo: string; sinfoExit?: number; scontrolExit?: number }) {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-slurm-'));
+  const log = join(dir, 'calls');
+  const stub = (name: string, out: string, exit = 0) => {
+    const body = `echo "${name} $*" >> ${shq(log)}\n${exit ? `echo '${name}: stub error' >&2\nexit ${exit}\n` : ''}${out ? `printf '%s\\n' ${shq(out)}\n` : ''}`;
+    writeFileSync(join(dir, name), `#!/bin/sh\n${body}`, { mode: 0o755 });
+  };
+  stub('sinfo', o.sinfo.replaceAll('\\n', '\n'), o.sinfoExit);
+  stub('scontrol', '', o.scontrolExit);
+  const exec: DrainExec = (script) =>
+    new Promise((done) =>
+      execFile('/bin/sh', ['-c', script], { env: { PATH: `${dir}:${process.env.PATH}` } }, (err, stdout, stderr) =>
+        done({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr }),
+      ),
+    );
+  const calls = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []);
+  return { exec, calls };
 }
 
 describe('drainAction: what a drain does with the node as it finds it', () => {
@@ -135,10 +161,18 @@ describe('Slurm provider', () => {
     ]);
   });
 
-  // the resume: only under this run's mark (an operator who drained it since with their own reason keeps it out)
+  // the resume: only under this run's mark (an operator who drained it since with their own reason
+  // keeps it out), asked and done in one script: run here by /bin/sh with sinfo and scontrol stubs
   it.each<[string, string, Awaited<ReturnType<typeof slurmDrain.resume>>, boolean]>([
-    ["still drained under this run's mark: resumed", 'drained|racksmith r1', undefined, true],
-    ['down under its mark (not responding since): resumed', 'down+drain|racksmith r1', undefined, true],
+    ["still drained under this run's mark: resumed", 'drained|racksmith r1 on c', undefined, true],
+    ['down under its mark (not responding since): resumed', 'down+drain|racksmith r1 on c', undefined, true],
+    ['drained under the mark of the dead run it took the node over from: resumed', 'drained|racksmith r0 on c', undefined, true],
+    [
+      'listed twice (two partitions), its mark on the first line: resumed',
+      'drained|racksmith r1 on c\ndrained|racksmith r1 on c',
+      undefined,
+      true,
+    ],
     ['back in scheduling already (resumed by hand): nothing to do', 'idle|none', undefined, false],
     [
       'drained since by an operator with a reason of their own: left out',
@@ -147,16 +181,30 @@ describe('Slurm provider', () => {
       false,
     ],
     [
+      'a reason that only starts with the mark: left out',
+      "drained|racksmith r1 on c, then ops: don't",
+      { someoneElses: someoneElsesDetail("drained (racksmith r1 on c, then ops: don't)") },
+      false,
+    ],
+    [
       "drained since under another run's mark: left out",
       'drained|racksmith r2 on c',
       { someoneElses: someoneElsesDetail('drained (racksmith r2 on c)') },
       false,
     ],
+    ['Slurm does not know it: not resumed', '', 'Slurm does not know node n1 (sinfo lists nothing)', false],
   ])('resume: %s', async (_, sinfo, want, resumed) => {
-    const c = controller([[/^sinfo/m, { stdout: `${sinfo}\n` }]]);
-    expect(await slurmDrain.resume(c.exec, 'n1', 'racksmith r1')).toEqual(want);
-    expect(c.ran[0]).toBe("sinfo -h -N -n n1 -o '%T|%E'");
-    expect(c.ran.includes('scontrol update nodename=n1 state=resume')).toBe(resumed);
+    const c = slurmStubs({ sinfo });
+    expect(await slurmDrain.resume(c.exec, 'n1', ['racksmith r1 on c', 'racksmith r0 on c'])).toEqual(want);
+    expect(c.calls()).toEqual(['sinfo -h -N -n n1 -o %T|%E', ...(resumed ? ['scontrol update nodename=n1 state=resume'] : [])]);
+  });
+
+  it.each<[string, { sinfoExit?: number; scontrolExit?: number }, string]>([
+    ['sinfo fails: said, nothing resumed', { sinfoExit: 1 }, 'sinfo -n n1 failed (exit 1): sinfo: stub error'],
+    ['the resume fails: said', { scontrolExit: 1 }, 'scontrol resume n1 failed (exit 1): scontrol: stub error'],
+  ])('resume: %s', async (_, exits, want) => {
+    const c = slurmStubs({ sinfo: 'drained|racksmith r1 on c', ...exits });
+    expect(await slurmDrain.resume(c.exec, 'n1', ['racksmith r1 on c'])).toEqual(want);
   });
 
   it('a job that outlives the timeout: failed, and drained (so resumed after)', async () => {
@@ -391,11 +439,12 @@ function killableKubectl(ran: string[], o: { onDrain?: () => void; ownTimeoutMs?
 }
 
 /** `kubectl get node -o json --show-managed-fields` of n1: cordoned or not, the annotation, who last set spec.unschedulable. */
-const nodeJson = (o: { unschedulable?: boolean; mark?: string; manager?: string } = {}) =>
+const nodeJson = (o: { unschedulable?: boolean; mark?: string; manager?: string; resourceVersion?: string } = {}) =>
   JSON.stringify({
     kind: 'Node',
     metadata: {
       name: 'n1',
+      ...(o.resourceVersion ? { resourceVersion: o.resourceVersion } : {}),
       annotations: o.mark === undefined ? {} : { 'racksmith.io/drained-by': o.mark },
       managedFields: o.manager ? [{ manager: o.manager, operation: 'Update', fieldsV1: { 'f:spec': { 'f:unschedulable': {} } } }] : [],
     },
@@ -405,6 +454,13 @@ const GET_N1 = 'k get node n1 -o json --show-managed-fields';
 const cordonN1 = (mark: string) =>
   `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":true},"metadata":{"annotations":{"racksmith.io/drained-by":"${mark}"}}}'`;
 const UNCORDON_N1 = `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":false},"metadata":{"annotations":{"racksmith.io/drained-by":null}}}'`;
+const uncordonN1At = (rv: string) =>
+  `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":false},"metadata":{"annotations":{"racksmith.io/drained-by":null},"resourceVersion":"${rv}"}}'`;
+const CONFLICT_N1 = {
+  code: 1,
+  stderr:
+    'Error from server (Conflict): Operation cannot be fulfilled on nodes "n1": the object has been modified; please apply your changes to the latest version and try again\n',
+};
 
 describe('Kubernetes provider', () => {
   const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
@@ -419,6 +475,12 @@ describe('Kubernetes provider', () => {
     [
       "cordoned under this run's mark: uncordoned and unmarked",
       { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' },
+      undefined,
+      true,
+    ],
+    [
+      'cordoned under the mark of the dead run it took the node over from (its cordon patch failed): uncordoned',
+      { unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' },
       undefined,
       true,
     ],
@@ -437,9 +499,37 @@ describe('Kubernetes provider', () => {
     ],
   ])('resume: %s', async (_, node, want, uncordoned) => {
     const c = controller([[/k get node/, { stdout: nodeJson(node) }]]);
-    expect(await k8s.resume(c.exec, 'n1', 'racksmith R1 on c')).toEqual(want);
+    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c', 'racksmith R0 on c'])).toEqual(want);
     expect(c.ran[0]).toBe(GET_N1);
     expect(c.ran.includes(UNCORDON_N1)).toBe(uncordoned);
+  });
+  it('the uncordon is made on the node as read: changed since (Conflict), it is read again and asked again', async () => {
+    let reads = 0;
+    const mine = { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' };
+    const c = controller([
+      // (the second read: an operator removed the annotation in between)
+      [
+        /k get node/,
+        () => ({
+          stdout: nodeJson(++reads === 1 ? { ...mine, resourceVersion: '7' } : { ...mine, mark: undefined, resourceVersion: '8' }),
+        }),
+      ],
+      [/k patch node n1 .*"resourceVersion":"7"/, CONFLICT_N1],
+    ]);
+    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c'])).toEqual({
+      someoneElses: someoneElsesDetail('cordoned (spec.unschedulable)'),
+    });
+    expect(c.ran).toEqual([GET_N1, uncordonN1At('7'), GET_N1]);
+  });
+  it('a node that keeps changing under the uncordon: a failed resume after three tries, said', async () => {
+    const c = controller([
+      [/k get node/, { stdout: nodeJson({ unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith', resourceVersion: '7' }) }],
+      [/k patch node/, CONFLICT_N1],
+    ]);
+    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c'])).toMatch(
+      /^kubectl uncordon n1 failed \(exit 1\): Error from server \(Conflict\)/,
+    );
+    expect(c.ran).toEqual([GET_N1, uncordonN1At('7'), GET_N1, uncordonN1At('7'), GET_N1, uncordonN1At('7')]);
   });
   it('already cordoned: pods drained, no cordon, outcome already', async () => {
     const c = controller([[/k get node/, { stdout: nodeJson({ unschedulable: true, manager: 'kubectl-cordon' }) }]]);
@@ -802,7 +892,10 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     const provider: DrainProvider = {
       name: 'rec',
       drain: async () => ({ kind: 'drained' }),
-      resume: async (_, node, mark) => (marks.push(`${node} ${mark}`), { someoneElses: someoneElsesDetail('drained (ops: bad DIMM)') }),
+      resume: async (_, node, asked) => (
+        marks.push(`${node} ${asked.join(', ')}`),
+        { someoneElses: someoneElsesDetail('drained (ops: bad DIMM)') }
+      ),
     };
     const { events, out } = await runWith(
       { kind: 'drained' },
@@ -1243,6 +1336,47 @@ describe("a dead run's node another run of this controller has claimed (the sess
     expect(ran.filter((s) => !s.startsWith('sinfo'))).toEqual([]); // no scontrol, no squeue
     await session.resumeAll();
     expect(events.filter((e) => e.type === 'resume')).toEqual([]);
+  });
+});
+
+describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () => {
+  it("the node keeps the dead run's mark and is this run's all the same: uncordoned under that mark at the end", async () => {
+    const ran: string[] = [];
+    const conn: Connection = {
+      host: 'ctl',
+      execCount: 0,
+      exec: async (script) => {
+        const last = script.split('\n').pop()!;
+        ran.push(last);
+        if (last === GET_N1)
+          return { code: 0, stdout: nodeJson({ unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' }), stderr: '' };
+        if (last === cordonN1('racksmith R1 on c'))
+          return { code: 1, stdout: '', stderr: 'Error from server (InternalError): etcd timeout\n' };
+        return { code: 0, stdout: '', stderr: '' };
+      },
+      close: async () => undefined,
+    };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+    const events: Array<Record<string, unknown>> = [];
+    const session = new DrainSession(
+      {
+        hosts: new Map([['n1', { provider: k8s, controller: ctl, node: 'n1' }]]),
+        timeoutSec: 5,
+        mark: 'racksmith R1 on c',
+        ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
+        claims: { claim: () => undefined, peek: () => undefined, release: () => undefined, releaseAll: () => undefined },
+      },
+      'R1',
+      async () => conn,
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    expect(await session.before('n1')).toMatch(/^drain \(kubernetes via ctl\) failed: kubectl cordon n1 failed/);
+    await session.resumeAll();
+    expect(ran).toEqual([GET_N1, cordonN1('racksmith R1 on c'), GET_N1, UNCORDON_N1]);
+    expect(events.filter((e) => e.type === 'resume')).toEqual([
+      { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
+    ]);
   });
 });
 
