@@ -726,6 +726,31 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(unschedulable()).toBe(false);
   }, 120_000);
 
+  it('an operator who removes the annotation while the run holds the node (to keep it out) keeps it cordoned: the run leaves it so, and says so', async () => {
+    budgetAllowingNoEviction();
+    const running = provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '15', '--json']);
+    // cordoned, and kubectl drain asking for the eviction the budget refuses: then the operator's
+    // `kubectl annotate`, as docs/cli.md tells them to keep the node out
+    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
+    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(unschedulable() && evicting()).toBe(true);
+    const off = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl annotate node ${NODE} racksmith.io/drained-by-`);
+    expect(off.code, off.stderr).toBe(0);
+    const run = await running;
+    expect(run.code).toBe(1); // (the drain timed out on the budget: nothing applied)
+    expect(await liveMtu(NODE)).toBe('1500');
+    const left =
+      "cordoned (spec.unschedulable): out of scheduling under someone else's drain since this run took it out; left so, not put back";
+    expect(drainEvents(run).map((e) => [e.type, e.outcome ?? e.ok, e.type === 'resume' ? e.detail : undefined, e.someoneElses])).toEqual([
+      ['drain', 'failed', undefined, undefined],
+      ['resume', false, left, true],
+    ]);
+    expect(run.stderr).toContain(`${NODE}: left out, someone else's drain now (kubernetes via ${CP}): ${left}`);
+    expect(unschedulable()).toBe(true);
+    // (the patches: racksmith's cordon and the operator's annotate; no uncordon)
+    expect(double!.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${NODE}`)).toHaveLength(2);
+  }, 120_000);
+
   it('Ctrl-C while kubectl drain waits on an eviction: kubectl drain killed on the control plane, the node uncordoned, the resume journaled', async () => {
     budgetAllowingNoEviction();
     const journal = join(mkdtempSync(join(tmpdir(), 'rs-drain-int-')), 'j.ndjson');
