@@ -11,6 +11,7 @@ import { fleetViews, playHasFleet, withFleet } from '../../src/engine/fleet.ts';
 import type { HostContext, Play } from '../../src/contract/playbook.ts';
 import { common, Refusal, type Resource } from '../../src/contract/resource.ts';
 import { shq } from '../../src/shell/quote.ts';
+import { fleetSummary } from '../../src/contract/fleet-summary.ts';
 import { FakeFleet } from '../support/fake-host.ts';
 
 const HOSTS = ['h1', 'h2', 'h3'];
@@ -173,5 +174,33 @@ describe('fleet views', () => {
     expect(withFleet(a, facts, views)).toBe(once);
     expect(withFleet(a, facts, undefined)).toBe(facts);
     expect(withFleet(w, true, views)).toBe(true);
+  });
+});
+
+describe('fleetSummary: what useFleet derives from the group alone, once per group', () => {
+  it('one map: summarised once, whichever host asks; another map: summarised for it', () => {
+    let made = 0;
+    const count = fleetSummary((group) => (made++, group.size));
+    const a = new Map([
+      ['h1', 1],
+      ['h2', 2],
+    ]);
+    expect([count(a), count(a), count(a)]).toEqual([2, 2, 2]);
+    expect(made).toBe(1);
+    expect(count(new Map([['h1', 1]]))).toBe(1);
+    expect(made).toBe(2);
+  });
+
+  it('in a run, every host of a group is handed the same map: the group is summarised once, not once per host', async () => {
+    setValues({});
+    let made = 0;
+    const values = fleetSummary((group) => (made++, [...new Set([...group.values()].map((v) => (v as { own: string }).own))].sort()));
+    const summarised = (dir: string): Resource<{ own: string; all?: string[] }> => ({
+      ...agreement(dir),
+      useFleet: (f, group) => ({ ...f, all: values(group) }),
+    });
+    const r = await run([play((h) => [summarised(dirOf(h)), work(dirOf(h))])]);
+    expect(status(r, 'work')).toEqual({ h1: 'changed', h2: 'changed', h3: 'changed' });
+    expect(made).toBe(1);
   });
 });

@@ -1,3 +1,4 @@
+import { fleetSummary } from '../../contract/fleet-summary.ts';
 import { shq } from '../../shell/quote.ts';
 import { InputError } from '../../util/errors.ts';
 import { MACHINE_ARCH } from '../core/machine-arch.ts';
@@ -227,6 +228,17 @@ export function driverReport(host: string, f: unknown): DriverReport | undefined
 /** A GPU node (jail_gpu true, the default) where no driver file and no running driver were found. */
 export const NO_DRIVER = 'no NVIDIA driver found: set jail_gpu: false for a CPU node';
 
+/** The group's driver reports, and the disagreement they make (per jail: the key's), once per group, not per host. */
+const groupReports = fleetSummary((fleet) => ({
+  reports: [...fleet].map(([host, facts]) => driverReport(host, facts)).filter((r): r is DriverReport => !!r),
+  said: new Map<string, string | undefined>(),
+}));
+function groupDisagreement(fleet: ReadonlyMap<string, unknown>, jailId: string): string | undefined {
+  const g = groupReports(fleet);
+  if (!g.said.has(jailId)) g.said.set(jailId, driverDisagreement(jailId, g.reports));
+  return g.said.get(jailId);
+}
+
 /** The agreement key of a jail: hosts that mount the same source share one jail. */
 export const jailFleetKey = (jailId: string) => `jail-gpu:${jailId}`;
 
@@ -260,8 +272,7 @@ export function gpuDriver(o: GpuDriverOptions): Resource<GpuDriverFacts> {
       };
     },
     useFleet(f, fleet) {
-      const reports = [...fleet].map(([host, facts]) => driverReport(host, facts)).filter((r): r is DriverReport => !!r);
-      const disagreement = f.set.version ? driverDisagreement(o.jailId, reports) : undefined;
+      const disagreement = f.set.version ? groupDisagreement(fleet, o.jailId) : undefined;
       return disagreement === f.disagreement ? f : { ...f, disagreement };
     },
     diff(f) {

@@ -8,6 +8,7 @@ import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
 import { fileKind } from './gpu-files.ts';
+import { fleetSummary } from '../../contract/fleet-summary.ts';
 import { standinLibrary, STANDIN_ARCHES } from './elf-standin.ts';
 import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MAX_BYTES, underJailLock } from './jail-shared.ts';
 
@@ -40,7 +41,7 @@ export interface StandinFacts {
   standin: FileFacts;
   fstab: FileFacts;
   /** From the group (useFleet): the GPU hosts' library targets in this directory, with their modes. */
-  fleetLibs: Map<string, string>;
+  fleetLibs: ReadonlyMap<string, string>;
 }
 
 /** What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). */
@@ -123,15 +124,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
       }),
     ),
     useFleet(f, fleet) {
-      const fleetLibs = new Map<string, string>();
-      for (const facts of fleet.values()) {
-        const g = facts as GpuDriverFacts;
-        if (g?.role !== 'gpu' || g.set.problem) continue;
-        for (const file of g.set.files) {
-          const dir = file.target.slice(0, file.target.lastIndexOf('/'));
-          if (fileKind(file) === 'lib' && dir === f.libDir) fleetLibs.set(file.target.slice(dir.length + 1), file.mode);
-        }
-      }
+      const fleetLibs = fleetLibsByDir(fleet).get(f.libDir) ?? NO_LIBS;
       return fleetLibs.size || f.fleetLibs.size ? { ...f, fleetLibs } : f;
     },
     diff(f): Change<StandinChange | FileWrite>[] {
@@ -166,6 +159,24 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
     apply: (_, changes) => standinSteps(jail, standinPath, timeout, changes, standin, fstab),
   };
 }
+
+/** The GPU hosts' library targets of the group, by directory (name -> mode): once per group, not per host. */
+const fleetLibsByDir = fleetSummary((fleet) => {
+  const byDir = new Map<string, Map<string, string>>();
+  for (const facts of fleet.values()) {
+    const g = facts as GpuDriverFacts;
+    if (g?.role !== 'gpu' || g.set.problem) continue;
+    for (const file of g.set.files) {
+      if (fileKind(file) !== 'lib') continue;
+      const dir = file.target.slice(0, file.target.lastIndexOf('/'));
+      let libs = byDir.get(dir);
+      if (!libs) byDir.set(dir, (libs = new Map()));
+      libs.set(file.target.slice(dir.length + 1), file.mode);
+    }
+  }
+  return byDir;
+});
+const NO_LIBS: ReadonlyMap<string, string> = new Map();
 
 /** The probe's own lines: the architecture, the library directory (and its physical path), placeholders and bound stand-ins. */
 function readStandinLines(jail: string, own: string) {

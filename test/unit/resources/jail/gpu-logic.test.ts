@@ -472,6 +472,15 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
       ]),
     );
     expect([...f.fleetLibs]).toEqual([[ml, '755']]);
+    // one group, hosts of another library directory (another architecture): each its own directory's
+    const arm = r.useFleet!(
+      facts({ libDir: '/usr/lib/aarch64-linux-gnu' }),
+      new Map<string, unknown>([
+        ['gpu1', gpu],
+        ['cpu1', facts({})],
+      ]),
+    );
+    expect([...arm.fleetLibs]).toEqual([[ml, '644']]);
   });
 });
 
