@@ -6,6 +6,14 @@
  * outright (SIGKILL) leaves it naming what it had out. Retention and `runs prune` keep such a run
  * (its record is how a later run proves it dead and takes its drains over, drain-owner.ts).
  *
+ * A node is its scheduler, controller and node name (two clusters of one inventory may each have a
+ * `node001`; keyed by scheduler and name only, one's `back` took the other off its ledger): its
+ * file is `slurm~ctl1~tb8.json`, named by its controller as this run reaches it. A later run that
+ * takes it over may spell that controller another way (an address, a name): it finds the dead
+ * run's entry by its file, else by the entries' contents, as node-match.ts does (the one of that
+ * scheduler and name, when there is only one). An entry of a version that named the file
+ * `slurm~tb8.json` is read by its contents the same way.
+ *
  * A run that takes a node over replaces that node's file in the dead run's ledger with a "taken
  * over by run Y at T" entry: `runs show` of the dead run says so, and the entry does not keep the
  * run from pruning. One file per node is what makes two runs taking over two nodes of one dead run
@@ -23,6 +31,7 @@ import { join } from 'node:path';
 import type { DrainLedger, DrainNode } from '../contract/drain.ts';
 import { writeFileAtomic } from '../util/atomic-write.ts';
 import { printable } from '../util/printable.ts';
+import { findNode, nodeKey } from './node-match.ts';
 import { isRunId, runsDir } from './record.ts';
 
 const DIR_SUFFIX = '.drains';
@@ -33,15 +42,16 @@ export const ledgerDir = (id: string): string => join(runsDir(), `${id}${DIR_SUF
 /** The previous version's ledger file of run `id` (read, migrated on the first takeover). */
 export const oldLedgerFile = (id: string): string => join(runsDir(), `${id}${OLD_SUFFIX}`);
 
-/** A node's key: scheduler and node name, not the controller (which an inventory may spell two ways). */
-const keyOf = (n: { via: string; node: string }) => `${n.via}\0${n.node}`;
-
-/** The node's file in a ledger directory: `via~node.json` when both are plain names, else a hash of them (as takeover claims are named). */
+/**
+ * The node's file in a ledger directory: `via~controller~node.json` when all three are plain names
+ * (`~` is in none, so no two nodes share one), else a hash of them (an IPv6 controller, a node
+ * named `../x`).
+ */
 export function entryName(n: DrainNode): string {
   const plain = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-  const name = [n.node, n.via].every((s) => plain.test(s))
-    ? `${n.via}~${n.node}`
-    : createHash('sha256').update(keyOf(n)).digest('hex').slice(0, 32);
+  const name = [n.via, n.controller, n.node].every((s) => plain.test(s))
+    ? `${n.via}~${n.controller}~${n.node}`
+    : createHash('sha256').update(nodeKey(n)).digest('hex').slice(0, 32);
   return `${name}.json`;
 }
 
@@ -145,10 +155,11 @@ export function readLedger(id: string): RunLedger | undefined {
     if (e.kind === 'unreadable') l.unreadable++;
     if (e.kind === 'node') l.nodes.push(e.node);
     if (e.kind === 'taken') l.takenOver.push(e.taken);
-    if (e.kind === 'node' || e.kind === 'taken') seen.add(keyOf(e.kind === 'node' ? e.node : e.taken.node));
+    if (e.kind === 'node' || e.kind === 'taken') seen.add(nodeKey(e.kind === 'node' ? e.node : e.taken.node));
   }
-  // (a node in both, midway through a migration: the directory's entry is the newer)
-  if (typeof old === 'object') l.nodes.push(...old.nodes.filter((n) => !seen.has(keyOf(n))));
+  // (a node in both, midway through a migration: the directory's entry is the newer; a migrated
+  // entry, taken over or not, keeps the node as the file spelled it)
+  if (typeof old === 'object') l.nodes.push(...old.nodes.filter((n) => !seen.has(nodeKey(n))));
   return l;
 }
 
@@ -235,6 +246,31 @@ function migrate(id: string): void {
   removeIfEmpty(ledgerDir(id)); // (a file that listed no node)
 }
 
+/**
+ * The file of run `from`'s ledger that names node `n` (as a run taking it over spells it), with the
+ * node as that file does: its own file, else the one entry of that scheduler and name (file names
+ * of an older version, a controller spelled another way); none; or several, which cannot be told apart.
+ */
+function entryOf(from: string, n: DrainNode): { file: string; node: DrainNode } | 'none' | 'ambiguous' {
+  const own = join(ledgerDir(from), entryName(n));
+  const e = readEntry(own);
+  if (e.kind === 'node' || e.kind === 'unreadable') return { file: own, node: n };
+  if (e.kind === 'taken') return { file: own, node: e.taken.node };
+  let names: string[];
+  try {
+    names = readdirSync(ledgerDir(from));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'none';
+    throw e;
+  }
+  const entries = names
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => ({ file: join(ledgerDir(from), name), e: readEntry(join(ledgerDir(from), name)) }))
+    .flatMap(({ file, e }) => (e.kind === 'node' ? [{ file, node: e.node }] : e.kind === 'taken' ? [{ file, node: e.taken.node }] : []));
+  const m = findNode(n, entries, (x) => x.node);
+  return m.kind === 'found' ? m.it : m.kind;
+}
+
 /** Run `run`'s ledger; a write that fails is a warning (the run goes on, its record may be pruned later). */
 export function drainLedger(run: string, warn: (message: string) => void, now: () => Date = () => new Date()): DrainLedger {
   /** The nodes this run has named (only those are taken off when back). */
@@ -242,7 +278,7 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
   const fail = (what: string, e: unknown) => warn(`run history: cannot ${what}: ${printable((e as Error).message)}`);
   return {
     taking(n) {
-      named.add(keyOf(n));
+      named.add(nodeKey(n));
       try {
         mkdirSync(ledgerDir(run), { recursive: true, mode: 0o700 });
         writeFileAtomic(join(ledgerDir(run), entryName(n)), nodeEntry(run, n), 0o600, 'drain ledger');
@@ -251,7 +287,7 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
       }
     },
     back(n) {
-      if (!named.delete(keyOf(n))) return;
+      if (!named.delete(nodeKey(n))) return;
       try {
         rmSync(join(ledgerDir(run), entryName(n)), { force: true });
         removeIfEmpty(ledgerDir(run));
@@ -263,11 +299,18 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
       if (!isRunId(from) || from === run) return;
       try {
         migrate(from);
-        const file = join(ledgerDir(from), entryName(n));
+        const found = entryOf(from, n);
         // (only where the dead run names the node: a run with no ledger gets none made for it)
-        if (readEntry(file).kind === 'gone') return;
-        const entry = { run: from, node: n, takenOverBy: run, at: now().toISOString() };
-        writeFileAtomic(file, JSON.stringify(entry) + '\n', 0o600, 'drain ledger');
+        if (found === 'none') return;
+        // (left as it is: its run stays kept, the safe way round)
+        if (found === 'ambiguous')
+          return warn(
+            printable(
+              `run history: ${nodeText(n)} left on the drain ledger of run ${from}: it names more than one node ${n.node} of ${n.via}, none via ${n.controller}`,
+            ),
+          );
+        const entry = { run: from, node: found.node, takenOverBy: run, at: now().toISOString() };
+        writeFileAtomic(found.file, JSON.stringify(entry) + '\n', 0o600, 'drain ledger');
       } catch (e) {
         fail(`take ${nodeText(n)} off the drain ledger of run ${from}`, e);
       }

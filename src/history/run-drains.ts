@@ -1,5 +1,7 @@
+import type { DrainNode } from '../contract/drain.ts';
 import type { RunDrainEvent, RunDrains } from '../report/model.ts';
 import type { RunLedger } from './drain-ledger.ts';
+import { findNode, nodeKey } from './node-match.ts';
 
 // A run's --drain as its journal shows it, for `runs show`: what it did to each node, in order, and
 // the nodes it left out of scheduling. A reviewer of a change window reads it there, often not at
@@ -45,24 +47,38 @@ export function runDrains(events: readonly RunDrainEvent[], ended: boolean): Run
   return { events: [...events], stillOut, takenOver: [] };
 }
 
-/** A node's key, as the ledger's: scheduler and node name (a still-out node or an event without one: named as its host). */
-const keyOf = (s: { via: string; node?: string; host?: string }) => `${s.via}\0${s.node ?? s.host}`;
+/** A still-out node or an event as a node: named as its host when the event names no node. */
+const asNode = (s: { via: string; controller: string; node?: string; host: string }): DrainNode => ({
+  via: s.via,
+  controller: s.controller,
+  node: s.node ?? s.host,
+});
+
+/** How many distinct nodes of `list` have n's scheduler and name (findNode's rivals). */
+const namesake = (list: readonly DrainNode[], n: DrainNode): number =>
+  new Set(list.filter((m) => m.via === n.via && m.node === n.node).map(nodeKey)).size;
 
 /**
  * The journal's view corrected by the run's drain ledger (drain-ledger.ts). A node the ledger still
  * names that the journal does not show out is added to the still-out list, said so: a drain under
  * way when the run was killed writes no event, but the ledger names its node from before the drain
  * starts. A node a later run took over (the ledger's entry says by whom and when) is not this
- * run's to put back any more: off the still-out list, listed as taken over.
+ * run's to put back any more: off the still-out list, listed as taken over. The journal names a
+ * controller by its host, the ledger by the address the run reached it at: a node of each is
+ * matched as node-match.ts does; two of one name that cannot be told apart stay still out.
  */
 export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | undefined): RunDrains | undefined {
   if (!ledger) return drains;
-  const taken = new Map(ledger.takenOver.map((t) => [keyOf(t.node), t]));
+  const entries = [...ledger.nodes.map((node) => ({ node })), ...ledger.takenOver.map((t) => ({ node: t.node, taken: t }))];
+  const ledgerNodes = entries.map((e) => e.node);
   const journal = drains?.stillOut ?? [];
-  const stillOut = journal.filter((s) => !taken.has(keyOf(s)));
-  const shown = new Set(journal.map(keyOf));
+  const journalNodes = [...(drains?.events ?? []), ...journal].map(asNode);
+  const stillOut = journal.filter((s) => {
+    const m = findNode(asNode(s), entries, (e) => e.node, namesake(journalNodes, asNode(s)));
+    return !(m.kind === 'found' && 'taken' in m.it);
+  });
   const more = ledger.nodes
-    .filter((n) => !shown.has(keyOf(n)))
+    .filter((n) => findNode(n, journal, asNode, namesake(ledgerNodes, n)).kind !== 'found')
     .map((n) => ({
       host: n.node,
       via: n.via,
@@ -70,9 +86,9 @@ export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | un
       why: `its drain ledger ${ledger.where} names it: a drain was under way (or its resume failed) when the run ended or was killed`,
     }));
   // (named by the host the journal knows it as, when it does)
-  const hostOf = new Map((drains?.events ?? []).map((e) => [keyOf(e), e.host]));
-  const takenOver = [...taken.entries()].map(([key, t]) => {
-    const host = hostOf.get(key) ?? t.node.node;
+  const takenOver = ledger.takenOver.map((t) => {
+    const m = findNode(t.node, drains?.events ?? [], asNode, namesake(ledgerNodes, t.node));
+    const host = m.kind === 'found' ? m.it.host : t.node.node;
     return {
       host,
       via: t.node.via,

@@ -50,8 +50,8 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     a.taking(n7);
     a.taking(n8);
     expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
-    expect(files(A)).toEqual(['slurm~n7.json', 'slurm~n8.json']);
-    expect(JSON.parse(readFileSync(join(ledgerDir(A), 'slurm~n7.json'), 'utf8'))).toEqual({ run: A, node: n7 });
+    expect(files(A)).toEqual(['slurm~ctl1~n7.json', 'slurm~ctl1~n8.json']);
+    expect(JSON.parse(readFileSync(join(ledgerDir(A), 'slurm~ctl1~n7.json'), 'utf8'))).toEqual({ run: A, node: n7 });
     a.back(n7);
     expect(drainsLeft()).toEqual(new Map([[A, [n8]]]));
     a.back(n8);
@@ -64,6 +64,62 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     expect(drainsLeft()).toEqual(new Map([[A, [odd]]]));
     a.back(odd);
     expect(existsSync(ledgerDir(A))).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+
+  // two clusters of one inventory, each with a node n1 (two Slurm controllers)
+  const onA = { via: 'slurm', controller: 'ctlA', node: 'n1' };
+  const onB = { via: 'slurm', controller: 'ctlB', node: 'n1' };
+
+  it('two nodes of one name on two controllers are two entries: putting one back leaves the other named', () => {
+    const a = drainLedger(A, warn);
+    a.taking(onA);
+    a.taking(onB);
+    expect(drainsLeft()).toEqual(new Map([[A, [onA, onB]]]));
+    a.back(onA);
+    expect(drainsLeft()).toEqual(new Map([[A, [onB]]]));
+    expect(files(A)).toEqual(['slurm~ctlB~n1.json']);
+    a.back(onB);
+    expect(existsSync(ledgerDir(A))).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+
+  it('a takeover finds the dead run’s entry of its node: by controller, by name when its controller is spelled another way, never a guess between two', () => {
+    const dead = drainLedger(A, warn);
+    dead.taking(onA);
+    dead.taking(onB);
+    dead.taking({ ...n7, controller: '10.0.0.1' });
+    const b = taker(B);
+    // by controller: the other cluster's n1 stays named
+    b.taking(onB);
+    b.takenOver(A, onB);
+    // (read in the order of the files' names)
+    expect(readLedger(A)).toMatchObject({ nodes: [{ ...n7, controller: '10.0.0.1' }, onA], takenOver: [takenBy(B, onB)] });
+    // n7's controller spelled as a name here: the one n7 of the dead run's ledger, marked as that run spelled it
+    b.taking(n7);
+    b.takenOver(A, n7);
+    expect(readLedger(A)).toMatchObject({ nodes: [onA], takenOver: [takenBy(B, { ...n7, controller: '10.0.0.1' }), takenBy(B, onB)] });
+    expect(warnings).toEqual([]);
+    // n1 through a third spelling: two n1 there (one taken over already), neither its: left as it is, said so
+    const odd = { ...onA, controller: '10.0.0.9' };
+    b.taking(odd);
+    b.takenOver(A, odd);
+    expect(readLedger(A)?.nodes).toEqual([onA]);
+    expect(warnings).toEqual([
+      'run history: n1 (slurm via 10.0.0.9) left on the drain ledger of run 20261206T101500Z-aaaaaa: it names more than one node n1 of slurm, none via 10.0.0.9',
+    ]);
+  });
+
+  it('an entry named as an earlier version named it (`slurm~n7.json`) is read, put back by its run and taken over', () => {
+    mkdirSync(ledgerDir(A), { recursive: true });
+    writeFileSync(join(ledgerDir(A), 'slurm~n7.json'), JSON.stringify({ run: A, node: n7 }));
+    writeFileSync(join(ledgerDir(A), 'slurm~n8.json'), JSON.stringify({ run: A, node: n8 }));
+    expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
+    const b = taker(B);
+    b.taking({ ...n7, controller: 'ctl1.example' });
+    b.takenOver(A, { ...n7, controller: 'ctl1.example' });
+    expect(readLedger(A)).toMatchObject({ nodes: [n8], takenOver: [takenBy(B)] });
+    expect(files(A)).toEqual(['slurm~n7.json', 'slurm~n8.json']);
     expect(warnings).toEqual([]);
   });
 
@@ -133,8 +189,8 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
 
   it.each<[string, 'renameSync' | 'readFileSync', string, 'before' | 'after']>([
     ['C runs while B has read the old file', 'readFileSync', '.drains.json', 'after'],
-    ['C runs just before B marks its node', 'renameSync', 'slurm~n7.json', 'before'],
-    ['C runs just after B marks its node', 'renameSync', 'slurm~n7.json', 'after'],
+    ['C runs just before B marks its node', 'renameSync', 'slurm~ctl1~n7.json', 'before'],
+    ['C runs just after B marks its node', 'renameSync', 'slurm~ctl1~n7.json', 'after'],
   ])(
     'the previous version’s single file, two runs taking over at once (%s): migrated, both nodes marked taken over',
     (_, fn, tail, when) => {

@@ -276,10 +276,23 @@ describe('runs show lists the drains of a run', () => {
     expect(after.runDrains.takenOver.map((t: { host: string }) => t.host)).toEqual(['rack1-n2', 'n3']);
   });
 
+  it('two clusters each with a node n1: the one taken over is said so, the other still out', async () => {
+    const on = (host: string, controller: string) => ({ ...drain(host, 'drained'), controller, node: 'n1' }) as RunDrainEvent;
+    const r = recordedRun([on('a-n1', 'ctlA'), on('b-n1', 'ctlB')], { ended: false });
+    const ledger = drainLedger(r.id, () => undefined);
+    for (const controller of ['ctlA', 'ctlB']) ledger.taking({ via: 'slurm', controller, node: 'n1' });
+    const later = drainLedger(newRunId(), () => undefined);
+    later.taking({ via: 'slurm', controller: 'ctlA', node: 'n1' });
+    later.takenOver(r.id, { via: 'slurm', controller: 'ctlA', node: 'n1' });
+    const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(j.runDrains.stillOut.map((s: { host: string }) => s.host)).toEqual(['b-n1']);
+    expect(j.runDrains.takenOver.map((t: { host: string }) => t.host)).toEqual(['a-n1']);
+  });
+
   it('a drain ledger with an entry that cannot be read: said in a warning', async () => {
     const r = recordedRun([], { ended: true });
     drainLedger(r.id, () => undefined).taking({ ...via, node: 'n1' });
-    writeFileSync(join(ledgerDir(r.id), 'slurm~n1.json'), 'not json');
+    writeFileSync(join(ledgerDir(r.id), 'slurm~ctl1~n1.json'), 'not json');
     const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
     expect(j.warnings).toEqual([
       `its drain ledger ${ledgerDir(r.id)} holds 1 entry that cannot be read (not a node, or not readable): it may name nodes left out of scheduling, and keeps the run from pruning; remove such an entry once its node is known to be back`,
@@ -357,7 +370,7 @@ describe('provision runs marks the runs whose drain ledger still names nodes', (
   it('a ledger entry that cannot be read: marked all the same, said so', async () => {
     const r = recordedRun([], { ended: true });
     drainLedger(r.id, () => undefined).taking({ ...via, node: 'n1' });
-    writeFileSync(join(ledgerDir(r.id), 'slurm~n1.json'), 'not json');
+    writeFileSync(join(ledgerDir(r.id), 'slurm~ctl1~n1.json'), 'not json');
     expect((await cli(['runs'])).stdout).toContain('  NODES OUT: 1 unreadable entry in its drain ledger  ');
     expect(JSON.parse((await cli(['runs', '--json'])).stdout)).toMatchObject({ drainsLeft: [], drainsLeftUnreadable: 1 });
   });
