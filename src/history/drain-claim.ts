@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import type { DrainNode, TakeoverClaims } from '../contract/drain.ts';
 import { printable } from '../util/printable.ts';
 import { stateDir } from '../util/state-dir.ts';
+import { nodeKey } from './node-match.ts';
 import { bootId, processStart, thisProcess, type RunProcess } from './run-process.ts';
 
 /** What a claim file holds. */
@@ -66,7 +67,8 @@ export const claimsDir = (): string => join(stateDir(), 'drain-claims');
  * The node's claim directory, by scheduler and node name: its names when they are plain, else a
  * hash of them. Not by controller: two inventories may spell one controller two ways (an address,
  * a name), and two runs would then both claim; a node of the same name in another cluster only
- * waits for this one's claim (the safe way round).
+ * waits for this one's claim (the safe way round). One run holding the claim for both such nodes
+ * keeps it until it lets go of both.
  */
 export function nodeClaimDir(n: DrainNode): string {
   const plain = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
@@ -92,8 +94,16 @@ function readClaim(file: string): Claim | undefined | 'gone' {
 
 /** This controller's takeover claims for run `run`, run by this process. */
 export function takeoverClaims(run: string, proc: RunProcess | undefined = thisProcess()): TakeoverClaims {
-  /** The number this run holds, per node claim directory. */
-  const held = new Map<string, number>();
+  /**
+   * The number this run holds per node claim directory, and the nodes it holds it for: two
+   * clusters' nodes of one name share a directory, and letting go of one must not free the other.
+   */
+  const held = new Map<string, { at: number; nodes: Set<string> }>();
+  const hold = (dir: string, at: number, n: DrainNode) => {
+    const h = held.get(dir) ?? { at, nodes: new Set<string>() };
+    h.nodes.add(nodeKey(n));
+    held.set(dir, h);
+  };
   const facts = (file: string) => ({ boot: bootId(), startOf: processStart, file });
   /** Who holds the node's claim now, walking past stale ones: `free` at the first number not taken. */
   const walk = (dir: string): { at: number; holder: ClaimHolder | { kind: 'free' } } => {
@@ -106,12 +116,14 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
     }
     return { at: MAX_CLAIMS, holder: { kind: 'held', why: `${MAX_CLAIMS} stale takeover claims in ${dir}: remove them` } };
   };
-  /** The run's own claim in `dir` removed (never another's, stale or not: see the top). */
-  const letGo = (dir: string) => {
-    const at = held.get(dir);
-    if (at === undefined) return;
+  /** The run's own claim in `dir` removed once it holds it for no node (never another's, stale or not: see the top). */
+  const letGo = (dir: string, n?: DrainNode) => {
+    const h = held.get(dir);
+    if (h === undefined) return;
+    if (n !== undefined) h.nodes.delete(nodeKey(n));
+    if (n !== undefined && h.nodes.size) return;
     held.delete(dir);
-    rmSync(join(dir, `${at}.json`), { force: true });
+    rmSync(join(dir, `${h.at}.json`), { force: true });
   };
   return {
     claim(n) {
@@ -121,13 +133,13 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
         for (;;) {
           const { at, holder } = walk(dir);
           if (holder.kind === 'held') return holder.why;
-          if (holder.kind === 'mine') return void held.set(dir, at);
+          if (holder.kind === 'mine') return void hold(dir, at, n);
           // free: made whole beside it, then linked in; a name taken meanwhile is another run's win: look again
           const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
           try {
             writeFileSync(tmp, JSON.stringify({ run, ...(proc ? { process: proc } : {}), node: n }) + '\n', { mode: 0o600, flag: 'wx' });
             linkSync(tmp, join(dir, `${at}.json`));
-            held.set(dir, at);
+            hold(dir, at, n);
             return undefined;
           } catch (e) {
             if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
@@ -148,7 +160,7 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
       }
     },
     release(n) {
-      letGo(nodeClaimDir(n));
+      letGo(nodeClaimDir(n), n);
     },
     releaseAll() {
       for (const dir of [...held.keys()]) letGo(dir);

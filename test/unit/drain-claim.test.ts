@@ -82,6 +82,24 @@ describe('takeoverClaims: the claim files', () => {
     expect(files()).toEqual([]);
   });
 
+  it('two clusters’ nodes of one name share a claim: a run holding it for both lets go of it once it lets go of both', () => {
+    const onA = { ...N, controller: 'ctlA' };
+    const onB = { ...N, controller: 'ctlB' };
+    const a = takeoverClaims('RUN-A', thisProcess());
+    const b = takeoverClaims('RUN-B', thisProcess());
+    expect(a.claim(onA)).toBeUndefined();
+    expect(a.claim(onB)).toBeUndefined();
+    a.release(onA);
+    // (still taking onB over: another run keeps off it)
+    expect(files()).toEqual(['0.json']);
+    expect(b.claim(onB)).toMatch(/^run RUN-A of this controller is taking it over/);
+    a.release(onB);
+    expect(files()).toEqual([]);
+    expect(b.claim(onB)).toBeUndefined();
+    b.releaseAll();
+    expect(files()).toEqual([]);
+  });
+
   it('a dead claimant’s claim is passed over to the next number, which one run only wins; letting go removes its own only', async () => {
     const dead = takeoverClaims('RUN-DEAD', await deadProcess());
     expect(dead.claim(N)).toBeUndefined();
