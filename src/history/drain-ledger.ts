@@ -16,7 +16,8 @@
  *
  * A run that takes a node over replaces that node's file in the dead run's ledger with a "taken
  * over by run Y at T" entry: `runs show` of the dead run says so, and the entry does not keep the
- * run from pruning. One file per node is what makes two runs taking over two nodes of one dead run
+ * run from pruning. Only once its own ledger names the node: killed in between, the node is on
+ * one ledger or both, never on none. One file per node is what makes two runs taking over two nodes of one dead run
  * at once safe without a lock: each renames its own node's file, neither reads or writes the
  * other's (a single file rewritten whole lost one of the two removals).
  *
@@ -275,18 +276,23 @@ function entryOf(from: string, n: DrainNode): { file: string; node: DrainNode } 
 export function drainLedger(run: string, warn: (message: string) => void, now: () => Date = () => new Date()): DrainLedger {
   /** The nodes this run has named (only those are taken off when back). */
   const named = new Set<string>();
+  /** Those whose entry was written: only such a node is taken off a dead run's ledger (takenOver). */
+  const written = new Set<string>();
   const fail = (what: string, e: unknown) => warn(`run history: cannot ${what}: ${printable((e as Error).message)}`);
   return {
     taking(n) {
       named.add(nodeKey(n));
+      written.delete(nodeKey(n));
       try {
         mkdirSync(ledgerDir(run), { recursive: true, mode: 0o700 });
         writeFileAtomic(join(ledgerDir(run), entryName(n)), nodeEntry(run, n), 0o600, 'drain ledger');
+        written.add(nodeKey(n));
       } catch (e) {
         fail(`write the drain ledger of run ${run}`, e);
       }
     },
     back(n) {
+      written.delete(nodeKey(n));
       if (!named.delete(nodeKey(n))) return;
       try {
         rmSync(join(ledgerDir(run), entryName(n)), { force: true });
@@ -297,6 +303,13 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
     },
     takenOver(from, n) {
       if (!isRunId(from) || from === run) return;
+      // (the node stays on the dead run's ledger until it is on this one's: killed in between, it is on one)
+      if (!written.has(nodeKey(n)))
+        return warn(
+          printable(
+            `run history: ${nodeText(n)} left on the drain ledger of run ${from}: this run's own entry for it was not written (that run stays kept)`,
+          ),
+        );
       try {
         migrate(from);
         const found = entryOf(from, n);

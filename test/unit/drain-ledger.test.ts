@@ -44,6 +44,12 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
   const taker = (id: string) => drainLedger(id, warn, () => AT);
   const files = (id: string) => readdirSync(ledgerDir(id)).sort();
   const takenBy = (by: string, node = n7) => ({ node, by, at: AT.toISOString() });
+  /** Run `id`'s ledger, naming `nodes` (as its drains of them start: taking). */
+  const takerOf = (id: string, ...nodes: (typeof n7)[]) => {
+    const l = taker(id);
+    for (const n of nodes) l.taking(n);
+    return l;
+  };
 
   it('lists a node from before its drain until it is back, one file each; the directory goes with the last node', () => {
     const a = drainLedger(A, warn);
@@ -137,8 +143,9 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
       ]),
     );
     expect(readLedger(A)).toEqual({ nodes: [n8], unreadable: 0, takenOver: [takenBy(B)], where: ledgerDir(A) });
+    b.taking(n8);
     b.takenOver(A, n8);
-    expect(drainsLeft()).toEqual(new Map([[B, [n7]]]));
+    expect(drainsLeft()).toEqual(new Map([[B, [n7, n8]]]));
     expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(B, n8)]);
     b.takenOver('not-a-run-id', n7); // (a mark of an older racksmith: nothing to do)
     // a run that had no ledger (older, or its write failed) gets none made for it
@@ -179,9 +186,10 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     dead.taking(n7);
     dead.taking(n8);
     const C = '20261206T121500Z-cccccc';
+    const [b, c] = [takerOf(B, n7), takerOf(C, n8)];
     // B writes its change just as C, having read the ledger as it was, makes its own
-    interleave('renameSync', '.json', 'before', () => taker(C).takenOver(A, n8));
-    taker(B).takenOver(A, n7);
+    interleave('renameSync', '.json', 'before', () => c.takenOver(A, n8));
+    b.takenOver(A, n7);
     expect(drainsLeft().get(A)).toBeUndefined();
     expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
     expect(warnings).toEqual([]);
@@ -198,8 +206,9 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
       writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, n8] }));
       expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
       const C = '20261206T121500Z-cccccc';
-      interleave(fn, tail, when, () => taker(C).takenOver(A, n8));
-      taker(B).takenOver(A, n7);
+      const [b, c] = [takerOf(B, n7), takerOf(C, n8)];
+      interleave(fn, tail, when, () => c.takenOver(A, n8));
+      b.takenOver(A, n7);
       expect(existsSync(oldLedgerFile(A))).toBe(false);
       expect(drainsLeft().get(A)).toBeUndefined();
       expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
@@ -212,14 +221,14 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, { via: 'slurm' }, 'x'] }));
     // (entries that are not nodes keep the run, as before)
     expect(readLedger(A)).toEqual({ nodes: [n7], unreadable: 2, takenOver: [], where: oldLedgerFile(A) });
-    taker(B).takenOver(A, n7);
+    takerOf(B, n7).takenOver(A, n7);
     // (a file with entries that are not nodes stays, its node now the directory's: taken over)
     expect(readLedger(A)).toEqual({ nodes: [], unreadable: 2, takenOver: [takenBy(B)], where: ledgerDir(A) });
-    expect(drainsLeft()).toEqual(new Map([[A, []]]));
+    expect(drainsLeft().get(A)).toEqual([]);
   });
 
   /** fs[fn] failing with `code` for the paths that hold `part` while `during` runs (EACCES: the tests may run as root, whom modes do not stop). */
-  function failing<T>(fn: 'readdirSync' | 'readFileSync', code: string, part: string, during: () => T): T {
+  function failing<T>(fn: 'readdirSync' | 'readFileSync' | 'writeFileSync', code: string, part: string, during: () => T): T {
     const real = fs[fn] as (...a: unknown[]) => unknown;
     (fs as unknown as Record<string, unknown>)[fn] = function (this: unknown, ...a: unknown[]) {
       if (String(a[0]).includes(part)) throw Object.assign(new Error(`${code}: ${String(a[0])}`), { code });
@@ -258,6 +267,23 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     expect(warnings).toEqual([]);
   });
 
+  it('a takeover whose own entry could not be written leaves the node on the dead run’s ledger (killed then, it is on one)', () => {
+    drainLedger(A, warn).taking(n7);
+    const b = taker(B);
+    failing('writeFileSync', 'EIO', `${B}.drains/`, () => b.taking(n7));
+    b.takenOver(A, n7);
+    expect(readLedger(B)?.nodes ?? []).toEqual([]);
+    expect(readLedger(A)).toMatchObject({ nodes: [n7], takenOver: [] });
+    expect(warnings).toEqual([
+      expect.stringMatching(/^run history: cannot write the drain ledger of run 20261206T111500Z-bbbbbb: .*EIO/),
+      "run history: n7 (slurm via ctl1) left on the drain ledger of run 20261206T101500Z-aaaaaa: this run's own entry for it was not written (that run stays kept)",
+    ]);
+    // written at a later drain of it: taken off then
+    b.taking(n7);
+    b.takenOver(A, n7);
+    expect(drainsLeft()).toEqual(new Map([[B, [n7]]]));
+  });
+
   it('a ledger that cannot be written is a warning', () => {
     process.env.XDG_STATE_HOME = '/dev/null';
     drainLedger(A, warn).taking(n7);
@@ -282,9 +308,11 @@ describe('the retention after every run keeps a run that may have left nodes out
         join(runsDir(), `${id}.json`),
         JSON.stringify({ id, start: '2020-01-01T00:00:00.000Z', journal: '/nonexistent', hosts: {} }),
       );
-    drainLedger(OLD_OUT, () => undefined).taking(n7);
     drainLedger(OLD_TAKEN, () => undefined).taking(n8);
-    drainLedger(OLD_OUT, () => undefined).takenOver(OLD_TAKEN, n8);
+    const out = drainLedger(OLD_OUT, () => undefined);
+    out.taking(n7);
+    out.taking(n8);
+    out.takenOver(OLD_TAKEN, n8);
     writeFileSync(oldLedgerFile(OLD_FORMAT), JSON.stringify({ run: OLD_FORMAT, nodes: [n8] }));
     const warnings: string[] = [];
     const run = startRecord(

@@ -239,11 +239,13 @@ describe('runs show lists the drains of a run', () => {
     for (const node of ['n2', 'n3']) ledger.taking({ ...via, node });
     const later = newRunId();
     const at = new Date('2026-12-06T15:00:00.000Z');
-    drainLedger(
+    const laterLedger = drainLedger(
       later,
       () => undefined,
       () => at,
-    ).takenOver(r.id, { ...via, node: 'n2' });
+    );
+    laterLedger.taking({ ...via, node: 'n2' });
+    laterLedger.takenOver(r.id, { ...via, node: 'n2' });
 
     const text = (await cli(['runs', 'show', r.id])).stdout;
     const taken = `taken over by run ${later} at 2026-12-06T15:00:00.000Z: no longer this run's to put back (provision runs show ${later} says whether that run did)`;
@@ -265,11 +267,8 @@ describe('runs show lists the drains of a run', () => {
     expect(html).toContain(`<span class="st s-drain-taken-over-by">taken over by run ${later}</span>`);
 
     // n3 taken over too: nothing left for this run to put back, no warning
-    drainLedger(
-      later,
-      () => undefined,
-      () => at,
-    ).takenOver(r.id, { ...via, node: 'n3' });
+    laterLedger.taking({ ...via, node: 'n3' });
+    laterLedger.takenOver(r.id, { ...via, node: 'n3' });
     const after = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
     expect(after.runDrains.stillOut).toEqual([]);
     expect(after.warnings.filter((w: string) => w.includes('NOT PUT BACK'))).toEqual([]);
@@ -361,8 +360,10 @@ describe('provision runs marks the runs whose drain ledger still names nodes', (
 
     // taken over by a later run: no longer this run's, no marker
     const later = drainLedger(newRunId(), () => undefined);
-    later.takenOver(out.id, { ...via, node: 'n2' });
-    later.takenOver(out.id, { ...via, node: 'n3' });
+    for (const node of ['n2', 'n3']) {
+      later.taking({ ...via, node });
+      later.takenOver(out.id, { ...via, node });
+    }
     expect(lineOf((await cli(['runs'])).stdout, out.id)).not.toContain('NODES OUT');
     expect((await cli(['runs', '--json'])).stdout).not.toContain('drainsLeft');
   });
