@@ -158,8 +158,8 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     expect(warnings).toEqual([]);
   });
 
-  /** Run `during` once, when the next call of fs[fn] on a path ending in `tail` is made (before it acts, or after). */
-  function interleave(fn: 'renameSync' | 'readFileSync', tail: string, when: 'before' | 'after', during: () => void): void {
+  /** Run `during` once, when the next call of fs[fn] on a path ending in `tail` is made (before it acts, or after, even when it throws). */
+  function interleave(fn: Hooked, tail: string, when: 'before' | 'after', during: () => void): void {
     const real = fs[fn] as (...a: unknown[]) => unknown;
     (fs as unknown as Record<string, unknown>)[fn] = function (this: unknown, ...a: unknown[]) {
       const hit = String(a[0]).endsWith(tail) || String(a[1] ?? '').endsWith(tail);
@@ -168,18 +168,21 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
         syncBuiltinESMExports();
       }
       if (hit && when === 'before') during();
-      const r = real.apply(this, a);
-      if (hit && when === 'after') during();
-      return r;
+      try {
+        return real.apply(this, a);
+      } finally {
+        if (hit && when === 'after') during();
+      }
     };
     syncBuiltinESMExports();
   }
   afterEach(() => {
     // (a hook that never fired must not outlive its test)
-    for (const fn of ['renameSync', 'readFileSync'] as const) (fs as unknown as Record<string, unknown>)[fn] = realFs[fn];
+    for (const fn of Object.keys(realFs) as Hooked[]) (fs as unknown as Record<string, unknown>)[fn] = realFs[fn];
     syncBuiltinESMExports();
   });
-  const realFs = { renameSync: fs.renameSync, readFileSync: fs.readFileSync };
+  const realFs = { renameSync: fs.renameSync, readFileSync: fs.readFileSync, readdirSync: fs.readdirSync };
+  type Hooked = keyof typeof realFs;
 
   it('two runs taking over two nodes of one dead run at once: each node marked taken over, neither removal lost', () => {
     const dead = drainLedger(A, warn);
@@ -195,7 +198,7 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     expect(warnings).toEqual([]);
   });
 
-  it.each<[string, 'renameSync' | 'readFileSync', string, 'before' | 'after']>([
+  it.each<[string, Hooked, string, 'before' | 'after']>([
     ['C runs while B has read the old file', 'readFileSync', '.drains.json', 'after'],
     ['C runs just before B marks its node', 'renameSync', 'slurm~ctl1~n7.json', 'before'],
     ['C runs just after B marks its node', 'renameSync', 'slurm~ctl1~n7.json', 'after'],
@@ -215,6 +218,22 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
       expect(warnings).toEqual([]);
     },
   );
+
+  // A reader lists the directory and reads the previous version's file; a takeover migrating the
+  // file between the two makes the directory's entries, then removes the file. Read in the other
+  // order (the directory first), the node still out is in neither.
+  it.each<[string, Hooked, string, 'before' | 'after']>([
+    ['just before the reader reads the old file', 'readFileSync', `${A}.drains.json`, 'before'],
+    ['just after the reader lists the directory', 'readdirSync', `${A}.drains`, 'after'],
+  ])('a migration %s: the node still out is read from one or the other (the old file first)', (_, fn, tail, when) => {
+    mkdirSync(runsDir(), { recursive: true });
+    writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, n8] }));
+    const c = takerOf(B, n8);
+    interleave(fn, tail, when, () => c.takenOver(A, n8));
+    expect(drainsLeft().get(A) ?? []).toContainEqual(n7);
+    expect(existsSync(oldLedgerFile(A))).toBe(false); // (the migration did run in between)
+    expect(readLedger(A)).toMatchObject({ nodes: [n7], takenOver: [takenBy(B, n8)] });
+  });
 
   it('the previous version’s file is read as it is until a takeover; a node put back there by the run itself is its own', () => {
     mkdirSync(runsDir(), { recursive: true });
