@@ -78,7 +78,7 @@ function list(values: RunsValues, out: CliStreams): number {
   // a run with no end counts what its journal shows (its record holds only the zeros it started with)
   const runs = selectRuns(records, filter).map((r) => withJournalCounts(r).record);
   // (the ledgers alone, not every journal: a run whose ledger still names nodes may have left them out)
-  const left = keptLedgers();
+  const left = keptLedgers((m) => out.stderr.write(`warning: ${m}\n`));
   if (values.json) {
     for (const r of runs) {
       const l = left.get(r.id);
@@ -134,7 +134,7 @@ function prune(values: RunsValues, out: CliStreams): number {
     keep = Number(values.keep);
   }
   const before = values['older-than'] === undefined ? undefined : Date.now() - parseAge('--older-than', values['older-than']);
-  const ledgersKept = keptLedgers();
+  const ledgersKept = keptLedgers((m) => out.stderr.write(`warning: ${m}\n`));
   const { gone, kept } = spareDrainers(runsToPrune(readRecords().records, { keep, before }), drainsLeft(ledgersKept));
   for (const r of gone) {
     removeRun(r);

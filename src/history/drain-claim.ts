@@ -14,10 +14,11 @@
  * MAX_CLAIMS of one node, the claim says to remove them.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DrainNode, TakeoverClaims } from '../contract/drain.ts';
 import { printable } from '../util/printable.ts';
+import { readRegularFile } from '../util/regular-file.ts';
 import { stateDir } from '../util/state-dir.ts';
 import { nodeKey } from './node-match.ts';
 import { bootId, processStart, thisProcess, type RunProcess } from './run-process.ts';
@@ -78,15 +79,13 @@ export function nodeClaimDir(n: DrainNode): string {
   return join(claimsDir(), name);
 }
 
+/** A claim file; 'gone'; undefined when it cannot be read (EACCES, not JSON, not a regular file: a FIFO would hang a plain read). */
 function readClaim(file: string): Claim | undefined | 'gone' {
-  let text: string;
+  const r = readRegularFile(file);
+  if (r.kind === 'gone') return 'gone';
+  if (r.kind !== 'text') return undefined;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'gone' : undefined;
-  }
-  try {
-    return JSON.parse(text) as Claim;
+    return JSON.parse(r.text) as Claim;
   } catch {
     return undefined;
   }

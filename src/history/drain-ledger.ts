@@ -27,11 +27,12 @@
  * then removes the file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DrainLedger, DrainNode } from '../contract/drain.ts';
 import { writeFileAtomic } from '../util/atomic-write.ts';
 import { printable } from '../util/printable.ts';
+import { readRegularFile } from '../util/regular-file.ts';
 import { findNode, nodeKey } from './node-match.ts';
 import { isRunId, runsDir } from './record.ts';
 
@@ -85,16 +86,26 @@ export interface RunLedger {
 /** Whether the ledger keeps its run from pruning: a node named, or an entry that cannot be read (it may be one). */
 export const keepsRun = (l: RunLedger): boolean => l.nodes.length > 0 || l.unreadable > 0;
 
+type Warn = (message: string) => void;
+
+/**
+ * A ledger file's text; 'gone' (removed since the directory was listed: back); 'unreadable'
+ * (EACCES, say: still an entry, its run kept). One that is not a regular file is skipped, said:
+ * racksmith writes none, and a FIFO read as a file would hang the reader for good.
+ */
+function readText(file: string, warn: Warn): string | 'gone' | 'unreadable' {
+  const r = readRegularFile(file);
+  if (r.kind === 'text') return r.text;
+  if (r.kind === 'not-regular')
+    warn(printable(`run history: ${file} is ${r.what}, not a regular file: skipped (racksmith makes none there: remove it)`));
+  return r.kind === 'error' ? 'unreadable' : 'gone';
+}
+
 type Entry = { kind: 'node'; node: DrainNode } | { kind: 'taken'; taken: TakenOver } | { kind: 'unreadable' } | { kind: 'gone' };
 
-function readEntry(file: string): Entry {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    // (removed since the directory was listed: back; EACCES, say: still an entry, its run kept)
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? { kind: 'gone' } : { kind: 'unreadable' };
-  }
+function readEntry(file: string, warn: Warn): Entry {
+  const text = readText(file, warn);
+  if (text === 'gone' || text === 'unreadable') return { kind: text };
   try {
     const e = JSON.parse(text) as { node?: unknown; takenOverBy?: unknown; at?: unknown };
     if (!isNode(e.node)) return { kind: 'unreadable' };
@@ -112,13 +123,10 @@ function readEntry(file: string): Entry {
  * The previous version's ledger file: its nodes, and how many of its entries are not nodes (they
  * keep its run all the same); 'none' when there is none; 'unreadable' (EACCES, not JSON).
  */
-function readOldLedger(id: string): { nodes: DrainNode[]; other: number } | 'none' | 'unreadable' {
-  let text: string;
-  try {
-    text = readFileSync(oldLedgerFile(id), 'utf8');
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'none' : 'unreadable';
-  }
+function readOldLedger(id: string, warn: Warn): { nodes: DrainNode[]; other: number } | 'none' | 'unreadable' {
+  const text = readText(oldLedgerFile(id), warn);
+  if (text === 'gone') return 'none';
+  if (text === 'unreadable') return text;
   try {
     const nodes = (JSON.parse(text) as { nodes?: unknown }).nodes;
     if (!Array.isArray(nodes)) return 'unreadable';
@@ -129,11 +137,11 @@ function readOldLedger(id: string): { nodes: DrainNode[]; other: number } | 'non
   }
 }
 
-/** Run `id`'s ledger; undefined when it has none. */
-export function readLedger(id: string): RunLedger | undefined {
+/** Run `id`'s ledger; undefined when it has none. `warn`: a file there skipped (readText). */
+export function readLedger(id: string, warn: Warn): RunLedger | undefined {
   // the old file first: a takeover migrating it makes the directory's entries before it removes
   // the file, so a node is seen in one or the other, never in neither
-  const old = readOldLedger(id);
+  const old = readOldLedger(id, warn);
   const l: RunLedger = {
     nodes: [],
     unreadable: old === 'unreadable' ? 1 : old === 'none' ? 0 : old.other,
@@ -152,7 +160,7 @@ export function readLedger(id: string): RunLedger | undefined {
   const seen = new Set<string>();
   // (a name not ending in .json is a write cut short: its node's entry, if any, is the .json one)
   for (const name of (names ?? []).filter((n) => n.endsWith('.json')).sort()) {
-    const e = readEntry(join(ledgerDir(id), name));
+    const e = readEntry(join(ledgerDir(id), name), warn);
     if (e.kind === 'unreadable') l.unreadable++;
     if (e.kind === 'node') l.nodes.push(e.node);
     if (e.kind === 'taken') l.takenOver.push(e.taken);
@@ -165,7 +173,7 @@ export function readLedger(id: string): RunLedger | undefined {
 }
 
 /** Every run with a ledger, and what it says (a directory that cannot be listed: none). */
-export function ledgers(): Map<string, RunLedger> {
+export function ledgers(warn: Warn): Map<string, RunLedger> {
   let names: string[];
   try {
     names = readdirSync(runsDir());
@@ -180,19 +188,19 @@ export function ledgers(): Map<string, RunLedger> {
     }
   const all = new Map<string, RunLedger>();
   for (const id of [...ids].sort()) {
-    const l = readLedger(id);
+    const l = readLedger(id, warn);
     if (l) all.set(id, l);
   }
   return all;
 }
 
 /** Every run whose ledger keeps it from pruning, with that ledger. */
-export function keptLedgers(): Map<string, RunLedger> {
-  return new Map([...ledgers()].filter(([, l]) => keepsRun(l)));
+export function keptLedgers(warn: Warn): Map<string, RunLedger> {
+  return new Map([...ledgers(warn)].filter(([, l]) => keepsRun(l)));
 }
 
 /** Every run whose ledger keeps it from pruning, and the nodes it names (none known: it cannot be read). */
-export function drainsLeft(kept: Map<string, RunLedger> = keptLedgers()): Map<string, DrainNode[]> {
+export function drainsLeft(kept: Map<string, RunLedger>): Map<string, DrainNode[]> {
   return new Map([...kept].map(([id, l]) => [id, l.nodes]));
 }
 
@@ -201,7 +209,8 @@ export function removeLedger(id: string): void {
   const dir = ledgerDir(id);
   try {
     for (const name of readdirSync(dir))
-      if (name.endsWith('.json') && readEntry(join(dir, name)).kind === 'taken') rmSync(join(dir, name), { force: true });
+      // (a file skipped when the ledger was read is left, unsaid again)
+      if (name.endsWith('.json') && readEntry(join(dir, name), () => undefined).kind === 'taken') rmSync(join(dir, name), { force: true });
     removeIfEmpty(dir);
   } catch {
     // (none, or one that cannot be changed: left as it is, and read again by the next prune)
@@ -238,8 +247,8 @@ const nodeEntry = (run: string, n: DrainNode) => JSON.stringify({ run, node: n }
  * then the file removed. A file that cannot be read, or with entries that are not nodes, stays (it
  * keeps its run, as before; its nodes the directory names are read from there).
  */
-function migrate(id: string): void {
-  const old = readOldLedger(id);
+function migrate(id: string, warn: Warn): void {
+  const old = readOldLedger(id, warn);
   if (typeof old !== 'object') return;
   mkdirSync(ledgerDir(id), { recursive: true, mode: 0o700 });
   for (const n of old.nodes) createWhole(join(ledgerDir(id), entryName(n)), nodeEntry(id, n));
@@ -252,9 +261,9 @@ function migrate(id: string): void {
  * node as that file does: its own file, else the one entry of that scheduler and name (file names
  * of an older version, a controller spelled another way); none; or several, which cannot be told apart.
  */
-function entryOf(from: string, n: DrainNode): { file: string; node: DrainNode } | 'none' | 'ambiguous' {
+function entryOf(from: string, n: DrainNode, warn: Warn): { file: string; node: DrainNode } | 'none' | 'ambiguous' {
   const own = join(ledgerDir(from), entryName(n));
-  const e = readEntry(own);
+  const e = readEntry(own, warn);
   if (e.kind === 'node' || e.kind === 'unreadable') return { file: own, node: n };
   if (e.kind === 'taken') return { file: own, node: e.taken.node };
   let names: string[];
@@ -266,7 +275,8 @@ function entryOf(from: string, n: DrainNode): { file: string; node: DrainNode } 
   }
   const entries = names
     .filter((name) => name.endsWith('.json'))
-    .map((name) => ({ file: join(ledgerDir(from), name), e: readEntry(join(ledgerDir(from), name)) }))
+    .filter((name) => name !== entryName(n))
+    .map((name) => ({ file: join(ledgerDir(from), name), e: readEntry(join(ledgerDir(from), name), warn) }))
     .flatMap(({ file, e }) => (e.kind === 'node' ? [{ file, node: e.node }] : e.kind === 'taken' ? [{ file, node: e.taken.node }] : []));
   const m = findNode(n, entries, (x) => x.node);
   return m.kind === 'found' ? m.it : m.kind;
@@ -311,8 +321,8 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
           ),
         );
       try {
-        migrate(from);
-        const found = entryOf(from, n);
+        migrate(from, warn);
+        const found = entryOf(from, n, warn);
         // (only where the dead run names the node: a run with no ledger gets none made for it)
         if (found === 'none') return;
         // (left as it is: its run stays kept, the safe way round)

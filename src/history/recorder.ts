@@ -3,7 +3,7 @@ import { printable } from '../util/printable.ts';
 import { playbookSources, runner } from './provenance.ts';
 import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
 import { thisProcess } from './run-process.ts';
-import { drainsLeft, removeLedger } from './drain-ledger.ts';
+import { drainsLeft, keptLedgers, removeLedger } from './drain-ledger.ts';
 import { DEFAULT_RETENTION, spareDrainers } from './select.ts';
 
 export interface RunStart {
@@ -90,7 +90,7 @@ export function startRecord(s: RunStart, warn: (message: string) => void): RunRe
         // (a run that may have left nodes out of scheduling stays: drain-ledger.ts)
         const { gone } = spareDrainers(
           old.map((id) => ({ id })),
-          drainsLeft(),
+          drainsLeft(keptLedgers(warn)),
         );
         for (const { id } of gone) {
           try {

@@ -44,7 +44,7 @@ export function runReport(recorded: RunRecord): Report {
           ? ''
           : `; a drain it had under way is not in its journal: any node it took out of scheduling carries its mark "${drainMark(r.id, r.controller)}" (the Slurm reason, the Kubernetes annotation racksmith.io/drained-by)`),
     );
-  const ledger = readLedger(r.id);
+  const ledger = readLedger(r.id, (m) => warnings.push(m));
   const drains = withLedger(journal?.drains.length ? runDrains(journal.drains, r.end !== undefined) : undefined, ledger);
   if (drains?.stillOut.length) warnings.push(stillOutWarning(drains.stillOut, r.end !== undefined));
   if (ledger?.unreadable)

@@ -4,13 +4,14 @@
 // place, and never removed: a run letting go removes its own claim only, so two runs never both win).
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import fs, { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import fs, { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { claimHolder, nodeClaimDir, takeoverClaims, type Claim } from '../../src/history/drain-claim.ts';
 import { bootId, thisProcess } from '../../src/history/run-process.ts';
+import { fifoAt } from './fifo.ts';
 
 const BOOT = 'b-1';
 const facts = (live?: number) => ({ boot: BOOT, startOf: (pid: number) => (pid === 4242 ? live : undefined), file: '/s/0.json' });
@@ -123,13 +124,13 @@ describe('takeoverClaims: the claim files', () => {
     const [F, G, H] = ['RUN-F', 'RUN-G', 'RUN-H'].map((r) => takeoverClaims(r, thisProcess()));
     expect(F.claim(N)).toBeUndefined();
     let g: string | undefined = 'not asked';
-    const read = fs.readFileSync;
+    const open = fs.openSync;
     let once_ = false;
-    (fs as { readFileSync: unknown }).readFileSync = function (this: unknown, ...a: Parameters<typeof fs.readFileSync>) {
-      const r = read.apply(this, a);
+    (fs as { openSync: unknown }).openSync = function (this: unknown, ...a: Parameters<typeof fs.openSync>) {
+      const r = open.apply(this, a);
       if (!once_ && String(a[0]).endsWith('/0.json')) {
         once_ = true;
-        (fs as { readFileSync: unknown }).readFileSync = read;
+        (fs as { openSync: unknown }).openSync = open;
         syncBuiltinESMExports();
         F.release(N);
         g = G.claim(N);
@@ -142,7 +143,7 @@ describe('takeoverClaims: the claim files', () => {
       expect([g, h].filter((w) => w === undefined)).toHaveLength(1);
       expect(h).toMatch(/^run RUN-G of this controller is taking it over/);
     } finally {
-      (fs as { readFileSync: unknown }).readFileSync = read;
+      (fs as { openSync: unknown }).openSync = open;
       syncBuiltinESMExports();
     }
   });
@@ -153,6 +154,15 @@ describe('takeoverClaims: the claim files', () => {
     a.releaseAll();
     writeFileSync(join(nodeClaimDir(N), '0.json'), 'not json');
     expect(a.claim(N)).toMatch(/^its takeover claim .*0\.json cannot be read: remove it/);
+    // a FIFO: not read (it would hang the run), held all the same
+    const other = { ...N, node: 'n9' };
+    mkdirSync(nodeClaimDir(other), { recursive: true });
+    const stop = fifoAt(join(nodeClaimDir(other), '0.json'), JSON.stringify({ run: 'RUN-A' }));
+    try {
+      expect(a.claim(other)).toMatch(/^its takeover claim .*n9\/0\.json cannot be read: remove it/);
+    } finally {
+      stop();
+    }
     const file = join(process.env.XDG_STATE_HOME!, 'a-file');
     writeFileSync(file, '');
     process.env.XDG_STATE_HOME = file;

@@ -9,10 +9,19 @@ import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drainLedger, drainsLeft, ledgerDir, oldLedgerFile, readLedger, removeLedger } from '../../src/history/drain-ledger.ts';
+import {
+  drainLedger,
+  drainsLeft,
+  keptLedgers,
+  ledgerDir,
+  oldLedgerFile,
+  readLedger,
+  removeLedger,
+} from '../../src/history/drain-ledger.ts';
 import { recordIds, runsDir } from '../../src/history/record.ts';
 import { startRecord } from '../../src/history/recorder.ts';
 import { spareDrainers } from '../../src/history/select.ts';
+import { fifoAt } from './fifo.ts';
 import { cli } from './run-cli.ts';
 
 const A = '20261206T101500Z-aaaaaa';
@@ -39,6 +48,8 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     process.env.XDG_STATE_HOME = saved;
   });
   const warn = (m: string) => warnings.push(m);
+  /** What the ledgers keeping their runs name. */
+  const left = () => drainsLeft(keptLedgers(warn));
 
   const AT = new Date('2026-12-06T12:00:00.000Z');
   const taker = (id: string) => drainLedger(id, warn, () => AT);
@@ -55,19 +66,19 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     const a = drainLedger(A, warn);
     a.taking(n7);
     a.taking(n8);
-    expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
+    expect(left()).toEqual(new Map([[A, [n7, n8]]]));
     expect(files(A)).toEqual(['slurm~ctl1~n7.json', 'slurm~ctl1~n8.json']);
     expect(JSON.parse(readFileSync(join(ledgerDir(A), 'slurm~ctl1~n7.json'), 'utf8'))).toEqual({ run: A, node: n7 });
     a.back(n7);
-    expect(drainsLeft()).toEqual(new Map([[A, [n8]]]));
+    expect(left()).toEqual(new Map([[A, [n8]]]));
     a.back(n8);
     expect(existsSync(ledgerDir(A))).toBe(false);
-    expect(drainsLeft()).toEqual(new Map());
+    expect(left()).toEqual(new Map());
     // a node named oddly: a file named by its hash, read back as the node
     const odd = { via: 'slurm', controller: 'ctl1', node: '../n 9' };
     a.taking(odd);
     expect(files(A)).toEqual([expect.stringMatching(/^[0-9a-f]{32}\.json$/)]);
-    expect(drainsLeft()).toEqual(new Map([[A, [odd]]]));
+    expect(left()).toEqual(new Map([[A, [odd]]]));
     a.back(odd);
     expect(existsSync(ledgerDir(A))).toBe(false);
     expect(warnings).toEqual([]);
@@ -81,9 +92,9 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     const a = drainLedger(A, warn);
     a.taking(onA);
     a.taking(onB);
-    expect(drainsLeft()).toEqual(new Map([[A, [onA, onB]]]));
+    expect(left()).toEqual(new Map([[A, [onA, onB]]]));
     a.back(onA);
-    expect(drainsLeft()).toEqual(new Map([[A, [onB]]]));
+    expect(left()).toEqual(new Map([[A, [onB]]]));
     expect(files(A)).toEqual(['slurm~ctlB~n1.json']);
     a.back(onB);
     expect(existsSync(ledgerDir(A))).toBe(false);
@@ -100,17 +111,20 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     b.taking(onB);
     b.takenOver(A, onB);
     // (read in the order of the files' names)
-    expect(readLedger(A)).toMatchObject({ nodes: [{ ...n7, controller: '10.0.0.1' }, onA], takenOver: [takenBy(B, onB)] });
+    expect(readLedger(A, warn)).toMatchObject({ nodes: [{ ...n7, controller: '10.0.0.1' }, onA], takenOver: [takenBy(B, onB)] });
     // n7's controller spelled as a name here: the one n7 of the dead run's ledger, marked as that run spelled it
     b.taking(n7);
     b.takenOver(A, n7);
-    expect(readLedger(A)).toMatchObject({ nodes: [onA], takenOver: [takenBy(B, { ...n7, controller: '10.0.0.1' }), takenBy(B, onB)] });
+    expect(readLedger(A, warn)).toMatchObject({
+      nodes: [onA],
+      takenOver: [takenBy(B, { ...n7, controller: '10.0.0.1' }), takenBy(B, onB)],
+    });
     expect(warnings).toEqual([]);
     // n1 through a third spelling: two n1 there (one taken over already), neither its: left as it is, said so
     const odd = { ...onA, controller: '10.0.0.9' };
     b.taking(odd);
     b.takenOver(A, odd);
-    expect(readLedger(A)?.nodes).toEqual([onA]);
+    expect(readLedger(A, warn)?.nodes).toEqual([onA]);
     expect(warnings).toEqual([
       'run history: n1 (slurm via 10.0.0.9) left on the drain ledger of run 20261206T101500Z-aaaaaa: it names more than one node n1 of slurm, none via 10.0.0.9',
     ]);
@@ -120,11 +134,11 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     mkdirSync(ledgerDir(A), { recursive: true });
     writeFileSync(join(ledgerDir(A), 'slurm~n7.json'), JSON.stringify({ run: A, node: n7 }));
     writeFileSync(join(ledgerDir(A), 'slurm~n8.json'), JSON.stringify({ run: A, node: n8 }));
-    expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
+    expect(left()).toEqual(new Map([[A, [n7, n8]]]));
     const b = taker(B);
     b.taking({ ...n7, controller: 'ctl1.example' });
     b.takenOver(A, { ...n7, controller: 'ctl1.example' });
-    expect(readLedger(A)).toMatchObject({ nodes: [n8], takenOver: [takenBy(B)] });
+    expect(readLedger(A, warn)).toMatchObject({ nodes: [n8], takenOver: [takenBy(B)] });
     expect(files(A)).toEqual(['slurm~n7.json', 'slurm~n8.json']);
     expect(warnings).toEqual([]);
   });
@@ -136,22 +150,22 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     const b = taker(B);
     b.taking(n7);
     b.takenOver(A, n7);
-    expect(drainsLeft()).toEqual(
+    expect(left()).toEqual(
       new Map([
         [A, [n8]],
         [B, [n7]],
       ]),
     );
-    expect(readLedger(A)).toEqual({ nodes: [n8], unreadable: 0, takenOver: [takenBy(B)], where: ledgerDir(A) });
+    expect(readLedger(A, warn)).toEqual({ nodes: [n8], unreadable: 0, takenOver: [takenBy(B)], where: ledgerDir(A) });
     b.taking(n8);
     b.takenOver(A, n8);
-    expect(drainsLeft()).toEqual(new Map([[B, [n7, n8]]]));
-    expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(B, n8)]);
+    expect(left()).toEqual(new Map([[B, [n7, n8]]]));
+    expect(readLedger(A, warn)?.takenOver).toEqual([takenBy(B), takenBy(B, n8)]);
     b.takenOver('not-a-run-id', n7); // (a mark of an older racksmith: nothing to do)
     // a run that had no ledger (older, or its write failed) gets none made for it
     const C = '20261206T121500Z-cccccc';
     b.takenOver(C, n7);
-    expect(readLedger(C)).toBeUndefined();
+    expect(readLedger(C, warn)).toBeUndefined();
     // pruned: its taken-over entries go, and the directory with them
     removeLedger(A);
     expect(existsSync(ledgerDir(A))).toBe(false);
@@ -181,7 +195,7 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     for (const fn of Object.keys(realFs) as Hooked[]) (fs as unknown as Record<string, unknown>)[fn] = realFs[fn];
     syncBuiltinESMExports();
   });
-  const realFs = { renameSync: fs.renameSync, readFileSync: fs.readFileSync, readdirSync: fs.readdirSync };
+  const realFs = { renameSync: fs.renameSync, openSync: fs.openSync, readdirSync: fs.readdirSync };
   type Hooked = keyof typeof realFs;
 
   it('two runs taking over two nodes of one dead run at once: each node marked taken over, neither removal lost', () => {
@@ -193,13 +207,13 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     // B writes its change just as C, having read the ledger as it was, makes its own
     interleave('renameSync', '.json', 'before', () => c.takenOver(A, n8));
     b.takenOver(A, n7);
-    expect(drainsLeft().get(A)).toBeUndefined();
-    expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
+    expect(left().get(A)).toBeUndefined();
+    expect(readLedger(A, warn)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
     expect(warnings).toEqual([]);
   });
 
   it.each<[string, Hooked, string, 'before' | 'after']>([
-    ['C runs while B has read the old file', 'readFileSync', '.drains.json', 'after'],
+    ['C runs while B has the old file open', 'openSync', '.drains.json', 'after'],
     ['C runs just before B marks its node', 'renameSync', 'slurm~ctl1~n7.json', 'before'],
     ['C runs just after B marks its node', 'renameSync', 'slurm~ctl1~n7.json', 'after'],
   ])(
@@ -207,14 +221,14 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     (_, fn, tail, when) => {
       mkdirSync(runsDir(), { recursive: true });
       writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, n8] }));
-      expect(drainsLeft()).toEqual(new Map([[A, [n7, n8]]]));
+      expect(left()).toEqual(new Map([[A, [n7, n8]]]));
       const C = '20261206T121500Z-cccccc';
       const [b, c] = [takerOf(B, n7), takerOf(C, n8)];
       interleave(fn, tail, when, () => c.takenOver(A, n8));
       b.takenOver(A, n7);
       expect(existsSync(oldLedgerFile(A))).toBe(false);
-      expect(drainsLeft().get(A)).toBeUndefined();
-      expect(readLedger(A)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
+      expect(left().get(A)).toBeUndefined();
+      expect(readLedger(A, warn)?.takenOver).toEqual([takenBy(B), takenBy(C, n8)]);
       expect(warnings).toEqual([]);
     },
   );
@@ -223,31 +237,31 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
   // file between the two makes the directory's entries, then removes the file. Read in the other
   // order (the directory first), the node still out is in neither.
   it.each<[string, Hooked, string, 'before' | 'after']>([
-    ['just before the reader reads the old file', 'readFileSync', `${A}.drains.json`, 'before'],
+    ['just before the reader reads the old file', 'openSync', `${A}.drains.json`, 'before'],
     ['just after the reader lists the directory', 'readdirSync', `${A}.drains`, 'after'],
   ])('a migration %s: the node still out is read from one or the other (the old file first)', (_, fn, tail, when) => {
     mkdirSync(runsDir(), { recursive: true });
     writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, n8] }));
     const c = takerOf(B, n8);
     interleave(fn, tail, when, () => c.takenOver(A, n8));
-    expect(drainsLeft().get(A) ?? []).toContainEqual(n7);
+    expect(left().get(A) ?? []).toContainEqual(n7);
     expect(existsSync(oldLedgerFile(A))).toBe(false); // (the migration did run in between)
-    expect(readLedger(A)).toMatchObject({ nodes: [n7], takenOver: [takenBy(B, n8)] });
+    expect(readLedger(A, warn)).toMatchObject({ nodes: [n7], takenOver: [takenBy(B, n8)] });
   });
 
   it('the previous version’s file is read as it is until a takeover; a node put back there by the run itself is its own', () => {
     mkdirSync(runsDir(), { recursive: true });
     writeFileSync(oldLedgerFile(A), JSON.stringify({ run: A, nodes: [n7, { via: 'slurm' }, 'x'] }));
     // (entries that are not nodes keep the run, as before)
-    expect(readLedger(A)).toEqual({ nodes: [n7], unreadable: 2, takenOver: [], where: oldLedgerFile(A) });
+    expect(readLedger(A, warn)).toEqual({ nodes: [n7], unreadable: 2, takenOver: [], where: oldLedgerFile(A) });
     takerOf(B, n7).takenOver(A, n7);
     // (a file with entries that are not nodes stays, its node now the directory's: taken over)
-    expect(readLedger(A)).toEqual({ nodes: [], unreadable: 2, takenOver: [takenBy(B)], where: ledgerDir(A) });
-    expect(drainsLeft().get(A)).toEqual([]);
+    expect(readLedger(A, warn)).toEqual({ nodes: [], unreadable: 2, takenOver: [takenBy(B)], where: ledgerDir(A) });
+    expect(left().get(A)).toEqual([]);
   });
 
   /** fs[fn] failing with `code` for the paths that hold `part` while `during` runs (EACCES: the tests may run as root, whom modes do not stop). */
-  function failing<T>(fn: 'readdirSync' | 'readFileSync' | 'writeFileSync', code: string, part: string, during: () => T): T {
+  function failing<T>(fn: 'readdirSync' | 'openSync' | 'writeFileSync', code: string, part: string, during: () => T): T {
     const real = fs[fn] as (...a: unknown[]) => unknown;
     (fs as unknown as Record<string, unknown>)[fn] = function (this: unknown, ...a: unknown[]) {
       if (String(a[0]).includes(part)) throw Object.assign(new Error(`${code}: ${String(a[0])}`), { code });
@@ -272,17 +286,17 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
       ['slurm~w.json.tmp-1-ab', 'a write cut short: not an entry'],
     ])
       writeFileSync(join(ledgerDir(A), name), text);
-    expect(readLedger(A)).toEqual({ nodes: [n7], unreadable: 3, takenOver: [], where: ledgerDir(A) });
+    expect(readLedger(A, warn)).toEqual({ nodes: [n7], unreadable: 3, takenOver: [], where: ledgerDir(A) });
     a.back(n7);
-    expect(drainsLeft()).toEqual(new Map([[A, []]]));
+    expect(left()).toEqual(new Map([[A, []]]));
     // EACCES on the directory, on an entry, on the previous version's file: kept all the same
     const b = drainLedger(B, warn);
     b.taking(n7);
-    expect(failing('readdirSync', 'EACCES', `${B}.drains`, () => drainsLeft().get(B))).toEqual([]);
-    expect(failing('readFileSync', 'EACCES', `${B}.drains/`, () => readLedger(B))).toMatchObject({ nodes: [], unreadable: 1 });
+    expect(failing('readdirSync', 'EACCES', `${B}.drains`, () => left().get(B))).toEqual([]);
+    expect(failing('openSync', 'EACCES', `${B}.drains/`, () => readLedger(B, warn))).toMatchObject({ nodes: [], unreadable: 1 });
     const C = '20261206T121500Z-cccccc';
     writeFileSync(oldLedgerFile(C), JSON.stringify({ run: C, nodes: [n8] }));
-    expect(failing('readFileSync', 'EACCES', `${C}.drains.json`, () => drainsLeft().get(C))).toEqual([]);
+    expect(failing('openSync', 'EACCES', `${C}.drains.json`, () => left().get(C))).toEqual([]);
     expect(warnings).toEqual([]);
   });
 
@@ -291,8 +305,8 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     const b = taker(B);
     failing('writeFileSync', 'EIO', `${B}.drains/`, () => b.taking(n7));
     b.takenOver(A, n7);
-    expect(readLedger(B)?.nodes ?? []).toEqual([]);
-    expect(readLedger(A)).toMatchObject({ nodes: [n7], takenOver: [] });
+    expect(readLedger(B, warn)?.nodes ?? []).toEqual([]);
+    expect(readLedger(A, warn)).toMatchObject({ nodes: [n7], takenOver: [] });
     expect(warnings).toEqual([
       expect.stringMatching(/^run history: cannot write the drain ledger of run 20261206T111500Z-bbbbbb: .*EIO/),
       "run history: n7 (slurm via ctl1) left on the drain ledger of run 20261206T101500Z-aaaaaa: this run's own entry for it was not written (that run stays kept)",
@@ -300,7 +314,31 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     // written at a later drain of it: taken off then
     b.taking(n7);
     b.takenOver(A, n7);
-    expect(drainsLeft()).toEqual(new Map([[B, [n7]]]));
+    expect(left()).toEqual(new Map([[B, [n7]]]));
+  });
+
+  it('a file there that is not a regular file (a FIFO) is skipped, said, never read: no hang of `runs`, the retention, a takeover', async () => {
+    const a = drainLedger(A, warn);
+    a.taking(n7);
+    const fifo = join(ledgerDir(A), 'slurm~ctl1~n9.json');
+    const old = oldLedgerFile(B);
+    const stop = [fifoAt(fifo, JSON.stringify({ run: A, node: { ...n7, node: 'n9' } })), fifoAt(old, JSON.stringify({ nodes: [n8] }))];
+    try {
+      expect(left()).toEqual(new Map([[A, [n7]]]));
+      const skipped = (f: string) => `run history: ${f} is a FIFO, not a regular file: skipped (racksmith makes none there: remove it)`;
+      expect(warnings).toEqual([skipped(fifo), skipped(old)]);
+      const { code, stderr } = await cli(['runs']);
+      expect(code).toBe(0);
+      expect(stderr).toContain(`warning: ${skipped(fifo)}\n`);
+      // a takeover of it: nothing to mark (and B has no ledger made for it)
+      warnings.length = 0;
+      const c = takerOf('20261206T121500Z-cccccc', { ...n7, node: 'n9' });
+      c.takenOver(A, { ...n7, node: 'n9' });
+      expect(warnings).toEqual([skipped(fifo)]);
+      expect(readLedger(A, warn)?.takenOver).toEqual([]);
+    } finally {
+      stop.forEach((kill) => kill());
+    }
   });
 
   it('a ledger that cannot be written is a warning', () => {
