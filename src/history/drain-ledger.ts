@@ -317,7 +317,7 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
       if (!written.has(nodeKey(n)))
         return warn(
           printable(
-            `run history: ${nodeText(n)} left on the drain ledger of run ${from}: this run's own entry for it was not written (that run stays kept)`,
+            `run history: ${nodeText(n)} not taken off the drain ledger of run ${from}: this run's own entry for it was not written`,
           ),
         );
       try {

@@ -309,7 +309,7 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     expect(readLedger(A, warn)).toMatchObject({ nodes: [n7], takenOver: [] });
     expect(warnings).toEqual([
       expect.stringMatching(/^run history: cannot write the drain ledger of run 20261206T111500Z-bbbbbb: .*EIO/),
-      "run history: n7 (slurm via ctl1) left on the drain ledger of run 20261206T101500Z-aaaaaa: this run's own entry for it was not written (that run stays kept)",
+      "run history: n7 (slurm via ctl1) not taken off the drain ledger of run 20261206T101500Z-aaaaaa: this run's own entry for it was not written",
     ]);
     // written at a later drain of it: taken off then
     b.taking(n7);
