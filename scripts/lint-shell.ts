@@ -149,7 +149,10 @@ const mark = "racksmith 20261207T000000Z-abcdef on ctl's";
 add('drain-slurm-state', nodeStateScript('node-1'));
 add('drain-slurm-jobs', runningJobsScript('node-1'));
 add('drain-slurm-drain', drainScript('node-1', mark));
-add('drain-slurm-resume-under-mark', resumeUnderMarkScript('node-1', [mark, 'racksmith 20261206T000000Z-012345 on ctl']));
+add(
+  'drain-slurm-resume-under-mark',
+  resumeUnderMarkScript('node-1', [mark, 'racksmith 20261206T000000Z-012345 on ctl'], 'racksmith: resumed 0123456789abcdef'),
+);
 const kube = { kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' };
 add('drain-kube-node', nodeScript(kube, 'node-1'));
 add('drain-kube-cordon', cordonScript(kube, 'node-1', mark));

@@ -288,6 +288,7 @@ export class SshConnection implements Connection {
    */
   async abort(): Promise<void> {
     if (this.dropped) return;
+    this.channels.stop();
     // (escalation refused: no escalated shell started, and a kill would ask sudo once more)
     if (this.running.size > 0 && !this.escalation?.refused) {
       const kill = Promise.resolve()
@@ -309,6 +310,7 @@ export class SshConnection implements Connection {
 
   async close(): Promise<void> {
     if (this.dropped) return;
+    this.channels.stop();
     this.ssh.dispose();
     // A graceful end needs the other side: on a dead link the socket would stay open for good.
     if (!this.sock.destroyed) {

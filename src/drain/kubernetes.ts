@@ -101,8 +101,12 @@ const failure = (what: string, r: { code: number | null; stderr: string; stdout:
 
 /** kubectl's error for a patch whose resourceVersion is no longer the node's. */
 const CONFLICT = /^Error from server \(Conflict\)/m;
-/** Reads and patches before a node that keeps changing under the uncordon is a failed resume. */
-const UNCORDON_ATTEMPTS = 3;
+/**
+ * Uncordons of a node that keeps changing under them (Conflict) before the resume fails, a pause
+ * longer each time in between (the kubelet writes its status in bursts after a restart).
+ */
+const UNCORDON_ATTEMPTS = 6;
+const CONFLICT_PAUSE_MS = 200;
 
 /** The command an operator puts a node back with (a blocked drain's detail says it). */
 const byHand = (node: string): string => `kubectl uncordon ${shq(node)}`;
@@ -167,7 +171,8 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
     async resume(exec: DrainExec, node: string, marks: readonly string[]): Promise<ResumeOutcome> {
       // (uncordoned only under this run's mark, and only as read: an operator's cordon since, or
       // the annotation removed to keep the node out, leaves it cordoned; a change between the read
-      // and the patch is a Conflict, and the node is read again)
+      // and the patch, the kubelet's status included, is a Conflict: the node is read and asked about again)
+      let conflict: { code: number | null; stdout: string; stderr: string } | undefined;
       for (let attempt = 1; ; attempt++) {
         const state = await exec(nodeScript(a, node));
         if (state.code !== 0) return failure(`kubectl get node ${node}`, state);
@@ -175,9 +180,13 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
         if (!cordon.cordoned) return undefined;
         if (cordon.mark === undefined || !marks.includes(cordon.mark)) return { someoneElses: someoneElsesDetail(CORDONED) };
+        if (conflict && attempt > UNCORDON_ATTEMPTS)
+          return `${failure(`kubectl uncordon ${node}`, conflict)} (the node changed under each of ${UNCORDON_ATTEMPTS} uncordons)`;
         const r = await exec(uncordonScript(a, node, cordon.resourceVersion));
         if (r.code === 0) return undefined;
-        if (!CONFLICT.test(r.stderr) || attempt === UNCORDON_ATTEMPTS) return failure(`kubectl uncordon ${node}`, r);
+        if (!CONFLICT.test(r.stderr)) return failure(`kubectl uncordon ${node}`, r);
+        conflict = r;
+        await new Promise((go) => setTimeout(go, CONFLICT_PAUSE_MS * attempt));
       }
     },
   };

@@ -24,6 +24,7 @@ import {
   type DrainProvider,
   type OutOfScheduling,
 } from '../contract/drain.ts';
+import { randomBytes } from 'node:crypto';
 import { shq } from '../shell/quote.ts';
 
 /** sinfo's state of one node and its reason: `drained|maintenance`. */
@@ -37,16 +38,14 @@ export const drainScript = (node: string, reason: string): string =>
 
 export const resumeScript = (node: string): string => `scontrol update nodename=${shq(node)} state=resume`;
 
-/** The line resumeUnderMarkScript ends with once its resume went through. */
-const RESUMED = 'racksmith: resumed';
-
 /**
  * The put-back, asked and done in one script (one channel, and no round trip for an operator's
  * drain to slip into): the node's state and reason as nodeStateScript prints them, then the resume
- * only while its reason is one of `marks` (this run's), and RESUMED. Its exit status is sinfo's
- * when that failed, else the resume's.
+ * only while the node is out (drained, down, failing) under a reason that is one of `marks` (this
+ * run's), and then `done`: a line of the caller's, unguessable, which no reason can print. Its
+ * exit status is sinfo's when that failed, else the resume's.
  */
-export const resumeUnderMarkScript = (node: string, marks: readonly string[]): string =>
+export const resumeUnderMarkScript = (node: string, marks: readonly string[], done: string): string =>
   [
     `s=$(${nodeStateScript(node)}) || exit`,
     `printf '%s\\n' "$s"`,
@@ -54,8 +53,13 @@ export const resumeUnderMarkScript = (node: string, marks: readonly string[]): s
     `nl='`,
     `'`,
     `first=\${s%%"$nl"*}`,
+    // (out as alreadyOut says it: a drain, down or fail word in the state, sinfo's case or not)
+    `case \${first%%|*} in`,
+    `  *[Dd][Rr][Aa][Ii][Nn]* | *[Dd][Oo][Ww][Nn]* | *[Ff][Aa][Ii][Ll]*) ;;`,
+    `  *) exit 0 ;;`,
+    `esac`,
     `case \${first#*|} in`,
-    `  ${marks.map(shq).join(' | ')}) ${resumeScript(node)} && echo ${shq(RESUMED)} ;;`,
+    `  ${marks.map(shq).join(' | ')}) ${resumeScript(node)} && echo ${shq(done)} ;;`,
     `esac`,
   ].join('\n');
 
@@ -183,13 +187,14 @@ export const slurmDrain: DrainProvider = {
   async resume(exec: DrainExec, node: string, marks: readonly string[]): Promise<ResumeOutcome> {
     // (put back only under this run's mark: an operator who drained it since with a reason of
     // their own, a fault found, keeps it out)
-    const r = await exec(resumeUnderMarkScript(node, marks));
+    const done = `racksmith: resumed ${randomBytes(8).toString('hex')}`;
+    const r = await exec(resumeUnderMarkScript(node, marks, done));
     const now = parseNodeState(r.stdout);
     const why = `(exit ${r.code ?? 'signal'}): ${r.stderr.trim()}`;
     if (!now) return r.code === 0 ? `Slurm does not know node ${node} (sinfo lists nothing)` : `sinfo -n ${node} failed ${why}`;
     // (sinfo answered: a failure is the resume's)
     if (r.code !== 0) return `scontrol resume ${node} failed ${why}`;
-    if (r.stdout.split('\n').includes(RESUMED) || !alreadyOut(now)) return undefined;
+    if (r.stdout.split('\n').includes(done) || !alreadyOut(now)) return undefined;
     return { someoneElses: someoneElsesDetail(outDetail(now)) };
   },
 };

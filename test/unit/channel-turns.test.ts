@@ -39,6 +39,31 @@ describe('ChannelTurns', () => {
     if (n > max) expect(sshd.refusals()).toBeGreaterThan(0); // (the case the turns are for did happen)
   });
 
+  it('a long command under way does not hold the others back: a refused one is asked again after a pause, not only at an end', async () => {
+    const sshd = fakeSshd(2);
+    const turns = new ChannelTurns();
+    const ended: string[] = [];
+    const long = turns.run(() => sshd.exec(1500)).then(() => ended.push('long'));
+    const short = Array.from({ length: 4 }, (_, i) => turns.run(() => sshd.exec(5)).then(() => ended.push(`short${i}`)));
+    await Promise.all([long, ...short]);
+    expect(sshd.refusals()).toBeGreaterThan(0);
+    expect(ended.at(-1)).toBe('long'); // (every short one ran while the long one held its session)
+  });
+
+  it('stopped (the connection aborted or closing): a waiter gives up at once, and nothing is asked for again', async () => {
+    const turns = new ChannelTurns();
+    let release!: () => void;
+    const holding = turns.run(() => new Promise<string>((r) => (release = () => r('held'))));
+    let tries = 0;
+    const refused = turns.run(async () => (tries++, Promise.reject(REFUSED())));
+    await new Promise((r) => setImmediate(r)); // (its first refusal in: now waiting for a turn)
+    turns.stop();
+    await expect(refused).rejects.toThrow('Channel open failure');
+    expect(tries).toBe(1);
+    release();
+    expect(await holding).toBe('held');
+  });
+
   it('a refusal with nothing else under way (the lag of a channel just closed): asked again after a pause, then runs', async () => {
     let tries = 0;
     const turns = new ChannelTurns();

@@ -2,10 +2,10 @@
 // answers, which hosts a run drains (drainPlan), and the engine's order on fake hosts (drain
 // before the first disruptive change, resume after the host's last play, only what it drained).
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ConnectError, type Connection } from '../../src/connection/types.ts';
 import {
   blockedDetail,
@@ -52,8 +52,11 @@ function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stde
  * A Slurm controller in a temp directory: the provider's real script run by /bin/sh, with `sinfo`
  * printing `sinfo` and `scontrol` doing nothing, each exiting as told and logging its arguments.
  */
+const stubDirs: string[] = [];
+afterAll(() => stubDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 function slurmStubs(o: { sinfo: string; sinfoExit?: number; scontrolExit?: number }) {
   const dir = mkdtempSync(join(tmpdir(), 'rs-slurm-'));
+  stubDirs.push(dir);
   const log = join(dir, 'calls');
   const stub = (name: string, out: string, exit = 0) => {
     const body = `echo "${name} $*" >> ${shq(log)}\n${exit ? `echo '${name}: stub error' >&2\nexit ${exit}\n` : ''}${out ? `printf '%s\\n' ${shq(out)}\n` : ''}`;
@@ -174,6 +177,14 @@ describe('Slurm provider', () => {
       true,
     ],
     ['back in scheduling already (resumed by hand): nothing to do', 'idle|none', undefined, false],
+    ["in scheduling with this run's reason still shown: not resumed (nothing to put back)", 'idle|racksmith r1 on c', undefined, false],
+    ["Slurm's other case: resumed", 'DRAINED|racksmith r1 on c', undefined, true],
+    [
+      "a reason whose second line is the line a resume prints: left out (that line is the caller's own, unguessable)",
+      'drained|ops: keep out\\nracksmith: resumed',
+      { someoneElses: someoneElsesDetail('drained (ops: keep out)') },
+      false,
+    ],
     [
       'drained since by an operator with a reason of their own: left out',
       'drained|ops: bad DIMM',
@@ -205,6 +216,7 @@ describe('Slurm provider', () => {
   ])('resume: %s', async (_, exits, want) => {
     const c = slurmStubs({ sinfo: 'drained|racksmith r1 on c', ...exits });
     expect(await slurmDrain.resume(c.exec, 'n1', ['racksmith r1 on c'])).toEqual(want);
+    expect(c.calls().filter((l) => l.startsWith('scontrol'))).toHaveLength(exits.sinfoExit ? 0 : 1);
   });
 
   it('a job that outlives the timeout: failed, and drained (so resumed after)', async () => {
@@ -521,15 +533,43 @@ describe('Kubernetes provider', () => {
     });
     expect(c.ran).toEqual([GET_N1, uncordonN1At('7'), GET_N1]);
   });
-  it('a node that keeps changing under the uncordon: a failed resume after three tries, said', async () => {
+  it('a node that keeps changing under the uncordon: a failed resume after six tries (a pause between), said; read once more first', async () => {
+    let reads = 0;
+    const mine = { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' };
     const c = controller([
-      [/k get node/, { stdout: nodeJson({ unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith', resourceVersion: '7' }) }],
+      [/k get node/, () => ({ stdout: nodeJson({ ...mine, resourceVersion: String(++reads) }) })],
       [/k patch node/, CONFLICT_N1],
     ]);
-    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c'])).toMatch(
-      /^kubectl uncordon n1 failed \(exit 1\): Error from server \(Conflict\)/,
-    );
-    expect(c.ran).toEqual([GET_N1, uncordonN1At('7'), GET_N1, uncordonN1At('7'), GET_N1, uncordonN1At('7')]);
+    vi.useFakeTimers();
+    try {
+      const resumed = k8s.resume(c.exec, 'n1', ['racksmith R1 on c']);
+      await vi.runAllTimersAsync();
+      expect(await resumed).toMatch(
+        /^kubectl uncordon n1 failed \(exit 1\): Error from server \(Conflict\).*\(the node changed under each of 6 uncordons\)$/s,
+      );
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(c.ran).toEqual([...[1, 2, 3, 4, 5, 6].flatMap((rv) => [GET_N1, uncordonN1At(String(rv))]), GET_N1]);
+  });
+  it('the annotation removed during the last of those tries: left out, said so (not a failed resume)', async () => {
+    let reads = 0;
+    const mine = { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' };
+    const c = controller([
+      [
+        /k get node/,
+        () => ({ stdout: nodeJson(++reads <= 6 ? { ...mine, resourceVersion: String(reads) } : { ...mine, mark: undefined }) }),
+      ],
+      [/k patch node/, CONFLICT_N1],
+    ]);
+    vi.useFakeTimers();
+    try {
+      const resumed = k8s.resume(c.exec, 'n1', ['racksmith R1 on c']);
+      await vi.runAllTimersAsync();
+      expect(await resumed).toEqual({ someoneElses: someoneElsesDetail('cordoned (spec.unschedulable)') });
+    } finally {
+      vi.useRealTimers();
+    }
   });
   it('already cordoned: pods drained, no cordon, outcome already', async () => {
     const c = controller([[/k get node/, { stdout: nodeJson({ unschedulable: true, manager: 'kubectl-cordon' }) }]]);
