@@ -35,7 +35,7 @@ export interface DrainPlan {
   timeoutSec: number;
   /** The mark this run leaves on what it drains (drainMark: its history id and controller); unset: of the run id the session is given. */
   mark?: string;
-  /** Whose another racksmith run's mark is (history/drain-owner.ts); unset: someone else's. */
+  /** Whose another racksmith run's mark is (history/drain-owner.ts); unset: one this run cannot vouch for (blocked). */
   ownerOf?: DrainOptions['ownerOf'];
   /** This controller's takeover claims (history/drain-claim.ts); unset: a dead run's drain is taken over unclaimed. */
   claims?: TakeoverClaims;
@@ -88,6 +88,16 @@ interface RunningDrain {
   conn?: Promise<Connection>;
   done?: Promise<DrainOutcome>;
 }
+
+/**
+ * Whose a racksmith mark is when the session was given no run history to ask (DrainPlan.ownerOf
+ * unset: a program calling the engine): another run's that this one cannot vouch for, so a node
+ * out under it blocks the host's drain rather than being taken for an operator's.
+ */
+const unvouched: NonNullable<DrainOptions['ownerOf']> = (reason) => {
+  const mark = parseDrainMark(reason);
+  return mark && { takeOver: false, why: `run ${mark.run} cannot be asked about: this run was given no run history (DrainPlan.ownerOf)` };
+};
 
 export class DrainSession {
   /** Hosts this run took out: put back by resume / resumeAll. */
@@ -234,14 +244,10 @@ export class DrainSession {
           ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
           : await d.provider.drain(exec, d.node, {
               reason: this.mark,
-              ...(this.plan.ownerOf
-                ? {
-                    ownerOf: this.claimedOwner(d, 'claim', (reason) => {
-                      from = parseDrainMark(reason)?.run;
-                      fromMark = reason;
-                    }),
-                  }
-                : {}),
+              ownerOf: this.claimedOwner(d, 'claim', (reason) => {
+                from = parseDrainMark(reason)?.run;
+                fromMark = reason;
+              }),
               timeoutSec: this.plan.timeoutSec,
               signal: stop.signal,
               // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
@@ -309,7 +315,7 @@ export class DrainSession {
       try {
         // (the session's own connection: a read-only question as quick as a resume)
         await this.reachedOnce(d.controller);
-        const ownerOf = this.plan.ownerOf && this.claimedOwner(d, 'peek');
+        const ownerOf = this.claimedOwner(d, 'peek');
         const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, ownerOf);
         if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
         // (another racksmith run's drain: the apply's drain of this host would fail, its changes not applied)
@@ -338,9 +344,9 @@ export class DrainSession {
    * check mode: only asked): without it the node is another run's, one taking it over now.
    */
   private claimedOwner(d: HostDrain, ask: 'claim' | 'peek', takingOver?: (reason: string) => void): NonNullable<DrainOptions['ownerOf']> {
-    const { ownerOf, claims } = this.plan;
+    const { ownerOf = unvouched, claims } = this.plan;
     return (reason) => {
-      const owner = ownerOf?.(reason);
+      const owner = ownerOf(reason);
       if (!owner?.takeOver) return owner;
       const taken = claims?.[ask](drainNode(d));
       if (taken !== undefined) return { takeOver: false, why: `not taken over: ${taken}` };

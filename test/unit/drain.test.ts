@@ -1379,6 +1379,42 @@ describe("a dead run's node another run of this controller has claimed (the sess
   });
 });
 
+describe('a session given no run history to ask (a program calling the engine without ownerOf)', () => {
+  it.each([
+    [
+      "another racksmith run's mark: cannot vouch for it, the drain fails (blocked), nothing done",
+      'racksmith 20261206T101010Z-abcdef on c',
+      true,
+    ],
+    ["an operator's reason that only starts with the word: already out, left as it is", 'racksmith upgrade', false],
+  ])('%s', async (_, reason, blocked) => {
+    const ran: string[] = [];
+    const conn: Connection = {
+      host: 'ctl',
+      execCount: 0,
+      exec: async (script) => {
+        ran.push(script);
+        if (script.startsWith('sinfo')) return { code: 0, stdout: `drained|${reason}\n`, stderr: '' };
+        return { code: 0, stdout: '', stderr: '' };
+      },
+      close: async () => undefined,
+    };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const events: Array<Record<string, unknown>> = [];
+    const session = new DrainSession(
+      { hosts: new Map([['n1', { provider: slurmDrain, controller: ctl, node: 'n1' }]]), timeoutSec: 5, mark: 'racksmith R1 on c' },
+      'R1',
+      async () => conn,
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    const failed = await session.before('n1');
+    expect(events.map((e) => e.outcome)).toEqual([blocked ? 'failed' : 'already']);
+    if (blocked) expect(failed).toMatch(/cannot be asked about: this run was given no run history/);
+    else expect(failed).toBeUndefined();
+    expect(ran.filter((x) => x.startsWith('scontrol'))).toEqual([]);
+  });
+});
+
 describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () => {
   it("the node keeps the dead run's mark and is this run's all the same: uncordoned under that mark at the end", async () => {
     const ran: string[] = [];
