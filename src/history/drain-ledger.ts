@@ -282,6 +282,9 @@ function entryOf(from: string, n: DrainNode, warn: Warn): { file: string; node: 
   return m.kind === 'found' ? m.it : m.kind;
 }
 
+/** Whether ledger entry `found` is node `n` by its controller as well (not only its scheduler and name). */
+const sameController = (found: { node: DrainNode }, n: DrainNode) => found.node.controller === n.controller;
+
 /** Run `run`'s ledger; a write that fails is a warning (the run goes on, its record may be pruned later). */
 export function drainLedger(run: string, warn: (message: string) => void, now: () => Date = () => new Date()): DrainLedger {
   /** The nodes this run has named (only those are taken off when back). */
@@ -330,6 +333,17 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
           return warn(
             printable(
               `run history: ${nodeText(n)} left on the drain ledger of run ${from}: it names more than one node ${n.node} of ${n.via}, none via ${n.controller}`,
+            ),
+          );
+        // An entry of that scheduler and name via another controller may be this node (the controller
+        // spelled another way, a file of an older version) or another cluster's node of the same name
+        // (an older version kept one entry for both): taking it off could drop a node still out from
+        // every ledger, so it is left, its run kept, and said.
+        if (!sameController(found, n))
+          return warn(
+            printable(
+              `run history: ${nodeText(n)} left on the drain ledger of run ${from}: it names node ${n.node} of ${n.via} via ` +
+                `${found.node.controller}, not via ${n.controller}; if that is this node, remove ${found.file} once the node is back`,
             ),
           );
         const entry = { run: from, node: found.node, takenOverBy: run, at: now().toISOString() };

@@ -101,7 +101,7 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     expect(warnings).toEqual([]);
   });
 
-  it('a takeover finds the dead run’s entry of its node: by controller, by name when its controller is spelled another way, never a guess between two', () => {
+  it('a takeover marks the dead run’s entry of its node by controller only: one of that name via another controller is left, said, never guessed', () => {
     const dead = drainLedger(A, warn);
     dead.taking(onA);
     dead.taking(onB);
@@ -112,32 +112,42 @@ describe('drainLedger: the nodes a run may have out, in its file beside its reco
     b.takenOver(A, onB);
     // (read in the order of the files' names)
     expect(readLedger(A, warn)).toMatchObject({ nodes: [{ ...n7, controller: '10.0.0.1' }, onA], takenOver: [takenBy(B, onB)] });
-    // n7's controller spelled as a name here: the one n7 of the dead run's ledger, marked as that run spelled it
+    expect(warnings).toEqual([]);
+    // n7's controller spelled as a name here: maybe that n7, maybe another cluster's an older version
+    // kept one entry for: left, its run kept, and said with the file to remove if it is this node
     b.taking(n7);
     b.takenOver(A, n7);
-    expect(readLedger(A, warn)).toMatchObject({
-      nodes: [onA],
-      takenOver: [takenBy(B, { ...n7, controller: '10.0.0.1' }), takenBy(B, onB)],
-    });
-    expect(warnings).toEqual([]);
+    expect(readLedger(A, warn)).toMatchObject({ nodes: [{ ...n7, controller: '10.0.0.1' }, onA], takenOver: [takenBy(B, onB)] });
+    expect(warnings).toEqual([
+      `run history: n7 (slurm via ctl1) left on the drain ledger of run ${A}: it names node n7 of slurm via 10.0.0.1, not via ctl1; ` +
+        `if that is this node, remove ${join(ledgerDir(A), 'slurm~10.0.0.1~n7.json')} once the node is back`,
+    ]);
+    warnings.length = 0;
     // n1 through a third spelling: two n1 there (one taken over already), neither its: left as it is, said so
     const odd = { ...onA, controller: '10.0.0.9' };
     b.taking(odd);
     b.takenOver(A, odd);
-    expect(readLedger(A, warn)?.nodes).toEqual([onA]);
+    expect(readLedger(A, warn)?.nodes).toEqual([{ ...n7, controller: '10.0.0.1' }, onA]);
     expect(warnings).toEqual([
       'run history: n1 (slurm via 10.0.0.9) left on the drain ledger of run 20261206T101500Z-aaaaaa: it names more than one node n1 of slurm, none via 10.0.0.9',
     ]);
   });
 
-  it('an entry named as an earlier version named it (`slurm~n7.json`) is read, put back by its run and taken over', () => {
+  it('an entry named as an earlier version named it (`slurm~n7.json`) is read, put back by its run and taken over by its controller', () => {
     mkdirSync(ledgerDir(A), { recursive: true });
     writeFileSync(join(ledgerDir(A), 'slurm~n7.json'), JSON.stringify({ run: A, node: n7 }));
     writeFileSync(join(ledgerDir(A), 'slurm~n8.json'), JSON.stringify({ run: A, node: n8 }));
     expect(left()).toEqual(new Map([[A, [n7, n8]]]));
     const b = taker(B);
+    // its controller spelled another way: left (it could be another cluster's n7)
     b.taking({ ...n7, controller: 'ctl1.example' });
     b.takenOver(A, { ...n7, controller: 'ctl1.example' });
+    expect(readLedger(A, warn)).toMatchObject({ nodes: [n7, n8], takenOver: [] });
+    expect(warnings).toHaveLength(1);
+    warnings.length = 0;
+    // spelled as that entry does: taken over
+    b.taking(n7);
+    b.takenOver(A, n7);
     expect(readLedger(A, warn)).toMatchObject({ nodes: [n8], takenOver: [takenBy(B)] });
     expect(files(A)).toEqual(['slurm~n7.json', 'slurm~n8.json']);
     expect(warnings).toEqual([]);
