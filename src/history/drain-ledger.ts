@@ -88,13 +88,16 @@ export const keepsRun = (l: RunLedger): boolean => l.nodes.length > 0 || l.unrea
 
 type Warn = (message: string) => void;
 
+/** The previous version's one ledger file of a run, read whole: 100,000 nodes' entries fit. */
+const OLD_LEDGER_MAX_BYTES = 64 * 2 ** 20;
+
 /**
  * A ledger file's text; 'gone' (removed since the directory was listed: back); 'unreadable'
  * (EACCES, say: still an entry, its run kept). One that is not a regular file is skipped, said:
  * racksmith writes none, and a FIFO read as a file would hang the reader for good.
  */
-function readText(file: string, warn: Warn): string | 'gone' | 'unreadable' {
-  const r = readRegularFile(file);
+function readText(file: string, warn: Warn, maxBytes?: number): string | 'gone' | 'unreadable' {
+  const r = readRegularFile(file, maxBytes);
   if (r.kind === 'text') return r.text;
   if (r.kind === 'not-regular')
     warn(printable(`run history: ${file} is ${r.what}, not a regular file: skipped (racksmith makes none there: remove it)`));
@@ -124,7 +127,8 @@ function readEntry(file: string, warn: Warn): Entry {
  * keep its run all the same); 'none' when there is none; 'unreadable' (EACCES, not JSON).
  */
 function readOldLedger(id: string, warn: Warn): { nodes: DrainNode[]; other: number } | 'none' | 'unreadable' {
-  const text = readText(oldLedgerFile(id), warn);
+  // (one file for every node of the run: a fleet's worth, beyond the limit of one node's entry)
+  const text = readText(oldLedgerFile(id), warn, OLD_LEDGER_MAX_BYTES);
   if (text === 'gone') return 'none';
   if (text === 'unreadable') return text;
   try {

@@ -14,11 +14,14 @@ export type RegularRead =
 export function readRegularFile(file: string, maxBytes = 2 ** 20): RegularRead {
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    // (not through a symlink, and no device becomes the controlling terminal by being opened)
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? 'EIO';
-    // (ENXIO: a socket)
-    return code === 'ENOENT' ? { kind: 'gone' } : code === 'ENXIO' ? { kind: 'not-regular', what: 'a socket' } : { kind: 'error', code };
+    // (ENXIO: a socket; ELOOP: a symlink, O_NOFOLLOW)
+    if (code === 'ENOENT') return { kind: 'gone' };
+    if (code === 'ENXIO') return { kind: 'not-regular', what: 'a socket' };
+    return code === 'ELOOP' ? { kind: 'not-regular', what: 'a symbolic link' } : { kind: 'error', code };
   }
   try {
     const st = fstatSync(fd);
