@@ -343,6 +343,16 @@ const entryFor = (s: MountSpec, f: MountFacts): FstabEntry => ({
   pass: s.pass,
 });
 
+/**
+ * Why a mount over a non-empty directory is refused, and what an operator can do about it. No
+ * inventory variable reaches the resource's overNonEmpty (the storage play never sets it, the jail
+ * root sets it false, the jail's node-local binds true), so the way out is the directory's content
+ * or the path, not a setting.
+ */
+export function nonEmptyMountpointRefusal(path: string): string {
+  return `${path} is a non-empty directory; mounting there would hide its content. Move its content elsewhere (or remove it) and run again, or mount at another path: no inventory variable allows mounting over a non-empty directory`;
+}
+
 /** Refused states (Refusal), else the changes; mountpoint, fstab, mount, mode in that order. */
 function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts>): Change<MountStep | FileWrite>[] {
   const path = s.path;
@@ -368,7 +378,7 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
     if (!s.mkdir) throw new Refusal(`mountpoint ${path} does not exist`);
     changes.push({ summary: `create mountpoint ${path}${s.mkdir === 'file' ? ' (empty file)' : ''}`, data: 'mkdir' });
   } else if (!f.live && f.target.kind === 'dir' && !f.target.empty && !s.overNonEmpty) {
-    throw new Refusal(`${path} is a non-empty directory; mounting would hide its content (set overNonEmpty to allow)`);
+    throw new Refusal(nonEmptyMountpointRefusal(path));
   } else if (f.target.kind === 'other') {
     throw new Refusal(`mountpoint ${path} is neither a directory nor a file`);
   }

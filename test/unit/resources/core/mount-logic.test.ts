@@ -216,6 +216,35 @@ describe('mount diff', () => {
     } else expect(summaries(f)).toEqual(want);
   });
 
+  // The refusal says what an operator can do: no inventory variable reaches overNonEmpty (the
+  // storage play never sets it), so it names the content and the path, not the option.
+  it('a non-empty mountpoint: the refusal says what an operator can do, not an option the inventory cannot set', () => {
+    const dir = { live: undefined, target: { kind: 'dir' as const, empty: false, real: '/mnt/jail/tmp' } };
+    let said = '';
+    try {
+      r.diff({ ...converged, ...dir });
+    } catch (e) {
+      said = (e as Error).message;
+    }
+    expect(said).toBe(
+      '/mnt/jail/tmp is a non-empty directory; mounting there would hide its content. Move its content elsewhere (or remove it) and run again, or mount at another path: no inventory variable allows mounting over a non-empty directory',
+    );
+    expect(said).not.toMatch(/overNonEmpty/);
+    // the storage play's data mounts say the same
+    const data = mount({ path: '/ais/d1', device: '/dev/sdb', fstype: 'xfs' });
+    const facts: MountFacts = {
+      fstab: fileWith(''),
+      target: { kind: 'dir', empty: false },
+      source: { exists: true, majmin: '8:10', uuid: '11111111-2222-3333-4444-555555555555', path: '/dev/sdb' },
+    };
+    expect(() => data.diff(facts)).toThrow(
+      /^\/ais\/d1 is a non-empty directory; mounting there would hide its content\. Move its content elsewhere/,
+    );
+    // the option itself still allows it (the jail's node-local binds)
+    const over = mount({ path: '/ais/d1', device: '/dev/sdb', fstype: 'xfs', overNonEmpty: true });
+    expect(over.diff(facts).map((c) => c.summary)).toContain('mount /dev/sdb on /ais/d1 (xfs, defaults)');
+  });
+
   it('requested flags are enforced by a remount; rw only when asked', () => {
     const ro = mount({ path: '/mnt/x', source: '/srv/src', fstype: 'none', options: ['bind', 'ro', 'nosuid'], persist: false });
     const f: MountFacts = { ...converged, target: { ...converged.target, real: '/mnt/x' } };
