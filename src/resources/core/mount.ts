@@ -160,7 +160,7 @@ export function mount(o: MountOptions): Resource<MountFacts, MountStep | FileWri
       (a): MountFacts => mountFacts(s, a, readOwn),
     ),
     diff: (f) => mountChanges(s, f, fstab),
-    apply: (_, changes) => mountSteps(s, changes, fstab),
+    apply: (f, changes) => mountSteps(s, f, changes, fstab),
   };
 }
 
@@ -429,8 +429,15 @@ function fstabChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
   return fstab.changes(f, setEntry(contentText(f.fstab), want), { create: summary, update: summary });
 }
 
-/** The mount command: a bind (its flags through a remount), or mount -t with the kernel's options. */
-function mountCommand(s: MountSpec): string {
+/**
+ * The mount command: a bind (its flags through a remount), or mount -t with the kernel's options.
+ * A device is resolved once, here, as late as ever (a placeholder's resolver runs where the
+ * device path stands: resolvedMount), and mounted only when it is still the probed device (maj:min)
+ * carrying the probed filesystem UUID: the one the fstab line written after it names. A device path
+ * that meanwhile names another disk or filesystem (a disk swapped, a by-uuid link moved, a clone
+ * found first) is not mounted: exit 3, said on stderr.
+ */
+function mountCommand(s: MountSpec, f: MountFacts): string {
   const p = shq(s.path);
   if (s.bindKind) {
     const cmds = [`mount --${s.bindKind} -- ${shq(s.source!)} ${p}`];
@@ -438,12 +445,27 @@ function mountCommand(s: MountSpec): string {
     if (s.wantFlags.length) cmds.push(`mount -o ${shq(['remount', 'bind', ...s.wantFlags].join(','))} ${p}`);
     return cmds.join('\n');
   }
-  const src = s.device ?? s.source!;
   const opts = s.kernelOpts.length ? ` -o ${shq(s.kernelOpts.join(','))}` : '';
-  return `mount -t ${shq(s.fstype)}${opts} -- ${shq(src)} ${p}`;
+  if (!s.device) return `mount -t ${shq(s.fstype)}${opts} -- ${shq(s.source!)} ${p}`;
+  const notMounting = shq(`; not mounting it at ${s.path}`);
+  // (stat of a path that is gone prints nothing, of a file that is no device 0:0: neither matches)
+  const majmin = f.source.majmin
+    ? `rs_mm=$(stat -L -c '%t:%T' -- "$rs_md" 2>/dev/null) || rs_mm=
+[ "$rs_mm" = ${shq(f.source.majmin)} ] || { printf '%s is device %s now, not the probed %s (hex maj:min)%s\\n' "\${rs_md:-(no device found)}" "\${rs_mm:-(none)}" ${shq(f.source.majmin)} ${notMounting} >&2; exit 3; }
+`
+    : '';
+  return `rs_md=${shq(s.device)}
+${majmin}rs_mu=$(blkid -p -s UUID -o value -- "$rs_md" 2>/dev/null) || rs_mu=
+[ "$rs_mu" = ${shq(f.source.uuid ?? '')} ] || { printf '%s carries filesystem UUID %s, not the probed %s%s\\n' "$rs_md" "\${rs_mu:-(none)}" ${shq(f.source.uuid ?? '(none)')} ${notMounting} >&2; exit 3; }
+mount -t ${shq(s.fstype)}${opts} -- "$rs_md" ${p}`;
 }
 
-function mountSteps(s: MountSpec, changes: readonly Change<MountStep | FileWrite>[], fstab: ManagedFile<MountFacts>): Step[] {
+function mountSteps(
+  s: MountSpec,
+  f: MountFacts,
+  changes: readonly Change<MountStep | FileWrite>[],
+  fstab: ManagedFile<MountFacts>,
+): Step[] {
   const does = (what: MountStep) => changes.some((c) => c.data === what);
   const steps: Step[] = [];
   const path = s.path;
@@ -459,7 +481,7 @@ function mountSteps(s: MountSpec, changes: readonly Change<MountStep | FileWrite
       s.requireMarker === undefined
         ? ''
         : `\nif [ ! -e ${p}/${shq(s.requireMarker)} ]; then umount ${p}; echo ${shq(`${s.device ?? s.source} is not populated: marker ${s.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
-    steps.push({ name: `mount ${path}`, script: mountCommand(s) + check });
+    steps.push({ name: `mount ${path}`, script: mountCommand(s, f) + check });
   } else if (does('remount')) {
     steps.push({
       name: `remount ${path}`,

@@ -19,6 +19,7 @@ import {
   setEntry,
 } from '../../../../src/resources/core/fstab.ts';
 import { mount, xfsOptionsNotLive, type MountFacts } from '../../../../src/resources/core/mount.ts';
+import { diskMount } from '../../../../src/resources/storage/blockdev.ts';
 import { gpuBinds } from '../../../../src/resources/jail/gpu-binds.ts';
 import { gpuStandins } from '../../../../src/resources/jail/gpu-standins.ts';
 import { Refusal, type Resource } from '../../../../src/contract/resource.ts';
@@ -436,5 +437,80 @@ describe('XFS options a remount cannot bring: said on the fstab change', () => {
         )
         .map((c) => c.summary),
     ).toEqual(['/etc/fstab: update /ais/d1 entry']);
+  });
+});
+
+// The mount step resolves the device again when it runs (a placeholder's resolver runs where the
+// device path stands): it mounts it only when it is still the probed device carrying the probed
+// filesystem UUID, the one the fstab line written after it names. The step's own script, run by
+// the local sh with stat, blkid and mount as stand-ins that answer as the host would.
+describe('the mount step mounts only the probed device with the probed filesystem', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rs-mount-step-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  const log = join(dir, 'mount.log');
+  // stat -L -c %t:%T DEV prints $RS_T_MM (nothing, exit 1, when unset: a path that is gone);
+  // blkid -p -s UUID -o value DEV prints $RS_T_UUID (exit 2 when unset: no filesystem)
+  writeFileSync(join(bin, 'stat'), '#!/bin/sh\n[ -n "$RS_T_MM" ] || exit 1\necho "$RS_T_MM"\n', { mode: 0o755 });
+  writeFileSync(join(bin, 'blkid'), '#!/bin/sh\n[ -n "$RS_T_UUID" ] || exit 2\necho "$RS_T_UUID"\n', { mode: 0o755 });
+  writeFileSync(join(bin, 'mount'), `#!/bin/sh\necho "mount $*" >> '${log}'\n`, { mode: 0o755 });
+  const U = '0f0e0d0c-1111-2222-3333-444455556666';
+  const m = mount({ path: '/ais/d 1', device: '/dev/sdb', fstype: 'xfs', options: ['noatime'] });
+  const facts: MountFacts = {
+    fstab: fileWith(''),
+    target: { kind: 'dir', empty: true },
+    source: { exists: true, majmin: '8:10', uuid: U, path: '/dev/sdb' },
+  };
+  const step = m.apply(facts, m.diff(facts)).find((s) => s.name === 'mount /ais/d 1')!;
+  const run = (env: Record<string, string>) => {
+    writeFileSync(log, '');
+    const r = spawnSync('/bin/sh', ['-c', step.script], {
+      encoding: 'utf8',
+      env: { PATH: `${bin}:${process.env.PATH}`, ...env },
+    });
+    return { code: r.status, stderr: r.stderr, mounted: readFileSync(log, 'utf8') };
+  };
+
+  it('the probed device with the probed UUID is mounted', () => {
+    expect(run({ RS_T_MM: '8:10', RS_T_UUID: U })).toEqual({
+      code: 0,
+      stderr: '',
+      mounted: 'mount -t xfs -o noatime -- /dev/sdb /ais/d 1\n',
+    });
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    [
+      'another filesystem on the device now (re-formatted, or another disk under the same path)',
+      { RS_T_MM: '8:10', RS_T_UUID: 'aaaaaaaa-0000-0000-0000-000000000000' },
+      `/dev/sdb carries filesystem UUID aaaaaaaa-0000-0000-0000-000000000000, not the probed ${U}; not mounting it at /ais/d 1\n`,
+    ],
+    [
+      'no filesystem on it now',
+      { RS_T_MM: '8:10' },
+      `/dev/sdb carries filesystem UUID (none), not the probed ${U}; not mounting it at /ais/d 1\n`,
+    ],
+    [
+      'the path names another device now (same UUID: a clone found first)',
+      { RS_T_MM: '8:20', RS_T_UUID: U },
+      '/dev/sdb is device 8:20 now, not the probed 8:10 (hex maj:min); not mounting it at /ais/d 1\n',
+    ],
+    [
+      'the device is gone',
+      { RS_T_UUID: U },
+      '/dev/sdb is device (none) now, not the probed 8:10 (hex maj:min); not mounting it at /ais/d 1\n',
+    ],
+  ])('%s: not mounted, exit 3, said why', (_, env, said) => {
+    expect(run(env)).toEqual({ code: 3, stderr: said, mounted: '' });
+  });
+
+  it('a device the host resolves is resolved once: the one checked is the one mounted', () => {
+    const r = diskMount({ spec: { serial: 'ZL2ABC12' }, path: '/ais/ZL2ABC12', fstype: 'xfs', options: ['noatime'] });
+    const f: MountFacts = { ...facts, source: { ...facts.source, path: undefined } };
+    const script = r.apply(f, r.diff(f)).find((s) => s.name === 'mount /ais/ZL2ABC12')!.script;
+    expect(script.split('rs_by_serial ZL2ABC12').length - 1).toBe(1);
+    expect(script).toMatch(/^rs_md="\$\(rs_dev=; R=\n/);
+    expect(script).toMatch(/\nmount -t xfs -o noatime -- "\$rs_md" \/ais\/ZL2ABC12$/);
   });
 });

@@ -803,7 +803,9 @@ describe('mount of a disk given by serial', () => {
     });
     const steps = m.apply(facts, m.diff(facts));
     const mountStep = steps.find((s) => s.name.startsWith('mount '))!;
-    expect(mountStep.script).toMatch(/^mount -t xfs -o noatime -- "\$\(rs_dev=; R=\n/);
+    // (resolved once, into the device the step checks and mounts)
+    expect(mountStep.script).toMatch(/^rs_md="\$\(rs_dev=; R=\n/);
+    expect(mountStep.script).toContain('\nmount -t xfs -o noatime -- "$rs_md" /ais/ZL2ABC12');
     expect(mountStep.script).toContain('rs_by_serial ZL2ABC12');
     expect(mountStep.script).not.toMatch(/-- \/dev\/disk\/by-serial/);
   });
