@@ -204,11 +204,14 @@ const RECORD_FN = define(RECORD_SH);
 
 /**
  * Shell that sets rs_dev to the device of the filesystem UUID storage.json records for
- * `mountpoint` (the record read by RECORD_FN, once per script in a probe; the device from the
- * script's one blkid of the host's devices in a probe: core/block-ids.ts, in a step udev's by-uuid
- * link, else blkid's lookup), else as `fallback` (shell setting rs_dev) does: the mountpath's own
- * entry (a fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its
- * disk, so a disk moved to another slot is found at its mountpath whatever its kernel name is now.
+ * `mountpoint` (the record read by RECORD_FN, once per script in a probe): the mountpath's own
+ * entry's disk (`fallback`: shell setting rs_dev) when it carries that UUID, else the device the
+ * UUID is found on (in a probe from the script's one blkid of the host's devices:
+ * core/block-ids.ts; in a step udev's by-uuid link, else blkid's lookup), else the entry's disk
+ * (a fresh host, a replaced disk whose recorded filesystem is gone). A UUID moves with its disk,
+ * so a disk moved to another slot is found at its mountpath whatever its kernel name is now. The
+ * entry's own disk first: where several devices carry the UUID (a copy of the disk, a loop device
+ * or a multipath path device reading it) a lookup by UUID may name any of them.
  */
 function recordResolver(path: string, mountpoint: string, fallback: string): string {
   const prefix = shq(recordLinePrefix(mountpoint));
@@ -218,13 +221,20 @@ ${RECORD_SH}
 }
 rs_rec_uuid ${shq(path)} ${prefix}
 rs_dev=
-if [ -n "$rs_u" ]; then
-  # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_dev (core/block-ids.ts) where the script defines it
-  if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_dev=$rs_bid_v
-  elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_dev=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_dev=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
-fi
-if [ -z "$rs_dev" ]; then
 ${fallback}
+if [ -n "$rs_u" ]; then
+  rs_own=$rs_dev; rs_ou=
+  # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_uuid and rs_bid_dev (core/block-ids.ts) where the script defines them
+  if [ -n "$rs_own" ]; then
+    if command -v rs_bid_uuid >/dev/null; then rs_bid_uuid "$rs_own"; rs_ou=$rs_bid_v
+    else rs_ou=$(blkid -p -s UUID -o value -- "$rs_own" 2>/dev/null) || rs_ou=; fi
+  fi
+  if [ "$rs_ou" != "$rs_u" ]; then
+    rs_dev=
+    if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_dev=$rs_bid_v
+    elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_dev=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_dev=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
+    [ -n "$rs_dev" ] || rs_dev=$rs_own
+  fi
 fi`;
 }
 

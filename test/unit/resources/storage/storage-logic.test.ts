@@ -826,7 +826,12 @@ describe('mount of a recorded mountpath', () => {
     // the record's reader, as the probe's define part gives it (a step's resolver does without)
     const reader = parts.map((p) => (typeof p === 'object' && 'define' in p ? p.define : '')).find((d) => d.includes('rs_rec_uuid'));
     expect(reader).toBeDefined();
-    const stubs = 'rs_bid_dev() { case $1 in u-moved) rs_bid_v=/dev/sdq ;; *) rs_bid_v= ;; esac; }\nrs_target_kind() { :; }';
+    // (u-own: the entry's disk sdb carries it, and so does a copy, sdz, which the lookup names)
+    const stubs = [
+      'rs_bid_dev() { case $1 in u-moved) rs_bid_v=/dev/sdq ;; u-own) rs_bid_v=/dev/sdz ;; *) rs_bid_v= ;; esac; }',
+      'rs_bid_uuid() { case $1 in /dev/sdb) rs_bid_v=u-own ;; *) rs_bid_v= ;; esac; }',
+      'rs_target_kind() { :; }',
+    ].join('\n');
     // (echo after the part: a resolver run in a subshell would leave rs_dev unset here)
     const script = `${helpers ? reader : ''}\n${stubs}\n${part}\necho "resolved=$rs_dev"`;
     return execFileSync('/bin/sh', ['-c', script], { encoding: 'utf8', env: { PATH: process.env.PATH } });
@@ -841,6 +846,11 @@ describe('mount of a recorded mountpath', () => {
       /^resolved=\/dev\/sdq$/m,
     ],
     ['its own disk when there is no record', undefined, /^resolved=\/dev\/sdb$/m],
+    [
+      'its own disk when it carries the recorded filesystem, whatever device a lookup by UUID names (a copy of it)',
+      `{"mountpoint":"/ais/d1","uuid":"u-own"}\n`,
+      /^resolved=\/dev\/sdb$/m,
+    ],
   ])("resolves, in the probe's own shell, to %s (with the record's reader, and without it as a step)", (_, text, want) => {
     rmSync(record, { force: true });
     if (text !== undefined) writeFileSync(record, text);
