@@ -13,10 +13,11 @@
 //    (python3 is in the bed's rootfs for the ansible baseline; racksmith itself does not use it);
 //    "mounted in another mount namespace" is `unshare -m` inside the host.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
-import { needHddScheduler } from './hdd-scheduler.ts';
+import { hddSchedulerMissing, needHddScheduler } from './hdd-scheduler.ts';
 
 const HOSTS = ['tb4', 'tb5'];
 const [A, B] = HOSTS;
@@ -423,6 +424,176 @@ describe('format_allow by serial names exactly one disk; a cloned XFS is never m
       expect(await aisFstab(B)).toEqual([]);
       expect((await sh(B, 'findmnt -rn -o TARGET | grep "^/ais" || true')).trim()).toBe('');
       expect((await tb.hostExec(B, 'cat /var/lib/racksmith/storage.json')).code).not.toBe(0);
+    }
+  });
+});
+
+/** A loop device on the runner over block device `dev` (under the beds' loop allocation lock), read-only: its /dev path. */
+function runnerLoopOver(dev: string): string {
+  const r = spawnSync('flock', [process.env.TB_LOOP_LOCK ?? '/run/racksmith-testbed-loop.lock', 'losetup', '-r', '-f', '--show', dev], {
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`losetup over ${dev}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+// A data disk copied while it is mounted: the copy carries its UUID, and fstab mounts by UUID.
+// Only unmounted disks were asked about copies: the mounted one was kept without a word, and the
+// mount's lookup of the recorded UUID could find the copy (`/ais/d1 already has /dev/loopA
+// mounted, not /dev/loopB`); after a reboot the copy could be mounted there. Devices that read the
+// disk's own blocks (a loop device over it here; a multipath map's path devices, a dm device over
+// it, where the kernel has device-mapper) carry its UUID as well, and are the disk, not a copy.
+describe('a clone of a mounted data disk is named; a device reading the disk itself is not a clone', () => {
+  const H = B;
+  const one = () => {
+    const d = disks(H)[0].dev;
+    return inventory({ [H]: { storage_disks: [{ device: d, name: 'd1', match: { KERNEL: kname(d) } }] } });
+  };
+  const uuidOf = async (dev: string) => (await sh(H, `blkid -p -s UUID -o value ${dev}`)).trim();
+  const mountedAt = async () => (await sh(H, 'findmnt -rn -o SOURCE --mountpoint /ais/d1 || true')).trim();
+  /** Mount `dev` at /ais/d1 by its path, with the options of the fstab line (which names the UUID: mount -a could take either copy). */
+  const mountByPath = (dev: string) => `mount -o "$(findmnt --fstab -n -o OPTIONS --target /ais/d1)" ${dev} /ais/d1`;
+  /** A block-for-block copy of d1 on d2 (d1 unmounted for the copy; d2 emptied first: a sparse copy skips zeros). */
+  const copy = (d1: string, d2: string) =>
+    `umount /ais/d1 && blkdiscard -f ${d2} && dd if=${d1} of=${d2} bs=1M conv=sparse,fsync status=none`;
+  const converge = async () => {
+    const run = await provision([PB, '-i', one(), '-l', H, '--json']);
+    expect(run.code, why(run)).toBe(0);
+    return run;
+  };
+  let loop = '';
+
+  beforeEach((ctx) => needHddScheduler(ctx));
+  beforeAll(async () => {
+    await tb.reset([H]);
+    if (!hddSchedulerMissing()) await converge();
+  });
+  afterAll(async () => {
+    if (!loop) return;
+    await tb.hostExec(H, `rm -f ${loop} /sys/block/${kname(loop)}`);
+    spawnSync('losetup', ['-d', loop]);
+  });
+
+  it('a copy made while it is mounted is named by the disk, its record line and its mount, in --check and apply; nothing changes; a new UUID on the copy converges', async () => {
+    const [d1, d2] = disks(H).map((d) => d.dev);
+    const uuid = await uuidOf(d1);
+    // the mounted filesystem copied block for block (unmounted for the copy, mounted again by device)
+    await sh(H, `${copy(d1, d2)} && ${mountByPath(d1)}`);
+    expect(await uuidOf(d2)).toBe(uuid);
+    const fstab = await aisFstab(H);
+    const sum = await devSum(H, d2);
+    const clone = `${d1} carries XFS (UUID ${uuid}) and so does ${d2} (a cloned filesystem): fstab mounts by UUID, so either could end up at /ais/d1; give the copy a new UUID first (xfs_admin -U generate DEVICE, unmounted)`;
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', one(), '-l', H, '--json', ...mode]);
+      expect(run.code, why(run)).toBe(1);
+      const r = resources(run, H);
+      expect(r.get('disk:d1')!.error).toBe(`refused: ${clone}`);
+      expect(r.get('mount:/ais/d1')!.status).toBe('skipped');
+    }
+    // -t mount leaves the format out: the record line and the mount name the copy themselves
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', one(), '-l', H, '-t', 'mount', '--json', ...mode]);
+      expect(run.code, why(run)).toBe(1);
+      const r = resources(run, H);
+      expect(r.get('storage-record:/ais/d1')!.error).toBe(`refused: not recording /ais/d1 → ${d1}: ${clone}`);
+      expect(r.get('mount:/ais/d1')!.error).toBe(`refused: /ais/d1 (${d1} mounted there): ${clone}`);
+    }
+    expect(await mountedAt()).toBe(d1);
+    expect(await aisFstab(H)).toEqual(fstab);
+    expect(await devSum(H, d2)).toBe(sum);
+    // as the refusal says: the copy gets a new UUID; the host is then as converged as before
+    await sh(H, `xfs_admin -U generate ${d2} >/dev/null`);
+    expect(recaps(await converge())[H]).toMatchObject({ changed: 0, failed: 0 });
+    expect(await mountedAt()).toBe(d1);
+  });
+
+  it('the copy mounted at the mountpath in its place (as a reboot may): refused naming it; once it has a new UUID the disk is mounted again', async () => {
+    const [d1, d2] = disks(H).map((d) => d.dev);
+    const uuid = await uuidOf(d1);
+    await sh(H, `${copy(d1, d2)} && ${mountByPath(d2)}`);
+    const clone = `${d1} carries XFS (UUID ${uuid}) and so does ${d2} (a cloned filesystem)`;
+    const full = await provision([PB, '-i', one(), '-l', H, '--json']);
+    expect(full.code, why(full)).toBe(1);
+    expect(resources(full, H).get('disk:d1')!.error).toMatch(new RegExp(`^refused: ${clone.replace(/[()]/g, '\\$&')}`));
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', one(), '-l', H, '-t', 'mount', '--json', ...mode]);
+      expect(run.code, why(run)).toBe(1);
+      expect(resources(run, H).get('mount:/ais/d1')!.error).toMatch(
+        new RegExp(`^refused: /ais/d1 \\(${d2} mounted there\\): ${clone.replace(/[()]/g, '\\$&')}`),
+      );
+    }
+    expect(await mountedAt()).toBe(d2);
+    // the copy unmounted and given a new UUID: the disk's filesystem is mounted there again (the
+    // mount step checks, on the host, that the device it mounts carries the recorded UUID)
+    await sh(H, `umount /ais/d1 && xfs_admin -U generate ${d2} >/dev/null`);
+    const run = await converge();
+    expect(changedResources(run).map((c) => c.id)).toEqual(['mount:/ais/d1']);
+    expect(await mountedAt()).toBe(d1);
+    expect(await uuidOf(d1)).toBe(uuid);
+  });
+
+  it('a loop device over the mounted disk carries its UUID too: the disk itself, not a clone (converged, in --check and apply)', async () => {
+    const [d1] = disks(H).map((d) => d.dev);
+    const uuid = await uuidOf(d1);
+    loop = runnerLoopOver(d1);
+    const minor = loop.replace('/dev/loop', '');
+    // the host sees it as its own disks (blkid lists the devices of /sys/block that have a /dev node)
+    await sh(H, `mknod ${loop} b 7 ${minor} && ln -s ../devices/virtual/block/loop${minor} /sys/block/loop${minor}`);
+    expect((await sh(H, `blkid -c /dev/null -o device -t UUID=${uuid}`)).trim().split('\n').sort()).toEqual([d1, loop].sort());
+    for (const mode of [['--check'], []]) {
+      const run = await provision([PB, '-i', one(), '-l', H, '--json', ...mode]);
+      expect(run.code, why(run)).toBe(0);
+      expect(recaps(run)[H]).toMatchObject({ changed: 0, failed: 0 });
+    }
+    expect(await mountedAt()).toBe(d1);
+  });
+
+  // A dm-linear over a disk reads its blocks from offset 0: blkid lists the dm device
+  // (/dev/mapper/NAME) and the disk under it with one UUID, as a multipath map and its path
+  // devices. The kernel of this machine may have no device-mapper: then the test says so.
+  it('a dm-linear data disk (the disk under it carries its UUID): formatted, mounted, and converged without a clone named', async (ctx) => {
+    const misc = readFileSync('/proc/misc', 'utf8');
+    if (!/\bdevice-mapper\b/.test(misc))
+      return ctx.skip('the kernel has no device-mapper (/proc/misc lists none): a dm-linear cannot be made here');
+    if (spawnSync('dmsetup', ['version']).status !== 0) return ctx.skip('dmsetup cannot reach the kernel device-mapper on the runner');
+    const [, d2] = disks(H).map((d) => d.dev);
+    await sh(H, `wipefs -a -q ${d2}`);
+    const name = `rs-s1-stack-${process.pid}`;
+    const sectors = (await sh(H, `blockdev --getsz ${d2}`)).trim();
+    const mm = (await sh(H, `cat /sys/block/${kname(d2)}/dev`)).trim();
+    const made = spawnSync('dmsetup', ['create', name, '--table', `0 ${sectors} linear ${mm} 0`], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`dmsetup create: ${made.stderr}`);
+    let dm = '';
+    try {
+      const dmMm = spawnSync('dmsetup', ['info', '-c', '--noheadings', '-o', 'major,minor', name], { encoding: 'utf8' })
+        .stdout.trim()
+        .split(':');
+      dm = `/dev/dm-${dmMm[1]}`;
+      await sh(
+        H,
+        `mknod ${dm} b ${dmMm[0]} ${dmMm[1]} && mkdir -p /dev/mapper && ln -sf ../dm-${dmMm[1]} /dev/mapper/${name} && ln -s ../devices/virtual/block/dm-${dmMm[1]} /sys/block/dm-${dmMm[1]}`,
+      );
+      const inv = inventory({ [H]: { storage_disks: [{ device: dm, name: 'd2', match: { KERNEL: `dm-${dmMm[1]}` } }] } });
+      // (the I/O tuning is left out: a host's /sys/block lists its own loop disks only)
+      const tags = ['-t', 'mkfs,mount,xattr'];
+      const first = await provision([PB, '-i', inv, '-l', H, '--json', ...tags]);
+      expect(first.code, why(first)).toBe(0);
+      const uuid = (await sh(H, `blkid -p -s UUID -o value ${dm}`)).trim();
+      expect((await sh(H, `blkid -c /dev/null -o device -t UUID=${uuid}`)).trim().split('\n').sort()).toEqual(
+        [`/dev/mapper/${name}`, d2].sort(),
+      );
+      for (const mode of [['--check'], []]) {
+        const run = await provision([PB, '-i', inv, '-l', H, '--json', ...tags, ...mode]);
+        expect(run.code, why(run)).toBe(0);
+        expect(recaps(run)[H]).toMatchObject({ changed: 0, failed: 0 });
+      }
+      // unmounted, as before a reboot's mount: kept, not refused as a clone of the disk under it
+      await sh(H, 'umount /ais/d2');
+      const again = await provision([PB, '-i', inv, '-l', H, '--json', ...tags]);
+      expect(again.code, why(again)).toBe(0);
+    } finally {
+      if (dm) await tb.hostExec(H, `umount /ais/d2 2>/dev/null; rm -f ${dm} /dev/mapper/${name} /sys/block/${kname(dm)}`);
+      spawnSync('dmsetup', ['remove', name]);
     }
   });
 });

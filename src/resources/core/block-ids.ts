@@ -11,7 +11,7 @@ import { define } from '../../contract/probe.ts';
  * Shell functions: rs_bid_uuid DEV sets $rs_bid_v to DEV's filesystem UUID ('' when none; DEV
  * may be a link to the device); rs_bid_dev UUID sets $rs_bid_v to the device that carries that
  * UUID (the one udev's by-uuid link names, when there is one and several carry it; '' when none);
- * rs_bid_devs UUID prints `uuiddev=DEV` for every device that carries that UUID. Both read the
+ * rs_bid_devs UUID sets $rs_bid_vs to every device that carries that UUID, a line each. They read the
  * superblocks (`-c /dev/null`: no cache, which udev's links and blkid's cache can lag right after
  * a mkfs). blkid's answer is walked with builtins (rs_bid_walk FN ARG: FN sees each line in
  * $rs_bid_l and returns 1 to stop): `read` from a here-document takes a system call per byte, and
@@ -63,12 +63,13 @@ rs_bid_dev() {
 rs_bid_devs_line() {
   case $rs_bid_l in
   DEVNAME=*) rs_bid_d=\${rs_bid_l#DEVNAME=} ;;
-  UUID=*) [ "\${rs_bid_l#UUID=}" = "$1" ] && echo "uuiddev=$rs_bid_d" ;;
+  UUID=*) [ "\${rs_bid_l#UUID=}" = "$1" ] && rs_bid_vs="$rs_bid_vs$rs_bid_d
+" ;;
   esac
   return 0
 }
 rs_bid_devs() {
-  rs_bid_load; rs_bid_d=
+  rs_bid_load; rs_bid_d=; rs_bid_vs=
   rs_bid_walk rs_bid_devs_line "$1"
   return 0
 }`;

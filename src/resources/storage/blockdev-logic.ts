@@ -100,9 +100,25 @@ export interface DiskFacts {
   loops: LoopUse[];
   /** For a disk that may be formatted: each of its serial/WWN values → the host's disks that carry it. */
   idDisks: Record<string, string[]>;
-  /** For an unmounted XFS disk: every device of the host that carries its filesystem UUID (itself included). */
-  uuidDevices?: string[];
+  /** For an XFS disk (mounted or not): every device of the host that carries its filesystem UUID (itself included). */
+  uuidDevices?: UuidDevice[];
+  /**
+   * Kernel names of the devices stacked with this disk, each transitively: below it (its slaves:
+   * a multipath map's path devices, the disk under a dm-linear; the block device a loop disk
+   * reads) and above it (its holders: dm devices over it). Read for XFS and mounted disks.
+   */
+  stack: string[];
   queue: QueueFacts;
+}
+
+/** A device that carries a disk's filesystem UUID, as the probe names it. */
+export interface UuidDevice {
+  /** The path blkid names it by: /dev/NAME, /dev/mapper/NAME for a dm device. */
+  path: string;
+  /** Its kernel name ('' when the probe could not tell). */
+  kname: string;
+  /** For a loop device (other than the disk): the kernel name of the block device it reads, else ''. */
+  backing: string;
 }
 
 export interface DataSample {
@@ -188,6 +204,7 @@ function parseDiskAnswer(out: string): DiskFacts {
     openBy: [],
     loops: [],
     idDisks: {},
+    stack: [],
     queue: { schedulers: [], caps: {} },
   };
   let sawEnd = false;
@@ -274,7 +291,11 @@ function parseDiskAnswer(out: string): DiskFacts {
       const tab = v.indexOf('\t');
       const id = tab < 0 ? v : v.slice(0, tab);
       f.idDisks[id] = [...new Set([...(f.idDisks[id] ?? []), ...(tab < 0 ? '' : v.slice(tab + 1)).split(' ').filter(Boolean)])];
-    } else if (k === 'uuiddev') (f.uuidDevices ??= []).push(v);
+    } else if (k === 'uuiddev') {
+      // PATH<TAB>KNAME<TAB>BACKING (answers recorded before the kernel name: PATH only)
+      const [path, kname, backing] = v.split('\t');
+      (f.uuidDevices ??= []).push({ path, kname: kname ?? /^\/dev\/([^/]+)$/.exec(path)?.[1] ?? '', backing: backing ?? '' });
+    } else if (k === 'stack') f.stack.push(v);
     else if (k === 'q.scheduler') {
       const words = v.trim().split(/\s+/).filter(Boolean);
       f.queue.schedulers = words.map((w) => w.replace(/^\[|\]$/g, ''));
@@ -485,10 +506,29 @@ export function usesOf(f: DiskFacts): string[] {
   return uses;
 }
 
-/** Devices other than this disk (and its partitions) that carry its filesystem UUID. */
-function uuidTwins(f: DiskFacts): string[] {
+/**
+ * The devices that carry this disk's filesystem UUID and are another copy of it (clones), by the
+ * path blkid names them. Not clones: the disk itself under another name (/dev/mapper/NAME of a dm
+ * disk), its partitions, the devices stacked with it (a multipath map's path devices, a dm device
+ * over it or under it, the block device a loop disk reads), and a loop device that reads any of
+ * those: they all read the disk's own blocks (and `xfs_admin -U` on one of them would rewrite the
+ * disk's own superblock). A device whose kernel name the probe could not tell counts as a clone.
+ */
+export function uuidClones(f: Pick<DiskFacts, 'kname' | 'partitions' | 'stack' | 'uuidDevices'>): string[] {
+  const devs = f.uuidDevices ?? [];
+  const same = new Set([f.kname, ...f.partitions.map((p) => p.name), ...f.stack]);
+  // (a loop over a loop over the disk is the disk too: until nothing more is)
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const d of devs) {
+      if (d.kname && d.backing && same.has(d.backing) && !same.has(d.kname)) {
+        same.add(d.kname);
+        grew = true;
+      }
+    }
+  }
   const own = new Set([`/dev/${f.kname}`, ...f.partitions.map((p) => `/dev/${p.name}`)]);
-  return [...new Set(f.uuidDevices ?? [])].filter((d) => !own.has(d));
+  return [...new Set(devs.filter((d) => !own.has(d.path) && !(d.kname && same.has(d.kname))).map((d) => d.path))];
 }
 
 /**
@@ -509,7 +549,8 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
   const atTarget = f.mounts.some((m) => m.majmin === f.majmin && listed.has(m.mountpoint));
   const elsewhere = f.mounts.filter((m) => m !== root && !(m.majmin === f.majmin && listed.has(m.mountpoint)));
 
-  const uuid = f.blkid.UUID ? ` (UUID ${f.blkid.UUID})` : '';
+  const fsid = f.contentProbed ? f.blkid.UUID : f.fsUuid;
+  const uuid = fsid ? ` (UUID ${fsid})` : '';
   // (a wipefs that cannot open a disk exclusively, util-linux before 2.24, has no answer: a kept
   // XFS disk is not refused for that, as one that might be formatted is)
   const xfsUses =
@@ -529,10 +570,10 @@ export function planFormat(f: DiskFacts, o: FormatOptions): FormatPlan {
         `${dev} carries XFS${uuid} and is mounted at ${elsewhere.map((m) => m.mountpoint).join(', ')}, not at ${o.mountpoint}; unmount it first`,
       );
     }
-    const twins = uuidTwins(f);
-    if (twins.length) {
+    const clones = uuidClones(f);
+    if (clones.length) {
       throw new Refusal(
-        `${dev} carries XFS${uuid} and so does ${twins.join(', ')} (a cloned filesystem): fstab mounts by UUID, so either could end up at ${o.mountpoint}; give the copy a new UUID first (xfs_admin -U generate DEVICE, unmounted)`,
+        `${dev} carries XFS${uuid} and so does ${clones.join(', ')} (a cloned filesystem): fstab mounts by UUID, so either could end up at ${o.mountpoint}; give the copy a new UUID first (xfs_admin -U generate DEVICE, unmounted)`,
       );
     }
     return { action: 'keep' };

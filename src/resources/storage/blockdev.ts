@@ -181,6 +181,62 @@ const MAJMIN_FN = `rs_majmin() {
   rs_mm=$(stat -L -c '%t:%T' -- "$1") && rs_mm="$((0x\${rs_mm%:*})):$((0x\${rs_mm#*:}))"
 }`;
 
+/** Shell that sets $rs_kn to the kernel name of block device file $1 ('' when it is none). */
+const KNAME_FN = `rs_kname() {
+  rs_kn=
+  if [ ! -L "$1" ] && [ -r "$R/sys/class/block/\${1##*/}/dev" ]; then rs_kn=\${1##*/}; return 0; fi
+  rs_majmin "$1" 2>/dev/null || return 0
+  cd -P -- "$R/sys/dev/block/$rs_mm" 2>/dev/null && rs_kn=\${PWD##*/}
+  cd /
+}`;
+
+/**
+ * Shell that prints `stack=NAME` for every device stacked with the disk at sysfs dir $1: below it
+ * (its slaves: a multipath map's path devices, the disk under a dm-linear; the block device a loop
+ * disk reads), and above it (its holders: the dm devices over it), each transitively. They read
+ * the disk's own blocks, so blkid finds its filesystem UUID on those at offset 0 too: the same
+ * disk, not a clone (blockdev-logic.ts: uuidClones).
+ */
+const STACK_FN = `rs_stack_add() { case $rs_stack_seen in *" $1 "*) return 1 ;; esac; rs_stack_seen="$rs_stack_seen$1 "; echo "stack=$1"; }
+rs_stack_down() {
+  for rs_sd in "$1"/slaves/*; do [ -e "$rs_sd" ] && rs_stack_add "\${rs_sd##*/}" && rs_stack_down "$rs_sd"; done
+  if [ -r "$1/loop/backing_file" ]; then
+    rs_rd "$1/loop/backing_file" || :
+    case $rs_v in /*) [ -b "$R$rs_v" ] && rs_kname "$R$rs_v" && [ -n "$rs_kn" ] && rs_stack_add "$rs_kn" && rs_stack_down "$R/sys/class/block/$rs_kn" ;; esac
+  fi
+  return 0
+}
+rs_stack_up() {
+  for rs_su in "$1"/holders/*; do [ -e "$rs_su" ] && rs_stack_add "\${rs_su##*/}" && rs_stack_up "$rs_su"; done
+  return 0
+}
+rs_stack() { rs_stack_seen=" $2 "; rs_stack_down "$1"; rs_stack_up "$1"; }`;
+
+/**
+ * Shell that prints, for every device of the host that carries filesystem UUID $1 (from the
+ * script's one blkid: core/block-ids.ts), `uuiddev=PATH<TAB>KNAME<TAB>BACKING`: the path blkid
+ * names it by (/dev/mapper/NAME for a dm device), its kernel name, and for a loop device other
+ * than the disk $2 the kernel name of the block device it reads (its backing file), else empty.
+ * Whether one is a clone or the disk itself is decided from these (blockdev-logic.ts: uuidClones).
+ */
+const UUID_DEVS_FN = `rs_uuid_devs() {
+  rs_bid_devs "$1"
+  rs_ud_ifs=$IFS; rs_ud_opts=$-; set -f
+  IFS='
+'
+  for rs_ud_d in $rs_bid_vs; do
+    IFS=$rs_ud_ifs
+    rs_kname "$rs_ud_d"; rs_ud_k=$rs_kn; rs_ud_b=
+    if [ -n "$rs_ud_k" ] && [ "$rs_ud_k" != "$2" ] && [ -r "$R/sys/class/block/$rs_ud_k/loop/backing_file" ]; then
+      rs_rd "$R/sys/class/block/$rs_ud_k/loop/backing_file" || :
+      case $rs_v in /*) [ -b "$R$rs_v" ] && rs_kname "$R$rs_v" && rs_ud_b=$rs_kn ;; esac
+    fi
+    printf 'uuiddev=%s\\t%s\\t%s\\n' "$rs_ud_d" "$rs_ud_k" "$rs_ud_b"
+  done
+  IFS=$rs_ud_ifs
+  case $rs_ud_opts in *f*) ;; *) set +f ;; esac
+}`;
+
 /** Where a partition usually starts (bytes): 34, 63, 64 and 128 sectors, GPT on 4Kn, 1-16 MiB alignments. */
 export const PARTITION_OFFSETS = [17408, 24576, 32256, 32768, 65536, 1048576, 2097152, 4194304, 8388608, 16777216];
 
@@ -393,11 +449,13 @@ rs_inuse() {
  * inline part (no subshell of its own): it returns where a section would exit, reads only what
  * it set, and leaves the working directory at /.
  *
- * A mounted disk costs builtins only (it is never formatted: its content is not read). An
- * unmounted one is read (blkid, wipefs) and asked who uses it (the exclusive open, the loop
- * devices over it: an XFS disk mounted in another mount namespace is not taken either); an XFS
- * one also which devices share its UUID; one that might be formatted also gets the data sample
- * (when no signature is found) and the count of disks sharing each of its serials.
+ * A mounted disk costs builtins only (it is never formatted: its content is not read), besides
+ * the script's one blkid: its filesystem UUID, which devices share it (a clone) and the devices
+ * stacked with it (which share it as the same disk). An unmounted one is read (blkid, wipefs) and
+ * asked who uses it (the exclusive open, the loop devices over it: an XFS disk mounted in another
+ * mount namespace is not taken either); an XFS one also which devices share its UUID and which
+ * are stacked with it; one that might be formatted also gets the data sample (when no signature
+ * is found) and the count of disks sharing each of its serials.
  */
 const DISK_FN = `rs_disk() {
   # (the default field separators: the lists below are split on them, whatever ran before)
@@ -458,8 +516,13 @@ mountfs=$fs"
     # filesystem UUID its mountpath is recorded by (storage.json): from the script's one blkid of
     # the host's devices (block-ids.ts), a fake root's own device read alone.
     echo content=mounted
-    if [ -z "$R" ]; then rs_bid_uuid "/dev/$k"; echo "fsuuid=$rs_bid_v"
+    if [ -z "$R" ]; then
+      rs_bid_uuid "/dev/$k"; echo "fsuuid=$rs_bid_v"
+      # Another device that carries it (a clone): fstab mounts by UUID, so after a reboot the copy
+      # may be mounted here; as for an unmounted XFS disk below (builtins: blkid ran already).
+      [ -n "$rs_bid_v" ] && rs_uuid_devs "$rs_bid_v" "$k"
     else echo "fsuuid=$(blkid -p -s UUID -o value -- "$R/dev/$k" 2>/dev/null)"; fi
+    rs_stack "$sys" "$k"
   else
     rs_sig "$R/dev/$k" $((\${rs_size:-0} * 512))
     # The fingerprint guards a format: an XFS disk is never formatted (a hash process saved per disk).
@@ -492,7 +555,8 @@ TYPE=xfs
 UUID="*) rs_u=\${rs_b#*"
 UUID="}; rs_u=\${rs_u%%"
 "*} ;; esac
-      if [ -z "$R" ] && [ -n "$rs_u" ]; then rs_bid_devs "$rs_u"; fi
+      if [ -z "$R" ] && [ -n "$rs_u" ]; then rs_uuid_devs "$rs_u" "$k"; fi
+      rs_stack "$sys" "$k"
       # Mounted in another mount namespace, open exclusively, a loop over it: not ours to mount.
       rs_inuse "$R/dev/$k" "$pairs" ;;
     *)
@@ -516,6 +580,9 @@ const DISK_OWN_HELPERS = [
   READ_FN,
   TRIM_FN,
   MAJMIN_FN,
+  KNAME_FN,
+  STACK_FN,
+  UUID_DEVS_FN,
   UDEV_EACH_FN,
   UDEV_FN,
   IDS_FN,

@@ -315,14 +315,27 @@ printf 'recorded=%s\\n' "$rs_u"`);
       const serving = { mountpoint, dev: f.source.path ?? specText(spec), recorded: f.recorded || undefined, found: f.source.uuid };
       if (servingVerdict(serving, adopt, f.made) === 'foreign')
         throw new Refusal(`not mounting ${serving.dev} at ${mountpoint}: ${foreignFilesystemProblem(serving)}`);
-      // the listed disk the mount found (stat's hex maj:min), checked as the format checks a kept disk
+      // The listed disk the mount found (stat's hex maj:min), and any listed disk carrying the
+      // filesystem UUID it found (the device found may be a clone of it, or the clone may be what
+      // is mounted here): each checked as the format checks a disk it keeps.
       const mm = f.source.majmin
         ?.split(':')
         .map((h) => parseInt(h, 16))
         .join(':');
-      const disk = f.disks?.find((d) => !d.error && d.majmin === mm);
-      const why = disk && servingRefusal(disk, mountpoint, alsoAt);
-      if (why) throw new Refusal(`not mounting /dev/${disk.kname} at ${mountpoint}: ${why}`);
+      const listed = (f.disks ?? []).filter((d) => !d.error);
+      const found = listed.filter((d) => d.majmin === mm);
+      const carriers = [
+        ...found,
+        ...listed.filter((d) => d.majmin !== mm && f.source.uuid !== undefined && xfsUuidOf(d) === f.source.uuid),
+      ];
+      for (const disk of carriers) {
+        const why = servingRefusal(disk, mountpoint, alsoAt);
+        if (!why) continue;
+        // (already mounted there: what is refused is keeping it so, not a mount)
+        if (f.live) throw new Refusal(`${mountpoint} (${f.live.source} mounted there): ${why}`);
+        const dev = found.includes(disk) ? `/dev/${disk.kname}` : (f.source.path ?? `/dev/${disk.kname}`);
+        throw new Refusal(`not mounting ${dev} at ${mountpoint}: ${why}`);
+      }
       return m.diff(f);
     },
   };

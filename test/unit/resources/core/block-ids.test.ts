@@ -52,8 +52,8 @@ describe('filesystem UUIDs looked up in one blkid answer, with builtins', () => 
     expect(sh(`rs_bid_dev ${uuid}; printf '%s' "$rs_bid_v"`)).toBe(want);
   });
 
-  it('rs_bid_devs prints every device that carries the UUID, none for an unknown one', () => {
-    expect(sh(`rs_bid_devs ${U(3)}; rs_bid_devs ${U(9)}`)).toBe(`uuiddev=${c}\nuuiddev=${d}\n`);
+  it('rs_bid_devs lists every device that carries the UUID, none for an unknown one', () => {
+    expect(sh(`rs_bid_devs ${U(3)}; printf '%s|' "$rs_bid_vs"; rs_bid_devs ${U(9)}; printf '%s|' "$rs_bid_vs"`)).toBe(`${c}\n${d}\n||`);
   });
 
   it("leaves the caller's IFS and globbing as they were (a walk of the mount table may be calling)", () => {

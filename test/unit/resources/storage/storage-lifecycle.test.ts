@@ -761,6 +761,92 @@ describe('the record line and the mount refuse what the format would not keep (-
     ]);
   });
 
+  // A copy of d1 made while d1 was mounted (loop9, not listed): the mount's lookup of the recorded
+  // UUID may find the copy, or the copy may be what a reboot mounted there. Either way the listed
+  // disk carrying that UUID is checked, so the refusal names the copy (it said `/ais/d1 already
+  // has /dev/loop1 mounted, not /dev/loop9`, or nothing at all).
+  describe('a clone of a mounted disk', () => {
+    const live = (source: string, majmin: string) => ({ source, fstype: 'xfs', options: ['rw', 'noatime'], majmin });
+    const converged = {
+      fstab: fileWith(`UUID=${U1} /ais/d1 xfs noatime 0 0\n`),
+      target: { kind: 'dir' as const, empty: false, mode: '750' },
+      recorded: U1,
+      made: [] as string[],
+    };
+    const clone = ['uuiddev=/dev/loop9\tloop9\t', 'uuiddev=/dev/loop1\tloop1\t'];
+    const said = `/dev/loop1 carries XFS \\(UUID ${U1}\\) and so does /dev/loop9 \\(a cloned filesystem\\)`;
+    it.each<[string, Parameters<ReturnType<typeof mount>['diff']>[0], RegExp]>([
+      [
+        'the lookup found the copy, d1 is mounted there',
+        {
+          ...converged,
+          live: live('/dev/loop1', '7:1'),
+          source: { exists: true, majmin: '7:9', uuid: U1, path: '/dev/loop9' },
+          disks: [xfs('loop1', '7:1', U1, '/ais/d1', clone), blank('loop2', '7:2')],
+        },
+        new RegExp(`^/ais/d1 \\(/dev/loop1 mounted there\\): ${said}`),
+      ],
+      [
+        'the lookup found d1 itself, mounted there',
+        {
+          ...converged,
+          live: live('/dev/loop1', '7:1'),
+          source: { exists: true, majmin: '7:1', uuid: U1, path: '/dev/loop1' },
+          disks: [xfs('loop1', '7:1', U1, '/ais/d1', clone), blank('loop2', '7:2')],
+        },
+        new RegExp(`^/ais/d1 \\(/dev/loop1 mounted there\\): ${said}`),
+      ],
+      [
+        'a reboot mounted the copy there (d1 unmounted)',
+        {
+          ...converged,
+          live: live('/dev/loop9', '7:9'),
+          source: { exists: true, majmin: '7:9', uuid: U1, path: '/dev/loop9' },
+          disks: [xfs('loop1', '7:1', U1, undefined, clone), blank('loop2', '7:2')],
+        },
+        new RegExp(`^/ais/d1 \\(/dev/loop9 mounted there\\): ${said}`),
+      ],
+      [
+        'not mounted yet, the lookup found the copy',
+        {
+          ...converged,
+          live: undefined,
+          target: { kind: 'dir', empty: true },
+          source: { exists: true, majmin: '7:9', uuid: U1, path: '/dev/loop9' },
+          disks: [xfs('loop1', '7:1', U1, undefined, clone), blank('loop2', '7:2')],
+        },
+        new RegExp(`^not mounting /dev/loop9 at /ais/d1: ${said}`),
+      ],
+      [
+        'both copies listed, the mount found the second (d2 is /dev/loop2 here): the device found is the one refused',
+        {
+          ...converged,
+          live: undefined,
+          target: { kind: 'dir', empty: true },
+          source: { exists: true, majmin: '7:2', uuid: U1, path: '/dev/loop2' },
+          disks: [
+            xfs('loop1', '7:1', U1, undefined, ['uuiddev=/dev/loop1\tloop1\t', 'uuiddev=/dev/loop2\tloop2\t']),
+            xfs('loop2', '7:2', U1, undefined, ['uuiddev=/dev/loop1\tloop1\t', 'uuiddev=/dev/loop2\tloop2\t']),
+          ],
+        },
+        new RegExp(`^not mounting /dev/loop2 at /ais/d1: /dev/loop2 carries XFS \\(UUID ${U1}\\) and so does /dev/loop1 \\(a cloned`),
+      ],
+    ])('%s: refused naming the copy', (_, f, want) => {
+      expect(() => mount().diff(f)).toThrow(want);
+    });
+
+    it('a device that reads d1 itself (a loop over it, a path device below it) is no clone: converged', () => {
+      const same = ['uuiddev=/dev/loop1\tloop1\t', 'uuiddev=/dev/loop9\tloop9\tloop1', 'uuiddev=/dev/sdc\tsdc\t', 'stack=sdc'];
+      const f = {
+        ...converged,
+        live: live('/dev/loop1', '7:1'),
+        source: { exists: true, majmin: '7:1', uuid: U1, path: '/dev/loop1' },
+        disks: [xfs('loop1', '7:1', U1, '/ais/d1', same), blank('loop2', '7:2')],
+      };
+      expect(mount().diff(f)).toEqual([]);
+    });
+  });
+
   it('servingRefusal leaves a disk without XFS to the mount (nothing to mount there)', () => {
     expect(servingRefusal(blank('loop2', '7:2'), '/ais/d2', [])).toBeUndefined();
     expect(servingRefusal(kept[0], '/ais/d1', ['/ais/d2'])).toBeUndefined();

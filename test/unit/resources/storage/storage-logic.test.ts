@@ -83,6 +83,7 @@ function disk(o: Partial<DiskFacts> = {}): DiskFacts {
     openBy: [],
     loops: [],
     idDisks: { ST20000_S1: ['sdb'], S1: ['sdb'], '0x5000c500a1b2c3d4': ['sdb'] },
+    stack: [],
     queue: { ...loopQueue, scheduler: 'mq-deadline', nr_requests: 256, max_hw_sectors_kb: 32767, max_sectors_kb: 1280, nr_tags: 32 },
     ...o,
   };
@@ -956,6 +957,81 @@ describe('disk probe over a fake sysfs tree', () => {
     expect(probe({ serial: 'NOPE' }).error).toBe('no disk has serial or WWN NOPE');
     expect(probe({ device: '/dev/sdz' }).error).toBe('/dev/sdz does not exist');
     expect(probe({ device: '/dev/sdb' }).error).toBe('/dev/sdb is not a block device');
+  });
+});
+
+// The devices stacked with a disk, as sysfs links them (no device-mapper in the test bed's kernel:
+// a fake tree as the kernel lays one out): a multipath map dm-0 over the path devices sdc and sdd,
+// a dm-linear dm-1 over dm-0, and sdc under dm-0 only. The probe lists them as `stack=` (the
+// same disk's devices, which carry its filesystem UUID: never named as clones of it).
+describe('disk probe: the devices stacked with a disk, from sysfs slaves and holders', () => {
+  let root = '';
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'rs-stack-'));
+    const blockDir = (name: string, majmin: string, parent = 'virtual') => {
+      const dir = join(root, 'sys/devices', parent, 'block', name);
+      mkdirSync(join(dir, 'queue'), { recursive: true });
+      mkdirSync(join(dir, 'holders'));
+      writeFileSync(join(dir, 'dev'), `${majmin}\n`);
+      writeFileSync(join(dir, 'size'), '2048\n');
+      writeFileSync(join(dir, 'queue/rotational'), '0\n');
+      mkdirSync(join(root, 'sys/dev/block'), { recursive: true });
+      mkdirSync(join(root, 'sys/class/block'), { recursive: true });
+      symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/dev/block', majmin));
+      symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/class/block', name));
+      mkdirSync(join(root, 'sys/block'), { recursive: true });
+      symlinkSync(`../devices/${parent}/block/${name}`, join(root, 'sys/block', name));
+      mkdirSync(join(root, 'run/udev/data'), { recursive: true });
+      writeFileSync(join(root, `run/udev/data/b${majmin}`), `E:ID_SERIAL_SHORT=SER_${name}\n`);
+      mkdirSync(join(root, 'dev'), { recursive: true });
+      writeFileSync(join(root, 'dev', name), '');
+      return dir;
+    };
+    const link = (from: string, kind: 'slaves' | 'holders', to: string, toParent = 'virtual') => {
+      mkdirSync(join(from, kind), { recursive: true });
+      symlinkSync(`../../../../${toParent}/block/${to}`, join(from, kind, to));
+    };
+    const sdc = blockDir('sdc', '8:32', 'pci0/host0');
+    const sdd = blockDir('sdd', '8:48', 'pci0/host0');
+    const dm0 = blockDir('dm-0', '253:0');
+    const dm1 = blockDir('dm-1', '253:1');
+    link(dm0, 'slaves', 'sdc', 'pci0/host0');
+    link(dm0, 'slaves', 'sdd', 'pci0/host0');
+    // (the relative links of pci devices climb two more levels)
+    symlinkSync('../../../../../../virtual/block/dm-0', join(sdc, 'holders/dm-0'));
+    symlinkSync('../../../../../../virtual/block/dm-0', join(sdd, 'holders/dm-0'));
+    link(dm1, 'slaves', 'dm-0');
+    link(dm0, 'holders', 'dm-1');
+    mkdirSync(join(root, 'proc/self'), { recursive: true });
+    writeFileSync(
+      join(root, 'proc/self/mountinfo'),
+      '20 1 0:25 / / rw - overlay overlay rw\n22 20 253:1 / /ais/d1 rw - xfs /dev/mapper/data rw\n23 20 253:0 / /mnt/m rw - xfs /dev/mapper/mpatha rw\n',
+    );
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  const probe = (serial: string) => parseDiskFacts(execFileSync('sh', ['-c', diskProbe({ serial }, { root })], { encoding: 'utf8' }));
+
+  it.each<[string, string, string[]]>([
+    ['the dm-linear (mounted): the map below it and its path devices, transitively', 'SER_dm-1', ['dm-0', 'sdc', 'sdd']],
+    // (the stack is read of mounted and XFS disks: the fake mounts dm-0 too)
+    ['the map: its path devices below it and the dm-linear above it', 'SER_dm-0', ['dm-1', 'sdc', 'sdd']],
+  ])('%s', (_, serial, stack) => {
+    const f = probe(serial);
+    expect(f.error).toBeUndefined();
+    expect([...f.stack].sort()).toEqual(stack);
+  });
+
+  it('the mounted dm-linear with blkid listing the whole stack under its UUID: no clone', () => {
+    const f = probe('SER_dm-1');
+    expect(f.contentProbed).toBe(false);
+    const uuidDevices = [
+      { path: '/dev/mapper/data', kname: 'dm-1', backing: '' },
+      { path: '/dev/mapper/mpatha', kname: 'dm-0', backing: '' },
+      { path: '/dev/sdc', kname: 'sdc', backing: '' },
+      { path: '/dev/sdd', kname: 'sdd', backing: '' },
+    ];
+    expect(planFormat({ ...f, mountedFs: 'xfs', uuidDevices }, { allow: [], mountpoint: '/ais/d1' })).toEqual({ action: 'keep' });
   });
 });
 

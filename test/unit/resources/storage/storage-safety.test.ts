@@ -14,13 +14,15 @@ import {
   udevGlob,
   udevGlobError,
   usesOf,
+  uuidClones,
   type DiskFacts,
+  type UuidDevice,
 } from '../../../../src/resources/storage/blockdev-logic.ts';
 import { storageConfig } from '../../../../playbooks/storage.ts';
 import { InputError } from '../../../../src/util/errors.ts';
 
-const fixture = (name: string): DiskFacts =>
-  parseDiskFacts(readFileSync(join(import.meta.dirname, '../../fixtures/disk-probes', `${name}.txt`), 'utf8'));
+const fixtureText = (name: string): string => readFileSync(join(import.meta.dirname, '../../fixtures/disk-probes', `${name}.txt`), 'utf8');
+const fixture = (name: string): DiskFacts => parseDiskFacts(fixtureText(name));
 const MP = '/ais/d1';
 const decide = (f: DiskFacts, allow: string[]) => {
   try {
@@ -215,6 +217,104 @@ describe('blankness and in-use, from facts', () => {
       action: 'refuse',
       message: expect.stringMatching(/format_allow entry SHARED1 is ambiguous: the probe could not count the disks that carry it/),
     });
+  });
+});
+
+// Which devices carrying a disk's filesystem UUID are clones of it (fstab mounts by UUID: a clone
+// may be mounted in its place after a reboot), and which read the disk's own blocks: the disk under
+// another name, the devices stacked with it (a multipath map's path devices, dm devices over or
+// under it), a loop device over any of those. Those are the same disk: never named as a clone
+// (the advice, xfs_admin -U on the copy, would rewrite the disk's own superblock).
+describe('cloned filesystem UUIDs: a clone is named, the disk itself under another name or stack is not', () => {
+  const dev = (path: string, kname = path.replace(/^\/dev\//, ''), backing = ''): UuidDevice => ({ path, kname, backing });
+  it.each<[string, { kname: string; partitions?: string[]; stack?: string[] }, UuidDevice[], string[]]>([
+    ['only the disk', { kname: 'sdb' }, [dev('/dev/sdb')], []],
+    ['a block-for-block copy on another disk', { kname: 'sdb' }, [dev('/dev/sdb'), dev('/dev/sdc')], ['/dev/sdc']],
+    ['two copies', { kname: 'sdb' }, [dev('/dev/sdc'), dev('/dev/sdb'), dev('/dev/sdd')], ['/dev/sdc', '/dev/sdd']],
+    ['a copy in a partition of another disk', { kname: 'sdb' }, [dev('/dev/sdb'), dev('/dev/sdc1')], ['/dev/sdc1']],
+    // blkid names a dm device /dev/mapper/NAME: its kernel name tells it is the disk itself
+    ['a dm disk named by its mapper path (LVM volume, dm-linear)', { kname: 'dm-3' }, [dev('/dev/mapper/vg-data', 'dm-3')], []],
+    [
+      'a multipath map and its path devices (slaves, same UUID at offset 0)',
+      { kname: 'dm-0', stack: ['sdc', 'sdd'] },
+      [dev('/dev/mapper/mpatha', 'dm-0'), dev('/dev/sdc'), dev('/dev/sdd')],
+      [],
+    ],
+    [
+      'a multipath map with a clone of it on another LUN',
+      { kname: 'dm-0', stack: ['sdc', 'sdd'] },
+      [dev('/dev/mapper/mpatha', 'dm-0'), dev('/dev/sdc'), dev('/dev/sdd'), dev('/dev/mapper/mpathb', 'dm-1')],
+      ['/dev/mapper/mpathb'],
+    ],
+    ['a dm-linear over the disk (a holder)', { kname: 'sdb', stack: ['dm-2'] }, [dev('/dev/sdb'), dev('/dev/mapper/lin', 'dm-2')], []],
+    [
+      'a dm-linear stacked on a multipath map: both levels',
+      { kname: 'dm-5', stack: ['dm-0', 'sdc', 'sdd'] },
+      [dev('/dev/mapper/data', 'dm-5'), dev('/dev/mapper/mpatha', 'dm-0'), dev('/dev/sdc'), dev('/dev/sdd')],
+      [],
+    ],
+    ['a loop device over the disk', { kname: 'sdb' }, [dev('/dev/sdb'), dev('/dev/loop9', 'loop9', 'sdb')], []],
+    [
+      'a loop device over a loop device over the disk',
+      { kname: 'sdb' },
+      [dev('/dev/loop9', 'loop9', 'loop8'), dev('/dev/loop8', 'loop8', 'sdb')],
+      [],
+    ],
+    ['a loop device over a path device of the map', { kname: 'dm-0', stack: ['sdc'] }, [dev('/dev/loop9', 'loop9', 'sdc')], []],
+    [
+      'a loop device over the clone is a clone too',
+      { kname: 'sdb' },
+      [dev('/dev/sdc'), dev('/dev/loop9', 'loop9', 'sdc')],
+      ['/dev/sdc', '/dev/loop9'],
+    ],
+    [
+      'a loop disk reading a block device (the disk under it)',
+      { kname: 'loop5', stack: ['sdb'] },
+      [dev('/dev/loop5'), dev('/dev/sdb')],
+      [],
+    ],
+    // a device whose kernel name the probe could not tell: refused rather than assumed the same
+    ['a path the probe could not resolve', { kname: 'dm-0', stack: ['sdc'] }, [dev('/dev/mapper/gone', '')], ['/dev/mapper/gone']],
+    // answers recorded before the kernel name was printed: PATH only, /dev/NAME read as NAME
+    ['the same device listed twice', { kname: 'sdb' }, [dev('/dev/sdc'), dev('/dev/sdc')], ['/dev/sdc']],
+  ])('%s', (_, d, devices, clones) => {
+    const f = {
+      kname: d.kname,
+      partitions: (d.partitions ?? []).map((name) => ({ name, majmin: '' })),
+      stack: d.stack ?? [],
+      uuidDevices: devices,
+    };
+    expect(uuidClones(f)).toEqual(clones);
+  });
+
+  it('the probe answer: PATH<TAB>KNAME<TAB>BACKING, and PATH alone in older answers', () => {
+    const f = parseDiskFacts(
+      fixtureText('xfs-mounted').replace(
+        'end=1',
+        'uuiddev=/dev/mapper/mpatha\tdm-0\t\nuuiddev=/dev/loop9\tloop9\tloop26\nuuiddev=/dev/sdc\nstack=sdc\nend=1',
+      ),
+    );
+    expect(f.uuidDevices).toEqual([dev('/dev/mapper/mpatha', 'dm-0'), dev('/dev/loop9', 'loop9', 'loop26'), dev('/dev/sdc')]);
+    expect(f.stack).toEqual(['sdc']);
+    expect(fixture('xfs-cloned').uuidDevices).toEqual([dev('/dev/loop27'), dev('/dev/loop26')]);
+  });
+
+  // A mounted disk was not asked about clones: a copy made while it was mounted went unnamed, and
+  // the mount of its recorded UUID found the copy instead (`/ais/d1 already has /dev/loop26
+  // mounted, not /dev/loop27`). Its UUID is the one read from the mounted disk (fsuuid).
+  it('a mounted disk with a clone is refused naming it, with the mounted filesystem UUID; without one it is kept', () => {
+    const U = '5b5fbf8f-ab7a-4bd5-989a-16ad6e386468';
+    const mounted = (lines: string[]) =>
+      parseDiskFacts(fixtureText('xfs-mounted').replace('end=1', [`fsuuid=${U}`, ...lines, 'end=1'].join('\n')));
+    expect(decide(mounted(['uuiddev=/dev/loop26\tloop26\t']), [])).toEqual({ action: 'keep' });
+    expect(decide(mounted(['uuiddev=/dev/loop27\tloop27\t', 'uuiddev=/dev/loop26\tloop26\t']), [])).toEqual({
+      action: 'refuse',
+      message: `/dev/loop26 carries XFS (UUID ${U}) and so does /dev/loop27 (a cloned filesystem): fstab mounts by UUID, so either could end up at /ais/d1; give the copy a new UUID first (xfs_admin -U generate DEVICE, unmounted)`,
+    });
+    // a loop device reading the mounted disk, and the disk's path devices, are the disk itself
+    expect(
+      decide(mounted(['uuiddev=/dev/loop26\tloop26\t', 'uuiddev=/dev/loop9\tloop9\tloop26', 'uuiddev=/dev/sdc\tsdc\t', 'stack=sdc']), []),
+    ).toEqual({ action: 'keep' });
   });
 });
 
