@@ -9,7 +9,7 @@ import { define } from '../../contract/probe.ts';
 
 /**
  * Shell functions: rs_bid_uuid DEV sets $rs_bid_v to DEV's filesystem UUID ('' when none; DEV
- * may be a link to the device); rs_bid_dev UUID sets $rs_bid_v to the device that carries that
+ * may be a link to the device) and $rs_bid_n to blkid's name of DEV; rs_bid_dev UUID sets $rs_bid_v to the device that carries that
  * UUID (the one udev's by-uuid link names, when there is one and several carry it; '' when none);
  * rs_bid_devs UUID sets $rs_bid_vs to every device that carries that UUID, a line each. They read the
  * superblocks (`-c /dev/null`: no cache, which udev's links and blkid's cache can lag right after
@@ -36,13 +36,17 @@ rs_bid_walk() {
 }
 rs_bid_uuid_line() {
   case $rs_bid_l in
-  DEVNAME=*) rs_bid_at=; [ "\${rs_bid_l#DEVNAME=}" -ef "$1" ] && rs_bid_at=1 ;;
+  DEVNAME=*)
+    rs_bid_at=
+    # shellcheck disable=SC2034 # rs_bid_n: for the callers that want blkid's name of the device
+    [ "\${rs_bid_l#DEVNAME=}" -ef "$1" ] && { rs_bid_at=1; rs_bid_n=\${rs_bid_l#DEVNAME=}; } ;;
   UUID=*) [ -n "$rs_bid_at" ] && { rs_bid_v=\${rs_bid_l#UUID=}; return 1; } ;;
   esac
   return 0
 }
+# shellcheck disable=SC2034 # rs_bid_n: for the callers that want blkid's name of the device
 rs_bid_uuid() {
-  rs_bid_load; rs_bid_v=; rs_bid_at=
+  rs_bid_load; rs_bid_v=; rs_bid_n=; rs_bid_at=
   rs_bid_walk rs_bid_uuid_line "$1"
 }
 rs_bid_dev_line() {

@@ -454,7 +454,7 @@ function mountCommand(s: MountSpec, f: MountFacts): string {
 [ "$rs_mm" = ${shq(f.source.majmin)} ] || { printf '%s is device %s now, not the probed %s (hex maj:min)%s\\n' "\${rs_md:-(no device found)}" "\${rs_mm:-(none)}" ${shq(f.source.majmin)} ${notMounting} >&2; exit 3; }
 `
     : '';
-  return `rs_md=${shq(s.device)}
+  return `rs_md=${shq(s.device)} || rs_md=
 ${majmin}rs_mu=$(blkid -p -s UUID -o value -- "$rs_md" 2>/dev/null) || rs_mu=
 [ "$rs_mu" = ${shq(f.source.uuid ?? '')} ] || { printf '%s carries filesystem UUID %s, not the probed %s%s\\n' "$rs_md" "\${rs_mu:-(none)}" ${shq(f.source.uuid ?? '(none)')} ${notMounting} >&2; exit 3; }
 mount -t ${shq(s.fstype)}${opts} -- "$rs_md" ${p}`;

@@ -1026,7 +1026,9 @@ ${HOST_TABLES_FN}
 command -v rs_by_serial >/dev/null || {
 ${[READ_FN, TRIM_FN, UDEV_EACH_FN, IDS_FN, DISK_IDS_FN, SERIAL_FN].join('\n')}
 }
-rs_by_serial ${shq(serial)} >/dev/null && k=$(readlink -f -- "/sys/dev/block/$mm") && rs_dev="/dev/\${k##*/}"`;
+# (the kernel name with builtins: no readlink on a converged host)
+rs_by_serial ${shq(serial)} >/dev/null && cd -P -- "/sys/dev/block/$mm" 2>/dev/null && rs_dev="/dev/\${PWD##*/}"
+cd /`;
 }
 
 /**

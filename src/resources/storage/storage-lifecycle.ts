@@ -224,16 +224,22 @@ rs_dev=
 ${fallback}
 if [ -n "$rs_u" ]; then
   rs_own=$rs_dev; rs_ou=
-  # shellcheck disable=SC2154 # rs_bid_v: set by rs_bid_uuid and rs_bid_dev (core/block-ids.ts) where the script defines them
+  rs_on=
+  # shellcheck disable=SC2154 # rs_bid_v, rs_bid_n: set by rs_bid_uuid and rs_bid_dev (core/block-ids.ts) where the script defines them
   if [ -n "$rs_own" ]; then
-    if command -v rs_bid_uuid >/dev/null; then rs_bid_uuid "$rs_own"; rs_ou=$rs_bid_v
+    if command -v rs_bid_uuid >/dev/null; then rs_bid_uuid "$rs_own"; rs_ou=$rs_bid_v; rs_on=$rs_bid_n
     else rs_ou=$(blkid -p -s UUID -o value -- "$rs_own" 2>/dev/null) || rs_ou=; fi
   fi
+  # (a lookup that finds nothing fails: a step runs under set -e, which a command substitution keeps)
   if [ "$rs_ou" != "$rs_u" ]; then
     rs_dev=
     if command -v rs_bid_dev >/dev/null; then rs_bid_dev "$rs_u"; rs_dev=$rs_bid_v
-    elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_dev=$(readlink -f -- "/dev/disk/by-uuid/$rs_u"); else rs_dev=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null); fi
+    elif [ -b "/dev/disk/by-uuid/$rs_u" ]; then rs_dev=$(readlink -f -- "/dev/disk/by-uuid/$rs_u") || rs_dev=
+    else rs_dev=$(blkid -l -o device -t "UUID=$rs_u" 2>/dev/null) || rs_dev=; fi
     [ -n "$rs_dev" ] || rs_dev=$rs_own
+  elif [ -n "$rs_on" ]; then
+    # (blkid's name of the entry's own disk, /dev/sdX, not the by-id link it was given as: no stat for it later)
+    rs_dev=$rs_on
   fi
 fi`;
 }
