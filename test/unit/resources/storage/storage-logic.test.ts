@@ -858,6 +858,27 @@ describe('mount of a recorded mountpath', () => {
     expect(resolveIn({ device: '/dev/sdb' })).toMatch(want);
     expect(resolveIn({ device: '/dev/sdb' }, false)).toMatch(want);
   });
+  it("as a step (no block-id helpers, set -e): a lookup that finds nothing falls back to the entry's disk instead of ending the script", () => {
+    // the record names u-old, the entry's disk now carries u-new, no device carries u-old: blkid -l exits 2
+    writeFileSync(record, `{"mountpoint":"/ais/d1","uuid":"u-old"}\n`);
+    const m = recordedDiskMount({ spec: { device: '/dev/sdb' }, name: 'd1', path: '/ais/d1', fstype: 'xfs', options: ['noatime'], record });
+    const part = [m.probe()]
+      .flat()
+      .map((p) => (typeof p === 'object' && 'batch' in p && isInline(p) ? p.arg : ''))
+      .find((sh) => sh.includes('rs_dev'));
+    const bin = mkdtempSync(join(tmpdir(), 'rs-blkid-'));
+    writeFileSync(join(bin, 'blkid'), '#!/bin/sh\ncase "$*" in *"-p -s UUID"*) echo u-new ;; *) exit 2 ;; esac\n', { mode: 0o755 });
+    try {
+      const r = spawnSync('/bin/sh', ['-c', `set -e\nrs_target_kind() { :; }\n${part}\necho "resolved=$rs_dev"`], {
+        encoding: 'utf8',
+        env: { PATH: `${bin}:${process.env.PATH}` },
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^resolved=\/dev\/sdb$/m);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
   it('a disk given by serial that no disk has resolves to nothing (the placeholder fails safe)', () => {
     writeFileSync(record, '');
     expect(resolveIn({ serial: 'NO_SUCH_SERIAL_1' })).toMatch(/^resolved=$/m);
