@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { ConnectError, type Connection } from '../../src/connection/types.ts';
+import { ConnectError, type Connection, type ExecResult } from '../../src/connection/types.ts';
 import {
   blockedDetail,
   someoneElsesDetail,
@@ -27,7 +27,7 @@ import { mtu } from '../../src/resources/tuning/mtu.ts';
 import { nicQueues } from '../../src/resources/tuning/nic.ts';
 import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
-import { DrainSession, SESSION_EXECS } from '../../src/engine/drain-session.ts';
+import { DrainSession, SESSION_EXECS, type DrainPlan } from '../../src/engine/drain-session.ts';
 import { execute, prepare } from '../../src/engine/run.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { InputError } from '../../src/util/errors.ts';
@@ -1338,34 +1338,40 @@ describe("check mode's question with the controller unreachable", () => {
   });
 });
 
+/**
+ * A DrainSession of run R1 (mark `racksmith R1 on c`) for one host, n1, whose controller `ctl`
+ * answers each script by `answer`; `ran`: the scripts, `events`: what the session emitted.
+ */
+function oneNodeSession(provider: DrainProvider, answer: (script: string) => ExecResult, plan: Partial<DrainPlan> = {}) {
+  const ran: string[] = [];
+  const conn: Connection = {
+    host: 'ctl',
+    execCount: 0,
+    exec: async (script) => (ran.push(script), answer(script)),
+    close: async () => undefined,
+  };
+  const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+  const events: Array<Record<string, unknown>> = [];
+  const session = new DrainSession(
+    { hosts: new Map([['n1', { provider, controller: ctl, node: 'n1' }]]), timeoutSec: 5, mark: 'racksmith R1 on c', ...plan },
+    'R1',
+    async () => conn,
+    (e) => events.push(e as unknown as Record<string, unknown>),
+  );
+  return { session, ran, events };
+}
+const EMPTY: ExecResult = { code: 0, stdout: '', stderr: '' };
+
 describe("a dead run's node another run of this controller has claimed (the session's claims)", () => {
   it('the run without the claim: its drain fails at once, blocked (the check says blocked), and nothing is resumed', async () => {
-    const ran: string[] = [];
-    const conn: Connection = {
-      host: 'ctl',
-      execCount: 0,
-      exec: async (script) => {
-        ran.push(script);
-        return script.startsWith('sinfo')
-          ? { code: 0, stdout: 'drained|racksmith R0 on c\n', stderr: '' }
-          : { code: 0, stdout: '', stderr: '' };
-      },
-      close: async () => undefined,
-    };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
     const held = 'run W of this controller is taking it over (pid 4242, claim /c/slurm~n1/0.json)';
-    const events: Array<Record<string, unknown>> = [];
-    const session = new DrainSession(
+    const { session, ran, events } = oneNodeSession(
+      slurmDrain,
+      (script) => (script.startsWith('sinfo') ? { code: 0, stdout: 'drained|racksmith R0 on c\n', stderr: '' } : EMPTY),
       {
-        hosts: new Map([['n1', { provider: slurmDrain, controller: ctl, node: 'n1' }]]),
-        timeoutSec: 5,
-        mark: 'racksmith R1 on c',
         ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
         claims: { claim: () => held, peek: () => held, release: () => undefined, releaseAll: () => undefined },
       },
-      'R1',
-      async () => conn,
-      (e) => events.push(e as unknown as Record<string, unknown>),
     );
     const detail = blockedDetail('drained (racksmith R0 on c)', `not taken over: ${held}`, 'scontrol update nodename=n1 state=resume');
     await session.would('n1');
@@ -1388,24 +1394,8 @@ describe('a session given no run history to ask (a program calling the engine wi
     ],
     ["an operator's reason that only starts with the word: already out, left as it is", 'racksmith upgrade', false],
   ])('%s', async (_, reason, blocked) => {
-    const ran: string[] = [];
-    const conn: Connection = {
-      host: 'ctl',
-      execCount: 0,
-      exec: async (script) => {
-        ran.push(script);
-        if (script.startsWith('sinfo')) return { code: 0, stdout: `drained|${reason}\n`, stderr: '' };
-        return { code: 0, stdout: '', stderr: '' };
-      },
-      close: async () => undefined,
-    };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
-    const events: Array<Record<string, unknown>> = [];
-    const session = new DrainSession(
-      { hosts: new Map([['n1', { provider: slurmDrain, controller: ctl, node: 'n1' }]]), timeoutSec: 5, mark: 'racksmith R1 on c' },
-      'R1',
-      async () => conn,
-      (e) => events.push(e as unknown as Record<string, unknown>),
+    const { session, ran, events } = oneNodeSession(slurmDrain, (script) =>
+      script.startsWith('sinfo') ? { code: 0, stdout: `drained|${reason}\n`, stderr: '' } : EMPTY,
     );
     const failed = await session.before('n1');
     expect(events.map((e) => e.outcome)).toEqual([blocked ? 'failed' : 'already']);
@@ -1417,39 +1407,30 @@ describe('a session given no run history to ask (a program calling the engine wi
 
 describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () => {
   it("the node keeps the dead run's mark and is this run's all the same: uncordoned under that mark at the end", async () => {
-    const ran: string[] = [];
-    const conn: Connection = {
-      host: 'ctl',
-      execCount: 0,
-      exec: async (script) => {
+    const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+    const {
+      session,
+      ran: scripts,
+      events,
+    } = oneNodeSession(
+      k8s,
+      (script) => {
         const last = script.split('\n').pop()!;
-        ran.push(last);
         if (last === GET_N1)
           return { code: 0, stdout: nodeJson({ unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' }), stderr: '' };
         if (last === cordonN1('racksmith R1 on c'))
           return { code: 1, stdout: '', stderr: 'Error from server (InternalError): etcd timeout\n' };
-        return { code: 0, stdout: '', stderr: '' };
+        return EMPTY;
       },
-      close: async () => undefined,
-    };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
-    const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
-    const events: Array<Record<string, unknown>> = [];
-    const session = new DrainSession(
       {
-        hosts: new Map([['n1', { provider: k8s, controller: ctl, node: 'n1' }]]),
-        timeoutSec: 5,
-        mark: 'racksmith R1 on c',
         ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
         claims: { claim: () => undefined, peek: () => undefined, release: () => undefined, releaseAll: () => undefined },
       },
-      'R1',
-      async () => conn,
-      (e) => events.push(e as unknown as Record<string, unknown>),
     );
+    const ran = () => scripts.map((script) => script.split('\n').pop()!);
     expect(await session.before('n1')).toMatch(/^drain \(kubernetes via ctl\) failed: kubectl cordon n1 failed/);
     await session.resumeAll();
-    expect(ran).toEqual([GET_N1, cordonN1('racksmith R1 on c'), GET_N1, UNCORDON_N1]);
+    expect(ran()).toEqual([GET_N1, cordonN1('racksmith R1 on c'), GET_N1, UNCORDON_N1]);
     expect(events.filter((e) => e.type === 'resume')).toEqual([
       { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
     ]);
@@ -1458,29 +1439,15 @@ describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () =>
 
 describe("the run's drain ledger (the nodes it may have left out)", () => {
   it('a node whose resume failed stays on it, whatever a later drain of it that took nothing out comes to', async () => {
-    const conn: Connection = {
-      host: 'ctl',
-      execCount: 0,
-      exec: async () => ({ code: 0, stdout: '', stderr: '' }),
-      close: async () => undefined,
-    };
     const outcomes: DrainOutcome[] = [
       { kind: 'drained' },
       { kind: 'failed', detail: 'controller ctl: connection refused', drained: false },
     ];
     const provider: DrainProvider = { name: 'rec', drain: async () => outcomes.shift()!, resume: async () => 'scontrol: exit 1' };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
     const ledger = new Set<string>();
-    const session = new DrainSession(
-      {
-        hosts: new Map([['n1', { provider, controller: ctl, node: 'n1' }]]),
-        timeoutSec: 5,
-        ledger: { taking: (n) => ledger.add(n.node), back: (n) => ledger.delete(n.node), takenOver: () => undefined },
-      },
-      'R1',
-      async () => conn,
-      () => undefined,
-    );
+    const { session } = oneNodeSession(provider, () => EMPTY, {
+      ledger: { taking: (n) => ledger.add(n.node), back: (n) => ledger.delete(n.node), takenOver: () => undefined },
+    });
     expect(await session.before('n1')).toBeUndefined(); // play 1: drained
     await session.resume('n1'); // its resume fails: out by this run still
     expect([...ledger]).toEqual(['n1']);
