@@ -2,7 +2,7 @@ import { execute, type ExecuteOptions, type RunEvent, type RunOutcome } from '..
 import { drainPlan } from './drain-plan.ts';
 import { drainMark } from '../contract/drain.ts';
 import type { DrainPlan } from '../engine/drain-session.ts';
-import { takeoverClaims } from '../history/drain-claim.ts';
+import { drainClaims } from '../history/drain-claim.ts';
 import { drainLedger } from '../history/drain-ledger.ts';
 import { drainOwnerFromHistory } from '../history/drain-owner.ts';
 import { runner } from '../history/provenance.ts';
@@ -105,6 +105,8 @@ export async function runLoaded(
     human.onEvent(e);
     json?.(e);
     journal(e);
+    // (the engine's warnings, a drain waiting for another run's claim: said as they come)
+    if (e.type === 'warning') out.stderr.write(`warning: ${printable(e.message)}\n`);
     if (e.type !== 'drain') return;
     drains.push(e);
     // apply: a drain its plan did not show the reviewers is said at once (and in the journal)
@@ -227,7 +229,7 @@ function drainOfRun(plan: DrainPlan | undefined, runId: string, warn: (message: 
       ...plan,
       mark: drainMark(runId, runner().controller),
       ownerOf: drainOwnerFromHistory(),
-      claims: takeoverClaims(runId),
+      claims: drainClaims(runId),
       ledger: drainLedger(runId, warn),
     }
   );

@@ -90,15 +90,16 @@ export interface DrainNode {
 }
 
 /**
- * Claims on taking over a dead run's drain (history/drain-claim.ts): two runs of one controller
- * that find the same dead run's node at once must not both take it over (the scheduler cannot
- * compare-and-set its mark), so each claims the node first, and only the run that got the claim
- * takes it over.
+ * Drain claims (history/drain-claim.ts): two runs of one controller must not drain one node at
+ * once (the scheduler cannot compare-and-set its mark: the second's would replace the first's,
+ * and whichever ends first would put the node back in the middle of the other's changes), nor
+ * both take over a dead run's drain. So each run claims the node before its drain asks the
+ * scheduler anything; a run that finds another's claim waits until that run lets go.
  */
-export interface TakeoverClaims {
+export interface DrainClaims {
   /** Claim the node for this run: undefined when it is this run's now, else why not (another run's claim). */
   claim(n: DrainNode): string | undefined;
-  /** Check mode, read only: why another run's claim keeps this one from taking the node over, if one does. */
+  /** Check mode, read only: why another run's claim would keep this one waiting, if one would. */
   peek(n: DrainNode): string | undefined;
   /** Let go of this run's claim on the node, if it has one (the node resumed). */
   release(n: DrainNode): void;

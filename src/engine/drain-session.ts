@@ -3,6 +3,7 @@ import {
   drainHowText,
   drainMark,
   parseDrainMark,
+  pollUntil,
   stopReason,
   type DrainNode,
   type DrainOptions,
@@ -10,7 +11,7 @@ import {
   type DrainLedger,
   type DrainProvider,
   type ResumeOutcome,
-  type TakeoverClaims,
+  type DrainClaims,
 } from '../contract/drain.ts';
 import type { Change } from '../contract/resource.ts';
 import type { Host } from '../inventory/model.ts';
@@ -37,13 +38,13 @@ export interface DrainPlan {
   mark?: string;
   /** Whose another racksmith run's mark is (history/drain-owner.ts); unset: one this run cannot vouch for (blocked). */
   ownerOf?: DrainOptions['ownerOf'];
-  /** This controller's takeover claims (history/drain-claim.ts); unset: a dead run's drain is taken over unclaimed. */
-  claims?: TakeoverClaims;
+  /** This controller's drain claims (history/drain-claim.ts); unset: nodes are drained (and taken over) unclaimed. */
+  claims?: DrainClaims;
   /** Which nodes this run may have out (history/drain-ledger.ts); unset: not kept. */
   ledger?: DrainLedger;
 }
 
-/** The host's node as a takeover claim names it: the controller as the run reaches it (its ansible_host, else its name). */
+/** The host's node as a drain claim names it: the controller as the run reaches it (its ansible_host, else its name). */
 export function drainNode(d: HostDrain): DrainNode {
   const address = d.controller.vars.ansible_host;
   return { via: d.provider.name, controller: typeof address === 'string' && address ? address : d.controller.name, node: d.node };
@@ -230,52 +231,15 @@ export class DrainSession {
     const mine: RunningDrain = { stop };
     this.running.set(host, mine);
     const drain = async (): Promise<DrainOutcome> => {
-      let out: DrainOutcome;
-      let conn: Connection | undefined;
-      try {
-        mine.conn = this.lease(d.controller, stop.signal);
-        [conn] = await Promise.all([mine.conn, this.connection(this.conns, d.controller)]);
-        const exec = conn.exec.bind(conn);
-        if (!stop.signal.aborted) this.plan.ledger?.taking(drainNode(d));
-        /** The run whose drain this one takes over, if it does, and its mark. */
-        let from: string | undefined;
-        let fromMark: string | undefined;
-        out = stop.signal.aborted
-          ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
-          : await d.provider.drain(exec, d.node, {
-              reason: this.mark,
-              ownerOf: this.claimedOwner(d, 'claim', (reason) => {
-                from = parseDrainMark(reason)?.run;
-                fromMark = reason;
-              }),
-              timeoutSec: this.plan.timeoutSec,
-              signal: stop.signal,
-              // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
-              takenOut: () => {
-                this.drained.set(host, d);
-                if (fromMark !== undefined) this.takenOverMarks.set(host, fromMark);
-                if (from !== undefined) this.plan.ledger?.takenOver(from, drainNode(d));
-              },
-            });
-      } catch (e) {
-        void mine.conn?.then((c) => c.close()).catch(() => undefined);
-        conn = undefined;
-        out = {
-          kind: 'failed',
-          detail: stop.signal.aborted
-            ? `${stopReason(stop.signal)} before it started`
-            : `controller ${d.controller.name}: ${(e as Error).message}`,
-          drained: false,
-        };
-      }
-      // (a stopped drain's connection was aborted: only a whole one goes back for the next drain)
-      if (conn && !stop.signal.aborted) this.idle.set(d.controller.name, [...(this.idle.get(d.controller.name) ?? []), conn]);
+      const unclaimed = await this.claim(host, d, stop.signal);
+      let out: DrainOutcome =
+        unclaimed !== undefined ? { kind: 'failed', detail: unclaimed, drained: false } : await this.drainClaimed(host, d, mine);
       // a drain that ended well just as its host was given up: that host must not go on to its change
       // (after Ctrl-C the host's run stops before it, saying so)
       if (out.kind !== 'failed' && stop.signal.aborted && !this.signal?.aborted)
         out = { kind: 'failed', detail: `${stopReason(stop.signal)} as it ended`, drained: out.kind === 'drained' };
       if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
-      // (not out by this run: off its ledger, and its takeover claim, if it made one, let go now, not at the run's end)
+      // (not out by this run: off its ledger, and its claim let go now, not at the run's end)
       if (!this.drained.has(host)) {
         if (!this.notPutBack.has(host)) this.plan.ledger?.back(drainNode(d));
         this.plan.claims?.release(drainNode(d));
@@ -299,6 +263,52 @@ export class DrainSession {
     return undefined;
   }
 
+  /** The provider's drain of the host's node, claimed for this run (its connection back to the idle ones after, if whole). */
+  private async drainClaimed(host: string, d: HostDrain, mine: RunningDrain): Promise<DrainOutcome> {
+    const { stop } = mine;
+    let out: DrainOutcome;
+    let conn: Connection | undefined;
+    try {
+      mine.conn = this.lease(d.controller, stop.signal);
+      [conn] = await Promise.all([mine.conn, this.connection(this.conns, d.controller)]);
+      const exec = conn.exec.bind(conn);
+      if (!stop.signal.aborted) this.plan.ledger?.taking(drainNode(d));
+      /** The run whose drain this one takes over, if it does, and its mark. */
+      let from: string | undefined;
+      let fromMark: string | undefined;
+      out = stop.signal.aborted
+        ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
+        : await d.provider.drain(exec, d.node, {
+            reason: this.mark,
+            ownerOf: this.tellingTakeovers((reason) => {
+              from = parseDrainMark(reason)?.run;
+              fromMark = reason;
+            }),
+            timeoutSec: this.plan.timeoutSec,
+            signal: stop.signal,
+            // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
+            takenOut: () => {
+              this.drained.set(host, d);
+              if (fromMark !== undefined) this.takenOverMarks.set(host, fromMark);
+              if (from !== undefined) this.plan.ledger?.takenOver(from, drainNode(d));
+            },
+          });
+    } catch (e) {
+      void mine.conn?.then((c) => c.close()).catch(() => undefined);
+      conn = undefined;
+      out = {
+        kind: 'failed',
+        detail: stop.signal.aborted
+          ? `${stopReason(stop.signal)} before it started`
+          : `controller ${d.controller.name}: ${(e as Error).message}`,
+        drained: false,
+      };
+    }
+    // (a stopped drain's connection was aborted: only a whole one goes back for the next drain)
+    if (conn && !stop.signal.aborted) this.idle.set(d.controller.name, [...(this.idle.get(d.controller.name) ?? []), conn]);
+    return out;
+  }
+
   /**
    * Check mode: say once that the apply would drain this host, or may (`may`: the resources whose
    * changes may be disruptive but wait on a pending change), or that it is already out of
@@ -311,11 +321,17 @@ export class DrainSession {
     this.listed.add(host);
     const base = { type: 'drain' as const, host, ...how(host, d) };
     const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
-    if (d.provider.outOfScheduling)
+    // (another run of this controller holds the node: the apply's drain waits for it, whatever the node is now)
+    const claimed = this.plan.claims?.peek(drainNode(d));
+    if (claimed !== undefined)
+      notes.push(
+        `the apply's drain waits up to ${this.plan.timeoutSec}s for another run of this controller to let go of the node: ${claimed}`,
+      );
+    else if (d.provider.outOfScheduling)
       try {
         // (the session's own connection: a read-only question as quick as a resume)
         await this.reachedOnce(d.controller);
-        const ownerOf = this.claimedOwner(d, 'peek');
+        const ownerOf = this.plan.ownerOf ?? unvouched;
         const out = await d.provider.outOfScheduling((script) => this.sessionExec(d.controller, script), d.node, ownerOf);
         if (typeof out === 'string') return this.emit({ ...base, outcome: 'already', detail: out });
         // (another racksmith run's drain: the apply's drain of this host would fail, its changes not applied)
@@ -340,17 +356,41 @@ export class DrainSession {
   }
 
   /**
-   * ownerOf, and a dead run's drain taken over only with this run's claim on the node (`peek` in
-   * check mode: only asked): without it the node is another run's, one taking it over now.
+   * The node's claim for this run (history/drain-claim.ts), before anything is asked of its
+   * scheduler: two runs of this controller never drain one node at once (the second's mark would
+   * replace the first's, and whichever ended first would put the node back in the middle of the
+   * other's changes). Another run's claim is waited for, said once, up to the drain timeout: that
+   * run lets go when it puts the node back. Why the claim was not got, if it was not.
    */
-  private claimedOwner(d: HostDrain, ask: 'claim' | 'peek', takingOver?: (reason: string) => void): NonNullable<DrainOptions['ownerOf']> {
-    const { ownerOf = unvouched, claims } = this.plan;
+  private async claim(host: string, d: HostDrain, stop: AbortSignal): Promise<string | undefined> {
+    const { claims } = this.plan;
+    if (!claims) return undefined;
+    const n = drainNode(d);
+    let held = claims.claim(n);
+    if (held === undefined) return undefined;
+    this.emit({
+      type: 'warning',
+      message: `${host}: its drain (${drainHowText(how(host, d))}) waits up to ${this.plan.timeoutSec}s for another run of this controller to let go of the node: ${held}`,
+    });
+    const failed = await pollUntil(
+      async () => (held = claims.claim(n)) === undefined || held,
+      this.plan.timeoutSec,
+      stop,
+      'another run of this controller to let go of the node',
+    );
+    return (
+      failed &&
+      `${failed}; no disruptive change is applied while another racksmith run holds the node (it puts the node back when its own ` +
+        "work on it ends, maybe in the middle of this host's changes): run again once that run has ended"
+    );
+  }
+
+  /** ownerOf, telling `takingOver` the mark of a dead run's drain this run takes over. */
+  private tellingTakeovers(takingOver: (reason: string) => void): NonNullable<DrainOptions['ownerOf']> {
+    const { ownerOf = unvouched } = this.plan;
     return (reason) => {
       const owner = ownerOf(reason);
-      if (!owner?.takeOver) return owner;
-      const taken = claims?.[ask](drainNode(d));
-      if (taken !== undefined) return { takeOver: false, why: `not taken over: ${taken}` };
-      takingOver?.(reason);
+      if (owner?.takeOver) takingOver(reason);
       return owner;
     };
   }
@@ -395,7 +435,7 @@ export class DrainSession {
   async resumeAll(): Promise<void> {
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
-    // (a claim of a drain that failed before it took the node out: the node is free to be taken over)
+    // (every claim this run still holds: of a node it could not put back, which a later run may take over)
     this.plan.claims?.releaseAll();
   }
 }

@@ -1,8 +1,8 @@
 /**
- * Takeover claims: of two runs of this controller that reach a dead run's drained node at once,
- * one takes it over. Neither `scontrol update` nor `kubectl patch` can compare-and-set the mark, so
- * the runs agree here, on the controller machine, where the run history is: a claim is a file per
- * (scheduler controller, node) in the state directory, made whole and then linked into place (a
+ * Drain claims: two runs of this controller never drain one node at once, nor both take over a
+ * dead run's drained node. Neither `scontrol update` nor `kubectl patch` can compare-and-set the
+ * mark, so the runs agree here, on the controller machine, where the run history is: a claim is a
+ * file per (scheduler, node) in the state directory, made whole and then linked into place (a
  * link, as O_EXCL, fails when the name is taken), naming the claiming run and its process
  * (run-process.ts). A claim whose process is gone (killed before it let go) is stale; it is never
  * replaced in place (two runs would both replace it): the next claim goes to the next number,
@@ -10,13 +10,13 @@
  * the node's. A run lets go of its claim when it resumes the node, when its drain took nothing out,
  * and at its end, removing its own number only: a stale claim under it stays for good (removing it
  * would free a lower number while another run, having read it as stale, goes on to claim a higher
- * one: two winners). Stale claims are rare (a run killed while it took a node over); past
- * MAX_CLAIMS of one node, the claim says to remove them.
+ * one: two winners). Stale claims are rare (a run killed while it held a node); past MAX_CLAIMS of
+ * one node, the claim says to remove them.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DrainNode, TakeoverClaims } from '../contract/drain.ts';
+import type { DrainNode, DrainClaims } from '../contract/drain.ts';
 import { printable } from '../util/printable.ts';
 import { readRegularFile } from '../util/regular-file.ts';
 import { stateDir } from '../util/state-dir.ts';
@@ -36,7 +36,7 @@ export type ClaimHolder = { kind: 'mine' } | { kind: 'stale' } | { kind: 'held';
 
 /**
  * Whose a claim is: this run's own; stale (its run's process is gone, or the controller restarted
- * since); else another run's, which may still be taking the node over. A claim that cannot be read
+ * since); else another run's, which may still be draining the node or taking it over. A claim that cannot be read
  * or names no process proves nothing: held.
  */
 export function claimHolder(
@@ -45,7 +45,7 @@ export function claimHolder(
   f: { boot: string | undefined; startOf: (pid: number) => number | undefined; file: string },
 ): ClaimHolder {
   if (!c || typeof c.run !== 'string')
-    return { kind: 'held', why: `its takeover claim ${f.file} cannot be read: remove it if no racksmith run is taking the node over` };
+    return { kind: 'held', why: `its drain claim ${f.file} cannot be read: remove it if no racksmith run is draining the node` };
   if (c.run === me) return { kind: 'mine' };
   const p = c.process;
   if (!p || !Number.isInteger(p.pid))
@@ -56,7 +56,7 @@ export function claimHolder(
   if (f.boot !== undefined && p.boot !== f.boot) return { kind: 'stale' };
   const start = f.startOf(p.pid);
   if (start === undefined || start !== p.start) return { kind: 'stale' };
-  return { kind: 'held', why: `run ${printable(c.run)} of this controller is taking it over (pid ${p.pid}, claim ${f.file})` };
+  return { kind: 'held', why: `run ${printable(c.run)} of this controller holds it (pid ${p.pid}, claim ${f.file})` };
 }
 
 /** Stale claims passed before a claim gives up: more dead claimants of one node than this is not a race. */
@@ -91,8 +91,8 @@ function readClaim(file: string): Claim | undefined | 'gone' {
   }
 }
 
-/** This controller's takeover claims for run `run`, run by this process. */
-export function takeoverClaims(run: string, proc: RunProcess | undefined = thisProcess()): TakeoverClaims {
+/** This controller's drain claims for run `run`, run by this process. */
+export function drainClaims(run: string, proc: RunProcess | undefined = thisProcess()): DrainClaims {
   /**
    * The number this run holds per node claim directory, and the nodes it holds it for: two
    * clusters' nodes of one name share a directory, and letting go of one must not free the other.
@@ -113,7 +113,7 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
       const holder = claimHolder(c, run, facts(file));
       if (holder.kind !== 'stale') return { at: k, holder };
     }
-    return { at: MAX_CLAIMS, holder: { kind: 'held', why: `${MAX_CLAIMS} stale takeover claims in ${dir}: remove them` } };
+    return { at: MAX_CLAIMS, holder: { kind: 'held', why: `${MAX_CLAIMS} stale drain claims in ${dir}: remove them` } };
   };
   /** The run's own claim in `dir` removed once it holds it for no node (never another's, stale or not: see the top). */
   const letGo = (dir: string, n?: DrainNode) => {
@@ -147,7 +147,7 @@ export function takeoverClaims(run: string, proc: RunProcess | undefined = thisP
           }
         }
       } catch (e) {
-        return `its takeover cannot be claimed in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+        return `its drain cannot be claimed in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
       }
     },
     peek(n) {

@@ -6,7 +6,7 @@ export type RegularRead =
   { kind: 'text'; text: string } | { kind: 'gone' } | { kind: 'not-regular'; what: string } | { kind: 'error'; code: string };
 
 /**
- * A small file racksmith keeps for itself (a drain ledger entry, a takeover claim), read only when
+ * A small file racksmith keeps for itself (a drain ledger entry, a drain claim), read only when
  * it is a regular file of at most `maxBytes`. Opened with O_NONBLOCK, then checked with fstat on
  * what was opened: a FIFO put there (a plain read would wait for a writer, hanging `provision
  * runs`, the retention after every run, a takeover) or a device is said, never read.

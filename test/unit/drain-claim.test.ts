@@ -9,7 +9,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { claimHolder, nodeClaimDir, takeoverClaims, type Claim } from '../../src/history/drain-claim.ts';
+import { claimHolder, nodeClaimDir, drainClaims, type Claim } from '../../src/history/drain-claim.ts';
 import { bootId, thisProcess } from '../../src/history/run-process.ts';
 import { fifoAt } from './fifo.ts';
 
@@ -18,14 +18,14 @@ const facts = (live?: number) => ({ boot: BOOT, startOf: (pid: number) => (pid =
 const claim = (run: string, process?: Claim['process']): Claim => ({ run, ...(process ? { process } : {}) });
 const proc = { pid: 4242, start: 1000, boot: BOOT };
 
-describe('claimHolder: a claim is this run’s, stale (its process gone), or held by a run that may still be taking the node over', () => {
+describe('claimHolder: a claim is this run’s, stale (its process gone), or held by a run that may still be draining the node or taking it over', () => {
   it.each<[string, Claim | undefined, ReturnType<typeof facts>, ReturnType<typeof claimHolder>]>([
     ['this run’s own', claim('ME', proc), facts(1000), { kind: 'mine' }],
     [
       'another run, alive',
       claim('W', proc),
       facts(1000),
-      { kind: 'held', why: 'run W of this controller is taking it over (pid 4242, claim /s/0.json)' },
+      { kind: 'held', why: 'run W of this controller holds it (pid 4242, claim /s/0.json)' },
     ],
     ['another run, its process gone', claim('W', proc), facts(undefined), { kind: 'stale' }],
     ['another run, its pid another process’s now', claim('W', proc), facts(2000), { kind: 'stale' }],
@@ -40,12 +40,12 @@ describe('claimHolder: a claim is this run’s, stale (its process gone), or hel
       'a claim that cannot be read',
       undefined,
       facts(1000),
-      { kind: 'held', why: 'its takeover claim /s/0.json cannot be read: remove it if no racksmith run is taking the node over' },
+      { kind: 'held', why: 'its drain claim /s/0.json cannot be read: remove it if no racksmith run is draining the node' },
     ],
   ])('%s', (_, c, f, want) => expect(claimHolder(c, 'ME', f)).toEqual(want));
 });
 
-describe('takeoverClaims: the claim files', () => {
+describe('drainClaims: the claim files', () => {
   const saved = process.env.XDG_STATE_HOME;
   const N = { via: 'slurm', controller: 'ctl1', node: 'n7' };
   beforeEach(() => {
@@ -63,11 +63,11 @@ describe('takeoverClaims: the claim files', () => {
   };
 
   it('one run wins the node; another, while the winner lives, is told whose it is; after the winner lets go, the node is free', () => {
-    const a = takeoverClaims('RUN-A', thisProcess());
-    const b = takeoverClaims('RUN-B', thisProcess());
+    const a = drainClaims('RUN-A', thisProcess());
+    const b = drainClaims('RUN-B', thisProcess());
     expect(a.claim(N)).toBeUndefined();
     expect(a.claim(N)).toBeUndefined(); // its own, again (a later play's drain)
-    const why = `run RUN-A of this controller is taking it over (pid ${process.pid}, claim ${join(nodeClaimDir(N), '0.json')})`;
+    const why = `run RUN-A of this controller holds it (pid ${process.pid}, claim ${join(nodeClaimDir(N), '0.json')})`;
     expect(b.claim(N)).toBe(why);
     expect(b.peek(N)).toBe(why);
     expect(a.peek(N)).toBeUndefined();
@@ -86,14 +86,14 @@ describe('takeoverClaims: the claim files', () => {
   it('two clusters’ nodes of one name share a claim: a run holding it for both lets go of it once it lets go of both', () => {
     const onA = { ...N, controller: 'ctlA' };
     const onB = { ...N, controller: 'ctlB' };
-    const a = takeoverClaims('RUN-A', thisProcess());
-    const b = takeoverClaims('RUN-B', thisProcess());
+    const a = drainClaims('RUN-A', thisProcess());
+    const b = drainClaims('RUN-B', thisProcess());
     expect(a.claim(onA)).toBeUndefined();
     expect(a.claim(onB)).toBeUndefined();
     a.release(onA);
-    // (still taking onB over: another run keeps off it)
+    // (still holding onB: another run keeps off it)
     expect(files()).toEqual(['0.json']);
-    expect(b.claim(onB)).toMatch(/^run RUN-A of this controller is taking it over/);
+    expect(b.claim(onB)).toMatch(/^run RUN-A of this controller holds it/);
     a.release(onB);
     expect(files()).toEqual([]);
     expect(b.claim(onB)).toBeUndefined();
@@ -102,13 +102,13 @@ describe('takeoverClaims: the claim files', () => {
   });
 
   it('a dead claimant’s claim is passed over to the next number, which one run only wins; letting go removes its own only', async () => {
-    const dead = takeoverClaims('RUN-DEAD', await deadProcess());
+    const dead = drainClaims('RUN-DEAD', await deadProcess());
     expect(dead.claim(N)).toBeUndefined();
-    const b = takeoverClaims('RUN-B', thisProcess());
-    const c = takeoverClaims('RUN-C', thisProcess());
+    const b = drainClaims('RUN-B', thisProcess());
+    const c = drainClaims('RUN-C', thisProcess());
     expect(b.claim(N)).toBeUndefined();
     expect(files()).toEqual(['0.json', '1.json']);
-    expect(c.claim(N)).toMatch(/^run RUN-B of this controller is taking it over .*\/1\.json\)$/);
+    expect(c.claim(N)).toMatch(/^run RUN-B of this controller holds it .*\/1\.json\)$/);
     b.release(N);
     // (its own only: the stale one stays, see the next test)
     expect(files()).toEqual(['0.json']);
@@ -119,9 +119,9 @@ describe('takeoverClaims: the claim files', () => {
   it('a run letting go while another walks past a stale claim: one winner (a stale claim is never removed)', async () => {
     // X died holding 0.json; F holds 1.json. H reads 0.json (stale) and, before it reads on, F lets
     // go and G claims. Had F's letting go removed the stale 0.json, G would win 0 and H 1: both.
-    const dead = takeoverClaims('RUN-X', await deadProcess());
+    const dead = drainClaims('RUN-X', await deadProcess());
     expect(dead.claim(N)).toBeUndefined();
-    const [F, G, H] = ['RUN-F', 'RUN-G', 'RUN-H'].map((r) => takeoverClaims(r, thisProcess()));
+    const [F, G, H] = ['RUN-F', 'RUN-G', 'RUN-H'].map((r) => drainClaims(r, thisProcess()));
     expect(F.claim(N)).toBeUndefined();
     let g: string | undefined = 'not asked';
     const open = fs.openSync;
@@ -141,7 +141,7 @@ describe('takeoverClaims: the claim files', () => {
     try {
       const h = H.claim(N);
       expect([g, h].filter((w) => w === undefined)).toHaveLength(1);
-      expect(h).toMatch(/^run RUN-G of this controller is taking it over/);
+      expect(h).toMatch(/^run RUN-G of this controller holds it/);
     } finally {
       (fs as { openSync: unknown }).openSync = open;
       syncBuiltinESMExports();
@@ -149,23 +149,23 @@ describe('takeoverClaims: the claim files', () => {
   });
 
   it('a claim file that is not a claim keeps every run off, said so; a state directory where none can be made is said', () => {
-    const a = takeoverClaims('RUN-A', thisProcess());
+    const a = drainClaims('RUN-A', thisProcess());
     expect(a.claim(N)).toBeUndefined();
     a.releaseAll();
     writeFileSync(join(nodeClaimDir(N), '0.json'), 'not json');
-    expect(a.claim(N)).toMatch(/^its takeover claim .*0\.json cannot be read: remove it/);
+    expect(a.claim(N)).toMatch(/^its drain claim .*0\.json cannot be read: remove it/);
     // a FIFO: not read (it would hang the run), held all the same
     const other = { ...N, node: 'n9' };
     mkdirSync(nodeClaimDir(other), { recursive: true });
     const stop = fifoAt(join(nodeClaimDir(other), '0.json'), JSON.stringify({ run: 'RUN-A' }));
     try {
-      expect(a.claim(other)).toMatch(/^its takeover claim .*n9\/0\.json cannot be read: remove it/);
+      expect(a.claim(other)).toMatch(/^its drain claim .*n9\/0\.json cannot be read: remove it/);
     } finally {
       stop();
     }
     const file = join(process.env.XDG_STATE_HOME!, 'a-file');
     writeFileSync(file, '');
     process.env.XDG_STATE_HOME = file;
-    expect(a.claim(N)).toBe(`its takeover cannot be claimed in ${file}/racksmith/drain-claims/slurm~n7: ENOTDIR`);
+    expect(a.claim(N)).toBe(`its drain cannot be claimed in ${file}/racksmith/drain-claims/slurm~n7: ENOTDIR`);
   });
 });

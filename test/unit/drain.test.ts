@@ -2,10 +2,10 @@
 // answers, which hosts a run drains (drainPlan), and the engine's order on fake hosts (drain
 // before the first disruptive change, resume after the host's last play, only what it drained).
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ConnectError, type Connection, type ExecResult } from '../../src/connection/types.ts';
 import {
   blockedDetail,
@@ -31,6 +31,7 @@ import { DrainSession, SESSION_EXECS, type DrainPlan } from '../../src/engine/dr
 import { execute, prepare } from '../../src/engine/run.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { InputError } from '../../src/util/errors.ts';
+import { drainClaims } from '../../src/history/drain-claim.ts';
 import { FakeFleet } from '../support/fake-host.ts';
 import { kv } from '../support/test-resources.ts';
 import { shq } from '../../src/shell/quote.ts';
@@ -80,10 +81,6 @@ describe('drainAction: what a drain does with the node as it finds it', () => {
   const live: DrainOwner = { takeOver: false, why: 'run R0 is still running on this controller (pid 9)' };
   const elsewhere: DrainOwner = { takeOver: false, why: "run R0 is controller rack2-ctl's, not this one's (ctl): ..." };
   const pruned: DrainOwner = { takeOver: false, why: "run R0 is not in this controller's run history (/s/runs): ..." };
-  const claimed: DrainOwner = {
-    takeOver: false,
-    why: 'not taken over: run W of this controller is taking it over (pid 4242, claim /c/0.json)',
-  };
   it.each<[string, boolean, DrainOwner | undefined, DrainAction]>([
     ['in scheduling: drained', false, undefined, 'drain'],
     ['in scheduling, a stale mark asked about all the same: drained', false, live, 'drain'],
@@ -93,7 +90,6 @@ describe('drainAction: what a drain does with the node as it finds it', () => {
     ["out under a live run's mark of this controller: blocked", true, live, 'blocked'],
     ["out under another controller's run's mark: blocked", true, elsewhere, 'blocked'],
     ["out under the mark of a run not in this history (another user's, pruned): blocked", true, pruned, 'blocked'],
-    ["out under a dead run's mark another live run has claimed: blocked", true, claimed, 'blocked'],
   ])('%s', (_, out, owner, want) => {
     expect(drainAction(out, owner)).toBe(want);
   });
@@ -1342,7 +1338,12 @@ describe("check mode's question with the controller unreachable", () => {
  * A DrainSession of run R1 (mark `racksmith R1 on c`) for one host, n1, whose controller `ctl`
  * answers each script by `answer`; `ran`: the scripts, `events`: what the session emitted.
  */
-function oneNodeSession(provider: DrainProvider, answer: (script: string) => ExecResult, plan: Partial<DrainPlan> = {}) {
+function oneNodeSession(
+  provider: DrainProvider,
+  answer: (script: string) => ExecResult,
+  plan: Partial<DrainPlan> = {},
+  signal?: AbortSignal,
+) {
   const ran: string[] = [];
   const conn: Connection = {
     host: 'ctl',
@@ -1357,31 +1358,95 @@ function oneNodeSession(provider: DrainProvider, answer: (script: string) => Exe
     'R1',
     async () => conn,
     (e) => events.push(e as unknown as Record<string, unknown>),
+    signal,
   );
   return { session, ran, events };
 }
 const EMPTY: ExecResult = { code: 0, stdout: '', stderr: '' };
 
-describe("a dead run's node another run of this controller has claimed (the session's claims)", () => {
-  it('the run without the claim: its drain fails at once, blocked (the check says blocked), and nothing is resumed', async () => {
-    const held = 'run W of this controller is taking it over (pid 4242, claim /c/slurm~n1/0.json)';
-    const { session, ran, events } = oneNodeSession(
-      slurmDrain,
-      (script) => (script.startsWith('sinfo') ? { code: 0, stdout: 'drained|racksmith R0 on c\n', stderr: '' } : EMPTY),
+describe("one node, two runs of this controller (the session's drain claims, history/drain-claim.ts)", () => {
+  const saved = process.env.XDG_STATE_HOME;
+  beforeEach(() => {
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-session-claims-'));
+  });
+  afterEach(() => {
+    rmSync(process.env.XDG_STATE_HOME!, { recursive: true, force: true });
+    process.env.XDG_STATE_HOME = saved;
+  });
+  /** A provider that records each drain and resume of run `run` in `log`, and takes the node out at once. */
+  const recording = (run: string, log: string[]): DrainProvider => ({
+    name: 'slurm',
+    drain: async (_exec, _node, o) => (log.push(`${run} drain`), o.takenOut?.(), { kind: 'drained' }),
+    resume: async () => void log.push(`${run} resume`),
+  });
+
+  it('the second waits, said once, and drains only once the first has put the node back; the check says the apply would wait', async () => {
+    const log: string[] = [];
+    const a = oneNodeSession(recording('A', log), () => EMPTY, { claims: drainClaims('A'), timeoutSec: 30 });
+    const b = oneNodeSession(recording('B', log), () => EMPTY, { claims: drainClaims('B'), timeoutSec: 30 });
+    expect(await a.session.before('n1')).toBeUndefined();
+    await b.session.would('n1');
+    expect(b.events).toEqual([
       {
-        ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
-        claims: { claim: () => held, peek: () => held, release: () => undefined, releaseAll: () => undefined },
+        type: 'drain',
+        host: 'n1',
+        via: 'slurm',
+        controller: 'ctl',
+        outcome: 'would',
+        detail: expect.stringMatching(
+          /^the apply's drain waits up to 30s for another run of this controller to let go of the node: run A of this controller holds it \(pid \d+, claim \/.*\/drain-claims\/slurm~n1\/0\.json\)$/,
+        ),
       },
+    ]);
+    b.events.length = 0;
+    const second = b.session.before('n1');
+    // (its first ask is made before before() first awaits: the warning is out already)
+    expect(b.events).toEqual([
+      {
+        type: 'warning',
+        message: expect.stringMatching(
+          /^n1: its drain \(slurm via ctl\) waits up to 30s for another run of this controller to let go of the node: run A of this controller holds it /,
+        ),
+      },
+    ]);
+    await a.session.resumeAll();
+    expect(await second).toBeUndefined();
+    await b.session.resumeAll();
+    expect(log).toEqual(['A drain', 'A resume', 'B drain', 'B resume']);
+    expect(b.events.filter((e) => e.type === 'warning')).toHaveLength(1);
+    expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual([]);
+  });
+
+  it('a claim never let go within the drain timeout: the drain fails, nothing asked of the scheduler, nothing put back', async () => {
+    const log: string[] = [];
+    const a = oneNodeSession(recording('A', log), () => EMPTY, { claims: drainClaims('A') });
+    const b = oneNodeSession(recording('B', log), () => EMPTY, { claims: drainClaims('B'), timeoutSec: 1 });
+    expect(await a.session.before('n1')).toBeUndefined();
+    expect(await b.session.before('n1')).toMatch(
+      /^drain \(slurm via ctl\) failed: timed out after 1s waiting for another run of this controller to let go of the node: run A of this controller holds it .*; no disruptive change is applied while another racksmith run holds the node .*: run again once that run has ended$/,
     );
-    const detail = blockedDetail('drained (racksmith R0 on c)', `not taken over: ${held}`, 'scontrol update nodename=n1 state=resume');
-    await session.would('n1');
-    expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'blocked', detail }]);
-    events.length = 0;
-    expect(await session.before('n1')).toBe(`drain (slurm via ctl) failed: ${detail}`);
-    expect(events).toEqual([{ type: 'drain', host: 'n1', via: 'slurm', controller: 'ctl', outcome: 'failed', detail, tookOut: false }]);
-    expect(ran.filter((s) => !s.startsWith('sinfo'))).toEqual([]); // no scontrol, no squeue
-    await session.resumeAll();
-    expect(events.filter((e) => e.type === 'resume')).toEqual([]);
+    expect(b.events.at(-1)).toMatchObject({ type: 'drain', outcome: 'failed', tookOut: false });
+    await b.session.resumeAll();
+    expect(log).toEqual(['A drain']);
+    // the first still holds the node (its claim, 0.json) until it puts it back
+    expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual(['0.json']);
+    await a.session.resumeAll();
+    expect(log).toEqual(['A drain', 'A resume']);
+  });
+
+  it('Ctrl-C while waiting for the claim: the drain ends at once, interrupted', async () => {
+    const log: string[] = [];
+    const a = oneNodeSession(recording('A', log), () => EMPTY, { claims: drainClaims('A') });
+    const ctrlC = new AbortController();
+    const b = oneNodeSession(recording('B', log), () => EMPTY, { claims: drainClaims('B'), timeoutSec: 600 }, ctrlC.signal);
+    expect(await a.session.before('n1')).toBeUndefined();
+    const second = b.session.before('n1');
+    ctrlC.abort();
+    expect(await second).toMatch(
+      /^drain \(slurm via ctl\) failed: interrupted while waiting for another run of this controller to let go of the node: /,
+    );
+    await a.session.resumeAll();
+    expect(log).toEqual(['A drain', 'A resume']);
   });
 });
 
