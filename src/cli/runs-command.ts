@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import { readRecord, readRecords, removeRun, runsDir, type RunRecord } from '../history/record.ts';
 import { drainsLeft, keptLedgers, ledgerDir, nodeText, removeLedger, type RunLedger } from '../history/drain-ledger.ts';
 import { parseAge, parseLabels, parseSince, runFailed, runsToPrune, selectRuns, spareDrainers } from '../history/select.ts';
+import { runner } from '../history/provenance.ts';
+import { stillRunning } from '../history/run-process.ts';
 import { withJournalCounts } from '../history/run-journal.ts';
 import { runReport } from '../history/show.ts';
 import { writeReport } from '../report/write.ts';
@@ -135,7 +137,14 @@ function prune(values: RunsValues, out: CliStreams): number {
   }
   const before = values['older-than'] === undefined ? undefined : Date.now() - parseAge('--older-than', values['older-than']);
   const ledgersKept = keptLedgers((m) => out.stderr.write(`warning: ${m}\n`));
-  const { gone, kept } = spareDrainers(runsToPrune(readRecords().records, { keep, before }), drainsLeft(ledgersKept));
+  const { controller } = runner();
+  const candidates = runsToPrune(readRecords().records, { keep, before });
+  // (a run still running keeps its record: it is what says its drains are a live run's)
+  const running = candidates.filter((r) => stillRunning(r, controller));
+  const { gone, kept } = spareDrainers(
+    candidates.filter((r) => !running.includes(r)),
+    drainsLeft(ledgersKept),
+  );
   for (const r of gone) {
     removeRun(r);
     removeLedger(r.id); // (its nodes all taken over since, said so there)
@@ -143,8 +152,10 @@ function prune(values: RunsValues, out: CliStreams): number {
   if (values.json) {
     for (const r of gone) out.stdout.write(JSON.stringify({ id: r.id, pruned: true }) + '\n');
     for (const k of kept) out.stdout.write(JSON.stringify({ id: k.run.id, pruned: false, drains: k.nodes }) + '\n');
+    for (const r of running) out.stdout.write(JSON.stringify({ id: r.id, pruned: false, running: true }) + '\n');
   }
   out.stderr.write(`pruned ${gone.length} run(s) (records, and their journals in the default journal directory)\n`);
+  for (const r of running) out.stderr.write(`kept run ${r.id}: still running (pid ${r.process?.pid}); pruned once it has ended\n`);
   for (const { run, nodes } of kept) {
     // (a ledger of the previous version is one file listing the nodes; this version's, a file per node)
     const where = ledgersKept.get(run.id)?.where ?? ledgerDir(run.id);

@@ -2,7 +2,7 @@ import type { Recap } from '../engine/events.ts';
 import { printable } from '../util/printable.ts';
 import { playbookSources, runner } from './provenance.ts';
 import { newRunId, readRecord, recordIds, removeRun, startOfId, writeRecord, type RunRecord } from './record.ts';
-import { thisProcess } from './run-process.ts';
+import { stillRunning, thisProcess } from './run-process.ts';
 import { drainsLeft, keptLedgers, removeLedger } from './drain-ledger.ts';
 import { DEFAULT_RETENTION, spareDrainers } from './select.ts';
 
@@ -94,7 +94,9 @@ export function startRecord(s: RunStart, warn: (message: string) => void): RunRe
         );
         for (const { id } of gone) {
           try {
-            removeRun(readRecord(id));
+            const r = readRecord(id);
+            if (stillRunning(r, record.controller)) continue; // (another run of this controller, still under way)
+            removeRun(r);
             removeLedger(id); // (its nodes all taken over since, said so there)
           } catch (e) {
             warn(`run history: retention: ${printable((e as Error).message)}`);

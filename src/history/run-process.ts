@@ -42,3 +42,16 @@ export function thisProcess(): RunProcess | undefined {
   const boot = bootId();
   return start === undefined || boot === undefined ? undefined : { pid: process.pid, start, boot };
 }
+
+/**
+ * Whether a run of this controller's history provably still runs: it has no end, it ran on this
+ * controller (`controller`, as records name it) in this boot, and a live process has its pid and
+ * start. Retention and `runs prune` keep such a run: its record is what tells a later run that the
+ * nodes it drains are its own, not a dead run's to take over.
+ */
+export function stillRunning(r: { end?: string; controller?: string; process?: RunProcess }, controller: string): boolean {
+  const p = r.process;
+  if (r.end !== undefined || p === undefined || r.controller !== controller) return false;
+  const boot = bootId();
+  return (boot === undefined || p.boot === boot) && processStart(p.pid) === p.start;
+}

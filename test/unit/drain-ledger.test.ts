@@ -20,12 +20,17 @@ import {
 } from '../../src/history/drain-ledger.ts';
 import { recordIds, runsDir } from '../../src/history/record.ts';
 import { startRecord } from '../../src/history/recorder.ts';
+import { runner } from '../../src/history/provenance.ts';
+import { thisProcess, type RunProcess } from '../../src/history/run-process.ts';
 import { spareDrainers } from '../../src/history/select.ts';
 import { fifoAt } from './fifo.ts';
 import { cli } from './run-cli.ts';
 
 const A = '20261206T101500Z-aaaaaa';
 const B = '20261206T111500Z-bbbbbb';
+/** Runs older than retention's 90 days. */
+const OLD_LIVE = '20200102T000000Z-111111';
+const OLD_DEAD = '20200101T000000Z-222222';
 const n7 = { via: 'slurm', controller: 'ctl1', node: 'n7' };
 const n8 = { via: 'slurm', controller: 'ctl1', node: 'n8' };
 
@@ -390,6 +395,72 @@ describe('the retention after every run keeps a run that may have left nodes out
     expect(warnings).toEqual([]);
     expect(recordIds()).toEqual([run.id, OLD_FORMAT, OLD_OUT]);
     expect(existsSync(ledgerDir(OLD_TAKEN))).toBe(false);
+  });
+});
+
+describe('runs prune and retention: a run still running is kept', () => {
+  const saved = process.env.XDG_STATE_HOME;
+  afterEach(() => {
+    process.env.XDG_STATE_HOME = saved;
+  });
+  /** A record of run `id` with no end, run by `proc` on this controller. */
+  const unended = (id: string, proc: RunProcess) =>
+    writeFileSync(
+      join(runsDir(), `${id}.json`),
+      JSON.stringify({
+        id,
+        start: '2026-12-06T10:15:00.000Z',
+        controller: runner().controller,
+        process: proc,
+        journal: '/nonexistent',
+        hosts: {},
+      }),
+    );
+  it('runs prune keeps a run whose process is alive (said, with its pid), and prunes one whose process is gone (a pid now another process)', async () => {
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-prune-'));
+    mkdirSync(runsDir(), { recursive: true });
+    const me = thisProcess()!;
+    unended(A, me);
+    unended(B, { ...me, start: me.start + 1 });
+    const { code, stdout, stderr } = await cli(['runs', 'prune', '--keep', '0', '--json']);
+    expect(code, stderr).toBe(0);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([
+      { id: B, pruned: true },
+      { id: A, pruned: false, running: true },
+    ]);
+    expect(stderr).toContain(`kept run ${A}: still running (pid ${process.pid}); pruned once it has ended\n`);
+    expect(recordIds()).toEqual([A]);
+  });
+  it("retention after a run leaves another run's record alone while that run runs", () => {
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-retain-'));
+    mkdirSync(runsDir(), { recursive: true });
+    // older than the 90 days retention keeps: removed unless still running
+    const old = (id: string, proc: RunProcess) =>
+      writeFileSync(
+        join(runsDir(), `${id}.json`),
+        JSON.stringify({
+          id,
+          start: '2026-01-01T00:00:00.000Z',
+          controller: runner().controller,
+          process: proc,
+          journal: '/nonexistent',
+          hosts: {},
+        }),
+      );
+    const me = thisProcess()!;
+    old(OLD_LIVE, me);
+    old(OLD_DEAD, { ...me, start: me.start + 1 });
+    const run = startRecord(
+      { argv: [], playbooks: [], inventoryFingerprint: '', labels: {}, check: false, journal: '/nonexistent', hosts: [] },
+      () => undefined,
+    );
+    run.finish({ hosts: [], exitCode: 0, check: false, elapsedMs: 0 });
+    expect(recordIds()).toEqual([run.id, OLD_LIVE]);
   });
 });
 
