@@ -136,12 +136,10 @@ export async function runLoaded(
     }
     const run = facts ? { ...loaded, prepared: facts.prepared } : loaded;
     writeRunWarnings(run, hostNames, out, json);
+    const drainPlan = drainOfRun(drain.plan, history.id, (m) => out.stderr.write(`warning: ${printable(m)}\n`));
     const outcome = await execute(
       run.prepared,
-      {
-        ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o),
-        drain: drainOfRun(drain.plan, history.id, (m) => out.stderr.write(`warning: ${printable(m)}\n`)),
-      },
+      { ...(facts ? { ...o, connector: facts.connector, refused: facts.refused } : o), drain: drainPlan },
       emit,
     );
     await human.finish(outcome);
@@ -150,6 +148,9 @@ export async function runLoaded(
     // Interrupted runs report hosts that were not run as failed, so the recap's code stands.
     const exitCode = journalFailure ? EXIT.FAILED : outcome.exitCode;
     history.finish({ ...outcome, exitCode });
+    // (the claims of nodes whose resume failed, once the record says this run has ended: a run
+    // waiting for one then takes it over, instead of meeting a live run's mark)
+    drainPlan?.claims?.releaseAll();
     // (a record that could not be written was a warning: no id to look up)
     if (history.written) out.stderr.write(`run: ${history.id} (provision runs show ${history.id})\n`);
     out.stderr.write(`journal: ${journalFile}${journalFailure ? ` (incomplete: ${journalFailure.message})` : ''}\n`);

@@ -97,15 +97,24 @@ export interface DrainNode {
  * scheduler anything; a run that finds another's claim waits until that run lets go.
  */
 export interface DrainClaims {
-  /** Claim the node for this run: undefined when it is this run's now, else why not (another run's claim). */
-  claim(n: DrainNode): string | undefined;
-  /** Check mode, read only: why another run's claim would keep this one waiting, if one would. */
-  peek(n: DrainNode): string | undefined;
+  /** Claim the node for this run: undefined when it is this run's now, else why not. */
+  claim(n: DrainNode): ClaimAnswer;
+  /** Check mode, read only: what a claim would answer now (undefined: got). */
+  peek(n: DrainNode): ClaimAnswer;
+  /** Whether this run holds the claim of any node now. */
+  holdsAny(): boolean;
   /** Let go of this run's claim on the node, if it has one (the node resumed). */
   release(n: DrainNode): void;
-  /** Let go of every claim of this run (its end). */
+  /** Let go of every claim of this run: its end, once recorded (a node whose resume failed stays claimed until then). */
   releaseAll(): void;
 }
+
+/**
+ * A claim not got: `held` by another live run of this controller, which lets go when it is done
+ * with the node (`older`: that run started before this one); or it `cannot` be got until someone
+ * acts (a claim file that cannot be read, the state directory not writable).
+ */
+export type ClaimAnswer = undefined | { held: string; older: boolean } | { cannot: string };
 
 /**
  * Which nodes this run may have out of scheduling, kept where its run history is
@@ -119,6 +128,12 @@ export interface DrainLedger {
   back(n: DrainNode): void;
   /** This run took the node over from run `from` (its mark's run id): it is that run's no longer. */
   takenOver(from: string, n: DrainNode): void;
+  /**
+   * This run's drain found the node in scheduling, or out under someone else's drain: no other
+   * run has it out, so a dead run's ledger that still names it (killed before its drain took the
+   * node out; or the node put back by hand since) is told so.
+   */
+  foundNotOut(n: DrainNode): void;
 }
 
 export interface DrainOptions {

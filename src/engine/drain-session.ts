@@ -100,6 +100,13 @@ const unvouched: NonNullable<DrainOptions['ownerOf']> = (reason) => {
   return mark && { takeOver: false, why: `run ${mark.run} cannot be asked about: this run was given no run history (DrainPlan.ownerOf)` };
 };
 
+/** A drain claim not waited for (DrainSession.claim): why. */
+class NotWaited extends Error {}
+
+/** What a drain that did not get its node's claim from another run says after why. */
+const UNDER_ANOTHER =
+  "; no disruptive change is applied while another racksmith run holds the node (it puts the node back when its own work on it ends, maybe in the middle of this host's changes): run again once that run has ended";
+
 export class DrainSession {
   /** Hosts this run took out: put back by resume / resumeAll. */
   private readonly drained = new Map<string, HostDrain>();
@@ -231,9 +238,14 @@ export class DrainSession {
     const mine: RunningDrain = { stop };
     this.running.set(host, mine);
     const drain = async (): Promise<DrainOutcome> => {
-      const unclaimed = await this.claim(host, d, stop.signal);
+      const claimed = await this.claim(host, d, stop.signal);
       let out: DrainOutcome =
-        unclaimed !== undefined ? { kind: 'failed', detail: unclaimed, drained: false } : await this.drainClaimed(host, d, mine);
+        'failed' in claimed
+          ? { kind: 'failed', detail: claimed.failed, drained: false }
+          : stop.signal.aborted
+            ? { kind: 'failed', detail: `${stopReason(stop.signal)} before it started`, drained: false }
+            : // (the drain timeout bounds the whole drain, the wait for the claim included)
+              await this.drainClaimed(host, d, mine, Math.max(1, Math.round(this.plan.timeoutSec - claimed.waitedSec)));
       // a drain that ended well just as its host was given up: that host must not go on to its change
       // (after Ctrl-C the host's run stops before it, saying so)
       if (out.kind !== 'failed' && stop.signal.aborted && !this.signal?.aborted)
@@ -264,7 +276,7 @@ export class DrainSession {
   }
 
   /** The provider's drain of the host's node, claimed for this run (its connection back to the idle ones after, if whole). */
-  private async drainClaimed(host: string, d: HostDrain, mine: RunningDrain): Promise<DrainOutcome> {
+  private async drainClaimed(host: string, d: HostDrain, mine: RunningDrain, timeoutSec: number): Promise<DrainOutcome> {
     const { stop } = mine;
     let out: DrainOutcome;
     let conn: Connection | undefined;
@@ -284,7 +296,7 @@ export class DrainSession {
               from = parseDrainMark(reason)?.run;
               fromMark = reason;
             }),
-            timeoutSec: this.plan.timeoutSec,
+            timeoutSec,
             signal: stop.signal,
             // out of scheduling by this run from here on: put back even if Ctrl-C cuts the wait short
             takenOut: () => {
@@ -293,6 +305,8 @@ export class DrainSession {
               if (from !== undefined) this.plan.ledger?.takenOver(from, drainNode(d));
             },
           });
+      // (in scheduling, or out under someone else's drain: no dead run has it out, whatever its ledger says)
+      if (out.kind === 'already' || (out.kind === 'drained' && fromMark === undefined)) this.plan.ledger?.foundNotOut(drainNode(d));
     } catch (e) {
       void mine.conn?.then((c) => c.close()).catch(() => undefined);
       conn = undefined;
@@ -323,9 +337,10 @@ export class DrainSession {
     const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
     // (another run of this controller holds the node: the apply's drain waits for it, whatever the node is now)
     const claimed = this.plan.claims?.peek(drainNode(d));
-    if (claimed !== undefined)
+    if (claimed && 'cannot' in claimed) notes.push(`the apply's drain would fail at once: ${claimed.cannot}`);
+    else if (claimed)
       notes.push(
-        `the apply's drain waits up to ${this.plan.timeoutSec}s for another run of this controller to let go of the node: ${claimed}`,
+        `the apply's drain waits up to ${this.plan.timeoutSec}s for another run of this controller to let go of the node: ${claimed.held}`,
       );
     else if (d.provider.outOfScheduling)
       try {
@@ -360,29 +375,47 @@ export class DrainSession {
    * scheduler: two runs of this controller never drain one node at once (the second's mark would
    * replace the first's, and whichever ended first would put the node back in the middle of the
    * other's changes). Another run's claim is waited for, said once, up to the drain timeout: that
-   * run lets go when it puts the node back. Why the claim was not got, if it was not.
+   * run lets go when it is done with the node. Not waited for: a claim that cannot be got until
+   * someone acts, and, while this run holds other nodes, one held by a run that started before it
+   * (wait-die: two runs each holding a node the other waits for would both wait out the timeout;
+   * so of two runs only the older waits on the younger, asked again at each look). Why the claim
+   * was not got, or how long it was waited for.
    */
-  private async claim(host: string, d: HostDrain, stop: AbortSignal): Promise<string | undefined> {
+  private async claim(host: string, d: HostDrain, stop: AbortSignal): Promise<{ failed: string } | { waitedSec: number }> {
     const { claims } = this.plan;
-    if (!claims) return undefined;
+    if (!claims) return { waitedSec: 0 };
     const n = drainNode(d);
-    let held = claims.claim(n);
-    if (held === undefined) return undefined;
-    this.emit({
-      type: 'warning',
-      message: `${host}: its drain (${drainHowText(how(host, d))}) waits up to ${this.plan.timeoutSec}s for another run of this controller to let go of the node: ${held}`,
-    });
-    const failed = await pollUntil(
-      async () => (held = claims.claim(n)) === undefined || held,
-      this.plan.timeoutSec,
-      stop,
-      'another run of this controller to let go of the node',
-    );
-    return (
-      failed &&
-      `${failed}; no disruptive change is applied while another racksmith run holds the node (it puts the node back when its own ` +
-        "work on it ends, maybe in the middle of this host's changes): run again once that run has ended"
-    );
+    const started = Date.now();
+    let said = false;
+    try {
+      const failed = await pollUntil(
+        async () => {
+          const a = claims.claim(n);
+          if (a === undefined) return true;
+          if ('cannot' in a) throw new NotWaited(`${a.cannot}; no disruptive change is applied without the node's drain claim`);
+          if (a.older && claims.holdsAny())
+            throw new NotWaited(
+              `${a.held}, a run started before this one, which holds other nodes out: it does not wait for it (two runs each ` +
+                `waiting for a node the other holds would both wait out the drain timeout)${UNDER_ANOTHER}`,
+            );
+          if (!said) {
+            said = true;
+            this.emit({
+              type: 'warning',
+              message: `${host}: its drain (${drainHowText(how(host, d))}) waits up to ${this.plan.timeoutSec}s for another run of this controller to let go of the node: ${a.held}`,
+            });
+          }
+          return a.held;
+        },
+        this.plan.timeoutSec,
+        stop,
+        'another run of this controller to let go of the node',
+      );
+      return failed ? { failed: `${failed}${UNDER_ANOTHER}` } : { waitedSec: (Date.now() - started) / 1000 };
+    } catch (e) {
+      if (e instanceof NotWaited) return { failed: e.message };
+      throw e;
+    }
   }
 
   /** ownerOf, telling `takingOver` the mark of a dead run's drain this run takes over. */
@@ -410,9 +443,10 @@ export class DrainSession {
     } catch (e) {
       out = `controller ${d.controller.name}: ${(e as Error).message}`;
     }
-    this.plan.claims?.release(drainNode(d));
     // (someone else's drain now: no longer this run's to put back, off its ledger)
     const someoneElses = typeof out === 'object';
+    // (a node not put back stays this run's, claimed, to its end: a run waiting for it then finds this one ended)
+    if (out === undefined || someoneElses) this.plan.claims?.release(drainNode(d));
     if (out === undefined || someoneElses) {
       this.plan.ledger?.back(drainNode(d));
       this.notPutBack.delete(host);
@@ -435,7 +469,8 @@ export class DrainSession {
   async resumeAll(): Promise<void> {
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
     await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
-    // (every claim this run still holds: of a node it could not put back, which a later run may take over)
-    this.plan.claims?.releaseAll();
+    // (the claims of the nodes not out by this run; a node it could not put back stays claimed until
+    // the run's end is recorded, DrainClaims.releaseAll by the caller: a run waiting for it then takes it over)
+    for (const [host, d] of this.plan.hosts) if (!this.notPutBack.has(host)) this.plan.claims?.release(drainNode(d));
   }
 }

@@ -31,13 +31,18 @@ export interface Claim {
   node?: DrainNode;
 }
 
-/** What a claim found in place means to the run `me`. */
-export type ClaimHolder = { kind: 'mine' } | { kind: 'stale' } | { kind: 'held'; why: string };
+/**
+ * What a claim found in place means to the run `me`: `held` by another live run (`older`: one
+ * that started before `me`), which lets go when it is done with the node; `unknown`, a claim that
+ * proves nothing and never goes away by itself.
+ */
+export type ClaimHolder =
+  { kind: 'mine' } | { kind: 'stale' } | { kind: 'held'; why: string; older: boolean } | { kind: 'unknown'; why: string };
 
 /**
  * Whose a claim is: this run's own; stale (its run's process is gone, or the controller restarted
- * since); else another run's, which may still be draining the node or taking it over. A claim that cannot be read
- * or names no process proves nothing: held.
+ * since); else another run's, which may still be draining the node or taking it over. A claim that
+ * cannot be read or names no process proves nothing: unknown (removed by hand).
  */
 export function claimHolder(
   c: Claim | undefined,
@@ -45,18 +50,19 @@ export function claimHolder(
   f: { boot: string | undefined; startOf: (pid: number) => number | undefined; file: string },
 ): ClaimHolder {
   if (!c || typeof c.run !== 'string')
-    return { kind: 'held', why: `its drain claim ${f.file} cannot be read: remove it if no racksmith run is draining the node` };
+    return { kind: 'unknown', why: `its drain claim ${f.file} cannot be read: remove it if no racksmith run is draining the node` };
   if (c.run === me) return { kind: 'mine' };
   const p = c.process;
   if (!p || !Number.isInteger(p.pid))
     return {
-      kind: 'held',
-      why: `run ${printable(c.run)} claimed it (${f.file}), and its claim does not say which process: it may still be running`,
+      kind: 'unknown',
+      why: `run ${printable(c.run)} claimed it (${f.file}), and its claim does not say which process: it may still be running; remove the claim once it has ended`,
     };
   if (f.boot !== undefined && p.boot !== f.boot) return { kind: 'stale' };
   const start = f.startOf(p.pid);
   if (start === undefined || start !== p.start) return { kind: 'stale' };
-  return { kind: 'held', why: `run ${printable(c.run)} of this controller holds it (pid ${p.pid}, claim ${f.file})` };
+  // (run ids begin with their start time, so they sort as the runs started)
+  return { kind: 'held', why: `run ${printable(c.run)} of this controller holds it (pid ${p.pid}, claim ${f.file})`, older: c.run < me };
 }
 
 /** Stale claims passed before a claim gives up: more dead claimants of one node than this is not a race. */
@@ -113,7 +119,13 @@ export function drainClaims(run: string, proc: RunProcess | undefined = thisProc
       const holder = claimHolder(c, run, facts(file));
       if (holder.kind !== 'stale') return { at: k, holder };
     }
-    return { at: MAX_CLAIMS, holder: { kind: 'held', why: `${MAX_CLAIMS} stale drain claims in ${dir}: remove them` } };
+    return {
+      at: MAX_CLAIMS,
+      holder: {
+        kind: 'unknown',
+        why: `${MAX_CLAIMS} stale drain claims in ${dir}: remove them while no racksmith run of this controller runs`,
+      },
+    };
   };
   /** The run's own claim in `dir` removed once it holds it for no node (never another's, stale or not: see the top). */
   const letGo = (dir: string, n?: DrainNode) => {
@@ -131,7 +143,8 @@ export function drainClaims(run: string, proc: RunProcess | undefined = thisProc
         mkdirSync(dir, { recursive: true, mode: 0o700 });
         for (;;) {
           const { at, holder } = walk(dir);
-          if (holder.kind === 'held') return holder.why;
+          if (holder.kind === 'held') return { held: holder.why, older: holder.older };
+          if (holder.kind === 'unknown') return { cannot: holder.why };
           if (holder.kind === 'mine') return void hold(dir, at, n);
           // free: made whole beside it, then linked in; a name taken meanwhile is another run's win: look again
           const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
@@ -147,16 +160,23 @@ export function drainClaims(run: string, proc: RunProcess | undefined = thisProc
           }
         }
       } catch (e) {
-        return `its drain cannot be claimed in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+        return { cannot: `its drain cannot be claimed in ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
       }
     },
     peek(n) {
+      const dir = nodeClaimDir(n);
       try {
-        const { holder } = walk(nodeClaimDir(n));
-        return holder.kind === 'held' ? holder.why : undefined;
-      } catch {
-        return undefined;
+        const { holder } = walk(dir);
+        if (holder.kind === 'held') return { held: holder.why, older: holder.older };
+        return holder.kind === 'unknown' ? { cannot: holder.why } : undefined;
+      } catch (e) {
+        // (none yet is free; anything else, the claim of the apply would meet too)
+        const code = (e as NodeJS.ErrnoException).code;
+        return code === 'ENOENT' ? undefined : { cannot: `its drain cannot be claimed in ${dir}: ${code ?? (e as Error).message}` };
       }
+    },
+    holdsAny() {
+      return held.size > 0;
     },
     release(n) {
       letGo(nodeClaimDir(n), n);

@@ -19,7 +19,10 @@
  * run from pruning. Only once its own ledger names the node: killed in between, the node is on
  * one ledger or both, never on none. One file per node is what makes two runs taking over two nodes of one dead run
  * at once safe without a lock: each renames its own node's file, neither reads or writes the
- * other's (a single file rewritten whole lost one of the two removals).
+ * other's (a single file rewritten whole lost one of the two removals). A later run whose drain
+ * finds the node in scheduling, or out under someone else's drain, replaces a dead run's entry the
+ * same way ("found not out": killed before its drain took the node out, or the node put back by
+ * hand since), so that such a run is not kept, and listed with nodes out, for ever.
  *
  * The previous version's ledger, one file `runs/ID.drains.json` listing the nodes, is still read;
  * the first takeover from such a run moves its nodes into the directory (each created only where
@@ -34,7 +37,9 @@ import { writeFileAtomic } from '../util/atomic-write.ts';
 import { printable } from '../util/printable.ts';
 import { readRegularFile } from '../util/regular-file.ts';
 import { findNode, nodeKey } from './node-match.ts';
-import { isRunId, runsDir } from './record.ts';
+import { runner } from './provenance.ts';
+import { isRunId, readRecord, runsDir, type RunRecord } from './record.ts';
+import { stillRunning } from './run-process.ts';
 
 const DIR_SUFFIX = '.drains';
 const OLD_SUFFIX = '.drains.json';
@@ -63,12 +68,14 @@ export const nodeText = (n: DrainNode): string => `${n.node} (${n.via} via ${n.c
 const isNode = (n: unknown): n is DrainNode =>
   typeof n === 'object' && n !== null && ['via', 'controller', 'node'].every((k) => typeof (n as Record<string, unknown>)[k] === 'string');
 
-/** A node of the run that a later run took over: no longer this run's to put back. */
+/** A node of the run that a later run took over (or `found` not out): no longer this run's to put back. */
 export interface TakenOver {
   node: DrainNode;
   /** The run that took it over, and when. */
   by: string;
   at: string;
+  /** That run's drain found the node in scheduling, or out under someone else's drain (foundNotOut), rather than under this run's mark. */
+  found?: true;
 }
 
 /** What a run's ledger says. */
@@ -110,12 +117,12 @@ function readEntry(file: string, warn: Warn): Entry {
   const text = readText(file, warn);
   if (text === 'gone' || text === 'unreadable') return { kind: text };
   try {
-    const e = JSON.parse(text) as { node?: unknown; takenOverBy?: unknown; at?: unknown };
+    const e = JSON.parse(text) as { node?: unknown; takenOverBy?: unknown; at?: unknown; found?: unknown };
     if (!isNode(e.node)) return { kind: 'unreadable' };
     const node = { via: e.node.via, controller: e.node.controller, node: e.node.node };
     if (e.takenOverBy === undefined) return { kind: 'node', node };
     return typeof e.takenOverBy === 'string' && typeof e.at === 'string'
-      ? { kind: 'taken', taken: { node, by: e.takenOverBy, at: e.at } }
+      ? { kind: 'taken', taken: { node, by: e.takenOverBy, at: e.at, ...(e.found === true ? { found: true as const } : {}) } }
       : { kind: 'unreadable' };
   } catch {
     return { kind: 'unreadable' };
@@ -296,6 +303,19 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
   /** Those whose entry was written: only such a node is taken off a dead run's ledger (takenOver). */
   const written = new Set<string>();
   const fail = (what: string, e: unknown) => warn(`run history: cannot ${what}: ${printable((e as Error).message)}`);
+  /** The other runs with a ledger directory, listed once (a ledger made later is a live run's). */
+  let others: string[] | undefined;
+  const otherLedgers = (): string[] => {
+    try {
+      others ??= readdirSync(runsDir())
+        .filter((name) => name.endsWith(DIR_SUFFIX))
+        .map((name) => name.slice(0, -DIR_SUFFIX.length))
+        .filter((id) => isRunId(id) && id !== run);
+    } catch {
+      others = [];
+    }
+    return others;
+  };
   return {
     taking(n) {
       named.add(nodeKey(n));
@@ -354,6 +374,29 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
         writeFileAtomic(found.file, JSON.stringify(entry) + '\n', 0o600, 'drain ledger');
       } catch (e) {
         fail(`take ${nodeText(n)} off the drain ledger of run ${from}`, e);
+      }
+    },
+    foundNotOut(n) {
+      const { controller } = runner();
+      for (const id of otherLedgers()) {
+        const file = join(ledgerDir(id), entryName(n));
+        const e = readEntry(file, () => undefined);
+        // (its own entry only, as a takeover marks: a namesake via another controller may be another cluster's node)
+        if (e.kind !== 'node' || !sameController(e, n)) continue;
+        let record: RunRecord;
+        try {
+          record = readRecord(id);
+        } catch {
+          continue; // (no record to prove the run ended: left, its run kept, the safe way round)
+        }
+        // (a run still under way that holds no claim, an older racksmith's: its drain of the node may be coming)
+        if (stillRunning(record, controller)) continue;
+        try {
+          const entry = { run: id, node: e.node, takenOverBy: run, at: now().toISOString(), found: true };
+          writeFileAtomic(file, JSON.stringify(entry) + '\n', 0o600, 'drain ledger');
+        } catch (err) {
+          fail(`mark ${nodeText(n)} not out on the drain ledger of run ${id}`, err);
+        }
       }
     },
   };

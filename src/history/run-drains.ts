@@ -96,6 +96,7 @@ export function withLedger(drains: RunDrains | undefined, ledger: RunLedger | un
       ...(host !== t.node.node ? { node: t.node.node } : {}),
       by: t.by,
       at: t.at,
+      ...(t.found ? { found: t.found } : {}),
     };
   });
   if (!more.length && !takenOver.length && stillOut.length === journal.length) return drains;

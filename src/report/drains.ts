@@ -44,7 +44,9 @@ export function drainKind(e: RunDrainEvent): string {
 
 /** What a node taken over by a later run is to this run, in the text and on the page. */
 export const takenOverText = (t: TakenOverBy): string =>
-  `taken over by run ${t.by} at ${t.at}: no longer this run's to put back (provision runs show ${t.by} says whether that run did)`;
+  t.found
+    ? `found not out by run ${t.by} at ${t.at} (in scheduling, or out under someone else's drain: never taken out by this run, or put back by hand since): not this run's to put back`
+    : `taken over by run ${t.by} at ${t.at}: no longer this run's to put back (provision runs show ${t.by} says whether that run did)`;
 
 /** A run's Drains section for a terminal: the lines its recap printed, then the nodes still out, then those taken over since. */
 export function runDrainsText(d: RunDrains): string[] {

@@ -97,7 +97,9 @@ function runDrainsHtml(d: RunDrains): string {
 ${out.join('\n')}
 </tbody></table>`
     : '';
-  const taken = d.takenOver.map((t) => row(t.host, 'taken-over-by', `taken over by run ${t.by}`, drainHowText(t), takenOverText(t)));
+  const taken = d.takenOver.map((t) =>
+    row(t.host, 'taken-over-by', `${t.found ? 'found not out' : 'taken over'} by run ${t.by}`, drainHowText(t), takenOverText(t)),
+  );
   const handedOver = taken.length
     ? `<h3>Taken over by a later run: ${taken.length} node${taken.length === 1 ? '' : 's'} this run took out, no longer its to put back</h3><table class="taken-over-by"><thead><tr><th>host</th><th>state</th><th>how</th></tr></thead><tbody>
 ${taken.join('\n')}

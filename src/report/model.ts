@@ -68,6 +68,8 @@ export interface TakenOverBy {
   /** The run that took it over, and when. */
   by: string;
   at: string;
+  /** That run found the node in scheduling, or out under someone else's drain, not under this run's mark. */
+  found?: true;
 }
 
 /** A run's --drain as its journal shows it (history/run-drains.ts). */

@@ -308,12 +308,51 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
     expect(readdirSync(join(env.XDG_STATE_HOME, 'racksmith/runs'))).toEqual([]);
   }, 180_000);
 
+  it('a node put back by hand after its run was killed while draining it: the next run finds it in scheduling, and the dead run no longer counts it out', async () => {
+    const env = { XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'rs-drain-found-')) };
+    const job = await runningJob('tb8', 30);
+    const args = [PB, '-i', inventory(), '-l', 'tb8', '--drain', 'slurm'];
+    const { mark } = await killedWhileDraining(args, env);
+    expect(mark).not.toBeNull();
+    const dead = mark![1];
+    // the operator puts it back by hand (and ends the job)
+    await onCtl(`scontrol update nodename=tb8 state=resume; scancel ${job}`);
+    expect((await provision(['runs'], { env })).stdout).toContain('NODES OUT: tb8');
+
+    const run = await provision([...args, '--json'], { env });
+    expect(run.code, run.stderr).toBe(0);
+    // drained anew (found in scheduling), not taken over
+    expect(drainEvents(run)).toEqual([
+      { type: 'drain', host: 'tb8', via: 'slurm', controller: CTL, outcome: 'drained' },
+      { type: 'resume', host: 'tb8', via: 'slurm', controller: CTL, ok: true },
+    ]);
+    const finder = /^run: (\S+)/m.exec(run.stderr)![1];
+    const shown = JSON.parse((await provision(['runs', 'show', dead, '--json'], { env })).stdout) as {
+      warnings: string[];
+      runDrains: { stillOut: unknown[]; takenOver: unknown[] };
+    };
+    expect(shown.runDrains).toMatchObject({
+      stillOut: [],
+      takenOver: [{ host: 'tb8', via: 'slurm', by: finder, found: true }],
+    });
+    expect(shown.warnings.join('\n')).not.toContain('NOT PUT BACK');
+    expect((await provision(['runs'], { env })).stdout).not.toContain('NODES OUT');
+    // nothing keeps it: pruned with the finder's own run
+    const pruned = await provision(['runs', 'prune', '--keep', '0', '--json'], { env });
+    expect(
+      pruned.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { pruned: boolean }).pruned),
+    ).toEqual([true, true]);
+  }, 180_000);
+
   it('two runs that find a dead run’s drained node at once: one takes it over and puts it back, the other waits for its claim, said, then drains the node anew (its stale change refused)', async () => {
     // a run of this controller's history that died (its process gone) leaving tb8 draining, its job
     // still running: the run that claims tb8 first takes it over and waits for the job (seconds),
     // holding its claim all the while; the other, started with it, reaches its own drain meanwhile
     const { id, mark, pid, record } = deadRunRecord();
-    const job = await runningJob('tb8', 4);
+    const job = await runningJob('tb8', 6);
     await onCtl(`scontrol update nodename=tb8 state=drain reason='${mark}'`);
     let runs;
     try {

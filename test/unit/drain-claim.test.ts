@@ -22,10 +22,16 @@ describe('claimHolder: a claim is this run’s, stale (its process gone), or hel
   it.each<[string, Claim | undefined, ReturnType<typeof facts>, ReturnType<typeof claimHolder>]>([
     ['this run’s own', claim('ME', proc), facts(1000), { kind: 'mine' }],
     [
-      'another run, alive',
+      'another run, alive, started after this one (run ids sort as the runs started)',
       claim('W', proc),
       facts(1000),
-      { kind: 'held', why: 'run W of this controller holds it (pid 4242, claim /s/0.json)' },
+      { kind: 'held', why: 'run W of this controller holds it (pid 4242, claim /s/0.json)', older: false },
+    ],
+    [
+      'another run, alive, started before this one',
+      claim('A', proc),
+      facts(1000),
+      { kind: 'held', why: 'run A of this controller holds it (pid 4242, claim /s/0.json)', older: true },
     ],
     ['another run, its process gone', claim('W', proc), facts(undefined), { kind: 'stale' }],
     ['another run, its pid another process’s now', claim('W', proc), facts(2000), { kind: 'stale' }],
@@ -34,13 +40,16 @@ describe('claimHolder: a claim is this run’s, stale (its process gone), or hel
       'a claim naming no process',
       claim('W'),
       facts(1000),
-      { kind: 'held', why: 'run W claimed it (/s/0.json), and its claim does not say which process: it may still be running' },
+      {
+        kind: 'unknown',
+        why: 'run W claimed it (/s/0.json), and its claim does not say which process: it may still be running; remove the claim once it has ended',
+      },
     ],
     [
       'a claim that cannot be read',
       undefined,
       facts(1000),
-      { kind: 'held', why: 'its drain claim /s/0.json cannot be read: remove it if no racksmith run is draining the node' },
+      { kind: 'unknown', why: 'its drain claim /s/0.json cannot be read: remove it if no racksmith run is draining the node' },
     ],
   ])('%s', (_, c, f, want) => expect(claimHolder(c, 'ME', f)).toEqual(want));
 });
@@ -68,8 +77,10 @@ describe('drainClaims: the claim files', () => {
     expect(a.claim(N)).toBeUndefined();
     expect(a.claim(N)).toBeUndefined(); // its own, again (a later play's drain)
     const why = `run RUN-A of this controller holds it (pid ${process.pid}, claim ${join(nodeClaimDir(N), '0.json')})`;
-    expect(b.claim(N)).toBe(why);
-    expect(b.peek(N)).toBe(why);
+    expect(b.claim(N)).toEqual({ held: why, older: true });
+    expect(b.peek(N)).toEqual({ held: why, older: true });
+    // (told apart from B's side: A started after an earlier run)
+    expect(drainClaims('RUN-0', thisProcess()).claim(N)).toEqual({ held: why, older: false });
     expect(a.peek(N)).toBeUndefined();
     b.release(N); // (not B's: nothing happens)
     expect(files()).toEqual(['0.json']);
@@ -93,7 +104,7 @@ describe('drainClaims: the claim files', () => {
     a.release(onA);
     // (still holding onB: another run keeps off it)
     expect(files()).toEqual(['0.json']);
-    expect(b.claim(onB)).toMatch(/^run RUN-A of this controller holds it/);
+    expect(b.claim(onB)).toMatchObject({ held: expect.stringMatching(/^run RUN-A of this controller holds it/) });
     a.release(onB);
     expect(files()).toEqual([]);
     expect(b.claim(onB)).toBeUndefined();
@@ -108,7 +119,7 @@ describe('drainClaims: the claim files', () => {
     const c = drainClaims('RUN-C', thisProcess());
     expect(b.claim(N)).toBeUndefined();
     expect(files()).toEqual(['0.json', '1.json']);
-    expect(c.claim(N)).toMatch(/^run RUN-B of this controller holds it .*\/1\.json\)$/);
+    expect(c.claim(N)).toMatchObject({ held: expect.stringMatching(/^run RUN-B of this controller holds it .*\/1\.json\)$/) });
     b.release(N);
     // (its own only: the stale one stays, see the next test)
     expect(files()).toEqual(['0.json']);
@@ -123,7 +134,7 @@ describe('drainClaims: the claim files', () => {
     expect(dead.claim(N)).toBeUndefined();
     const [F, G, H] = ['RUN-F', 'RUN-G', 'RUN-H'].map((r) => drainClaims(r, thisProcess()));
     expect(F.claim(N)).toBeUndefined();
-    let g: string | undefined = 'not asked';
+    let g: ReturnType<typeof G.claim> | 'not asked' = 'not asked';
     const open = fs.openSync;
     let once_ = false;
     (fs as { openSync: unknown }).openSync = function (this: unknown, ...a: Parameters<typeof fs.openSync>) {
@@ -141,7 +152,7 @@ describe('drainClaims: the claim files', () => {
     try {
       const h = H.claim(N);
       expect([g, h].filter((w) => w === undefined)).toHaveLength(1);
-      expect(h).toMatch(/^run RUN-G of this controller holds it/);
+      expect(h).toMatchObject({ held: expect.stringMatching(/^run RUN-G of this controller holds it/) });
     } finally {
       (fs as { openSync: unknown }).openSync = open;
       syncBuiltinESMExports();
@@ -153,19 +164,21 @@ describe('drainClaims: the claim files', () => {
     expect(a.claim(N)).toBeUndefined();
     a.releaseAll();
     writeFileSync(join(nodeClaimDir(N), '0.json'), 'not json');
-    expect(a.claim(N)).toMatch(/^its drain claim .*0\.json cannot be read: remove it/);
+    expect(a.claim(N)).toMatchObject({ cannot: expect.stringMatching(/^its drain claim .*0\.json cannot be read: remove it/) });
     // a FIFO: not read (it would hang the run), held all the same
     const other = { ...N, node: 'n9' };
     mkdirSync(nodeClaimDir(other), { recursive: true });
     const stop = fifoAt(join(nodeClaimDir(other), '0.json'), JSON.stringify({ run: 'RUN-A' }));
     try {
-      expect(a.claim(other)).toMatch(/^its drain claim .*n9\/0\.json cannot be read: remove it/);
+      expect(a.claim(other)).toMatchObject({ cannot: expect.stringMatching(/^its drain claim .*n9\/0\.json cannot be read: remove it/) });
     } finally {
       stop();
     }
     const file = join(process.env.XDG_STATE_HOME!, 'a-file');
     writeFileSync(file, '');
     process.env.XDG_STATE_HOME = file;
-    expect(a.claim(N)).toBe(`its drain cannot be claimed in ${file}/racksmith/drain-claims/slurm~n7: ENOTDIR`);
+    const notDir = { cannot: `its drain cannot be claimed in ${file}/racksmith/drain-claims/slurm~n7: ENOTDIR` };
+    expect(a.claim(N)).toEqual(notDir);
+    expect(a.peek(N)).toMatchObject({ cannot: expect.stringContaining(`${file}/racksmith/drain-claims/slurm~n7`) });
   });
 });

@@ -4,7 +4,7 @@
 // who took it over (no longer keeping that run), two takeovers at once (driven through fs: neither
 // loses the other's), the previous version's single ledger file read and migrated, entries that
 // cannot be read keeping their run, and the split of the runs to prune.
-import fs, { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import fs, { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import {
   removeLedger,
 } from '../../src/history/drain-ledger.ts';
 import { recordIds, runsDir } from '../../src/history/record.ts';
+import type { DrainNode } from '../../src/contract/drain.ts';
 import { startRecord } from '../../src/history/recorder.ts';
 import { runner } from '../../src/history/provenance.ts';
 import { thisProcess, type RunProcess } from '../../src/history/run-process.ts';
@@ -461,6 +462,59 @@ describe('runs prune and retention: a run still running is kept', () => {
     );
     run.finish({ hosts: [], exitCode: 0, check: false, elapsedMs: 0 });
     expect(recordIds()).toEqual([run.id, OLD_LIVE]);
+  });
+});
+
+describe("foundNotOut: a node a drain found in scheduling is no dead run's to put back", () => {
+  const saved = process.env.XDG_STATE_HOME;
+  afterEach(() => {
+    process.env.XDG_STATE_HOME = saved;
+  });
+  /** Run `id`'s record with no end (run by `proc`, when given) and a ledger naming `nodes`. */
+  const killed = (id: string, nodes: DrainNode[], proc?: RunProcess) => {
+    writeFileSync(
+      join(runsDir(), `${id}.json`),
+      JSON.stringify({
+        id,
+        start: '2026-12-06T10:15:00.000Z',
+        controller: runner().controller,
+        ...(proc ? { process: proc } : {}),
+        journal: '/nonexistent',
+        hosts: {},
+      }),
+    );
+    const l = drainLedger(id, () => undefined);
+    for (const n of nodes) l.taking(n);
+  };
+  it("marks a dead run's entry of the node, and only that: a live run's, a namesake via another controller, a ledger without a record stay", () => {
+    process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-found-'));
+    mkdirSync(runsDir(), { recursive: true });
+    const me = thisProcess()!;
+    const [DEAD, LIVE, NO_RECORD] = ['20261206T090000Z-dddddd', '20261206T091500Z-eeeeee', '20261206T093000Z-ffffff'];
+    const n8via2 = { ...n8, controller: 'ctl2' };
+    killed(DEAD, [n7, n8], { ...me, start: me.start + 1 });
+    killed(LIVE, [n7], me);
+    killed(NO_RECORD, [n7]);
+    rmSync(join(runsDir(), `${NO_RECORD}.json`));
+    const at = new Date('2026-12-06T16:00:00.000Z');
+    const warnings: string[] = [];
+    const later = drainLedger(
+      B,
+      (m) => warnings.push(m),
+      () => at,
+    );
+    later.taking(n7);
+    later.foundNotOut(n7);
+    later.foundNotOut(n8via2);
+    expect(warnings).toEqual([]);
+    expect(readLedger(DEAD, () => undefined)).toMatchObject({
+      nodes: [n8],
+      takenOver: [{ node: n7, by: B, at: at.toISOString(), found: true }],
+    });
+    expect(readLedger(LIVE, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
+    expect(readLedger(NO_RECORD, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
+    // (its own entry stays its own)
+    expect(readLedger(B, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
   });
 });
 

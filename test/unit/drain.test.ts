@@ -1448,6 +1448,82 @@ describe("one node, two runs of this controller (the session's drain claims, his
     await a.session.resumeAll();
     expect(log).toEqual(['A drain', 'A resume']);
   });
+
+  it('a claim that cannot be got until someone acts (no state directory can be made) fails the drain at once, not after the timeout', async () => {
+    const file = join(process.env.XDG_STATE_HOME!, 'a-file');
+    writeFileSync(file, '');
+    process.env.XDG_STATE_HOME = file;
+    const log: string[] = [];
+    const b = oneNodeSession(recording('B', log), () => EMPTY, { claims: drainClaims('B'), timeoutSec: 600 });
+    await b.session.would('n1');
+    expect(b.events).toMatchObject([
+      { outcome: 'would', detail: expect.stringMatching(/^the apply's drain would fail at once: .*slurm~n1/) },
+    ]);
+    // (a wait would outlast the test's own timeout)
+    expect(await b.session.before('n1')).toMatch(
+      /^drain \(slurm via ctl\) failed: its drain cannot be claimed in .*: ENOTDIR; no disruptive change is applied without the node's drain claim$/,
+    );
+    expect(b.events.filter((e) => e.type === 'warning')).toEqual([]);
+    expect(log).toEqual([]);
+  });
+
+  /** A session of run `run` for hosts n1 and n2 (nodes of the same names), recording into `log`. */
+  const twoNodes = (run: string, log: string[]) => {
+    const provider = recording(run, log);
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const conn: Connection = { host: 'ctl', execCount: 0, exec: async () => EMPTY, close: async () => undefined };
+    const events: Array<Record<string, unknown>> = [];
+    const hosts = new Map(['n1', 'n2'].map((h) => [h, { provider, controller: ctl, node: h }]));
+    const session = new DrainSession(
+      { hosts, timeoutSec: 600, mark: `racksmith ${run}`, claims: drainClaims(run) },
+      run,
+      async () => conn,
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    return { session, events };
+  };
+
+  it('two runs each holding a node the other wants: the younger does not wait (fails at once), the older waits and gets it (wait-die)', async () => {
+    const log: string[] = [];
+    // run ids sort as the runs started: A is the older
+    const older = twoNodes('20261207T100000Z-aaaaaa', log);
+    const younger = twoNodes('20261207T100001Z-bbbbbb', log);
+    expect(await older.session.before('n1')).toBeUndefined();
+    expect(await younger.session.before('n2')).toBeUndefined();
+    const olderWaits = older.session.before('n2');
+    expect(older.events.filter((e) => e.type === 'warning')).toHaveLength(1);
+    expect(await younger.session.before('n1')).toMatch(
+      /^drain \(slurm via ctl\) failed: run 20261207T100000Z-aaaaaa of this controller holds it .*, a run started before this one, which holds other nodes out: it does not wait for it/,
+    );
+    await younger.session.resumeAll();
+    expect(await olderWaits).toBeUndefined();
+    await older.session.resumeAll();
+    expect(log).toEqual([
+      '20261207T100000Z-aaaaaa drain',
+      '20261207T100001Z-bbbbbb drain',
+      '20261207T100001Z-bbbbbb resume',
+      '20261207T100000Z-aaaaaa drain',
+      '20261207T100000Z-aaaaaa resume',
+      '20261207T100000Z-aaaaaa resume',
+    ]);
+  });
+
+  it('a node whose resume failed stays claimed to the run’s end: another run waits for it (then takes it over), rather than meeting a live run’s mark', async () => {
+    const claimsA = drainClaims('A');
+    const a = oneNodeSession({ ...recording('A', []), resume: async () => 'scontrol: exit 1' }, () => EMPTY, { claims: claimsA });
+    const b = oneNodeSession(recording('B', []), () => EMPTY, { claims: drainClaims('B') });
+    expect(await a.session.before('n1')).toBeUndefined();
+    await a.session.resume('n1');
+    await b.session.would('n1');
+    expect(b.events).toMatchObject([
+      { outcome: 'would', detail: expect.stringMatching(/waits up to 5s for another run .*: run A of this controller holds it/) },
+    ]);
+    // (the run's end puts nothing more back: still claimed until the caller records the end and lets go)
+    await a.session.resumeAll();
+    expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual(['0.json']);
+    claimsA.releaseAll();
+    expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual([]);
+  });
 });
 
 describe('a session given no run history to ask (a program calling the engine without ownerOf)', () => {
@@ -1489,7 +1565,13 @@ describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () =>
       },
       {
         ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
-        claims: { claim: () => undefined, peek: () => undefined, release: () => undefined, releaseAll: () => undefined },
+        claims: {
+          claim: () => undefined,
+          peek: () => undefined,
+          holdsAny: () => false,
+          release: () => undefined,
+          releaseAll: () => undefined,
+        },
       },
     );
     const ran = () => scripts.map((script) => script.split('\n').pop()!);
@@ -1503,6 +1585,29 @@ describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () =>
 });
 
 describe("the run's drain ledger (the nodes it may have left out)", () => {
+  it.for([
+    ['a node found in scheduling and drained: told', { kind: 'drained' }, false, ['n1']],
+    ["a node out under someone else's drain (already): told", { kind: 'already', detail: 'drained (ops)' }, false, ['n1']],
+    ["a dead run's drain taken over: not told (takenOver says it)", { kind: 'drained' }, true, []],
+    ['a drain that failed: not told', { kind: 'failed', detail: 'timed out', drained: false }, false, []],
+  ] as const)('foundNotOut: %s', async ([, outcome, takeOver, want]) => {
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async (_exec, _node, o) => {
+        if (takeOver) o.ownerOf?.('racksmith 20261206T101500Z-aaaaaa');
+        return outcome as DrainOutcome;
+      },
+      resume: async () => undefined,
+    };
+    const told: string[] = [];
+    const { session } = oneNodeSession(provider, () => EMPTY, {
+      ownerOf: () => ({ takeOver: true, why: 'taken over from run R0, which did not finish: its process 9 is gone' }),
+      ledger: { taking: () => undefined, back: () => undefined, takenOver: () => undefined, foundNotOut: (n) => void told.push(n.node) },
+    });
+    await session.before('n1');
+    expect(told).toEqual(want);
+  });
+
   it('a node whose resume failed stays on it, whatever a later drain of it that took nothing out comes to', async () => {
     const outcomes: DrainOutcome[] = [
       { kind: 'drained' },
@@ -1511,7 +1616,12 @@ describe("the run's drain ledger (the nodes it may have left out)", () => {
     const provider: DrainProvider = { name: 'rec', drain: async () => outcomes.shift()!, resume: async () => 'scontrol: exit 1' };
     const ledger = new Set<string>();
     const { session } = oneNodeSession(provider, () => EMPTY, {
-      ledger: { taking: (n) => ledger.add(n.node), back: (n) => ledger.delete(n.node), takenOver: () => undefined },
+      ledger: {
+        taking: (n) => ledger.add(n.node),
+        back: (n) => ledger.delete(n.node),
+        takenOver: () => undefined,
+        foundNotOut: () => undefined,
+      },
     });
     expect(await session.before('n1')).toBeUndefined(); // play 1: drained
     await session.resume('n1'); // its resume fails: out by this run still

@@ -275,6 +275,31 @@ describe('runs show lists the drains of a run', () => {
     expect(after.runDrains.takenOver.map((t: { host: string }) => t.host)).toEqual(['rack1-n2', 'n3']);
   });
 
+  it('a node a later run found not out (a run killed before its drain took it out; a node put back by hand): said so, not NOT PUT BACK, the run no longer kept', async () => {
+    const r = recordedRun([], { ended: false });
+    drainLedger(r.id, () => undefined).taking({ ...via, node: 'n4' });
+    expect((await cli(['runs'])).stdout).toContain('NODES OUT');
+    const later = newRunId();
+    const at = new Date('2026-12-06T16:00:00.000Z');
+    drainLedger(
+      later,
+      () => undefined,
+      () => at,
+    ).foundNotOut({ ...via, node: 'n4' });
+    const text = (await cli(['runs', 'show', r.id])).stdout;
+    expect(text).toContain(
+      `  n4 (slurm via ctl1): found not out by run ${later} at 2026-12-06T16:00:00.000Z (in scheduling, or out under someone else's drain: never taken out by this run, or put back by hand since): not this run's to put back\n`,
+    );
+    expect(text).not.toContain('NOT PUT BACK');
+    const j = JSON.parse((await cli(['runs', 'show', r.id, '--json'])).stdout);
+    expect(j.runDrains.takenOver).toEqual([{ host: 'n4', ...via, by: later, at: at.toISOString(), found: true }]);
+    expect(j.runDrains.stillOut).toEqual([]);
+    const page = join(mkdtempSync(join(tmpdir(), 'rs-runs-drains-')), 'run.html');
+    expect((await cli(['runs', 'show', r.id, '--html', page])).code).toBe(0);
+    expect(readFileSync(page, 'utf8')).toContain(`<span class="st s-drain-taken-over-by">found not out by run ${later}</span>`);
+    expect((await cli(['runs'])).stdout).not.toContain('NODES OUT');
+  });
+
   it('two clusters each with a node n1: the one taken over is said so, the other still out', async () => {
     const on = (host: string, controller: string) => ({ ...drain(host, 'drained'), controller, node: 'n1' }) as RunDrainEvent;
     const r = recordedRun([on('a-n1', 'ctlA'), on('b-n1', 'ctlB')], { ended: false });
