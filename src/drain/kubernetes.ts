@@ -4,7 +4,8 @@
  * --delete-emptydir-data --timeout` (evictions, which a PodDisruptionBudget may hold back until
  * the timeout); uncordon after. racksmith's cordon is one patch, field manager `racksmith`, that
  * sets spec.unschedulable and the annotation racksmith.io/drained-by (the run's mark); its uncordon
- * clears both in one patch. A node already cordoned is someone else's: its pods are drained all
+ * clears both in one patch (a node someone uncordoned by hand while the run held it has the mark
+ * alone taken off). A node already cordoned is someone else's: its pods are drained all
  * the same, and it stays cordoned; unless the cordon is racksmith's (the annotation, and
  * spec.unschedulable still owned by manager racksmith: an operator's `kubectl uncordon` and
  * `kubectl cordon` since make it the operator's; a `kubectl cordon` alone of a node still cordoned
@@ -52,6 +53,13 @@ export const drainPodsScript = (a: KubeAccess, node: string, timeoutSec: number)
   `${kubectlPrelude(a)}\nkw drain ${shq(node)} --ignore-daemonsets --delete-emptydir-data --timeout=${timeoutSec}s`;
 
 /**
+ * The mark alone taken off a node someone uncordoned by hand while this run held it, only if the
+ * node has not changed since it was read (`resourceVersion`): a cordon since is left marked.
+ */
+export const unmarkScript = (a: KubeAccess, node: string, resourceVersion?: string): string =>
+  patchScript(a, node, { metadata: { annotations: { [DRAINED_BY]: null }, ...(resourceVersion ? { resourceVersion } : {}) } });
+
+/**
  * Uncordon and unmark in one patch; with `resourceVersion` (the node as last read) only if the
  * node has not changed since: the API server answers Conflict otherwise.
  */
@@ -63,6 +71,8 @@ export const uncordonScript = (a: KubeAccess, node: string, resourceVersion?: st
 
 export interface NodeCordon {
   cordoned: boolean;
+  /** The annotation as it is, whoever cordoned or uncordoned the node since. */
+  annotation?: string;
   /** racksmith's mark, when the cordon is racksmith's: the annotation, and spec.unschedulable last set by manager racksmith. */
   mark?: string;
   /** The node's version as read (metadata.resourceVersion): a patch's precondition. */
@@ -93,7 +103,10 @@ export function parseNodeCordon(stdout: string): NodeCordon | undefined {
   const mark = n.metadata?.annotations?.[DRAINED_BY];
   const rv = n.metadata?.resourceVersion;
   const version = typeof rv === 'string' && rv ? { resourceVersion: rv } : {};
-  return cordoned && mark !== undefined && owner === FIELD_MANAGER ? { cordoned, mark, ...version } : { cordoned, ...version };
+  const annotated = typeof mark === 'string' ? { annotation: mark } : {};
+  return cordoned && mark !== undefined && owner === FIELD_MANAGER
+    ? { cordoned, mark, ...annotated, ...version }
+    : { cordoned, ...annotated, ...version };
 }
 
 const failure = (what: string, r: { code: number | null; stderr: string; stdout: string }): string =>
@@ -178,7 +191,12 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         if (state.code !== 0) return failure(`kubectl get node ${node}`, state);
         const cordon = parseNodeCordon(state.stdout);
         if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
-        if (!cordon.cordoned) return undefined;
+        if (!cordon.cordoned) {
+          // (uncordoned by hand: its mark, this run's, taken off too; a failure leaves only a stale annotation, read as nobody's)
+          if (cordon.annotation !== undefined && marks.includes(cordon.annotation) && cordon.resourceVersion)
+            await exec(unmarkScript(a, node, cordon.resourceVersion)).catch(() => undefined);
+          return undefined;
+        }
         if (cordon.mark === undefined || !marks.includes(cordon.mark)) return { someoneElses: someoneElsesDetail(CORDONED) };
         if (conflict && attempt > UNCORDON_ATTEMPTS)
           return `${failure(`kubectl uncordon ${node}`, conflict)} (the node changed under each of ${UNCORDON_ATTEMPTS} uncordons)`;

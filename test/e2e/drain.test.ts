@@ -769,6 +769,29 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(double!.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${NODE}`)).toHaveLength(2);
   }, 120_000);
 
+  it('an operator who uncordons the node by hand while the run holds it: the run finds it back, and takes its mark off', async () => {
+    budgetAllowingNoEviction();
+    const running = provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '15', '--json']);
+    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
+    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(unschedulable() && evicting()).toBe(true);
+    const back = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl uncordon ${NODE}`);
+    expect(back.code, back.stderr).toBe(0);
+    const annotations = () => (double!.get('Node', NODE)?.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    expect(annotations()).toHaveProperty(['racksmith.io/drained-by']);
+    const run = await running;
+    expect(run.code).toBe(1); // (the drain timed out on the budget: nothing applied)
+    expect(drainEvents(run).map((e) => [e.type, e.outcome ?? e.ok])).toEqual([
+      ['drain', 'failed'],
+      ['resume', true],
+    ]);
+    expect(unschedulable()).toBe(false);
+    expect(annotations()).not.toHaveProperty(['racksmith.io/drained-by']);
+    // (the patches: racksmith's cordon, the operator's uncordon, racksmith's unmark; no uncordon of its own)
+    const patches = double!.requests.filter((r) => r.method === 'PATCH' && r.path === `/api/v1/nodes/${NODE}`);
+    expect(patches).toHaveLength(3);
+  }, 120_000);
+
   it('Ctrl-C while kubectl drain waits on an eviction: kubectl drain killed on the control plane, the node uncordoned, the resume journaled', async () => {
     budgetAllowingNoEviction();
     const journal = join(mkdtempSync(join(tmpdir(), 'rs-drain-int-')), 'j.ndjson');

@@ -511,6 +511,17 @@ describe('Kubernetes provider', () => {
     expect(c.ran[0]).toBe(GET_N1);
     expect(c.ran.includes(UNCORDON_N1)).toBe(uncordoned);
   });
+  it.for([
+    ["this run's mark still on it: the mark alone taken off, on the node as read", 'racksmith R1 on c', true],
+    ['the mark of the dead run it took the node over from: taken off too', 'racksmith R0 on c', true],
+    ["another run's mark: left (it is that run's to take off)", 'racksmith R9 on c', false],
+    ['no mark: nothing sent', undefined, false],
+  ] as const)('resume of a node uncordoned by hand while this run held it: %s', async ([, mark, unmarked]) => {
+    const c = controller([[/k get node/, { stdout: nodeJson({ mark, resourceVersion: '7' }) }]]);
+    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c', 'racksmith R0 on c'])).toBeUndefined();
+    const unmark = `k patch node n1 --field-manager=racksmith -p '{"metadata":{"annotations":{"racksmith.io/drained-by":null},"resourceVersion":"7"}}'`;
+    expect(c.ran).toEqual(unmarked ? [GET_N1, unmark] : [GET_N1]);
+  });
   it('the uncordon is made on the node as read: changed since (Conflict), it is read again and asked again', async () => {
     let reads = 0;
     const mine = { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' };
