@@ -100,6 +100,10 @@ const unvouched: NonNullable<DrainOptions['ownerOf']> = (reason) => {
   return mark && { takeOver: false, why: `run ${mark.run} cannot be asked about: this run was given no run history (DrainPlan.ownerOf)` };
 };
 
+/** Tries of a resume that fails before it is said to have failed, a pause longer each time in between. */
+export const RESUME_ATTEMPTS = 3;
+const RESUME_PAUSE_MS = 500;
+
 /** A drain claim not waited for (DrainSession.claim): why. */
 class NotWaited extends Error {}
 
@@ -252,8 +256,9 @@ export class DrainSession {
         out = { kind: 'failed', detail: `${stopReason(stop.signal)} as it ended`, drained: out.kind === 'drained' };
       if (out.kind === 'drained' || (out.kind === 'failed' && out.drained)) this.drained.set(host, d);
       // (not out by this run: off its ledger, and its claim let go now, not at the run's end)
-      if (!this.drained.has(host)) {
-        if (!this.notPutBack.has(host)) this.plan.ledger?.back(drainNode(d));
+      // (a node an earlier play's resume left out stays on it, and claimed, whatever this drain came to)
+      if (!this.drained.has(host) && !this.notPutBack.has(host)) {
+        this.plan.ledger?.back(drainNode(d));
         this.plan.claims?.release(drainNode(d));
       }
       this.emit({
@@ -306,7 +311,8 @@ export class DrainSession {
             },
           });
       // (in scheduling, or out under someone else's drain: no dead run has it out, whatever its ledger says)
-      if (out.kind === 'already' || (out.kind === 'drained' && fromMark === undefined)) this.plan.ledger?.foundNotOut(drainNode(d));
+      // (not when a dead run's mark was found, whatever came of it: a Slurm node down under it is `already`, and still that run's)
+      if (fromMark === undefined && (out.kind === 'already' || out.kind === 'drained')) this.plan.ledger?.foundNotOut(drainNode(d));
     } catch (e) {
       void mine.conn?.then((c) => c.close()).catch(() => undefined);
       conn = undefined;
@@ -436,18 +442,24 @@ export class DrainSession {
     this.settled.delete(host);
     const taken = this.takenOverMarks.get(host);
     this.takenOverMarks.delete(host);
+    const marks = taken === undefined ? [this.mark] : [this.mark, taken];
     let out: ResumeOutcome;
-    try {
-      const marks = taken === undefined ? [this.mark] : [this.mark, taken];
-      out = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node, marks);
-    } catch (e) {
-      out = `controller ${d.controller.name}: ${(e as Error).message}`;
+    // (a node left out costs its whole cluster a node: a failure, a blip of the controller or its
+    // API server, is tried again; the resume asks first, so a second one is never a second put-back)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        out = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node, marks);
+      } catch (e) {
+        out = `controller ${d.controller.name}: ${(e as Error).message}`;
+      }
+      if (typeof out !== 'string' || attempt === RESUME_ATTEMPTS) break;
+      await new Promise((go) => setTimeout(go, RESUME_PAUSE_MS * attempt));
     }
     // (someone else's drain now: no longer this run's to put back, off its ledger)
     const someoneElses = typeof out === 'object';
-    // (a node not put back stays this run's, claimed, to its end: a run waiting for it then finds this one ended)
-    if (out === undefined || someoneElses) this.plan.claims?.release(drainNode(d));
     if (out === undefined || someoneElses) {
+      // (a node not put back stays this run's, claimed, to its end: a run waiting for it then finds this one ended)
+      this.plan.claims?.release(drainNode(d));
       this.plan.ledger?.back(drainNode(d));
       this.notPutBack.delete(host);
     } else this.notPutBack.add(host);

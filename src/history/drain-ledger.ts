@@ -36,10 +36,11 @@ import type { DrainLedger, DrainNode } from '../contract/drain.ts';
 import { writeFileAtomic } from '../util/atomic-write.ts';
 import { printable } from '../util/printable.ts';
 import { readRegularFile } from '../util/regular-file.ts';
+import { whoseDrain } from './drain-owner.ts';
 import { findNode, nodeKey } from './node-match.ts';
 import { runner } from './provenance.ts';
 import { isRunId, readRecord, runsDir, type RunRecord } from './record.ts';
-import { stillRunning } from './run-process.ts';
+import { bootId, processStart } from './run-process.ts';
 
 const DIR_SUFFIX = '.drains';
 const OLD_SUFFIX = '.drains.json';
@@ -389,8 +390,11 @@ export function drainLedger(run: string, warn: (message: string) => void, now: (
         } catch {
           continue; // (no record to prove the run ended: left, its run kept, the safe way round)
         }
-        // (a run still under way that holds no claim, an older racksmith's: its drain of the node may be coming)
-        if (stillRunning(record, controller)) continue;
+        // (only a run this controller can prove ended, as a takeover asks: one still under way that holds
+        // no claim, an older racksmith's, may be about to drain the node; one of another controller, or
+        // whose record names no process, cannot be told)
+        const owner = whoseDrain(id, undefined, { controller, boot: bootId(), record, startOf: processStart, runsDir: runsDir() });
+        if (!owner.takeOver) continue;
         try {
           const entry = { run: id, node: e.node, takenOverBy: run, at: now().toISOString(), found: true };
           writeFileAtomic(file, JSON.stringify(entry) + '\n', 0o600, 'drain ledger');

@@ -486,16 +486,27 @@ describe("foundNotOut: a node a drain found in scheduling is no dead run's to pu
     const l = drainLedger(id, () => undefined);
     for (const n of nodes) l.taking(n);
   };
-  it("marks a dead run's entry of the node, and only that: a live run's, a namesake via another controller, a ledger without a record stay", () => {
+  it("marks a dead run's entry of the node, and only that: a live run's, a namesake via another controller, a run that cannot be proven ended stay", () => {
     process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-found-'));
     mkdirSync(runsDir(), { recursive: true });
     const me = thisProcess()!;
-    const [DEAD, LIVE, NO_RECORD] = ['20261206T090000Z-dddddd', '20261206T091500Z-eeeeee', '20261206T093000Z-ffffff'];
+    const [DEAD, LIVE, NO_RECORD, NO_PROCESS, ELSEWHERE] = [
+      '20261206T090000Z-dddddd',
+      '20261206T091500Z-eeeeee',
+      '20261206T093000Z-ffffff',
+      '20261206T094500Z-111111',
+      '20261206T095000Z-222222',
+    ];
     const n8via2 = { ...n8, controller: 'ctl2' };
     killed(DEAD, [n7, n8], { ...me, start: me.start + 1 });
     killed(LIVE, [n7], me);
     killed(NO_RECORD, [n7]);
     rmSync(join(runsDir(), `${NO_RECORD}.json`));
+    // (a record naming no process; one of another controller, a state directory shared over NFS)
+    killed(NO_PROCESS, [n7]);
+    killed(ELSEWHERE, [n7], { ...me, start: me.start + 1 });
+    const other = JSON.parse(readFileSync(join(runsDir(), `${ELSEWHERE}.json`), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(runsDir(), `${ELSEWHERE}.json`), JSON.stringify({ ...other, controller: 'login2' }));
     const at = new Date('2026-12-06T16:00:00.000Z');
     const warnings: string[] = [];
     const later = drainLedger(
@@ -512,7 +523,8 @@ describe("foundNotOut: a node a drain found in scheduling is no dead run's to pu
       takenOver: [{ node: n7, by: B, at: at.toISOString(), found: true }],
     });
     expect(readLedger(LIVE, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
-    expect(readLedger(NO_RECORD, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
+    for (const id of [NO_RECORD, NO_PROCESS, ELSEWHERE])
+      expect(readLedger(id, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
     // (its own entry stays its own)
     expect(readLedger(B, () => undefined)).toMatchObject({ nodes: [n7], takenOver: [] });
   });

@@ -17,6 +17,7 @@ import {
   type DrainOwner,
   type DrainProvider,
   type OutOfScheduling,
+  type ResumeOutcome,
 } from '../../src/contract/drain.ts';
 import type { Play } from '../../src/contract/playbook.ts';
 import type { Change, Resource } from '../../src/contract/resource.ts';
@@ -27,7 +28,7 @@ import { mtu } from '../../src/resources/tuning/mtu.ts';
 import { nicQueues } from '../../src/resources/tuning/nic.ts';
 import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
-import { DrainSession, SESSION_EXECS, type DrainPlan } from '../../src/engine/drain-session.ts';
+import { DrainSession, RESUME_ATTEMPTS, SESSION_EXECS, type DrainPlan } from '../../src/engine/drain-session.ts';
 import { execute, prepare } from '../../src/engine/run.ts';
 import type { Host } from '../../src/inventory/model.ts';
 import { InputError } from '../../src/util/errors.ts';
@@ -1521,7 +1522,18 @@ describe("one node, two runs of this controller (the session's drain claims, his
 
   it('a node whose resume failed stays claimed to the run’s end: another run waits for it (then takes it over), rather than meeting a live run’s mark', async () => {
     const claimsA = drainClaims('A');
-    const a = oneNodeSession({ ...recording('A', []), resume: async () => 'scontrol: exit 1' }, () => EMPTY, { claims: claimsA });
+    // play 1 drains the node, its resume fails; play 2's drain of it fails before it takes anything out
+    const drains: DrainOutcome[] = [{ kind: 'drained' }, { kind: 'failed', detail: 'sinfo: exit 1', drained: false }];
+    const provider: DrainProvider = {
+      ...recording('A', []),
+      drain: async (_exec, _node, o) => {
+        const out = drains.shift()!;
+        if (out.kind === 'drained') o.takenOut?.();
+        return out;
+      },
+      resume: async () => 'scontrol: exit 1',
+    };
+    const a = oneNodeSession(provider, () => EMPTY, { claims: claimsA });
     const b = oneNodeSession(recording('B', []), () => EMPTY, { claims: drainClaims('B') });
     expect(await a.session.before('n1')).toBeUndefined();
     await a.session.resume('n1');
@@ -1529,6 +1541,8 @@ describe("one node, two runs of this controller (the session's drain claims, his
     expect(b.events).toMatchObject([
       { outcome: 'would', detail: expect.stringMatching(/waits up to 5s for another run .*: run A of this controller holds it/) },
     ]);
+    expect(await a.session.before('n1')).toMatch(/failed: sinfo: exit 1/);
+    expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual(['0.json']);
     // (the run's end puts nothing more back: still claimed until the caller records the end and lets go)
     await a.session.resumeAll();
     expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual(['0.json']);
@@ -1595,12 +1609,44 @@ describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () =>
   });
 });
 
+describe('a resume that fails is tried again', () => {
+  it.for([
+    ['a blip: put back at the second try, said once, ok', ['controller ctl: connection reset', undefined], true, 2],
+    [
+      'failing every time: tried RESUME_ATTEMPTS times, then said failed with the last reason',
+      ['e1', 'e2', 'e3', undefined],
+      false,
+      RESUME_ATTEMPTS,
+    ],
+    ["someone else's drain now: not tried again", [{ someoneElses: 'drained (ops)' }, undefined], false, 1],
+  ] as const)('%s', async ([, answers, ok, calls]) => {
+    const left = [...answers];
+    let asked = 0;
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async (_exec, _node, o) => (o.takenOut?.(), { kind: 'drained' }),
+      resume: async () => (asked++, left.shift() as ResumeOutcome),
+    };
+    const { session, events } = oneNodeSession(provider, () => EMPTY);
+    expect(await session.before('n1')).toBeUndefined();
+    await session.resumeAll();
+    expect(asked).toBe(calls);
+    expect(events.filter((e) => e.type === 'resume')).toMatchObject([{ ok, ...(calls === RESUME_ATTEMPTS ? { detail: 'e3' } : {}) }]);
+  });
+});
+
 describe("the run's drain ledger (the nodes it may have left out)", () => {
   it.for([
     ['a node found in scheduling and drained: told', { kind: 'drained' }, false, ['n1']],
     ["a node out under someone else's drain (already): told", { kind: 'already', detail: 'drained (ops)' }, false, ['n1']],
     ["a dead run's drain taken over: not told (takenOver says it)", { kind: 'drained' }, true, []],
     ['a drain that failed: not told', { kind: 'failed', detail: 'timed out', drained: false }, false, []],
+    [
+      "a node down under a dead run's mark (already: a down node is never taken over): not told, still that run's",
+      { kind: 'already', detail: 'down' },
+      true,
+      [],
+    ],
   ] as const)('foundNotOut: %s', async ([, outcome, takeOver, want]) => {
     const provider: DrainProvider = {
       name: 'rec',

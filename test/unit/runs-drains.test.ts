@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { drainLedger, ledgerDir } from '../../src/history/drain-ledger.ts';
 import { newRunId, writeRecord, type RunRecord } from '../../src/history/record.ts';
 import { runDrains } from '../../src/history/run-drains.ts';
+import { runner } from '../../src/history/provenance.ts';
 import { runDrainsText } from '../../src/report/drains.ts';
 import type { RunDrainEvent } from '../../src/report/model.ts';
 import { scratchStateDir } from './facts.ts';
@@ -44,7 +45,7 @@ const ENDED: RunDrainEvent[] = [
   resume('n4', false, RESUME_FAILED),
 ];
 
-function recordedRun(events: RunDrainEvent[], o: { ended: boolean; check?: boolean; before?: string[] }): RunRecord {
+function recordedRun(events: RunDrainEvent[], o: { ended: boolean; check?: boolean; before?: string[]; controller?: string }): RunRecord {
   const dir = mkdtempSync(join(tmpdir(), 'rs-runs-drains-'));
   const journal = join(dir, 'j.ndjson');
   const start = '2026-12-06T14:00:00.000Z';
@@ -62,7 +63,7 @@ function recordedRun(events: RunDrainEvent[], o: { ended: boolean; check?: boole
     start,
     ...(o.ended ? { end: '2026-12-06T14:05:00.000Z', exitCode: 1 } : {}),
     user: 'ops',
-    controller: 'ctl',
+    controller: o.controller ?? 'ctl',
     argv: ['apply', 'p.plan'],
     cwd: dir,
     playbooks: [],
@@ -276,7 +277,8 @@ describe('runs show lists the drains of a run', () => {
   });
 
   it('a node a later run found not out (a run killed before its drain took it out; a node put back by hand): said so, not NOT PUT BACK, the run no longer kept', async () => {
-    const r = recordedRun([], { ended: false });
+    // (ended without putting it back, on this controller: provably not running)
+    const r = recordedRun([], { ended: true, controller: runner().controller });
     drainLedger(r.id, () => undefined).taking({ ...via, node: 'n4' });
     expect((await cli(['runs'])).stdout).toContain('NODES OUT');
     const later = newRunId();
