@@ -195,11 +195,19 @@ const KNAME_FN = `rs_kname() {
  * (its slaves: a multipath map's path devices, the disk under a dm-linear; the block device a loop
  * disk reads), and above it (its holders: the dm devices over it), each transitively. They read
  * the disk's own blocks, so blkid finds its filesystem UUID on those at offset 0 too: the same
- * disk, not a clone (blockdev-logic.ts: uuidClones).
+ * disk, not a clone (blockdev-logic.ts: uuidClones). So do the classic LVM snapshots of a data LV:
+ * the origin reads its blocks through ORIGIN-real (dm uuid `...-real`), which each snapshot holds
+ * too; udev gives a snapshot's by-uuid link a lower priority than the origin's, so a mount by UUID
+ * finds the origin (a thin snapshot is a volume of its own: a copy, named as one).
  */
 const STACK_FN = `rs_stack_add() { case $rs_stack_seen in *" $1 "*) return 1 ;; esac; rs_stack_seen="$rs_stack_seen$1 "; echo "stack=$1"; }
+rs_stack_real() {
+  rs_rd "$1/dm/uuid" || return 0
+  case $rs_v in *-real) for rs_sh in "$1"/holders/*; do [ -e "$rs_sh" ] && rs_stack_add "\${rs_sh##*/}"; done ;; esac
+  return 0
+}
 rs_stack_down() {
-  for rs_sd in "$1"/slaves/*; do [ -e "$rs_sd" ] && rs_stack_add "\${rs_sd##*/}" && rs_stack_down "$rs_sd"; done
+  for rs_sd in "$1"/slaves/*; do [ -e "$rs_sd" ] && rs_stack_add "\${rs_sd##*/}" && { rs_stack_real "$rs_sd"; rs_stack_down "$rs_sd"; }; done
   if [ -r "$1/loop/backing_file" ]; then
     rs_rd "$1/loop/backing_file" || :
     case $rs_v in /*) [ -b "$R$rs_v" ] && rs_kname "$R$rs_v" && [ -n "$rs_kn" ] && rs_stack_add "$rs_kn" && rs_stack_down "$R/sys/class/block/$rs_kn" ;; esac

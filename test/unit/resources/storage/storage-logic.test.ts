@@ -1023,10 +1023,28 @@ describe('disk probe: the devices stacked with a disk, from sysfs slaves and hol
     symlinkSync('../../../../../../virtual/block/dm-0', join(sdd, 'holders/dm-0'));
     link(dm1, 'slaves', 'dm-0');
     link(dm0, 'holders', 'dm-1');
+    // a data LV dm-2 with a classic LVM snapshot dm-4: the origin reads sde through dm-3
+    // (vg-data-real), which the snapshot holds too, beside its copy-on-write store dm-5
+    const sde = blockDir('sde', '8:64', 'pci0/host0');
+    const [dm2, dm3, dm4, dm5] = ['dm-2', 'dm-3', 'dm-4', 'dm-5'].map((n, i) => blockDir(n, `253:${i + 2}`));
+    const dmUuid = (dir: string, uuid: string) => (mkdirSync(join(dir, 'dm')), writeFileSync(join(dir, 'dm/uuid'), `${uuid}\n`));
+    dmUuid(dm2, 'LVM-vgdata');
+    dmUuid(dm3, 'LVM-vgdata-real');
+    dmUuid(dm4, 'LVM-vgsnap');
+    dmUuid(dm5, 'LVM-vgsnap-cow');
+    link(dm3, 'slaves', 'sde', 'pci0/host0');
+    symlinkSync('../../../../../../virtual/block/dm-3', join(sde, 'holders/dm-3'));
+    link(dm2, 'slaves', 'dm-3');
+    link(dm4, 'slaves', 'dm-3');
+    link(dm4, 'slaves', 'dm-5');
+    link(dm3, 'holders', 'dm-2');
+    link(dm3, 'holders', 'dm-4');
+    link(dm5, 'holders', 'dm-4');
     mkdirSync(join(root, 'proc/self'), { recursive: true });
     writeFileSync(
       join(root, 'proc/self/mountinfo'),
-      '20 1 0:25 / / rw - overlay overlay rw\n22 20 253:1 / /ais/d1 rw - xfs /dev/mapper/data rw\n23 20 253:0 / /mnt/m rw - xfs /dev/mapper/mpatha rw\n',
+      '20 1 0:25 / / rw - overlay overlay rw\n22 20 253:1 / /ais/d1 rw - xfs /dev/mapper/data rw\n23 20 253:0 / /mnt/m rw - xfs /dev/mapper/mpatha rw\n' +
+        '24 20 253:2 / /ais/d2 rw - xfs /dev/mapper/vg-data rw\n',
     );
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -1037,6 +1055,9 @@ describe('disk probe: the devices stacked with a disk, from sysfs slaves and hol
     ['the dm-linear (mounted): the map below it and its path devices, transitively', 'SER_dm-1', ['dm-0', 'sdc', 'sdd']],
     // (the stack is read of mounted and XFS disks: the fake mounts dm-0 too)
     ['the map: its path devices below it and the dm-linear above it', 'SER_dm-0', ['dm-1', 'sdc', 'sdd']],
+    // (its snapshot dm-4 too: a by-uuid mount finds the origin, udev gives the snapshot's link a lower
+    // priority; not the snapshot's copy-on-write store, which carries no filesystem)
+    ['an LVM data LV with a classic snapshot: its -real layer and the disk below, and the snapshot', 'SER_dm-2', ['dm-3', 'dm-4', 'sde']],
   ])('%s', (_, serial, stack) => {
     const f = probe(serial);
     expect(f.error).toBeUndefined();
