@@ -147,6 +147,8 @@ export class DrainSession {
    * again (a plan of many hosts would take hosts × timeout), and every host's line says the same reason.
    */
   private readonly reached = new Map<string, Promise<void>>();
+  /** Per controller: resumes that failed in a row, tries included (past SESSION_EXECS, a failed one is not tried again). */
+  private readonly resumeFailures = new Map<string, number>();
   /** Per controller: commands running on the session's connection, and those waiting for a turn (SESSION_EXECS). */
   private readonly turns = new Map<string, { running: number; waiting: Array<() => void> }>();
 
@@ -444,15 +446,22 @@ export class DrainSession {
     this.takenOverMarks.delete(host);
     const marks = taken === undefined ? [this.mark] : [this.mark, taken];
     let out: ResumeOutcome;
-    // (a node left out costs its whole cluster a node: a failure, a blip of the controller or its
-    // API server, is tried again; the resume asks first, so a second one is never a second put-back)
+    // (a node left out costs its whole cluster a node: a command that failed, a blip of the
+    // scheduler or its API server, is tried again; the resume asks first, so a second one is never a
+    // second put-back. A controller not reached is not: its connection was tried as every one is,
+    // and at Ctrl-C each try would wait out its timeout again)
     for (let attempt = 1; ; attempt++) {
       try {
         out = await d.provider.resume((script) => this.sessionExec(d.controller, script), d.node, marks);
       } catch (e) {
         out = `controller ${d.controller.name}: ${(e as Error).message}`;
+        break;
       }
-      if (typeof out !== 'string' || attempt === RESUME_ATTEMPTS) break;
+      // (failures in a row on one controller, every host's tries counted: past a few, its scheduler is
+      // down, not blinking, and each try of a fleet's resumes would cost its full timeout again)
+      const inARow = typeof out === 'string' ? (this.resumeFailures.get(d.controller.name) ?? 0) + 1 : 0;
+      this.resumeFailures.set(d.controller.name, inARow);
+      if (typeof out !== 'string' || attempt === RESUME_ATTEMPTS || inARow > SESSION_EXECS) break;
       await new Promise((go) => setTimeout(go, RESUME_PAUSE_MS * attempt));
     }
     // (someone else's drain now: no longer this run's to put back, off its ledger)

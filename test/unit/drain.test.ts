@@ -1619,19 +1619,51 @@ describe('a resume that fails is tried again', () => {
       RESUME_ATTEMPTS,
     ],
     ["someone else's drain now: not tried again", [{ someoneElses: 'drained (ops)' }, undefined], false, 1],
+    ['the controller not reached (the provider throws): not tried again', [new Error('connect ECONNREFUSED'), undefined], false, 1],
   ] as const)('%s', async ([, answers, ok, calls]) => {
     const left = [...answers];
     let asked = 0;
     const provider: DrainProvider = {
       name: 'rec',
       drain: async (_exec, _node, o) => (o.takenOut?.(), { kind: 'drained' }),
-      resume: async () => (asked++, left.shift() as ResumeOutcome),
+      resume: async () => {
+        asked++;
+        const a = left.shift();
+        if (a instanceof Error) throw a;
+        return a as ResumeOutcome;
+      },
     };
     const { session, events } = oneNodeSession(provider, () => EMPTY);
     expect(await session.before('n1')).toBeUndefined();
     await session.resumeAll();
     expect(asked).toBe(calls);
     expect(events.filter((e) => e.type === 'resume')).toMatchObject([{ ok, ...(calls === RESUME_ATTEMPTS ? { detail: 'e3' } : {}) }]);
+  });
+});
+
+describe('resumes failing on every host of a controller (its scheduler down)', () => {
+  it('are tried again only until SESSION_EXECS failures in a row: each try of a fleet would cost its timeout again', async () => {
+    let asked = 0;
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async (_exec, _node, o) => (o.takenOut?.(), { kind: 'drained' }),
+      resume: async () => (asked++, 'sinfo: Unable to contact slurm controller'),
+    };
+    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+    const conn: Connection = { host: 'ctl', execCount: 0, exec: async () => EMPTY, close: async () => undefined };
+    const names = Array.from({ length: 12 }, (_, i) => `n${i}`);
+    const events: Array<Record<string, unknown>> = [];
+    const session = new DrainSession(
+      { hosts: new Map(names.map((h) => [h, { provider, controller: ctl, node: h }])), timeoutSec: 5 },
+      'R1',
+      async () => conn,
+      (e) => events.push(e as unknown as Record<string, unknown>),
+    );
+    for (const h of names) expect(await session.before(h)).toBeUndefined();
+    await session.resumeAll();
+    // every host asked once, and only the first SESSION_EXECS failures tried again (once each)
+    expect(asked).toBe(names.length + SESSION_EXECS);
+    expect(events.filter((e) => e.type === 'resume' && e.ok === false)).toHaveLength(names.length);
   });
 });
 

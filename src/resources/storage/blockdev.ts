@@ -196,15 +196,20 @@ const KNAME_FN = `rs_kname() {
  * disk reads), and above it (its holders: the dm devices over it), each transitively. They read
  * the disk's own blocks, so blkid finds its filesystem UUID on those at offset 0 too: the same
  * disk, not a clone (blockdev-logic.ts: uuidClones). So do the classic LVM snapshots of a data LV:
- * the origin reads its blocks through ORIGIN-real (dm uuid `...-real`), which each snapshot holds
- * too; udev gives a snapshot's by-uuid link a lower priority than the origin's, so a mount by UUID
- * finds the origin (a thin snapshot is a volume of its own: a copy, named as one).
+ * the origin reads its blocks through ORIGIN-real (dm uuid `<the origin's>-real`), which each
+ * snapshot (a holder of it with a `-cow` store) holds too; udev gives a snapshot's by-uuid link a
+ * lower priority than the origin's, so a mount by UUID finds the origin. Only when the disk is the
+ * origin: a snapshot given as the data disk would lose to its origin at a mount by UUID, which stays
+ * named as a clone; so does a thin snapshot, a volume of its own.
  */
 const STACK_FN = `rs_stack_add() { case $rs_stack_seen in *" $1 "*) return 1 ;; esac; rs_stack_seen="$rs_stack_seen$1 "; echo "stack=$1"; }
 rs_stack_real() {
-  rs_rd "$1/dm/uuid" || return 0
-  case $rs_v in *-real) for rs_sh in "$1"/holders/*; do [ -e "$rs_sh" ] && rs_stack_add "\${rs_sh##*/}"; done ;; esac
-  return 0
+  if [ -z "$rs_stack_du" ] || ! rs_rd "$1/dm/uuid" || [ "$rs_v" != "$rs_stack_du-real" ]; then return 0; fi
+  for rs_sh in "$1"/holders/*; do if rs_stack_cow "$rs_sh"; then rs_stack_add "\${rs_sh##*/}" || :; fi; done
+}
+rs_stack_cow() {
+  for rs_sc in "$1"/slaves/*; do rs_rd "$rs_sc/dm/uuid" && case $rs_v in *-cow) return 0 ;; esac; done
+  return 1
 }
 rs_stack_down() {
   for rs_sd in "$1"/slaves/*; do [ -e "$rs_sd" ] && rs_stack_add "\${rs_sd##*/}" && { rs_stack_real "$rs_sd"; rs_stack_down "$rs_sd"; }; done
@@ -218,7 +223,7 @@ rs_stack_up() {
   for rs_su in "$1"/holders/*; do [ -e "$rs_su" ] && rs_stack_add "\${rs_su##*/}" && rs_stack_up "$rs_su"; done
   return 0
 }
-rs_stack() { rs_stack_seen=" $2 "; rs_stack_down "$1"; rs_stack_up "$1"; }`;
+rs_stack() { rs_stack_seen=" $2 "; rs_stack_du=; rs_rd "$1/dm/uuid" && rs_stack_du=$rs_v; rs_stack_down "$1"; rs_stack_up "$1"; }`;
 
 /**
  * Shell that prints, for every device of the host that carries filesystem UUID $1 (from the

@@ -1044,7 +1044,7 @@ describe('disk probe: the devices stacked with a disk, from sysfs slaves and hol
     writeFileSync(
       join(root, 'proc/self/mountinfo'),
       '20 1 0:25 / / rw - overlay overlay rw\n22 20 253:1 / /ais/d1 rw - xfs /dev/mapper/data rw\n23 20 253:0 / /mnt/m rw - xfs /dev/mapper/mpatha rw\n' +
-        '24 20 253:2 / /ais/d2 rw - xfs /dev/mapper/vg-data rw\n',
+        '24 20 253:2 / /ais/d2 rw - xfs /dev/mapper/vg-data rw\n25 20 253:4 / /ais/d3 rw - xfs /dev/mapper/vg-snap rw\n',
     );
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -1058,6 +1058,12 @@ describe('disk probe: the devices stacked with a disk, from sysfs slaves and hol
     // (its snapshot dm-4 too: a by-uuid mount finds the origin, udev gives the snapshot's link a lower
     // priority; not the snapshot's copy-on-write store, which carries no filesystem)
     ['an LVM data LV with a classic snapshot: its -real layer and the disk below, and the snapshot', 'SER_dm-2', ['dm-3', 'dm-4', 'sde']],
+    // (not its origin dm-2: a mount by UUID would find the origin first, so it stays a clone of it)
+    [
+      'the snapshot given as the data disk: what it reads (the -real layer, the disk, its store), not its origin',
+      'SER_dm-4',
+      ['dm-3', 'dm-5', 'sde'],
+    ],
   ])('%s', (_, serial, stack) => {
     const f = probe(serial);
     expect(f.error).toBeUndefined();
