@@ -21,7 +21,7 @@ import { printable } from '../util/printable.ts';
 import { readRegularFile } from '../util/regular-file.ts';
 import { stateDir } from '../util/state-dir.ts';
 import { nodeKey } from './node-match.ts';
-import { bootId, processStart, thisProcess, type RunProcess } from './run-process.ts';
+import { bootId, processAlive, processStart, thisProcess, type RunProcess } from './run-process.ts';
 
 /** What a claim file holds. */
 export interface Claim {
@@ -58,9 +58,7 @@ export function claimHolder(
       kind: 'unknown',
       why: `run ${printable(c.run)} claimed it (${f.file}), and its claim does not say which process: it may still be running; remove the claim once it has ended`,
     };
-  if (f.boot !== undefined && p.boot !== f.boot) return { kind: 'stale' };
-  const start = f.startOf(p.pid);
-  if (start === undefined || start !== p.start) return { kind: 'stale' };
+  if (!processAlive(p, f)) return { kind: 'stale' };
   // (run ids begin with their start time, so they sort as the runs started)
   return { kind: 'held', why: `run ${printable(c.run)} of this controller holds it (pid ${p.pid}, claim ${f.file})`, older: c.run < me };
 }

@@ -44,6 +44,14 @@ export function thisProcess(): RunProcess | undefined {
 }
 
 /**
+ * Whether process `p` still runs: in this boot (where the kernel says which), a live process of its
+ * pid with its start (the pid not another process's since).
+ */
+export function processAlive(p: RunProcess, f: { boot: string | undefined; startOf: (pid: number) => number | undefined }): boolean {
+  return (f.boot === undefined || p.boot === f.boot) && f.startOf(p.pid) === p.start;
+}
+
+/**
  * Whether a run of this controller's history provably still runs: it has no end, it ran on this
  * controller (`controller`, as records name it) in this boot, and a live process has its pid and
  * start. Retention and `runs prune` keep such a run: its record is what tells a later run that the
@@ -52,6 +60,5 @@ export function thisProcess(): RunProcess | undefined {
 export function stillRunning(r: { end?: string; controller?: string; process?: RunProcess }, controller: string): boolean {
   const p = r.process;
   if (r.end !== undefined || p === undefined || r.controller !== controller) return false;
-  const boot = bootId();
-  return (boot === undefined || p.boot === boot) && processStart(p.pid) === p.start;
+  return processAlive(p, { boot: bootId(), startOf: processStart });
 }
