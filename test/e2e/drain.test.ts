@@ -671,6 +671,13 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
   const unschedulable = () => (double!.get('Node', NODE)?.spec as { unschedulable?: boolean } | undefined)?.unschedulable === true;
   const requested = (method: string, path: RegExp) =>
     double!.requests.some((r) => r.method === method && path.test(`${r.path}?${r.query}`));
+  /** Whether, within 30 s, the node is cordoned and kubectl drain asks for web-1's eviction (which the budget refuses). */
+  const cordonedAndEvicting = async (): Promise<boolean> => {
+    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
+    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
+    return unschedulable() && evicting();
+  };
+  const annotations = () => (double!.get('Node', NODE)?.metadata as { annotations?: Record<string, string> }).annotations ?? {};
 
   beforeEach(async () => {
     await tb.reset([CP, NODE]);
@@ -749,9 +756,7 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     const running = provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '15', '--json']);
     // cordoned, and kubectl drain asking for the eviction the budget refuses: then the operator's
     // `kubectl annotate`, as docs/cli.md tells them to keep the node out
-    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
-    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(unschedulable() && evicting()).toBe(true);
+    expect(await cordonedAndEvicting()).toBe(true);
     const off = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl annotate node ${NODE} racksmith.io/drained-by-`);
     expect(off.code, off.stderr).toBe(0);
     const run = await running;
@@ -772,12 +777,9 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
   it('an operator who uncordons the node by hand while the run holds it: the run finds it back, and takes its mark off', async () => {
     budgetAllowingNoEviction();
     const running = provision([PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '15', '--json']);
-    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
-    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(unschedulable() && evicting()).toBe(true);
+    expect(await cordonedAndEvicting()).toBe(true);
     const back = await tb.hostExec(CP, `KUBECONFIG=/etc/kubernetes/admin.conf kubectl uncordon ${NODE}`);
     expect(back.code, back.stderr).toBe(0);
-    const annotations = () => (double!.get('Node', NODE)?.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     expect(annotations()).toHaveProperty(['racksmith.io/drained-by']);
     const run = await running;
     expect(run.code).toBe(1); // (the drain timed out on the budget: nothing applied)
@@ -801,9 +803,7 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const closed = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
     // cordoned, and kubectl drain asking for the eviction the budget refuses
-    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
-    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(unschedulable() && evicting(), stderr).toBe(true);
+    expect(await cordonedAndEvicting(), stderr).toBe(true);
     const kubectlDrain = `pgrep -f '^kubectl drain ${NODE} '`;
     expect((await tb.hostExec(CP, kubectlDrain)).code).toBe(0);
     child.kill('SIGINT');
@@ -882,12 +882,10 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     const args = [PB, '-i', kubeInventory(), '-l', NODE, '--drain', 'kubernetes', '--drain-timeout', '300'];
     const crashed = spawn(process.execPath, [join(repoRoot, 'bin/provision.js'), ...args], { cwd: repoRoot, stdio: 'ignore' });
     const gone = new Promise((r) => crashed.on('close', r));
-    const evicting = () => requested('POST', /\/namespaces\/default\/pods\/web-1\/eviction/);
-    for (let i = 0; i < 300 && !(unschedulable() && evicting()); i++) await new Promise((r) => setTimeout(r, 100));
+    await cordonedAndEvicting();
     // (killed before any check: a failed one leaves no run behind to disturb the next test)
     crashed.kill('SIGKILL');
     await gone;
-    const annotations = () => (double!.get('Node', NODE)?.metadata as { annotations?: Record<string, string> }).annotations ?? {};
     const mark = /^racksmith (\S+) on (\S+)$/.exec(annotations()['racksmith.io/drained-by'] ?? '');
     expect(mark?.[2]).toBe(hostname());
     expect(unschedulable()).toBe(true); // out of scheduling, nobody to put it back

@@ -399,30 +399,35 @@ describe('the retention after every run keeps a run that may have left nodes out
   });
 });
 
+/**
+ * Run `id`'s record with no end: of this controller unless `controller` says, started at `start`
+ * (2026-12-06 10:15 UTC unless given), run by `process` when given.
+ */
+function unendedRecord(id: string, o: { process?: RunProcess; start?: string; controller?: string } = {}): void {
+  writeFileSync(
+    join(runsDir(), `${id}.json`),
+    JSON.stringify({
+      id,
+      start: o.start ?? '2026-12-06T10:15:00.000Z',
+      controller: o.controller ?? runner().controller,
+      ...(o.process ? { process: o.process } : {}),
+      journal: '/nonexistent',
+      hosts: {},
+    }),
+  );
+}
+
 describe('runs prune and retention: a run still running is kept', () => {
   const saved = process.env.XDG_STATE_HOME;
   afterEach(() => {
     process.env.XDG_STATE_HOME = saved;
   });
-  /** A record of run `id` with no end, run by `proc` on this controller. */
-  const unended = (id: string, proc: RunProcess) =>
-    writeFileSync(
-      join(runsDir(), `${id}.json`),
-      JSON.stringify({
-        id,
-        start: '2026-12-06T10:15:00.000Z',
-        controller: runner().controller,
-        process: proc,
-        journal: '/nonexistent',
-        hosts: {},
-      }),
-    );
   it('runs prune keeps a run whose process is alive (said, with its pid), and prunes one whose process is gone (a pid now another process)', async () => {
     process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-prune-'));
     mkdirSync(runsDir(), { recursive: true });
     const me = thisProcess()!;
-    unended(A, me);
-    unended(B, { ...me, start: me.start + 1 });
+    unendedRecord(A, { process: me });
+    unendedRecord(B, { process: { ...me, start: me.start + 1 } });
     const { code, stdout, stderr } = await cli(['runs', 'prune', '--keep', '0', '--json']);
     expect(code, stderr).toBe(0);
     expect(
@@ -441,21 +446,9 @@ describe('runs prune and retention: a run still running is kept', () => {
     process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'rs-retain-'));
     mkdirSync(runsDir(), { recursive: true });
     // older than the 90 days retention keeps: removed unless still running
-    const old = (id: string, proc: RunProcess) =>
-      writeFileSync(
-        join(runsDir(), `${id}.json`),
-        JSON.stringify({
-          id,
-          start: '2026-01-01T00:00:00.000Z',
-          controller: runner().controller,
-          process: proc,
-          journal: '/nonexistent',
-          hosts: {},
-        }),
-      );
     const me = thisProcess()!;
-    old(OLD_LIVE, me);
-    old(OLD_DEAD, { ...me, start: me.start + 1 });
+    unendedRecord(OLD_LIVE, { process: me, start: '2026-01-01T00:00:00.000Z' });
+    unendedRecord(OLD_DEAD, { process: { ...me, start: me.start + 1 }, start: '2026-01-01T00:00:00.000Z' });
     const run = startRecord(
       { argv: [], playbooks: [], inventoryFingerprint: '', labels: {}, check: false, journal: '/nonexistent', hosts: [] },
       () => undefined,
@@ -470,19 +463,9 @@ describe("foundNotOut: a node a drain found in scheduling is no dead run's to pu
   afterEach(() => {
     process.env.XDG_STATE_HOME = saved;
   });
-  /** Run `id`'s record with no end (run by `proc`, when given) and a ledger naming `nodes`. */
-  const killed = (id: string, nodes: DrainNode[], proc?: RunProcess) => {
-    writeFileSync(
-      join(runsDir(), `${id}.json`),
-      JSON.stringify({
-        id,
-        start: '2026-12-06T10:15:00.000Z',
-        controller: runner().controller,
-        ...(proc ? { process: proc } : {}),
-        journal: '/nonexistent',
-        hosts: {},
-      }),
-    );
+  /** Run `id`'s record with no end (unendedRecord's options) and a ledger naming `nodes`. */
+  const killed = (id: string, nodes: DrainNode[], record: Parameters<typeof unendedRecord>[1] = {}) => {
+    unendedRecord(id, record);
     const l = drainLedger(id, () => undefined);
     for (const n of nodes) l.taking(n);
   };
@@ -498,15 +481,13 @@ describe("foundNotOut: a node a drain found in scheduling is no dead run's to pu
       '20261206T095000Z-222222',
     ];
     const n8via2 = { ...n8, controller: 'ctl2' };
-    killed(DEAD, [n7, n8], { ...me, start: me.start + 1 });
-    killed(LIVE, [n7], me);
+    killed(DEAD, [n7, n8], { process: { ...me, start: me.start + 1 } });
+    killed(LIVE, [n7], { process: me });
     killed(NO_RECORD, [n7]);
     rmSync(join(runsDir(), `${NO_RECORD}.json`));
     // (a record naming no process; one of another controller, a state directory shared over NFS)
     killed(NO_PROCESS, [n7]);
-    killed(ELSEWHERE, [n7], { ...me, start: me.start + 1 });
-    const other = JSON.parse(readFileSync(join(runsDir(), `${ELSEWHERE}.json`), 'utf8')) as Record<string, unknown>;
-    writeFileSync(join(runsDir(), `${ELSEWHERE}.json`), JSON.stringify({ ...other, controller: 'login2' }));
+    killed(ELSEWHERE, [n7], { process: { ...me, start: me.start + 1 }, controller: 'login2' });
     const at = new Date('2026-12-06T16:00:00.000Z');
     const warnings: string[] = [];
     const later = drainLedger(

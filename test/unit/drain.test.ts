@@ -1295,15 +1295,8 @@ describe("the session's connection to a controller", () => {
       drain: async () => ({ kind: 'drained' }),
       resume: async (exec) => ((await exec('resume')).code === 0 ? undefined : 'failed'),
     };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
     const nodes = Array.from({ length: 20 }, (_, i) => `n${i}`);
-    const events: Array<Record<string, unknown>> = [];
-    const session = new DrainSession(
-      { hosts: new Map(nodes.map((n) => [n, { provider, controller: ctl, node: n }])), timeoutSec: 5 },
-      'R1',
-      async () => conn,
-      (e) => events.push(e as unknown as Record<string, unknown>),
-    );
+    const { session, events } = nodesSession(nodes, provider, async () => conn);
     for (const n of nodes) expect(await session.before(n)).toBeUndefined();
     await session.resumeAll();
     expect(most).toBe(SESSION_EXECS);
@@ -1320,18 +1313,11 @@ describe("check mode's question with the controller unreachable", () => {
       resume: async () => undefined,
       outOfScheduling: async (exec) => ((await exec('sinfo')).stdout ? 'drained (ops)' : undefined),
     };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
     const nodes = Array.from({ length: 12 }, (_, i) => `n${i}`);
-    const events: Array<Record<string, unknown>> = [];
-    const session = new DrainSession(
-      { hosts: new Map(nodes.map((n) => [n, { provider, controller: ctl, node: n }])), timeoutSec: 5 },
-      'R1',
-      async () => {
-        attempts++;
-        throw new Error('connect ECONNREFUSED 10.0.0.1:22');
-      },
-      (e) => events.push(e as unknown as Record<string, unknown>),
-    );
+    const { session, events } = nodesSession(nodes, provider, async () => {
+      attempts++;
+      throw new Error('connect ECONNREFUSED 10.0.0.1:22');
+    });
     // hosts one after the other (forks 1, or hosts whose checks end apart), then some at once
     for (const n of nodes.slice(0, 6)) await session.would(n);
     await Promise.all(nodes.slice(6).map((n) => session.would(n)));
@@ -1345,6 +1331,29 @@ describe("check mode's question with the controller unreachable", () => {
     );
   });
 });
+
+/**
+ * A DrainSession of run `run` (R1 unless given) for hosts `names`, each drained as the node of its
+ * name through `provider` on one controller `ctl`, reached by `connect`; `events`: what it emitted.
+ */
+function nodesSession(
+  names: readonly string[],
+  provider: DrainProvider,
+  connect: () => Promise<Connection>,
+  plan: Partial<DrainPlan> = {},
+  o: { run?: string; signal?: AbortSignal } = {},
+) {
+  const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+  const events: Array<Record<string, unknown>> = [];
+  const session = new DrainSession(
+    { hosts: new Map(names.map((n) => [n, { provider, controller: ctl, node: n }])), timeoutSec: 5, ...plan },
+    o.run ?? 'R1',
+    connect,
+    (e) => events.push(e as unknown as Record<string, unknown>),
+    o.signal,
+  );
+  return { session, events };
+}
 
 /**
  * A DrainSession of run R1 (mark `racksmith R1 on c`) for one host, n1, whose controller `ctl`
@@ -1363,18 +1372,11 @@ function oneNodeSession(
     exec: async (script) => (ran.push(script), answer(script)),
     close: async () => undefined,
   };
-  const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
-  const events: Array<Record<string, unknown>> = [];
-  const session = new DrainSession(
-    { hosts: new Map([['n1', { provider, controller: ctl, node: 'n1' }]]), timeoutSec: 5, mark: 'racksmith R1 on c', ...plan },
-    'R1',
-    async () => conn,
-    (e) => events.push(e as unknown as Record<string, unknown>),
-    signal,
-  );
-  return { session, ran, events };
+  return { ...nodesSession(['n1'], provider, async () => conn, { mark: 'racksmith R1 on c', ...plan }, { signal }), ran };
 }
 const EMPTY: ExecResult = { code: 0, stdout: '', stderr: '' };
+/** A controller that answers every script with nothing, exit 0. */
+const idleController: Connection = { host: 'ctl', execCount: 0, exec: async () => EMPTY, close: async () => undefined };
 
 describe("one node, two runs of this controller (the session's drain claims, history/drain-claim.ts)", () => {
   const saved = process.env.XDG_STATE_HOME;
@@ -1480,20 +1482,14 @@ describe("one node, two runs of this controller (the session's drain claims, his
   });
 
   /** A session of run `run` for hosts n1 and n2 (nodes of the same names), recording into `log`. */
-  const twoNodes = (run: string, log: string[]) => {
-    const provider = recording(run, log);
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
-    const conn: Connection = { host: 'ctl', execCount: 0, exec: async () => EMPTY, close: async () => undefined };
-    const events: Array<Record<string, unknown>> = [];
-    const hosts = new Map(['n1', 'n2'].map((h) => [h, { provider, controller: ctl, node: h }]));
-    const session = new DrainSession(
-      { hosts, timeoutSec: 600, mark: `racksmith ${run}`, claims: drainClaims(run) },
-      run,
-      async () => conn,
-      (e) => events.push(e as unknown as Record<string, unknown>),
+  const twoNodes = (run: string, log: string[]) =>
+    nodesSession(
+      ['n1', 'n2'],
+      recording(run, log),
+      async () => idleController,
+      { timeoutSec: 600, mark: `racksmith ${run}`, claims: drainClaims(run) },
+      { run },
     );
-    return { session, events };
-  };
 
   it('two runs each holding a node the other wants: the younger does not wait (fails at once), the older waits and gets it (wait-die)', async () => {
     const log: string[] = [];
@@ -1649,16 +1645,8 @@ describe('resumes failing on every host of a controller (its scheduler down)', (
       drain: async (_exec, _node, o) => (o.takenOut?.(), { kind: 'drained' }),
       resume: async () => (asked++, 'sinfo: Unable to contact slurm controller'),
     };
-    const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
-    const conn: Connection = { host: 'ctl', execCount: 0, exec: async () => EMPTY, close: async () => undefined };
     const names = Array.from({ length: 12 }, (_, i) => `n${i}`);
-    const events: Array<Record<string, unknown>> = [];
-    const session = new DrainSession(
-      { hosts: new Map(names.map((h) => [h, { provider, controller: ctl, node: h }])), timeoutSec: 5 },
-      'R1',
-      async () => conn,
-      (e) => events.push(e as unknown as Record<string, unknown>),
-    );
+    const { session, events } = nodesSession(names, provider, async () => idleController);
     for (const h of names) expect(await session.before(h)).toBeUndefined();
     await session.resumeAll();
     // every host asked once, and only the first SESSION_EXECS failures tried again (once each)
