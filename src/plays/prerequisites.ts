@@ -8,6 +8,8 @@
  *   package_mirror:   { apt: 'deb [trusted=yes] http://mirror/debian bookworm main', dnf: http://mirror/el9/ }
  *                     the operator's mirror, used for these installs only (host sources untouched)
  *   install_packages: true       false: never install (a missing program then fails its resource)
+ * A package is missing unless dpkg (or rpm) has it installed; one held with `apt-mark hold` is
+ * installed, and is never upgraded or reinstalled by these plays.
  */
 import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import type { Resource } from '../contract/resource.ts';

@@ -13,11 +13,11 @@ const H = 'tb6';
 const PB = 'playbooks/storage.ts';
 /**
  * Processes the converged storage probe of a 2-disk host starts today (8 measured, strace -f
- * agreeing: dpkg-query, one grep of the mount table and udev's disk properties and one blkid
- * for every disk, mount and storage record, find and od of the files, find -L of the
- * mountpoints, the xattr check's setfattr and setfattr -x; its row of shared probe sections ends
- * the script, so it runs in the script's own shell. It was 28, then 25, 18 with a subshell per
- * section, 13). The goal for
+ * agreeing: the packages' awk (dpkg-query before 2026-12-07), one grep of the mount table and
+ * udev's disk properties and one blkid for every disk, mount and storage record, find and od of
+ * the files, find -L of the mountpoints, the xattr check's setfattr and setfattr -x; its row of
+ * shared probe sections ends the script, so it runs in the script's own shell. It was 28, then 25,
+ * 18 with a subshell per section, 13). The goal for
  * site.ts as a whole is 10 (bench --profile prints it): lower this as probes get cheaper, never
  * raise it without saying why in the commit.
  */

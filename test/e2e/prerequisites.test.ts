@@ -73,6 +73,28 @@ describe('host prerequisites', () => {
     expect(await installed(['xfsprogs', 'attr', 'ethtool'])).toBe('attr ii \nethtool ii \nxfsprogs ii \n');
   });
 
+  it('a held package (apt-mark hold) is installed; a dpkg journal not yet merged is read through dpkg-query', async () => {
+    await tb.reset([H]);
+    const check = () => provision(['playbooks/storage.ts', '-i', inventory(), '-t', 'packages', '--check']);
+    // the hold as apt-mark makes it: dpkg's selection, the status file then says "hold ok installed"
+    await tb.hostExec(H, 'echo "attr hold" | dpkg --set-selections');
+    expect(await installed(['attr'])).toBe('attr hi \n');
+    const held = await check();
+    expect(held.code, held.stderr).toBe(0);
+    expect(held.stderr).not.toContain('install');
+
+    // a dpkg run stopped before it merged its journal: the status file says installed, the journal not
+    const stanza = (await tb.hostExec(H, "awk -v RS= '/^Package: attr\\n/' /var/lib/dpkg/status")).stdout;
+    expect(stanza).toMatch(/^Status: hold ok installed$/m);
+    const journal = stanza.replace(/^Status: .*$/m, 'Status: install reinstreq half-installed');
+    expect((await tb.hostExec(H, 'cat > /var/lib/dpkg/updates/0001', { input: `${journal}\n` })).code).toBe(0);
+    expect(await installed(['attr'])).toBe('attr iHR\n');
+    const pending = await check();
+    expect(pending.code, pending.stderr).toBe(2);
+    expect(pending.stderr).toContain(`install attr (apt from ${mirror})`);
+    await tb.hostExec(H, 'rm -f /var/lib/dpkg/updates/0001; echo "attr install" | dpkg --set-selections');
+  });
+
   it('a package the mirror does not have: the install fails clearly (apt exit 100)', async () => {
     await tb.reset([H]);
     await tb.hostExec(H, 'dpkg -r attr');

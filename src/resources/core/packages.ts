@@ -37,16 +37,46 @@ const NAME = /^[a-z0-9][a-z0-9+.-]*$/;
 
 const pick = (p: PackageName, m: 'apt' | 'dnf') => (typeof p === 'string' ? p : p[m]);
 
+/**
+ * The host's answer: `pm=` and a line per package the database knows, `NAME WANT FLAG STATUS` as
+ * dpkg's Status field has it (rpm: every package it lists is `install ok installed`). Installed:
+ * status `installed` with no error flag, whatever is wanted of it, so a held package (`hold ok
+ * installed`, which `apt-mark hold` makes) is installed.
+ */
 export function parsePackages(stdout: string): PackagesFacts {
   const m = /^pm=(apt|dnf|none)$/m.exec(stdout);
   const manager = (m?.[1] ?? 'none') as PackagesFacts['manager'];
   const installed: string[] = [];
   for (const l of stdout.split('\n')) {
-    // dpkg-query: "NAME ii " (wanted install, installed); rpm: "NAME ii"
-    const [name, status] = l.trim().split(/\s+/);
-    if (name && status === 'ii') installed.push(name.replace(/:.*$/, ''));
+    const [name, , flag, status] = l.trim().split(/\s+/);
+    if (name && flag === 'ok' && status === 'installed') installed.push(name.replace(/:.*$/, ''));
   }
   return { manager, installed };
+}
+
+/**
+ * The Debian probe, in one process: dpkg's status file read by awk when no dpkg run left its
+ * journal to merge (/var/lib/dpkg/updates/), else dpkg-query, which merges it. dpkg-query parses
+ * the whole database: ~14 ms on a host of 900 packages against ~4 ms for awk (4.2 against 2.0 ms
+ * on a test bed host's 141), the most expensive process of a converged host's probe on a real
+ * node. Status is found in its stanza wherever it stands; the names are passed as data (-v), never
+ * as awk code.
+ */
+export function dpkgProbe(names: string[]): string {
+  return `rs_dpkg=/var/lib/dpkg/status
+for rs_f in /var/lib/dpkg/updates/[0-9]*; do if [ -e "$rs_f" ]; then rs_dpkg=; fi; done
+if [ -n "$rs_dpkg" ] && [ -r "$rs_dpkg" ] && command -v awk >/dev/null 2>&1; then
+  awk -v RS= -F '\\n' -v want=${shq(` ${names.join(' ')} `)} '{
+    p = ""; s = ""
+    for (i = 1; i <= NF && (p == "" || s == ""); i++) {
+      if ($i ~ /^Package: /) p = substr($i, 10)
+      else if ($i ~ /^Status: /) s = substr($i, 9)
+    }
+    if (p != "" && s != "" && index(want, " " p " ")) print p, s
+  }' "$rs_dpkg"
+else
+  dpkg-query -W -f='\${Package} \${Status}\\n' ${shJoin(names)} 2>/dev/null
+fi`;
 }
 
 /** The apt transaction: only the mirror as source when given (its own list file, not the host's). */
@@ -84,14 +114,14 @@ export function packages(o: PackagesOptions): Resource<PackagesFacts, string[]> 
     ...common('packages', `packages:${o.name}`, o),
     verifiable: true,
     reads: [PACKAGES],
-    // one process (in the script's shared subshell): the package database's answer for exactly these names
+    // one process (in the script's shared subshell): the package database's answer for exactly these names (dpkgProbe)
     probe: () => [
       inline(`if command -v dpkg-query >/dev/null 2>&1; then
   echo pm=apt
-  dpkg-query -W -f='\${Package} \${db:Status-Abbrev}\\n' ${shJoin(apt)} 2>/dev/null
+${dpkgProbe(apt)}
 elif command -v rpm >/dev/null 2>&1; then
   echo pm=dnf
-  rpm -q --qf '%{NAME} ii\\n' ${shJoin(dnf)} 2>/dev/null | grep -v 'is not installed'
+  rpm -q --qf '%{NAME} install ok installed\\n' ${shJoin(dnf)} 2>/dev/null | grep -v 'is not installed'
 else
   echo pm=none
 fi

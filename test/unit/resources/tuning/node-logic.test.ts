@@ -28,13 +28,28 @@ describe('packages', () => {
     mirror: { apt: 'deb [trusted=yes] file:/srv/repo ./' },
   });
   it.each<[string, string, string[]]>([
-    ['all installed', 'pm=apt\nxfsprogs ii \nattr ii \nnfs-common ii \n', []],
+    ['all installed', 'pm=apt\nxfsprogs install ok installed\nattr install ok installed\nnfs-common install ok installed\n', []],
     [
       'two missing (one removed, config left)',
-      'pm=apt\nxfsprogs rc \nnfs-common ii \n',
+      'pm=apt\nxfsprogs deinstall ok config-files\nnfs-common install ok installed\n',
       ['install xfsprogs, attr (apt from deb [trusted=yes] file:/srv/repo ./)'],
     ],
-    ['dnf names', 'pm=dnf\nxfsprogs ii\nattr ii\n', ['install nfs-utils (dnf)']],
+    [
+      'held (apt-mark hold) or marked for removal: still installed',
+      'pm=apt\nxfsprogs hold ok installed\nattr deinstall ok installed\nnfs-common install ok installed\n',
+      [],
+    ],
+    [
+      'half-installed, unpacked, half-configured, or installed needing reinstall: not installed',
+      'pm=apt\nxfsprogs install reinstreq installed\nattr install ok half-configured\nnfs-common install ok unpacked\n',
+      ['install xfsprogs, attr, nfs-common (apt from deb [trusted=yes] file:/srv/repo ./)'],
+    ],
+    [
+      'a multi-arch package installed for one architecture of two',
+      'pm=apt\nxfsprogs install ok installed\nattr purge ok not-installed\nattr:i386 install ok installed\nnfs-common install ok installed\n',
+      [],
+    ],
+    ['dnf names', 'pm=dnf\nxfsprogs install ok installed\nattr install ok installed\n', ['install nfs-utils (dnf)']],
   ])('%s', (_, out, want) => {
     expect(r.diff(parsePackages(out)).map((c) => c.summary)).toEqual(want);
   });
