@@ -181,8 +181,12 @@ export interface DrainProvider {
   outOfScheduling?(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling>;
 }
 
-/** What a resume came to (DrainProvider.resume). */
-export type ResumeOutcome = undefined | string | { someoneElses: string };
+/**
+ * What a resume came to (DrainProvider.resume): undefined, put back; a string, not put back (why);
+ * `someoneElses`, out under someone else's drain now, left so; `back`, in scheduling again with
+ * something the operator should know (put back by hand while the run held it).
+ */
+export type ResumeOutcome = undefined | string | { someoneElses: string } | { back: string };
 
 /** A resume left to someone else: the node's state and reason as its scheduler says them now. */
 export const someoneElsesDetail = (state: string): string =>

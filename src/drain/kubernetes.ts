@@ -33,6 +33,9 @@ import {
 import { kubectlPrelude, type KubeAccess } from '../resources/kube/kube.ts';
 import { shq } from '../shell/quote.ts';
 
+/** A resume's note of a node back in scheduling before the run put it back. */
+export const UNCORDONED_BY_HAND = 'uncordoned by someone else while this run held it';
+
 /** The annotation racksmith's cordon carries: the run's mark (drainMark). */
 export const DRAINED_BY = 'racksmith.io/drained-by';
 /** The field manager of racksmith's cordon and uncordon patches. */
@@ -192,10 +195,20 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         const cordon = parseNodeCordon(state.stdout);
         if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
         if (!cordon.cordoned) {
-          // (uncordoned by hand: its mark, this run's, taken off too; a failure leaves only a stale annotation, read as nobody's)
-          if (cordon.annotation !== undefined && marks.includes(cordon.annotation) && cordon.resourceVersion)
-            await exec(unmarkScript(a, node, cordon.resourceVersion)).catch(() => undefined);
-          return undefined;
+          // (uncordoned by hand while this run held it: said, and its mark, this run's, taken off
+          // too; a failure leaves only a stale annotation, read as nobody's, and is said)
+          if (cordon.annotation === undefined || !marks.includes(cordon.annotation) || !cordon.resourceVersion) return undefined;
+          const u = await exec(unmarkScript(a, node, cordon.resourceVersion)).catch((e: unknown) => ({
+            code: null,
+            stdout: '',
+            stderr: (e as Error).message,
+          }));
+          return {
+            back:
+              u.code === 0
+                ? `${UNCORDONED_BY_HAND}; its mark taken off`
+                : `${UNCORDONED_BY_HAND}; its mark is left, read as nobody's (${failure(`kubectl patch node ${node}`, u)}); \`kubectl annotate node ${node} ${DRAINED_BY}-\` removes it`,
+          };
         }
         if (cordon.mark === undefined || !marks.includes(cordon.mark)) return { someoneElses: someoneElsesDetail(CORDONED) };
         if (conflict && attempt > UNCORDON_ATTEMPTS)

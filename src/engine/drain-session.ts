@@ -465,19 +465,20 @@ export class DrainSession {
       await new Promise((go) => setTimeout(go, RESUME_PAUSE_MS * attempt));
     }
     // (someone else's drain now: no longer this run's to put back, off its ledger)
-    const someoneElses = typeof out === 'object';
-    if (out === undefined || someoneElses) {
+    const someoneElses = typeof out === 'object' && 'someoneElses' in out;
+    const back = out === undefined || (typeof out === 'object' && 'back' in out);
+    if (back || someoneElses) {
       // (a node not put back stays this run's, claimed, to its end: a run waiting for it then finds this one ended)
       this.plan.claims?.release(drainNode(d));
       this.plan.ledger?.back(drainNode(d));
       this.notPutBack.delete(host);
     } else this.notPutBack.add(host);
-    const why = typeof out === 'object' ? out.someoneElses : out;
+    const why = typeof out === 'object' ? ('someoneElses' in out ? out.someoneElses : out.back) : out;
     this.emit({
       type: 'resume',
       host,
       ...how(host, d),
-      ok: out === undefined,
+      ok: back,
       ...(why ? { detail: why } : {}),
       ...(someoneElses ? { someoneElses } : {}),
     });

@@ -783,10 +783,12 @@ describe('--drain kubernetes around an MTU change (the API double)', () => {
     expect(annotations()).toHaveProperty(['racksmith.io/drained-by']);
     const run = await running;
     expect(run.code).toBe(1); // (the drain timed out on the budget: nothing applied)
-    expect(drainEvents(run).map((e) => [e.type, e.outcome ?? e.ok])).toEqual([
-      ['drain', 'failed'],
-      ['resume', true],
+    const said = 'uncordoned by someone else while this run held it; its mark taken off';
+    expect(drainEvents(run).map((e) => [e.type, e.outcome ?? e.ok, e.type === 'resume' ? e.detail : undefined])).toEqual([
+      ['drain', 'failed', undefined],
+      ['resume', true, said],
     ]);
+    expect(run.stderr).toContain(`${NODE}: resumed (kubernetes via ${CP}): ${said}`);
     expect(unschedulable()).toBe(false);
     expect(annotations()).not.toHaveProperty(['racksmith.io/drained-by']);
     // (the patches: racksmith's cordon, the operator's uncordon, racksmith's unmark; no uncordon of its own)

@@ -465,6 +465,7 @@ const cordonN1 = (mark: string) =>
 const UNCORDON_N1 = `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":false},"metadata":{"annotations":{"racksmith.io/drained-by":null}}}'`;
 const uncordonN1At = (rv: string) =>
   `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":false},"metadata":{"annotations":{"racksmith.io/drained-by":null},"resourceVersion":"${rv}"}}'`;
+const UNMARK_N1 = `k patch node n1 --field-manager=racksmith -p '{"metadata":{"annotations":{"racksmith.io/drained-by":null},"resourceVersion":"7"}}'`;
 const CONFLICT_N1 = {
   code: 1,
   stderr:
@@ -519,10 +520,32 @@ describe('Kubernetes provider', () => {
     ['no mark: nothing sent', undefined, false],
   ] as const)('resume of a node uncordoned by hand while this run held it: %s', async ([, mark, unmarked]) => {
     const c = controller([[/k get node/, { stdout: nodeJson({ mark, resourceVersion: '7' }) }]]);
-    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c', 'racksmith R0 on c'])).toBeUndefined();
-    const unmark = `k patch node n1 --field-manager=racksmith -p '{"metadata":{"annotations":{"racksmith.io/drained-by":null},"resourceVersion":"7"}}'`;
-    expect(c.ran).toEqual(unmarked ? [GET_N1, unmark] : [GET_N1]);
+    // (said when it was this run's: put back by someone else in the middle of the run's change)
+    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c', 'racksmith R0 on c'])).toEqual(
+      unmarked ? { back: 'uncordoned by someone else while this run held it; its mark taken off' } : undefined,
+    );
+    expect(c.ran).toEqual(unmarked ? [GET_N1, UNMARK_N1] : [GET_N1]);
   });
+  it.for([
+    ['refused', { code: 1, stderr: 'Error from server (Forbidden): nodes "n1" is forbidden\n' }, 'exit 1): Error from server (Forbidden)'],
+    ['changed since it was read', CONFLICT_N1, 'exit 1): Error from server (Conflict)'],
+  ] as const)(
+    'a node uncordoned by hand whose mark cannot be taken off (%s): put back, and the mark left is said',
+    async ([, answer, said]) => {
+      const c = controller([
+        [/k get node/, { stdout: nodeJson({ mark: 'racksmith R1 on c', resourceVersion: '7' }) }],
+        [/k patch node/, answer],
+      ]);
+      const out = await k8s.resume(c.exec, 'n1', ['racksmith R1 on c']);
+      expect(out).toEqual({
+        back: expect.stringContaining("uncordoned by someone else while this run held it; its mark is left, read as nobody's"),
+      });
+      const back = (out as { back: string }).back;
+      expect(back).toContain(`kubectl patch node n1 failed (${said}`);
+      expect(back).toContain('`kubectl annotate node n1 racksmith.io/drained-by-` removes it');
+      expect(c.ran).toEqual([GET_N1, UNMARK_N1]);
+    },
+  );
   it('the uncordon is made on the node as read: changed since (Conflict), it is read again and asked again', async () => {
     let reads = 0;
     const mine = { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' };
@@ -961,6 +984,28 @@ describe('the engine around disruptive changes (fake hosts, a recording provider
     ]);
     expect(drainLines(drains as never)[1]).toBe(`  n1: left out, someone else's drain now (rec via ctl): ${detail}`);
     expect(out.hosts.every((h) => h.failed === 0)).toBe(true);
+  });
+
+  it('put back by someone else while this run held it: resumed, and said', async () => {
+    const provider: DrainProvider = {
+      name: 'rec',
+      drain: async () => ({ kind: 'drained' }),
+      resume: async () => ({ back: 'uncordoned by someone else while this run held it; its mark taken off' }),
+    };
+    const { events } = await runWith(
+      { kind: 'drained' },
+      (f) => [{ name: 'a', hosts: 'all', resources: onN1(f, true) }],
+      false,
+      undefined,
+      { provider, connector: (f) => f.connector },
+    );
+    const drains = events.filter((e) => e.type === 'drain' || e.type === 'resume');
+    const detail = 'uncordoned by someone else while this run held it; its mark taken off';
+    expect(drains).toEqual([
+      { type: 'drain', host: 'n1', via: 'rec', controller: 'ctl', outcome: 'drained' },
+      { type: 'resume', host: 'n1', via: 'rec', controller: 'ctl', ok: true, detail },
+    ]);
+    expect(drainLines(drains as never)[1]).toBe(`  n1: resumed (rec via ctl): ${detail}`);
   });
 
   it('someone else drained it: never resumed', async () => {
