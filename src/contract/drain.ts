@@ -89,6 +89,11 @@ export interface DrainNode {
   node: string;
 }
 
+/** A node as its drain claim names it: with its cluster's identity when its scheduler says it (DrainProvider.clusterOf). */
+export interface ClaimedNode extends DrainNode {
+  cluster?: string;
+}
+
 /**
  * Drain claims (history/drain-claim.ts): two runs of one controller must not drain one node at
  * once (the scheduler cannot compare-and-set its mark: the second's would replace the first's,
@@ -98,13 +103,13 @@ export interface DrainNode {
  */
 export interface DrainClaims {
   /** Claim the node for this run: undefined when it is this run's now, else why not. */
-  claim(n: DrainNode): ClaimAnswer;
+  claim(n: ClaimedNode): ClaimAnswer;
   /** Check mode, read only: what a claim would answer now (undefined: got). */
-  peek(n: DrainNode): ClaimAnswer;
+  peek(n: ClaimedNode): ClaimAnswer;
   /** Whether this run holds the claim of any node now. */
   holdsAny(): boolean;
   /** Let go of this run's claim on the node, if it has one (the node resumed). */
-  release(n: DrainNode): void;
+  release(n: ClaimedNode): void;
   /** Let go of every claim of this run: its end, once recorded (a node whose resume failed stays claimed until then). */
   releaseAll(): void;
 }
@@ -179,6 +184,13 @@ export interface DrainProvider {
    * (blockedDetail) when it is out by one the apply does not take over (its drain would fail).
    */
   outOfScheduling?(exec: DrainExec, node: string, ownerOf?: DrainOptions['ownerOf']): Promise<OutOfScheduling>;
+  /**
+   * The identity of the cluster the controller runs, as its scheduler says it (Slurm's ClusterName,
+   * the kube-system namespace's UID); throws when it cannot be read. Drain claims are keyed by it:
+   * two spellings of one controller meet at one claim, two clusters' nodes of one name do not.
+   * Unset: claims by scheduler and node name.
+   */
+  clusterOf?(exec: DrainExec): Promise<string>;
 }
 
 /**

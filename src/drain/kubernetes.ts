@@ -48,6 +48,9 @@ export const nodeScript = (a: KubeAccess, node: string): string =>
 const patchScript = (a: KubeAccess, node: string, patch: unknown): string =>
   `${kubectlPrelude(a)}\nk patch node ${shq(node)} --field-manager=${FIELD_MANAGER} -p ${shq(JSON.stringify(patch))}`;
 
+/** The kube-system namespace's UID: the cluster's identity (kubeadm makes it once, at the cluster's birth). */
+export const clusterScript = (a: KubeAccess): string => `${kubectlPrelude(a)}\nk get namespace kube-system -o jsonpath='{.metadata.uid}'`;
+
 /** Cordon and mark in one patch: a cordon is never without its mark, nor the mark without it. */
 export const cordonScript = (a: KubeAccess, node: string, mark: string): string =>
   patchScript(a, node, { spec: { unschedulable: true }, metadata: { annotations: { [DRAINED_BY]: mark } } });
@@ -183,6 +186,14 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       if (action === 'drain') return undefined;
       if (action === 'blocked') return { blocked: blockedDetail(CORDONED, owner!.why, byHand(node)) };
       return action === 'take-over' ? { takeOver: owner!.why } : CORDONED;
+    },
+    async clusterOf(exec: DrainExec): Promise<string> {
+      const r = await exec(clusterScript(a));
+      if (r.code !== 0) throw new Error(failure('kubectl get namespace kube-system', r));
+      const uid = r.stdout.trim();
+      if (!/^[0-9a-f-]{8,64}$/i.test(uid))
+        throw new Error(`kubectl get namespace kube-system: no UID (${JSON.stringify(uid.slice(0, 80))})`);
+      return uid;
     },
     async resume(exec: DrainExec, node: string, marks: readonly string[]): Promise<ResumeOutcome> {
       // (uncordoned only under this run's mark, and only as read: an operator's cordon since, or

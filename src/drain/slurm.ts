@@ -38,6 +38,14 @@ export const drainScript = (node: string, reason: string): string =>
 
 export const resumeScript = (node: string): string => `scontrol update nodename=${shq(node)} state=resume`;
 
+/** The controller's configuration, which names its cluster (ClusterName). */
+export const clusterScript = 'scontrol show config';
+
+/** ClusterName of `scontrol show config`; undefined when it names none. */
+export function parseClusterName(stdout: string): string | undefined {
+  return /^ClusterName\s*=\s*(\S+)\s*$/m.exec(stdout)?.[1];
+}
+
 /**
  * The put-back, asked and done in one script (one channel, and no round trip for an operator's
  * drain to slip into): the node's state and reason as nodeStateScript prints them, then the resume
@@ -196,5 +204,10 @@ export const slurmDrain: DrainProvider = {
     if (r.code !== 0) return `scontrol resume ${node} failed ${why}`;
     if (r.stdout.split('\n').includes(done) || !alreadyOut(now)) return undefined;
     return { someoneElses: someoneElsesDetail(outDetail(now)) };
+  },
+  async clusterOf(exec: DrainExec): Promise<string> {
+    const name = parseClusterName(await run(exec, clusterScript, 'scontrol show config'));
+    if (name === undefined) throw new Error('scontrol show config names no ClusterName');
+    return name;
   },
 };

@@ -5,6 +5,7 @@ import {
   parseDrainMark,
   pollUntil,
   stopReason,
+  type ClaimedNode,
   type DrainNode,
   type DrainOptions,
   type DrainOutcome,
@@ -49,6 +50,9 @@ export function drainNode(d: HostDrain): DrainNode {
   const address = d.controller.vars.ansible_host;
   return { via: d.provider.name, controller: typeof address === 'string' && address ? address : d.controller.name, node: d.node };
 }
+
+/** Which cluster identity a host's claim takes (DrainSession.readCluster): its scheduler's and controller's. */
+const clusterKey = (d: HostDrain): string => `${d.provider.name}\0${d.controller.name}`;
 
 /** How a host is drained, as its events say: the provider, the controller, and its node when that is not the host's name. */
 const how = (host: string, d: HostDrain) => ({
@@ -147,6 +151,9 @@ export class DrainSession {
    * again (a plan of many hosts would take hosts × timeout), and every host's line says the same reason.
    */
   private readonly reached = new Map<string, Promise<void>>();
+  /** Per scheduler and controller: the cluster's identity (DrainProvider.clusterOf), once read; and the read under way. */
+  private readonly clusterIds = new Map<string, string>();
+  private readonly clusterReads = new Map<string, Promise<void>>();
   /** Per controller: resumes that failed in a row, tries included (past SESSION_EXECS, a failed one is not tried again). */
   private readonly resumeFailures = new Map<string, number>();
   /** Per controller: commands running on the session's connection, and those waiting for a turn (SESSION_EXECS). */
@@ -192,6 +199,32 @@ export class DrainSession {
       if (next) next();
       else t.running--;
     }
+  }
+
+  /**
+   * The cluster's identity read from the host's controller, once per scheduler and controller for
+   * every host's claim (hosts asking meanwhile wait for the same read); a failure is thrown to
+   * every host that waited, and read again at the next claim. Undefined: nothing to read (known,
+   * or the provider cannot say it), so a claim is asked at once.
+   */
+  private readCluster(d: HostDrain): Promise<void> | undefined {
+    const clusterOf = d.provider.clusterOf?.bind(d.provider);
+    const key = clusterKey(d);
+    if (!clusterOf || this.clusterIds.has(key)) return undefined;
+    let read = this.clusterReads.get(key);
+    if (!read) {
+      read = clusterOf((script) => this.sessionExec(d.controller, script))
+        .then((id) => void this.clusterIds.set(key, id))
+        .finally(() => this.clusterReads.delete(key));
+      this.clusterReads.set(key, read);
+    }
+    return read;
+  }
+
+  /** The host's node as its claim names it: with its cluster's identity once read (readCluster). */
+  private claimNode(d: HostDrain): ClaimedNode {
+    const cluster = this.clusterIds.get(clusterKey(d));
+    return cluster === undefined ? drainNode(d) : { ...drainNode(d), cluster };
   }
 
   /** A drain connection to the controller: an idle one, else a new one. */
@@ -261,7 +294,7 @@ export class DrainSession {
       // (a node an earlier play's resume left out stays on it, and claimed, whatever this drain came to)
       if (!this.drained.has(host) && !this.notPutBack.has(host)) {
         this.plan.ledger?.back(drainNode(d));
-        this.plan.claims?.release(drainNode(d));
+        this.plan.claims?.release(this.claimNode(d));
       }
       this.emit({
         ...base,
@@ -343,8 +376,19 @@ export class DrainSession {
     this.listed.add(host);
     const base = { type: 'drain' as const, host, ...how(host, d) };
     const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
+    if (this.plan.claims && d.provider.clusterOf)
+      try {
+        // (the cluster's identity first: the claim names it)
+        await this.reachedOnce(d.controller);
+        await this.readCluster(d);
+      } catch (e) {
+        notes.push(
+          `whether it is already out of scheduling, or held by another run of this controller, is not known (controller ${d.controller.name}: ${(e as Error).message})`,
+        );
+        return this.emit({ ...base, outcome: 'would', detail: notes.join('; '), ...(may?.length ? { may: [...may] } : {}) });
+      }
     // (another run of this controller holds the node: the apply's drain waits for it, whatever the node is now)
-    const claimed = this.plan.claims?.peek(drainNode(d));
+    const claimed = this.plan.claims?.peek(this.claimNode(d));
     if (claimed && 'cannot' in claimed) notes.push(`the apply's drain would fail at once: ${claimed.cannot}`);
     else if (claimed)
       notes.push(
@@ -392,7 +436,16 @@ export class DrainSession {
   private async claim(host: string, d: HostDrain, stop: AbortSignal): Promise<{ failed: string } | { waitedSec: number }> {
     const { claims } = this.plan;
     if (!claims) return { waitedSec: 0 };
-    const n = drainNode(d);
+    try {
+      // (not awaited when there is nothing to read: the first ask of the claim is made at once)
+      const reading = this.readCluster(d);
+      if (reading) await reading;
+    } catch (e) {
+      return {
+        failed: `its cluster's identity, which its drain claim names, could not be read (controller ${d.controller.name}: ${(e as Error).message}); no disruptive change is applied without the node's drain claim`,
+      };
+    }
+    const n = this.claimNode(d);
     const started = Date.now();
     let said = false;
     try {
@@ -469,7 +522,7 @@ export class DrainSession {
     const back = out === undefined || (typeof out === 'object' && 'back' in out);
     if (back || someoneElses) {
       // (a node not put back stays this run's, claimed, to its end: a run waiting for it then finds this one ended)
-      this.plan.claims?.release(drainNode(d));
+      this.plan.claims?.release(this.claimNode(d));
       this.plan.ledger?.back(drainNode(d));
       this.notPutBack.delete(host);
     } else this.notPutBack.add(host);
@@ -493,6 +546,6 @@ export class DrainSession {
     await Promise.all([...this.drained.keys()].map((h) => this.resume(h)));
     // (the claims of the nodes not out by this run; a node it could not put back stays claimed until
     // the run's end is recorded, DrainClaims.releaseAll by the caller: a run waiting for it then takes it over)
-    for (const [host, d] of this.plan.hosts) if (!this.notPutBack.has(host)) this.plan.claims?.release(drainNode(d));
+    for (const [host, d] of this.plan.hosts) if (!this.notPutBack.has(host)) this.plan.claims?.release(this.claimNode(d));
   }
 }

@@ -16,7 +16,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DrainNode, DrainClaims } from '../contract/drain.ts';
+import type { ClaimedNode, DrainClaims } from '../contract/drain.ts';
 import { printable } from '../util/printable.ts';
 import { readRegularFile } from '../util/regular-file.ts';
 import { stateDir } from '../util/state-dir.ts';
@@ -28,7 +28,7 @@ export interface Claim {
   run: string;
   process?: RunProcess;
   /** For the operator reading it: the node and where. */
-  node?: DrainNode;
+  node?: ClaimedNode;
 }
 
 /**
@@ -69,17 +69,20 @@ const MAX_CLAIMS = 64;
 export const claimsDir = (): string => join(stateDir(), 'drain-claims');
 
 /**
- * The node's claim directory, by scheduler and node name: its names when they are plain, else a
- * hash of them. Not by controller: two inventories may spell one controller two ways (an address,
- * a name), and two runs would then both claim; a node of the same name in another cluster only
- * waits for this one's claim (the safe way round). One run holding the claim for both such nodes
- * keeps it until it lets go of both.
+ * The node's claim directory, by scheduler, cluster and node name (its names when they are plain,
+ * else a hash of them). The cluster as its scheduler names itself (ClaimedNode.cluster), not the
+ * controller as the inventory spells it: two inventories may spell one controller two ways (an
+ * address, a name), and two runs would then both claim; two clusters' nodes of one name are two
+ * claims. Without a cluster (a provider that cannot say it), by scheduler and node name: a node of
+ * the same name in another cluster then waits for this one's claim (the safe way round), and one
+ * run holding the claim for both keeps it until it lets go of both.
  */
-export function nodeClaimDir(n: DrainNode): string {
+export function nodeClaimDir(n: ClaimedNode): string {
   const plain = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-  const name = [n.node, n.via].every((s) => plain.test(s))
-    ? `${n.via}~${n.node}`
-    : createHash('sha256').update(`${n.via}\0${n.node}`).digest('hex').slice(0, 32);
+  const parts = n.cluster === undefined ? [n.via, n.node] : [n.via, n.cluster, n.node];
+  const name = parts.every((s) => plain.test(s))
+    ? parts.join('~')
+    : createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 32);
   return join(claimsDir(), name);
 }
 
@@ -99,10 +102,11 @@ function readClaim(file: string): Claim | undefined | 'gone' {
 export function drainClaims(run: string, proc: RunProcess | undefined = thisProcess()): DrainClaims {
   /**
    * The number this run holds per node claim directory, and the nodes it holds it for: two
-   * clusters' nodes of one name share a directory, and letting go of one must not free the other.
+   * clusters' nodes of one name share a directory when their scheduler does not say its cluster,
+   * and letting go of one must not free the other.
    */
   const held = new Map<string, { at: number; nodes: Set<string> }>();
-  const hold = (dir: string, at: number, n: DrainNode) => {
+  const hold = (dir: string, at: number, n: ClaimedNode) => {
     const h = held.get(dir) ?? { at, nodes: new Set<string>() };
     h.nodes.add(nodeKey(n));
     held.set(dir, h);
@@ -126,7 +130,7 @@ export function drainClaims(run: string, proc: RunProcess | undefined = thisProc
     };
   };
   /** The run's own claim in `dir` removed once it holds it for no node (never another's, stale or not: see the top). */
-  const letGo = (dir: string, n?: DrainNode) => {
+  const letGo = (dir: string, n?: ClaimedNode) => {
     const h = held.get(dir);
     if (h === undefined) return;
     if (n !== undefined) h.nodes.delete(nodeKey(n));

@@ -386,7 +386,7 @@ describe.skipIf(!tb.slurmAvailable())('--drain slurm around an MTU change (real 
         message: expect.stringMatching(
           new RegExp(
             `^tb8: its drain \\(slurm via ${CTL}\\) waits up to 600s for another run of this controller to let go of the node: ` +
-              `run ${winnerId} of this controller holds it \\(pid \\d+, claim /.*/drain-claims/slurm~tb8/\\d+\\.json\\)$`,
+              `run ${winnerId} of this controller holds it \\(pid \\d+, claim /.*/drain-claims/slurm~racksmith-bed~tb8/\\d+\\.json\\)$`,
           ),
         ),
       },
@@ -617,7 +617,9 @@ describe('--drain slurm, check mode, with the controller unreachable', () => {
     const events = drainEvents(check);
     expect(events.map((e) => [e.host, e.outcome])).toEqual(NODES.map((h) => [h, 'would']));
     const detail = String(events[0].detail);
-    expect(detail).toMatch(/^whether it is already out of scheduling is not known \(controller tb7: .*ECONNREFUSED/);
+    expect(detail).toMatch(
+      /^whether it is already out of scheduling, or held by another run of this controller, is not known \(controller tb7: .*ECONNREFUSED/,
+    );
     expect(events.map((e) => e.detail)).toEqual(NODES.map(() => detail));
   }, 120_000);
 
@@ -637,7 +639,9 @@ describe('--drain slurm, check mode, with the controller unreachable', () => {
       const events = drainEvents(check);
       expect(events.map((e) => [e.host, e.outcome])).toEqual(NODES.map((h) => [h, 'would']));
       expect(new Set(events.map((e) => e.detail)).size).toBe(1);
-      expect(String(events[0].detail)).toMatch(/^whether it is already out of scheduling is not known \(controller tb7: /);
+      expect(String(events[0].detail)).toMatch(
+        /^whether it is already out of scheduling, or held by another run of this controller, is not known \(controller tb7: /,
+      );
       // one connection for the run, with the 3 attempts every connection gets for a dropped one (not 3 per node)
       expect(connections).toBe(3);
     } finally {

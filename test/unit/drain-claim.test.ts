@@ -94,7 +94,24 @@ describe('drainClaims: the claim files', () => {
     expect(files()).toEqual([]);
   });
 
-  it('two clusters’ nodes of one name share a claim: a run holding it for both lets go of it once it lets go of both', () => {
+  it('by the cluster its scheduler names: two clusters’ nodes of one name are two claims, two spellings of one controller one', () => {
+    const root = join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims');
+    expect(nodeClaimDir({ ...N, cluster: 'east' })).toBe(join(root, 'slurm~east~n7'));
+    expect(nodeClaimDir({ ...N, controller: '10.0.0.1', cluster: 'east' })).toBe(join(root, 'slurm~east~n7'));
+    // (a name that is not plain, and no cluster: hashed, and never one of the plain names)
+    expect(nodeClaimDir({ ...N, cluster: 'east coast' })).toMatch(/\/[0-9a-f]{32}$/);
+    expect(nodeClaimDir({ ...N, cluster: 'east coast' })).not.toBe(nodeClaimDir({ ...N, cluster: 'east_coast' }));
+    expect(nodeClaimDir(N)).toBe(join(root, 'slurm~n7'));
+    const a = drainClaims('RUN-A', thisProcess());
+    const b = drainClaims('RUN-B', thisProcess());
+    expect(a.claim({ ...N, controller: 'ctlA', cluster: 'east' })).toBeUndefined();
+    expect(b.claim({ ...N, controller: 'ctlB', cluster: 'west' })).toBeUndefined();
+    expect(b.claim({ ...N, controller: '10.0.0.1', cluster: 'east' })).toMatchObject({ held: expect.stringMatching(/^run RUN-A /) });
+    a.releaseAll();
+    b.releaseAll();
+  });
+
+  it('two clusters’ nodes of one name, their clusters not known, share a claim: a run holding it for both lets go of it once it lets go of both', () => {
     const onA = { ...N, controller: 'ctlA' };
     const onB = { ...N, controller: 'ctlB' };
     const a = drainClaims('RUN-A', thisProcess());

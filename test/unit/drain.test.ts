@@ -26,7 +26,7 @@ import { drainLines } from '../../src/output/drain-lines.ts';
 import { kubernetesDrain } from '../../src/drain/kubernetes.ts';
 import { mtu } from '../../src/resources/tuning/mtu.ts';
 import { nicQueues } from '../../src/resources/tuning/nic.ts';
-import { alreadyOut, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
+import { alreadyOut, parseClusterName, parseNodeState, slurmDrain } from '../../src/drain/slurm.ts';
 import type { RunEvent } from '../../src/engine/events.ts';
 import { DrainSession, RESUME_ATTEMPTS, SESSION_EXECS, type DrainPlan } from '../../src/engine/drain-session.ts';
 import { execute, prepare } from '../../src/engine/run.ts';
@@ -105,6 +105,25 @@ describe('drainAction: what a drain does with the node as it finds it', () => {
 });
 
 describe('Slurm provider', () => {
+  it.each<[string, string, string | undefined]>([
+    [
+      'as scontrol aligns it',
+      'AccountingStorageType   = (null)\nClusterName             = racksmith-bed\nCompleteWait            = 0 sec\n',
+      'racksmith-bed',
+    ],
+    ['unaligned, at the end', 'SlurmctldPort = 6817\nClusterName=east', 'east'],
+    ['none', 'SlurmctldPort = 6817\n', undefined],
+    ['a field whose name only starts so', 'ClusterNameX = west\n', undefined],
+  ])("the cluster's name in scontrol show config: %s", (_, out, want) => expect(parseClusterName(out)).toBe(want));
+  it("the cluster's identity: scontrol's ClusterName; a controller that names none, or fails, is an error", async () => {
+    const answer = (stdout: string, code = 0) =>
+      controller([[/scontrol show config/, { code, stdout, stderr: code ? 'slurm_load_ctl_conf error' : '' }]]);
+    expect(await slurmDrain.clusterOf!(answer('ClusterName = east\n').exec)).toBe('east');
+    await expect(slurmDrain.clusterOf!(answer('SlurmctldPort = 6817\n').exec)).rejects.toThrow('scontrol show config names no ClusterName');
+    await expect(slurmDrain.clusterOf!(answer('', 1).exec)).rejects.toThrow(
+      'scontrol show config failed (exit 1): slurm_load_ctl_conf error',
+    );
+  });
   // sinfo's %T (sinfo(1) NODE STATE CODES, Slurm 22.05: a long state and a flag suffix) and the
   // complete state (base+flags, as scontrol's State= writes it): out of scheduling, or drained by us
   it.each<[string, ReturnType<typeof parseNodeState>, boolean]>([
@@ -460,6 +479,8 @@ const nodeJson = (o: { unschedulable?: boolean; mark?: string; manager?: string;
     spec: o.unschedulable ? { unschedulable: true } : {},
   });
 const GET_N1 = 'k get node n1 -o json --show-managed-fields';
+const GET_KUBE_SYSTEM = "k get namespace kube-system -o jsonpath='{.metadata.uid}'";
+const KUBE_SYSTEM_UID = '3f1c2a9e-7b4d-4e0a-9c55-0d1e2f3a4b5c';
 const cordonN1 = (mark: string) =>
   `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":true},"metadata":{"annotations":{"racksmith.io/drained-by":"${mark}"}}}'`;
 const UNCORDON_N1 = `k patch node n1 --field-manager=racksmith -p '{"spec":{"unschedulable":false},"metadata":{"annotations":{"racksmith.io/drained-by":null}}}'`;
@@ -474,6 +495,19 @@ const CONFLICT_N1 = {
 
 describe('Kubernetes provider', () => {
   const k8s = kubernetesDrain({ kubeconfig: '/etc/kubernetes/admin.conf', kubectl: 'kubectl' });
+  it("the cluster's identity: the kube-system namespace's UID; no UID, or a failure, is an error", async () => {
+    const c = controller([[/k get namespace kube-system/, { stdout: KUBE_SYSTEM_UID }]]);
+    expect(await k8s.clusterOf!(c.exec)).toBe(KUBE_SYSTEM_UID);
+    expect(c.ran).toEqual([GET_KUBE_SYSTEM]);
+    await expect(k8s.clusterOf!(controller([[/k get namespace/, { stdout: '' }]]).exec)).rejects.toThrow(
+      'kubectl get namespace kube-system: no UID ("")',
+    );
+    await expect(
+      k8s.clusterOf!(
+        controller([[/k get namespace/, { code: 1, stderr: 'error: You must be logged in to the server (Unauthorized)' }]]).exec,
+      ),
+    ).rejects.toThrow('kubectl get namespace kube-system failed (exit 1): error: You must be logged in to the server (Unauthorized)');
+  });
   it('cordon with the mark in one patch, then drain with the flags and timeout; uncordon and unmark in one patch', async () => {
     const c = controller([[/k get node/, { stdout: nodeJson() }]]);
     expect(await k8s.drain(c.exec, 'n1', { reason: 'racksmith R1 on c', timeoutSec: 30 })).toEqual({ kind: 'drained' });
@@ -1386,9 +1420,9 @@ function nodesSession(
   provider: DrainProvider,
   connect: () => Promise<Connection>,
   plan: Partial<DrainPlan> = {},
-  o: { run?: string; signal?: AbortSignal } = {},
+  o: { run?: string; signal?: AbortSignal; controller?: string } = {},
 ) {
-  const ctl = { name: 'ctl', vars: {}, varSources: {} } as unknown as Host;
+  const ctl = { name: o.controller ?? 'ctl', vars: {}, varSources: {} } as unknown as Host;
   const events: Array<Record<string, unknown>> = [];
   const session = new DrainSession(
     { hosts: new Map(names.map((n) => [n, { provider, controller: ctl, node: n }])), timeoutSec: 5, ...plan },
@@ -1474,6 +1508,95 @@ describe("one node, two runs of this controller (the session's drain claims, his
     expect(log).toEqual(['A drain', 'A resume', 'B drain', 'B resume']);
     expect(b.events.filter((e) => e.type === 'warning')).toHaveLength(1);
     expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~n1'))).toEqual([]);
+  });
+
+  /** `recording`, with the cluster's identity its controller says (clusterOf), counted in `reads`. */
+  const inCluster = (run: string, log: string[], cluster: () => string, reads = { n: 0 }): DrainProvider => ({
+    ...recording(run, log),
+    clusterOf: async () => (reads.n++, cluster()),
+  });
+  const claimDirs = () => readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims')).sort();
+
+  it("two clusters' nodes of one name: two claims, both drained at once", async () => {
+    const log: string[] = [];
+    const a = nodesSession(
+      ['n1'],
+      inCluster('A', log, () => 'east'),
+      async () => idleController,
+      { claims: drainClaims('A') },
+      { run: 'A' },
+    );
+    const b = nodesSession(
+      ['n1'],
+      inCluster('B', log, () => 'west'),
+      async () => idleController,
+      { claims: drainClaims('B') },
+      { run: 'B' },
+    );
+    expect(await a.session.before('n1')).toBeUndefined();
+    expect(await b.session.before('n1')).toBeUndefined();
+    expect(log).toEqual(['A drain', 'B drain']);
+    expect(b.events.filter((e) => e.type === 'warning')).toEqual([]);
+    expect(claimDirs()).toEqual(['slurm~east~n1', 'slurm~west~n1']);
+    await Promise.all([a.session.resumeAll(), b.session.resumeAll()]);
+    expect(readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims/slurm~east~n1'))).toEqual([]);
+  });
+
+  it('one cluster whose controller two inventories spell two ways: one claim, the second run waits for it', async () => {
+    const log: string[] = [];
+    const a = nodesSession(
+      ['n1'],
+      inCluster('A', log, () => 'east'),
+      async () => idleController,
+      { claims: drainClaims('A') },
+      { run: 'A' },
+    );
+    const b = nodesSession(
+      ['n1'],
+      inCluster('B', log, () => 'east'),
+      async () => idleController,
+      { claims: drainClaims('B'), timeoutSec: 1 },
+      { run: 'B', controller: '10.0.0.1' },
+    );
+    expect(await a.session.before('n1')).toBeUndefined();
+    expect(await b.session.before('n1')).toMatch(
+      /failed: timed out after 1s waiting for another run of this controller to let go of the node: run A /,
+    );
+    expect(log).toEqual(['A drain']);
+    expect(claimDirs()).toEqual(['slurm~east~n1']);
+    await a.session.resumeAll();
+    await b.session.resumeAll();
+  });
+
+  it("the cluster's identity is read once per controller; one not read fails that drain (nothing asked of the scheduler) and is read again", async () => {
+    const log: string[] = [];
+    const reads = { n: 0 };
+    let down = true;
+    const provider = inCluster(
+      'A',
+      log,
+      () => {
+        if (down) throw new Error('scontrol show config failed (exit 1): Unable to contact slurm controller');
+        return 'east';
+      },
+      reads,
+    );
+    const { session, events } = nodesSession(
+      ['n1', 'n2', 'n3'],
+      provider,
+      async () => idleController,
+      { claims: drainClaims('A') },
+      { run: 'A' },
+    );
+    expect(await session.before('n1')).toBe(
+      "drain (slurm via ctl) failed: its cluster's identity, which its drain claim names, could not be read (controller ctl: scontrol show config failed (exit 1): Unable to contact slurm controller); no disruptive change is applied without the node's drain claim",
+    );
+    expect(events.at(-1)).toMatchObject({ type: 'drain', host: 'n1', outcome: 'failed', tookOut: false });
+    down = false;
+    expect(await Promise.all([session.before('n2'), session.before('n3')])).toEqual([undefined, undefined]);
+    expect(reads.n).toBe(2);
+    expect(log).toEqual(['A drain', 'A drain']);
+    await session.resumeAll();
   });
 
   it('a claim never let go within the drain timeout: the drain fails, nothing asked of the scheduler, nothing put back', async () => {
@@ -1623,6 +1746,7 @@ describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () =>
       k8s,
       (script) => {
         const last = script.split('\n').pop()!;
+        if (last === GET_KUBE_SYSTEM) return { code: 0, stdout: KUBE_SYSTEM_UID, stderr: '' };
         if (last === GET_N1)
           return { code: 0, stdout: nodeJson({ unschedulable: true, mark: 'racksmith R0 on c', manager: 'racksmith' }), stderr: '' };
         if (last === cordonN1('racksmith R1 on c'))
@@ -1643,7 +1767,7 @@ describe('a Kubernetes takeover whose cordon patch (the new mark) failed', () =>
     const ran = () => scripts.map((script) => script.split('\n').pop()!);
     expect(await session.before('n1')).toMatch(/^drain \(kubernetes via ctl\) failed: kubectl cordon n1 failed/);
     await session.resumeAll();
-    expect(ran()).toEqual([GET_N1, cordonN1('racksmith R1 on c'), GET_N1, UNCORDON_N1]);
+    expect(ran()).toEqual([GET_KUBE_SYSTEM, GET_N1, cordonN1('racksmith R1 on c'), GET_N1, UNCORDON_N1]);
     expect(events.filter((e) => e.type === 'resume')).toEqual([
       { type: 'resume', host: 'n1', via: 'kubernetes', controller: 'ctl', ok: true },
     ]);
