@@ -200,6 +200,8 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
       // the annotation removed to keep the node out, leaves it cordoned; a change between the read
       // and the patch, the kubelet's status included, is a Conflict: the node is read and asked about again)
       let conflict: { code: number | null; stdout: string; stderr: string } | undefined;
+      /** Found uncordoned under this run's mark (by hand) at an earlier read. */
+      let byHand = false;
       for (let attempt = 1; ; attempt++) {
         const state = await exec(nodeScript(a, node));
         if (state.code !== 0) return failure(`kubectl get node ${node}`, state);
@@ -207,18 +209,23 @@ export function kubernetesDrain(a: KubeAccess): DrainProvider {
         if (!cordon) return `kubectl get node ${node}: not a node's JSON`;
         if (!cordon.cordoned) {
           // (uncordoned by hand while this run held it: said, and its mark, this run's, taken off
-          // too; a failure leaves only a stale annotation, read as nobody's, and is said)
-          if (cordon.annotation === undefined || !marks.includes(cordon.annotation) || !cordon.resourceVersion) return undefined;
+          // too, on the node as read: a Conflict (the kubelet's status) is read and tried again; a
+          // failure leaves only a stale annotation, read as nobody's, and is said)
+          if (cordon.annotation === undefined || !marks.includes(cordon.annotation) || !cordon.resourceVersion)
+            return byHand ? { back: UNCORDONED_BY_HAND } : undefined;
+          byHand = true;
           const u = await exec(unmarkScript(a, node, cordon.resourceVersion)).catch((e: unknown) => ({
             code: null,
             stdout: '',
             stderr: (e as Error).message,
           }));
+          if (u.code === 0) return { back: `${UNCORDONED_BY_HAND}; its mark taken off` };
+          if (CONFLICT.test(u.stderr) && attempt <= UNCORDON_ATTEMPTS) {
+            await new Promise((go) => setTimeout(go, CONFLICT_PAUSE_MS * attempt));
+            continue;
+          }
           return {
-            back:
-              u.code === 0
-                ? `${UNCORDONED_BY_HAND}; its mark taken off`
-                : `${UNCORDONED_BY_HAND}; its mark is left, read as nobody's (${failure(`kubectl patch node ${node}`, u)}); \`kubectl annotate node ${node} ${DRAINED_BY}-\` removes it`,
+            back: `${UNCORDONED_BY_HAND}; its mark is left, read as nobody's (${failure(`kubectl patch node ${node}`, u)}); \`kubectl annotate node ${node} ${DRAINED_BY}-\` removes it`,
           };
         }
         if (cordon.mark === undefined || !marks.includes(cordon.mark)) return { someoneElses: someoneElsesDetail(CORDONED) };

@@ -43,7 +43,7 @@ export const clusterScript = 'scontrol show config';
 
 /** ClusterName of `scontrol show config`; undefined when it names none. */
 export function parseClusterName(stdout: string): string | undefined {
-  return /^ClusterName\s*=\s*(\S+)\s*$/m.exec(stdout)?.[1];
+  return /^ClusterName[ \t]*=[ \t]*(\S+)[ \t]*$/m.exec(stdout)?.[1];
 }
 
 /**

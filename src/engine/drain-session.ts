@@ -54,6 +54,10 @@ export function drainNode(d: HostDrain): DrainNode {
 /** Which cluster identity a host's claim takes (DrainSession.readCluster): its scheduler's and controller's. */
 const clusterKey = (d: HostDrain): string => `${d.provider.name}\0${d.controller.name}`;
 
+/** Why a node's claim cannot be asked: its cluster's identity not read (DrainSession.readCluster). */
+const clusterUnread = (d: HostDrain, e: unknown): string =>
+  `its cluster's identity, which its drain claim names, could not be read (controller ${d.controller.name}: ${(e as Error).message})`;
+
 /** How a host is drained, as its events say: the provider, the controller, and its node when that is not the host's name. */
 const how = (host: string, d: HostDrain) => ({
   via: d.provider.name,
@@ -376,17 +380,23 @@ export class DrainSession {
     this.listed.add(host);
     const base = { type: 'drain' as const, host, ...how(host, d) };
     const notes = may?.length ? [`may be: ${may.join(', ')} wait${may.length > 1 ? '' : 's'} on a pending change`] : [];
-    if (this.plan.claims && d.provider.clusterOf)
+    if (this.plan.claims && d.provider.clusterOf) {
+      // (the cluster's identity first: the claim names it)
+      const said = (note: string) =>
+        this.emit({ ...base, outcome: 'would', detail: [...notes, note].join('; '), ...(may?.length ? { may: [...may] } : {}) });
       try {
-        // (the cluster's identity first: the claim names it)
         await this.reachedOnce(d.controller);
-        await this.readCluster(d);
       } catch (e) {
-        notes.push(
+        return said(
           `whether it is already out of scheduling, or held by another run of this controller, is not known (controller ${d.controller.name}: ${(e as Error).message})`,
         );
-        return this.emit({ ...base, outcome: 'would', detail: notes.join('; '), ...(may?.length ? { may: [...may] } : {}) });
       }
+      try {
+        await this.readCluster(d);
+      } catch (e) {
+        return said(`the apply's drain would fail at once: ${clusterUnread(d, e)}`);
+      }
+    }
     // (another run of this controller holds the node: the apply's drain waits for it, whatever the node is now)
     const claimed = this.plan.claims?.peek(this.claimNode(d));
     if (claimed && 'cannot' in claimed) notes.push(`the apply's drain would fail at once: ${claimed.cannot}`);
@@ -441,9 +451,7 @@ export class DrainSession {
       const reading = this.readCluster(d);
       if (reading) await reading;
     } catch (e) {
-      return {
-        failed: `its cluster's identity, which its drain claim names, could not be read (controller ${d.controller.name}: ${(e as Error).message}); no disruptive change is applied without the node's drain claim`,
-      };
+      return { failed: `${clusterUnread(d, e)}; no disruptive change is applied without the node's drain claim` };
     }
     const n = this.claimNode(d);
     const started = Date.now();

@@ -68,7 +68,8 @@ export type RunEvent =
       tookOut?: boolean;
     } & DrainHow)
   /**
-   * --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`;
+   * --drain: a host this run drained is back in scheduling (`ok` false: why in `detail`; `ok`
+   * true with a `detail`: what to know of it, put back by someone else while this run held it;
    * `someoneElses`: out under someone else's drain since, left so on purpose).
    */
   | ({ type: 'resume'; ok: boolean; detail?: string; someoneElses?: boolean } & DrainHow)

@@ -16,7 +16,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ClaimedNode, DrainClaims } from '../contract/drain.ts';
+import type { ClaimAnswer, ClaimedNode, DrainClaims } from '../contract/drain.ts';
 import { printable } from '../util/printable.ts';
 import { readRegularFile } from '../util/regular-file.ts';
 import { stateDir } from '../util/state-dir.ts';
@@ -138,10 +138,22 @@ export function drainClaims(run: string, proc: RunProcess | undefined = thisProc
     held.delete(dir);
     rmSync(join(dir, `${h.at}.json`), { force: true });
   };
+  /**
+   * A live claim of the node by its name alone (`<provider>~<node>`), as a racksmith before the
+   * cluster was in the key made it: held by that run (an upgrade under a running run). One way
+   * only: that racksmith does not see this one's claims.
+   */
+  const heldByName = (n: ClaimedNode): ClaimAnswer => {
+    if (n.cluster === undefined) return undefined;
+    const { holder } = walk(nodeClaimDir({ ...n, cluster: undefined }));
+    return holder.kind === 'held' ? { held: holder.why, older: holder.older } : undefined;
+  };
   return {
     claim(n) {
       const dir = nodeClaimDir(n);
       try {
+        const byName = heldByName(n);
+        if (byName) return byName;
         mkdirSync(dir, { recursive: true, mode: 0o700 });
         for (;;) {
           const { at, holder } = walk(dir);
@@ -168,6 +180,8 @@ export function drainClaims(run: string, proc: RunProcess | undefined = thisProc
     peek(n) {
       const dir = nodeClaimDir(n);
       try {
+        const byName = heldByName(n);
+        if (byName) return byName;
         const { holder } = walk(dir);
         if (holder.kind === 'held') return { held: holder.why, older: holder.older };
         return holder.kind === 'unknown' ? { cannot: holder.why } : undefined;

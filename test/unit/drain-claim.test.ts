@@ -111,6 +111,18 @@ describe('drainClaims: the claim files', () => {
     b.releaseAll();
   });
 
+  it('a live claim by the node’s name alone (a racksmith before the cluster was in the key) holds the node for the cluster-keyed claim too', () => {
+    const older = drainClaims('RUN-A', thisProcess());
+    const b = drainClaims('RUN-B', thisProcess());
+    expect(older.claim(N)).toBeUndefined();
+    const held = { held: expect.stringMatching(/^run RUN-A of this controller holds it .*slurm~n7\/0\.json\)$/), older: true };
+    expect(b.peek({ ...N, cluster: 'east' })).toEqual(held);
+    expect(b.claim({ ...N, cluster: 'east' })).toEqual(held);
+    older.releaseAll();
+    expect(b.claim({ ...N, cluster: 'east' })).toBeUndefined();
+    b.releaseAll();
+  });
+
   it('two clusters’ nodes of one name, their clusters not known, share a claim: a run holding it for both lets go of it once it lets go of both', () => {
     const onA = { ...N, controller: 'ctlA' };
     const onB = { ...N, controller: 'ctlB' };

@@ -38,7 +38,9 @@ import { kv } from '../support/test-resources.ts';
 import { shq } from '../../src/shell/quote.ts';
 
 /** A controller that answers each script by the first matching rule, and records what it ran. */
-function controller(rules: Array<[RegExp, { code?: number; stdout?: string; stderr?: string } | (() => { stdout: string })]>) {
+function controller(
+  rules: Array<[RegExp, { code?: number; stdout?: string; stderr?: string } | (() => { code?: number; stdout?: string; stderr?: string })]>,
+) {
   const ran: string[] = [];
   const exec: DrainExec = async (script) => {
     ran.push(script.split('\n').pop()!);
@@ -114,6 +116,7 @@ describe('Slurm provider', () => {
     ['unaligned, at the end', 'SlurmctldPort = 6817\nClusterName=east', 'east'],
     ['none', 'SlurmctldPort = 6817\n', undefined],
     ['a field whose name only starts so', 'ClusterNameX = west\n', undefined],
+    ['empty, the next line one word', 'ClusterName = \nfoo\n', undefined],
   ])("the cluster's name in scontrol show config: %s", (_, out, want) => expect(parseClusterName(out)).toBe(want));
   it("the cluster's identity: scontrol's ClusterName; a controller that names none, or fails, is an error", async () => {
     const answer = (stdout: string, code = 0) =>
@@ -560,26 +563,31 @@ describe('Kubernetes provider', () => {
     );
     expect(c.ran).toEqual(unmarked ? [GET_N1, UNMARK_N1] : [GET_N1]);
   });
-  it.for([
-    ['refused', { code: 1, stderr: 'Error from server (Forbidden): nodes "n1" is forbidden\n' }, 'exit 1): Error from server (Forbidden)'],
-    ['changed since it was read', CONFLICT_N1, 'exit 1): Error from server (Conflict)'],
-  ] as const)(
-    'a node uncordoned by hand whose mark cannot be taken off (%s): put back, and the mark left is said',
-    async ([, answer, said]) => {
-      const c = controller([
-        [/k get node/, { stdout: nodeJson({ mark: 'racksmith R1 on c', resourceVersion: '7' }) }],
-        [/k patch node/, answer],
-      ]);
-      const out = await k8s.resume(c.exec, 'n1', ['racksmith R1 on c']);
-      expect(out).toEqual({
-        back: expect.stringContaining("uncordoned by someone else while this run held it; its mark is left, read as nobody's"),
-      });
-      const back = (out as { back: string }).back;
-      expect(back).toContain(`kubectl patch node n1 failed (${said}`);
-      expect(back).toContain('`kubectl annotate node n1 racksmith.io/drained-by-` removes it');
-      expect(c.ran).toEqual([GET_N1, UNMARK_N1]);
-    },
-  );
+  it('a node uncordoned by hand whose mark cannot be taken off (refused): put back, and the mark left is said', async () => {
+    const c = controller([
+      [/k get node/, { stdout: nodeJson({ mark: 'racksmith R1 on c', resourceVersion: '7' }) }],
+      [/k patch node/, { code: 1, stderr: 'Error from server (Forbidden): nodes "n1" is forbidden\n' }],
+    ]);
+    const out = await k8s.resume(c.exec, 'n1', ['racksmith R1 on c']);
+    expect(out).toEqual({
+      back: expect.stringContaining("uncordoned by someone else while this run held it; its mark is left, read as nobody's"),
+    });
+    const back = (out as { back: string }).back;
+    expect(back).toContain('kubectl patch node n1 failed (exit 1): Error from server (Forbidden)');
+    expect(back).toContain('`kubectl annotate node n1 racksmith.io/drained-by-` removes it');
+    expect(c.ran).toEqual([GET_N1, UNMARK_N1]);
+  });
+  it('a node uncordoned by hand whose unmark meets a change since the read (Conflict: the kubelet status): read again, unmarked', async () => {
+    let patches = 0;
+    const c = controller([
+      [/k get node/, () => ({ stdout: nodeJson({ mark: 'racksmith R1 on c', resourceVersion: patches ? '8' : '7' }) })],
+      [/k patch node/, () => (patches++ ? { stdout: '' } : { ...CONFLICT_N1, stdout: '' })],
+    ]);
+    expect(await k8s.resume(c.exec, 'n1', ['racksmith R1 on c'])).toEqual({
+      back: 'uncordoned by someone else while this run held it; its mark taken off',
+    });
+    expect(c.ran).toEqual([GET_N1, UNMARK_N1, GET_N1, UNMARK_N1.replace('"7"', '"8"')]);
+  });
   it('the uncordon is made on the node as read: changed since (Conflict), it is read again and asked again', async () => {
     let reads = 0;
     const mine = { unschedulable: true, mark: 'racksmith R1 on c', manager: 'racksmith' };
@@ -1597,6 +1605,25 @@ describe("one node, two runs of this controller (the session's drain claims, his
     expect(reads.n).toBe(2);
     expect(log).toEqual(['A drain', 'A drain']);
     await session.resumeAll();
+  });
+
+  it("check mode, the cluster's identity not read from a controller reached: the apply's drain would fail at once, said", async () => {
+    const refused = () => {
+      throw new Error('kubectl get namespace kube-system failed (exit 1): Error from server (Forbidden)');
+    };
+    const { session, events } = nodesSession(['n1'], inCluster('A', [], refused), async () => idleController, { claims: drainClaims('A') });
+    await session.would('n1');
+    expect(events).toEqual([
+      {
+        type: 'drain',
+        host: 'n1',
+        via: 'slurm',
+        controller: 'ctl',
+        outcome: 'would',
+        detail:
+          "the apply's drain would fail at once: its cluster's identity, which its drain claim names, could not be read (controller ctl: kubectl get namespace kube-system failed (exit 1): Error from server (Forbidden))",
+      },
+    ]);
   });
 
   it('a claim never let go within the drain timeout: the drain fails, nothing asked of the scheduler, nothing put back', async () => {

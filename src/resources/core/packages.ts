@@ -40,16 +40,23 @@ const pick = (p: PackageName, m: 'apt' | 'dnf') => (typeof p === 'string' ? p : 
 /**
  * The host's answer: `pm=` and a line per package the database knows, `NAME WANT FLAG STATUS` as
  * dpkg's Status field has it (rpm: every package it lists is `install ok installed`). Installed:
- * status `installed` with no error flag, whatever is wanted of it, so a held package (`hold ok
- * installed`, which `apt-mark hold` makes) is installed.
+ * status `installed` (or a trigger pending: INSTALLED) with no error flag, whatever is wanted of
+ * it, so a held package (`hold ok installed`, which `apt-mark hold` makes) is installed.
  */
+/**
+ * dpkg states apt asks nothing more of (its PkgIterator::State: only unpacked and half-configured
+ * need configuring; a trigger pending, or awaited, is left to the package whose trigger it is):
+ * reading them as missing would ask apt-get for a no-op install at every run, never converged.
+ */
+const INSTALLED = new Set(['installed', 'triggers-pending', 'triggers-awaited']);
+
 export function parsePackages(stdout: string): PackagesFacts {
   const m = /^pm=(apt|dnf|none)$/m.exec(stdout);
   const manager = (m?.[1] ?? 'none') as PackagesFacts['manager'];
   const installed: string[] = [];
   for (const l of stdout.split('\n')) {
     const [name, , flag, status] = l.trim().split(/\s+/);
-    if (name && flag === 'ok' && status === 'installed') installed.push(name.replace(/:.*$/, ''));
+    if (name && flag === 'ok' && INSTALLED.has(status)) installed.push(name.replace(/:.*$/, ''));
   }
   return { manager, installed };
 }
@@ -64,7 +71,9 @@ export function parsePackages(stdout: string): PackagesFacts {
  */
 export function dpkgProbe(names: string[]): string {
   return `rs_dpkg=/var/lib/dpkg/status
+rs_dpkg_o=$-; set +f
 for rs_f in /var/lib/dpkg/updates/[0-9]*; do if [ -e "$rs_f" ]; then rs_dpkg=; fi; done
+case $rs_dpkg_o in *f*) set -f ;; esac
 if [ -n "$rs_dpkg" ] && [ -r "$rs_dpkg" ] && command -v awk >/dev/null 2>&1; then
   awk -v RS= -F '\\n' -v want=${shq(` ${names.join(' ')} `)} '{
     p = ""; s = ""

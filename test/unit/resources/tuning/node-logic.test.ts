@@ -45,6 +45,11 @@ describe('packages', () => {
       ['install xfsprogs, attr, nfs-common (apt from deb [trusted=yes] file:/srv/repo ./)'],
     ],
     [
+      'a trigger pending or awaited (apt asks nothing more of it): installed',
+      'pm=apt\nxfsprogs install ok triggers-pending\nattr install ok triggers-awaited\nnfs-common install ok installed\n',
+      [],
+    ],
+    [
       'a multi-arch package installed for one architecture of two',
       'pm=apt\nxfsprogs install ok installed\nattr purge ok not-installed\nattr:i386 install ok installed\nnfs-common install ok installed\n',
       [],
