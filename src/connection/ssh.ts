@@ -14,6 +14,7 @@ import { execTag, KILL_TIMEOUT_MS, killGroupsScript } from './kill-groups.ts';
 import type { Secret } from '../util/secret.ts';
 import { destinationOf, type HandshakeGate } from './handshake-gate.ts';
 import { ChannelTurns } from './channel-turns.ts';
+import { JumpPool, type Lease } from './jump-pool.ts';
 
 export interface SshOptions {
   /** Inventory name, used in messages. */
@@ -87,6 +88,27 @@ function tcpConnect(address: string, port: number, timeoutMs: number, signal?: A
   });
 }
 
+/** The process's jump connections, each shared by every host reached through it (jump-pool.ts). */
+const jumps = new JumpPool<SshConnection>();
+
+/** Which jump connections are one: everything that makes the connection, not who asks for it. */
+function jumpKey(j: NonNullable<SshOptions['jump']>): string {
+  const { address, port, user, privateKeyFile, identitiesOnly, agent, connectTimeoutMs, keepaliveMs, knownHostsFile, acceptNewHostKeys } =
+    j;
+  return JSON.stringify([
+    address,
+    port,
+    user,
+    privateKeyFile,
+    identitiesOnly,
+    agent,
+    connectTimeoutMs,
+    keepaliveMs,
+    knownHostsFile,
+    acceptNewHostKeys,
+  ]);
+}
+
 /** Ctrl-C came while the connection was being made: final, never retried. */
 function interruptedWhileConnecting(opts: SshOptions): ConnectError {
   return new ConnectError(`${opts.name}: interrupted while connecting to ${opts.address}:${opts.port}`, false);
@@ -106,7 +128,7 @@ export class SshConnection implements Connection {
     readonly host: string,
     private readonly ssh: NodeSSH,
     private readonly sock: Duplex,
-    private readonly via?: SshConnection,
+    private readonly via?: Lease<SshConnection>,
     private readonly become?: Become,
   ) {
     this.escalation = become ? new Escalation(become, this.nonce) : undefined;
@@ -133,24 +155,30 @@ export class SshConnection implements Connection {
     } catch (e) {
       throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
     }
-    let via: SshConnection | undefined;
+    let via: Lease<SshConnection> | undefined;
     let sock: Duplex;
     let endTurn: (() => void) | undefined;
     try {
-      // The jump host's connection takes its own turn at the gate first: a host holding a turn
-      // while it waits for its jump's could leave every turn held by hosts waiting so.
-      if (opts.jump) via = await SshConnection.open({ ...opts.jump, name: opts.jump.name ?? opts.jump.address });
+      // The jump host's connection, shared (jump-pool.ts), takes its own turn at the gate first: a
+      // host holding a turn while it waits for its jump's could leave every turn held by hosts waiting so.
+      const jump = opts.jump;
+      if (jump)
+        via = await jumps.lease(
+          jumpKey(jump),
+          (stop) => SshConnection.open({ ...jump, name: jump.name ?? jump.address, signal: stop }),
+          opts.signal,
+        );
       // (one turn of the destination's per connection it opens there: a certificate takes a second)
       endTurn = await opts.handshakes?.enter(opts.signal, () => new Error('interrupted'), {
         destination: destinationOf(opts.address, opts.port, opts.jump),
         connections: knownHosts.wantsCertificate(opts.address, opts.port) ? 2 : 1,
       });
       sock = via
-        ? await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
+        ? await via.conn.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
         : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
     } catch (e) {
       endTurn?.();
-      await via?.close();
+      await via?.release();
       if (e instanceof ConnectError) throw e;
       if (opts.signal?.aborted) throw interruptedWhileConnecting(opts);
       const code = (e as NodeJS.ErrnoException).code ?? '';
@@ -167,7 +195,7 @@ export class SshConnection implements Connection {
     } catch (e) {
       // (node-ssh that cannot load: the turn, the socket and the jump connection are given back all the same)
       sock.destroy();
-      await via?.close();
+      await via?.release();
       endTurn?.();
       throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
     }
@@ -206,14 +234,14 @@ export class SshConnection implements Connection {
           }
           // the certificate algorithms in the order this handshake offered the plain ones
           const offered = hostKeyAlgorithms.map(certificateAlgorithm);
-          void SshConnection.certificateShown(opts, via, offered).then(decide, (e: Error) =>
+          void SshConnection.certificateShown(opts, via?.conn, offered).then(decide, (e: Error) =>
             decide(`it shows no host certificate (${e.message})`),
           );
         },
       });
     } catch (e) {
       sock.destroy();
-      await via?.close();
+      await via?.release();
       if (keyProblem) throw new ConnectError(`${opts.name}: ${keyProblem}`, false);
       if (opts.signal?.aborted) throw interruptedWhileConnecting(opts);
       const msg = (e as Error).message;
@@ -228,7 +256,10 @@ export class SshConnection implements Connection {
     // error in between (the host died: EPIPE, ECONNRESET) would be an unhandled 'error' event and
     // end the whole run. The next exec on this connection fails instead.
     ssh.connection?.on('error', () => {});
-    return new SshConnection(opts.name, ssh, sock, via, opts.become);
+    const conn = new SshConnection(opts.name, ssh, sock, via, opts.become);
+    // (a jump connection that died is not handed out again: jump-pool.ts)
+    ssh.connection?.once('close', () => (conn.closed = true));
+    return conn;
   }
 
   /** The host certificate the host shows on a second handshake (see certificate-fetch.ts), or why none. */
@@ -302,10 +333,17 @@ export class SshConnection implements Connection {
     this.drop();
   }
 
-  private drop(): void {
+  drop(): void {
     this.dropped = true;
     this.sock.destroy();
-    this.via?.drop();
+    void this.via?.release(true);
+  }
+
+  /** Its SSH connection closed by the other side (or the link). */
+  private closed = false;
+  /** Dropped, or closed: no channel can be opened on it. */
+  get gone(): boolean {
+    return this.dropped || this.closed;
   }
 
   async close(): Promise<void> {
@@ -319,8 +357,9 @@ export class SshConnection implements Connection {
         this.sock.once('close', () => (clearTimeout(t), resolve()));
       });
     }
-    this.drop();
-    await this.via?.close();
+    this.dropped = true;
+    this.sock.destroy();
+    await this.via?.release();
   }
 }
 

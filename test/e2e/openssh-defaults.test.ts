@@ -6,7 +6,7 @@
 // The connections that count all go to ONE sshd (the bastion, the controller), so the 20 hosts of
 // each test are 20 inventory names for the bed's other machines, in turn (tb2..tb10 on the
 // default bed of 10: alias01 and alias10 are tb2). Each name is a host of its own to the run: its
-// own connection, its own jump connection to the bastion, its own drain. known_hosts is by
+// own connection (a channel of the one jump connection to the bastion they share), its own drain. known_hosts is by
 // address and port, so every name of a machine matches its key.
 //
 // The drain test drains through Kubernetes (the API double on the runner, kubectl on tb1, the
@@ -59,6 +59,9 @@ describe.skipIf(tooSmall)(`a bastion with OpenSSH's default MaxStartups ${tooSma
     expect(perHost.map((e) => [e.host, e.stdout]).sort(), run.stderr).toEqual(NAMES.map((n) => [n, `${ALIASES[n]}\n`]).sort());
     expect(run.code, run.stderr).toBe(0);
     expect(dropped).toEqual([]);
+    // one jump connection for all 20 (src/connection/jump-pool.ts): the bastion saw one login, not 20
+    const logins = (await tb.hostExec(ONE, 'cat /var/log/sshd.log')).stdout.match(/Accepted \S+ for root from /g) ?? [];
+    expect(logins).toHaveLength(1);
   }, 300_000);
 });
 
