@@ -4,6 +4,11 @@
  * which sshd's MaxSessions does not count. A fleet behind one bastion then costs the bastion one
  * handshake, not one per host (under its MaxStartups, 8 at a time: 1,000 hosts took 125 rounds).
  *
+ * At most HOSTS_PER_JUMP hosts share one: sshd serves a connection in one process, each channel
+ * an open socket there, and that process's file limit is usually systemd's soft 1,024 (past it,
+ * every further channel is refused); more hosts open another connection (which takes its turn
+ * under the jump host's MaxStartups, as every connection does).
+ *
  * Shared while a host uses it, closed with the last (dropped at once when the last one drops its
  * own). Its opening is no one host's: a host that gives up waiting (its --host-timeout, Ctrl-C)
  * leaves, and an opening every host has left is stopped. A connection that failed to open, or
@@ -37,15 +42,23 @@ interface Entry<T> {
   stop: AbortController;
 }
 
+/** Hosts on one jump connection at most (see the top). */
+export const HOSTS_PER_JUMP = 256;
+
 export class JumpPool<T extends Shareable> {
-  private readonly shared = new Map<string, Entry<T>>();
+  /** Per key, its connections (opened or being opened), each with room or not. */
+  private readonly shared = new Map<string, Array<Entry<T>>>();
+
+  constructor(private readonly perConnection = HOSTS_PER_JUMP) {}
 
   /**
    * The connection for `key`, shared: the one open (or being opened), else `open(stop)`'s. A
    * host's `signal` ends its own wait only (with `interrupted`), never the opening others wait for.
    */
   async lease(key: string, open: (stop: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<Lease<T>> {
-    for (;;) {
+    // (each turn of the loop forgets a dead connection: a bound only against the unforeseen)
+    for (let tries = 0; ; tries++) {
+      if (signal?.aborted) throw new Error('interrupted');
       const e = this.entry(key, open);
       e.users++;
       let conn: T;
@@ -59,7 +72,8 @@ export class JumpPool<T extends Shareable> {
         // (died since it was opened: off the pool, and a new one for this host)
         this.forget(key, e);
         await this.giveBack(key, e, true);
-        continue;
+        if (tries < 8) continue;
+        throw new Error('its jump connection closed as each was opened');
       }
       let given = false;
       return {
@@ -75,12 +89,13 @@ export class JumpPool<T extends Shareable> {
 
   /** How many connections are shared now (tests). */
   get size(): number {
-    return this.shared.size;
+    return [...this.shared.values()].reduce((n, l) => n + l.length, 0);
   }
 
   private entry(key: string, open: (stop: AbortSignal) => Promise<T>): Entry<T> {
-    const found = this.shared.get(key);
-    if (found) return found;
+    const list = this.shared.get(key) ?? [];
+    const room = list.find((e) => e.users < this.perConnection);
+    if (room) return room;
     const stop = new AbortController();
     const e: Entry<T> = { opening: open(stop.signal), users: 0, stop };
     // (a failed opening is not handed out again: the hosts waiting are told, the next opens anew)
@@ -88,12 +103,14 @@ export class JumpPool<T extends Shareable> {
       (conn) => (e.conn = conn),
       () => this.forget(key, e),
     );
-    this.shared.set(key, e);
+    this.shared.set(key, [...list, e]);
     return e;
   }
 
   private forget(key: string, e: Entry<T>): void {
-    if (this.shared.get(key) === e) this.shared.delete(key);
+    const list = this.shared.get(key)?.filter((x) => x !== e) ?? [];
+    if (list.length) this.shared.set(key, list);
+    else this.shared.delete(key);
   }
 
   /**

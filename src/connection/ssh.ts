@@ -109,6 +109,42 @@ function jumpKey(j: NonNullable<SshOptions['jump']>): string {
   ]);
 }
 
+/**
+ * A channel to address:port through a jump connection, within the connect timeout and given up
+ * at the host's stop: a jump connection shared by many hosts may be dead without knowing it yet
+ * (no keepalive), and the jump host's own connect to a host that is down takes minutes. A channel
+ * that comes late is closed.
+ */
+function forwardWithin(jump: NodeSSH, address: string, port: number, timeoutMs: number, signal?: AbortSignal): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const end = (e: Error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      reject(e);
+    };
+    const onAbort = () => end(new Error('interrupted'));
+    const timer = setTimeout(
+      () => end(Object.assign(new Error(`no channel through the jump host within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      timeoutMs,
+    );
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    jump.forwardOut('127.0.0.1', 0, address, port).then(
+      (channel) => {
+        if (done) return void channel.destroy();
+        done = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(channel);
+      },
+      (e: Error) => end(e),
+    );
+  });
+}
+
 /** Ctrl-C came while the connection was being made: final, never retried. */
 function interruptedWhileConnecting(opts: SshOptions): ConnectError {
   return new ConnectError(`${opts.name}: interrupted while connecting to ${opts.address}:${opts.port}`, false);
@@ -174,7 +210,7 @@ export class SshConnection implements Connection {
         connections: knownHosts.wantsCertificate(opts.address, opts.port) ? 2 : 1,
       });
       sock = via
-        ? await via.conn.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
+        ? await forwardWithin(via.conn.ssh, opts.address, opts.port, opts.connectTimeoutMs, opts.signal)
         : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
     } catch (e) {
       endTurn?.();
@@ -269,8 +305,8 @@ export class SshConnection implements Connection {
     algorithms: string[],
   ): Promise<HostCertificate | string> {
     const stream = via
-      ? await via.ssh.forwardOut('127.0.0.1', 0, opts.address, opts.port)
-      : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs);
+      ? await forwardWithin(via.ssh, opts.address, opts.port, opts.connectTimeoutMs, opts.signal)
+      : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
     const r = await fetchHostCertificate(stream, algorithms, opts.connectTimeoutMs);
     if ('none' in r) return `it shows no host certificate (${r.none})`;
     try {
@@ -341,13 +377,15 @@ export class SshConnection implements Connection {
 
   /** Its SSH connection closed by the other side (or the link). */
   private closed = false;
-  /** Dropped, or closed: no channel can be opened on it. */
+  /** Dropped, closing, or closed: no channel can be opened on it. */
   get gone(): boolean {
-    return this.dropped || this.closed;
+    return this.dropped || this.closing || this.closed || !this.ssh.isConnected();
   }
+  private closing = false;
 
   async close(): Promise<void> {
     if (this.dropped) return;
+    this.closing = true;
     this.channels.stop();
     this.ssh.dispose();
     // A graceful end needs the other side: on a dead link the socket would stay open for good.

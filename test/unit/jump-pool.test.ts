@@ -114,6 +114,34 @@ describe('JumpPool: one jump connection for every host behind it', () => {
     expect(pool.size).toBe(0);
   });
 
+  it('past its hosts per connection, another connection to the same jump host; each ends with its own last host', async () => {
+    const pool = new JumpPool<Stub>(2);
+    const o = opener();
+    const leases = [pool.lease('bastion', o.open), pool.lease('bastion', o.open), pool.lease('bastion', o.open)];
+    expect(o.pending).toHaveLength(2);
+    o.pending.forEach((p) => p.ok());
+    const [a, b, c] = await Promise.all(leases);
+    expect(a.conn).toBe(b.conn);
+    expect(c.conn).not.toBe(a.conn);
+    await c.release();
+    expect(c.conn.ended).toBe('closed');
+    expect(a.conn.ended).toBeUndefined();
+    // (room again on the first: a new host joins it)
+    await b.release();
+    const d = await pool.lease('bastion', o.open);
+    expect(d.conn).toBe(a.conn);
+    expect(o.pending).toHaveLength(2);
+  });
+
+  it('a host already given up opens nothing', async () => {
+    const pool = new JumpPool<Stub>();
+    const o = opener();
+    const stop = new AbortController();
+    stop.abort();
+    await expect(pool.lease('bastion', o.open, stop.signal)).rejects.toThrow('interrupted');
+    expect(o.pending).toHaveLength(0);
+  });
+
   it('the last host dropping its connection (Ctrl-C) drops the jump connection at once', async () => {
     const pool = new JumpPool<Stub>();
     const o = opener();

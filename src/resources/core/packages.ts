@@ -38,18 +38,18 @@ const NAME = /^[a-z0-9][a-z0-9+.-]*$/;
 const pick = (p: PackageName, m: 'apt' | 'dnf') => (typeof p === 'string' ? p : p[m]);
 
 /**
- * The host's answer: `pm=` and a line per package the database knows, `NAME WANT FLAG STATUS` as
- * dpkg's Status field has it (rpm: every package it lists is `install ok installed`). Installed:
- * status `installed` (or a trigger pending: INSTALLED) with no error flag, whatever is wanted of
- * it, so a held package (`hold ok installed`, which `apt-mark hold` makes) is installed.
- */
-/**
  * dpkg states apt asks nothing more of (its PkgIterator::State: only unpacked and half-configured
  * need configuring; a trigger pending, or awaited, is left to the package whose trigger it is):
  * reading them as missing would ask apt-get for a no-op install at every run, never converged.
  */
 const INSTALLED = new Set(['installed', 'triggers-pending', 'triggers-awaited']);
 
+/**
+ * The host's answer: `pm=` and a line per package the database knows, `NAME WANT FLAG STATUS` as
+ * dpkg's Status field has it (rpm: every package it lists is `install ok installed`). Installed:
+ * status `installed` (or a trigger pending: INSTALLED) with no error flag, whatever is wanted of
+ * it, so a held package (`hold ok installed`, which `apt-mark hold` makes) is installed.
+ */
 export function parsePackages(stdout: string): PackagesFacts {
   const m = /^pm=(apt|dnf|none)$/m.exec(stdout);
   const manager = (m?.[1] ?? 'none') as PackagesFacts['manager'];
