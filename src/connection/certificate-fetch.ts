@@ -11,7 +11,13 @@ import { sshString, WireReader } from './host-certificate.ts';
  * algorithms, reads that reply and hangs up. Nothing here needs to be trusted: the caller takes
  * the certificate only when it certifies the key the main connection verified.
  */
-export type CertificateFetch = { certificate: Buffer } | { none: string };
+/**
+ * What the second handshake came to: the certificate; `none` shown (the host offers none, or
+ * speaks in a way no certificate can come from); or `lost`, the connection timed out or ended
+ * before the host said either (a blip, a jump connection that died, sshd's MaxStartups): a
+ * failure to connect, not an answer about the host.
+ */
+export type CertificateFetch = { certificate: Buffer } | { none: string } | { lost: string };
 
 const MSG_DISCONNECT = 1;
 const MSG_KEXINIT = 20;
@@ -69,11 +75,11 @@ export function fetchHostCertificate(stream: Duplex, certAlgorithms: string[], t
       stream.destroy();
       resolve(r);
     };
-    const timer = setTimeout(() => finish({ none: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    const timer = setTimeout(() => finish({ lost: `no answer within ${timeoutMs} ms` }), timeoutMs);
 
     const onPacket = (payload: Buffer) => {
       const type = payload[0];
-      if (type === MSG_DISCONNECT) return finish({ none: 'the server hung up' });
+      if (type === MSG_DISCONNECT) return finish({ lost: 'the server hung up' });
       if (type === MSG_KEXINIT) {
         const [kexes, hostKeys] = nameLists(payload);
         const kex = KEX.find((k) => kexes.includes(k));
@@ -120,8 +126,8 @@ export function fetchHostCertificate(stream: Duplex, certAlgorithms: string[], t
         finish({ none: (e as Error).message });
       }
     });
-    stream.on('error', (e) => finish({ none: e.message }));
-    stream.on('close', () => finish({ none: 'the connection closed' }));
+    stream.on('error', (e) => finish({ lost: e.message }));
+    stream.on('close', () => finish({ lost: 'the connection closed' }));
     stream.write('SSH-2.0-racksmith_cert\r\n');
   });
 }

@@ -225,6 +225,7 @@ export class SshConnection implements Connection {
     }
 
     let keyProblem: string | undefined;
+    let certificateLost: string | undefined;
     let ssh: NodeSSH;
     try {
       ssh = new (await nodeSsh).NodeSSH();
@@ -270,9 +271,11 @@ export class SshConnection implements Connection {
           }
           // the certificate algorithms in the order this handshake offered the plain ones
           const offered = hostKeyAlgorithms.map(certificateAlgorithm);
-          void SshConnection.certificateShown(opts, via?.conn, offered).then(decide, (e: Error) =>
-            decide(`it shows no host certificate (${e.message})`),
-          );
+          // (its connection lost: a failure to connect, tried again, never a verdict on the host's key)
+          void SshConnection.certificateShown(opts, via?.conn, offered).then(decide, (e: Error) => {
+            certificateLost = e.message;
+            done(false);
+          });
         },
       });
     } catch (e) {
@@ -280,6 +283,8 @@ export class SshConnection implements Connection {
       await via?.release();
       if (keyProblem) throw new ConnectError(`${opts.name}: ${keyProblem}`, false);
       if (opts.signal?.aborted) throw interruptedWhileConnecting(opts);
+      if (certificateLost !== undefined)
+        throw new ConnectError(`${opts.name}: its host certificate could not be fetched: ${certificateLost}`, true);
       const msg = (e as Error).message;
       const level = (e as { level?: string }).level;
       const auth = level === 'client-authentication' || /authentication/i.test(msg);
@@ -308,6 +313,7 @@ export class SshConnection implements Connection {
       ? await forwardWithin(via.ssh, opts.address, opts.port, opts.connectTimeoutMs, opts.signal)
       : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
     const r = await fetchHostCertificate(stream, algorithms, opts.connectTimeoutMs);
+    if ('lost' in r) throw new Error(r.lost);
     if ('none' in r) return `it shows no host certificate (${r.none})`;
     try {
       return parseHostCertificate(r.certificate);

@@ -174,6 +174,34 @@ describe('host certificates: racksmith decides as OpenSSH does', () => {
     await bothDecide(lines(), accepted, why);
   });
 
+  it('the certificate’s connection dropped by the host’s sshd (MaxStartups 1): a failure to connect, tried again, never a verdict on its key', async () => {
+    await serve({ by: 'ca', args: ['-n', ip] });
+    // (read after 10-testbed.conf: sshd keeps the last MaxStartups it reads)
+    const conf = 'printf "MaxStartups 1\\nLogLevel VERBOSE\\n" > /etc/ssh/sshd_config.d/99-startups.conf && : > /var/log/sshd.log';
+    expect((await tb.hostExec(HOST, conf)).code).toBe(0);
+    try {
+      await tb.stopSshd(HOST);
+      await tb.startSshd(HOST);
+      const kh = join(tmp(), 'known_hosts');
+      writeFileSync(kh, `@cert-authority * ${ca}\n`);
+      const inv = writeInventory({ hosts: [HOST], vars: { racksmith_known_hosts: kh } });
+      const r = await provision([PB, '-i', inv, '--check', '--json', '--journal', join(tmp(), 'j')]);
+      const recap = recaps(r)[HOST];
+      expect(recap, r.stderr).toMatchObject({
+        unreachable: true,
+        error: expect.stringMatching(/its host certificate could not be fetched: /),
+      });
+      expect(recap.error).not.toMatch(/shows no host certificate/);
+      // (tried again: a connection failure, not a refusal of the host: each try's second connection dropped)
+      const dropped = await tb.droppedPastMaxStartups(HOST);
+      expect(dropped.length, (await tb.hostExec(HOST, 'cat /var/log/sshd.log')).stdout).toBeGreaterThan(1);
+    } finally {
+      await tb.hostExec(HOST, 'rm -f /etc/ssh/sshd_config.d/99-startups.conf');
+      await tb.stopSshd(HOST);
+      await tb.startSshd(HOST);
+    }
+  });
+
   it('through a jump host: the certificate is read over the jump host’s forward', async () => {
     await serve({ by: 'ca', args: ['-n', ip] });
     const kh = join(tmp(), 'known_hosts');

@@ -57,36 +57,45 @@ describe('fetchHostCertificate', () => {
     [
       'a host that offers no certificate',
       (s: net.Socket) => s.write('SSH-2.0-fake\r\n') && s.write(kexInit('curve25519-sha256', 'ssh-ed25519')),
+      'none',
       /offers no certificate/,
     ],
     [
       'no key exchange in common',
       (s: net.Socket) => s.write('SSH-2.0-fake\r\n') && s.write(kexInit('diffie-hellman-group14-sha256', CERT_ALGS[0])),
+      'none',
       /no key exchange/,
     ],
-    ['an SSH-1 server', (s: net.Socket) => s.write('SSH-1.5-old\r\n'), /not an SSH-2 server/],
+    ['an SSH-1 server', (s: net.Socket) => s.write('SSH-1.5-old\r\n'), 'none', /not an SSH-2 server/],
     [
       'a packet length beyond any KEXINIT',
       (s: net.Socket) => s.write(Buffer.concat([Buffer.from('SSH-2.0-x\r\n'), Buffer.from([0x7f, 0, 0, 0, 4])])),
+      'none',
       /malformed/,
     ],
     [
       'a truncated KEXINIT',
       (s: net.Socket) => s.write(Buffer.concat([Buffer.from('SSH-2.0-x\r\n'), packet(Buffer.from([20, 1, 2]))])),
+      'none',
       /truncated/,
     ],
     [
       'a disconnect',
       (s: net.Socket) => s.write(Buffer.concat([Buffer.from('SSH-2.0-x\r\n'), packet(Buffer.from([1, 0, 0, 0, 2]))])),
+      'lost',
       /hung up/,
     ],
-    ['a server that closes', (s: net.Socket) => s.end(), /closed/],
-    ['endless banner lines', (s: net.Socket) => s.write(Buffer.alloc(300 * 1024, 'x')), /too much/],
-    ['a server that never answers', () => {}, /no answer within 300 ms/],
-  ])('%s: ends with a reason', async (_, behave, why) => {
-    const sock = await serve(behave);
-    const r = await fetchHostCertificate(sock, CERT_ALGS, 300);
-    expect('none' in r && r.none).toMatch(why);
-    expect(sock.destroyed).toBe(true);
-  });
+    ['a server that closes', (s: net.Socket) => s.end(), 'lost', /closed/],
+    ['endless banner lines', (s: net.Socket) => s.write(Buffer.alloc(300 * 1024, 'x')), 'none', /too much/],
+    ['a server that never answers', () => {}, 'lost', /no answer within 300 ms/],
+  ] as const)(
+    '%s: ends with a reason (%s: no certificate shown, or the connection lost before an answer)',
+    async (_, behave, kind, why) => {
+      const sock = await serve(behave);
+      const r = await fetchHostCertificate(sock, CERT_ALGS, 300);
+      expect(Object.keys(r)).toEqual([kind]);
+      expect((r as Record<string, string>)[kind]).toMatch(why);
+      expect(sock.destroyed).toBe(true);
+    },
+  );
 });
