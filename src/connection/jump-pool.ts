@@ -13,7 +13,9 @@
  * own). Its opening is no one host's: a host that gives up waiting (its --host-timeout, Ctrl-C)
  * leaves, and an opening every host has left is stopped. A connection that failed to open, or
  * died since (the bastion restarted, the link cut: every host on it then fails its exec, as
- * behind ControlMaster), is not handed out again: the next host opens a new one.
+ * behind ControlMaster), or that a host's channel timed out on (retired: dead without knowing it
+ * yet, or that host unreachable from the jump host), is not handed out again: the next host opens
+ * a new one.
  */
 
 /** What the pool shares: a connection that can be closed, dropped, and says when it is gone. */
@@ -31,6 +33,8 @@ export interface Lease<T> {
   readonly conn: T;
   /** Given back; the last host's release closes it (`now`: drops it). */
   release(now?: boolean): Promise<void>;
+  /** Given to no new host (suspected dead): the hosts on it keep it until they give it back. */
+  retire(): void;
 }
 
 interface Entry<T> {
@@ -83,6 +87,7 @@ export class JumpPool<T extends Shareable> {
           given = true;
           await this.giveBack(key, e, now);
         },
+        retire: () => this.forget(key, e),
       };
     }
   }

@@ -132,22 +132,42 @@ function forwardWithin(jump: NodeSSH, address: string, port: number, timeoutMs: 
     );
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    jump.forwardOut('127.0.0.1', 0, address, port).then(
-      (channel) => {
-        if (done) return void channel.destroy();
-        done = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(channel);
-      },
-      (e: Error) => end(e),
-    );
+    // (node-ssh throws at once, not in its promise, when the connection has ended)
+    Promise.resolve()
+      .then(() => jump.forwardOut('127.0.0.1', 0, address, port))
+      .then(
+        (channel) => {
+          if (done) return void channel.destroy();
+          done = true;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(channel);
+        },
+        (e: Error) => end(e),
+      );
   });
 }
 
 /** Ctrl-C came while the connection was being made: final, never retried. */
 function interruptedWhileConnecting(opts: SshOptions): ConnectError {
   return new ConnectError(`${opts.name}: interrupted while connecting to ${opts.address}:${opts.port}`, false);
+}
+
+/**
+ * What a handshake's host key check found: a key refused, or the certificate's connection lost.
+ * Once the handshake has ended (connected, failed, timed out, Ctrl-C) a certificate fetch still
+ * under way is stopped, and its late verdict neither records a key nor reaches ssh2 (whose done()
+ * throws once its connection is torn down: an unhandled rejection would end the run).
+ */
+class HandshakeVerdict {
+  keyProblem?: string;
+  certificateLost?: string;
+  finished = false;
+  readonly fetchStop = new AbortController();
+  end(): void {
+    this.finished = true;
+    this.fetchStop.abort();
+  }
 }
 
 /** An SSH session through node-ssh, with OpenSSH-style host key checking. */
@@ -214,6 +234,10 @@ export class SshConnection implements Connection {
         : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
     } catch (e) {
       endTurn?.();
+      // (no channel within the timeout: a jump connection dead without knowing it yet, or a host
+      // the jump host cannot reach; either way no new host is given this connection, the hosts on
+      // it keep theirs, and the next try opens another)
+      if ((e as NodeJS.ErrnoException).code === 'ETIMEDOUT') via?.retire();
       await via?.release();
       if (e instanceof ConnectError) throw e;
       if (opts.signal?.aborted) throw interruptedWhileConnecting(opts);
@@ -224,8 +248,6 @@ export class SshConnection implements Connection {
       );
     }
 
-    let keyProblem: string | undefined;
-    let certificateLost: string | undefined;
     let ssh: NodeSSH;
     try {
       ssh = new (await nodeSsh).NodeSSH();
@@ -236,6 +258,7 @@ export class SshConnection implements Connection {
       endTurn?.();
       throw new ConnectError(`${opts.name}: ${(e as Error).message}`, false);
     }
+    const verdict = new HandshakeVerdict();
     // Ctrl-C during the handshake: the socket is dropped, the handshake fails at once
     const dropSocket = () => sock.destroy();
     opts.signal?.addEventListener('abort', dropSocket, { once: true });
@@ -253,43 +276,21 @@ export class SshConnection implements Connection {
         algorithms: { serverHostKey: hostKeyAlgorithms as ServerHostKeyAlgorithm[] },
         keepaliveInterval: opts.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
         keepaliveCountMax: KEEPALIVE_COUNT,
-        hostVerifier: (key: Buffer, done: (ok: boolean) => void) => {
-          const decide = (shown?: HostCertificate | string) => {
-            try {
-              const v = knownHosts.verify(opts.address, opts.port, key, shown);
-              if (v.status === 'unknown' && opts.acceptNewHostKeys) knownHosts.add(opts.address, opts.port, key);
-              else if (v.status !== 'match') keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
-            } catch (e) {
-              // known_hosts replaced by something unreadable mid-run, or a new key that cannot be recorded
-              keyProblem = (e as Error).message;
-            }
-            done(!keyProblem);
-          };
-          if (!knownHosts.wantsCertificate(opts.address, opts.port)) {
-            decide();
-            return;
-          }
-          // the certificate algorithms in the order this handshake offered the plain ones
-          const offered = hostKeyAlgorithms.map(certificateAlgorithm);
-          // (its connection lost: a failure to connect, tried again, never a verdict on the host's key)
-          void SshConnection.certificateShown(opts, via?.conn, offered).then(decide, (e: Error) => {
-            certificateLost = e.message;
-            done(false);
-          });
-        },
+        hostVerifier: SshConnection.hostVerifier(opts, knownHosts, hostKeyAlgorithms, via?.conn, verdict),
       });
     } catch (e) {
       sock.destroy();
       await via?.release();
-      if (keyProblem) throw new ConnectError(`${opts.name}: ${keyProblem}`, false);
+      if (verdict.keyProblem) throw new ConnectError(`${opts.name}: ${verdict.keyProblem}`, false);
       if (opts.signal?.aborted) throw interruptedWhileConnecting(opts);
-      if (certificateLost !== undefined)
-        throw new ConnectError(`${opts.name}: its host certificate could not be fetched: ${certificateLost}`, true);
+      if (verdict.certificateLost !== undefined)
+        throw new ConnectError(`${opts.name}: its host certificate could not be fetched: ${verdict.certificateLost}`, true);
       const msg = (e as Error).message;
       const level = (e as { level?: string }).level;
       const auth = level === 'client-authentication' || /authentication/i.test(msg);
       throw new ConnectError(`${opts.name}: ssh ${opts.user}@${opts.address}:${opts.port}: ${msg}`, !auth);
     } finally {
+      verdict.end();
       opts.signal?.removeEventListener('abort', dropSocket);
       endTurn?.();
     }
@@ -303,15 +304,69 @@ export class SshConnection implements Connection {
     return conn;
   }
 
+  /**
+   * ssh2's host key check: known_hosts' verdict on the key, after the host's certificate when a
+   * marker line asks for one (its second handshake). What it found goes to `verdict`.
+   */
+  private static hostVerifier(
+    opts: SshOptions,
+    knownHosts: KnownHosts,
+    hostKeyAlgorithms: string[],
+    via: SshConnection | undefined,
+    verdict: HandshakeVerdict,
+  ): (key: Buffer, done: (ok: boolean) => void) => void {
+    return (key, done) => {
+      const settle = (ok: boolean) => {
+        if (verdict.finished) return;
+        try {
+          done(ok);
+        } catch {
+          // (the handshake ended meanwhile)
+        }
+      };
+      const decide = (shown?: HostCertificate | string) => {
+        if (verdict.finished) return;
+        try {
+          const v = knownHosts.verify(opts.address, opts.port, key, shown);
+          if (v.status === 'unknown' && opts.acceptNewHostKeys) knownHosts.add(opts.address, opts.port, key);
+          else if (v.status !== 'match') verdict.keyProblem = keyRefusal(v, `${opts.address}:${opts.port}`, opts.knownHostsFile);
+        } catch (e) {
+          // known_hosts replaced by something unreadable mid-run, or a new key that cannot be recorded
+          verdict.keyProblem = (e as Error).message;
+        }
+        settle(!verdict.keyProblem);
+      };
+      if (!knownHosts.wantsCertificate(opts.address, opts.port)) {
+        decide();
+        return;
+      }
+      // the certificate algorithms in the order this handshake offered the plain ones
+      const offered = hostKeyAlgorithms.map(certificateAlgorithm);
+      // (its connection lost: a failure to connect, tried again, never a verdict on the host's key)
+      void SshConnection.certificateShown(opts, via, offered, verdict.fetchStop.signal)
+        .then(decide, (e: Error) => {
+          if (verdict.finished) return;
+          verdict.certificateLost = e.message;
+          settle(false);
+        })
+        .catch(() => undefined);
+    };
+  }
+
   /** The host certificate the host shows on a second handshake (see certificate-fetch.ts), or why none. */
   private static async certificateShown(
     opts: SshOptions,
     via: SshConnection | undefined,
     algorithms: string[],
+    handshakeEnded: AbortSignal,
   ): Promise<HostCertificate | string> {
+    const stop = opts.signal ? AbortSignal.any([opts.signal, handshakeEnded]) : handshakeEnded;
     const stream = via
-      ? await forwardWithin(via.ssh, opts.address, opts.port, opts.connectTimeoutMs, opts.signal)
-      : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, opts.signal);
+      ? await forwardWithin(via.ssh, opts.address, opts.port, opts.connectTimeoutMs, stop)
+      : await tcpConnect(opts.address, opts.port, opts.connectTimeoutMs, stop);
+    // (the main handshake ended first: this one is dropped, its answer no longer wanted)
+    if (stop.aborted) stream.destroy();
+    else stop.addEventListener('abort', () => stream.destroy(), { once: true });
     const r = await fetchHostCertificate(stream, algorithms, opts.connectTimeoutMs);
     if ('lost' in r) throw new Error(r.lost);
     if ('none' in r) return `it shows no host certificate (${r.none})`;

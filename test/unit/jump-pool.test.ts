@@ -133,6 +133,23 @@ describe('JumpPool: one jump connection for every host behind it', () => {
     expect(o.pending).toHaveLength(2);
   });
 
+  it('a connection retired (a host’s channel timed out on it) is given to no new host; the hosts on it keep it', async () => {
+    const pool = new JumpPool<Stub>();
+    const o = opener();
+    const leases = [pool.lease('bastion', o.open), pool.lease('bastion', o.open)];
+    o.pending[0].ok();
+    const [a, b] = await Promise.all(leases);
+    a.retire();
+    await a.release();
+    expect(b.conn.ended).toBeUndefined();
+    const c = pool.lease('bastion', o.open);
+    expect(o.pending).toHaveLength(2);
+    o.pending[1].ok();
+    expect((await c).conn).not.toBe(b.conn);
+    await b.release();
+    expect(b.conn.ended).toBe('closed');
+  });
+
   it('a host already given up opens nothing', async () => {
     const pool = new JumpPool<Stub>();
     const o = opener();
