@@ -1524,23 +1524,20 @@ describe("one node, two runs of this controller (the session's drain claims, his
     clusterOf: async () => (reads.n++, cluster()),
   });
   const claimDirs = () => readdirSync(join(process.env.XDG_STATE_HOME!, 'racksmith/drain-claims')).sort();
+  /** Run `run`'s session for n1 in cluster `cluster`, claiming, through an idle controller (`ctl` unless `o.controller`). */
+  const clusterSession = (run: string, log: string[], cluster: string, plan: Partial<DrainPlan> = {}, o: { controller?: string } = {}) =>
+    nodesSession(
+      ['n1'],
+      inCluster(run, log, () => cluster),
+      async () => idleController,
+      { claims: drainClaims(run), ...plan },
+      { run, ...o },
+    );
 
   it("two clusters' nodes of one name: two claims, both drained at once", async () => {
     const log: string[] = [];
-    const a = nodesSession(
-      ['n1'],
-      inCluster('A', log, () => 'east'),
-      async () => idleController,
-      { claims: drainClaims('A') },
-      { run: 'A' },
-    );
-    const b = nodesSession(
-      ['n1'],
-      inCluster('B', log, () => 'west'),
-      async () => idleController,
-      { claims: drainClaims('B') },
-      { run: 'B' },
-    );
+    const a = clusterSession('A', log, 'east');
+    const b = clusterSession('B', log, 'west');
     expect(await a.session.before('n1')).toBeUndefined();
     expect(await b.session.before('n1')).toBeUndefined();
     expect(log).toEqual(['A drain', 'B drain']);
@@ -1552,20 +1549,8 @@ describe("one node, two runs of this controller (the session's drain claims, his
 
   it('one cluster whose controller two inventories spell two ways: one claim, the second run waits for it', async () => {
     const log: string[] = [];
-    const a = nodesSession(
-      ['n1'],
-      inCluster('A', log, () => 'east'),
-      async () => idleController,
-      { claims: drainClaims('A') },
-      { run: 'A' },
-    );
-    const b = nodesSession(
-      ['n1'],
-      inCluster('B', log, () => 'east'),
-      async () => idleController,
-      { claims: drainClaims('B'), timeoutSec: 1 },
-      { run: 'B', controller: '10.0.0.1' },
-    );
+    const a = clusterSession('A', log, 'east');
+    const b = clusterSession('B', log, 'east', { timeoutSec: 1 }, { controller: '10.0.0.1' });
     expect(await a.session.before('n1')).toBeUndefined();
     expect(await b.session.before('n1')).toMatch(
       /failed: timed out after 1s waiting for another run of this controller to let go of the node: run A /,
