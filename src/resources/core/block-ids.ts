@@ -8,6 +8,69 @@ import { define } from '../../contract/probe.ts';
  */
 
 /**
+ * The devices a read would wait on, which neither blkid nor a probe reads: a suspended
+ * device-mapper device, a multipath map with no path the kernel runs (with queue_if_no_path its
+ * reads queue until a path returns), and every device stacked on one. A read of one would hold
+ * the probe, and the host's run with it, in uninterruptible sleep: udev skips such devices too
+ * (DM_SUSPENDED, DM_NOSCAN). Read from sysfs with builtins, once per shell and root:
+ * rs_blk_load ROOT sets $rs_blk to lines `NAME MAJ:MIN WHY` (after a newline; '' when none);
+ * rs_blk_mm ROOT MAJ:MIN and rs_blk_dev ROOT PATH set $rs_blk_w to WHY, '' for a device read.
+ * A multipath path whose state cannot be read (no device/state) counts as running.
+ */
+const BLOCKED_FN = `rs_blk_root=
+rs_blk_load() {
+  [ "$rs_blk_root" = "=$1" ] && return 0
+  rs_blk_root="=$1"; rs_blk=
+  # (globs: whatever the caller has set)
+  rs_blk_o=$-; set +f
+  for rs_blk_s in "$1"/sys/class/block/dm-*; do
+    [ -d "$rs_blk_s/dm" ] || continue
+    rs_blk_x=; [ -r "$rs_blk_s/dm/suspended" ] && { IFS= read -r rs_blk_x < "$rs_blk_s/dm/suspended" || :; }
+    if [ "$rs_blk_x" = 1 ]; then rs_blk_add "$1" "\${rs_blk_s##*/}" 'is a suspended device-mapper device'; continue; fi
+    rs_blk_x=; [ -r "$rs_blk_s/dm/uuid" ] && { IFS= read -r rs_blk_x < "$rs_blk_s/dm/uuid" || :; }
+    case $rs_blk_x in mpath-*) ;; *) continue ;; esac
+    rs_blk_x=
+    for rs_blk_p in "$rs_blk_s"/slaves/*; do
+      [ -e "$rs_blk_p" ] || continue
+      rs_blk_x=running; [ -r "$rs_blk_p/device/state" ] && { IFS= read -r rs_blk_x < "$rs_blk_p/device/state" || :; }
+      case $rs_blk_x in running|live) break ;; esac
+    done
+    case $rs_blk_x in running|live) ;; *) rs_blk_add "$1" "\${rs_blk_s##*/}" 'is a multipath map with no running path' ;; esac
+  done
+  case $rs_blk_o in *f*) set -f ;; esac
+  return 0
+}
+rs_blk_add() {
+  case $rs_blk in *"
+$2 "*) return 0 ;; esac
+  rs_blk_x=; [ -r "$1/sys/class/block/$2/dev" ] && { IFS= read -r rs_blk_x < "$1/sys/class/block/$2/dev" || :; }
+  rs_blk="$rs_blk
+$2 $rs_blk_x $3"
+  for rs_blk_h in "$1/sys/class/block/$2"/holders/*; do
+    [ -e "$rs_blk_h" ] && rs_blk_add "$1" "\${rs_blk_h##*/}" "is stacked on $2, which $3"
+  done
+  return 0
+}
+rs_blk_find() {
+  rs_blk_load "$1"; rs_blk_w=
+  [ -n "$rs_blk" ] || return 0
+  rs_blk_ifs=$IFS; rs_blk_opts=$-; set -f
+  IFS='
+'
+  for rs_blk_l in $rs_blk; do
+    rs_blk_n=\${rs_blk_l%% *}; rs_blk_r=\${rs_blk_l#* }; rs_blk_m=\${rs_blk_r%% *}
+    if "$rs_blk_fn" "$1" "$2"; then rs_blk_w=\${rs_blk_r#* }; break; fi
+  done
+  IFS=$rs_blk_ifs
+  case $rs_blk_opts in *f*) ;; *) set +f ;; esac
+  return 0
+}
+rs_blk_is_mm() { [ "$2" = "$rs_blk_m" ]; }
+rs_blk_is_dev() { [ "$2" -ef "$1/dev/$rs_blk_n" ]; }
+rs_blk_mm() { rs_blk_fn=rs_blk_is_mm; rs_blk_find "$1" "$2"; }
+rs_blk_dev() { rs_blk_fn=rs_blk_is_dev; rs_blk_find "$1" "$2"; }`;
+
+/**
  * Shell functions: rs_bid_uuid DEV sets $rs_bid_v to DEV's filesystem UUID ('' when none; DEV
  * may be a link to the device) and $rs_bid_n to blkid's name of DEV; rs_bid_dev UUID sets $rs_bid_v to the device that carries that
  * UUID (the one udev's by-uuid link names, when there is one and several carry it; '' when none);
@@ -17,11 +80,43 @@ import { define } from '../../contract/probe.ts';
  * $rs_bid_l and returns 1 to stop): `read` from a here-document takes a system call per byte, and
  * a storage node's dozens of disks, mounts and records each looked through kilobytes of it.
  */
-export const BLOCK_IDS_FN = `rs_bid_done=
+export const BLOCK_IDS_FN = `${BLOCKED_FN}
+rs_bid_done=
 rs_bid_load() {
   [ -n "$rs_bid_done" ] && return 0
   rs_bid_done=1
-  rs_bid=$(blkid -c /dev/null -o export 2>/dev/null) || : # (exit 2: no device has a tag; steps run under set -e)
+  rs_blk_load ''
+  # (exit 2: no device has a tag; steps run under set -e)
+  if [ -z "$rs_blk" ]; then rs_bid=$(blkid -c /dev/null -o export 2>/dev/null) || :
+  else rs_bid_some ''; fi
+}
+# blkid of the devices its own scan of /proc/partitions reads (partitions, whole disks without
+# any, no private device-mapper device), but for the devices a read would wait on.
+rs_bid_some() {
+  rs_bid_r=$1; rs_bid_o=$-; set +f; set --
+  while IFS=' ' read -r rs_bid_ma _ rs_bid_sz rs_bid_nm; do
+    case $rs_bid_ma in ''|*[!0-9]*) continue ;; esac
+    case $rs_blk in *"
+$rs_bid_nm "*) continue ;; esac
+    rs_bid_s=$rs_bid_r/sys/class/block/$rs_bid_nm
+    if [ -e "$rs_bid_s/partition" ]; then [ "$rs_bid_sz" -gt 1 ] || continue
+    else
+      rs_bid_p=
+      for rs_bid_c in "$rs_bid_s/$rs_bid_nm"*/partition; do [ -e "$rs_bid_c" ] && rs_bid_p=1; done
+      [ -z "$rs_bid_p" ] || continue
+    fi
+    rs_bid_d=/dev/$rs_bid_nm
+    if [ -r "$rs_bid_s/dm/uuid" ]; then
+      IFS= read -r rs_bid_u < "$rs_bid_s/dm/uuid" || :
+      case $rs_bid_u in LVM-*-?*|stratis-1-private*) continue ;; esac
+      # (named as blkid names a map itself: /dev/mapper/NAME)
+      IFS= read -r rs_bid_u < "$rs_bid_s/dm/name" && [ -b "/dev/mapper/$rs_bid_u" ] && rs_bid_d=/dev/mapper/$rs_bid_u
+    fi
+    set -- "$@" "$rs_bid_d"
+  done < "$rs_bid_r/proc/partitions"
+  case $rs_bid_o in *f*) set -f ;; esac
+  rs_bid=
+  if [ $# -gt 0 ]; then rs_bid=$(blkid -c /dev/null -o export -- "$@" 2>/dev/null) || :; fi
 }
 rs_bid_walk() {
   rs_bid_fn=$1; shift

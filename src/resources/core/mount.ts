@@ -52,8 +52,11 @@ export interface MountFacts {
   fstab: FileFacts;
   live?: Live;
   target: { kind: 'absent' | 'dir' | 'file' | 'link' | 'other'; devIno?: string; mode?: string; empty?: boolean; real?: string };
-  /** `path`: the device as the host resolved it (a placeholder device is resolved by the probe's shell). */
-  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string; path?: string };
+  /**
+   * `path`: the device as the host resolved it (a placeholder device is resolved by the probe's
+   * shell); `blocked`: why it is not read (core/block-ids.ts: a read would wait, a suspended map).
+   */
+  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string; path?: string; blocked?: string };
   /** Whether requireMarker exists: seen through the mountpoint or a local bind source; undefined = cannot tell yet. */
   marker?: boolean;
 }
@@ -253,7 +256,8 @@ function mountProbe(s: MountSpec, fstab: ManagedFile<MountFacts>) {
   echo "dev=$d"
   mm=; [ ! -L "$d" ] && [ -r "/sys/class/block/\${d##*/}/dev" ] && IFS= read -r mm < "/sys/class/block/\${d##*/}/dev"
   if [ -n "$mm" ]; then echo "majmin_dec=$mm"; else echo "majmin=$(stat -L -c '%t:%T' -- "$d")"; fi
-  rs_bid_uuid "$d"; echo "uuid=$rs_bid_v"
+  rs_blk_dev '' "$d"
+  if [ -n "$rs_blk_w" ]; then echo "blocked=$rs_blk_w"; else rs_bid_uuid "$d"; echo "uuid=$rs_bid_v"; fi
 else echo source=absent; fi`);
   }
   if (s.within) {
@@ -313,6 +317,7 @@ function mountFacts(s: MountSpec, a: Answers<ReturnType<typeof mountProbe>>, rea
       majmin: kv.get('majmin') ?? decToHexMajMin(kv.get('majmin_dec')),
       uuid: kv.get('uuid') || undefined,
       path: kv.get('dev') || undefined,
+      blocked: kv.get('blocked'),
     },
   };
 }
@@ -358,6 +363,7 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
   const path = s.path;
   // messages name the device by the path the host resolved (a placeholder is no path there)
   const what = (s.device && f.source.path) ?? s.device ?? s.source;
+  if (s.device && f.source.blocked) throw new Refusal(`${what} ${f.source.blocked}: a read of it would wait until that changes; not read`);
   if (f.live && !liveMatches(s, f)) {
     throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${what}; unmount it first`);
   }

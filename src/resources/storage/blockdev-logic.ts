@@ -916,6 +916,8 @@ export interface XattrFacts {
   mounted: boolean;
   ok: boolean;
   detail: string;
+  /** Why its filesystem was not checked: its device (named first) is one a read would wait on (core/block-ids.ts). */
+  blocked?: string;
 }
 
 export function parseXattrFacts(out: string): XattrFacts {
@@ -926,6 +928,8 @@ export function parseXattrFacts(out: string): XattrFacts {
   }
   const mounted = kv.get('mounted') === '1';
   if (!mounted) return { mounted, ok: false, detail: 'not mounted' };
+  const blocked = kv.get('blocked');
+  if (blocked !== undefined) return { mounted, ok: false, detail: '', blocked };
   const set = kv.get('set') ?? '';
   const removed = kv.get('removed') ?? '';
   if (set !== 'ok') return { mounted, ok: false, detail: `setfattr failed: ${set || 'no output'}` };
@@ -940,6 +944,7 @@ export const XATTR_NAME = 'user.racksmith.probe';
 /** Throws Refusal when the mount has no working user xattrs (AIStore needs them). */
 export function xattrDiff(path: string, f: XattrFacts): Change[] {
   if (!f.mounted) throw new Refusal(`${path} is not mounted, so its extended attributes cannot be checked`);
+  if (f.blocked) throw new Refusal(`${path}: its device ${f.blocked}: a check would wait until that changes; not checked`);
   if (!f.ok) throw new Refusal(`extended attributes do not work on ${path} (${XATTR_NAME}: ${f.detail}); AIStore needs user xattrs`);
   return [];
 }

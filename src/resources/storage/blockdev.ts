@@ -488,6 +488,9 @@ const DISK_FN = `rs_disk() {
   k=\${sys##*/}
   echo "kname=$k"
   echo "majmin=$mm"
+  # (a device a read would wait on, core/block-ids.ts: not read, or the probe would hang with it)
+  rs_blk_mm "$R" "$mm"
+  if [ -n "$rs_blk_w" ]; then printf 'error=%s (%s) %s: a read of it would wait until that changes; not read\\n' "$2" "$k" "$rs_blk_w"; return 0; fi
   [ -e "$sys/partition" ] && echo partition=1
   rs_rd "$sys/size"; rs_size=$rs_v; echo "size=$rs_v"
   rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
@@ -972,8 +975,11 @@ rs_mp='
 rs_xa_line() {
   case $rs_xa_want in *"
 $5
-"*) rs_mp="$rs_mp$5
-" ;; esac
+"*) ;; *) return 0 ;; esac
+  # (a filesystem on a device a read would wait on, core/block-ids.ts: setfattr would hang with it)
+  rs_blk_mm '' "$3"
+  if [ -n "$rs_blk_w" ]; then printf 'blocked=%s\\t%s %s\\n' "$5" "$rs_blk_n" "$rs_blk_w"; else rs_mp="$rs_mp$5
+"; fi
 }
 rs_mi_each '' rs_xa_line ${shq(mountpointsText(paths))}
 set --
@@ -987,11 +993,13 @@ fi
   },
   split(stdout, paths) {
     const mounted = new Set<string>();
+    const blocked = new Map<string, string>();
     const sec: Record<string, string[]> = { head: [] };
     let cur = 'head';
     for (const l of stdout.split('\n')) {
       if (l === '@set' || l === '@removed') sec[(cur = l.slice(1))] = [];
       else if (cur === 'head' && l.startsWith('mounted=')) mounted.add(l.slice(8));
+      else if (cur === 'head' && l.startsWith('blocked=')) blocked.set(l.slice(8, l.indexOf('\t')), l.slice(l.indexOf('\t') + 1));
       else sec[cur].push(l);
     }
     // setfattr names the file in each message ("setfattr: /ais/d1: Operation not supported")
@@ -1001,9 +1009,11 @@ fi
       if (mine.length) return mine.join(' ');
       return lines.some((l) => l.startsWith('@rc=')) ? 'ok' : 'did not finish';
     };
-    return paths.map((p) =>
-      !mounted.has(p) ? 'mounted=0\n' : `mounted=1\nset=${outcome(sec.set, p)}\nremoved=${outcome(sec.removed, p)}\n`,
-    );
+    return paths.map((p) => {
+      const why = blocked.get(escapeMountinfo(p));
+      if (why !== undefined) return `mounted=1\nblocked=${why}\n`;
+      return !mounted.has(p) ? 'mounted=0\n' : `mounted=1\nset=${outcome(sec.set, p)}\nremoved=${outcome(sec.removed, p)}\n`;
+    });
   },
 };
 
@@ -1015,7 +1025,7 @@ export function xattrCheck(o: XattrCheckOptions): Resource<XattrFacts> {
     verifiable: true,
     reads: [MOUNTS, PACKAGES, fileTopic(path)],
     // Leaves nothing behind: the attribute is removed again (only the root's ctime moves).
-    probe: () => [MOUNTINFO, { batch: XATTR_CHECKS, arg: path }],
+    probe: () => [MOUNTINFO, BLOCK_IDS, { batch: XATTR_CHECKS, arg: path }],
     parse: (out) => parseXattrFacts(out.stdout),
     diff: (f) => xattrDiff(path, f),
     apply: () => [],

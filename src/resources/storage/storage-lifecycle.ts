@@ -227,7 +227,10 @@ if [ -n "$rs_u" ]; then
   rs_on=
   # shellcheck disable=SC2154 # rs_bid_v, rs_bid_n: set by rs_bid_uuid and rs_bid_dev (core/block-ids.ts) where the script defines them
   if [ -n "$rs_own" ]; then
-    if command -v rs_bid_uuid >/dev/null; then rs_bid_uuid "$rs_own"; rs_ou=$rs_bid_v; rs_on=$rs_bid_n
+    if command -v rs_bid_uuid >/dev/null; then
+      # (a disk a read would wait on is its own mount's, which says so: not looked for elsewhere)
+      rs_blk_dev '' "$rs_own"
+      if [ -n "$rs_blk_w" ]; then rs_ou=$rs_u; else rs_bid_uuid "$rs_own"; rs_ou=$rs_bid_v; rs_on=$rs_bid_n; fi
     else rs_ou=$(blkid -p -s UUID -o value -- "$rs_own" 2>/dev/null) || rs_ou=; fi
   fi
   # (a lookup that finds nothing fails: a step runs under set -e, which a command substitution keeps)

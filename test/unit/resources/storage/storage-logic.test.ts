@@ -35,6 +35,7 @@ import { recordedDiskMount } from '../../../../src/resources/storage/storage-lif
 import { standaloneProbe } from '../../../../src/engine/probe-set.ts';
 import { isInline } from '../../../../src/contract/probe.ts';
 import { escapeMountinfo, MOUNTINFO_FN } from '../../../../src/resources/core/mount-table.ts';
+import { BLOCK_IDS_FN } from '../../../../src/resources/core/block-ids.ts';
 import { presetHostTables } from '../../../support/host-tables.ts';
 
 const GiB = 1024 ** 3;
@@ -758,7 +759,7 @@ describe('xattr check', () => {
     if (!hasTool('setfattr') || !hasTool('getfattr')) return ctx.skip('setfattr/getfattr (Debian: attr) are not installed here');
     const dir = mkdtempSync(join(tmpdir(), 'rs-xattr-'));
     try {
-      const probe = `${MOUNTINFO_FN}\n${presetHostTables(`36 25 0:1 / ${escapeMountinfo(dir)} rw - tmpfs tmpfs rw`)}\n${XATTR_CHECKS.script([dir])}`;
+      const probe = `${MOUNTINFO_FN}\n${BLOCK_IDS_FN}\n${presetHostTables(`36 25 0:1 / ${escapeMountinfo(dir)} rw - tmpfs tmpfs rw`)}\n${XATTR_CHECKS.script([dir])}`;
       const out = execFileSync('/bin/sh', ['-c', probe], { encoding: 'utf8' });
       const f = parseXattrFacts(XATTR_CHECKS.split(out, [dir])[0]);
       if (!f.ok && /not supported/.test(f.detail)) return ctx.skip(`the filesystem of ${tmpdir()} takes no user xattrs (${f.detail})`);
@@ -778,7 +779,7 @@ describe('xattr check', () => {
       '37 25 8:2 / /ais/d3 rw - xfs /dev/sdc rw',
       '38 25 8:3 / /ais/d1x rw - xfs /dev/sdd rw',
     ].join('\n');
-    const script = `${MOUNTINFO_FN}\n${presetHostTables(table)}\n${XATTR_CHECKS.script(['/ais/d 2', '/ais/d1', '/ais/d3'])}`;
+    const script = `${MOUNTINFO_FN}\n${BLOCK_IDS_FN}\n${presetHostTables(table)}\n${XATTR_CHECKS.script(['/ais/d 2', '/ais/d1', '/ais/d3'])}`;
     const out = execFileSync('/bin/sh', ['-c', script], {
       encoding: 'utf8',
       env: { PATH: '/nonexistent' },
@@ -831,6 +832,8 @@ describe('mount of a recorded mountpath', () => {
     const stubs = [
       'rs_bid_dev() { case $1 in u-moved) rs_bid_v=/dev/sdq ;; u-own) rs_bid_v=/dev/sdz ;; *) rs_bid_v= ;; esac; }',
       'rs_bid_uuid() { case $1 in /dev/sdb) rs_bid_v=u-own ;; *) rs_bid_v= ;; esac; }',
+      // (sdw: a disk a read would wait on, core/block-ids.ts)
+      "rs_blk_dev() { rs_blk_w=; case $2 in /dev/sdw) rs_blk_w='is a suspended device-mapper device' ;; esac; }",
       'rs_target_kind() { :; }',
     ].join('\n');
     // (echo after the part: a resolver run in a subshell would leave rs_dev unset here)
@@ -857,6 +860,12 @@ describe('mount of a recorded mountpath', () => {
     if (text !== undefined) writeFileSync(record, text);
     expect(resolveIn({ device: '/dev/sdb' })).toMatch(want);
     expect(resolveIn({ device: '/dev/sdb' }, false)).toMatch(want);
+  });
+  it('its own disk when a read of it would wait (a suspended map): not looked for elsewhere, its mount says why', () => {
+    writeFileSync(record, `{"mountpoint":"/ais/d1","uuid":"u-moved"}\n`);
+    expect(resolveIn({ device: '/dev/sdw' })).toMatch(/^resolved=\/dev\/sdw$/m);
+    // (the same record, a disk that can be read: the filesystem is found where it moved)
+    expect(resolveIn({ device: '/dev/sdb' })).toMatch(/^resolved=\/dev\/sdq$/m);
   });
   it("as a step (no block-id helpers, set -e): a lookup that finds nothing falls back to the entry's disk instead of ending the script", () => {
     // the record names u-old, the entry's disk now carries u-new, no device carries u-old: blkid -l exits 2

@@ -1,0 +1,240 @@
+// Devices a read would wait on (core/block-ids.ts): a suspended device-mapper device, a multipath
+// map with no running path, and what is stacked on one are neither given to blkid nor read by a
+// disk, mount or xattr probe, which say why instead of hanging the host's run. The test bed's
+// kernel has no device-mapper: the probes run by the local sh over a fake sysfs tree laid out as
+// the kernel lays one out (as the stack tests in storage-logic.test.ts do), blkid and setfattr
+// are stand-ins that print what they were given.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BLOCK_IDS_FN } from '../../../../src/resources/core/block-ids.ts';
+import { diskProbe, XATTR_CHECKS } from '../../../../src/resources/storage/blockdev.ts';
+import { parseDiskFacts, parseXattrFacts, xattrDiff } from '../../../../src/resources/storage/blockdev-logic.ts';
+import { mount } from '../../../../src/resources/core/mount.ts';
+import { Refusal } from '../../../../src/contract/resource.ts';
+import { shq } from '../../../../src/shell/quote.ts';
+
+let root = '';
+let bin = '';
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'rs-blocked-'));
+  bin = mkdtempSync(join(tmpdir(), 'rs-blocked-bin-'));
+  // blkid: one DEVNAME line per device it was given (not its cache file), ALL when given none (its own scan)
+  writeFileSync(
+    join(bin, 'blkid'),
+    '#!/bin/sh\nn=0\nfor a; do case $a in /dev/null) ;; /*) echo "DEVNAME=$a"; n=1 ;; esac; done\n[ "$n" = 1 ] || echo ALL\n',
+    {
+      mode: 0o755,
+    },
+  );
+});
+afterEach(() => {
+  rmSync(root, { recursive: true, force: true });
+  rmSync(bin, { recursive: true, force: true });
+});
+
+/** A block device in the fake sysfs; its dm/ directory when `dm` gives its uuid. */
+function blockDev(name: string, majmin: string, o: { parent?: string; dm?: { uuid: string; name?: string; suspended?: 0 | 1 } } = {}) {
+  const parent = o.parent ?? 'virtual';
+  const dir = join(root, 'sys/devices', parent, 'block', name);
+  mkdirSync(join(dir, 'queue'), { recursive: true });
+  mkdirSync(join(dir, 'holders'));
+  mkdirSync(join(dir, 'slaves'));
+  writeFileSync(join(dir, 'dev'), `${majmin}\n`);
+  writeFileSync(join(dir, 'size'), '2048\n');
+  writeFileSync(join(dir, 'queue/rotational'), '0\n');
+  for (const d of ['sys/dev/block', 'sys/class/block', 'sys/block', 'run/udev/data', 'dev', 'proc/self'])
+    mkdirSync(join(root, d), { recursive: true });
+  const up = parent.split('/').length;
+  symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/dev/block', majmin));
+  symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/class/block', name));
+  symlinkSync(`../devices/${parent}/block/${name}`, join(root, 'sys/block', name));
+  writeFileSync(join(root, `run/udev/data/b${majmin}`), `E:ID_SERIAL_SHORT=SER_${name}\n`);
+  writeFileSync(join(root, 'dev', name), '');
+  if (o.dm) {
+    mkdirSync(join(dir, 'dm'));
+    writeFileSync(join(dir, 'dm/uuid'), `${o.dm.uuid}\n`);
+    writeFileSync(join(dir, 'dm/name'), `${o.dm.name ?? name}\n`);
+    writeFileSync(join(dir, 'dm/suspended'), `${o.dm.suspended ?? 0}\n`);
+  }
+  return { dir, up };
+}
+
+/** `upper` reads `lower` (slaves/ and holders/ links, relative as sysfs makes them). */
+function stack(upper: { dir: string; up: number }, lower: { dir: string; up: number }) {
+  const rel = (from: { up: number }, to: { dir: string }) => '../'.repeat(from.up + 3) + to.dir.slice(join(root, 'sys/devices').length + 1);
+  symlinkSync(rel(upper, lower), join(upper.dir, 'slaves', lower.dir.split('/').pop()!));
+  symlinkSync(rel(lower, upper), join(lower.dir, 'holders', upper.dir.split('/').pop()!));
+}
+
+/** A SCSI path device with its device/state. */
+function path(name: string, majmin: string, state: string) {
+  const d = blockDev(name, majmin, { parent: 'pci0/host0' });
+  mkdirSync(join(d.dir, 'device'));
+  writeFileSync(join(d.dir, 'device/state'), `${state}\n`);
+  return d;
+}
+
+const sh = (body: string) =>
+  execFileSync('sh', ['-c', `${BLOCK_IDS_FN}\n${body}`], { encoding: 'utf8', env: { PATH: `${bin}:${process.env.PATH}` } });
+const blocked = () =>
+  sh(`rs_blk_load ${shq(root)}; printf '%s' "$rs_blk"`)
+    .split('\n')
+    .filter(Boolean);
+
+/** A multipath map dm-0 over its paths, with an LV dm-1 on it. */
+function multipath(states: string[]) {
+  const map = blockDev('dm-0', '253:0', { dm: { uuid: 'mpath-3600a0b80', name: 'mpatha' } });
+  states.forEach((s, i) => stack(map, path(`sd${'cd'[i]}`, `8:${32 + 16 * i}`, s)));
+  stack(blockDev('dm-1', '253:1', { dm: { uuid: 'LVM-aaaabbbb' } }), map);
+}
+
+describe('the devices a read would wait on, from sysfs', () => {
+  it.for([
+    ['both paths running', ['running', 'running'], []],
+    ['one path running', ['offline', 'running'], []],
+    // (an NVMe path's controller says live)
+    ['an NVMe path live', ['live'], []],
+    [
+      'no path running: the map and the LV on it',
+      ['offline', 'transport-offline'],
+      [
+        'dm-0 253:0 is a multipath map with no running path',
+        'dm-1 253:1 is stacked on dm-0, which is a multipath map with no running path',
+      ],
+    ],
+    [
+      'no path left at all',
+      [],
+      [
+        'dm-0 253:0 is a multipath map with no running path',
+        'dm-1 253:1 is stacked on dm-0, which is a multipath map with no running path',
+      ],
+    ],
+  ] as const)('a multipath map, %s', ([, states, want]) => {
+    multipath([...states]);
+    expect(blocked()).toEqual(want);
+  });
+
+  it('a suspended device-mapper device and what is stacked on it, not what it reads', () => {
+    const sde = path('sde', '8:64', 'running');
+    const lv = blockDev('dm-2', '253:2', { dm: { uuid: 'LVM-ccccdddd', suspended: 1 } });
+    stack(lv, sde);
+    stack(blockDev('dm-3', '253:3', { dm: { uuid: 'CRYPT-LUKS2-x' } }), lv);
+    blockDev('dm-4', '253:4', { dm: { uuid: 'LVM-eeeeffff' } });
+    expect(blocked()).toEqual([
+      'dm-2 253:2 is a suspended device-mapper device',
+      'dm-3 253:3 is stacked on dm-2, which is a suspended device-mapper device',
+    ]);
+  });
+
+  it('a path whose state cannot be read counts as running (as before: read)', () => {
+    const map = blockDev('dm-0', '253:0', { dm: { uuid: 'mpath-x' } });
+    stack(map, blockDev('dm-9', '253:9', { dm: { uuid: 'LVM-other' } }));
+    expect(blocked()).toEqual([]);
+  });
+
+  it('looked up by maj:min and by path (a link to the device too); the caller keeps its globbing', () => {
+    multipath(['offline']);
+    symlinkSync('dm-1', join(root, 'dev/link-to-dm-1'));
+    mkdirSync(join(root, 'dev/mapper'));
+    const r = shq(root);
+    expect(sh(`set -f; rs_blk_mm ${r} 253:1; echo "$rs_blk_n|$rs_blk_w"; case $- in *f*) echo noglob ;; esac`)).toBe(
+      'dm-1|is stacked on dm-0, which is a multipath map with no running path\nnoglob\n',
+    );
+    expect(sh(`rs_blk_dev ${r} ${shq(join(root, 'dev/link-to-dm-1'))}; echo "$rs_blk_w"`)).toMatch(/^is stacked on dm-0/);
+    expect(sh(`rs_blk_mm ${r} 8:32; echo "[$rs_blk_w]"; rs_blk_dev ${r} ${shq(join(root, 'dev/sdc'))}; echo "[$rs_blk_w]"`)).toBe(
+      '[]\n[]\n',
+    );
+  });
+});
+
+describe('blkid beside a blocked device: the devices of /proc/partitions its own scan would read, but the blocked', () => {
+  it('partitions (not an extended one), whole disks without any, no private device-mapper device, maps by their /dev/mapper name', () => {
+    multipath(['offline']);
+    const sda = blockDev('sda', '8:0', { parent: 'pci0/host1' });
+    for (const [p, mm] of [
+      ['sda1', '8:1'],
+      ['sda2', '8:2'],
+    ]) {
+      mkdirSync(join(sda.dir, p));
+      writeFileSync(join(sda.dir, p, 'partition'), '1\n');
+      writeFileSync(join(sda.dir, p, 'dev'), `${mm}\n`);
+      symlinkSync(`../../devices/pci0/host1/block/sda/${p}`, join(root, 'sys/class/block', p));
+    }
+    blockDev('sdb', '8:16', { parent: 'pci0/host1' });
+    blockDev('dm-5', '253:5', { dm: { uuid: 'LVM-aaaacccc-real' } });
+    // (/dev/mapper/vg-data is no block device here: the map keeps its kernel name)
+    blockDev('dm-6', '253:6', { dm: { uuid: 'LVM-aaaadddd', name: 'vg-data' } });
+    writeFileSync(
+      join(root, 'proc/partitions'),
+      'major minor  #blocks  name\n\n   8        0    1000 sda\n   8        1     500 sda1\n   8        2       1 sda2\n   8       16    1000 sdb\n' +
+        ' 253        0    1000 dm-0\n 253        1    1000 dm-1\n 253        5    1000 dm-5\n 253        6    1000 dm-6\n',
+    );
+    expect(
+      sh(`rs_blk_load ${shq(root)}; set -f; rs_bid_some ${shq(root)}; printf '%s' "$rs_bid"; case $- in *f*) echo noglob ;; esac`),
+    ).toBe('DEVNAME=/dev/sda1\nDEVNAME=/dev/sdb\nDEVNAME=/dev/dm-6noglob\n');
+  });
+
+  it('its own scan when nothing is blocked, the list when something is, and nothing when every device is', () => {
+    const load = (blk: string, some: string) =>
+      sh(`rs_blk_load() { rs_blk=${shq(blk)}; }\nrs_bid_some() { ${some}; }\nrs_bid_load; printf '%s' "$rs_bid"`);
+    expect(load('', 'rs_bid=SOME')).toBe('ALL');
+    expect(load('\ndm-0 253:0 is a suspended device-mapper device', 'rs_bid=SOME')).toBe('SOME');
+    // (the list over a root with no device: blkid is not run, which would scan them all)
+    mkdirSync(join(root, 'proc'));
+    writeFileSync(join(root, 'proc/partitions'), 'major minor  #blocks  name\n\n');
+    expect(sh(`rs_blk='\ndm-0 253:0 is a suspended device-mapper device'; rs_bid_some ${shq(root)}; printf '[%s]' "$rs_bid"`)).toBe('[]');
+  });
+});
+
+describe('the probes of a blocked device say why and read nothing of it', () => {
+  it('a data disk (by serial): an error naming the map, none for the path under it', () => {
+    multipath(['offline', 'blocked']);
+    const probe = (serial: string) =>
+      parseDiskFacts(
+        execFileSync('sh', ['-c', diskProbe({ serial }, { root })], { encoding: 'utf8', env: { PATH: `${bin}:${process.env.PATH}` } }),
+      );
+    expect(probe('SER_dm-0').error).toBe(
+      'serial SER_dm-0 (dm-0) is a multipath map with no running path: a read of it would wait until that changes; not read',
+    );
+    expect(probe('SER_dm-1').error).toMatch(/^serial SER_dm-1 \(dm-1\) is stacked on dm-0, which is a multipath map/);
+    expect(probe('SER_sdc').error).toBeUndefined();
+  });
+
+  it('the xattr check: its mount not given to setfattr, refused saying why; the others checked', () => {
+    writeFileSync(join(bin, 'setfattr'), `#!/bin/sh\necho "$*" >> ${shq(join(bin, 'setfattr.log'))}\n`, { mode: 0o755 });
+    const stubs = [
+      // the mount table's walk: /ais/d1 on dm-1, /ais/d2 on sdb
+      'rs_mi_each() { "$2" 36 25 253:1 / /ais/d1 rw; "$2" 37 25 8:16 / /ais/d2 rw; }',
+      'rs_blk_mm() { rs_blk_w=; rs_blk_n=; [ "$2" = 253:1 ] && { rs_blk_n=dm-1; rs_blk_w=\'is a suspended device-mapper device\'; }; :; }',
+    ].join('\n');
+    const out = sh(`${stubs}\n${XATTR_CHECKS.script(['/ais/d1', '/ais/d2'])}`);
+    const [d1, d2] = XATTR_CHECKS.split(out, ['/ais/d1', '/ais/d2']).map((t) => parseXattrFacts(t));
+    expect(d2).toEqual({ mounted: true, ok: true, detail: '' });
+    expect(() => xattrDiff('/ais/d1', d1)).toThrow(
+      new Refusal('/ais/d1: its device dm-1 is a suspended device-mapper device: a check would wait until that changes; not checked'),
+    );
+    expect(execFileSync('cat', [join(bin, 'setfattr.log')], { encoding: 'utf8' })).not.toContain('/ais/d1');
+  });
+
+  it('a mount of the device: refused saying why (its UUID is not read)', () => {
+    const m = mount({ device: '/dev/mapper/mpatha', path: '/ais/d1', fstype: 'xfs', options: ['noatime'] });
+    const facts = m.parse({
+      parts: [
+        'target=dir\ndev=/dev/mapper/mpatha\nmajmin_dec=253:0\nblocked=is a multipath map with no running path\n',
+        undefined,
+        '',
+        { type: 'absent' },
+      ],
+      stdout: '',
+      code: 0,
+      stderr: '',
+    });
+    expect(() => m.diff(facts)).toThrow(
+      new Refusal('/dev/mapper/mpatha is a multipath map with no running path: a read of it would wait until that changes; not read'),
+    );
+  });
+});
