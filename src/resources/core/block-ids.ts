@@ -46,8 +46,13 @@ $2 "*) return 0 ;; esac
   rs_blk_x=; [ -r "$1/sys/class/block/$2/dev" ] && { IFS= read -r rs_blk_x < "$1/sys/class/block/$2/dev" || :; }
   rs_blk="$rs_blk
 $2 $rs_blk_x $3"
-  for rs_blk_h in "$1/sys/class/block/$2"/holders/*; do
-    [ -e "$rs_blk_h" ] && rs_blk_add "$1" "\${rs_blk_h##*/}" "is stacked on $2, which $3"
+  # (what reads it: its holders, and its partitions, an md array's or a bcache device's)
+  for rs_blk_h in "$1/sys/class/block/$2"/holders/* "$1/sys/class/block/$2/$2"*/partition; do
+    [ -e "$rs_blk_h" ] || continue
+    case $rs_blk_h in
+    */partition) rs_blk_h=\${rs_blk_h%/partition}; rs_blk_add "$1" "\${rs_blk_h##*/}" "is a partition of $2, which $3" ;;
+    *) rs_blk_add "$1" "\${rs_blk_h##*/}" "is stacked on $2, which $3" ;;
+    esac
   done
   return 0
 }
@@ -82,6 +87,8 @@ rs_blk_dev() { rs_blk_fn=rs_blk_is_dev; rs_blk_find "$1" "$2"; }`;
  */
 export const BLOCK_IDS_FN = `${BLOCKED_FN}
 rs_bid_done=
+# (udev's by-uuid links; a test's own)
+rs_bid_links=/dev/disk/by-uuid
 rs_bid_load() {
   [ -n "$rs_bid_done" ] && return 0
   rs_bid_done=1
@@ -150,12 +157,17 @@ rs_bid_dev_line() {
   UUID=*)
     [ "\${rs_bid_l#UUID=}" = "$1" ] || return 0
     [ -n "$rs_bid_1st" ] || rs_bid_1st=$rs_bid_d
-    [ "$rs_bid_d" -ef "/dev/disk/by-uuid/$1" ] && { rs_bid_v=$rs_bid_d; return 1; } ;;
+    [ "$rs_bid_d" -ef "$rs_bid_links/$1" ] && { rs_bid_v=$rs_bid_d; return 1; } ;;
   esac
   return 0
 }
 rs_bid_dev() {
   rs_bid_load; rs_bid_v=; rs_bid_d=; rs_bid_1st=
+  # (udev's link to a device blkid was not given: that device, whose reader then says why, not a path under it)
+  if [ -n "$rs_blk" ] && [ -e "$rs_bid_links/$1" ]; then
+    rs_blk_dev '' "$rs_bid_links/$1"
+    if [ -n "$rs_blk_w" ]; then rs_bid_v=/dev/$rs_blk_n; return 0; fi
+  fi
   rs_bid_walk rs_bid_dev_line "$1"
   [ -n "$rs_bid_v" ] || rs_bid_v=$rs_bid_1st
 }

@@ -44,8 +44,16 @@ export interface QueueFacts {
 export interface DiskFacts {
   /** What the inventory asked for: `/dev/sdb`, `/dev/disk/by-id/...` or `serial S`. */
   spec: string;
-  /** Set when the spec does not resolve to one block device; the other fields are then empty. */
+  /**
+   * Set when the spec does not resolve to one block device (the other fields are then empty), or
+   * when it is `blocked`.
+   */
   error?: string;
+  /**
+   * Why its content is not read: a read of it would wait (core/block-ids.ts). Its sysfs, udev and
+   * mount facts are read; it holds the mountpath it has (assignMountpoints), refused.
+   */
+  blocked?: string;
   /** Other entries of the host's disk list that resolve to this same disk. */
   sameAs: string[];
   kname: string;
@@ -225,6 +233,7 @@ function parseDiskAnswer(out: string): DiskFacts {
     const v = line.slice(eq + 1);
     if (k === 'spec') f.spec = v;
     else if (k === 'error') f.error = v;
+    else if (k === 'blocked') f.blocked = v;
     else if (k === 'same') f.sameAs.push(v);
     else if (k === 'kname') f.kname = v;
     else if (k === 'majmin') f.majmin = v;

@@ -488,9 +488,6 @@ const DISK_FN = `rs_disk() {
   k=\${sys##*/}
   echo "kname=$k"
   echo "majmin=$mm"
-  # (a device a read would wait on, core/block-ids.ts: not read, or the probe would hang with it)
-  rs_blk_mm "$R" "$mm"
-  if [ -n "$rs_blk_w" ]; then printf 'error=%s (%s) %s: a read of it would wait until that changes; not read\\n' "$2" "$k" "$rs_blk_w"; return 0; fi
   [ -e "$sys/partition" ] && echo partition=1
   rs_rd "$sys/size"; rs_size=$rs_v; echo "size=$rs_v"
   rs_rd "$sys/queue/rotational"; echo "rotational=$rs_v"
@@ -526,6 +523,13 @@ mountfs=$fs"
       [ -b "$f" ] || continue
       rs_majmin "$f" && case " $pairs " in *" $rs_mm="*) echo "swap=$f";; esac
     done < "$R/proc/swaps"
+  fi
+  # A device a read would wait on (core/block-ids.ts): what sysfs, udev and the mount table say of
+  # it (the mountpath it holds), not its content, or the probe would hang with it.
+  rs_blk_mm "$R" "$mm"
+  if [ -n "$rs_blk_w" ]; then
+    printf 'blocked=%s\\nerror=%s (%s) %s: a read of it would wait until that changes; not read\\n' "$rs_blk_w" "$2" "$k" "$rs_blk_w"
+    return 0
   fi
   if [ -n "$rs_mnt" ]; then
     # A mounted disk is never formatted: its content is not read (no wipefs, sample), only the
@@ -970,20 +974,31 @@ export const XATTR_CHECKS: ProbeBatch = {
     // same moment neither see nor remove each other's.
     return `n=${shq(XATTR_NAME)}."$$"
 rs_xa_want=${shq(`\n${paths.map(escapeMountinfo).join('\n')}\n`)}
-rs_mp='
-'
+rs_xl=
 rs_xa_line() {
   case $rs_xa_want in *"
 $5
 "*) ;; *) return 0 ;; esac
-  # (a filesystem on a device a read would wait on, core/block-ids.ts: setfattr would hang with it)
+  # (a filesystem on a device a read would wait on, core/block-ids.ts: setfattr would hang with it;
+  # a mountpoint's last line is what is mounted there on top, which decides)
   rs_blk_mm '' "$3"
-  if [ -n "$rs_blk_w" ]; then printf 'blocked=%s\\t%s %s\\n' "$5" "$rs_blk_n" "$rs_blk_w"; else rs_mp="$rs_mp$5
-"; fi
+  if [ -n "$rs_blk_w" ]; then rs_xl="$rs_xl
+$5 $rs_blk_n $rs_blk_w"; else rs_xl="$rs_xl
+$5 ok"; fi
+}
+rs_xa_state() {
+  rs_xs=
+  case $rs_xl in *"$1"*) rs_xs=\${rs_xl##*"$1"}; rs_xs=\${rs_xs%%"
+"*} ;; esac
 }
 rs_mi_each '' rs_xa_line ${shq(mountpointsText(paths))}
 set --
-${paths.map((p) => `case "$rs_mp" in *${shq(`\n${escapeMountinfo(p)}\n`)}*) set -- "$@" ${shq(p)} ;; esac`).join('\n')}
+${paths
+  .map(
+    (p) => `rs_xa_state ${shq(`\n${escapeMountinfo(p)} `)}
+case $rs_xs in '') ;; ok) set -- "$@" ${shq(p)} ;; *) printf 'blocked=%s\\t%s\\n' ${shq(escapeMountinfo(p))} "$rs_xs" ;; esac`,
+  )
+  .join('\n')}
 for t in "$@"; do printf 'mounted=%s\\n' "$t"; done
 if [ $# -gt 0 ]; then
   echo @set; setfattr -n "$n" -v "racksmith-$$" -- "$@" 2>&1; echo "@rc=$?"

@@ -91,8 +91,12 @@ export interface Assigned {
   /** The storage_disks entry whose disk serves the mountpoint. */
   entry: string;
   facts: DiskFacts;
-  /** Why: 'mounted' there now, 'recorded' there (storage.json), 'listed' (its own entry), 'free' (the mountpath left free). */
-  how: 'mounted' | 'recorded' | 'listed' | 'free';
+  /**
+   * Why: 'mounted' there now, 'recorded' there (storage.json), 'listed' (its own entry), 'free'
+   * (the mountpath left free), 'blocked' (a disk a read would wait on holds the mountpath it has,
+   * mounted, recorded by serial or its own, so that no other disk takes it meanwhile: refused).
+   */
+  how: 'mounted' | 'recorded' | 'listed' | 'free' | 'blocked';
 }
 
 /**
@@ -101,7 +105,9 @@ export interface Assigned {
  * has none (a blank replacement, a disk racksmith has not seen) takes its own entry's mountpoint,
  * or, when a moved disk holds that one, the mountpoint left free. So a disk moved to another slot
  * (the entries' devices swapped) keeps its data at its mountpath, and a blank disk arriving under
- * a listed name gets that name's mountpath. Disks that did not resolve (errors) serve nothing.
+ * a listed name gets that name's mountpath. Disks that did not resolve (errors) serve nothing; a
+ * disk whose content cannot be read now (blocked) keeps the mountpath it has, read from what is
+ * known without its content (mounted there, recorded by serial, else its own entry's).
  */
 export function assignMountpoints(listed: readonly ListedDisk[], record: readonly RecordDisk[]): Map<string, Assigned> {
   const out = new Map<string, Assigned>();
@@ -113,6 +119,12 @@ export function assignMountpoints(listed: readonly ListedDisk[], record: readonl
     return true;
   };
   const rest = (done: Set<ListedDisk>) => todo.filter((l) => !done.has(l));
+  for (const l of listed.filter((x) => x.facts.blocked)) {
+    const live = l.facts.mounts.find((m) => m.majmin === l.facts.majmin && active.has(m.mountpoint));
+    const serial = serialOf(l.facts);
+    const recorded = serial ? record.find((x) => x.serial === serial && active.has(x.mountpoint)) : undefined;
+    take(l, live?.mountpoint ?? recorded?.mountpoint ?? l.mountpoint, 'blocked');
+  }
   const done = new Set<ListedDisk>();
   for (const l of todo) {
     const live = l.facts.mounts.find((m) => m.majmin === l.facts.majmin && active.has(m.mountpoint));
@@ -185,6 +197,8 @@ export interface XfsMount {
   mountpoint: string;
   source: string;
   uuid?: string;
+  /** Why its UUID was not read: its device (named first) is one a read would wait on (core/block-ids.ts). */
+  blocked?: string;
 }
 
 export interface PruneAction {

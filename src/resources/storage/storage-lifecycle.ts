@@ -36,6 +36,7 @@ import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../co
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import type { MountFacts, MountOptions } from '../core/mount.ts';
 import { escapeMountinfo, MOUNTINFO, unescapeMountinfo } from '../core/mount-table.ts';
+import { BLOCK_IDS } from '../core/block-ids.ts';
 import {
   assignMountpoints,
   decommissionPlan,
@@ -147,6 +148,7 @@ export function storageRecordLine(o: StorageRecordLineOptions): Resource<RecordL
         const err = f.disks[o.disks.indexOf(self)];
         throw new Refusal(`no disk for ${o.mountpoint}: ${err.error ?? `${specText(self.spec)} serves another mountpath`}`);
       }
+      if (a.how === 'blocked') throw new Refusal(`not recording ${o.mountpoint}: ${a.facts.error}`);
       const line = recordDiskFor(o.mountpoint, self.name, a);
       const why = servingRefusal(
         a.facts,
@@ -386,6 +388,9 @@ $rs_xk
 " in *"
 $rs_x_mp
 "*) return 0 ;; esac
+  # (a device a read would wait on, core/block-ids.ts: named, not read)
+  rs_blk_mm '' "$rs_x_mm"
+  if [ -n "$rs_blk_w" ]; then printf 'xfsblocked=%s %s %s\\n' "\${3-}" "$rs_x_mp" "$rs_blk_n $rs_blk_w"; return 0; fi
   printf 'xfs=%s %s %s %s\\n' "$rs_x_mm" "$(blkid -p -s UUID -o value -- "\${3-}" 2>/dev/null)" "\${3-}" "$rs_x_mp"
 }
 rs_mi_each '' rs_x_line ' - xfs '`;
@@ -394,6 +399,10 @@ rs_mi_each '' rs_x_line ' - xfs '`;
 export function parseXfsMounts(out: string): XfsMount[] {
   const mounts: XfsMount[] = [];
   for (const l of out.split('\n')) {
+    if (l.startsWith('xfsblocked=')) {
+      const [source, mp, ...why] = l.slice(11).split(' ');
+      mounts.push({ majmin: '', source, mountpoint: unescapeMountinfo(mp), blocked: why.join(' ') });
+    }
     if (!l.startsWith('xfs=')) continue;
     const [majmin, uuid, source, ...mp] = l.slice(4).split(' ');
     mounts.push({ majmin, uuid: uuid || undefined, source, mountpoint: unescapeMountinfo(mp.join(' ')) });
@@ -426,7 +435,7 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
     reads: [fileTopic(path), fileTopic(fstabFile), MOUNTS, BLOCK_DEVICES, PACKAGES],
     files: [rec, fstab],
     ...probed(
-      () => ({ record: rec.probe(), fstab: fstab.probe(), mountinfo: MOUNTINFO, xfs: inline(xfsMountsProbe([...keep])) }),
+      () => ({ record: rec.probe(), fstab: fstab.probe(), mountinfo: MOUNTINFO, ids: BLOCK_IDS, xfs: inline(xfsMountsProbe([...keep])) }),
       (a): PruneFacts => ({ record: fileFacts(a.record), fstab: fileFacts(a.fstab), xfs: parseXfsMounts(a.xfs) }),
     ),
     diff(f) {
@@ -435,6 +444,12 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
       const fstabText = f.fstab.type === 'file' ? contentText(f.fstab) : '';
       const actions = pruneSet(record, keep, f.xfs, fstabText);
       if (!actions.length) return [];
+      // (whether the recorded filesystem is what is mounted there cannot be read, and an unmount would wait too)
+      const stuck = f.xfs.find((m) => m.blocked && actions.some((a) => a.disk.mountpoint === m.mountpoint));
+      if (stuck)
+        throw new Refusal(
+          `${stuck.mountpoint} (${stuck.source} mounted there): its device ${stuck.blocked}: a read of it would wait until that changes; nothing is pruned`,
+        );
       const everything = pruneEverythingRefusal(keep, actions);
       if (everything) throw new Refusal(everything);
       const changes: Change<PruneData>[] = [];

@@ -5,7 +5,7 @@
 // the kernel lays one out (as the stack tests in storage-logic.test.ts do), blkid and setfattr
 // are stand-ins that print what they were given.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -130,6 +130,25 @@ describe('the devices a read would wait on, from sysfs', () => {
     ]);
   });
 
+  it("a partition of a device stacked on one (an md array's), and what is stacked on the partition", () => {
+    const dm0 = blockDev('dm-0', '253:0', { dm: { uuid: 'LVM-gggghhhh', suspended: 1 } });
+    const md0 = blockDev('md0', '9:0');
+    stack(md0, dm0);
+    mkdirSync(join(md0.dir, 'md0p1/holders'), { recursive: true });
+    writeFileSync(join(md0.dir, 'md0p1/partition'), '1\n');
+    writeFileSync(join(md0.dir, 'md0p1/dev'), '259:1\n');
+    symlinkSync('../../devices/virtual/block/md0/md0p1', join(root, 'sys/class/block/md0p1'));
+    const dm7 = blockDev('dm-7', '253:7', { dm: { uuid: 'CRYPT-LUKS2-y' } });
+    symlinkSync('../../../../../virtual/block/dm-7', join(md0.dir, 'md0p1/holders/dm-7'));
+    void dm7;
+    expect(blocked()).toEqual([
+      'dm-0 253:0 is a suspended device-mapper device',
+      'md0 9:0 is stacked on dm-0, which is a suspended device-mapper device',
+      'md0p1 259:1 is a partition of md0, which is stacked on dm-0, which is a suspended device-mapper device',
+      'dm-7 253:7 is stacked on md0p1, which is a partition of md0, which is stacked on dm-0, which is a suspended device-mapper device',
+    ]);
+  });
+
   it('a path whose state cannot be read counts as running (as before: read)', () => {
     const map = blockDev('dm-0', '253:0', { dm: { uuid: 'mpath-x' } });
     stack(map, blockDev('dm-9', '253:9', { dm: { uuid: 'LVM-other' } }));
@@ -190,9 +209,33 @@ describe('blkid beside a blocked device: the devices of /proc/partitions its own
   });
 });
 
+describe('a filesystem UUID looked up beside a blocked device', () => {
+  it("udev's link names a device blkid was not given: that device (whose reader says why), not a path under it", () => {
+    const links = join(root, 'by-uuid');
+    mkdirSync(links);
+    writeFileSync(join(root, 'dm-0'), '');
+    writeFileSync(join(root, 'sdc'), '');
+    symlinkSync('../dm-0', join(links, 'U1'));
+    const body = (blk: string) =>
+      [
+        `rs_bid_done=1; rs_bid_links=${shq(links)}; rs_blk=${shq(blk)}`,
+        `rs_bid=${shq(`DEVNAME=${join(root, 'sdc')}\nUUID=U1\nTYPE=xfs`)}`,
+        `rs_blk_dev() { rs_blk_w=; rs_blk_n=; [ "$2" -ef ${shq(join(root, 'dm-0'))} ] && { rs_blk_n=dm-0; rs_blk_w='is a suspended device-mapper device'; }; :; }`,
+        'rs_bid_dev U1; printf %s "$rs_bid_v"',
+      ].join('\n');
+    expect(sh(body('\ndm-0 253:0 is a suspended device-mapper device'))).toBe('/dev/dm-0');
+    // (nothing blocked: the first device that carries it, as before)
+    expect(sh(body(''))).toBe(join(root, 'sdc'));
+  });
+});
+
 describe('the probes of a blocked device say why and read nothing of it', () => {
   it('a data disk (by serial): an error naming the map, none for the path under it', () => {
     multipath(['offline', 'blocked']);
+    writeFileSync(
+      join(root, 'proc/self/mountinfo'),
+      '20 1 0:25 / / rw - overlay overlay rw\n22 20 253:0 / /ais/d1 rw - xfs /dev/mapper/mpatha rw\n',
+    );
     const probe = (serial: string) =>
       parseDiskFacts(
         execFileSync('sh', ['-c', diskProbe({ serial }, { root })], { encoding: 'utf8', env: { PATH: `${bin}:${process.env.PATH}` } }),
@@ -202,6 +245,15 @@ describe('the probes of a blocked device say why and read nothing of it', () => 
     );
     expect(probe('SER_dm-1').error).toMatch(/^serial SER_dm-1 \(dm-1\) is stacked on dm-0, which is a multipath map/);
     expect(probe('SER_sdc').error).toBeUndefined();
+    // (what sysfs, udev and the mount table say of it is read: the mountpath it holds)
+    const f = probe('SER_dm-0');
+    expect(f).toMatchObject({
+      blocked: 'is a multipath map with no running path',
+      kname: 'dm-0',
+      majmin: '253:0',
+      udev: { ID_SERIAL_SHORT: 'SER_dm-0' },
+    });
+    expect(f.mounts.map((m) => m.mountpoint)).toEqual(['/ais/d1']);
   });
 
   it('the xattr check: its mount not given to setfattr, refused saying why; the others checked', () => {
@@ -218,6 +270,21 @@ describe('the probes of a blocked device say why and read nothing of it', () => 
       new Refusal('/ais/d1: its device dm-1 is a suspended device-mapper device: a check would wait until that changes; not checked'),
     );
     expect(execFileSync('cat', [join(bin, 'setfattr.log')], { encoding: 'utf8' })).not.toContain('/ais/d1');
+  });
+
+  it.for([
+    ['the top mount on the blocked device', ['8:16', '253:1'], true],
+    ['the top mount on a device read', ['253:1', '8:16'], false],
+  ] as const)('a mountpoint mounted over: the top mount decides (%s)', ([, order, isBlocked]) => {
+    writeFileSync(join(bin, 'setfattr'), `#!/bin/sh\necho "$*" >> ${shq(join(bin, 'setfattr.log'))}\n`, { mode: 0o755 });
+    const stubs = [
+      `rs_mi_each() { "$2" 36 25 ${order[0]} / /ais/d1 rw; "$2" 37 36 ${order[1]} / /ais/d1 rw; }`,
+      'rs_blk_mm() { rs_blk_w=; rs_blk_n=; [ "$2" = 253:1 ] && { rs_blk_n=dm-1; rs_blk_w=\'is a suspended device-mapper device\'; }; :; }',
+    ].join('\n');
+    const out = sh(`${stubs}\n${XATTR_CHECKS.script(['/ais/d1'])}`);
+    const f = parseXattrFacts(XATTR_CHECKS.split(out, ['/ais/d1'])[0]);
+    expect(f.blocked !== undefined).toBe(isBlocked);
+    expect(existsSync(join(bin, 'setfattr.log'))).toBe(!isBlocked);
   });
 
   it('a mount of the device: refused saying why (its UUID is not read)', () => {

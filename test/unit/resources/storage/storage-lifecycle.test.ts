@@ -1,6 +1,7 @@
 // Table tests of the data disks' lifecycle decisions (src/resources/storage/storage-lifecycle-logic.ts):
 // which disk serves which mountpath (slot moves, replacements), the prune set, decommission and
 // wipe gating; over disk probe answers as the bed's hosts print them (test/unit/fixtures/disk-probes).
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -30,7 +31,7 @@ import {
   storageWipeCheck,
 } from '../../../../src/resources/storage/storage-lifecycle.ts';
 import { NotApplicable } from '../../../../src/contract/resource.ts';
-import { ProbeSet } from '../../../../src/engine/probe-set.ts';
+import { ProbeSet, standaloneProbe } from '../../../../src/engine/probe-set.ts';
 import type { Section } from '../../../../src/engine/script.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
 import { storageHostCtx } from '../../../support/storage-host.ts';
@@ -140,6 +141,57 @@ describe('assignMountpoints: which disk serves which mountpath', () => {
     },
   ])('$case', ({ disks, record, want }) => {
     expect(served(assignMountpoints(disks, record))).toEqual(want);
+  });
+
+  // A disk a read would wait on (core/block-ids.ts): its content is not read, what sysfs, udev and
+  // the mount table say of it is. It keeps the mountpath it has, so that a blank disk arriving
+  // meanwhile does not take it (and storage.json name it there) while the disk is only stuck.
+  const blocked = (extra: string[] = []) =>
+    parseDiskFacts(
+      [
+        'spec=serial S1',
+        'kname=dm-0',
+        'majmin=253:0',
+        ...serial('S1'),
+        ...extra,
+        'blocked=is a suspended device-mapper device',
+        'error=serial S1 (dm-0) is a suspended device-mapper device: a read of it would wait until that changes; not read',
+      ].join('\n'),
+    );
+  it.each([
+    {
+      case: 'its own mountpath, which the blank disk left without one (a moved disk holds its own) does not take',
+      disks: [...listed(blocked(), blank('loop2', '7:2')), { name: 'd3', mountpoint: '/ais/d3', facts: xfs('loop3', '7:3', U3) }],
+      record: [rec('/ais/d2', 'loop9', U3)],
+      want: { '/ais/d1': 'd1 blocked', '/ais/d2': 'd3 recorded', '/ais/d3': 'd2 free' },
+    },
+    {
+      case: "where it is recorded by serial (moved), not its own entry's",
+      disks: listed(blocked(), blank('loop2', '7:2')),
+      record: [rec('/ais/d2', 'dm-0', U1, 'S1')],
+      want: { '/ais/d2': 'd1 blocked', '/ais/d1': 'd2 free' },
+    },
+    {
+      case: 'where it is mounted',
+      disks: listed(blocked(['mount=253:0 dm-0 /ais/d2']), blank('loop2', '7:2')),
+      record: [],
+      want: { '/ais/d2': 'd1 blocked', '/ais/d1': 'd2 free' },
+    },
+  ])('a blocked disk holds the mountpath it has: $case', ({ disks, record, want }) => {
+    expect(served(assignMountpoints(disks, record))).toEqual(want);
+  });
+
+  it("a blocked disk's mountpath is not recorded: refused, naming the disk and why", () => {
+    const disks = [
+      { name: 'd1', mountpoint: '/ais/d1', spec: { serial: 'S1' } },
+      { name: 'd2', mountpoint: '/ais/d2', spec: { device: '/dev/loop2' } },
+    ];
+    const line = storageRecordLine({ mountpoint: '/ais/d1', disks });
+    expect(() => line.diff({ file: absent, disks: [blocked(), blank('loop2', '7:2')], made: [] })).toThrow(
+      new Refusal(
+        'not recording /ais/d1: serial S1 (dm-0) is a suspended device-mapper device: a read of it would wait until that changes; not read',
+      ),
+    );
   });
 });
 
@@ -344,6 +396,47 @@ describe('pruneSet: recorded mountpaths no longer listed', () => {
     expect(parseXfsMounts(`xfs=7:3 ${U3} /dev/loop3 /ais/my\\040d3\nxfs=7:4  /dev/loop4 /x\n`)).toEqual([
       { majmin: '7:3', uuid: U3, source: '/dev/loop3', mountpoint: '/ais/my d3' },
       { majmin: '7:4', uuid: undefined, source: '/dev/loop4', mountpoint: '/x' },
+    ]);
+  });
+
+  it('a mount on a device a read would wait on (core/block-ids.ts): named, its UUID not read; a prune that would act there is refused', () => {
+    expect(parseXfsMounts('xfsblocked=/dev/mapper/mpatha /ais/d3 dm-0 is a multipath map with no running path\n')).toEqual([
+      { majmin: '', source: '/dev/mapper/mpatha', mountpoint: '/ais/d3', blocked: 'dm-0 is a multipath map with no running path' },
+    ]);
+    const p = storagePrune({ keep: ['/ais/d1'] });
+    const stuck = {
+      majmin: '',
+      source: '/dev/mapper/mpatha',
+      mountpoint: '/ais/d3',
+      blocked: 'dm-0 is a multipath map with no running path',
+    };
+    expect(() => p.diff({ record: fileWith(renderRecord(record)), fstab: fileWith(fstab), xfs: [stuck] })).toThrow(
+      new Refusal(
+        '/ais/d3 (/dev/mapper/mpatha mounted there): its device dm-0 is a multipath map with no running path: a read of it would wait until that changes; nothing is pruned',
+      ),
+    );
+    // (at a mountpath that stays: nothing to decide there)
+    expect(
+      p.diff({ record: fileWith(renderRecord(record)), fstab: fileWith(fstab), xfs: [mounted3, { ...stuck, mountpoint: '/ais/d1' }] })
+        .length,
+    ).toBe(3);
+  });
+
+  it("the prune's probe gives blkid no mount on a device a read would wait on", () => {
+    const script = standaloneProbe(storagePrune({ keep: ['/ais/d1'] }).probe()).script;
+    const at = script.indexOf('rs_xk=');
+    expect(at).toBeGreaterThan(0);
+    const stubs = [
+      'rs_mi_each() { "$2" 36 25 253:0 / /ais/d3 rw - xfs /dev/mapper/mpatha rw; "$2" 37 25 7:4 / /ais/d4 rw - xfs /dev/loop4 rw; }',
+      'rs_blk_mm() { rs_blk_w=; rs_blk_n=; [ "$2" = 253:0 ] && { rs_blk_n=dm-0; rs_blk_w=\'is a suspended device-mapper device\'; }; :; }',
+      'blkid() { echo "U-$7"; }',
+    ].join('\n');
+    const walk = "rs_mi_each '' rs_x_line ' - xfs '";
+    const part = script.slice(at, script.indexOf(walk, at) + walk.length);
+    const out = execFileSync('sh', ['-c', `${stubs}\n${part}`], { encoding: 'utf8' });
+    expect(parseXfsMounts(out)).toEqual([
+      { majmin: '', source: '/dev/mapper/mpatha', mountpoint: '/ais/d3', blocked: 'dm-0 is a suspended device-mapper device' },
+      { majmin: '7:4', uuid: 'U-/dev/loop4', source: '/dev/loop4', mountpoint: '/ais/d4' },
     ]);
   });
 
