@@ -94,7 +94,8 @@ export interface Assigned {
   /**
    * Why: 'mounted' there now, 'recorded' there (storage.json), 'listed' (its own entry), 'free'
    * (the mountpath left free), 'blocked' (a disk a read would wait on holds the mountpath it has,
-   * mounted, recorded by serial or its own, so that no other disk takes it meanwhile: refused).
+   * mounted there, recorded there by serial, else its own, never a free one, so that no blank disk
+   * takes it meanwhile: refused).
    */
   how: 'mounted' | 'recorded' | 'listed' | 'free' | 'blocked';
 }
@@ -106,29 +107,24 @@ export interface Assigned {
  * or, when a moved disk holds that one, the mountpoint left free. So a disk moved to another slot
  * (the entries' devices swapped) keeps its data at its mountpath, and a blank disk arriving under
  * a listed name gets that name's mountpath. Disks that did not resolve (errors) serve nothing; a
- * disk whose content cannot be read now (blocked) keeps the mountpath it has, read from what is
- * known without its content (mounted there, recorded by serial, else its own entry's).
+ * disk whose content cannot be read now (blocked) takes part as far as what is known without its
+ * content allows (mounted there, recorded there by serial, its own entry's), never a free one.
  */
 export function assignMountpoints(listed: readonly ListedDisk[], record: readonly RecordDisk[]): Map<string, Assigned> {
   const out = new Map<string, Assigned>();
   const active = new Set(listed.map((l) => l.mountpoint));
-  const todo = listed.filter((l) => !l.facts.error && !l.facts.isPartition);
+  // (a blocked disk takes part, where its facts allow: mounted there, recorded by serial, its own; never a free one)
+  const todo = listed.filter((l) => (!l.facts.error || l.facts.blocked) && !l.facts.isPartition);
   const take = (l: ListedDisk, mp: string | undefined, how: Assigned['how']) => {
     if (mp === undefined || !active.has(mp) || out.has(mp)) return false;
-    out.set(mp, { entry: l.name, facts: l.facts, how });
+    out.set(mp, { entry: l.name, facts: l.facts, how: l.facts.blocked ? 'blocked' : how });
     return true;
   };
   const rest = (done: Set<ListedDisk>) => todo.filter((l) => !done.has(l));
-  for (const l of listed.filter((x) => x.facts.blocked)) {
-    const live = l.facts.mounts.find((m) => m.majmin === l.facts.majmin && active.has(m.mountpoint));
-    const serial = serialOf(l.facts);
-    const recorded = serial ? record.find((x) => x.serial === serial && active.has(x.mountpoint)) : undefined;
-    take(l, live?.mountpoint ?? recorded?.mountpoint ?? l.mountpoint, 'blocked');
-  }
   const done = new Set<ListedDisk>();
   for (const l of todo) {
     const live = l.facts.mounts.find((m) => m.majmin === l.facts.majmin && active.has(m.mountpoint));
-    if (live && isCleanXfs(l.facts) && take(l, live.mountpoint, 'mounted')) done.add(l);
+    if (live && (isCleanXfs(l.facts) || l.facts.blocked) && take(l, live.mountpoint, 'mounted')) done.add(l);
   }
   for (const l of rest(done)) {
     const uuid = xfsUuidOf(l.facts);
@@ -141,6 +137,7 @@ export function assignMountpoints(listed: readonly ListedDisk[], record: readonl
   }
   for (const l of rest(done)) if (take(l, l.mountpoint, 'listed')) done.add(l);
   for (const l of rest(done)) {
+    if (l.facts.blocked) continue;
     const free = listed.find((x) => !out.has(x.mountpoint));
     if (free && take(l, free.mountpoint, 'free')) done.add(l);
   }

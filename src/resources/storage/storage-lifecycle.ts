@@ -722,6 +722,8 @@ export function aisStatePurge(o: AisStatePurgeOptions): Resource<AisStateFacts, 
 
 /** Whether storage_wipe names this disk as its decommission reads it (an ambiguous entry names none). */
 function namedForWipe(d: DiskFacts, wipe: readonly string[]): boolean {
+  // (a disk that did not resolve, or whose content cannot be read, is named by nothing)
+  if (d.error) return false;
   try {
     return wipeNamedBy(d, wipe) !== undefined;
   } catch (e) {

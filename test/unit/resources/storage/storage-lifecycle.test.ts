@@ -172,6 +172,24 @@ describe('assignMountpoints: which disk serves which mountpath', () => {
       want: { '/ais/d2': 'd1 blocked', '/ais/d1': 'd2 free' },
     },
     {
+      case: 'its own only when no disk is mounted there (a disk adopted or moved there keeps it)',
+      disks: listed(blocked(), xfs('loop2', '7:2', U1, '/ais/d1')),
+      record: [],
+      want: { '/ais/d1': 'd2 mounted' },
+    },
+    {
+      case: 'its own only when no disk is recorded there by its filesystem',
+      disks: listed(blocked(), xfs('loop2', '7:2', U1)),
+      record: [rec('/ais/d1', 'loop2', U1)],
+      want: { '/ais/d1': 'd2 recorded' },
+    },
+    {
+      case: 'a blocked partition entry holds nothing',
+      disks: listed(blocked(['partition=1']), xfs('loop2', '7:2', U1, '/ais/d1')),
+      record: [],
+      want: { '/ais/d1': 'd2 mounted' },
+    },
+    {
       case: 'where it is mounted',
       disks: listed(blocked(['mount=253:0 dm-0 /ais/d2']), blank('loop2', '7:2')),
       record: [],
@@ -618,6 +636,24 @@ describe('decommission and wipe', () => {
     if (want instanceof NotApplicable) expect(diff).toThrow(want);
     else expect(diff().map((c) => c.summary)).toEqual([want]);
     expect(r.diff({ names: [], disks })).toEqual([]);
+  });
+
+  it('AIS node state purge: a disk whose content cannot be read (blocked) is named by nothing: kept', () => {
+    const r = aisStatePurge({ disks: [{ device: '/dev/loop1' }], wipe: ['S1'] });
+    const stuck = parseDiskFacts(
+      [
+        'spec=/dev/loop1',
+        'kname=loop1',
+        'majmin=7:1',
+        ...serial('S1'),
+        'iddisks=S1\tloop1',
+        'blocked=is a suspended device-mapper device',
+        'error=/dev/loop1 is stuck',
+      ].join('\n'),
+    );
+    expect(() => r.diff({ names: ['.ais.smap'], disks: [stuck] })).toThrow(
+      new NotApplicable('/etc/ais/.ais.* kept: storage_wipe does not name /dev/loop1'),
+    );
   });
 
   // storage_wipe is checked against the host's listed disks before any decommission: what it
