@@ -7,6 +7,9 @@ import { define } from '../../contract/probe.ts';
  * shell: the first ask reads, the others look up with builtins.
  */
 
+/** Why what sits on a device a read would wait on (BLOCKED_FN) is refused, in every refusal of one. */
+export const READ_WOULD_WAIT = 'a read of it would wait until that changes';
+
 /**
  * The devices a read would wait on, which neither blkid nor a probe reads: a suspended
  * device-mapper device, a multipath map with no path the kernel runs (with queue_if_no_path its

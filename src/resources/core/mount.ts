@@ -9,7 +9,7 @@ import { MOUNTINFO, mountTableProbe, topMount, type MountEntry } from './mount-t
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
-import { BLOCK_IDS } from './block-ids.ts';
+import { BLOCK_IDS, READ_WOULD_WAIT } from './block-ids.ts';
 
 export interface MountOptions extends CommonOptions {
   /** Mountpoint. */
@@ -363,7 +363,7 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
   const path = s.path;
   // messages name the device by the path the host resolved (a placeholder is no path there)
   const what = (s.device && f.source.path) ?? s.device ?? s.source;
-  if (s.device && f.source.blocked) throw new Refusal(`${what} ${f.source.blocked}: a read of it would wait until that changes; not read`);
+  if (s.device && f.source.blocked) throw new Refusal(`${what} ${f.source.blocked}: ${READ_WOULD_WAIT}; not read`);
   if (f.live && !liveMatches(s, f)) {
     throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${what}; unmount it first`);
   }

@@ -31,7 +31,7 @@ import {
 import { checkAbsolutePath } from '../core/file-common.ts';
 import { mount, type MountFacts, type MountOptions } from '../core/mount.ts';
 import { escapeMountinfo, MOUNTINFO, MOUNTINFO_FN, mountpointsText } from '../core/mount-table.ts';
-import { BLOCK_IDS, BLOCK_IDS_FN } from '../core/block-ids.ts';
+import { BLOCK_IDS, BLOCK_IDS_FN, READ_WOULD_WAIT } from '../core/block-ids.ts';
 import { HOST_TABLES_FN } from '../core/host-tables.ts';
 import { common, Refusal, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 
@@ -528,7 +528,7 @@ mountfs=$fs"
   # it (the mountpath it holds), not its content, or the probe would hang with it.
   rs_blk_mm "$R" "$mm"
   if [ -n "$rs_blk_w" ]; then
-    printf 'blocked=%s\\nerror=%s (%s) %s: a read of it would wait until that changes; not read\\n' "$rs_blk_w" "$2" "$k" "$rs_blk_w"
+    printf 'blocked=%s\\nerror=%s (%s) %s: %s; not read\\n' "$rs_blk_w" "$2" "$k" "$rs_blk_w" ${shq(READ_WOULD_WAIT)}
     return 0
   fi
   if [ -n "$rs_mnt" ]; then

@@ -36,7 +36,7 @@ import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../co
 import { managedFile, type FileWrite } from '../core/managed-file.ts';
 import type { MountFacts, MountOptions } from '../core/mount.ts';
 import { escapeMountinfo, MOUNTINFO, unescapeMountinfo } from '../core/mount-table.ts';
-import { BLOCK_IDS } from '../core/block-ids.ts';
+import { BLOCK_IDS, READ_WOULD_WAIT } from '../core/block-ids.ts';
 import {
   assignMountpoints,
   decommissionPlan,
@@ -402,6 +402,7 @@ export function parseXfsMounts(out: string): XfsMount[] {
     if (l.startsWith('xfsblocked=')) {
       const [source, mp, ...why] = l.slice(11).split(' ');
       mounts.push({ majmin: '', source, mountpoint: unescapeMountinfo(mp), blocked: why.join(' ') });
+      continue;
     }
     if (!l.startsWith('xfs=')) continue;
     const [majmin, uuid, source, ...mp] = l.slice(4).split(' ');
@@ -448,7 +449,7 @@ export function storagePrune(o: StoragePruneOptions): Resource<PruneFacts, Prune
       const stuck = f.xfs.find((m) => m.blocked && actions.some((a) => a.disk.mountpoint === m.mountpoint));
       if (stuck)
         throw new Refusal(
-          `${stuck.mountpoint} (${stuck.source} mounted there): its device ${stuck.blocked}: a read of it would wait until that changes; nothing is pruned`,
+          `${stuck.mountpoint} (${stuck.source} mounted there): its device ${stuck.blocked}: ${READ_WOULD_WAIT}; nothing is pruned`,
         );
       const everything = pruneEverythingRefusal(keep, actions);
       if (everything) throw new Refusal(everything);
