@@ -74,13 +74,16 @@ export function parseEntry(line: string): FstabEntry | undefined {
   };
 }
 
+// A path spelled as sameTargetKey would not return it (most are: no split and join for them).
+const NOT_CANONICAL = /\/\/|\/\.(?:\/|$)|.\/$/;
+
 /**
  * A mountpoint as systemd's fstab generator and libmount compare them: repeated slashes, `.`
  * components and a trailing slash dropped. `/ais/d1/` is the line of /ais/d1: missed, a hand
  * line would stay beside racksmith's, and at boot the first of them mounts there.
  */
 export function sameTargetKey(target: string): string {
-  if (!target.startsWith('/')) return target;
+  if (!target.startsWith('/') || !NOT_CANONICAL.test(target)) return target;
   const parts = target.split('/').filter((p) => p !== '' && p !== '.');
   return '/' + parts.join('/');
 }

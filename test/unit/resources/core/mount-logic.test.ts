@@ -16,6 +16,7 @@ import {
   mountinfoEscape,
   parseEntry,
   removeEntry,
+  sameTargetKey,
   setEntry,
 } from '../../../../src/resources/core/fstab.ts';
 import { mount, xfsOptionsNotLive, type MountFacts } from '../../../../src/resources/core/mount.ts';
@@ -113,9 +114,24 @@ describe('fstab text', () => {
     expect(setEntry(dup, want)).toBe(`proc /proc proc defaults 0 0\n${line}\n# c\n`);
   });
 
+  it.each([
+    ['/ais/d1', '/ais/d1'],
+    ['/', '/'],
+    ['/.', '/'],
+    ['//', '/'],
+    ['/ais/d1/', '/ais/d1'],
+    ['/ais/./d1/.', '/ais/d1'],
+    ['/ais/.d1', '/ais/.d1'],
+    ['/ais/d1.', '/ais/d1.'],
+    ['/ais/../d1', '/ais/../d1'], // (`..` left as it is: resolving it would need the host's links)
+    ['none', 'none'], // swap's target, not a path
+  ])('the mountpoint %j compares as %j', (target, key) => {
+    expect(sameTargetKey(target)).toBe(key);
+  });
+
   // A hand line for the mountpoint spelled another way is the same mountpoint to systemd's fstab
   // generator and libmount: left beside racksmith's, the first line of the two mounts there at boot.
-  it.each(['/ais/d1/', '/ais//d1', '/ais/./d1', '//ais/d1//'])(
+  it.each(['/ais/d1/', '/ais//d1', '/ais/./d1', '//ais/d1//', '/ais/d1/.', '/./ais/d1/./'])(
     'a line for %j is the entry of /ais/d1: found, counted, replaced',
     (spelled) => {
       const hand = `/dev/sdc ${spelled} xfs defaults,nofail 0 0\n`;
