@@ -13,7 +13,8 @@ export const READ_WOULD_WAIT = 'a read of it would wait until that changes';
 /**
  * The devices a read would wait on, which neither blkid nor a probe reads: a suspended
  * device-mapper device, a multipath map with no path the kernel runs (with queue_if_no_path its
- * reads queue until a path returns), and every device stacked on one. A read of one would hold
+ * reads queue until a path returns), a disk whose SCSI device or NVMe controller holds its I/O
+ * (blocked, quiesced, reconnecting), and every device stacked on one. A read of one would hold
  * the probe, and the host's run with it, in uninterruptible sleep: udev skips such devices too
  * (DM_SUSPENDED, DM_NOSCAN). Read from sysfs with builtins, once per shell and root:
  * rs_blk_load ROOT sets $rs_blk to lines `NAME MAJ:MIN WHY` (after a newline; '' when none);
@@ -29,7 +30,10 @@ rs_blk_load() {
   for rs_blk_s in "$1"/sys/class/block/dm-*; do
     [ -d "$rs_blk_s/dm" ] || continue
     rs_blk_x=; [ -r "$rs_blk_s/dm/suspended" ] && { IFS= read -r rs_blk_x < "$rs_blk_s/dm/suspended" || :; }
-    if [ "$rs_blk_x" = 1 ]; then rs_blk_add "$1" "\${rs_blk_s##*/}" 'is a suspended device-mapper device'; continue; fi
+    # (named as dmsetup and multipath name it: mpatha, vg0-data)
+    rs_blk_nm=; [ -r "$rs_blk_s/dm/name" ] && { IFS= read -r rs_blk_nm < "$rs_blk_s/dm/name" || :; }
+    rs_blk_nm=\${rs_blk_nm:+" ($rs_blk_nm)"}
+    if [ "$rs_blk_x" = 1 ]; then rs_blk_add "$1" "\${rs_blk_s##*/}" "is a suspended device-mapper device$rs_blk_nm"; continue; fi
     rs_blk_x=; [ -r "$rs_blk_s/dm/uuid" ] && { IFS= read -r rs_blk_x < "$rs_blk_s/dm/uuid" || :; }
     case $rs_blk_x in mpath-*) ;; *) continue ;; esac
     rs_blk_x=
@@ -38,7 +42,23 @@ rs_blk_load() {
       rs_blk_x=running; [ -r "$rs_blk_p/device/state" ] && { IFS= read -r rs_blk_x < "$rs_blk_p/device/state" || :; }
       case $rs_blk_x in running|live) break ;; esac
     done
-    case $rs_blk_x in running|live) ;; *) rs_blk_add "$1" "\${rs_blk_s##*/}" 'is a multipath map with no running path' ;; esac
+    case $rs_blk_x in running|live) ;; *) rs_blk_add "$1" "\${rs_blk_s##*/}" "is a multipath map$rs_blk_nm with no running path" ;; esac
+  done
+  # A disk whose device queues its reads: a SCSI device blocked or quiesced (until its transport
+  # recovers or gives up: iSCSI's replacement_timeout), an NVMe controller reconnecting or resetting
+  # (a fabric's ctrl_loss_tmo). A multipath path's state is its map's business (above).
+  for rs_blk_s in "$1"/sys/class/block/*/device/state; do
+    [ -r "$rs_blk_s" ] || continue
+    rs_blk_x=; IFS= read -r rs_blk_x < "$rs_blk_s" || :
+    rs_blk_s=\${rs_blk_s%/device/state}
+    case $rs_blk_x in blocked|quiesce|created-blocked|connecting|resetting) ;; *) continue ;; esac
+    rs_blk_p=
+    for rs_blk_h in "$rs_blk_s"/holders/*; do
+      rs_blk_u=; [ -r "$rs_blk_h/dm/uuid" ] && { IFS= read -r rs_blk_u < "$rs_blk_h/dm/uuid" || :; }
+      case $rs_blk_u in mpath-*) rs_blk_p=1 ;; esac
+    done
+    [ -z "$rs_blk_p" ] || continue
+    rs_blk_add "$1" "\${rs_blk_s##*/}" "is a device in state $rs_blk_x"
   done
   case $rs_blk_o in *f*) set -f ;; esac
   return 0

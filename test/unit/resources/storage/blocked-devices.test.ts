@@ -101,16 +101,16 @@ describe('the devices a read would wait on, from sysfs', () => {
       'no path running: the map and the LV on it',
       ['offline', 'transport-offline'],
       [
-        'dm-0 253:0 is a multipath map with no running path',
-        'dm-1 253:1 is stacked on dm-0, which is a multipath map with no running path',
+        'dm-0 253:0 is a multipath map (mpatha) with no running path',
+        'dm-1 253:1 is stacked on dm-0, which is a multipath map (mpatha) with no running path',
       ],
     ],
     [
       'no path left at all',
       [],
       [
-        'dm-0 253:0 is a multipath map with no running path',
-        'dm-1 253:1 is stacked on dm-0, which is a multipath map with no running path',
+        'dm-0 253:0 is a multipath map (mpatha) with no running path',
+        'dm-1 253:1 is stacked on dm-0, which is a multipath map (mpatha) with no running path',
       ],
     ],
   ] as const)('a multipath map, %s', ([, states, want]) => {
@@ -120,18 +120,18 @@ describe('the devices a read would wait on, from sysfs', () => {
 
   it('a suspended device-mapper device and what is stacked on it, not what it reads', () => {
     const sde = path('sde', '8:64', 'running');
-    const lv = blockDev('dm-2', '253:2', { dm: { uuid: 'LVM-ccccdddd', suspended: 1 } });
+    const lv = blockDev('dm-2', '253:2', { dm: { uuid: 'LVM-ccccdddd', name: 'vg0-data', suspended: 1 } });
     stack(lv, sde);
     stack(blockDev('dm-3', '253:3', { dm: { uuid: 'CRYPT-LUKS2-x' } }), lv);
     blockDev('dm-4', '253:4', { dm: { uuid: 'LVM-eeeeffff' } });
     expect(blocked()).toEqual([
-      'dm-2 253:2 is a suspended device-mapper device',
-      'dm-3 253:3 is stacked on dm-2, which is a suspended device-mapper device',
+      'dm-2 253:2 is a suspended device-mapper device (vg0-data)',
+      'dm-3 253:3 is stacked on dm-2, which is a suspended device-mapper device (vg0-data)',
     ]);
   });
 
   it("a partition of a device stacked on one (an md array's), and what is stacked on the partition", () => {
-    const dm0 = blockDev('dm-0', '253:0', { dm: { uuid: 'LVM-gggghhhh', suspended: 1 } });
+    const dm0 = blockDev('dm-0', '253:0', { dm: { uuid: 'LVM-gggghhhh', name: 'vg1-raid', suspended: 1 } });
     const md0 = blockDev('md0', '9:0');
     stack(md0, dm0);
     mkdirSync(join(md0.dir, 'md0p1/holders'), { recursive: true });
@@ -142,10 +142,10 @@ describe('the devices a read would wait on, from sysfs', () => {
     symlinkSync('../../../../../virtual/block/dm-7', join(md0.dir, 'md0p1/holders/dm-7'));
     void dm7;
     expect(blocked()).toEqual([
-      'dm-0 253:0 is a suspended device-mapper device',
-      'md0 9:0 is stacked on dm-0, which is a suspended device-mapper device',
-      'md0p1 259:1 is a partition of md0, which is stacked on dm-0, which is a suspended device-mapper device',
-      'dm-7 253:7 is stacked on md0p1, which is a partition of md0, which is stacked on dm-0, which is a suspended device-mapper device',
+      'dm-0 253:0 is a suspended device-mapper device (vg1-raid)',
+      'md0 9:0 is stacked on dm-0, which is a suspended device-mapper device (vg1-raid)',
+      'md0p1 259:1 is a partition of md0, which is stacked on dm-0, which is a suspended device-mapper device (vg1-raid)',
+      'dm-7 253:7 is stacked on md0p1, which is a partition of md0, which is stacked on dm-0, which is a suspended device-mapper device (vg1-raid)',
     ]);
   });
 
@@ -155,13 +155,53 @@ describe('the devices a read would wait on, from sysfs', () => {
     expect(blocked()).toEqual([]);
   });
 
+  // (a SCSI device's states: drivers/scsi/scsi_sysfs.c; an NVMe controller's: drivers/nvme/host/core.c)
+  it.for([
+    ['blocked', true],
+    ['quiesce', true],
+    ['created-blocked', true],
+    ['running', false],
+    ['offline', false], // (its reads fail at once)
+    ['transport-offline', false],
+  ] as const)('a SCSI disk in state %s: listed with its partition: %s', ([state, listed]) => {
+    const sdb = path('sdb', '8:16', state);
+    mkdirSync(join(sdb.dir, 'sdb1/holders'), { recursive: true });
+    writeFileSync(join(sdb.dir, 'sdb1/partition'), '1\n');
+    writeFileSync(join(sdb.dir, 'sdb1/dev'), '8:17\n');
+    symlinkSync('../../devices/pci0/host0/block/sdb/sdb1', join(root, 'sys/class/block/sdb1'));
+    expect(blocked()).toEqual(
+      listed ? [`sdb 8:16 is a device in state ${state}`, `sdb1 8:17 is a partition of sdb, which is a device in state ${state}`] : [],
+    );
+  });
+
+  it.for([
+    ['connecting', true],
+    ['resetting', true],
+    ['live', false],
+    ['dead', false],
+  ] as const)('an NVMe namespace whose controller is %s: listed: %s', ([state, listed]) => {
+    path('nvme0n1', '259:0', state);
+    expect(blocked()).toEqual(listed ? [`nvme0n1 259:0 is a device in state ${state}`] : []);
+  });
+
+  it('a multipath path blocked: its map decides (listed when no other path runs), never the path itself', () => {
+    multipath(['blocked', 'running']);
+    expect(blocked()).toEqual([]);
+    rmSync(root, { recursive: true, force: true });
+    multipath(['blocked']);
+    expect(blocked()).toEqual([
+      'dm-0 253:0 is a multipath map (mpatha) with no running path',
+      'dm-1 253:1 is stacked on dm-0, which is a multipath map (mpatha) with no running path',
+    ]);
+  });
+
   it('looked up by maj:min and by path (a link to the device too); the caller keeps its globbing', () => {
     multipath(['offline']);
     symlinkSync('dm-1', join(root, 'dev/link-to-dm-1'));
     mkdirSync(join(root, 'dev/mapper'));
     const r = shq(root);
     expect(sh(`set -f; rs_blk_mm ${r} 253:1; echo "$rs_blk_n|$rs_blk_w"; case $- in *f*) echo noglob ;; esac`)).toBe(
-      'dm-1|is stacked on dm-0, which is a multipath map with no running path\nnoglob\n',
+      'dm-1|is stacked on dm-0, which is a multipath map (mpatha) with no running path\nnoglob\n',
     );
     expect(sh(`rs_blk_dev ${r} ${shq(join(root, 'dev/link-to-dm-1'))}; echo "$rs_blk_w"`)).toMatch(/^is stacked on dm-0/);
     expect(sh(`rs_blk_mm ${r} 8:32; echo "[$rs_blk_w]"; rs_blk_dev ${r} ${shq(join(root, 'dev/sdc'))}; echo "[$rs_blk_w]"`)).toBe(
@@ -241,14 +281,14 @@ describe('the probes of a blocked device say why and read nothing of it', () => 
         execFileSync('sh', ['-c', diskProbe({ serial }, { root })], { encoding: 'utf8', env: { PATH: `${bin}:${process.env.PATH}` } }),
       );
     expect(probe('SER_dm-0').error).toBe(
-      'serial SER_dm-0 (dm-0) is a multipath map with no running path: a read of it would wait until that changes; not read',
+      'serial SER_dm-0 (dm-0) is a multipath map (mpatha) with no running path: a read of it would wait until that changes; not read',
     );
     expect(probe('SER_dm-1').error).toMatch(/^serial SER_dm-1 \(dm-1\) is stacked on dm-0, which is a multipath map/);
     expect(probe('SER_sdc').error).toBeUndefined();
     // (what sysfs, udev and the mount table say of it is read: the mountpath it holds)
     const f = probe('SER_dm-0');
     expect(f).toMatchObject({
-      blocked: 'is a multipath map with no running path',
+      blocked: 'is a multipath map (mpatha) with no running path',
       kname: 'dm-0',
       majmin: '253:0',
       udev: { ID_SERIAL_SHORT: 'SER_dm-0' },
@@ -291,7 +331,7 @@ describe('the probes of a blocked device say why and read nothing of it', () => 
     const m = mount({ device: '/dev/mapper/mpatha', path: '/ais/d1', fstype: 'xfs', options: ['noatime'] });
     const facts = m.parse({
       parts: [
-        'target=dir\ndev=/dev/mapper/mpatha\nmajmin_dec=253:0\nblocked=is a multipath map with no running path\n',
+        'target=dir\ndev=/dev/mapper/mpatha\nmajmin_dec=253:0\nblocked=is a multipath map (mpatha) with no running path\n',
         undefined,
         '',
         { type: 'absent' },
@@ -301,7 +341,9 @@ describe('the probes of a blocked device say why and read nothing of it', () => 
       stderr: '',
     });
     expect(() => m.diff(facts)).toThrow(
-      new Refusal('/dev/mapper/mpatha is a multipath map with no running path: a read of it would wait until that changes; not read'),
+      new Refusal(
+        '/dev/mapper/mpatha is a multipath map (mpatha) with no running path: a read of it would wait until that changes; not read',
+      ),
     );
   });
 });
