@@ -31,6 +31,8 @@ export interface PackagesFacts {
   manager: 'apt' | 'dnf' | 'none';
   /** Installed packages among those asked for. */
   installed: string[];
+  /** apt: those asked for that are installed for another architecture only (`attr:arm64`). */
+  foreign?: string[];
 }
 
 const NAME = /^[a-z0-9][a-z0-9+.-]*$/;
@@ -45,20 +47,31 @@ const pick = (p: PackageName, m: 'apt' | 'dnf') => (typeof p === 'string' ? p : 
 const INSTALLED = new Set(['installed', 'triggers-pending', 'triggers-awaited']);
 
 /**
- * The host's answer: `pm=` and a line per package the database knows, `NAME WANT FLAG STATUS` as
- * dpkg's Status field has it (rpm: every package it lists is `install ok installed`). Installed:
- * status `installed` (or a trigger pending: INSTALLED) with no error flag, whatever is wanted of
- * it, so a held package (`hold ok installed`, which `apt-mark hold` makes) is installed.
+ * The host's answer: `pm=` and a line per package the database knows, `NAME[:ARCH] WANT FLAG
+ * STATUS` as dpkg's Status field has it (rpm: every package it lists is `install ok installed`).
+ * Installed: status `installed` (or a trigger pending: INSTALLED) with no error flag, whatever is
+ * wanted of it, so a held package (`hold ok installed`, which `apt-mark hold` makes) is installed.
+ * apt: for the host's architecture (dpkg's own, whose line the probe always asks for) or `all`,
+ * as apt and Ansible's apt module take a name: `attr:arm64` alone leaves `attr` to install.
  */
 export function parsePackages(stdout: string): PackagesFacts {
   const m = /^pm=(apt|dnf|none)$/m.exec(stdout);
   const manager = (m?.[1] ?? 'none') as PackagesFacts['manager'];
-  const installed: string[] = [];
+  const lines: { name: string; arch: string }[] = [];
+  let native = '';
   for (const l of stdout.split('\n')) {
-    const [name, , flag, status] = l.trim().split(/\s+/);
-    if (name && flag === 'ok' && INSTALLED.has(status)) installed.push(name.replace(/:.*$/, ''));
+    const [spec, , flag, status] = l.trim().split(/\s+/);
+    if (!spec || flag !== 'ok' || !INSTALLED.has(status)) continue;
+    const colon = spec.indexOf(':');
+    const name = colon < 0 ? spec : spec.slice(0, colon);
+    const arch = colon < 0 ? '' : spec.slice(colon + 1);
+    if (name === 'dpkg' && arch) native = arch;
+    lines.push({ name, arch });
   }
-  return { manager, installed };
+  const ours = (arch: string) => !arch || !native || arch === native || arch === 'all';
+  const installed = [...new Set(lines.filter((p) => ours(p.arch)).map((p) => p.name))];
+  const foreign = lines.filter((p) => !ours(p.arch) && !installed.includes(p.name)).map((p) => `${p.name}:${p.arch}`);
+  return { manager, installed, ...(foreign.length ? { foreign } : {}) };
 }
 
 /**
@@ -70,21 +83,24 @@ export function parsePackages(stdout: string): PackagesFacts {
  * as awk code.
  */
 export function dpkgProbe(names: string[]): string {
+  // (dpkg's own line tells the host's architecture)
+  const asked = names.includes('dpkg') ? names : [...names, 'dpkg'];
   return `rs_dpkg=/var/lib/dpkg/status
 rs_dpkg_o=$-; set +f
 for rs_f in /var/lib/dpkg/updates/[0-9]*; do if [ -e "$rs_f" ]; then rs_dpkg=; fi; done
 case $rs_dpkg_o in *f*) set -f ;; esac
 if [ -n "$rs_dpkg" ] && [ -r "$rs_dpkg" ] && command -v awk >/dev/null 2>&1; then
-  awk -v RS= -F '\\n' -v want=${shq(` ${names.join(' ')} `)} '{
-    p = ""; s = ""
-    for (i = 1; i <= NF && (p == "" || s == ""); i++) {
-      if ($i ~ /^Package: /) p = substr($i, 10)
+  awk -v RS= -F '\\n' -v want=${shq(` ${asked.join(' ')} `)} '{
+    p = ""; s = ""; a = ""
+    for (i = 1; i <= NF && (p == "" || s == "" || a == ""); i++) {
+      if ($i ~ /^Package: /) { p = substr($i, 10); if (!index(want, " " p " ")) next }
       else if ($i ~ /^Status: /) s = substr($i, 9)
+      else if ($i ~ /^Architecture: /) a = substr($i, 15)
     }
-    if (p != "" && s != "" && index(want, " " p " ")) print p, s
+    if (p != "" && s != "") print p ":" a, s
   }' "$rs_dpkg"
 else
-  dpkg-query -W -f='\${Package} \${Status}\\n' ${shJoin(names)} 2>/dev/null
+  dpkg-query -W -f='\${Package}:\${Architecture} \${Status}\\n' ${shJoin(asked)} 2>/dev/null
 fi`;
 }
 
@@ -142,7 +158,9 @@ fi
       const missing = (f.manager === 'apt' ? apt : dnf).filter((p) => !f.installed.includes(p));
       if (!missing.length) return [];
       const from = o.mirror?.[f.manager] ? ` from ${o.mirror[f.manager]}` : '';
-      return [{ summary: `install ${missing.join(', ')} (${f.manager}${from})`, data: missing }];
+      const other = f.foreign?.filter((p) => missing.includes(p.slice(0, p.indexOf(':'))));
+      const note = other?.length ? `; installed for another architecture only: ${other.join(', ')}` : '';
+      return [{ summary: `install ${missing.join(', ')} (${f.manager}${from}${note})`, data: missing }];
     },
     apply(f, changes): Step[] {
       const missing = changes.flatMap((c) => c.data ?? []);

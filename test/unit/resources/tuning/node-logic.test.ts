@@ -1,10 +1,11 @@
 // Pure parts of the node families as tables: packages (probe answers → missing → one
 // transaction), NIC probe parsing and queue diffs (veth: rx/tx channels, no rings), MTU stack
 // detection, the ifupdown stanza edit, networkd's file choice and the unknown-stack refusal.
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NotApplicable, Refusal } from '../../../../src/contract/resource.ts';
 import type { FileFacts } from '../../../../src/resources/core/file-common.ts';
-import { aptInstall, packages, parsePackages } from '../../../../src/resources/core/packages.ts';
+import { aptInstall, dpkgProbe, packages, parsePackages } from '../../../../src/resources/core/packages.ts';
 import { nicQueues, parseEthtoolCounts, parseNics, type NicFacts, type NicQueuesFacts } from '../../../../src/resources/tuning/nic.ts';
 import {
   detectStack,
@@ -50,8 +51,18 @@ describe('packages', () => {
       [],
     ],
     [
-      'a multi-arch package installed for one architecture of two',
-      'pm=apt\nxfsprogs install ok installed\nattr purge ok not-installed\nattr:i386 install ok installed\nnfs-common install ok installed\n',
+      "a multi-arch package installed for the host's architecture and another",
+      'pm=apt\ndpkg:amd64 install ok installed\nxfsprogs:amd64 install ok installed\nattr:amd64 install ok installed\nattr:i386 install ok installed\nnfs-common:all install ok installed\n',
+      [],
+    ],
+    [
+      "installed for another architecture only: to install, as apt and Ansible's apt module take the name",
+      'pm=apt\ndpkg:amd64 install ok installed\nxfsprogs:amd64 install ok installed\nattr:amd64 purge ok not-installed\nattr:arm64 install ok installed\nnfs-common:all install ok installed\n',
+      ['install attr (apt from deb [trusted=yes] file:/srv/repo ./; installed for another architecture only: attr:arm64)'],
+    ],
+    [
+      "dpkg's own architecture unknown (it is being upgraded): any architecture counts",
+      'pm=apt\ndpkg:amd64 install ok unpacked\nxfsprogs:amd64 install ok installed\nattr:arm64 install ok installed\nnfs-common:all install ok installed\n',
       [],
     ],
     ['dnf names', 'pm=dnf\nxfsprogs install ok installed\nattr install ok installed\n', ['install nfs-utils (dnf)']],
@@ -59,6 +70,15 @@ describe('packages', () => {
     expect(r.diff(parsePackages(out)).map((c) => c.summary)).toEqual(want);
   });
   it('no package manager: refused', () => expect(() => r.diff(parsePackages('pm=none\n'))).toThrow(Refusal));
+  // The probe's own lines, from this machine's dpkg database (a Debian machine, as CI's is).
+  it("the probe on this machine: dpkg's architecture, an installed package, not one that is not", () => {
+    const out = execFileSync('sh', ['-c', dpkgProbe(['coreutils', 'racksmith-no-such-package'])], { encoding: 'utf8' });
+    const arch = execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).trim();
+    expect(out.split('\n')).toContain(`dpkg:${arch} install ok installed`);
+    const f = parsePackages(`pm=apt\n${out}`);
+    expect([...f.installed].sort()).toEqual(['coreutils', 'dpkg']);
+    expect(f.foreign).toBeUndefined();
+  });
   it('one apt transaction, the mirror as the only source (a list file of its own)', () => {
     const f = parsePackages('pm=apt\n');
     const steps = r.apply(f, r.diff(f));
