@@ -14,7 +14,8 @@ export const READ_WOULD_WAIT = 'a read of it would wait until that changes';
  * The devices a read would wait on, which neither blkid nor a probe reads: a suspended
  * device-mapper device, a multipath map with no path the kernel runs (with queue_if_no_path its
  * reads queue until a path returns), a disk whose SCSI device or NVMe controller holds its I/O
- * (blocked, quiesced, reconnecting), and every device stacked on one. A read of one would hold
+ * (blocked, quiesced, reconnecting) or a native-multipath NVMe namespace with no live path, and
+ * every device stacked on one (but a multipath path's map, which its own paths decide). A read of one would hold
  * the probe, and the host's run with it, in uninterruptible sleep: udev skips such devices too
  * (DM_SUSPENDED, DM_NOSCAN). Read from sysfs with builtins, once per shell and root:
  * rs_blk_load ROOT sets $rs_blk to lines `NAME MAJ:MIN WHY` (after a newline; '' when none);
@@ -46,19 +47,34 @@ rs_blk_load() {
   done
   # A disk whose device queues its reads: a SCSI device blocked or quiesced (until its transport
   # recovers or gives up: iSCSI's replacement_timeout), an NVMe controller reconnecting or resetting
-  # (a fabric's ctrl_loss_tmo). A multipath path's state is its map's business (above).
+  # (a fabric's ctrl_loss_tmo). A multipath path in such a state is not read either, but its map is
+  # its own check's (above). NVMe's hidden paths (nvmeXcYnZ) are never read: their head decides.
   for rs_blk_s in "$1"/sys/class/block/*/device/state; do
     [ -r "$rs_blk_s" ] || continue
     rs_blk_x=; IFS= read -r rs_blk_x < "$rs_blk_s" || :
     rs_blk_s=\${rs_blk_s%/device/state}
+    case \${rs_blk_s##*/} in nvme*c*n*) continue ;; esac
     case $rs_blk_x in blocked|quiesce|created-blocked|connecting|resetting) ;; *) continue ;; esac
     rs_blk_p=
     for rs_blk_h in "$rs_blk_s"/holders/*; do
       rs_blk_u=; [ -r "$rs_blk_h/dm/uuid" ] && { IFS= read -r rs_blk_u < "$rs_blk_h/dm/uuid" || :; }
-      case $rs_blk_u in mpath-*) rs_blk_p=1 ;; esac
+      case $rs_blk_u in mpath-*) rs_blk_p=path ;; esac
     done
-    [ -z "$rs_blk_p" ] || continue
-    rs_blk_add "$1" "\${rs_blk_s##*/}" "is a device in state $rs_blk_x"
+    rs_blk_add "$1" "\${rs_blk_s##*/}" "is a device in state $rs_blk_x" "$rs_blk_p"
+  done
+  # An NVMe namespace of native multipath (its device the subsystem, no state of its own): with no
+  # path's controller live, its reads queue until one is (or every controller is gone).
+  for rs_blk_s in "$1"/sys/class/block/nvme*n*; do
+    rs_blk_q=\${rs_blk_s##*/}
+    case $rs_blk_q in *c*|*p*) continue ;; esac
+    if [ ! -e "$rs_blk_s/device" ] || [ -e "$rs_blk_s/device/state" ]; then continue; fi
+    rs_blk_x=
+    for rs_blk_p in "$1/sys/class/block/\${rs_blk_q%n*}c"*"n\${rs_blk_q##*n}"; do
+      [ -e "$rs_blk_p" ] || continue
+      rs_blk_x=live; [ -r "$rs_blk_p/device/state" ] && { IFS= read -r rs_blk_x < "$rs_blk_p/device/state" || :; }
+      [ "$rs_blk_x" = live ] && break
+    done
+    case $rs_blk_x in ''|live) ;; *) rs_blk_add "$1" "$rs_blk_q" 'is an NVMe multipath namespace with no live path' ;; esac
   done
   case $rs_blk_o in *f*) set -f ;; esac
   return 0
@@ -74,7 +90,8 @@ $2 $rs_blk_x $3"
     [ -e "$rs_blk_h" ] || continue
     case $rs_blk_h in
     */partition) rs_blk_h=\${rs_blk_h%/partition}; rs_blk_add "$1" "\${rs_blk_h##*/}" "is a partition of $2, which $3" ;;
-    *) rs_blk_add "$1" "\${rs_blk_h##*/}" "is stacked on $2, which $3" ;;
+    # (a multipath path's map: its own check's)
+    *) [ "\${4-}" = path ] || rs_blk_add "$1" "\${rs_blk_h##*/}" "is stacked on $2, which $3" ;;
     esac
   done
   return 0

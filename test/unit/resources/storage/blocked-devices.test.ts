@@ -1,6 +1,7 @@
 // Devices a read would wait on (core/block-ids.ts): a suspended device-mapper device, a multipath
-// map with no running path, and what is stacked on one are neither given to blkid nor read by a
-// disk, mount or xattr probe, which say why instead of hanging the host's run. The test bed's
+// map with no running path, a disk whose SCSI device or NVMe controller holds its I/O, a native
+// NVMe multipath namespace with no live path, and what is stacked on one are neither given to
+// blkid nor read by a disk, mount or xattr probe, which say why instead of hanging the host's run. The test bed's
 // kernel has no device-mapper: the probes run by the local sh over a fake sysfs tree laid out as
 // the kernel lays one out (as the stack tests in storage-logic.test.ts do), blkid and setfattr
 // are stand-ins that print what they were given.
@@ -69,12 +70,37 @@ function stack(upper: { dir: string; up: number }, lower: { dir: string; up: num
   symlinkSync(rel(lower, upper), join(lower.dir, 'holders', upper.dir.split('/').pop()!));
 }
 
-/** A SCSI path device with its device/state. */
+/** A SCSI disk: its `device` a link to the SCSI device (host:channel:target:lun), which has the state. */
 function path(name: string, majmin: string, state: string) {
   const d = blockDev(name, majmin, { parent: 'pci0/host0' });
-  mkdirSync(join(d.dir, 'device'));
-  writeFileSync(join(d.dir, 'device/state'), `${state}\n`);
+  const lun = `0:0:0:${majmin.split(':')[1]}`;
+  mkdirSync(join(root, 'sys/devices/pci0/host0', lun));
+  writeFileSync(join(root, 'sys/devices/pci0/host0', lun, 'state'), `${state}\n`);
+  symlinkSync(`../../${lun}`, join(d.dir, 'device'));
   return d;
+}
+
+/** An NVMe controller (its state) and a namespace of it whose `device` is the controller. */
+function nvmeNamespace(name: string, majmin: string, ctrl: string, state: string) {
+  const dir = join(root, 'sys/devices/pci0', ctrl);
+  if (!existsSync(join(dir, 'state'))) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'state'), `${state}\n`);
+  }
+  const d = blockDev(name, majmin, { parent: `pci0/${ctrl}` });
+  symlinkSync('../..', join(d.dir, 'device'));
+  return d;
+}
+
+/**
+ * Native NVMe multipath: the head nvme0n1 (its `device` the subsystem, which has no state) and a
+ * hidden path nvme0cYn1 per controller (its `device` that controller).
+ */
+function nvmeMultipath(states: string[]) {
+  mkdirSync(join(root, 'sys/devices/virtual/nvme-subsystem/nvme-subsys0'), { recursive: true });
+  const head = blockDev('nvme0n1', '259:0', { parent: 'virtual/nvme-subsystem/nvme-subsys0' });
+  symlinkSync('../..', join(head.dir, 'device'));
+  states.forEach((st, i) => nvmeNamespace(`nvme0c${i}n1`, `259:${i + 1}`, `nvme${i}`, st));
 }
 
 const sh = (body: string) =>
@@ -178,20 +204,48 @@ describe('the devices a read would wait on, from sysfs', () => {
     ['connecting', true],
     ['resetting', true],
     ['live', false],
-    ['dead', false],
+    ['dead', false], // (its reads fail at once)
+    ['deleting (no IO)', false],
   ] as const)('an NVMe namespace whose controller is %s: listed: %s', ([state, listed]) => {
-    path('nvme0n1', '259:0', state);
-    expect(blocked()).toEqual(listed ? [`nvme0n1 259:0 is a device in state ${state}`] : []);
+    nvmeNamespace('nvme1n1', '259:7', 'nvme1', state);
+    expect(blocked()).toEqual(listed ? [`nvme1n1 259:7 is a device in state ${state}`] : []);
   });
 
-  it('a multipath path blocked: its map decides (listed when no other path runs), never the path itself', () => {
+  it.for([
+    ['both paths live', ['live', 'live'], false],
+    ['one path reconnecting, one live', ['connecting', 'live'], false],
+    ['a dual-port SSD on one port, resetting', ['resetting'], true],
+    ['no path live', ['connecting', 'dead'], true],
+  ] as const)('native NVMe multipath, %s: the head decides, its hidden paths are never listed', ([, states, listed]) => {
+    nvmeMultipath([...states]);
+    expect(blocked()).toEqual(listed ? ['nvme0n1 259:0 is an NVMe multipath namespace with no live path'] : []);
+  });
+
+  it('a multipath path blocked: not read itself, nor its partition; its map decides (listed when no other path runs)', () => {
     multipath(['blocked', 'running']);
-    expect(blocked()).toEqual([]);
+    const sdc = join(root, 'sys/devices/pci0/host0/block/sdc');
+    mkdirSync(join(sdc, 'sdc1/holders'), { recursive: true });
+    writeFileSync(join(sdc, 'sdc1/partition'), '1\n');
+    writeFileSync(join(sdc, 'sdc1/dev'), '8:33\n');
+    symlinkSync('../../devices/pci0/host0/block/sdc/sdc1', join(root, 'sys/class/block/sdc1'));
+    expect(blocked()).toEqual([
+      'sdc 8:32 is a device in state blocked',
+      'sdc1 8:33 is a partition of sdc, which is a device in state blocked',
+    ]);
+    // blkid is given the map and the running path, not the blocked path or its partition
+    writeFileSync(
+      join(root, 'proc/partitions'),
+      'major minor  #blocks  name\n\n   8       32    1000 sdc\n   8       33     900 sdc1\n   8       48    1000 sdd\n 253        0    1000 dm-0\n 253        1    1000 dm-1\n',
+    );
+    expect(sh(`rs_blk_load ${shq(root)}; rs_bid_some ${shq(root)}; printf '%s' "$rs_bid"`)).toBe(
+      'DEVNAME=/dev/sdd\nDEVNAME=/dev/dm-0\nDEVNAME=/dev/dm-1',
+    );
     rmSync(root, { recursive: true, force: true });
     multipath(['blocked']);
     expect(blocked()).toEqual([
       'dm-0 253:0 is a multipath map (mpatha) with no running path',
       'dm-1 253:1 is stacked on dm-0, which is a multipath map (mpatha) with no running path',
+      'sdc 8:32 is a device in state blocked',
     ]);
   });
 
