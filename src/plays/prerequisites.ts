@@ -10,7 +10,8 @@
  *   install_packages: true       false: never install (a missing program then fails its resource)
  * A package is missing unless dpkg (or rpm) has it installed; one held with `apt-mark hold` is
  * installed, and is never upgraded or reinstalled by these plays. On apt, installed for the
- * host's architecture (or `all`), as apt takes the name: `attr:arm64` alone is not `attr`.
+ * host's architecture (or `all`), as apt takes the name: `attr:arm64` alone is not `attr`, which
+ * is then asked for as `attr:amd64` (the plan says it replaces the other).
  */
 import { varsSchema, type HostContext } from '../contract/playbook.ts';
 import type { Resource } from '../contract/resource.ts';

@@ -14,7 +14,7 @@ export const READ_WOULD_WAIT = 'a read of it would wait until that changes';
  * The devices a read would wait on, which neither blkid nor a probe reads: a suspended
  * device-mapper device, a multipath map with no path the kernel runs (with queue_if_no_path its
  * reads queue until a path returns), a disk whose SCSI device or NVMe controller holds its I/O
- * (blocked, quiesced, reconnecting) or a native-multipath NVMe namespace with no live path, and
+ * (blocked, quiesced, reconnecting) or a native-multipath NVMe namespace with no usable path, and
  * every device stacked on one (but a multipath path's map, which its own paths decide). A read of one would hold
  * the probe, and the host's run with it, in uninterruptible sleep: udev skips such devices too
  * (DM_SUSPENDED, DM_NOSCAN). Read from sysfs with builtins, once per shell and root:
@@ -63,7 +63,8 @@ rs_blk_load() {
     rs_blk_add "$1" "\${rs_blk_s##*/}" "is a device in state $rs_blk_x" "$rs_blk_p"
   done
   # An NVMe namespace of native multipath (its device the subsystem, no state of its own): with no
-  # path's controller live, its reads queue until one is (or every controller is gone).
+  # usable path (controller live, ANA state optimized or non-optimized) its reads queue while any
+  # controller is live, resetting or connecting, and fail at once when none is.
   for rs_blk_s in "$1"/sys/class/block/nvme*n*; do
     rs_blk_q=\${rs_blk_s##*/}
     case $rs_blk_q in *c*|*p*) continue ;; esac
@@ -71,10 +72,14 @@ rs_blk_load() {
     rs_blk_x=
     for rs_blk_p in "$1/sys/class/block/\${rs_blk_q%n*}c"*"n\${rs_blk_q##*n}"; do
       [ -e "$rs_blk_p" ] || continue
-      rs_blk_x=live; [ -r "$rs_blk_p/device/state" ] && { IFS= read -r rs_blk_x < "$rs_blk_p/device/state" || :; }
-      [ "$rs_blk_x" = live ] && break
+      rs_blk_u=live; [ -r "$rs_blk_p/device/state" ] && { IFS= read -r rs_blk_u < "$rs_blk_p/device/state" || :; }
+      rs_blk_a=optimized; [ -r "$rs_blk_p/ana_state" ] && { IFS= read -r rs_blk_a < "$rs_blk_p/ana_state" || :; }
+      case $rs_blk_u:$rs_blk_a in
+      live:optimized|live:non-optimized) rs_blk_x=; break ;;
+      live:*|resetting:*|connecting:*) rs_blk_x=queued ;;
+      esac
     done
-    case $rs_blk_x in ''|live) ;; *) rs_blk_add "$1" "$rs_blk_q" 'is an NVMe multipath namespace with no live path' ;; esac
+    [ -z "$rs_blk_x" ] || rs_blk_add "$1" "$rs_blk_q" 'is an NVMe multipath namespace with no usable path'
   done
   case $rs_blk_o in *f*) set -f ;; esac
   return 0

@@ -29,10 +29,12 @@ export interface PackagesOptions extends CommonOptions {
 
 export interface PackagesFacts {
   manager: 'apt' | 'dnf' | 'none';
-  /** Installed packages among those asked for. */
+  /** Installed packages among those asked for (and dpkg itself, on apt). */
   installed: string[];
   /** apt: those asked for that are installed for another architecture only (`attr:arm64`). */
   foreign?: string[];
+  /** apt: the host's architecture (dpkg's own), when known. */
+  native?: string;
 }
 
 const NAME = /^[a-z0-9][a-z0-9+.-]*$/;
@@ -71,7 +73,7 @@ export function parsePackages(stdout: string): PackagesFacts {
   const ours = (arch: string) => !arch || !native || arch === native || arch === 'all';
   const installed = [...new Set(lines.filter((p) => ours(p.arch)).map((p) => p.name))];
   const foreign = lines.filter((p) => !ours(p.arch) && !installed.includes(p.name)).map((p) => `${p.name}:${p.arch}`);
-  return { manager, installed, ...(foreign.length ? { foreign } : {}) };
+  return { manager, installed, ...(foreign.length ? { foreign } : {}), ...(native ? { native } : {}) };
 }
 
 /**
@@ -158,9 +160,14 @@ fi
       const missing = (f.manager === 'apt' ? apt : dnf).filter((p) => !f.installed.includes(p));
       if (!missing.length) return [];
       const from = o.mirror?.[f.manager] ? ` from ${o.mirror[f.manager]}` : '';
-      const other = f.foreign?.filter((p) => missing.includes(p.slice(0, p.indexOf(':'))));
-      const note = other?.length ? `; installed for another architecture only: ${other.join(', ')}` : '';
-      return [{ summary: `install ${missing.join(', ')} (${f.manager}${from}${note})`, data: missing }];
+      // Installed for another architecture only: asked for as the host's (`attr:amd64`), which apt
+      // installs in place of the other unless both may be (Multi-Arch: same); by its bare name apt
+      // would take the other as installed when the sources have no build of the host's.
+      const other = f.foreign?.filter((p) => missing.includes(p.slice(0, p.indexOf(':')))) ?? [];
+      const asked =
+        f.native && other.length ? missing.map((p) => (other.some((o) => o.startsWith(`${p}:`)) ? `${p}:${f.native}` : p)) : missing;
+      const note = other.length ? `; ${other.join(', ')} installed, replaced unless Multi-Arch: same` : '';
+      return [{ summary: `install ${asked.join(', ')} (${f.manager}${from}${note})`, data: asked }];
     },
     apply(f, changes): Step[] {
       const missing = changes.flatMap((c) => c.data ?? []);

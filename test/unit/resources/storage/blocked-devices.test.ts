@@ -1,6 +1,6 @@
 // Devices a read would wait on (core/block-ids.ts): a suspended device-mapper device, a multipath
 // map with no running path, a disk whose SCSI device or NVMe controller holds its I/O, a native
-// NVMe multipath namespace with no live path, and what is stacked on one are neither given to
+// NVMe multipath namespace with no usable path, and what is stacked on one are neither given to
 // blkid nor read by a disk, mount or xattr probe, which say why instead of hanging the host's run. The test bed's
 // kernel has no device-mapper: the probes run by the local sh over a fake sysfs tree laid out as
 // the kernel lays one out (as the stack tests in storage-logic.test.ts do), blkid and setfattr
@@ -93,14 +93,21 @@ function nvmeNamespace(name: string, majmin: string, ctrl: string, state: string
 }
 
 /**
- * Native NVMe multipath: the head nvme0n1 (its `device` the subsystem, which has no state) and a
- * hidden path nvme0cYn1 per controller (its `device` that controller).
+ * Native NVMe multipath: a head nvmeXnZ (its `device` the subsystem, which has no state) and a
+ * hidden path nvmeXcYnZ per controller (its `device` that controller), each `STATE` or
+ * `STATE/ANA` (its ana_state; none: no ANA).
  */
-function nvmeMultipath(states: string[]) {
-  mkdirSync(join(root, 'sys/devices/virtual/nvme-subsystem/nvme-subsys0'), { recursive: true });
-  const head = blockDev('nvme0n1', '259:0', { parent: 'virtual/nvme-subsystem/nvme-subsys0' });
-  symlinkSync('../..', join(head.dir, 'device'));
-  states.forEach((st, i) => nvmeNamespace(`nvme0c${i}n1`, `259:${i + 1}`, `nvme${i}`, st));
+function nvmeMultipath(paths: string[], head = 'nvme0n1') {
+  const subsys = `nvme-subsys${head.slice(4, head.lastIndexOf('n'))}`;
+  mkdirSync(join(root, 'sys/devices/virtual/nvme-subsystem', subsys), { recursive: true });
+  const h = blockDev(head, '259:0', { parent: `virtual/nvme-subsystem/${subsys}` });
+  symlinkSync('../..', join(h.dir, 'device'));
+  paths.forEach((p, i) => {
+    const [state, ana] = p.split('/');
+    const name = `${head.slice(0, head.lastIndexOf('n'))}c${i}${head.slice(head.lastIndexOf('n'))}`;
+    const d = nvmeNamespace(name, `259:${i + 1}`, `nvme${i}`, state);
+    if (ana) writeFileSync(join(d.dir, 'ana_state'), `${ana}\n`);
+  });
 }
 
 const sh = (body: string) =>
@@ -211,14 +218,30 @@ describe('the devices a read would wait on, from sysfs', () => {
     expect(blocked()).toEqual(listed ? [`nvme1n1 259:7 is a device in state ${state}`] : []);
   });
 
+  // (drivers/nvme/host/multipath.c: no usable path, the I/O queues while a controller is live,
+  // resetting or connecting, and fails at once when none is)
   it.for([
     ['both paths live', ['live', 'live'], false],
     ['one path reconnecting, one live', ['connecting', 'live'], false],
     ['a dual-port SSD on one port, resetting', ['resetting'], true],
-    ['no path live', ['connecting', 'dead'], true],
-  ] as const)('native NVMe multipath, %s: the head decides, its hidden paths are never listed', ([, states, listed]) => {
-    nvmeMultipath([...states]);
-    expect(blocked()).toEqual(listed ? ['nvme0n1 259:0 is an NVMe multipath namespace with no live path'] : []);
+    ['one path reconnecting, the other dead', ['connecting', 'dead'], true],
+    ['every path dead (reads fail at once)', ['dead', 'deleting (no IO)'], false],
+    ['live, ANA inaccessible', ['live/inaccessible'], true],
+    ['live, ANA in change, and live non-optimized', ['live/change', 'live/non-optimized'], false],
+  ] as const)('native NVMe multipath, %s: the head decides, its hidden paths are never listed', ([, paths, listed]) => {
+    nvmeMultipath([...paths]);
+    expect(blocked()).toEqual(listed ? ['nvme0n1 259:0 is an NVMe multipath namespace with no usable path'] : []);
+  });
+
+  it("native NVMe multipath: a head's paths are its own (nvme1n1's are not nvme10n1's or nvme1n10's)", () => {
+    // (its one path dead: were the others' counted, it would be listed as waiting for them)
+    nvmeMultipath(['dead'], 'nvme1n1');
+    for (const [name, mm, ctrl] of [
+      ['nvme10c3n1', '259:20', 'nvme3'],
+      ['nvme1c4n10', '259:21', 'nvme4'],
+    ])
+      nvmeNamespace(name, mm, ctrl, 'connecting');
+    expect(blocked()).toEqual([]);
   });
 
   it('a multipath path blocked: not read itself, nor its partition; its map decides (listed when no other path runs)', () => {

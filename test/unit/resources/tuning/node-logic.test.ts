@@ -1,7 +1,7 @@
 // Pure parts of the node families as tables: packages (probe answers → missing → one
 // transaction), NIC probe parsing and queue diffs (veth: rx/tx channels, no rings), MTU stack
 // detection, the ifupdown stanza edit, networkd's file choice and the unknown-stack refusal.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NotApplicable, Refusal } from '../../../../src/contract/resource.ts';
 import type { FileFacts } from '../../../../src/resources/core/file-common.ts';
@@ -21,6 +21,9 @@ import { InputError } from '../../../../src/util/errors.ts';
 import { cpuGovernor, cpuList, parseGovernors } from '../../../../src/resources/tuning/cpu-governor.ts';
 import { chronySources, renderSources } from '../../../../src/resources/tuning/chrony.ts';
 import { limits, renderContainerdDropin, renderLimitsFile, renderSystemdManager } from '../../../../src/resources/tuning/limits.ts';
+
+// (dpkg itself: the probe is run on this machine where it has one)
+const hasDpkg = spawnSync('dpkg', ['--print-architecture']).status === 0;
 
 describe('packages', () => {
   const r = packages({
@@ -58,7 +61,7 @@ describe('packages', () => {
     [
       "installed for another architecture only: to install, as apt and Ansible's apt module take the name",
       'pm=apt\ndpkg:amd64 install ok installed\nxfsprogs:amd64 install ok installed\nattr:amd64 purge ok not-installed\nattr:arm64 install ok installed\nnfs-common:all install ok installed\n',
-      ['install attr (apt from deb [trusted=yes] file:/srv/repo ./; installed for another architecture only: attr:arm64)'],
+      ['install attr:amd64 (apt from deb [trusted=yes] file:/srv/repo ./; attr:arm64 installed, replaced unless Multi-Arch: same)'],
     ],
     [
       "dpkg's own architecture unknown (it is being upgraded): any architecture counts",
@@ -70,8 +73,14 @@ describe('packages', () => {
     expect(r.diff(parsePackages(out)).map((c) => c.summary)).toEqual(want);
   });
   it('no package manager: refused', () => expect(() => r.diff(parsePackages('pm=none\n'))).toThrow(Refusal));
-  // The probe's own lines, from this machine's dpkg database (a Debian machine, as CI's is).
-  it("the probe on this machine: dpkg's architecture, an installed package, not one that is not", () => {
+  it("one installed for another architecture only is asked for as the host's (apt would take a bare name as installed)", () => {
+    const f = parsePackages(
+      'pm=apt\ndpkg:amd64 install ok installed\nxfsprogs:amd64 install ok installed\nattr:arm64 install ok installed\nnfs-common:i386 install ok installed\n',
+    );
+    expect(r.apply(f, r.diff(f))[0].script).toMatch(/ attr:amd64 nfs-common:amd64$/);
+  });
+  // The probe's own lines, from this machine's dpkg database (CI's machine is a Debian one).
+  it.runIf(hasDpkg)("the probe on this machine: dpkg's architecture, an installed package, not one that is not", () => {
     const out = execFileSync('sh', ['-c', dpkgProbe(['coreutils', 'racksmith-no-such-package'])], { encoding: 'utf8' });
     const arch = execFileSync('dpkg', ['--print-architecture'], { encoding: 'utf8' }).trim();
     expect(out.split('\n')).toContain(`dpkg:${arch} install ok installed`);
