@@ -1,8 +1,11 @@
 // Host prerequisites on the test bed: a host whose rootfs lacks xfsprogs and attr (removed with
 // dpkg after reset) gets them from a local Debian repository (test/e2e/local-repo.ts, served
 // through the bed's shared directory: the hosts have no internet) in one apt transaction, and
-// the storage playbook then formats and mounts as usual.
-import { mkdirSync, writeFileSync } from 'node:fs';
+// the storage playbook then formats and mounts as usual. A package installed for another
+// architecture only (a stand-in made with dpkg-deb) is replaced by the host's.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
@@ -93,6 +96,42 @@ describe('host prerequisites', () => {
     expect(pending.code, pending.stderr).toBe(2);
     expect(pending.stderr).toContain(`install attr (apt from ${mirror})`);
     await tb.hostExec(H, 'rm -f /var/lib/dpkg/updates/0001; echo "attr install" | dpkg --set-selections');
+  });
+
+  it("installed for another architecture only (attr:arm64): the host's is installed in its place; re-run 0 changes", async () => {
+    await tb.reset([H]);
+    // a stand-in attr for arm64, no files (the bed has no arm64 packages), made with dpkg-deb
+    const root = mkdtempSync(join(tmpdir(), 'rs-foreign-deb-'));
+    mkdirSync(join(root, 'DEBIAN'));
+    writeFileSync(
+      join(root, 'DEBIAN/control'),
+      'Package: attr\nVersion: 1:0.0-racksmith\nArchitecture: arm64\nMulti-Arch: foreign\n' +
+        'Maintainer: racksmith tests <tests@racksmith.invalid>\nDescription: stand-in for attr of another architecture\n',
+    );
+    mkdirSync(join(tb.sharedDir, 'foreign-deb'), { recursive: true });
+    execFileSync('dpkg-deb', ['--root-owner-group', '--build', root, join(tb.sharedDir, 'foreign-deb/attr_arm64.deb')], {
+      stdio: 'ignore',
+    });
+    rmSync(root, { recursive: true, force: true });
+    const swap = await tb.hostExec(
+      H,
+      `dpkg --add-architecture arm64 && dpkg -r attr >/dev/null && dpkg -i ${tb.sharedMount}/foreign-deb/attr_arm64.deb >/dev/null`,
+    );
+    expect(swap.code, swap.stderr).toBe(0);
+    const native = (await tb.hostExec(H, 'dpkg --print-architecture')).stdout.trim();
+    const attr = async () => (await tb.hostExec(H, "dpkg-query -W -f='${Package}:${Architecture} ${db:Status-Abbrev}\\n' attr")).stdout;
+    expect(await attr()).toBe('attr:arm64 ii \n');
+
+    const check = await provision(['playbooks/storage.ts', '-i', inventory(), '-t', 'packages', '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain(`install attr:${native} (apt from ${mirror}; attr:arm64 installed, replaced unless Multi-Arch: same)`);
+    expect(await attr()).toBe('attr:arm64 ii \n');
+
+    const run = await provision(['playbooks/storage.ts', '-i', inventory(), '-t', 'packages', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(await attr()).toBe(`attr:${native} ii \n`);
+    const again = await provision(['playbooks/storage.ts', '-i', inventory(), '-t', 'packages', '--json']);
+    expect(recaps(again)[H]).toMatchObject({ changed: 0, failed: 0 });
   });
 
   it('a package the mirror does not have: the install fails clearly (apt exit 100)', async () => {
