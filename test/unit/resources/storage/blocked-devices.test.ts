@@ -1,10 +1,10 @@
 // Devices a read would wait on (core/block-ids.ts): a suspended device-mapper device, a multipath
 // map with no running path, a disk whose SCSI device or NVMe controller holds its I/O, a native
 // NVMe multipath namespace with no usable path, and what is stacked on one are neither given to
-// blkid nor read by a disk, mount or xattr probe, which say why instead of hanging the host's run. The test bed's
-// kernel has no device-mapper: the probes run by the local sh over a fake sysfs tree laid out as
-// the kernel lays one out (as the stack tests in storage-logic.test.ts do), blkid and setfattr
-// are stand-ins that print what they were given.
+// blkid nor read by a disk, mount or xattr probe, which say why instead of hanging the host's
+// run. The test bed's kernel has none of them: the probes run by the local sh over a fake sysfs
+// tree laid out as the kernel lays one out (fake-sysfs.ts), blkid and setfattr are stand-ins that
+// print what they were given.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { parseDiskFacts, parseXattrFacts, xattrDiff } from '../../../../src/reso
 import { mount } from '../../../../src/resources/core/mount.ts';
 import { Refusal } from '../../../../src/contract/resource.ts';
 import { shq } from '../../../../src/shell/quote.ts';
+import { fakeSysfs } from './fake-sysfs.ts';
 
 let root = '';
 let bin = '';
@@ -36,79 +37,7 @@ afterEach(() => {
   rmSync(bin, { recursive: true, force: true });
 });
 
-/** A block device in the fake sysfs; its dm/ directory when `dm` gives its uuid. */
-function blockDev(name: string, majmin: string, o: { parent?: string; dm?: { uuid: string; name?: string; suspended?: 0 | 1 } } = {}) {
-  const parent = o.parent ?? 'virtual';
-  const dir = join(root, 'sys/devices', parent, 'block', name);
-  mkdirSync(join(dir, 'queue'), { recursive: true });
-  mkdirSync(join(dir, 'holders'));
-  mkdirSync(join(dir, 'slaves'));
-  writeFileSync(join(dir, 'dev'), `${majmin}\n`);
-  writeFileSync(join(dir, 'size'), '2048\n');
-  writeFileSync(join(dir, 'queue/rotational'), '0\n');
-  for (const d of ['sys/dev/block', 'sys/class/block', 'sys/block', 'run/udev/data', 'dev', 'proc/self'])
-    mkdirSync(join(root, d), { recursive: true });
-  const up = parent.split('/').length;
-  symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/dev/block', majmin));
-  symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/class/block', name));
-  symlinkSync(`../devices/${parent}/block/${name}`, join(root, 'sys/block', name));
-  writeFileSync(join(root, `run/udev/data/b${majmin}`), `E:ID_SERIAL_SHORT=SER_${name}\n`);
-  writeFileSync(join(root, 'dev', name), '');
-  if (o.dm) {
-    mkdirSync(join(dir, 'dm'));
-    writeFileSync(join(dir, 'dm/uuid'), `${o.dm.uuid}\n`);
-    writeFileSync(join(dir, 'dm/name'), `${o.dm.name ?? name}\n`);
-    writeFileSync(join(dir, 'dm/suspended'), `${o.dm.suspended ?? 0}\n`);
-  }
-  return { dir, up };
-}
-
-/** `upper` reads `lower` (slaves/ and holders/ links, relative as sysfs makes them). */
-function stack(upper: { dir: string; up: number }, lower: { dir: string; up: number }) {
-  const rel = (from: { up: number }, to: { dir: string }) => '../'.repeat(from.up + 3) + to.dir.slice(join(root, 'sys/devices').length + 1);
-  symlinkSync(rel(upper, lower), join(upper.dir, 'slaves', lower.dir.split('/').pop()!));
-  symlinkSync(rel(lower, upper), join(lower.dir, 'holders', upper.dir.split('/').pop()!));
-}
-
-/** A SCSI disk: its `device` a link to the SCSI device (host:channel:target:lun), which has the state. */
-function path(name: string, majmin: string, state: string) {
-  const d = blockDev(name, majmin, { parent: 'pci0/host0' });
-  const lun = `0:0:0:${majmin.split(':')[1]}`;
-  mkdirSync(join(root, 'sys/devices/pci0/host0', lun));
-  writeFileSync(join(root, 'sys/devices/pci0/host0', lun, 'state'), `${state}\n`);
-  symlinkSync(`../../${lun}`, join(d.dir, 'device'));
-  return d;
-}
-
-/** An NVMe controller (its state) and a namespace of it whose `device` is the controller. */
-function nvmeNamespace(name: string, majmin: string, ctrl: string, state: string) {
-  const dir = join(root, 'sys/devices/pci0', ctrl);
-  if (!existsSync(join(dir, 'state'))) {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'state'), `${state}\n`);
-  }
-  const d = blockDev(name, majmin, { parent: `pci0/${ctrl}` });
-  symlinkSync('../..', join(d.dir, 'device'));
-  return d;
-}
-
-/**
- * Native NVMe multipath: a head nvmeXnZ (its `device` the subsystem, which has no state) and a
- * hidden path nvmeXcYnZ per controller (its `device` that controller), each `STATE` or
- * `STATE/ANA` (its ana_state; none: no ANA).
- */
-function nvmeMultipath(paths: string[], head = 'nvme0n1') {
-  const subsys = `nvme-subsys${head.slice(4, head.lastIndexOf('n'))}`;
-  mkdirSync(join(root, 'sys/devices/virtual/nvme-subsystem', subsys), { recursive: true });
-  const h = blockDev(head, '259:0', { parent: `virtual/nvme-subsystem/${subsys}` });
-  symlinkSync('../..', join(h.dir, 'device'));
-  paths.forEach((p, i) => {
-    const [state, ana] = p.split('/');
-    const name = `${head.slice(0, head.lastIndexOf('n'))}c${i}${head.slice(head.lastIndexOf('n'))}`;
-    const d = nvmeNamespace(name, `259:${i + 1}`, `nvme${i}`, state);
-    if (ana) writeFileSync(join(d.dir, 'ana_state'), `${ana}\n`);
-  });
-}
+const { blockDev, stack, scsiDisk: path, nvmeNamespace, nvmeMultipath } = fakeSysfs(() => root);
 
 const sh = (body: string) =>
   execFileSync('sh', ['-c', `${BLOCK_IDS_FN}\n${body}`], { encoding: 'utf8', env: { PATH: `${bin}:${process.env.PATH}` } });

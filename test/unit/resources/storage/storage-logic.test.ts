@@ -37,6 +37,7 @@ import { isInline } from '../../../../src/contract/probe.ts';
 import { escapeMountinfo, MOUNTINFO_FN } from '../../../../src/resources/core/mount-table.ts';
 import { BLOCK_IDS_FN } from '../../../../src/resources/core/block-ids.ts';
 import { presetHostTables } from '../../../support/host-tables.ts';
+import { fakeSysfs } from './fake-sysfs.ts';
 
 const GiB = 1024 ** 3;
 const loopQueue: QueueFacts = {
@@ -998,57 +999,20 @@ describe('disk probe: the devices stacked with a disk, from sysfs slaves and hol
   let root = '';
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'rs-stack-'));
-    const blockDir = (name: string, majmin: string, parent = 'virtual') => {
-      const dir = join(root, 'sys/devices', parent, 'block', name);
-      mkdirSync(join(dir, 'queue'), { recursive: true });
-      mkdirSync(join(dir, 'holders'));
-      writeFileSync(join(dir, 'dev'), `${majmin}\n`);
-      writeFileSync(join(dir, 'size'), '2048\n');
-      writeFileSync(join(dir, 'queue/rotational'), '0\n');
-      mkdirSync(join(root, 'sys/dev/block'), { recursive: true });
-      mkdirSync(join(root, 'sys/class/block'), { recursive: true });
-      symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/dev/block', majmin));
-      symlinkSync(`../../devices/${parent}/block/${name}`, join(root, 'sys/class/block', name));
-      mkdirSync(join(root, 'sys/block'), { recursive: true });
-      symlinkSync(`../devices/${parent}/block/${name}`, join(root, 'sys/block', name));
-      mkdirSync(join(root, 'run/udev/data'), { recursive: true });
-      writeFileSync(join(root, `run/udev/data/b${majmin}`), `E:ID_SERIAL_SHORT=SER_${name}\n`);
-      mkdirSync(join(root, 'dev'), { recursive: true });
-      writeFileSync(join(root, 'dev', name), '');
-      return dir;
-    };
-    const link = (from: string, kind: 'slaves' | 'holders', to: string, toParent = 'virtual') => {
-      mkdirSync(join(from, kind), { recursive: true });
-      symlinkSync(`../../../../${toParent}/block/${to}`, join(from, kind, to));
-    };
-    const sdc = blockDir('sdc', '8:32', 'pci0/host0');
-    const sdd = blockDir('sdd', '8:48', 'pci0/host0');
-    const dm0 = blockDir('dm-0', '253:0');
-    const dm1 = blockDir('dm-1', '253:1');
-    link(dm0, 'slaves', 'sdc', 'pci0/host0');
-    link(dm0, 'slaves', 'sdd', 'pci0/host0');
-    // (the relative links of pci devices climb two more levels)
-    symlinkSync('../../../../../../virtual/block/dm-0', join(sdc, 'holders/dm-0'));
-    symlinkSync('../../../../../../virtual/block/dm-0', join(sdd, 'holders/dm-0'));
-    link(dm1, 'slaves', 'dm-0');
-    link(dm0, 'holders', 'dm-1');
+    const { blockDev, stack } = fakeSysfs(() => root);
+    const [sdc, sdd, sde] = (['sdc', 'sdd', 'sde'] as const).map((n, i) => blockDev(n, `8:${32 + 16 * i}`, { parent: 'pci0/host0' }));
+    const dm = (n: number, uuid?: string) => blockDev(`dm-${n}`, `253:${n}`, uuid ? { dm: { uuid } } : {});
+    const [dm0, dm1] = [dm(0), dm(1)];
+    stack(dm0, sdc);
+    stack(dm0, sdd);
+    stack(dm1, dm0);
     // a data LV dm-2 with a classic LVM snapshot dm-4: the origin reads sde through dm-3
     // (vg-data-real), which the snapshot holds too, beside its copy-on-write store dm-5
-    const sde = blockDir('sde', '8:64', 'pci0/host0');
-    const [dm2, dm3, dm4, dm5] = ['dm-2', 'dm-3', 'dm-4', 'dm-5'].map((n, i) => blockDir(n, `253:${i + 2}`));
-    const dmUuid = (dir: string, uuid: string) => (mkdirSync(join(dir, 'dm')), writeFileSync(join(dir, 'dm/uuid'), `${uuid}\n`));
-    dmUuid(dm2, 'LVM-vgdata');
-    dmUuid(dm3, 'LVM-vgdata-real');
-    dmUuid(dm4, 'LVM-vgsnap');
-    dmUuid(dm5, 'LVM-vgsnap-cow');
-    link(dm3, 'slaves', 'sde', 'pci0/host0');
-    symlinkSync('../../../../../../virtual/block/dm-3', join(sde, 'holders/dm-3'));
-    link(dm2, 'slaves', 'dm-3');
-    link(dm4, 'slaves', 'dm-3');
-    link(dm4, 'slaves', 'dm-5');
-    link(dm3, 'holders', 'dm-2');
-    link(dm3, 'holders', 'dm-4');
-    link(dm5, 'holders', 'dm-4');
+    const [dm2, dm3, dm4, dm5] = [dm(2, 'LVM-vgdata'), dm(3, 'LVM-vgdata-real'), dm(4, 'LVM-vgsnap'), dm(5, 'LVM-vgsnap-cow')];
+    stack(dm3, sde);
+    stack(dm2, dm3);
+    stack(dm4, dm3);
+    stack(dm4, dm5);
     mkdirSync(join(root, 'proc/self'), { recursive: true });
     writeFileSync(
       join(root, 'proc/self/mountinfo'),
