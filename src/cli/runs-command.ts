@@ -91,10 +91,39 @@ function list(values: RunsValues, out: CliStreams): number {
   } else {
     for (const r of runs) out.stdout.write(runLine(r, left.get(r.id)) + '\n');
   }
+  listUnrecorded(
+    left,
+    new Set(records.map((r) => r.id)),
+    !(filter.host || filter.labels.length || filter.since || filter.failed),
+    values,
+    out,
+  );
   // a filter that selects nothing is said (on stderr: stdout stays empty for scripts)
   if (!runs.length)
     out.stderr.write(records.length ? `no run of the ${records.length} in ${runsDir()} matches\n` : `no runs recorded in ${runsDir()}\n`);
   return EXIT.OK;
+}
+
+/**
+ * Drain ledgers that still name nodes but whose run has no record that can be read (removed by
+ * hand, or cut short): never silent. Said on stderr whatever the filter, and listed after the runs
+ * when there is none (a filter cannot tell whether such a run matches).
+ */
+function listUnrecorded(left: Map<string, RunLedger>, recorded: Set<string>, unfiltered: boolean, values: RunsValues, out: CliStreams) {
+  for (const [id, l] of left) {
+    if (recorded.has(id)) continue;
+    out.stderr.write(
+      `warning: run ${printable(id)} has no record in ${runsDir()}, but its drain ledger ${printable(l.where)} says: ${printable(nodesOutMarker(l))}; ` +
+        `the next run of this controller that drains such a node takes it over; once one is back by hand, remove its entry there\n`,
+    );
+    if (!unfiltered) continue;
+    if (values.json)
+      out.stdout.write(
+        JSON.stringify({ id, recorded: false, drainsLeft: l.nodes, ...(l.unreadable ? { drainsLeftUnreadable: l.unreadable } : {}) }) +
+          '\n',
+      );
+    else out.stdout.write(printable(`${id}  (no record)  ${nodesOutMarker(l)}`) + '\n');
+  }
 }
 
 /** The list's marker of a run whose drain ledger still names nodes: it may have left them out of scheduling. */

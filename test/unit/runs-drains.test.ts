@@ -385,14 +385,43 @@ describe('provision runs marks the runs whose drain ledger still names nodes', (
     ]);
     expect(json.find((r) => r.id === clean.id)).not.toHaveProperty('drainsLeft');
 
-    // taken over by a later run: no longer this run's, no marker
-    const later = drainLedger(newRunId(), () => undefined);
+    // taken over by a later run: no longer this run's, no marker (the later run's now)
+    const laterRun = recordedRun([], { ended: false });
+    const later = drainLedger(laterRun.id, () => undefined);
     for (const node of ['n2', 'n3']) {
       later.taking({ ...via, node });
       later.takenOver(out.id, { ...via, node });
     }
-    expect(lineOf((await cli(['runs'])).stdout, out.id)).not.toContain('NODES OUT');
-    expect((await cli(['runs', '--json'])).stdout).not.toContain('drainsLeft');
+    const after = await cli(['runs']);
+    expect(lineOf(after.stdout, out.id)).not.toContain('NODES OUT');
+    expect(lineOf(after.stdout, laterRun.id)).toContain('NODES OUT: n2 (slurm via ctl1), n3 (slurm via ctl1)');
+    expect(after.stderr).not.toContain('no record');
+    const jsonAfter = (await cli(['runs', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; drainsLeft?: unknown });
+    expect(jsonAfter.find((r) => r.id === out.id)).not.toHaveProperty('drainsLeft');
+  });
+
+  it('a ledger naming nodes whose run has no record: said on stderr, listed after the runs unless a filter is given', async () => {
+    const r = recordedRun([], { ended: true });
+    const orphan = newRunId();
+    drainLedger(orphan, () => undefined).taking({ ...via, node: 'n5' });
+    const listed = await cli(['runs']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.split('\n')[0]).toMatch(new RegExp(`^${r.id}  `));
+    expect(listed.stdout).toContain(`${orphan}  (no record)  NODES OUT: n5 (slurm via ctl1)\n`);
+    expect(listed.stderr).toContain(`warning: run ${orphan} has no record in `);
+    expect(listed.stderr).toContain(`its drain ledger ${ledgerDir(orphan)} says: NODES OUT: n5 (slurm via ctl1)`);
+    const json = (await cli(['runs', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as object);
+    expect(json).toContainEqual({ id: orphan, recorded: false, drainsLeft: [{ ...via, node: 'n5' }] });
+    // a filter cannot tell whether it matches: said, not listed
+    const filtered = await cli(['runs', '--failed']);
+    expect(filtered.stdout).not.toContain(orphan);
+    expect(filtered.stderr).toContain(`warning: run ${orphan} has no record in `);
   });
 
   it('a ledger entry that cannot be read: marked all the same, said so', async () => {
