@@ -4,7 +4,7 @@
 // the storage playbook then formats and mounts as usual. A package installed for another
 // architecture only (a stand-in made with dpkg-deb) is replaced by the host's.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -98,34 +98,49 @@ describe('host prerequisites', () => {
     await tb.hostExec(H, 'rm -f /var/lib/dpkg/updates/0001; echo "attr install" | dpkg --set-selections');
   });
 
-  it("installed for another architecture only (attr:arm64): the host's is installed in its place; re-run 0 changes", async () => {
+  it("installed for another architecture only: the host's is installed in its place, or the run says it could not; re-run 0 changes", async () => {
     await tb.reset([H]);
-    // a stand-in attr for arm64, no files (the bed has no arm64 packages), made with dpkg-deb
+    const native = (await tb.hostExec(H, 'dpkg --print-architecture')).stdout.trim();
+    const foreign = native === 'arm64' ? 'amd64' : 'arm64';
+    // a stand-in attr of the other architecture, no files (the bed has no such packages), made with dpkg-deb
     const root = mkdtempSync(join(tmpdir(), 'rs-foreign-deb-'));
-    mkdirSync(join(root, 'DEBIAN'));
+    mkdirSync(join(root, 'DEBIAN'), { mode: 0o755 });
+    chmodSync(join(root, 'DEBIAN'), 0o755); // (whatever the umask: dpkg-deb wants 0755)
     writeFileSync(
       join(root, 'DEBIAN/control'),
-      'Package: attr\nVersion: 1:0.0-racksmith\nArchitecture: arm64\nMulti-Arch: foreign\n' +
+      `Package: attr\nVersion: 1:0.0-racksmith\nArchitecture: ${foreign}\nMulti-Arch: foreign\n` +
         'Maintainer: racksmith tests <tests@racksmith.invalid>\nDescription: stand-in for attr of another architecture\n',
     );
+    const deb = join(tb.sharedDir, 'foreign-deb', `attr_${foreign}.deb`);
     mkdirSync(join(tb.sharedDir, 'foreign-deb'), { recursive: true });
-    execFileSync('dpkg-deb', ['--root-owner-group', '--build', root, join(tb.sharedDir, 'foreign-deb/attr_arm64.deb')], {
-      stdio: 'ignore',
-    });
+    execFileSync('dpkg-deb', ['--root-owner-group', '--build', root, deb], { stdio: ['ignore', 'ignore', 'pipe'] });
     rmSync(root, { recursive: true, force: true });
     const swap = await tb.hostExec(
       H,
-      `dpkg --add-architecture arm64 && dpkg -r attr >/dev/null && dpkg -i ${tb.sharedMount}/foreign-deb/attr_arm64.deb >/dev/null`,
+      `dpkg --add-architecture ${foreign} && dpkg -r attr >/dev/null && dpkg -i ${tb.sharedMount}/foreign-deb/attr_${foreign}.deb >/dev/null`,
     );
     expect(swap.code, swap.stderr).toBe(0);
-    const native = (await tb.hostExec(H, 'dpkg --print-architecture')).stdout.trim();
     const attr = async () => (await tb.hostExec(H, "dpkg-query -W -f='${Package}:${Architecture} ${db:Status-Abbrev}\\n' attr")).stdout;
-    expect(await attr()).toBe('attr:arm64 ii \n');
+    expect(await attr()).toBe(`attr:${foreign} ii \n`);
 
     const check = await provision(['playbooks/storage.ts', '-i', inventory(), '-t', 'packages', '--check']);
     expect(check.code, check.stderr).toBe(2);
-    expect(check.stderr).toContain(`install attr:${native} (apt from ${mirror}; attr:arm64 installed, replaced unless Multi-Arch: same)`);
-    expect(await attr()).toBe('attr:arm64 ii \n');
+    expect(check.stderr).toContain(
+      `install attr:${native} (apt from ${mirror}; attr:${foreign} installed, replaced unless Multi-Arch: same)`,
+    );
+    expect(await attr()).toBe(`attr:${foreign} ii \n`);
+
+    // a mirror without the host's build: apt takes the other as the package (Multi-Arch: foreign)
+    // and does nothing; the resource fails saying what still differs, never converged
+    const empty = { apt: `deb [trusted=yes] file:${tb.sharedMount}/empty-repo ./` };
+    mkdirSync(join(tb.sharedDir, 'empty-repo'), { recursive: true });
+    writeFileSync(join(tb.sharedDir, 'empty-repo', 'Packages'), '');
+    const none = await provision(['playbooks/storage.ts', '-i', inventory({ package_mirror: empty }), '-t', 'packages', '--json']);
+    expect(none.code).toBe(1);
+    expect(none.events.find((e) => e.type === 'resource' && e.status === 'failed')).toMatchObject({
+      id: 'packages:storage',
+      error: expect.stringContaining(`still differs after apply: install attr:${native} (apt from ${empty.apt}; attr:${foreign} installed`),
+    });
 
     const run = await provision(['playbooks/storage.ts', '-i', inventory(), '-t', 'packages', '--json']);
     expect(run.code, run.stderr).toBe(0);

@@ -161,8 +161,9 @@ fi
       if (!missing.length) return [];
       const from = o.mirror?.[f.manager] ? ` from ${o.mirror[f.manager]}` : '';
       // Installed for another architecture only: asked for as the host's (`attr:amd64`), which apt
-      // installs in place of the other unless both may be (Multi-Arch: same); by its bare name apt
-      // would take the other as installed when the sources have no build of the host's.
+      // installs in place of the other unless both may be (Multi-Arch: same). With no build of the
+      // host's in the sources apt takes the other as the package and does nothing: the re-probe
+      // then fails the resource, saying what still differs.
       const other = f.foreign?.filter((p) => missing.includes(p.slice(0, p.indexOf(':')))) ?? [];
       const asked =
         f.native && other.length ? missing.map((p) => (other.some((o) => o.startsWith(`${p}:`)) ? `${p}:${f.native}` : p)) : missing;
