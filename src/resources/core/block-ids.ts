@@ -15,12 +15,12 @@ export const READ_WOULD_WAIT = 'a read of it would wait until that changes';
  * device-mapper device, a multipath map with no path the kernel runs (with queue_if_no_path its
  * reads queue until a path returns), a disk whose SCSI device or NVMe controller holds its I/O
  * (blocked, quiesced, reconnecting) or a native-multipath NVMe namespace with no usable path, and
- * every device stacked on one (but a multipath path's map, which its own paths decide). A read of one would hold
- * the probe, and the host's run with it, in uninterruptible sleep: udev skips such devices too
- * (DM_SUSPENDED, DM_NOSCAN). Read from sysfs with builtins, once per shell and root:
- * rs_blk_load ROOT sets $rs_blk to lines `NAME MAJ:MIN WHY` (after a newline; '' when none);
- * rs_blk_mm ROOT MAJ:MIN and rs_blk_dev ROOT PATH set $rs_blk_w to WHY, '' for a device read.
- * A multipath path whose state cannot be read (no device/state) counts as running.
+ * every device stacked on one (but a multipath path's map, which its own paths decide). A read
+ * of one would hold the probe, and the host's run with it, in uninterruptible sleep: udev skips
+ * such devices too (DM_SUSPENDED, DM_NOSCAN). Read from sysfs with builtins, once per shell and
+ * root: rs_blk_load ROOT sets $rs_blk to lines `NAME MAJ:MIN WHY` (after a newline; '' when
+ * none); rs_blk_mm ROOT MAJ:MIN and rs_blk_dev ROOT PATH set $rs_blk_w to WHY, '' for a device
+ * read. A multipath path whose state cannot be read (no device/state) counts as running.
  */
 const BLOCKED_FN = `rs_blk_root=
 rs_blk_load() {
