@@ -69,8 +69,12 @@ export function runsCommand(args: string[], out: CliStreams): number {
 }
 
 function list(values: RunsValues, out: CliStreams): number {
+  // (the ledgers alone, not every journal: a run whose ledger still names nodes may have left them
+  // out; read before the records: a run writes its record before its ledger names a node, so a run
+  // started meanwhile is never taken for one without a record)
+  const left = keptLedgers((m) => out.stderr.write(`warning: ${m}\n`));
   const { records, broken } = readRecords();
-  for (const b of broken) out.stderr.write(`warning: ${runsDir()}/${printable(b)} cannot be read: left out\n`);
+  for (const b of broken) out.stderr.write(`warning: ${printable(`${runsDir()}/${b}`)} cannot be read: left out\n`);
   const filter = {
     host: values.host,
     labels: parseLabels(values.label ?? []),
@@ -79,8 +83,6 @@ function list(values: RunsValues, out: CliStreams): number {
   };
   // a run with no end counts what its journal shows (its record holds only the zeros it started with)
   const runs = selectRuns(records, filter).map((r) => withJournalCounts(r).record);
-  // (the ledgers alone, not every journal: a run whose ledger still names nodes may have left them out)
-  const left = keptLedgers((m) => out.stderr.write(`warning: ${m}\n`));
   if (values.json) {
     for (const r of runs) {
       const l = left.get(r.id);
@@ -91,13 +93,10 @@ function list(values: RunsValues, out: CliStreams): number {
   } else {
     for (const r of runs) out.stdout.write(runLine(r, left.get(r.id)) + '\n');
   }
-  listUnrecorded(
-    left,
-    new Set(records.map((r) => r.id)),
-    !(filter.host || filter.labels.length || filter.since || filter.failed),
-    values,
-    out,
-  );
+  const unfiltered = !(filter.host || filter.labels.length || filter.since || filter.failed);
+  const recorded = new Set(records.map((r) => r.id));
+  const unreadable = new Set(broken.map((name) => name.replace(/\.json$/, '')));
+  listUnrecorded(left, recorded, unreadable, unfiltered, values, out);
   // a filter that selects nothing is said (on stderr: stdout stays empty for scripts)
   if (!runs.length)
     out.stderr.write(records.length ? `no run of the ${records.length} in ${runsDir()} matches\n` : `no runs recorded in ${runsDir()}\n`);
@@ -106,23 +105,33 @@ function list(values: RunsValues, out: CliStreams): number {
 
 /**
  * Drain ledgers that still name nodes but whose run has no record that can be read (removed by
- * hand, or cut short): never silent. Said on stderr whatever the filter, and listed after the runs
- * when there is none (a filter cannot tell whether such a run matches).
+ * hand, cut short, or never written: that run may still be going): never silent. Said on stderr
+ * whatever the filter, and listed after the runs, newest first, when there is none (a filter
+ * cannot tell whether such a run matches).
  */
-function listUnrecorded(left: Map<string, RunLedger>, recorded: Set<string>, unfiltered: boolean, values: RunsValues, out: CliStreams) {
-  for (const [id, l] of left) {
+function listUnrecorded(
+  left: Map<string, RunLedger>,
+  recorded: Set<string>,
+  unreadable: Set<string>,
+  unfiltered: boolean,
+  values: RunsValues,
+  out: CliStreams,
+) {
+  for (const [id, l] of [...left].reverse()) {
     if (recorded.has(id)) continue;
+    const broken = unreadable.has(id);
+    const record = broken ? `its record in ${runsDir()} cannot be read` : `it has no record in ${runsDir()}`;
     out.stderr.write(
-      `warning: run ${printable(id)} has no record in ${runsDir()}, but its drain ledger ${printable(l.where)} says: ${printable(nodesOutMarker(l))}; ` +
-        `the next run of this controller that drains such a node takes it over; once one is back by hand, remove its entry there\n`,
+      printable(
+        `warning: run ${id}: ${record}, but its drain ledger ${l.where} says: ${nodesOutMarker(l)}; unless that run is still going ` +
+          `(it puts its nodes back itself), the next run of this controller that drains such a node takes it over; once one is back by hand, remove its entry there`,
+      ) + '\n',
     );
     if (!unfiltered) continue;
-    if (values.json)
-      out.stdout.write(
-        JSON.stringify({ id, recorded: false, drainsLeft: l.nodes, ...(l.unreadable ? { drainsLeftUnreadable: l.unreadable } : {}) }) +
-          '\n',
-      );
-    else out.stdout.write(printable(`${id}  (no record)  ${nodesOutMarker(l)}`) + '\n');
+    if (values.json) {
+      const extra = { ...(broken ? { recordUnreadable: true } : {}), ...(l.unreadable ? { drainsLeftUnreadable: l.unreadable } : {}) };
+      out.stdout.write(JSON.stringify({ id, recorded: false, ...extra, drainsLeft: l.nodes }) + '\n');
+    } else out.stdout.write(printable(`${id}  (${broken ? 'record unreadable' : 'no record'})  ${nodesOutMarker(l)}`) + '\n');
   }
 }
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { drainLedger, ledgerDir } from '../../src/history/drain-ledger.ts';
-import { newRunId, writeRecord, type RunRecord } from '../../src/history/record.ts';
+import { newRunId, runsDir as runsDirOf, writeRecord, type RunRecord } from '../../src/history/record.ts';
 import { runDrains } from '../../src/history/run-drains.ts';
 import { runner } from '../../src/history/provenance.ts';
 import { runDrainsText } from '../../src/report/drains.ts';
@@ -403,25 +403,53 @@ describe('provision runs marks the runs whose drain ledger still names nodes', (
     expect(jsonAfter.find((r) => r.id === out.id)).not.toHaveProperty('drainsLeft');
   });
 
-  it('a ledger naming nodes whose run has no record: said on stderr, listed after the runs unless a filter is given', async () => {
+  it('ledgers naming nodes whose run has no record: said on stderr, listed after the runs (newest first) unless a filter is given', async () => {
     const r = recordedRun([], { ended: true });
-    const orphan = newRunId();
+    const [older, orphan] = ['20261205T101500Z-aaaaaa', '20261206T101500Z-bbbbbb'];
+    drainLedger(older, () => undefined).taking({ ...via, node: 'n4' });
     drainLedger(orphan, () => undefined).taking({ ...via, node: 'n5' });
     const listed = await cli(['runs']);
     expect(listed.code).toBe(0);
-    expect(listed.stdout.split('\n')[0]).toMatch(new RegExp(`^${r.id}  `));
-    expect(listed.stdout).toContain(`${orphan}  (no record)  NODES OUT: n5 (slurm via ctl1)\n`);
-    expect(listed.stderr).toContain(`warning: run ${orphan} has no record in `);
-    expect(listed.stderr).toContain(`its drain ledger ${ledgerDir(orphan)} says: NODES OUT: n5 (slurm via ctl1)`);
+    expect(listed.stdout.split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^${r.id}  `)),
+      `${orphan}  (no record)  NODES OUT: n5 (slurm via ctl1)`,
+      `${older}  (no record)  NODES OUT: n4 (slurm via ctl1)`,
+      '',
+    ]);
+    expect(listed.stderr).toContain(`warning: run ${orphan}: it has no record in `);
+    expect(listed.stderr).toContain(
+      `but its drain ledger ${ledgerDir(orphan)} says: NODES OUT: n5 (slurm via ctl1); unless that run is still going`,
+    );
     const json = (await cli(['runs', '--json'])).stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as object);
     expect(json).toContainEqual({ id: orphan, recorded: false, drainsLeft: [{ ...via, node: 'n5' }] });
     // a filter cannot tell whether it matches: said, not listed
-    const filtered = await cli(['runs', '--failed']);
-    expect(filtered.stdout).not.toContain(orphan);
-    expect(filtered.stderr).toContain(`warning: run ${orphan} has no record in `);
+    for (const args of [
+      ['runs', '--failed'],
+      ['runs', '--failed', '--json'],
+    ]) {
+      const filtered = await cli(args);
+      expect(filtered.stdout).not.toContain(orphan);
+      expect(filtered.stderr).toContain(`warning: run ${orphan}: it has no record in `);
+    }
+  });
+
+  it('a ledger naming nodes whose record cannot be read: said so, not "no record"', async () => {
+    const r = recordedRun([], { ended: true });
+    drainLedger(r.id, () => undefined).taking({ ...via, node: 'n6' });
+    writeFileSync(join(runsDirOf(), `${r.id}.json`), 'not json');
+    const listed = await cli(['runs']);
+    expect(listed.stdout).toBe(`${r.id}  (record unreadable)  NODES OUT: n6 (slurm via ctl1)\n`);
+    expect(listed.stderr).toContain(`warning: run ${r.id}: its record in `);
+    expect(listed.stderr).not.toContain('has no record');
+    expect(JSON.parse((await cli(['runs', '--json'])).stdout)).toEqual({
+      id: r.id,
+      recorded: false,
+      recordUnreadable: true,
+      drainsLeft: [{ ...via, node: 'n6' }],
+    });
   });
 
   it('a ledger entry that cannot be read: marked all the same, said so', async () => {
