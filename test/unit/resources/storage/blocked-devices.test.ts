@@ -37,7 +37,7 @@ afterEach(() => {
   rmSync(bin, { recursive: true, force: true });
 });
 
-const { blockDev, stack, scsiDisk: path, nvmeNamespace, nvmeMultipath } = fakeSysfs(() => root);
+const { blockDev, stack, partition, scsiDisk: path, nvmeNamespace, nvmeMultipath } = fakeSysfs(() => root);
 
 const sh = (body: string) =>
   execFileSync('sh', ['-c', `${BLOCK_IDS_FN}\n${body}`], { encoding: 'utf8', env: { PATH: `${bin}:${process.env.PATH}` } });
@@ -49,8 +49,10 @@ const blocked = () =>
 /** A multipath map dm-0 over its paths, with an LV dm-1 on it. */
 function multipath(states: string[]) {
   const map = blockDev('dm-0', '253:0', { dm: { uuid: 'mpath-3600a0b80', name: 'mpatha' } });
-  states.forEach((s, i) => stack(map, path(`sd${'cd'[i]}`, `8:${32 + 16 * i}`, s)));
+  const paths = states.map((s, i) => path(`sd${'cd'[i]}`, `8:${32 + 16 * i}`, s));
+  for (const p of paths) stack(map, p);
   stack(blockDev('dm-1', '253:1', { dm: { uuid: 'LVM-aaaabbbb' } }), map);
+  return paths;
 }
 
 describe('the devices a read would wait on, from sysfs', () => {
@@ -96,13 +98,9 @@ describe('the devices a read would wait on, from sysfs', () => {
     const dm0 = blockDev('dm-0', '253:0', { dm: { uuid: 'LVM-gggghhhh', name: 'vg1-raid', suspended: 1 } });
     const md0 = blockDev('md0', '9:0');
     stack(md0, dm0);
-    mkdirSync(join(md0.dir, 'md0p1/holders'), { recursive: true });
-    writeFileSync(join(md0.dir, 'md0p1/partition'), '1\n');
-    writeFileSync(join(md0.dir, 'md0p1/dev'), '259:1\n');
-    symlinkSync('../../devices/virtual/block/md0/md0p1', join(root, 'sys/class/block/md0p1'));
-    const dm7 = blockDev('dm-7', '253:7', { dm: { uuid: 'CRYPT-LUKS2-y' } });
-    symlinkSync('../../../../../virtual/block/dm-7', join(md0.dir, 'md0p1/holders/dm-7'));
-    void dm7;
+    const md0p1 = partition(md0, 'md0p1', '259:1');
+    blockDev('dm-7', '253:7', { dm: { uuid: 'CRYPT-LUKS2-y' } });
+    symlinkSync('../../../../../virtual/block/dm-7', join(md0p1, 'holders/dm-7'));
     expect(blocked()).toEqual([
       'dm-0 253:0 is a suspended device-mapper device (vg1-raid)',
       'md0 9:0 is stacked on dm-0, which is a suspended device-mapper device (vg1-raid)',
@@ -126,11 +124,7 @@ describe('the devices a read would wait on, from sysfs', () => {
     ['offline', false], // (its reads fail at once)
     ['transport-offline', false],
   ] as const)('a SCSI disk in state %s: listed with its partition: %s', ([state, listed]) => {
-    const sdb = path('sdb', '8:16', state);
-    mkdirSync(join(sdb.dir, 'sdb1/holders'), { recursive: true });
-    writeFileSync(join(sdb.dir, 'sdb1/partition'), '1\n');
-    writeFileSync(join(sdb.dir, 'sdb1/dev'), '8:17\n');
-    symlinkSync('../../devices/pci0/host0/block/sdb/sdb1', join(root, 'sys/class/block/sdb1'));
+    partition(path('sdb', '8:16', state), 'sdb1', '8:17');
     expect(blocked()).toEqual(
       listed ? [`sdb 8:16 is a device in state ${state}`, `sdb1 8:17 is a partition of sdb, which is a device in state ${state}`] : [],
     );
@@ -174,12 +168,8 @@ describe('the devices a read would wait on, from sysfs', () => {
   });
 
   it('a multipath path blocked: not read itself, nor its partition; its map decides (listed when no other path runs)', () => {
-    multipath(['blocked', 'running']);
-    const sdc = join(root, 'sys/devices/pci0/host0/block/sdc');
-    mkdirSync(join(sdc, 'sdc1/holders'), { recursive: true });
-    writeFileSync(join(sdc, 'sdc1/partition'), '1\n');
-    writeFileSync(join(sdc, 'sdc1/dev'), '8:33\n');
-    symlinkSync('../../devices/pci0/host0/block/sdc/sdc1', join(root, 'sys/class/block/sdc1'));
+    const [sdc] = multipath(['blocked', 'running']);
+    partition(sdc, 'sdc1', '8:33');
     expect(blocked()).toEqual([
       'sdc 8:32 is a device in state blocked',
       'sdc1 8:33 is a partition of sdc, which is a device in state blocked',
@@ -220,15 +210,8 @@ describe('blkid beside a blocked device: the devices of /proc/partitions its own
   it('partitions (not an extended one), whole disks without any, no private device-mapper device, maps by their /dev/mapper name', () => {
     multipath(['offline']);
     const sda = blockDev('sda', '8:0', { parent: 'pci0/host1' });
-    for (const [p, mm] of [
-      ['sda1', '8:1'],
-      ['sda2', '8:2'],
-    ]) {
-      mkdirSync(join(sda.dir, p));
-      writeFileSync(join(sda.dir, p, 'partition'), '1\n');
-      writeFileSync(join(sda.dir, p, 'dev'), `${mm}\n`);
-      symlinkSync(`../../devices/pci0/host1/block/sda/${p}`, join(root, 'sys/class/block', p));
-    }
+    partition(sda, 'sda1', '8:1');
+    partition(sda, 'sda2', '8:2');
     blockDev('sdb', '8:16', { parent: 'pci0/host1' });
     blockDev('dm-5', '253:5', { dm: { uuid: 'LVM-aaaacccc-real' } });
     // (/dev/mapper/vg-data is no block device here: the map keeps its kernel name)

@@ -53,6 +53,16 @@ export function fakeSysfs(root: () => string) {
     symlinkSync(rel(lower, upper), join(lower.dir, 'holders', upper.dir.split('/').pop()!));
   }
 
+  /** A partition of `disk` (its directory inside the disk's, with `partition`, `dev` and `holders/`). */
+  function partition(disk: FakeBlockDev, name: string, majmin: string): string {
+    const dir = join(disk.dir, name);
+    mkdirSync(join(dir, 'holders'), { recursive: true });
+    writeFileSync(join(dir, 'partition'), '1\n');
+    writeFileSync(join(dir, 'dev'), `${majmin}\n`);
+    symlinkSync(`../../devices/${dir.slice(join(root(), 'sys/devices').length + 1)}`, join(root(), 'sys/class/block', name));
+    return dir;
+  }
+
   /** A SCSI disk: its `device` a link to the SCSI device (host:channel:target:lun), which has the state. */
   function scsiDisk(name: string, majmin: string, state: string): FakeBlockDev {
     const d = blockDev(name, majmin, { parent: 'pci0/host0' });
@@ -93,5 +103,5 @@ export function fakeSysfs(root: () => string) {
     });
   }
 
-  return { blockDev, stack, scsiDisk, nvmeNamespace, nvmeMultipath };
+  return { blockDev, stack, partition, scsiDisk, nvmeNamespace, nvmeMultipath };
 }
