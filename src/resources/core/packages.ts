@@ -164,9 +164,10 @@ fi
       // installs in place of the other unless both may be (Multi-Arch: same). With no build of the
       // host's in the sources apt takes the other as the package and does nothing: the re-probe
       // then fails the resource, saying what still differs.
-      const other = f.foreign?.filter((p) => missing.includes(p.slice(0, p.indexOf(':')))) ?? [];
-      const asked =
-        f.native && other.length ? missing.map((p) => (other.some((o) => o.startsWith(`${p}:`)) ? `${p}:${f.native}` : p)) : missing;
+      const nameOf = (spec: string) => spec.slice(0, spec.indexOf(':'));
+      const other = (f.foreign ?? []).filter((p) => missing.includes(nameOf(p)));
+      const otherOnly = new Set(other.map(nameOf));
+      const asked = missing.map((p) => (f.native && otherOnly.has(p) ? `${p}:${f.native}` : p));
       const note = other.length ? `; ${other.join(', ')} installed, replaced unless Multi-Arch: same` : '';
       return [{ summary: `install ${asked.join(', ')} (${f.manager}${from}${note})`, data: asked }];
     },
