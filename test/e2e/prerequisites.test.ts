@@ -23,6 +23,13 @@ beforeAll(() => {
 const installed = async (pkgs: string[]) =>
   (await tb.hostExec(H, `dpkg-query -W -f='\${Package} \${db:Status-Abbrev}\\n' ${pkgs.join(' ')} 2>/dev/null`)).stdout;
 
+/** An empty repository as the mirror (the hosts have no network: never let apt try the host's own sources). */
+function emptyMirror(): { apt: string } {
+  mkdirSync(join(tb.sharedDir, 'empty-repo'), { recursive: true });
+  writeFileSync(join(tb.sharedDir, 'empty-repo', 'Packages'), '');
+  return { apt: `deb [trusted=yes] file:${tb.sharedMount}/empty-repo ./` };
+}
+
 function inventory(vars: Record<string, unknown> = {}): string {
   const disks = tb.host(H).disks.map((d, i) => ({ device: d.dev, name: `d${i + 1}`, match: { KERNEL: d.dev.replace('/dev/', '') } }));
   return writeInventory({
@@ -104,7 +111,7 @@ describe('host prerequisites', () => {
     const foreign = native === 'arm64' ? 'amd64' : 'arm64';
     // a stand-in attr of the other architecture, no files (the bed has no such packages), made with dpkg-deb
     const root = mkdtempSync(join(tmpdir(), 'rs-foreign-deb-'));
-    mkdirSync(join(root, 'DEBIAN'), { mode: 0o755 });
+    mkdirSync(join(root, 'DEBIAN'));
     chmodSync(join(root, 'DEBIAN'), 0o755); // (whatever the umask: dpkg-deb wants 0755)
     writeFileSync(
       join(root, 'DEBIAN/control'),
@@ -132,9 +139,7 @@ describe('host prerequisites', () => {
 
     // a mirror without the host's build: apt takes the other as the package (Multi-Arch: foreign)
     // and does nothing; the resource fails saying what still differs, never converged
-    const empty = { apt: `deb [trusted=yes] file:${tb.sharedMount}/empty-repo ./` };
-    mkdirSync(join(tb.sharedDir, 'empty-repo'), { recursive: true });
-    writeFileSync(join(tb.sharedDir, 'empty-repo', 'Packages'), '');
+    const empty = emptyMirror();
     const none = await provision(['playbooks/storage.ts', '-i', inventory({ package_mirror: empty }), '-t', 'packages', '--json']);
     expect(none.code).toBe(1);
     expect(none.events.find((e) => e.type === 'resource' && e.status === 'failed')).toMatchObject({
@@ -152,10 +157,7 @@ describe('host prerequisites', () => {
   it('a package the mirror does not have: the install fails clearly (apt exit 100)', async () => {
     await tb.reset([H]);
     await tb.hostExec(H, 'dpkg -r attr');
-    // an empty repository (the hosts have no network: never let apt try the host's own sources)
-    mkdirSync(join(tb.sharedDir, 'empty-repo'), { recursive: true });
-    writeFileSync(join(tb.sharedDir, 'empty-repo', 'Packages'), '');
-    const empty = { apt: `deb [trusted=yes] file:${tb.sharedMount}/empty-repo ./` };
+    const empty = emptyMirror();
     const run = await provision(['playbooks/storage.ts', '-i', inventory({ package_mirror: empty }), '--json', '-t', 'packages']);
     expect(run.code).toBe(1);
     const failed = run.events.find((e) => e.type === 'resource' && e.status === 'failed');
