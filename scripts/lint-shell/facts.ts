@@ -20,7 +20,8 @@ export interface Uncovered {
  * and the files that exist (every other file the probe asks about is absent).
  */
 interface HostState {
-  text?: (i: number) => string;
+  /** The answer to the probe's part i (not counting definitions); arg: a batch part's argument. */
+  text?: (i: number, arg?: string) => string;
   files?: Record<string, string>;
 }
 
@@ -46,7 +47,7 @@ function answer(r: Resource, s: HostState): ProbeOutput {
   const p = probeOf(r);
   const parts = (typeof p === 'string' ? [p] : p).filter((x) => typeof x === 'string' || !('define' in x));
   const answers = parts.map((x, i) => {
-    const text = s.text?.(i) ?? '';
+    const text = s.text?.(i, typeof x === 'string' || 'define' in x ? undefined : x.arg) ?? '';
     if (typeof x === 'string' || 'define' in x || x.batch === INLINE) return text;
     const out = x.batch === (FILE_FACTS as unknown) ? fileAnswer([x.arg], s.files ?? {}) : text;
     return x.batch.split(out, [x.arg])[0];
@@ -139,6 +140,16 @@ const STATES: Record<string, HostState[]> = {
   mount: [
     {},
     { text: (i) => [`target=dir\nsource=present\nmajmin_dec=7:26\nuuid=${UUID}\nreal=/ais/d1\n`, '2049:131 755 empty /ais/d1\n'][i] ?? '' },
+    // a bind that still shows the deleted file its source was (replaced since): bound again
+    {
+      text: (i, arg = '') =>
+        [
+          'target=file\nsource=present\nreal=/mnt/jail/etc/hosts\n',
+          `2049:131 644 nonempty ${arg}\n`,
+          `2049:200 644 nonempty ${arg}\n`,
+          `140 27 8:1 /etc/hosts//deleted ${arg.slice(1)} rw,relatime - ext4 /dev/sda1 rw\n`,
+        ][i] ?? '',
+    },
   ],
   // a GPU host's driver files as nvidia-container-cli lists them: one bound, one missing, one placeholder
   'gpu-binds': [{ text: (i) => (i === 0 ? GPU_SCAN : '') }],

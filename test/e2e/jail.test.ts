@@ -279,6 +279,43 @@ describe('jail', () => {
     expect(changedResources(run)).toEqual([{ host: 'tb9', id: 'mount:/mnt/jail/tmp' }]);
   });
 
+  // Ansible's copy and template, `sed -i` and dhclient rewrite a file by rename; a service makes
+  // its runtime directory again: a bind keeps showing the deleted one until it is bound again.
+  it('a bound file rewritten by rename and a bound directory made again are bound again, nothing else changes; the dry run first', async () => {
+    await convergedFleet();
+    fleetReady = false; // this host's /etc/hosts and spool change
+    const h = CPU;
+    const replace = await sh(
+      h,
+      "cp /etc/hosts /etc/hosts.new && echo '10.9.9.9 replaced' >> /etc/hosts.new && mv /etc/hosts.new /etc/hosts && rm -r /var/spool/slurmd && mkdir /var/spool/slurmd && echo again > /var/spool/slurmd/who",
+    );
+    expect(replace.code, replace.stderr).toBe(0);
+    const seen = async () => (await inJail(h, 'cat /etc/hosts /var/spool/slurmd/who 2>&1')).stdout;
+    expect(await seen()).not.toMatch(/replaced|again/); // the jail still shows the deleted ones
+    const check = await provision([PB, '-i', fleetInventory(), '-l', h, '--check']);
+    expect(check.code, check.stderr).toBe(2);
+    expect(check.stderr).toContain(
+      're-bind /etc/hosts on /mnt/jail/etc/hosts: /etc/hosts was replaced since it was bound there (the bind still shows the deleted one)',
+    );
+    // (a later mount of the jail reads the mount table the first re-bind changes: pending on it)
+    expect(check.stderr).toMatch(/mount:\/mnt\/jail\/var\/spool\/slurmd {2}\[tb10\]\n +depends on a pending change/);
+    expect(await seen()).not.toMatch(/replaced|again/);
+    const run = await provision([PB, '-i', fleetInventory(), '-l', h, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(changedResources(run)).toEqual([
+      { host: h, id: 'mount:/mnt/jail/etc/hosts' },
+      { host: h, id: 'mount:/mnt/jail/var/spool/slurmd' },
+    ]);
+    expect(await seen()).toMatch(/10\.9\.9\.9 replaced\n(.*\n)*again\n$/);
+    // the stale binds are gone, not hidden under the new ones
+    const table = (await sh(h, 'cat /proc/self/mountinfo')).stdout;
+    for (const t of ['/mnt/jail/etc/hosts', '/mnt/jail/var/spool/slurmd']) expect(table.split(` ${t} `).length - 1).toBe(1);
+    expect(table).not.toContain('//deleted');
+    const again = await provision([PB, '-i', fleetInventory(), '-l', h, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(changedResources(again)).toEqual([]);
+  });
+
   it('survives a reboot: fstab brings the same layout back in order, directory binds included', async () => {
     await convergedFleet();
     await tb.reboot(['tb8', CPU]);

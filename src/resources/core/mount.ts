@@ -124,10 +124,11 @@ const hexMajMin = (hex: string) =>
  * Shell that prints `real=` and the physical path of "$t" (a normalised absolute path), as
  * `realpath -m` would, mostly without it: cd -P resolves the deepest directory that exists, and
  * the components after it (not there, so no symlinks) follow as they are. realpath only when
- * that walk meets a symlink that is not a directory. Ends in / (as inline parts must).
+ * that walk meets a symlink that is not a directory, or a directory since deleted (a stale bind:
+ * dash's cd -P into it succeeds with an empty PWD). Ends in / (as inline parts must).
  */
 export const PHYSICAL_PATH = `q=$t; r=; while [ ! -d "$q" ] && [ ! -L "$q" ]; do r=/\${q##*/}$r; q=\${q%/*}; [ -n "$q" ] || q=/; done
-if [ -d "$q" ] && cd -P -- "$q" 2>/dev/null; then echo "real=\${PWD%/}$r"; else echo "real=$(realpath -m -- "$t")"; fi
+if [ -d "$q" ] && cd -P -- "$q" 2>/dev/null && [ -n "$PWD" ]; then echo "real=\${PWD%/}$r"; else echo "real=$(realpath -m -- "$t")"; fi
 cd /`;
 
 /**
@@ -174,7 +175,7 @@ function mountReads(s: MountSpec): string[] {
 }
 
 /** What a mount's own changes do (besides its fstab file's): the data of its changes. */
-type MountStep = 'mkdir' | 'mount' | 'remount' | 'mode';
+type MountStep = 'mkdir' | 'mount' | 'rebind' | 'remount' | 'mode';
 
 /** A mount's options, checked once: what its probe, diff and apply read. */
 interface MountSpec {
@@ -330,6 +331,21 @@ function liveMatches(s: MountSpec, f: MountFacts): boolean {
   return live.fstype === s.fstype && (live.source === s.source || ['tmpfs', 'proc', 'sysfs', 'devpts', 'mqueue'].includes(s.fstype));
 }
 
+/** st_dev of find's `%D:%i`. */
+const devOf = (devIno: string) => devIno.slice(0, devIno.indexOf(':'));
+
+/**
+ * A bind of what its source was before it was replaced: the live bind's file or directory is
+ * deleted (mountinfo's root ends in `//deleted`, findmnt's source `/dev/vda[/etc/hosts//deleted]`)
+ * and lies on the filesystem the source lies on now. /etc/hosts and /etc/resolv.conf are rewritten
+ * by rename (Ansible's copy and template, `sed -i`, dhclient), a runtime directory made again by
+ * its service: the bind keeps the old one, which nobody can reach but through it. Bound again.
+ */
+export function staleBind(s: Pick<MountSpec, 'bindKind'>, f: MountFacts): boolean {
+  if (!s.bindKind || !f.live?.source.endsWith('//deleted]') || !f.source.exists) return false;
+  return f.source.devIno !== undefined && f.target.devIno !== undefined && devOf(f.source.devIno) === devOf(f.target.devIno);
+}
+
 /** The flags a remount must add (+flag) or take away (-ro). */
 function flagDiff(s: MountSpec, live: Live): string[] {
   const d: string[] = [];
@@ -364,9 +380,12 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
   // messages name the device by the path the host resolved (a placeholder is no path there)
   const what = (s.device && f.source.path) ?? s.device ?? s.source;
   if (s.device && f.source.blocked) throw new Refusal(`${what} ${f.source.blocked}: ${READ_WOULD_WAIT}; not read`);
-  if (f.live && !liveMatches(s, f)) {
+  const stale = f.live !== undefined && !liveMatches(s, f) && staleBind(s, f);
+  if (f.live && !liveMatches(s, f) && !stale) {
     throw new Refusal(`${path} already has ${f.live.source} (${f.live.fstype}) mounted, not ${what}; unmount it first`);
   }
+  // what is mounted there as wanted (a stale bind is not: it is bound again)
+  const live = stale ? undefined : f.live;
   if ((s.device || s.bindKind) && !f.source.exists) {
     if (s.optional && !f.live) return [];
     throw new Refusal(`mount source ${s.device ?? s.source} does not exist`);
@@ -389,13 +408,18 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
     throw new Refusal(`mountpoint ${path} is neither a directory nor a file`);
   }
   if (s.persist) changes.push(...noteNotLive(s, f.live, fstabChanges(s, f, fstab)));
-  if (!f.live) changes.push({ summary: `mount ${what} on ${path} (${s.fstype}, ${s.options.join(',')})`, data: 'mount' });
+  if (stale) {
+    changes.push({
+      summary: `re-bind ${what} on ${path}: ${what} was replaced since it was bound there (the bind still shows the deleted one)`,
+      data: 'rebind',
+    });
+  } else if (!live) changes.push({ summary: `mount ${what} on ${path} (${s.fstype}, ${s.options.join(',')})`, data: 'mount' });
   else {
-    const d = flagDiff(s, f.live);
+    const d = flagDiff(s, live);
     if (d.length) changes.push({ summary: `remount ${path}: ${d.join(' ')}`, data: 'remount' });
   }
-  if (s.mode && (f.live ? f.target.mode !== s.mode : true)) {
-    changes.push({ summary: `${path}: mode ${f.live ? f.target.mode : '(after mount)'} → ${s.mode}`, data: 'mode' });
+  if (s.mode && (live ? f.target.mode !== s.mode : true)) {
+    changes.push({ summary: `${path}: mode ${live ? f.target.mode : '(after mount)'} → ${s.mode}`, data: 'mode' });
   }
   return changes;
 }
@@ -488,6 +512,16 @@ function mountSteps(
         ? ''
         : `\nif [ ! -e ${p}/${shq(s.requireMarker)} ]; then umount ${p}; echo ${shq(`${s.device ?? s.source} is not populated: marker ${s.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
     steps.push({ name: `mount ${path}`, script: mountCommand(s, f) + check });
+  } else if (does('rebind')) {
+    // only the stale bind the probe saw, still on top there: anything mounted since is left alone
+    steps.push({
+      name: `re-bind ${path}`,
+      script: `case $(findmnt -rn -o SOURCE --mountpoint ${p} | tail -n 1) in
+*'//deleted]') umount -l -- ${p} ;;
+*) echo ${shq(`${path} no longer shows a deleted ${s.source}: not bound again`)} >&2; exit 3 ;;
+esac
+${mountCommand(s, f)}`,
+    });
   } else if (does('remount')) {
     steps.push({
       name: `remount ${path}`,

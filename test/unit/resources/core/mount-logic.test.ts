@@ -225,6 +225,47 @@ describe('mount diff', () => {
     ],
     ['non-empty directory', { live: undefined, target: { kind: 'dir', empty: false, real: '/mnt/jail/tmp' } }, /non-empty directory/],
     ['source missing', { live: undefined, source: { exists: false } }, /mount source \/srv\/src does not exist/],
+    // the source rewritten by rename (sed -i, Ansible's template) or made again (a service's runtime directory)
+    [
+      'the bind shows a deleted file of the filesystem the source lies on now: bound again',
+      { live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]' }, target: { ...converged.target, devIno: '254:99' } },
+      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
+    ],
+    [
+      'the same, and its fstab entry gone too',
+      {
+        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]' },
+        target: { ...converged.target, devIno: '254:99' },
+        fstab: fileWith(''),
+      },
+      [
+        `/etc/fstab: add ${fstabLine.trim()}`,
+        're-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)',
+      ],
+    ],
+    [
+      'a deleted file of another filesystem: refused',
+      {
+        live: { ...converged.live!, source: '/dev/vdb[/srv/src//deleted]' },
+        target: { ...converged.target, devIno: '254:99' },
+        source: { exists: true, devIno: '300:5' },
+      },
+      /already has \/dev\/vdb\[\/srv\/src\/\/deleted\] \(ext4\) mounted, not \/srv\/src; unmount it first/,
+    ],
+    [
+      'a deleted file, and the source gone: refused',
+      {
+        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]' },
+        target: { ...converged.target, devIno: '254:99' },
+        source: { exists: false },
+      },
+      /already has \/dev\/vda\[\/srv\/src\/\/deleted\] \(ext4\) mounted/,
+    ],
+    [
+      'another file of the same filesystem, not deleted: refused',
+      { live: { ...converged.live!, source: '/dev/vda[/srv/other]' }, target: { ...converged.target, devIno: '254:99' } },
+      /already has \/dev\/vda\[\/srv\/other\] \(ext4\) mounted/,
+    ],
   ])('%s', (_, patch, want) => {
     const f = { ...converged, ...patch };
     if (want instanceof RegExp) {
