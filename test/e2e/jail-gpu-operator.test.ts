@@ -103,6 +103,37 @@ describe('jail on a GPU Operator host (driver under /run/nvidia/driver)', () => 
     expect((await sh(OP, 'cat /etc/fstab')).stdout).toBe(fstabNow);
   });
 
+  it('the driver container started again (its root mounted anew, the same files): the binds follow it, the old ones unmounted, not left under', async () => {
+    populateExport('jail-op');
+    await tb.reset([OP]);
+    await operatorHost(OP);
+    const inv = inventory([OP], 'jail-op');
+    const first = await provision([PB, '-i', inv, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    /** How many mounts each bound target has (stacked ones count). */
+    const perTarget = async () => {
+      const table = (await sh(OP, 'cat /proc/self/mountinfo')).stdout.split('\n');
+      return bound.map((t) => table.filter((l) => l.split(' ')[4] === t).length);
+    };
+    expect(await perTarget()).toEqual(bound.map(() => 1));
+    // the pod again: a new root filesystem at the same path; the jail's binds still show the old one
+    expect((await sh(OP, `umount ${ROOT}`)).code).toBe(0);
+    await operatorHost(OP);
+    const sameAsRoot = (t: string) => sh(OP, `[ ${t} -ef ${ROOT}${t.slice('/mnt/jail'.length)} ]`).then((r) => r.code === 0);
+    expect(await sameAsRoot(bound[0])).toBe(false);
+
+    const run = await provision([PB, '-i', inv, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(summaries(run, OP, 'gpu-binds:/mnt/jail').filter((c) => c.endsWith(', in place of the stale bind there'))).toHaveLength(
+      bound.length,
+    );
+    expect(await perTarget()).toEqual(bound.map(() => 1));
+    for (const t of bound) expect(await sameAsRoot(t), t).toBe(true);
+    const again = await provision([PB, '-i', inv, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(changedResources(again)).toEqual([]);
+  });
+
   it('a host moved to the GPU Operator with its old host driver left: the root whose libraries match the loaded module serves the jail', async () => {
     populateExport('jail-op-left');
     await tb.reset([OP]);

@@ -271,6 +271,32 @@ describe('jail', () => {
     expect(await danglingCacheEntries(CPU)).toEqual([]);
   });
 
+  it('the stand-in rewritten by rename: its binds follow it, the old ones unmounted, not left under', async () => {
+    await convergedFleet();
+    fleetReady = false; // the stand-in file changes identity
+    const S = '/var/lib/racksmith/jail-gpu-standin.so';
+    const targets = (await sh(CPU, `findmnt -rn -o TARGET,SOURCE | grep '\\[${S}\\]' | cut -d' ' -f1`)).stdout.split('\n').filter(Boolean);
+    expect(targets.length).toBeGreaterThan(0);
+    const perTarget = async () => {
+      const table = (await sh(CPU, 'cat /proc/self/mountinfo')).stdout.split('\n');
+      return targets.map((t) => table.filter((l) => l.split(' ')[4] === t).length);
+    };
+    expect(await perTarget()).toEqual(targets.map(() => 1));
+    expect((await sh(CPU, `cp -p ${S} ${S}.new && mv ${S}.new ${S}`)).code).toBe(0);
+    const run = await provision([PB, '-i', fleetInventory(), '-l', CPU, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(changedResources(run)).toEqual([{ host: CPU, id: 'gpu-standins:/mnt/jail' }]);
+    expect(summaries(run, CPU, 'gpu-standins:/mnt/jail').filter((c) => c.endsWith(', in place of the stale bind there'))).toHaveLength(
+      targets.length,
+    );
+    expect(await perTarget()).toEqual(targets.map(() => 1));
+    for (const t of targets) expect((await sh(CPU, `[ ${t} -ef ${S} ]`)).code, t).toBe(0);
+    expect(await danglingCacheEntries(CPU)).toEqual([]);
+    const again = await provision([PB, '-i', fleetInventory(), '-l', CPU, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(changedResources(again)).toEqual([]);
+  });
+
   it('a bind unmounted by hand is restored, nothing else changes', async () => {
     await convergedFleet();
     await sh('tb9', 'umount /mnt/jail/tmp');

@@ -106,6 +106,8 @@ export interface MountEntry {
   options: string[];
   /** Decimal major:minor of the mounted filesystem. */
   majmin: string;
+  /** The mounted subtree of that filesystem (mountinfo's root, unescaped; `/` for all of it). */
+  root?: string;
 }
 
 /** The fifth field of a mountinfo line, with or without its newline (the mountpoint, escaped). */
@@ -131,6 +133,18 @@ export function parseMountTable(text: string): Map<string, MountEntry> {
     if (m) byPath.set(m.mountpoint, m.entry);
   }
   return byPath;
+}
+
+/** How many mounts the table has at each mountpoint: a mount stacked over another counts too. */
+export function mountCounts(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const field = mountpointField(line);
+    if (!field) continue;
+    const path = unescapeMountinfo(field);
+    counts.set(path, (counts.get(path) ?? 0) + 1);
+  }
+  return counts;
 }
 
 /** The entry on top at `path` (the last line for it), or undefined: parses only that line. */
@@ -172,6 +186,6 @@ function readMountLine(line: string): { mountpoint: string; entry: MountEntry } 
   if (superOptions) for (const o of superOptions.split(',')) if (o) options.push(o);
   return {
     mountpoint: unescapeMountinfo(f[4]),
-    entry: { source: root === '/' ? device : `${device}[${root}]`, fstype: f[dash + 1], options, majmin: f[2] },
+    entry: { source: root === '/' ? device : `${device}[${root}]`, fstype: f[dash + 1], options, majmin: f[2], root },
   };
 }

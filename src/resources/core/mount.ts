@@ -54,11 +54,14 @@ export interface MountFacts {
   target: { kind: 'absent' | 'dir' | 'file' | 'link' | 'other'; devIno?: string; mode?: string; empty?: boolean; real?: string };
   /**
    * `path`: the device as the host resolved it (a placeholder device is resolved by the probe's
-   * shell); `blocked`: why it is not read (core/block-ids.ts: a read would wait, a suspended map).
+   * shell); `blocked`: why it is not read (core/block-ids.ts: a read would wait, a suspended map);
+   * `real`: a bind source that is a symlink, resolved (only while the target is not it).
    */
-  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string; path?: string; blocked?: string };
+  source: { exists: boolean; devIno?: string; majmin?: string; uuid?: string; path?: string; blocked?: string; real?: string };
   /** Whether requireMarker exists: seen through the mountpoint or a local bind source; undefined = cannot tell yet. */
   marker?: boolean;
+  /** Whether requireMarker exists in a local bind source (what a stale bind is bound again from). */
+  sourceMarker?: boolean;
 }
 
 /** A path's identity (st_dev:st_ino, symlinks followed), mode and emptiness. */
@@ -247,7 +250,11 @@ function mountProbe(s: MountSpec, fstab: ManagedFile<MountFacts>) {
   const t = shq(s.path);
   const src = s.bindKind ? shq(s.source!) : undefined;
   const lines = [`t=${t}`];
-  if (src) lines.push(`s=${src}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi`);
+  if (src) {
+    // (the link resolved by a process only while the bind is not it: never on a converged host)
+    lines.push(`s=${src}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi
+if [ -L "$s" ] && ! [ "$t" -ef "$s" ]; then echo "source_real=$(realpath -e -- "$s")"; fi`);
+  }
   lines.push('rs_target_kind "$t"');
   if (s.device) {
     // maj:min of a plain /dev/NAME from sysfs (no stat); the UUID from the superblock itself
@@ -301,8 +308,10 @@ function mountFacts(s: MountSpec, a: Answers<ReturnType<typeof mountProbe>>, rea
   const target = a.target;
   const live = topMount(a.table, s.path);
   const marker = live ? kv.get('marker_t') : kv.get('marker_s');
+  const sourceMarker = kv.get('marker_s');
   return {
     marker: marker === undefined ? undefined : marker === 'yes',
+    sourceMarker: sourceMarker === undefined ? undefined : sourceMarker === 'yes',
     fstab: fileFacts(a.fstab),
     live,
     target: {
@@ -319,6 +328,7 @@ function mountFacts(s: MountSpec, a: Answers<ReturnType<typeof mountProbe>>, rea
       uuid: kv.get('uuid') || undefined,
       path: kv.get('dev') || undefined,
       blocked: kv.get('blocked'),
+      real: kv.get('source_real') || undefined,
     },
   };
 }
@@ -334,16 +344,23 @@ function liveMatches(s: MountSpec, f: MountFacts): boolean {
 /** st_dev of find's `%D:%i`. */
 const devOf = (devIno: string) => devIno.slice(0, devIno.indexOf(':'));
 
+const DELETED = '//deleted';
+
 /**
  * A bind of what its source was before it was replaced: the live bind's file or directory is
- * deleted (mountinfo's root ends in `//deleted`, findmnt's source `/dev/vda[/etc/hosts//deleted]`)
- * and lies on the filesystem the source lies on now. /etc/hosts and /etc/resolv.conf are rewritten
- * by rename (Ansible's copy and template, `sed -i`, dhclient), a runtime directory made again by
- * its service: the bind keeps the old one, which nobody can reach but through it. Bound again.
+ * deleted (mountinfo's root ends in `//deleted`, findmnt's source `/dev/vda[/etc/hosts//deleted]`),
+ * was at the source's path (that root, relative to its filesystem, ends the source's path, a link
+ * resolved) and lies on the filesystem the source lies on now. /etc/hosts and /etc/resolv.conf are
+ * rewritten by rename (Ansible's copy and template, `sed -i`, dhclient, systemd-resolved), a
+ * runtime directory made again by its service: the bind keeps the old one, which nobody can reach
+ * but through it. Bound again; a deleted file of another path there is someone else's: refused.
  */
-export function staleBind(s: Pick<MountSpec, 'bindKind'>, f: MountFacts): boolean {
-  if (!s.bindKind || !f.live?.source.endsWith('//deleted]') || !f.source.exists) return false;
-  return f.source.devIno !== undefined && f.target.devIno !== undefined && devOf(f.source.devIno) === devOf(f.target.devIno);
+export function staleBind(s: Pick<MountSpec, 'bindKind' | 'source'>, f: MountFacts): boolean {
+  const root = f.live?.root;
+  if (!s.bindKind || !root?.endsWith(DELETED) || !f.source.exists || !f.source.devIno || !f.target.devIno) return false;
+  const was = root.slice(0, -DELETED.length);
+  const path = f.source.real ?? s.source!;
+  return was.startsWith('/') && path.endsWith(was) && devOf(f.source.devIno) === devOf(f.target.devIno);
 }
 
 /** The flags a remount must add (+flag) or take away (-ro). */
@@ -395,7 +412,7 @@ function mountChanges(s: MountSpec, f: MountFacts, fstab: ManagedFile<MountFacts
   if (s.within && f.target.real !== undefined && f.target.real !== s.within && !f.target.real.startsWith(s.within + '/')) {
     throw new Refusal(`mountpoint ${path} resolves to ${f.target.real}, outside ${s.within}`);
   }
-  if (s.requireMarker !== undefined && f.marker === false) {
+  if (s.requireMarker !== undefined && (stale ? f.sourceMarker : f.marker) === false) {
     throw new Refusal(`${what} is not populated: marker ${s.requireMarker} is missing; nothing mounted`);
   }
   const changes: Change<MountStep | FileWrite>[] = [];
@@ -506,21 +523,23 @@ function mountSteps(
       script: s.mkdir === 'file' ? `mkdir -p -- ${shq(path.replace(/\/[^/]*$/, '') || '/')}\n: >> ${p}` : `mkdir -p -- ${p}`,
     });
   }
+  const check =
+    s.requireMarker === undefined
+      ? ''
+      : `\nif [ ! -e ${p}/${shq(s.requireMarker)} ]; then umount ${p}; echo ${shq(`${s.device ?? s.source} is not populated: marker ${s.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
   if (does('mount')) {
-    const check =
-      s.requireMarker === undefined
-        ? ''
-        : `\nif [ ! -e ${p}/${shq(s.requireMarker)} ]; then umount ${p}; echo ${shq(`${s.device ?? s.source} is not populated: marker ${s.requireMarker} is missing; unmounted again`)} >&2; exit 5; fi`;
     steps.push({ name: `mount ${path}`, script: mountCommand(s, f) + check });
   } else if (does('rebind')) {
-    // only the stale bind the probe saw, still on top there: anything mounted since is left alone
+    // Only the stale bind the probe saw (its deleted file's dev:ino, still on top there): anything
+    // mounted since is left alone. Bound again unless what it hid is the source already.
     steps.push({
       name: `re-bind ${path}`,
-      script: `case $(findmnt -rn -o SOURCE --mountpoint ${p} | tail -n 1) in
-*'//deleted]') umount -l -- ${p} ;;
-*) echo ${shq(`${path} no longer shows a deleted ${s.source}: not bound again`)} >&2; exit 3 ;;
-esac
-${mountCommand(s, f)}`,
+      script: `rs_di=$(stat -L -c %d:%i -- ${p}) || rs_di=
+[ "$rs_di" = ${shq(f.target.devIno ?? '')} ] || { echo ${shq(`${path} no longer shows the deleted ${s.source} the probe saw: not bound again`)} >&2; exit 3; }
+umount -l -- ${p}
+if ! [ ${p} -ef ${shq(s.source!)} ]; then
+${mountCommand(s, f)}
+fi${check}`,
     });
   } else if (does('remount')) {
     steps.push({

@@ -2,12 +2,20 @@ import { probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
-import { MOUNTINFO, mountTableProbe, parseMountTable } from '../core/mount-table.ts';
+import { MOUNTINFO, mountCounts, mountTableProbe, parseMountTable } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
 import { DEFAULT_GPU_CAPS, driverFileSet, fileKind, readDriverScan, type DriverScan, type GpuCap } from './gpu-files.ts';
-import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MARKER, underJailLock } from './jail-shared.ts';
+import {
+  bindFstabBlock,
+  DEFAULT_LOCK_TIMEOUT_S,
+  inPlaceOf,
+  placeholderScript,
+  PLACEHOLDER_MARKER,
+  underJailLock,
+  unmountStale,
+} from './jail-shared.ts';
 
 export interface GpuBindOptions extends CommonOptions, Pick<GpuDriverOptions, 'libDir' | 'searchDirs' | 'patterns' | 'driverRoot'> {
   /** The jail root on this host, e.g. /mnt/jail. */
@@ -34,6 +42,11 @@ export interface GpuFile {
   /** A 0-byte target: an old-style placeholder, to be given the marker. */
   emptyPlaceholder: boolean;
   mounted: boolean;
+  /**
+   * The mounts at the target, stacked ones included: an older bind there (the driver container's
+   * root mounted again, a library replaced) is unmounted before the bind, not left under it.
+   */
+  mounts: number;
   readOnly: boolean;
   /** For libraries: a soname link in the jail points at it and the jail's ld.so.cache lists that link. */
   cached?: boolean;
@@ -135,7 +148,10 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
         else if (g.emptyPlaceholder)
           changes.push({ summary: `mark placeholder ${g.target} (0 bytes → ${PLACEHOLDER_MARKER.length})`, data: { do: 'mark', file: g } });
         if (!g.mounted || !g.bound)
-          changes.push({ summary: `bind ${g.host} → ${g.target}${g.dir ? '' : ' (ro)'}, from ${f.source}`, data: { do: 'bind', file: g } });
+          changes.push({
+            summary: `bind ${g.host} → ${g.target}${g.dir ? '' : ' (ro)'}, from ${f.source}${inPlaceOf(g.mounts)}`,
+            data: { do: 'bind', file: g },
+          });
         else if (!g.dir && !g.readOnly) changes.push({ summary: `remount ${g.target} read-only`, data: { do: 'remount', file: g } });
       }
       const text = f.files.length
@@ -168,6 +184,7 @@ function readGpuFacts(jail: string, caps: readonly GpuCap[], own: string, table:
   };
   // The mount table only matters for driver files found (most hosts without GPUs have none).
   const mounts = set.files.length ? parseMountTable(table) : new Map<string, never>();
+  const counts = set.files.length ? mountCounts(table) : new Map<string, number>();
   const realJail = scan.jailReal ?? jail;
   const files: GpuFile[] = [];
   for (const g of set.files) {
@@ -188,6 +205,7 @@ function readGpuFacts(jail: string, caps: readonly GpuCap[], own: string, table:
       bound: g.targetSame,
       emptyPlaceholder: g.targetKind === 'file' && g.targetEmpty && !g.targetSame,
       mounted: mount !== undefined,
+      mounts: counts.get(target) ?? 0,
       readOnly: mount?.options.includes('ro') ?? false,
       // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
       cached: kind === 'lib' || kind === 'lib32' ? (scan.links.get(name) ?? []).some((l) => scan.cached.has(l)) : undefined,
@@ -234,7 +252,7 @@ function gpuBindSteps(
       script: binds
         .map(({ do: what, file: g }) => {
           const t = shq(g.target);
-          const bind = what === 'bind' ? `mount --bind -- ${shq(g.host)} ${t}\n` : '';
+          const bind = what === 'bind' ? `${unmountStale(g.target, g.mounts)}mount --bind -- ${shq(g.host)} ${t}\n` : '';
           return g.dir ? bind || ':' : `${bind}mount -o remount,bind,ro ${t}`;
         })
         .join('\n'),

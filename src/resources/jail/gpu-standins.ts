@@ -3,14 +3,22 @@ import { shq } from '../../shell/quote.ts';
 import { MACHINE_ARCH } from '../core/machine-arch.ts';
 import { checkAbsolutePath, contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
-import { MOUNTINFO, mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
+import { MOUNTINFO, mountCounts, mountTableProbe, parseMountTable, type MountEntry } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { jailFleetKey, type GpuDriverFacts } from './gpu-driver.ts';
 import { fileKind } from './gpu-files.ts';
 import { fleetSummary } from '../../contract/fleet-summary.ts';
 import { standinLibrary, STANDIN_ARCHES } from './elf-standin.ts';
-import { bindFstabBlock, DEFAULT_LOCK_TIMEOUT_S, placeholderScript, PLACEHOLDER_MAX_BYTES, underJailLock } from './jail-shared.ts';
+import {
+  bindFstabBlock,
+  DEFAULT_LOCK_TIMEOUT_S,
+  inPlaceOf,
+  placeholderScript,
+  PLACEHOLDER_MAX_BYTES,
+  underJailLock,
+  unmountStale,
+} from './jail-shared.ts';
 
 export interface GpuStandinOptions extends CommonOptions {
   /** The jail root on this host, e.g. /mnt/jail. */
@@ -38,6 +46,8 @@ export interface StandinFacts {
   /** Names in the library directory that are this host's stand-in (bound). */
   bound: Set<string>;
   mounts: Map<string, MountEntry>;
+  /** How many mounts each mountpoint under the jail has (stacked ones count). */
+  mountCounts: Map<string, number>;
   standin: FileFacts;
   fstab: FileFacts;
   /** From the group (useFleet): the GPU hosts' library targets in this directory, with their modes. */
@@ -45,7 +55,8 @@ export interface StandinFacts {
 }
 
 /** What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). */
-export type StandinChange = { do: 'placeholder' | 'bind' | 'remount'; target: string; mode?: string; overMount?: boolean };
+/** staleMounts: the mounts at a bind's target (older stand-ins), unmounted before it. */
+export type StandinChange = { do: 'placeholder' | 'bind' | 'remount'; target: string; mode?: string; staleMounts?: number };
 
 const MARKER = '# {mark} RACKSMITH JAIL GPU STAND-INS';
 
@@ -86,8 +97,9 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
     if (!lib) throw new Refusal(`no stand-in library for ${f.arch} (made for ${STANDIN_ARCHES.join(', ')})`);
     return lib;
   };
-  /** Every name to cover: placeholders seen, stand-ins bound already, and the GPU hosts' targets. */
-  const names = (f: StandinFacts) => [...new Set([...f.placeholders.keys(), ...f.bound, ...f.fleetLibs.keys()])].sort();
+  /** Every name to cover: placeholders seen, stand-ins bound already (an older one too), and the GPU hosts' targets. */
+  const names = (f: StandinFacts) =>
+    [...new Set([...f.placeholders.keys(), ...f.bound, ...olderStandins(f, standinPath), ...f.fleetLibs.keys()])].sort();
   const targetOf = (f: StandinFacts, name: string) => `${f.realLibDir}/${name}`;
   const newFstab = (f: StandinFacts) => {
     const all = names(f);
@@ -118,6 +130,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
         role: 'cpu',
         ...readStandinLines(jail, a.own),
         mounts: parseMountTable(a.table),
+        mountCounts: mountCounts(a.table),
         standin: fileFacts(a.standin),
         fstab: fileFacts(a.fstab),
         fleetLibs: new Map(),
@@ -143,13 +156,16 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
             changes.push({ summary: `remount ${target} read-only`, data: { do: 'remount', target } });
           continue;
         }
-        const overMount = f.mounts.has(target); // a stale bind there (an older stand-in): bound over
-        if (!f.placeholders.has(n) && !overMount)
+        const staleMounts = f.mountCounts.get(target) ?? 0; // an older stand-in bound there: unmounted first
+        if (!f.placeholders.has(n) && !staleMounts)
           changes.push({
             summary: `create placeholder ${target} (shared jail), if missing`,
             data: { do: 'placeholder', target, mode: f.fleetLibs.get(n) },
           });
-        changes.push({ summary: `bind the stand-in ${standinPath} → ${target} (ro)`, data: { do: 'bind', target, overMount } });
+        changes.push({
+          summary: `bind the stand-in ${standinPath} → ${target} (ro)${inPlaceOf(staleMounts)}`,
+          data: { do: 'bind', target, staleMounts },
+        });
       }
       changes.push(
         ...fstab.changes(f, newFstab(f), { create: `${fstabFile}: GPU stand-in entries`, update: `${fstabFile}: GPU stand-in entries` }),
@@ -177,6 +193,22 @@ const fleetLibsByDir = fleetSummary((fleet) => {
   return byDir;
 });
 const NO_LIBS: ReadonlyMap<string, string> = new Map();
+
+/**
+ * Names in the library directory where an older stand-in is bound: the stand-in file was replaced
+ * since (written anew by rename), and the bind shows the deleted one (mountinfo's root: the
+ * stand-in's path, relative to its filesystem, and `//deleted`). Neither the stand-in itself now
+ * nor a placeholder's size, they are still to be covered: bound again, their entries kept.
+ */
+export function olderStandins(f: Pick<StandinFacts, 'mounts' | 'realLibDir'>, standinPath: string): string[] {
+  const names: string[] = [];
+  for (const [target, m] of f.mounts) {
+    const slash = target.lastIndexOf('/');
+    const was = m.root?.endsWith('//deleted') ? m.root.slice(0, -'//deleted'.length) : '';
+    if (target.slice(0, slash) === f.realLibDir && was.startsWith('/') && standinPath.endsWith(was)) names.push(target.slice(slash + 1));
+  }
+  return names;
+}
 
 /** The probe's own lines: the architecture, the library directory (and its physical path), placeholders and bound stand-ins. */
 function readStandinLines(jail: string, own: string) {
@@ -228,9 +260,9 @@ function standinSteps(
   const binds = [
     ...decided('bind').map((c) => {
       const t = shq(c.target);
-      // Only over a placeholder (or a stale bind): a real library at a GPU target is left alone, and this host fails.
-      const guard = c.overMount
-        ? ''
+      // Only over a placeholder (or stale binds, unmounted first): a real library at a GPU target is left alone, and this host fails.
+      const guard = c.staleMounts
+        ? unmountStale(c.target, c.staleMounts)
         : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
       return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
     }),

@@ -42,6 +42,18 @@ if [ "$rs_rc" = ${CONFLICT} ]; then echo ${shq(msg)} >&2; fi
 exit "$rs_rc"`;
 }
 
+/**
+ * Shell that unmounts the `count` mounts at a GPU target, top first, before its bind: a bind of an
+ * older file (the driver container's root mounted again, a stand-in rewritten) is let go, not
+ * left under the new one to pile up with each restart. Lazily: a process that has the old library
+ * open keeps it.
+ */
+export const unmountStale = (target: string, count: number): string => `umount -l -- ${shq(target)}\n`.repeat(count);
+
+/** What a bind's change says when it unmounts stale binds first. */
+export const inPlaceOf = (count: number): string =>
+  count === 0 ? '' : `, in place of ${count === 1 ? 'the stale bind' : `${count} stacked stale binds`} there`;
+
 /** Shell that creates a missing placeholder file with the marker and `mode` (`chmod` operand). */
 export function placeholderScript(target: string, mode: string): string {
   const dir = target.slice(0, target.lastIndexOf('/')) || '/';

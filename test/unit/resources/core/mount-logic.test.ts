@@ -228,13 +228,16 @@ describe('mount diff', () => {
     // the source rewritten by rename (sed -i, Ansible's template) or made again (a service's runtime directory)
     [
       'the bind shows a deleted file of the filesystem the source lies on now: bound again',
-      { live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]' }, target: { ...converged.target, devIno: '254:99' } },
+      {
+        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]', root: '/srv/src//deleted' },
+        target: { ...converged.target, devIno: '254:99' },
+      },
       ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
     ],
     [
       'the same, and its fstab entry gone too',
       {
-        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]' },
+        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]', root: '/srv/src//deleted' },
         target: { ...converged.target, devIno: '254:99' },
         fstab: fileWith(''),
       },
@@ -246,7 +249,7 @@ describe('mount diff', () => {
     [
       'a deleted file of another filesystem: refused',
       {
-        live: { ...converged.live!, source: '/dev/vdb[/srv/src//deleted]' },
+        live: { ...converged.live!, source: '/dev/vdb[/srv/src//deleted]', root: '/srv/src//deleted' },
         target: { ...converged.target, devIno: '254:99' },
         source: { exists: true, devIno: '300:5' },
       },
@@ -255,15 +258,43 @@ describe('mount diff', () => {
     [
       'a deleted file, and the source gone: refused',
       {
-        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]' },
+        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]', root: '/srv/src//deleted' },
         target: { ...converged.target, devIno: '254:99' },
         source: { exists: false },
       },
       /already has \/dev\/vda\[\/srv\/src\/\/deleted\] \(ext4\) mounted/,
     ],
     [
+      'a deleted file of another path on the same filesystem (someone else’s bind): refused',
+      {
+        live: { ...converged.live!, source: '/dev/vda[/srv/other//deleted]', root: '/srv/other//deleted' },
+        target: { ...converged.target, devIno: '254:99' },
+      },
+      /already has \/dev\/vda\[\/srv\/other\/\/deleted\] \(ext4\) mounted/,
+    ],
+    [
+      'the source on a filesystem of its own: the root is relative to it',
+      {
+        live: { ...converged.live!, source: '/dev/vdc[/src//deleted]', root: '/src//deleted' },
+        target: { ...converged.target, devIno: '254:99' },
+      },
+      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
+    ],
+    [
+      'a source that is a link: its resolved path (systemd-resolved rewrites the file it leads to)',
+      {
+        live: { ...converged.live!, source: 'tmpfs[/systemd/resolve/stub//deleted]', root: '/systemd/resolve/stub//deleted' },
+        target: { ...converged.target, devIno: '254:99' },
+        source: { exists: true, devIno: '254:78', real: '/run/systemd/resolve/stub' },
+      },
+      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
+    ],
+    [
       'another file of the same filesystem, not deleted: refused',
-      { live: { ...converged.live!, source: '/dev/vda[/srv/other]' }, target: { ...converged.target, devIno: '254:99' } },
+      {
+        live: { ...converged.live!, source: '/dev/vda[/srv/other]', root: '/srv/other' },
+        target: { ...converged.target, devIno: '254:99' },
+      },
       /already has \/dev\/vda\[\/srv\/other\] \(ext4\) mounted/,
     ],
   ])('%s', (_, patch, want) => {
@@ -392,6 +423,35 @@ describe('mount and GPU-bind probes, run for real', () => {
     expect(() => r.parse({ parts: ['target=dir\n', 'garbage'], stdout: 'target=dir\ngarbage', code: 0, stderr: '' })).toThrow(
       /unexpected probe output: target=dir\ngarbage/,
     );
+  });
+});
+
+describe('a stale bind bound again', () => {
+  const root = mount({ path: '/mnt/jail', source: '/srv/jail', fstype: 'none', options: ['bind'], requireMarker: 'etc/populated' });
+  const stale: MountFacts = {
+    fstab: fileWith('/srv/jail /mnt/jail none bind 0 0\n'),
+    live: { source: '/dev/vda[/srv/jail//deleted]', fstype: 'ext4', options: ['rw'], majmin: '254:0', root: '/srv/jail//deleted' },
+    target: { kind: 'dir', devIno: '65024:12', mode: '755', empty: true },
+    source: { exists: true, devIno: '65024:13' },
+    marker: false, // seen through the deleted directory: always empty
+    sourceMarker: true,
+  };
+  it('the marker is looked for in the source it is bound again from, not in the deleted directory', () => {
+    expect(root.diff(stale).map((c) => c.summary)).toEqual([
+      're-bind /srv/jail on /mnt/jail: /srv/jail was replaced since it was bound there (the bind still shows the deleted one)',
+    ]);
+    expect(() => root.diff({ ...stale, sourceMarker: false })).toThrow(/\/srv\/jail is not populated: marker etc\/populated is missing/);
+  });
+  it('the step: only the stale bind the probe saw (its dev:ino), lazily unmounted; bound unless the source shows already; the marker checked', () => {
+    const [step] = root.apply(stale, root.diff(stale));
+    expect(step.name).toBe('re-bind /mnt/jail');
+    expect(step.script).toBe(`rs_di=$(stat -L -c %d:%i -- /mnt/jail) || rs_di=
+[ "$rs_di" = 65024:12 ] || { echo '/mnt/jail no longer shows the deleted /srv/jail the probe saw: not bound again' >&2; exit 3; }
+umount -l -- /mnt/jail
+if ! [ /mnt/jail -ef /srv/jail ]; then
+mount --bind -- /srv/jail /mnt/jail
+fi
+if [ ! -e /mnt/jail/etc/populated ]; then umount /mnt/jail; echo '/srv/jail is not populated: marker etc/populated is missing; unmounted again' >&2; exit 5; fi`);
   });
 });
 

@@ -9,6 +9,7 @@ import { factsHash } from '../../../../src/engine/facts-hash.ts';
 import {
   MOUNT_LINES,
   MOUNTINFO_FN,
+  mountCounts,
   mountpointsText,
   mountTableProbe,
   parseMountTable,
@@ -29,6 +30,18 @@ const TABLE = [
   'garbage line',
   '',
 ].join('\n');
+
+describe('mountCounts', () => {
+  it('counts every mount at a mountpoint, stacked ones too, by its unescaped path; the root of a bind is kept', () => {
+    const counts = mountCounts(TABLE);
+    expect(counts.get('/mnt/jail/tmp')).toBe(2);
+    expect(counts.get('/mnt/with space')).toBe(1);
+    expect(counts.get('/mnt/jail')).toBe(1);
+    expect(counts.has('/mnt/jail/etc')).toBe(false);
+    expect(counts.has('')).toBe(false);
+    expect(parseMountTable(TABLE).get('/mnt/jail')?.root).toBe('/srv/jail');
+  });
+});
 
 describe('mount table (shared probe part)', () => {
   it.each<[string, string, object | undefined]>([

@@ -23,7 +23,7 @@ import {
 import { driverScan as scan, LIB, scannedFile as file } from '../../../support/gpu-scan.ts';
 import { gpuDriver, PROC_VERSION_CUT, type GpuDriverFacts } from '../../../../src/resources/jail/gpu-driver.ts';
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../../../src/resources/jail/gpu-binds.ts';
-import { gpuStandins, type StandinFacts } from '../../../../src/resources/jail/gpu-standins.ts';
+import { gpuStandins, olderStandins, type StandinFacts } from '../../../../src/resources/jail/gpu-standins.ts';
 import { standinLibrary } from '../../../../src/resources/jail/elf-standin.ts';
 import { underJailLock } from '../../../../src/resources/jail/jail-shared.ts';
 
@@ -272,6 +272,7 @@ describe('GPU binds diff', () => {
     bound: true,
     emptyPlaceholder: false,
     mounted: true,
+    mounts: 1,
     readOnly: true,
     cached: true,
   };
@@ -289,20 +290,30 @@ describe('GPU binds diff', () => {
     ['converged', facts([lib]), []],
     [
       'placeholder missing on the shared jail',
-      facts([{ ...lib, targetKind: 'absent', bound: false, mounted: false }], block([lib])),
+      facts([{ ...lib, targetKind: 'absent', bound: false, mounted: false, mounts: 0 }], block([lib])),
       [`create placeholder ${lib.target} (shared jail)`, `bind ${lib.host} → ${lib.target} (ro), from globs`],
     ],
     [
       'an old empty placeholder gets the marker before the bind',
-      facts([{ ...lib, emptyPlaceholder: true, bound: false, mounted: false }], block([lib])),
+      facts([{ ...lib, emptyPlaceholder: true, bound: false, mounted: false, mounts: 0 }], block([lib])),
       [`mark placeholder ${lib.target} (0 bytes → 26)`, `bind ${lib.host} → ${lib.target} (ro), from globs`],
     ],
     [
       'bind unmounted',
-      facts([{ ...lib, mounted: false, bound: false, readOnly: false }]),
+      facts([{ ...lib, mounted: false, mounts: 0, bound: false, readOnly: false }]),
       [`bind ${lib.host} → ${lib.target} (ro), from globs`],
     ],
     ['bound read-write', facts([{ ...lib, readOnly: false }]), [`remount ${lib.target} read-only`]],
+    [
+      "a bind of an older file there (the driver container's root mounted again): bound in its place",
+      facts([{ ...lib, bound: false }]),
+      [`bind ${lib.host} → ${lib.target} (ro), from globs, in place of the stale bind there`],
+    ],
+    [
+      'three stale binds stacked there (an older racksmith bound over them)',
+      facts([{ ...lib, bound: false, mounts: 3 }]),
+      [`bind ${lib.host} → ${lib.target} (ro), from globs, in place of 3 stacked stale binds there`],
+    ],
     [
       'ld.so.cache lacks the library',
       facts([{ ...lib, cached: false }]),
@@ -326,6 +337,27 @@ describe('GPU binds diff', () => {
     ],
     ['a directory where a file goes', facts([{ ...lib, targetKind: 'dir', mounted: false, bound: false }]), /is not a regular file/],
   ])('refuses %s', (_, f, msg) => expect(() => r.diff(f)).toThrow(msg));
+
+  it('the stale binds at a target are unmounted, top first, before its bind; none where nothing is mounted', () => {
+    const script = (g: GpuFile) => {
+      const f = facts([g]);
+      return r
+        .apply(f, r.diff(f))
+        .find((s) => s.name === 'GPU binds')!
+        .script.split('\n');
+    };
+    const t = lib.target;
+    expect(script({ ...lib, bound: false, mounts: 2 })).toEqual([
+      `umount -l -- ${t}`,
+      `umount -l -- ${t}`,
+      `mount --bind -- ${lib.host} ${t}`,
+      `mount -o remount,bind,ro ${t}`,
+    ]);
+    expect(script({ ...lib, bound: false, mounted: false, mounts: 0 })).toEqual([
+      `mount --bind -- ${lib.host} ${t}`,
+      `mount -o remount,bind,ro ${t}`,
+    ]);
+  });
 
   it('the fstab block records the source, driver and capabilities; its binds never fail the boot (nofail)', () => {
     expect(gpuFstabBlock('/mnt/jail', { ...base, files: [lib] }, ['compute', 'utility'])).toBe(
@@ -392,6 +424,7 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
     placeholders: new Map(),
     bound: new Set(),
     mounts: new Map(),
+    mountCounts: new Map(),
     standin: standin(),
     fstab: fileWith(''),
     fleetLibs: new Map(),
@@ -429,12 +462,49 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
       facts({ bound: new Set([ml]), mounts: new Map([[lib(ml), { ...ro, options: ['rw'] }]]), fstab: fileWith(block([ml])) }),
       [`remount ${lib(ml)} read-only`],
     ],
+    [
+      'older stand-ins bound there (the stand-in rewritten, by rename): unmounted first',
+      facts({
+        placeholders: new Map([[ml, 26]]),
+        mounts: new Map([[lib(ml), ro]]),
+        mountCounts: new Map([[lib(ml), 2]]),
+        fstab: fileWith(block([ml])),
+      }),
+      [`bind the stand-in ${S} → ${lib(ml)} (ro), in place of 2 stacked stale binds there`],
+    ],
+    [
+      'an older stand-in bound there, deleted since (the stand-in written anew), no GPU host in the run: bound again, its entry kept',
+      facts({
+        mounts: new Map([[lib(ml), { ...ro, root: `${S}//deleted` }]]),
+        mountCounts: new Map([[lib(ml), 1]]),
+        fstab: fileWith(block([ml])),
+      }),
+      [`bind the stand-in ${S} → ${lib(ml)} (ro), in place of the stale bind there`],
+    ],
+    [
+      'the same with /var a filesystem of its own (the root relative to it)',
+      facts({
+        mounts: new Map([[lib(ml), { ...ro, root: '/lib/racksmith/jail-gpu-standin.so//deleted' }]]),
+        mountCounts: new Map([[lib(ml), 1]]),
+        fstab: fileWith(block([ml])),
+      }),
+      [`bind the stand-in ${S} → ${lib(ml)} (ro), in place of the stale bind there`],
+    ],
   ])('%s', (_, f, want) => expect(r.diff(f).map((c) => c.summary)).toEqual(want));
+
+  it('an older stand-in is told by its deleted path; another deleted file, or one outside the library directory, is not one', () => {
+    const at = (target: string, root: string) => ({ mounts: new Map([[target, { ...ro, root }]]), realLibDir: `/mnt/jail${LIB}` });
+    expect(olderStandins(at(lib(ml), `${S}//deleted`), S)).toEqual([ml]);
+    expect(olderStandins(at(lib(ml), '/opt/other.so//deleted'), S)).toEqual([]);
+    expect(olderStandins(at(lib(ml), S), S)).toEqual([]); // not deleted: the stand-in itself (sti-bound tells)
+    expect(olderStandins(at(`/mnt/jail/usr/lib64/${ml}`, `${S}//deleted`), S)).toEqual([]);
+  });
 
   it('applies exactly what diff decided: placeholders under the lock, binds guarded against real libraries', () => {
     const f = facts({
       fleetLibs: new Map([[ml, '755']]),
       mounts: new Map([[lib('libcuda.so.1'), ro]]),
+      mountCounts: new Map([[lib('libcuda.so.1'), 1]]),
       placeholders: new Map([['libcuda.so.1', 0]]),
     });
     const steps = Object.fromEntries(r.apply(f, r.diff(f)).map((s) => [s.name, s.script]));
@@ -442,8 +512,9 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
     expect(steps['GPU placeholders']).toContain('/mnt/jail/etc/complement_jail_gpu_placeholders.lock');
     expect(steps['GPU placeholders']).toContain(`chmod 755 -- ${lib(ml)}`);
     expect(steps['GPU stand-in binds']).toContain(`is not a placeholder`);
-    // a name already mounted (a stale bind) is bound over without the size guard
+    // a name already mounted (a stale bind): unmounted, then bound without the size guard
     expect(steps['GPU stand-in binds'].split('\n').filter((l) => l.includes('stat -c %s'))).toHaveLength(1);
+    expect(steps['GPU stand-in binds']).toContain(`umount -l -- ${lib('libcuda.so.1')}\nmount --bind -- ${S} ${lib('libcuda.so.1')}\n`);
   });
 
   it('refuses an architecture it has no stand-in for', () =>

@@ -90,6 +90,7 @@ const gpuFile = (name: string): GpuFile => ({
   bound: false,
   emptyPlaceholder: false,
   mounted: false,
+  mounts: 0,
   readOnly: false,
 });
 
@@ -123,6 +124,7 @@ function renderFstab(rs: Resource<unknown, unknown>[]): string {
         placeholders: new Map([[`libcuda.so.${V}`, 26]]),
         bound: new Set(),
         mounts: new Map(),
+        mountCounts: new Map(),
         standin: fileWith(''),
         fstab: fileWith(text),
         fleetLibs: new Map(),
