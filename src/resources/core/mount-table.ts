@@ -135,6 +135,21 @@ export function parseMountTable(text: string): Map<string, MountEntry> {
   return byPath;
 }
 
+/** A mount's root without `//deleted` when its bound file or directory is deleted since; else undefined. */
+export function deletedRoot(m: Pick<MountEntry, 'root'> | undefined): string | undefined {
+  const root = m?.root;
+  return root?.endsWith('//deleted') ? root.slice(0, -'//deleted'.length) : undefined;
+}
+
+/**
+ * Whether a mount's root (relative to its filesystem) can be the file at `path`: one ends the
+ * other at a `/`. A filesystem mounted at /var roots /var/spool/x at /spool/x; a btrfs subvolume,
+ * or a directory reached through a link on the same filesystem, roots /etc/hosts at /@/etc/hosts.
+ */
+export function rootIsOf(root: string, path: string): boolean {
+  return root.startsWith('/') && path.startsWith('/') && root !== '/' && (path.endsWith(root) || root.endsWith(path));
+}
+
 /** How many mounts the table has at each mountpoint: a mount stacked over another counts too. */
 export function mountCounts(text: string): Map<string, number> {
   const counts = new Map<string, number>();

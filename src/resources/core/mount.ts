@@ -5,7 +5,7 @@ import { InputError } from '../../util/errors.ts';
 import { checkToken, VALUE_LIMITS } from '../../util/input-value.ts';
 import { checkAbsolutePath, contentText, fileFacts, normMode, type FileFacts } from './file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from './managed-file.ts';
-import { MOUNTINFO, mountTableProbe, topMount, type MountEntry } from './mount-table.ts';
+import { deletedRoot, MOUNTINFO, mountTableProbe, rootIsOf, topMount, type MountEntry } from './mount-table.ts';
 import { entryCount, findEntry, formatEntry, sameEntry, setEntry, type FstabEntry } from './fstab.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { remember } from '../../util/memo.ts';
@@ -252,8 +252,10 @@ function mountProbe(s: MountSpec, fstab: ManagedFile<MountFacts>) {
   const lines = [`t=${t}`];
   if (src) {
     // (the link resolved by a process only while the bind is not it: never on a converged host)
-    lines.push(`s=${src}; if [ -e "$s" ]; then echo source=present; else echo source=absent; fi
-if [ -L "$s" ] && ! [ "$t" -ef "$s" ]; then echo "source_real=$(realpath -e -- "$s")"; fi`);
+    lines.push(`s=${src}; if [ -e "$s" ]; then
+  echo source=present
+  if [ -L "$s" ] && ! [ "$t" -ef "$s" ]; then echo "source_real=$(realpath -e -- "$s")"; fi
+else echo source=absent; fi`);
   }
   lines.push('rs_target_kind "$t"');
   if (s.device) {
@@ -344,23 +346,19 @@ function liveMatches(s: MountSpec, f: MountFacts): boolean {
 /** st_dev of find's `%D:%i`. */
 const devOf = (devIno: string) => devIno.slice(0, devIno.indexOf(':'));
 
-const DELETED = '//deleted';
-
 /**
  * A bind of what its source was before it was replaced: the live bind's file or directory is
  * deleted (mountinfo's root ends in `//deleted`, findmnt's source `/dev/vda[/etc/hosts//deleted]`),
- * was at the source's path (that root, relative to its filesystem, ends the source's path, a link
- * resolved) and lies on the filesystem the source lies on now. /etc/hosts and /etc/resolv.conf are
+ * was at the source's path (rootIsOf; a source that is a link resolved) and lies on the filesystem
+ * the source lies on now. /etc/hosts and /etc/resolv.conf are
  * rewritten by rename (Ansible's copy and template, `sed -i`, dhclient, systemd-resolved), a
  * runtime directory made again by its service: the bind keeps the old one, which nobody can reach
  * but through it. Bound again; a deleted file of another path there is someone else's: refused.
  */
 export function staleBind(s: Pick<MountSpec, 'bindKind' | 'source'>, f: MountFacts): boolean {
-  const root = f.live?.root;
-  if (!s.bindKind || !root?.endsWith(DELETED) || !f.source.exists || !f.source.devIno || !f.target.devIno) return false;
-  const was = root.slice(0, -DELETED.length);
-  const path = f.source.real ?? s.source!;
-  return was.startsWith('/') && path.endsWith(was) && devOf(f.source.devIno) === devOf(f.target.devIno);
+  const was = deletedRoot(f.live);
+  if (!s.bindKind || was === undefined || !f.source.exists || !f.source.devIno || !f.target.devIno) return false;
+  return rootIsOf(was, f.source.real ?? s.source!) && devOf(f.source.devIno) === devOf(f.target.devIno);
 }
 
 /** The flags a remount must add (+flag) or take away (-ro). */

@@ -2,7 +2,7 @@ import { probed } from '../../contract/probe.ts';
 import { shq } from '../../shell/quote.ts';
 import { contentText, fileFacts, type FileFacts } from '../core/file-common.ts';
 import { managedFile, type FileWrite, type ManagedFile } from '../core/managed-file.ts';
-import { MOUNTINFO, mountCounts, mountTableProbe, parseMountTable } from '../core/mount-table.ts';
+import { deletedRoot, MOUNTINFO, mountCounts, mountTableProbe, parseMountTable, rootIsOf } from '../core/mount-table.ts';
 import { editBlock } from '../core/text-edit.ts';
 import { common, Refusal, type Change, type CommonOptions, type Resource, type Step } from '../../contract/resource.ts';
 import { gpuProbePart, gpuProbeSettings, type GpuDriverOptions } from './gpu-driver.ts';
@@ -14,7 +14,7 @@ import {
   placeholderScript,
   PLACEHOLDER_MARKER,
   underJailLock,
-  unmountStale,
+  bindOverStale,
 } from './jail-shared.ts';
 
 export interface GpuBindOptions extends CommonOptions, Pick<GpuDriverOptions, 'libDir' | 'searchDirs' | 'patterns' | 'driverRoot'> {
@@ -43,10 +43,12 @@ export interface GpuFile {
   emptyPlaceholder: boolean;
   mounted: boolean;
   /**
-   * The mounts at the target, stacked ones included: an older bind there (the driver container's
-   * root mounted again, a library replaced) is unmounted before the bind, not left under it.
+   * The mounts at the target to let go before its bind (stacked ones count): an older bind of this
+   * file's path is on top there (the driver container's root mounted anew, a library replaced by
+   * a package: mountinfo's root, `//deleted` or not, ends the host path; rootIsOf). 0 when
+   * another file is bound there: bound over, as ever.
    */
-  mounts: number;
+  staleMounts: number;
   readOnly: boolean;
   /** For libraries: a soname link in the jail points at it and the jail's ld.so.cache lists that link. */
   cached?: boolean;
@@ -149,7 +151,7 @@ export function gpuBinds(o: GpuBindOptions): Resource<GpuFacts, GpuChange | File
           changes.push({ summary: `mark placeholder ${g.target} (0 bytes → ${PLACEHOLDER_MARKER.length})`, data: { do: 'mark', file: g } });
         if (!g.mounted || !g.bound)
           changes.push({
-            summary: `bind ${g.host} → ${g.target}${g.dir ? '' : ' (ro)'}, from ${f.source}${inPlaceOf(g.mounts)}`,
+            summary: `bind ${g.host} → ${g.target}${g.dir ? '' : ' (ro)'}, from ${f.source}${inPlaceOf(g.staleMounts)}`,
             data: { do: 'bind', file: g },
           });
         else if (!g.dir && !g.readOnly) changes.push({ summary: `remount ${g.target} read-only`, data: { do: 'remount', file: g } });
@@ -205,7 +207,7 @@ function readGpuFacts(jail: string, caps: readonly GpuCap[], own: string, table:
       bound: g.targetSame,
       emptyPlaceholder: g.targetKind === 'file' && g.targetEmpty && !g.targetSame,
       mounted: mount !== undefined,
-      mounts: counts.get(target) ?? 0,
+      staleMounts: mount && rootIsOf(deletedRoot(mount) ?? mount.root ?? '/', g.host) ? (counts.get(target) ?? 0) : 0,
       readOnly: mount?.options.includes('ro') ?? false,
       // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
       cached: kind === 'lib' || kind === 'lib32' ? (scan.links.get(name) ?? []).some((l) => scan.cached.has(l)) : undefined,
@@ -252,7 +254,7 @@ function gpuBindSteps(
       script: binds
         .map(({ do: what, file: g }) => {
           const t = shq(g.target);
-          const bind = what === 'bind' ? `${unmountStale(g.target, g.mounts)}mount --bind -- ${shq(g.host)} ${t}\n` : '';
+          const bind = what === 'bind' ? bindOverStale(g.host, g.target, g.staleMounts) : '';
           return g.dir ? bind || ':' : `${bind}mount -o remount,bind,ro ${t}`;
         })
         .join('\n'),

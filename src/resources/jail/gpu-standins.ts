@@ -17,7 +17,7 @@ import {
   placeholderScript,
   PLACEHOLDER_MAX_BYTES,
   underJailLock,
-  unmountStale,
+  bindOverStale,
 } from './jail-shared.ts';
 
 export interface GpuStandinOptions extends CommonOptions {
@@ -55,8 +55,17 @@ export interface StandinFacts {
 }
 
 /** What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). */
-/** staleMounts: the mounts at a bind's target (older stand-ins), unmounted before it. */
-export type StandinChange = { do: 'placeholder' | 'bind' | 'remount'; target: string; mode?: string; staleMounts?: number };
+/**
+ * A bind's overMount: something is mounted at its target (bound over, as ever); staleMounts: the
+ * mounts there to let go first, an older stand-in (olderStandins) on top.
+ */
+export type StandinChange = {
+  do: 'placeholder' | 'bind' | 'remount';
+  target: string;
+  mode?: string;
+  overMount?: boolean;
+  staleMounts?: number;
+};
 
 const MARKER = '# {mark} RACKSMITH JAIL GPU STAND-INS';
 
@@ -149,6 +158,7 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
       const changes: Change<StandinChange | FileWrite>[] = all.length
         ? [...standin.changes(f, want, { create: text, update: text, hideDiff: true })]
         : [];
+      const older = new Set(olderStandins(f, standinPath));
       for (const n of all) {
         const target = targetOf(f, n);
         if (f.bound.has(n)) {
@@ -156,15 +166,16 @@ export function gpuStandins(o: GpuStandinOptions): Resource<StandinFacts, Standi
             changes.push({ summary: `remount ${target} read-only`, data: { do: 'remount', target } });
           continue;
         }
-        const staleMounts = f.mountCounts.get(target) ?? 0; // an older stand-in bound there: unmounted first
-        if (!f.placeholders.has(n) && !staleMounts)
+        const overMount = f.mounts.has(target);
+        const staleMounts = older.has(n) ? (f.mountCounts.get(target) ?? 0) : 0;
+        if (!f.placeholders.has(n) && !overMount)
           changes.push({
             summary: `create placeholder ${target} (shared jail), if missing`,
             data: { do: 'placeholder', target, mode: f.fleetLibs.get(n) },
           });
         changes.push({
           summary: `bind the stand-in ${standinPath} → ${target} (ro)${inPlaceOf(staleMounts)}`,
-          data: { do: 'bind', target, staleMounts },
+          data: { do: 'bind', target, overMount, staleMounts },
         });
       }
       changes.push(
@@ -256,15 +267,16 @@ function standinSteps(
     const body = create.map((c) => placeholderScript(c.target, shq(c.mode ?? '644'))).join('\n');
     steps.push({ name: 'GPU placeholders', script: `umask 022\n${underJailLock(jail, 'placeholders', timeout, body)}` });
   }
-  const S = shq(standinPath);
   const binds = [
     ...decided('bind').map((c) => {
       const t = shq(c.target);
-      // Only over a placeholder (or stale binds, unmounted first): a real library at a GPU target is left alone, and this host fails.
-      const guard = c.staleMounts
-        ? unmountStale(c.target, c.staleMounts)
-        : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
-      return `${guard}mount --bind -- ${S} ${t}\nmount -o remount,bind,ro ${t}`;
+      // Only over a placeholder (older stand-ins unmounted first; another mount bound over): a real
+      // library at a GPU target is left alone, and this host fails.
+      const guard =
+        c.overMount && !c.staleMounts
+          ? ''
+          : `s=$(stat -c %s -- ${t}); [ "$s" -lt ${PLACEHOLDER_MAX_BYTES} ] || { echo ${shq(`${c.target} is not a placeholder`)}" ($s bytes); not binding the stand-in over it" >&2; exit 7; }\n`;
+      return `${bindOverStale(standinPath, c.target, c.staleMounts ?? 0, guard)}mount -o remount,bind,ro ${t}`;
     }),
     ...decided('remount').map((c) => `mount -o remount,bind,ro ${shq(c.target)}`),
   ];

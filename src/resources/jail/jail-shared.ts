@@ -43,12 +43,21 @@ exit "$rs_rc"`;
 }
 
 /**
- * Shell that unmounts the `count` mounts at a GPU target, top first, before its bind: a bind of an
- * older file (the driver container's root mounted again, a stand-in rewritten) is let go, not
- * left under the new one to pile up with each restart. Lazily: a process that has the old library
- * open keeps it.
+ * Shell that binds `source` at a GPU target, first unmounting up to `stale` mounts there, top
+ * first: binds of an older file of the same path (the driver container's root mounted anew, a
+ * stand-in rewritten) are let go, not left under the new one to pile up with each restart. It
+ * stops early where the target shows `source` already or nothing is mounted any more (the table
+ * changed since the probe), and binds only where the target does not show `source` (after
+ * `check`, shell run in between). Lazily unmounted: a process that has the old library open keeps it.
  */
-export const unmountStale = (target: string, count: number): string => `umount -l -- ${shq(target)}\n`.repeat(count);
+export function bindOverStale(source: string, target: string, stale: number, check = ''): string {
+  const s = shq(source);
+  const t = shq(target);
+  const unmount = stale
+    ? `rs_n=0; while [ "$rs_n" -lt ${stale} ] && ! [ ${t} -ef ${s} ] && umount -l -- ${t} 2>/dev/null; do rs_n=$((rs_n + 1)); done\n`
+    : '';
+  return `${unmount}${check}[ ${t} -ef ${s} ] || mount --bind -- ${s} ${t}\n`;
+}
 
 /** What a bind's change says when it unmounts stale binds first. */
 export const inPlaceOf = (count: number): string =>

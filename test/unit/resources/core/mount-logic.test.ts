@@ -281,6 +281,14 @@ describe('mount diff', () => {
       ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
     ],
     [
+      'a btrfs subvolume mounted as / (its root below the filesystem’s)',
+      {
+        live: { ...converged.live!, source: '/dev/vda[/@/srv/src//deleted]', root: '/@/srv/src//deleted' },
+        target: { ...converged.target, devIno: '254:99' },
+      },
+      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
+    ],
+    [
       'a source that is a link: its resolved path (systemd-resolved rewrites the file it leads to)',
       {
         live: { ...converged.live!, source: 'tmpfs[/systemd/resolve/stub//deleted]', root: '/systemd/resolve/stub//deleted' },

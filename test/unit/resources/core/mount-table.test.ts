@@ -9,10 +9,12 @@ import { factsHash } from '../../../../src/engine/facts-hash.ts';
 import {
   MOUNT_LINES,
   MOUNTINFO_FN,
+  deletedRoot,
   mountCounts,
   mountpointsText,
   mountTableProbe,
   parseMountTable,
+  rootIsOf,
   topMount,
 } from '../../../../src/resources/core/mount-table.ts';
 
@@ -30,6 +32,24 @@ const TABLE = [
   'garbage line',
   '',
 ].join('\n');
+
+describe('a mount root and a path', () => {
+  it.each<[string, string, boolean]>([
+    ['/etc/hosts', '/etc/hosts', true],
+    ['/spool/slurmd', '/var/spool/slurmd', true], // /var a filesystem of its own
+    ['/@/etc/hosts', '/etc/hosts', true], // a btrfs subvolume as /
+    ['/usr/lib/x/libcuda.so.1', '/lib/x/libcuda.so.1', true], // reached through the /lib link
+    ['/etc/hosts.orig', '/etc/hosts', false],
+    ['/srv/other', '/srv/src', false],
+    ['osts', '/etc/hosts', false],
+    ['/', '/etc/hosts', false],
+  ])('%s can be %s: %s', (root, path, want) => expect(rootIsOf(root, path)).toBe(want));
+  it('a deleted root without its mark; a root not deleted: none', () => {
+    expect(deletedRoot({ root: '/etc/hosts//deleted' })).toBe('/etc/hosts');
+    expect(deletedRoot({ root: '/etc/hosts' })).toBeUndefined();
+    expect(deletedRoot(undefined)).toBeUndefined();
+  });
+});
 
 describe('mountCounts', () => {
   it('counts every mount at a mountpoint, stacked ones too, by its unescaped path; the root of a bind is kept', () => {

@@ -2,7 +2,7 @@
 // version), whether a jail's GPU hosts agree, what the binds and the CPU stand-ins would change,
 // and the stand-in library itself (loaded by the real ld.so and indexed by the real ldconfig).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,7 +25,8 @@ import { gpuDriver, PROC_VERSION_CUT, type GpuDriverFacts } from '../../../../sr
 import { gpuBinds, gpuFstabBlock, type GpuFacts, type GpuFile } from '../../../../src/resources/jail/gpu-binds.ts';
 import { gpuStandins, olderStandins, type StandinFacts } from '../../../../src/resources/jail/gpu-standins.ts';
 import { standinLibrary } from '../../../../src/resources/jail/elf-standin.ts';
-import { underJailLock } from '../../../../src/resources/jail/jail-shared.ts';
+import { bindOverStale, underJailLock } from '../../../../src/resources/jail/jail-shared.ts';
+import type { MountEntry } from '../../../../src/resources/core/mount-table.ts';
 
 const V = '550.54.15';
 const OLD = '535.104.05';
@@ -272,7 +273,7 @@ describe('GPU binds diff', () => {
     bound: true,
     emptyPlaceholder: false,
     mounted: true,
-    mounts: 1,
+    staleMounts: 0,
     readOnly: true,
     cached: true,
   };
@@ -290,28 +291,33 @@ describe('GPU binds diff', () => {
     ['converged', facts([lib]), []],
     [
       'placeholder missing on the shared jail',
-      facts([{ ...lib, targetKind: 'absent', bound: false, mounted: false, mounts: 0 }], block([lib])),
+      facts([{ ...lib, targetKind: 'absent', bound: false, mounted: false, staleMounts: 0 }], block([lib])),
       [`create placeholder ${lib.target} (shared jail)`, `bind ${lib.host} → ${lib.target} (ro), from globs`],
     ],
     [
       'an old empty placeholder gets the marker before the bind',
-      facts([{ ...lib, emptyPlaceholder: true, bound: false, mounted: false, mounts: 0 }], block([lib])),
+      facts([{ ...lib, emptyPlaceholder: true, bound: false, mounted: false, staleMounts: 0 }], block([lib])),
       [`mark placeholder ${lib.target} (0 bytes → 26)`, `bind ${lib.host} → ${lib.target} (ro), from globs`],
     ],
     [
       'bind unmounted',
-      facts([{ ...lib, mounted: false, mounts: 0, bound: false, readOnly: false }]),
+      facts([{ ...lib, mounted: false, staleMounts: 0, bound: false, readOnly: false }]),
       [`bind ${lib.host} → ${lib.target} (ro), from globs`],
     ],
     ['bound read-write', facts([{ ...lib, readOnly: false }]), [`remount ${lib.target} read-only`]],
     [
       "a bind of an older file there (the driver container's root mounted again): bound in its place",
-      facts([{ ...lib, bound: false }]),
+      facts([{ ...lib, bound: false, staleMounts: 1 }]),
       [`bind ${lib.host} → ${lib.target} (ro), from globs, in place of the stale bind there`],
     ],
     [
+      'another file bound there (not of this path): bound over, as ever',
+      facts([{ ...lib, bound: false }]),
+      [`bind ${lib.host} → ${lib.target} (ro), from globs`],
+    ],
+    [
       'three stale binds stacked there (an older racksmith bound over them)',
-      facts([{ ...lib, bound: false, mounts: 3 }]),
+      facts([{ ...lib, bound: false, staleMounts: 3 }]),
       [`bind ${lib.host} → ${lib.target} (ro), from globs, in place of 3 stacked stale binds there`],
     ],
     [
@@ -338,25 +344,61 @@ describe('GPU binds diff', () => {
     ['a directory where a file goes', facts([{ ...lib, targetKind: 'dir', mounted: false, bound: false }]), /is not a regular file/],
   ])('refuses %s', (_, f, msg) => expect(() => r.diff(f)).toThrow(msg));
 
-  it('the stale binds at a target are unmounted, top first, before its bind; none where nothing is mounted', () => {
+  it('the stale binds at a target are let go, top first, before its bind; none where nothing is mounted', () => {
     const script = (g: GpuFile) => {
       const f = facts([g]);
-      return r
-        .apply(f, r.diff(f))
-        .find((s) => s.name === 'GPU binds')!
-        .script.split('\n');
+      return r.apply(f, r.diff(f)).find((s) => s.name === 'GPU binds')!.script;
     };
     const t = lib.target;
-    expect(script({ ...lib, bound: false, mounts: 2 })).toEqual([
-      `umount -l -- ${t}`,
-      `umount -l -- ${t}`,
-      `mount --bind -- ${lib.host} ${t}`,
-      `mount -o remount,bind,ro ${t}`,
-    ]);
-    expect(script({ ...lib, bound: false, mounted: false, mounts: 0 })).toEqual([
-      `mount --bind -- ${lib.host} ${t}`,
-      `mount -o remount,bind,ro ${t}`,
-    ]);
+    expect(script({ ...lib, bound: false, staleMounts: 2 })).toBe(`${bindOverStale(lib.host, t, 2)}mount -o remount,bind,ro ${t}`);
+    expect(script({ ...lib, bound: false, mounted: false })).toBe(
+      `[ ${t} -ef ${lib.host} ] || mount --bind -- ${lib.host} ${t}\nmount -o remount,bind,ro ${t}`,
+    );
+  });
+
+  // The shell itself, run by sh with umount and mount stand-ins that log (a mount table of `left` mounts).
+  describe('bindOverStale, run', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-stale-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    mkdirSync(join(dir, 'bin'));
+    writeFileSync(
+      join(dir, 'bin/umount'),
+      `#!/bin/sh\necho "umount $*" >> "$RS_LOG"; n=$(cat "$RS_LEFT"); [ "$n" -gt 0 ] || exit 32; echo $((n - 1)) > "$RS_LEFT"\n`,
+      { mode: 0o755 },
+    );
+    writeFileSync(join(dir, 'bin/mount'), '#!/bin/sh\necho "mount $*" >> "$RS_LOG"\n', { mode: 0o755 });
+    const run = (o: { stale: number; left: number; shown?: boolean; check?: string }) => {
+      const src = join(dir, 'src.so');
+      const target = join(dir, 'target.so');
+      for (const f of [src, target, join(dir, 'log')]) rmSync(f, { force: true });
+      writeFileSync(src, 'new');
+      if (o.shown) linkSync(src, target);
+      else writeFileSync(target, 'placeholder');
+      writeFileSync(join(dir, 'left'), String(o.left));
+      const res = spawnSync('sh', ['-ec', bindOverStale(src, target, o.stale, o.check)], {
+        encoding: 'utf8',
+        env: { ...process.env, PATH: `${join(dir, 'bin')}:${process.env.PATH}`, RS_LOG: join(dir, 'log'), RS_LEFT: join(dir, 'left') },
+      });
+      const log = existsSync(join(dir, 'log')) ? readFileSync(join(dir, 'log'), 'utf8').trim().split('\n') : [];
+      return { code: res.status, log: log.map((l) => l.replaceAll(dir, 'D')) };
+    };
+    it.each<[string, Parameters<typeof run>[0], string[]]>([
+      [
+        'two stale mounts, as probed',
+        { stale: 2, left: 2 },
+        ['umount -l -- D/target.so', 'umount -l -- D/target.so', 'mount --bind -- D/src.so D/target.so'],
+      ],
+      [
+        'one of them gone since the probe: stops at the first umount that fails',
+        { stale: 2, left: 1 },
+        ['umount -l -- D/target.so', 'umount -l -- D/target.so', 'mount --bind -- D/src.so D/target.so'],
+      ],
+      ['the target shows the source already: nothing unmounted, nothing bound', { stale: 2, left: 2, shown: true }, []],
+      ['nothing stale: the bind alone', { stale: 0, left: 0 }, ['mount --bind -- D/src.so D/target.so']],
+    ])('%s', (_, o, want) => expect(run(o)).toEqual({ code: 0, log: want }));
+    it('a check between the unmounts and the bind that fails stops it', () => {
+      expect(run({ stale: 1, left: 1, check: 'exit 7\n' })).toEqual({ code: 7, log: ['umount -l -- D/target.so'] });
+    });
   });
 
   it('the fstab block records the source, driver and capabilities; its binds never fail the boot (nofail)', () => {
@@ -415,7 +457,7 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
   };
   const block = (names: string[]) =>
     `# BEGIN RACKSMITH JAIL GPU STAND-INS\n# stand-in for the GPU libraries of the jail (x86_64)\n${names.map((n) => `${S} ${lib(n)} none bind,ro,x-systemd.requires-mounts-for=/mnt/jail,nofail 0 0`).join('\n')}\n# END RACKSMITH JAIL GPU STAND-INS\n`;
-  const ro = { source: 'x', fstype: 'ext4', options: ['ro'], majmin: '0:1' };
+  const ro: MountEntry = { source: 'x', fstype: 'ext4', options: ['ro'], majmin: '0:1' };
   const facts = (more: Partial<StandinFacts>): StandinFacts => ({
     role: 'cpu',
     arch: 'x86_64',
@@ -466,11 +508,21 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
       'older stand-ins bound there (the stand-in rewritten, by rename): unmounted first',
       facts({
         placeholders: new Map([[ml, 26]]),
-        mounts: new Map([[lib(ml), ro]]),
+        mounts: new Map([[lib(ml), { ...ro, root: `${S}//deleted` }]]),
         mountCounts: new Map([[lib(ml), 2]]),
         fstab: fileWith(block([ml])),
       }),
       [`bind the stand-in ${S} → ${lib(ml)} (ro), in place of 2 stacked stale binds there`],
+    ],
+    [
+      'another file bound there: bound over, as ever',
+      facts({
+        placeholders: new Map([[ml, 26]]),
+        mounts: new Map([[lib(ml), ro]]),
+        mountCounts: new Map([[lib(ml), 1]]),
+        fstab: fileWith(block([ml])),
+      }),
+      [`bind the stand-in ${S} → ${lib(ml)} (ro)`],
     ],
     [
       'an older stand-in bound there, deleted since (the stand-in written anew), no GPU host in the run: bound again, its entry kept',
@@ -503,8 +555,14 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
   it('applies exactly what diff decided: placeholders under the lock, binds guarded against real libraries', () => {
     const f = facts({
       fleetLibs: new Map([[ml, '755']]),
-      mounts: new Map([[lib('libcuda.so.1'), ro]]),
-      mountCounts: new Map([[lib('libcuda.so.1'), 1]]),
+      mounts: new Map([
+        [lib('libcuda.so.1'), ro],
+        [lib('libnvidia-ml.so.1'), { ...ro, root: `${S}//deleted` }],
+      ]),
+      mountCounts: new Map([
+        [lib('libcuda.so.1'), 1],
+        [lib('libnvidia-ml.so.1'), 1],
+      ]),
       placeholders: new Map([['libcuda.so.1', 0]]),
     });
     const steps = Object.fromEntries(r.apply(f, r.diff(f)).map((s) => [s.name, s.script]));
@@ -512,9 +570,13 @@ describe('GPU stand-ins diff (CPU and login nodes)', () => {
     expect(steps['GPU placeholders']).toContain('/mnt/jail/etc/complement_jail_gpu_placeholders.lock');
     expect(steps['GPU placeholders']).toContain(`chmod 755 -- ${lib(ml)}`);
     expect(steps['GPU stand-in binds']).toContain(`is not a placeholder`);
-    // a name already mounted (a stale bind): unmounted, then bound without the size guard
-    expect(steps['GPU stand-in binds'].split('\n').filter((l) => l.includes('stat -c %s'))).toHaveLength(1);
-    expect(steps['GPU stand-in binds']).toContain(`umount -l -- ${lib('libcuda.so.1')}\nmount --bind -- ${S} ${lib('libcuda.so.1')}\n`);
+    const bind = (n: string) => steps['GPU stand-in binds'].split('\n').filter((l) => l.includes(lib(n)));
+    // an older stand-in there: let go, then the placeholder beneath checked, then bound
+    expect(bind('libnvidia-ml.so.1')[0]).toMatch(/^rs_n=0; while .* umount -l -- /);
+    expect(bind('libnvidia-ml.so.1')[1]).toMatch(/^s=\$\(stat -c %s -- /);
+    // another mount there: bound over without the size guard, as ever
+    expect(bind('libcuda.so.1').some((l) => l.includes('stat -c %s') || l.includes('umount'))).toBe(false);
+    expect(bind(ml)[0]).toMatch(/^s=\$\(stat -c %s -- /);
   });
 
   it('refuses an architecture it has no stand-in for', () =>

@@ -90,7 +90,7 @@ const gpuFile = (name: string): GpuFile => ({
   bound: false,
   emptyPlaceholder: false,
   mounted: false,
-  mounts: 0,
+  staleMounts: 0,
   readOnly: false,
 });
 
