@@ -88,9 +88,12 @@ function readSource(path: string, inv: InventoryBuilder, o: LoadOptions, given: 
   readFile(path, inv, o);
 }
 
+/** The extensions Ansible's yaml plugin reads (its valid_extensions, compared as they are: `.YML` is not one). */
+const YAML_EXTS = ['.yml', '.yaml', '.json'];
+
 function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
-  const ext = extname(file).toLowerCase();
-  if (ext === '.toml') throw new InputError('TOML inventories are not supported (use YAML, INI or JSON)', { file });
+  const ext = extname(file);
+  if (ext.toLowerCase() === '.toml') throw new InputError('TOML inventories are not supported (use YAML, INI or JSON)', { file });
   const { text, encrypted } = readSourceText(file, 'inventory', o.vault);
   if (text.startsWith('#!') && isExecutable(file))
     throw new InputError(
@@ -99,7 +102,7 @@ function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
         file,
       },
     );
-  const yamlish = ext === '' || ext === '.yml' || ext === '.yaml' || ext === '.json';
+  const yamlish = ext === '' || YAML_EXTS.includes(ext);
   if (yamlish) {
     let src: YamlSource | undefined;
     try {
@@ -116,6 +119,19 @@ function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
       else readYamlInventory(src, inv, yamlHooks);
       return;
     }
+  }
+  if (YAML_EXTS.includes(ext.toLowerCase()) && !yamlish) {
+    // `.YML`: INI to Ansible (its INI plugin's error, or hosts), whose directory sources then skip it
+    try {
+      readIni(file, text, inv, iniHooks(encrypted));
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      throw new InputError(
+        `${e.detail} (read as INI: Ansible's yaml plugin reads only ${YAML_EXTS.join(', ')} in lower case, not ${ext}, so Ansible reads this file as INI and skips it when that fails; rename it to ${ext.toLowerCase()})`,
+        e.pos ?? { file },
+      );
+    }
+    return;
   }
   readIni(file, text, inv, iniHooks(encrypted));
 }

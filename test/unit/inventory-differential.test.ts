@@ -552,6 +552,11 @@ function publicCases(): Case[] {
     '[kube_control_plane]\nnode1 ansible_host=95.54.0.12 ip=10.3.0.1 etcd_member_name=etcd1\n\n[kube_node]\nnode4 ansible_host=95.54.0.15 ip=10.3.0.4\n',
   );
   out.push({ name: 'kubespray sample + hosts', dir: ks, sources: ['inventory.ini', 'hosts.ini'] });
+  // an upper-case YAML extension is no YAML to Ansible's yaml plugin: the ini plugin reads it
+  const upper = join(ROOT, 'upper-ext');
+  mkdirSync(upper);
+  writeFileSync(join(upper, 'hosts.YML'), '[gpu]\ngpu1 mtu=9000\n[gpu:vars]\nx=[1, 2]\n');
+  out.push({ name: 'INI text in hosts.YML', dir: upper, sources: ['hosts.YML'] });
   return out;
 }
 

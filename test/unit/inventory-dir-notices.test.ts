@@ -73,3 +73,22 @@ describe('-i DIR with an .ini file in it', () => {
     );
   });
 });
+
+// Ansible's yaml plugin compares extensions as they are: `hosts.YML` is not YAML to it, its ini
+// plugin reads it (a YAML text there fails, and a directory source skips it with a warning). A
+// racksmith that took `.YML` as YAML reached hosts the operator's Ansible never reads.
+describe('an inventory named .YML, .Yaml or .JSON', () => {
+  it.each(['hosts.YML', 'hosts.Yaml', 'hosts.JSON'])('%s holding YAML is refused, saying why and what to rename it to', (name) => {
+    const d = dir({ hosts: INI, [name]: YAML });
+    const lower = name.slice(name.lastIndexOf('.')).toLowerCase();
+    expect(() => loadInventory([d])).toThrow(
+      new RegExp(
+        `^${join(d, name).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:1: .*\\(read as INI: Ansible's yaml plugin reads only \\.yml, \\.yaml, \\.json in lower case, not ${name.slice(name.lastIndexOf('.')).replace('.', '\\.')}.*rename it to \\${lower}\\)$`,
+      ),
+    );
+  });
+  it('holding INI text, it is read as INI, as Ansible reads it', () => {
+    const d = dir({ 'hosts.YML': INI });
+    expect(loadInventory([join(d, 'hosts.YML')]).hosts.map((h) => h.name)).toEqual(['web1']);
+  });
+});
