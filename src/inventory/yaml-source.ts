@@ -132,6 +132,12 @@ export class YamlSource {
     }
     const deep = tooDeep(doc);
     if (deep !== undefined) throw new InputError(`YAML: nested more than ${MAX_DEPTH} levels deep`, { file, ...lines.linePos(deep) });
+    const mergeAgain = text.includes('<<') ? secondMergeKeyAt(doc) : undefined;
+    if (mergeAgain !== undefined)
+      throw new InputError(
+        "YAML: a second '<<' merge key in this mapping (a duplicate key: Ansible warns and applies both, the later one winning where they share a key): merge once, with a list, `<<: [*later, *earlier]` (the first one listed wins)",
+        { file, ...lines.linePos(mergeAgain) },
+      );
     let value: unknown;
     try {
       value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -507,6 +513,26 @@ class DocumentOffsets {
     }
     return byKey;
   }
+}
+
+/**
+ * The offset of a mapping's second `<<` merge key, if one has two: a duplicate key, refused as
+ * every duplicate is; the yaml library (not checking merge keys for uniqueness) would keep the
+ * first where PyYAML applies both in order, the later winning.
+ */
+function secondMergeKeyAt(doc: Document.Parsed): number | undefined {
+  const { isScalar, visit } = yamlLib();
+  let at: number | undefined;
+  visit(doc, {
+    Map(_, map) {
+      let merges = 0;
+      for (const p of map.items) {
+        const merge = isScalar(p.key) && (p.key.value === '<<' || typeof p.key.value === 'symbol');
+        if (merge && ++merges === 2 && (at === undefined || (p.key as Node).range![0] < at)) at = (p.key as Node).range![0];
+      }
+    },
+  });
+  return at;
 }
 
 /** Whether some map may repeat a scalar key (the library's test: same value; NaN is rechecked there). */

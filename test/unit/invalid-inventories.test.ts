@@ -340,6 +340,12 @@ const CASES: Case[] = [
     says: ['YAML:'],
   },
   {
+    name: "two '<<' merge keys in one mapping (Ansible: the later wins, with a warning)",
+    files: { 'hosts.yml': HEAD, 'group_vars/all.yml': '_a: &a {mtu: 1500}\n_b: &b {mtu: 9000}\nnic:\n  <<: *a\n  <<: *b\n' },
+    at: ['group_vars/all.yml', 5, 3],
+    says: ["a second '<<' merge key in this mapping", '`<<: [*later, *earlier]`'],
+  },
+  {
     name: 'group_vars file that is a list',
     files: { 'hosts.yml': HEAD, 'group_vars/all.yml': '- a\n- b\n' },
     at: ['group_vars/all.yml', 1, 1],
