@@ -61,11 +61,22 @@ export function selectLimit(inv: Inventory, limit: string, ctx: PatternContext =
   });
 }
 
-/** An `@FILE` limit's lines, stripped (a regular file of bounded size, as every input file). */
+/**
+ * An `@FILE` limit's lines, stripped (a regular file of bounded size, as every input file). A
+ * byte-order mark (U+FEFF, an editor's) is refused: JavaScript's trim takes it off, Python's strip
+ * (Ansible's) does not, so Ansible matches '\ufeffnode4' to nothing where racksmith would select node4.
+ */
 function limitFile(path: string): string[] {
-  return readInputText(path, '--limit file', INPUT_LIMITS.vars)
-    .split('\n')
-    .map((l) => l.trim());
+  const text = readInputText(path, '--limit file', INPUT_LIMITS.vars);
+  const bom = text.indexOf('\ufeff');
+  if (bom >= 0) {
+    const line = text.slice(0, bom).split('\n').length;
+    throw new InputError(
+      "a byte-order mark (U+FEFF) in a --limit file: Ansible keeps it in the line's pattern, which then matches no host; save the file without it",
+      { file: path, line, col: bom - text.lastIndexOf('\n', bom - 1) },
+    );
+  }
+  return text.split('\n').map((l) => l.trim());
 }
 
 function checked(inv: Inventory, hosts: string[], what: string, pattern: string, allowEmpty: boolean): string[] {

@@ -194,4 +194,15 @@ describe('host patterns as Ansible reads them (issue #34)', () => {
     expect(() => selectLimit(racks, `@${join(dir, 'nope')}`)).toThrow(/--limit file .*nope: not found/);
     expect(() => selectLimit(racks, `@${dir}`)).toThrow(/is a directory, not a regular file/);
   });
+
+  // Python's strip (Ansible's) keeps U+FEFF, JavaScript's trim takes it off: Ansible's pattern
+  // '\ufeffn12' matches nothing where a trimmed one would select n12.
+  it('--limit @FILE with a byte-order mark is exit 3 at its place, not read otherwise than Ansible reads it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-limit-'));
+    writeFileSync(join(dir, 'bom'), '\ufeffn12\nn2\n');
+    writeFileSync(join(dir, 'bom2'), 'n12\n  \ufeffn2\n');
+    const said = /a byte-order mark \(U\+FEFF\) in a --limit file: Ansible keeps it in the line's pattern, which then matches no host/;
+    expect(() => selectLimit(racks, `@${join(dir, 'bom')}`)).toThrow(new RegExp(`bom:1:1: ${said.source}`));
+    expect(() => selectLimit(racks, `@${join(dir, 'bom2')}`)).toThrow(new RegExp(`bom2:2:3: ${said.source}`));
+  });
 });
