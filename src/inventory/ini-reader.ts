@@ -38,6 +38,16 @@ const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
 const pyStrip = (s: string) => s.replace(STRIP, '');
 
 export function readIni(file: string, text: string, inv: InventoryBuilder, hooks: IniReaderHooks): void {
+  // (Ansible's ini plugin keeps it too: its first line then fails, or names a host with it)
+  if (text.startsWith('\ufeff'))
+    throw new InputError(
+      'a byte-order mark (U+FEFF) starts this INI inventory, which Ansible does not take off either: save the file without it',
+      {
+        file,
+        line: 1,
+        col: 1,
+      },
+    );
   const lines = text.split(LINE_BREAK);
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   const pending = new Map<string, { line: number; state: 'vars' | 'children'; parents: string[] }>();

@@ -109,6 +109,13 @@ describe('YAML tags', () => {
 });
 
 describe('nesting, special files, control characters', () => {
+  it.each(['hosts', 'hosts.ini'])('a byte-order mark at the start of an INI inventory (%s) is named, at 1:1', (name) => {
+    const f = write({ [name]: '\ufeff[gpu]\ngpu1\n' });
+    expect(error(() => loadInventory(f)).message).toBe(
+      `${f}:1:1: a byte-order mark (U+FEFF) starts this INI inventory, which Ansible does not take off either: save the file without it`,
+    );
+  });
+
   it.each([
     ['flow YAML 10,000 deep', `all:\n  vars:\n    x: ${'['.repeat(10000)}${']'.repeat(10000)}\n`],
     ['flow mappings 10,000 deep', `all:\n  vars:\n    x: ${'{a: '.repeat(10000)}1${'}'.repeat(10000)}\n`],
