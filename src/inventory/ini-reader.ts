@@ -35,7 +35,8 @@ const STRIP = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, 'gu');
 // eslint-disable-next-line no-control-regex -- Python's line boundaries include these
 const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
 
-const pyStrip = (s: string) => s.replace(STRIP, '');
+/** Python's str.strip(): its whitespace (U+FEFF is not; \x1c-\x1f and \x85 are), as Ansible strips. */
+export const pyStrip = (s: string) => s.replace(STRIP, '');
 
 export function readIni(file: string, text: string, inv: InventoryBuilder, hooks: IniReaderHooks): void {
   // (Ansible's ini plugin keeps it too: its first line then fails, or names a host with it)

@@ -5,6 +5,7 @@ import { printable } from '../util/printable.ts';
 import { globToRegExp } from './glob.ts';
 import { addWarning, type Inventory } from './model.ts';
 import { splitHostPattern } from './pattern-split.ts';
+import { pyStrip } from './ini-reader.ts';
 
 export interface PatternContext {
   /** Where the pattern was written, for its errors. */
@@ -62,9 +63,10 @@ export function selectLimit(inv: Inventory, limit: string, ctx: PatternContext =
 }
 
 /**
- * An `@FILE` limit's lines, stripped (a regular file of bounded size, as every input file). A
- * byte-order mark (U+FEFF, an editor's) is refused: JavaScript's trim takes it off, Python's strip
- * (Ansible's) does not, so Ansible matches '\ufeffnode4' to nothing where racksmith would select node4.
+ * An `@FILE` limit's lines, as Ansible reads them: broken at \n, \r\n and a lone \r, stripped of
+ * Python's whitespace (a regular file of bounded size, as every input file). A byte-order mark
+ * (U+FEFF, an editor's) is refused: Python's strip keeps it, so Ansible matches '\ufeffnode4' to no
+ * host, where the operator meant node4.
  */
 function limitFile(path: string): string[] {
   const text = readInputText(path, '--limit file', INPUT_LIMITS.vars);
@@ -76,7 +78,8 @@ function limitFile(path: string): string[] {
       { file: path, line, col: bom - text.lastIndexOf('\n', bom - 1) },
     );
   }
-  return text.split('\n').map((l) => l.trim());
+  // as Python reads a text file (universal newlines) and strips each line (Ansible's manager)
+  return text.split(/\r\n|\r|\n/).map(pyStrip);
 }
 
 function checked(inv: Inventory, hosts: string[], what: string, pattern: string, allowEmpty: boolean): string[] {

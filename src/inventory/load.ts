@@ -93,7 +93,7 @@ const YAML_EXTS = ['.yml', '.yaml', '.json'];
 
 function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
   const ext = extname(file);
-  if (ext.toLowerCase() === '.toml') throw new InputError('TOML inventories are not supported (use YAML, INI or JSON)', { file });
+  if (ext === '.toml') throw new InputError('TOML inventories are not supported (use YAML, INI or JSON)', { file });
   const { text, encrypted } = readSourceText(file, 'inventory', o.vault);
   if (text.startsWith('#!') && isExecutable(file))
     throw new InputError(
@@ -125,7 +125,7 @@ function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
     try {
       readIni(file, text, inv, iniHooks(encrypted));
     } catch (e) {
-      if (!(e instanceof InputError)) throw e;
+      if (!(e instanceof InputError) || !isYamlMapping(file, text, o)) throw e;
       throw new InputError(
         `${e.detail} (read as INI: Ansible's yaml plugin reads only ${YAML_EXTS.join(', ')} in lower case, not ${ext}, so Ansible reads this file as INI and skips it when that fails; rename it to ${ext.toLowerCase()})`,
         e.pos ?? { file },
@@ -134,6 +134,16 @@ function readFile(file: string, inv: InventoryBuilder, o: LoadOptions): void {
     return;
   }
   readIni(file, text, inv, iniHooks(encrypted));
+}
+
+/** Whether the text is a YAML mapping (what a `.YML` holding YAML gets wrong), whatever its name. */
+function isYamlMapping(file: string, text: string, o: LoadOptions): boolean {
+  try {
+    const v = YamlSource.parse(file, text, { vault: o.vault }, false).value;
+    return v !== null && typeof v === 'object' && !Array.isArray(v);
+  } catch {
+    return false;
+  }
 }
 
 function isExecutable(file: string): boolean {

@@ -135,7 +135,7 @@ export class YamlSource {
     const mergeAgain = text.includes('<<') ? secondMergeKeyAt(doc) : undefined;
     if (mergeAgain !== undefined)
       throw new InputError(
-        "YAML: a second '<<' merge key in this mapping (a duplicate key: Ansible warns and applies both, the later one winning where they share a key): merge once, with a list, `<<: [*later, *earlier]` (the first one listed wins)",
+        "YAML: a second '<<' merge key in this mapping (Ansible applies both, the later one winning where they share a key; racksmith refuses a repeated key): merge once, with a list, `<<: [*later, *earlier]` (the first one listed wins)",
         { file, ...lines.linePos(mergeAgain) },
       );
     let value: unknown;
@@ -516,9 +516,9 @@ class DocumentOffsets {
 }
 
 /**
- * The offset of a mapping's second `<<` merge key, if one has two: a duplicate key, refused as
- * every duplicate is; the yaml library (not checking merge keys for uniqueness) would keep the
- * first where PyYAML applies both in order, the later winning.
+ * The offset of a mapping's second `<<` merge key, if one has two: a repeated key, refused as
+ * every repeated key is; the yaml library (not checking merge keys for uniqueness) lets the
+ * first win where both bring a key, PyYAML (Ansible) the later.
  */
 function secondMergeKeyAt(doc: Document.Parsed): number | undefined {
   const { isScalar, visit } = yamlLib();
@@ -527,7 +527,8 @@ function secondMergeKeyAt(doc: Document.Parsed): number | undefined {
     Map(_, map) {
       let merges = 0;
       for (const p of map.items) {
-        const merge = isScalar(p.key) && (p.key.value === '<<' || typeof p.key.value === 'symbol');
+        // (only a plain << is a merge key, which the library resolves to a symbol: a quoted '<<' is a key)
+        const merge = isScalar(p.key) && typeof p.key.value === 'symbol';
         if (merge && ++merges === 2 && (at === undefined || (p.key as Node).range![0] < at)) at = (p.key as Node).range![0];
       }
     },

@@ -1,11 +1,11 @@
 // eslint-disable-next-line no-control-regex -- control characters are what it looks for
-const UNPRINTABLE = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNPRINTABLE = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /**
  * Text from the input (a host name, a key, a value) as it may be shown in a message: control
- * characters, line separators and bidirectional overrides escaped (`\x1b`, `\u202e`), so input
- * can neither drive the terminal nor fake or hide parts of the message.
+ * characters, line separators, bidirectional overrides and the invisible U+FEFF escaped (`\x1b`,
+ * `\u202e`, `\ufeff`), so input can neither drive the terminal nor fake or hide parts of the message.
  */
 export function printable(s: string): string {
   return s.replace(

@@ -557,6 +557,14 @@ function publicCases(): Case[] {
   mkdirSync(upper);
   writeFileSync(join(upper, 'hosts.YML'), '[gpu]\ngpu1 mtu=9000\n[gpu:vars]\nx=[1, 2]\n');
   out.push({ name: 'INI text in hosts.YML', dir: upper, sources: ['hosts.YML'] });
+  writeFileSync(join(upper, 'hosts.TOML'), '[web]\nweb1\n');
+  out.push({ name: 'INI text in hosts.TOML', dir: upper, sources: ['hosts.TOML'] });
+  // only a plain << merges: a quoted '<<' is a key like any other
+  const quoted = join(ROOT, 'quoted-merge-key');
+  mkdirSync(join(quoted, 'group_vars'), { recursive: true });
+  writeFileSync(join(quoted, 'hosts.yml'), 'gpu:\n  hosts:\n    gpu1:\n');
+  writeFileSync(join(quoted, 'group_vars/gpu.yml'), '_a: &a {mtu: 1500, x: 1}\nnic:\n  <<: *a\n  "<<": literal\n');
+  out.push({ name: "a quoted '<<' key beside a merge", dir: quoted, sources: ['hosts.yml'] });
   return out;
 }
 

@@ -87,6 +87,12 @@ describe('an inventory named .YML, .Yaml or .JSON', () => {
       ),
     );
   });
+  it('holding INI text that racksmith refuses (a variable named my-var): that error alone, no advice to rename it', () => {
+    const d = dir({ 'hosts.YML': '[web]\nweb1 my-var=1\n' });
+    const f = join(d, 'hosts.YML');
+    expect(() => loadInventory([f])).toThrow(/my-var/);
+    expect(() => loadInventory([f])).not.toThrow(/rename it/);
+  });
   it('holding INI text, it is read as INI, as Ansible reads it', () => {
     const d = dir({ 'hosts.YML': INI });
     expect(loadInventory([join(d, 'hosts.YML')]).hosts.map((h) => h.name)).toEqual(['web1']);

@@ -109,6 +109,10 @@ describe('YAML tags', () => {
 });
 
 describe('nesting, special files, control characters', () => {
+  it('a byte-order mark further in is shown escaped in the message, not invisible', () => {
+    const f = write({ 'hosts.ini': '[web]\nweb1\n\ufeff[db]\n' });
+    expect(error(() => loadInventory(f)).message).toMatch(/^\S+:3:\d+: .*'\\ufeff\[db\]'/);
+  });
   it.each(['hosts', 'hosts.ini'])('a byte-order mark at the start of an INI inventory (%s) is named, at 1:1', (name) => {
     const f = write({ [name]: '\ufeff[gpu]\ngpu1\n' });
     expect(error(() => loadInventory(f)).message).toBe(

@@ -197,6 +197,14 @@ describe('host patterns as Ansible reads them (issue #34)', () => {
 
   // Python's strip (Ansible's) keeps U+FEFF, JavaScript's trim takes it off: Ansible's pattern
   // '\ufeffn12' matches nothing where a trimmed one would select n12.
+  it('--limit @FILE lines as Ansible reads them: a lone CR breaks a line, Python whitespace (\\x85, \\x1c) is stripped', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rs-limit-'));
+    writeFileSync(join(dir, 'cr'), 'n2\nn12\rtop1\r\n');
+    writeFileSync(join(dir, 'nel'), 'n2\nn12\x85\n\x1ctop1\n');
+    expect(selectLimit(racks, `@${join(dir, 'cr')}`)).toEqual(selectLimit(racks, 'n2,n12,top1'));
+    expect(selectLimit(racks, `@${join(dir, 'nel')}`)).toEqual(selectLimit(racks, 'n2,n12,top1'));
+  });
+
   it('--limit @FILE with a byte-order mark is exit 3 at its place, not read otherwise than Ansible reads it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rs-limit-'));
     writeFileSync(join(dir, 'bom'), '\ufeffn12\nn2\n');
