@@ -350,10 +350,10 @@ const devOf = (devIno: string) => devIno.slice(0, devIno.indexOf(':'));
  * A bind of what its source was before it was replaced: the live bind's file or directory is
  * deleted (mountinfo's root ends in `//deleted`, findmnt's source `/dev/vda[/etc/hosts//deleted]`),
  * was at the source's path (rootIsOf; a source that is a link resolved) and lies on the filesystem
- * the source lies on now. /etc/hosts and /etc/resolv.conf are
- * rewritten by rename (Ansible's copy and template, `sed -i`, dhclient, systemd-resolved), a
- * runtime directory made again by its service: the bind keeps the old one, which nobody can reach
- * but through it. Bound again; a deleted file of another path there is someone else's: refused.
+ * the source lies on now. /etc/hosts and /etc/resolv.conf are rewritten by rename (Ansible's copy
+ * and template, `sed -i`, dhclient, systemd-resolved), a runtime directory made again by its
+ * service: the bind keeps the old one, which nobody can reach but through it. Bound again; a
+ * deleted file of another path there is someone else's: refused.
  */
 export function staleBind(s: Pick<MountSpec, 'bindKind' | 'source'>, f: MountFacts): boolean {
   const was = deletedRoot(f.live);
