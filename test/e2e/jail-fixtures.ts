@@ -16,6 +16,14 @@ export const ROOTFS = join(repoRoot, '.cache/testbed-rootfs');
 
 export const exportDir = (name: string) => join(tb.sharedDir, name);
 
+/** How many mounts a host's mount table has at each of these mountpoints (stacked ones count). */
+export async function mountsAt(host: string, targets: readonly string[]): Promise<number[]> {
+  const r = await tb.hostExec(host, 'cat /proc/self/mountinfo');
+  expect(r.code, r.stderr).toBe(0);
+  const points = r.stdout.split('\n').map((l) => l.split(' ')[4]);
+  return targets.map((t) => points.filter((p) => p === t).length);
+}
+
 const elfCache = new Map<string, string>();
 /** A real ELF shared object with this soname, base64 (built once per soname). */
 export function elf(soname: string): string {

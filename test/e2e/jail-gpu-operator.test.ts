@@ -8,7 +8,17 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tb from '../testbed/api.ts';
 import { changedResources, provision, recaps, writeInventory, type CliRun } from './helpers.ts';
-import { DRIVER, driverFiles, exportDir, fakeProcVersion, installFiles, LIB, OLD_DRIVER, populateExport } from './jail-fixtures.ts';
+import {
+  DRIVER,
+  driverFiles,
+  exportDir,
+  fakeProcVersion,
+  installFiles,
+  LIB,
+  mountsAt,
+  OLD_DRIVER,
+  populateExport,
+} from './jail-fixtures.ts';
 
 const PB = 'playbooks/jail.ts';
 const ROOT = '/run/nvidia/driver';
@@ -110,12 +120,7 @@ describe('jail on a GPU Operator host (driver under /run/nvidia/driver)', () => 
     const inv = inventory([OP], 'jail-op');
     const first = await provision([PB, '-i', inv, '--json']);
     expect(first.code, first.stderr).toBe(0);
-    /** How many mounts each bound target has (stacked ones count). */
-    const perTarget = async () => {
-      const table = (await sh(OP, 'cat /proc/self/mountinfo')).stdout.split('\n');
-      return bound.map((t) => table.filter((l) => l.split(' ')[4] === t).length);
-    };
-    expect(await perTarget()).toEqual(bound.map(() => 1));
+    expect(await mountsAt(OP, bound)).toEqual(bound.map(() => 1));
     // the pod again: a new root filesystem at the same path; the jail's binds still show the old one
     expect((await sh(OP, `umount ${ROOT}`)).code).toBe(0);
     await operatorHost(OP);
@@ -127,7 +132,7 @@ describe('jail on a GPU Operator host (driver under /run/nvidia/driver)', () => 
     expect(summaries(run, OP, 'gpu-binds:/mnt/jail').filter((c) => c.endsWith(', in place of the stale bind there'))).toHaveLength(
       bound.length,
     );
-    expect(await perTarget()).toEqual(bound.map(() => 1));
+    expect(await mountsAt(OP, bound)).toEqual(bound.map(() => 1));
     for (const t of bound) expect(await sameAsRoot(t), t).toBe(true);
     const again = await provision([PB, '-i', inv, '--json']);
     expect(again.code, again.stderr).toBe(0);

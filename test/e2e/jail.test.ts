@@ -26,6 +26,7 @@ import {
   fakeProcVersion,
   installFiles,
   LIB,
+  mountsAt,
   OLD_DRIVER,
   populateExport,
   ROOTFS,
@@ -277,11 +278,7 @@ describe('jail', () => {
     const S = '/var/lib/racksmith/jail-gpu-standin.so';
     const targets = (await sh(CPU, `findmnt -rn -o TARGET,SOURCE | grep '\\[${S}\\]' | cut -d' ' -f1`)).stdout.split('\n').filter(Boolean);
     expect(targets.length).toBeGreaterThan(0);
-    const perTarget = async () => {
-      const table = (await sh(CPU, 'cat /proc/self/mountinfo')).stdout.split('\n');
-      return targets.map((t) => table.filter((l) => l.split(' ')[4] === t).length);
-    };
-    expect(await perTarget()).toEqual(targets.map(() => 1));
+    expect(await mountsAt(CPU, targets)).toEqual(targets.map(() => 1));
     expect((await sh(CPU, `cp -p ${S} ${S}.new && mv ${S}.new ${S}`)).code).toBe(0);
     const run = await provision([PB, '-i', fleetInventory(), '-l', CPU, '--json']);
     expect(run.code, run.stderr).toBe(0);
@@ -289,7 +286,7 @@ describe('jail', () => {
     expect(summaries(run, CPU, 'gpu-standins:/mnt/jail').filter((c) => c.endsWith(', in place of the stale bind there'))).toHaveLength(
       targets.length,
     );
-    expect(await perTarget()).toEqual(targets.map(() => 1));
+    expect(await mountsAt(CPU, targets)).toEqual(targets.map(() => 1));
     for (const t of targets) expect((await sh(CPU, `[ ${t} -ef ${S} ]`)).code, t).toBe(0);
     expect(await danglingCacheEntries(CPU)).toEqual([]);
     const again = await provision([PB, '-i', fleetInventory(), '-l', CPU, '--json']);
@@ -334,9 +331,8 @@ describe('jail', () => {
     ]);
     expect(await seen()).toMatch(/10\.9\.9\.9 replaced\n(.*\n)*again\n$/);
     // the stale binds are gone, not hidden under the new ones
-    const table = (await sh(h, 'cat /proc/self/mountinfo')).stdout;
-    for (const t of ['/mnt/jail/etc/hosts', '/mnt/jail/var/spool/slurmd']) expect(table.split(` ${t} `).length - 1).toBe(1);
-    expect(table).not.toContain('//deleted');
+    expect(await mountsAt(h, ['/mnt/jail/etc/hosts', '/mnt/jail/var/spool/slurmd'])).toEqual([1, 1]);
+    expect((await sh(h, 'cat /proc/self/mountinfo')).stdout).not.toContain('//deleted');
     const again = await provision([PB, '-i', fleetInventory(), '-l', h, '--json']);
     expect(again.code, again.stderr).toBe(0);
     expect(changedResources(again)).toEqual([]);

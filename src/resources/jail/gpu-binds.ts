@@ -186,7 +186,9 @@ function readGpuFacts(jail: string, caps: readonly GpuCap[], own: string, table:
   };
   // The mount table only matters for driver files found (most hosts without GPUs have none).
   const mounts = set.files.length ? parseMountTable(table) : new Map<string, never>();
-  const counts = set.files.length ? mountCounts(table) : new Map<string, number>();
+  // counted only where a file is not bound and an older bind of its path is there (never when converged)
+  let counts: Map<string, number> | undefined;
+  const mountsAt = (target: string) => (counts ??= mountCounts(table)).get(target) ?? 0;
   const realJail = scan.jailReal ?? jail;
   const files: GpuFile[] = [];
   for (const g of set.files) {
@@ -207,7 +209,7 @@ function readGpuFacts(jail: string, caps: readonly GpuCap[], own: string, table:
       bound: g.targetSame,
       emptyPlaceholder: g.targetKind === 'file' && g.targetEmpty && !g.targetSame,
       mounted: mount !== undefined,
-      staleMounts: mount && rootIsOf(deletedRoot(mount) ?? mount.root ?? '/', g.host) ? (counts.get(target) ?? 0) : 0,
+      staleMounts: !g.targetSame && mount && rootIsOf(deletedRoot(mount) ?? mount.root ?? '/', g.host) ? mountsAt(target) : 0,
       readOnly: mount?.options.includes('ro') ?? false,
       // a soname link in the jail points at it, and the jail's ld.so.cache lists that link
       cached: kind === 'lib' || kind === 'lib32' ? (scan.links.get(name) ?? []).some((l) => scan.cached.has(l)) : undefined,

@@ -54,9 +54,9 @@ export interface StandinFacts {
   fleetLibs: ReadonlyMap<string, string>;
 }
 
-/** What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). */
 /**
- * A bind's overMount: something is mounted at its target (bound over, as ever); staleMounts: the
+ * What a change does, decided in diff (besides writing the stand-in or fstab: a FileWrite). A
+ * bind's overMount: something is mounted at its target (bound over, as ever); staleMounts: the
  * mounts there to let go first, an older stand-in (olderStandins) on top.
  */
 export type StandinChange = {

@@ -197,6 +197,13 @@ describe('mount diff', () => {
     source: { exists: true, devIno: '254:77' },
   };
   const summaries = (f: MountFacts) => r.diff(f).map((c) => c.summary);
+  /** The bind there shows `root` of `device` (`//deleted`: deleted since), another inode than the source's now. */
+  const boundThere = (device: string, root: string, more: Partial<MountFacts> = {}): Partial<MountFacts> => ({
+    live: { ...converged.live!, source: `${device}[${root}]`, root },
+    target: { ...converged.target, devIno: '254:99' },
+    ...more,
+  });
+  const REBIND = 're-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)';
   it.each<[string, Partial<MountFacts>, string[] | RegExp]>([
     ['converged', {}, []],
     ['not mounted', { live: undefined }, ['mount /srv/src on /mnt/jail/tmp (none, bind,x-systemd.requires-mounts-for=/mnt/jail)']],
@@ -228,81 +235,41 @@ describe('mount diff', () => {
     // the source rewritten by rename (sed -i, Ansible's template) or made again (a service's runtime directory)
     [
       'the bind shows a deleted file of the filesystem the source lies on now: bound again',
-      {
-        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]', root: '/srv/src//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-      },
-      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
+      boundThere('/dev/vda', '/srv/src//deleted'),
+      [REBIND],
     ],
     [
       'the same, and its fstab entry gone too',
-      {
-        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]', root: '/srv/src//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-        fstab: fileWith(''),
-      },
-      [
-        `/etc/fstab: add ${fstabLine.trim()}`,
-        're-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)',
-      ],
+      boundThere('/dev/vda', '/srv/src//deleted', { fstab: fileWith('') }),
+      [`/etc/fstab: add ${fstabLine.trim()}`, REBIND],
     ],
     [
       'a deleted file of another filesystem: refused',
-      {
-        live: { ...converged.live!, source: '/dev/vdb[/srv/src//deleted]', root: '/srv/src//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-        source: { exists: true, devIno: '300:5' },
-      },
+      boundThere('/dev/vdb', '/srv/src//deleted', { source: { exists: true, devIno: '300:5' } }),
       /already has \/dev\/vdb\[\/srv\/src\/\/deleted\] \(ext4\) mounted, not \/srv\/src; unmount it first/,
     ],
     [
       'a deleted file, and the source gone: refused',
-      {
-        live: { ...converged.live!, source: '/dev/vda[/srv/src//deleted]', root: '/srv/src//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-        source: { exists: false },
-      },
+      boundThere('/dev/vda', '/srv/src//deleted', { source: { exists: false } }),
       /already has \/dev\/vda\[\/srv\/src\/\/deleted\] \(ext4\) mounted/,
     ],
     [
       'a deleted file of another path on the same filesystem (someone else’s bind): refused',
-      {
-        live: { ...converged.live!, source: '/dev/vda[/srv/other//deleted]', root: '/srv/other//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-      },
+      boundThere('/dev/vda', '/srv/other//deleted'),
       /already has \/dev\/vda\[\/srv\/other\/\/deleted\] \(ext4\) mounted/,
     ],
-    [
-      'the source on a filesystem of its own: the root is relative to it',
-      {
-        live: { ...converged.live!, source: '/dev/vdc[/src//deleted]', root: '/src//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-      },
-      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
-    ],
-    [
-      'a btrfs subvolume mounted as / (its root below the filesystem’s)',
-      {
-        live: { ...converged.live!, source: '/dev/vda[/@/srv/src//deleted]', root: '/@/srv/src//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
-      },
-      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
-    ],
+    ['the source on a filesystem of its own: the root is relative to it', boundThere('/dev/vdc', '/src//deleted'), [REBIND]],
+    ['a btrfs subvolume mounted as / (its root below the filesystem’s)', boundThere('/dev/vda', '/@/srv/src//deleted'), [REBIND]],
     [
       'a source that is a link: its resolved path (systemd-resolved rewrites the file it leads to)',
-      {
-        live: { ...converged.live!, source: 'tmpfs[/systemd/resolve/stub//deleted]', root: '/systemd/resolve/stub//deleted' },
-        target: { ...converged.target, devIno: '254:99' },
+      boundThere('tmpfs', '/systemd/resolve/stub//deleted', {
         source: { exists: true, devIno: '254:78', real: '/run/systemd/resolve/stub' },
-      },
-      ['re-bind /srv/src on /mnt/jail/tmp: /srv/src was replaced since it was bound there (the bind still shows the deleted one)'],
+      }),
+      [REBIND],
     ],
     [
       'another file of the same filesystem, not deleted: refused',
-      {
-        live: { ...converged.live!, source: '/dev/vda[/srv/other]', root: '/srv/other' },
-        target: { ...converged.target, devIno: '254:99' },
-      },
+      boundThere('/dev/vda', '/srv/other'),
       /already has \/dev\/vda\[\/srv\/other\] \(ext4\) mounted/,
     ],
   ])('%s', (_, patch, want) => {
